@@ -1,0 +1,312 @@
+/*
+** syslab.h - the engine's public interface: values, the command registry,
+** the host that receives output, and the interpreter entry points.
+**
+** Design. The engine knows nothing of ZeroMQ or Jupyter. Whoever drives it
+** (the kernel, `syslab run`, the report generator, unit tests) passes an
+** sl_Host: a table of callbacks that receive text streams, rich displays,
+** clear-output requests and input prompts. The kernel turns those into
+** IOPub messages; `syslab run` writes them to stdout/stderr.
+**
+** Every command the language knows is described once, in an sl_Command
+** record (name, arguments with types, defaults and help). Each domain file
+** (lib_*.c, plotting/*.c) exports a NULL-terminated table of them; the
+** registry (registry.c) gathers the tables. Argument binding, `help`,
+** completion, inspection and docs/commands.md are all generated from that
+** one description.
+**
+** Memory: sl_Value is a small tagged union passed by value. Strings, lists,
+** records and objects live on the heap with a reference count. A function
+** that *returns* an sl_Value hands the caller one reference; arguments are
+** borrowed. sl_retain/sl_release adjust counts; releasing a scalar is a no-op.
+*/
+#ifndef SYSLAB_H
+#define SYSLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#define SYSLAB_VERSION "0.1.0"
+#define SYSLAB_LANGUAGE "syslab"
+
+/* ------------------------------------------------------------------ values */
+
+typedef enum sl_Type {
+  SL_NIL = 0,
+  SL_BOOL,
+  SL_NUMBER,   /* double */
+  SL_STRING,   /* immutable UTF-8 */
+  SL_LIST,     /* ordered sequence of values */
+  SL_RECORD,   /* ordered string-keyed map, e.g. the result of `evaluate` */
+  SL_OBJECT    /* engine object with a class: table, dataset, model, tensor... */
+} sl_Type;
+
+typedef struct sl_Heap sl_Heap;   /* common header of heap values (refcount) */
+
+typedef struct sl_Value {
+  sl_Type type;
+  union {
+    int b;
+    double n;
+    sl_Heap *h;
+  } u;
+} sl_Value;
+
+typedef struct sl_Bundle sl_Bundle;
+
+/* A class of engine objects. `show` fills a mime bundle (text/plain at least)
+** for display in a notebook; `field` answers `obj.name` (return 0 and set *out,
+** or -1 if there is no such field); `free` releases `data`. */
+typedef struct sl_Class {
+  const char *name;                       /* "table", "dataset", "model", ... */
+  void (*free)(void *data);
+  int (*show)(void *data, sl_Bundle *out);
+  int (*field)(void *data, const char *name, sl_Value *out);
+  const char *const *fields;              /* NULL-terminated, for completion */
+} sl_Class;
+
+sl_Value sl_nil(void);
+sl_Value sl_bool(int b);
+sl_Value sl_number(double n);
+sl_Value sl_string(const char *s);               /* copies */
+sl_Value sl_string_len(const char *s, size_t n); /* copies */
+sl_Value sl_list_new(void);
+sl_Value sl_record_new(void);
+sl_Value sl_object_new(const sl_Class *cls, void *data); /* takes ownership of data */
+
+void sl_retain(sl_Value v);
+void sl_release(sl_Value v);
+
+const char *sl_typename(sl_Value v);       /* "number", "table", ... */
+int sl_truthy(sl_Value v);
+int sl_equal(sl_Value a, sl_Value b);
+
+const char *sl_str(sl_Value v);            /* chars of a SL_STRING, else NULL */
+size_t sl_strlen(sl_Value v);
+
+size_t sl_list_len(sl_Value list);
+sl_Value sl_list_get(sl_Value list, size_t i);            /* borrowed */
+void sl_list_push(sl_Value list, sl_Value item);          /* takes a reference */
+
+size_t sl_record_len(sl_Value rec);
+const char *sl_record_key(sl_Value rec, size_t i);
+sl_Value sl_record_value(sl_Value rec, size_t i);          /* borrowed */
+sl_Value sl_record_get(sl_Value rec, const char *key);     /* borrowed, nil if absent */
+void sl_record_set(sl_Value rec, const char *key, sl_Value v); /* takes a reference */
+
+const sl_Class *sl_object_class(sl_Value v);
+void *sl_object_data(sl_Value v);
+/* data of an object of class `cls`, or NULL if v is something else */
+void *sl_object_as(sl_Value v, const sl_Class *cls);
+
+/* Formats a value as text the way `print` does (numbers with %.9g style,
+** lists as [a, b], records as {k: v}). Caller frees. */
+char *sl_tostring(sl_Value v);
+
+/* ------------------------------------------------------------ mime bundles */
+
+#define SL_BUNDLE_MAX 8
+
+typedef struct sl_MimePart {
+  char *mime;       /* "text/plain", "image/png", ... */
+  char *data;       /* raw bytes; binary for image/png (the kernel base64s it) */
+  size_t len;
+} sl_MimePart;
+
+struct sl_Bundle {
+  int n;
+  sl_MimePart parts[SL_BUNDLE_MAX];
+};
+
+void sl_bundle_init(sl_Bundle *b);
+/* copies mime and data; replaces an existing part of the same mime */
+void sl_bundle_add(sl_Bundle *b, const char *mime, const char *data, size_t len);
+void sl_bundle_addf(sl_Bundle *b, const char *mime, const char *fmt, ...);
+const sl_MimePart *sl_bundle_get(const sl_Bundle *b, const char *mime);
+void sl_bundle_free(sl_Bundle *b);
+
+/* Fill a bundle for showing value v (execute_result, `show`). */
+int sl_show(sl_Value v, sl_Bundle *out);
+
+/* -------------------------------------------------------------------- host */
+
+typedef enum sl_Stream { SL_STDOUT = 0, SL_STDERR = 1 } sl_Stream;
+
+typedef struct sl_Host {
+  void *ud;
+  /* text output; the host may coalesce consecutive writes */
+  void (*write)(void *ud, sl_Stream stream, const char *text, size_t len);
+  /* rich output. display_id may be NULL. update=1 replaces the output that
+  ** was displayed earlier with the same display_id (progress bars). */
+  void (*display)(void *ud, const sl_Bundle *b, const char *display_id, int update);
+  void (*clear)(void *ud, int wait);
+  /* asks the user; returns 0 and a malloc'd answer in *answer, or -1 when no
+  ** input channel is available (e.g. allow_stdin=false, batch runs). */
+  int (*input)(void *ud, const char *prompt, int password, char **answer);
+  /* pager payload (help pages); may be NULL, then text goes to write() */
+  void (*page)(void *ud, const char *text);
+} sl_Host;
+
+/* --------------------------------------------------------------- registry */
+
+typedef enum sl_ArgType {
+  SL_ARG_ANY = 0,
+  SL_ARG_NUMBER,
+  SL_ARG_INT,      /* number that must be integral */
+  SL_ARG_BOOL,
+  SL_ARG_STRING,
+  SL_ARG_ENUM,     /* string from `choices`; a bare word naming a choice is accepted */
+  SL_ARG_LIST,
+  SL_ARG_RECORD,
+  SL_ARG_OBJECT,   /* an object of class named `cls` */
+  SL_ARG_BLOCK     /* a { ... } block, run by the command (sweeps) */
+} sl_ArgType;
+
+enum {
+  SL_POSITIONAL = 1 << 0,  /* may be given without name=, in declaration order */
+  SL_REQUIRED   = 1 << 1
+};
+
+#define SL_MAX_ARGS 24
+
+typedef struct sl_Arg {
+  const char *name;
+  sl_ArgType type;
+  unsigned flags;
+  const char *defval;              /* default written in the language, or NULL */
+  const char *help;
+  const char *const *choices;      /* SL_ARG_ENUM: NULL-terminated */
+  const char *cls;                 /* SL_ARG_OBJECT: class name */
+} sl_Arg;
+
+typedef struct sl_Call sl_Call;
+/* Returns 0 and sets *result (a new reference; leave nil for no value), or
+** -1 after reporting an error with sl_error/sl_arg_error. */
+typedef int (*sl_CommandFn)(sl_Call *call, sl_Value *result);
+
+enum {
+  SL_CMD_EXTRA_KEYWORDS = 1 << 0   /* accepts name=value pairs not in args (sweep, row) */
+};
+
+typedef struct sl_Command {
+  const char *name;
+  const char *group;      /* "core", "data", "model", "graph", "compress", "table", "plot", ... */
+  const char *summary;    /* one line */
+  const char *help;       /* longer text, may span lines */
+  const char *example;    /* one or more lines of the language */
+  sl_CommandFn fn;
+  unsigned flags;
+  sl_Arg args[SL_MAX_ARGS];   /* terminated by an entry with name == NULL */
+} sl_Command;
+
+/* Each domain exports a table terminated by an entry with name == NULL. */
+extern const sl_Command slB_commands[];   /* engine/lib_base.c: print, help, sleep, input, display... */
+extern const sl_Command slT_commands[];   /* engine/lib_table.c: tables, sweep, row, csv */
+extern const sl_Command slP_commands[];   /* plotting/plot.c: plot */
+extern const sl_Command slM_commands[];   /* engine/lib_model.c: datasets, models, graphs, passes, training */
+extern const sl_Command slQ_commands[];   /* engine/lib_compress.c: quantisation, pruning */
+
+const sl_Command *sl_command_find(const char *name);
+/* iterate over every command: i = 0, 1, ... until NULL */
+const sl_Command *sl_command_at(size_t i);
+const sl_Arg *sl_command_arg(const sl_Command *cmd, const char *name);
+
+/* ---------------------------------------------------------- inside a call */
+
+/* Bound argument values (defaults applied). Borrowed; nil when not given
+** and no default. Types were checked against the registry before fn runs. */
+sl_Value sl_arg(sl_Call *call, const char *name);
+int sl_arg_given(sl_Call *call, const char *name);
+double sl_arg_number(sl_Call *call, const char *name);
+const char *sl_arg_string(sl_Call *call, const char *name);   /* STRING and ENUM */
+void *sl_arg_object(sl_Call *call, const char *name, const sl_Class *cls);
+/* extra name=value pairs for SL_CMD_EXTRA_KEYWORDS commands, in call order */
+size_t sl_call_extra_count(sl_Call *call);
+const char *sl_call_extra_name(sl_Call *call, size_t i);
+sl_Value sl_call_extra_value(sl_Call *call, size_t i);
+
+/* Errors: the message should name what was wrong and what is allowed.
+** sl_arg_error points the error's line:column at that argument. Both
+** return -1 so a command can `return sl_error(call, ...)`. */
+int sl_error(sl_Call *call, const char *fmt, ...);
+int sl_arg_error(sl_Call *call, const char *arg, const char *fmt, ...);
+
+/* output from inside a command */
+void sl_printf(sl_Call *call, const char *fmt, ...);
+void sl_eprintf(sl_Call *call, const char *fmt, ...);
+void sl_display(sl_Call *call, const sl_Bundle *b);
+const sl_Host *sl_call_host(sl_Call *call);
+
+/* Progress: shown in place (update_display_data in the kernel, a \r line on
+** stderr in `syslab run`). total may be 0 when unknown. */
+typedef struct sl_Progress sl_Progress;
+sl_Progress *sl_progress_begin(sl_Call *call, const char *label, double total);
+void sl_progress_update(sl_Progress *p, double done, const char *detail);
+void sl_progress_end(sl_Progress *p);
+
+/* Variables and blocks, for commands that run a block (sweep). */
+void sl_setvar(sl_Call *call, const char *name, sl_Value v);  /* takes a reference */
+sl_Value sl_getvar(sl_Call *call, const char *name);          /* borrowed, nil if unset */
+/* runs the block argument `arg`; returns 0, or -1 on error/interrupt
+** (the error is already recorded in the call) */
+int sl_run_block(sl_Call *call, const char *arg);
+/* per-call scratch slot a block command can use for its collector (sweep
+** keeps the table that `row` appends to). Nested blocks see the innermost. */
+void sl_set_collector(sl_Call *call, sl_Value table);   /* borrowed for the block's duration */
+sl_Value sl_get_collector(sl_Call *call);
+
+/* ---------------------------------------------------------------- interrupt */
+
+/* Async-signal-safe. Long work polls sl_interrupted() at safe points
+** (batch boundaries, sleep slices) and stops cleanly. */
+void sl_interrupt(void);
+int sl_interrupted(void);
+void sl_clear_interrupt(void);
+/* the error a command returns when it stops on interrupt */
+int sl_interrupted_error(sl_Call *call);
+
+/* -------------------------------------------------------------- interpreter */
+
+typedef struct sl_State sl_State;
+
+typedef struct sl_Error {
+  char ename[64];      /* "SyntaxError", "NameError", "TypeError", "ArgumentError",
+                          "RuntimeError", "Interrupt", ... */
+  char *evalue;        /* one-line message */
+  int line, col;       /* 1-based location in the cell, 0 if unknown */
+  char *traceback;     /* readable multi-line text: the source line with a caret */
+} sl_Error;
+
+void sl_error_free(sl_Error *e);
+
+sl_State *sl_new(void);
+void sl_free(sl_State *S);
+
+/* Runs a cell. Returns 0 and sets *result to the value of a final bare
+** expression (nil if none; caller releases), or -1 and fills *err. */
+int sl_execute(sl_State *S, const char *code, const sl_Host *host,
+               sl_Value *result, sl_Error *err);
+
+typedef enum { SL_COMPLETE, SL_INCOMPLETE, SL_INVALID } sl_Completeness;
+/* indent receives the suggested indent for an incomplete cell ("  ") */
+sl_Completeness sl_is_complete(const char *code, char *indent, size_t indent_size);
+
+/* Completion at byte offset `cursor`. Fills a malloc'd array of malloc'd
+** strings; *start/*end are byte offsets of the text to replace. */
+typedef struct sl_Completion {
+  char **matches;
+  size_t n;
+  size_t start, end;
+} sl_Completion;
+void sl_complete(sl_State *S, const char *code, size_t cursor, sl_Completion *out);
+void sl_completion_free(sl_Completion *c);
+
+/* Help for the name under the cursor (command, argument, variable).
+** Returns 1 and fills out (text/plain, text/markdown), or 0 if nothing. */
+int sl_inspect(sl_State *S, const char *code, size_t cursor, int detail, sl_Bundle *out);
+
+/* Documentation generated from the registry (docs/commands.md). Caller frees. */
+char *sl_registry_markdown(void);
+
+#endif
