@@ -2,7 +2,7 @@
 ** gpu.h - what the engine asks of the GPU, whether or not one exists.
 **
 ** The CPU build links gpu_none.c, which always answers "no device". A build
-** with nvcc links the cuda/*.cu files instead, which find a device at run
+** with nvcc links the CUDA sources of cuda/ instead, which find a device at run
 ** time; with no driver or no device they answer the same as gpu_none.c, so
 ** one binary runs everywhere and every caller keeps a CPU path.
 */

@@ -10,7 +10,7 @@
 **
 ** Every command the language knows is described once, in an sl_Command
 ** record (name, arguments with types, defaults and help). Each domain file
-** (lib_*.c, plotting/*.c) exports a NULL-terminated table of them; the
+** (the lib_ files and plotting/plot.c) exports a NULL-terminated table of them; the
 ** registry (registry.c) gathers the tables. Argument binding, `help`,
 ** completion, inspection and docs/commands.md are all generated from that
 ** one description.
@@ -103,6 +103,11 @@ void *sl_object_as(sl_Value v, const sl_Class *cls);
 /* Formats a value as text the way `print` does (numbers with %.9g style,
 ** lists as [a, b], records as {k: v}). Caller frees. */
 char *sl_tostring(sl_Value v);
+/* Like sl_tostring but strings are quoted, as in the language's source. */
+char *sl_repr(sl_Value v);
+/* Numbers as the language prints them: integers plainly, others with %.9g
+** so every float32 value round-trips exactly. */
+void sl_format_number(double x, char *out, size_t size);
 
 /* ------------------------------------------------------------ mime bundles */
 
@@ -165,7 +170,9 @@ typedef enum sl_ArgType {
 
 enum {
   SL_POSITIONAL = 1 << 0,  /* may be given without name=, in declaration order */
-  SL_REQUIRED   = 1 << 1
+  SL_REQUIRED   = 1 << 1,
+  SL_BAREWORD   = 1 << 2,  /* a bare name that is not a variable is taken as its text (help topics) */
+  SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
 #define SL_MAX_ARGS 24
@@ -293,7 +300,7 @@ typedef enum { SL_COMPLETE, SL_INCOMPLETE, SL_INVALID } sl_Completeness;
 sl_Completeness sl_is_complete(const char *code, char *indent, size_t indent_size);
 
 /* Completion at byte offset `cursor`. Fills a malloc'd array of malloc'd
-** strings; *start/*end are byte offsets of the text to replace. */
+** strings; start and end are byte offsets of the text to replace. */
 typedef struct sl_Completion {
   char **matches;
   size_t n;
@@ -306,7 +313,7 @@ void sl_completion_free(sl_Completion *c);
 ** Returns 1 and fills out (text/plain, text/markdown), or 0 if nothing. */
 int sl_inspect(sl_State *S, const char *code, size_t cursor, int detail, sl_Bundle *out);
 
-/* Documentation generated from the registry (docs/commands.md). Caller frees. */
+/* Documentation generated from the registry, for docs/commands.md. Caller frees. */
 char *sl_registry_markdown(void);
 
 #endif

@@ -1,9 +1,63 @@
-/* main.c - the `syslab` command line (subcommands are added as they land). */
+/*
+** main.c - the `syslab` command line: one program, several subcommands.
+**
+**   syslab kernel -f CONNECTION_FILE    the Jupyter kernel
+**   syslab install [--user | --prefix DIR | --sys-prefix]
+**   syslab run FILE | -                 run a script, outputs as text
+**   syslab report [...]                 execute the notebooks, export the report
+**   syslab help [--commands-markdown]   usage, or the command reference
+**   syslab --version
+*/
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "cli.h"
+#include "report.h"
 #include "syslab.h"
 
-int main(void) {
-  printf("syslab %s\n", SYSLAB_VERSION);
-  return 0;
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: syslab COMMAND [ARGS]\n"
+          "\n"
+          "  kernel -f CONNECTION_FILE   run as a Jupyter kernel (started by Jupyter)\n"
+          "  install [--user | --prefix DIR | --sys-prefix]\n"
+          "                              install the kernelspec so Jupyter finds syslab\n"
+          "  run FILE                    run a script (FILE may be - for standard input)\n"
+          "  report [NOTEBOOK ...] [-o DIR]\n"
+          "                              execute lab notebooks and export the lab report\n"
+          "  help [--commands-markdown]  this text, or the reference of every command\n"
+          "  --version                   print the version\n"
+          "\n"
+          "Inside the language, type `help` for the list of commands.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("syslab %s\n", SYSLAB_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    if (argc > 2 && strcmp(argv[2], "--commands-markdown") == 0) {
+      char *md = sl_registry_markdown();
+      fputs(md, stdout);
+      free(md);
+      return 0;
+    }
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0) return slk_run_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "kernel") == 0) return slk_kernel_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) return slR_main(argc - 1, argv + 1);
+  fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return 2;
 }

@@ -1,0 +1,146 @@
+/*
+** run.c - `syslab run FILE`: executes a script with the same interpreter as
+** the kernel and shows every output as text on the terminal.
+**
+** Rich displays print their text/plain part. A display that is later
+** updated in place (a progress bar) is drawn on one stderr line rewritten
+** with \r when stderr is a terminal; otherwise only its final state is
+** printed, so logs stay readable.
+*/
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "syslab.h"
+
+typedef struct {
+  int tty;               /* stderr is a terminal */
+  char progress_id[64];  /* display being updated in place */
+  char *progress_text;   /* its latest text, printed at the end when not a tty */
+} Terminal;
+
+static void finish_progress(Terminal *t) {
+  if (!t->progress_id[0]) return;
+  if (t->tty) fputc('\n', stderr);
+  else if (t->progress_text) fprintf(stderr, "%s\n", t->progress_text);
+  free(t->progress_text);
+  t->progress_text = NULL;
+  t->progress_id[0] = '\0';
+}
+
+static void term_write(void *ud, sl_Stream stream, const char *text, size_t len) {
+  Terminal *t = ud;
+  finish_progress(t);
+  FILE *f = stream == SL_STDERR ? stderr : stdout;
+  fwrite(text, 1, len, f);
+  fflush(f);
+}
+
+static void term_display(void *ud, const sl_Bundle *b, const char *display_id, int update) {
+  Terminal *t = ud;
+  const sl_MimePart *text = sl_bundle_get(b, "text/plain");
+  if (display_id) {
+    if (strcmp(display_id, t->progress_id) != 0) {
+      finish_progress(t);
+      snprintf(t->progress_id, sizeof t->progress_id, "%s", display_id);
+    }
+    free(t->progress_text);
+    t->progress_text = strdup(text ? text->data : "");
+    if (t->tty) {
+      fprintf(stderr, "\r\033[K%s", t->progress_text);
+      fflush(stderr);
+    }
+    return;
+  }
+  finish_progress(t);
+  if (text) {
+    fwrite(text->data, 1, text->len, stdout);
+    if (text->len == 0 || text->data[text->len - 1] != '\n') fputc('\n', stdout);
+  } else if (b->n > 0) {
+    printf("<%s output>\n", b->parts[0].mime);
+  }
+  fflush(stdout);
+}
+
+static void term_clear(void *ud, int wait) { finish_progress(ud); }
+
+static int term_input(void *ud, const char *prompt, int password, char **answer) {
+  if (!isatty(STDIN_FILENO)) return -1;  /* the script itself may be on stdin */
+  finish_progress(ud);
+  fputs(prompt, stdout);
+  fflush(stdout);
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = getline(&line, &cap, stdin);
+  if (n < 0) {
+    free(line);
+    return -1;
+  }
+  if (n > 0 && line[n - 1] == '\n') line[n - 1] = '\0';
+  *answer = line;
+  return 0;
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  sl_interrupt();
+}
+
+static char *read_all(FILE *f) {
+  size_t cap = 4096, n = 0, got;
+  char *s = malloc(cap);
+  while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
+    n += got;
+    if (n + 1 == cap) s = realloc(s, cap *= 2);
+  }
+  s[n] = '\0';
+  return s;
+}
+
+int slk_run_main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: syslab run FILE   (FILE may be - for standard input)\n");
+    return 2;
+  }
+  const char *path = argv[1];
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "syslab run: cannot open '%s': ", path);
+    perror(NULL);
+    return 2;
+  }
+  char *code = read_all(f);
+  if (f != stdin) fclose(f);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+
+  Terminal term = {isatty(STDERR_FILENO), "", NULL};
+  sl_Host host = {&term, term_write, term_display, term_clear, term_input, NULL};
+  sl_State *S = sl_new();
+  sl_Value result;
+  sl_Error err;
+  int rc = sl_execute(S, code, &host, &result, &err);
+  finish_progress(&term);
+  if (rc == 0) {
+    if (result.type != SL_NIL) {
+      sl_Bundle b;
+      sl_show(result, &b);
+      term_display(&term, &b, NULL, 0);
+      sl_bundle_free(&b);
+    }
+    sl_release(result);
+  } else {
+    fflush(stdout);
+    fprintf(stderr, "%s: %s\n", path, err.traceback ? err.traceback : err.evalue);
+    sl_error_free(&err);
+  }
+  sl_free(S);
+  free(code);
+  return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,349 @@
+/*
+** server.c - the kernel's sockets and threads (`syslab kernel -f FILE`).
+**
+** Four threads, each owning its sockets (ZeroMQ sockets are not shared):
+**   main       shell ROUTER and stdin ROUTER: runs requests one at a time
+**   control    control ROUTER: interrupt, shutdown and kernel_info are
+**              answered even while the main thread runs a long cell
+**   publisher  IOPub XPUB: forwards what the other threads publish through
+**              inproc PUSH sockets, and greets each new subscriber with
+**              iopub_welcome (protocol 5.5)
+**   heartbeat  echoes whatever arrives on the hb REP socket
+** SIGINT is ignored while idle and interrupts the running cell otherwise;
+** every blocking call retries on EINTR.
+*/
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "cli.h"
+#include "kernel.h"
+
+#define PUBLISH_ENDPOINT "inproc://syslab-publish"
+#define POLL_MS 100
+#define STOP_FRAME "syslab-publisher-stop"
+
+static slk_Kernel *the_kernel;  /* for the signal handler */
+
+void slk_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[syslab kernel] ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* ------------------------------------------------------------- messaging */
+
+void slk_reply(slk_Kernel *K, void *socket, const slk_Msg *request, const char *msg_type, json_t *content) {
+  slk_Msg m;
+  slk_msg_init(&m, msg_type, K->session, request, content);
+  slk_msg_copy_route(&m, request);
+  if (slk_send(socket, &K->conn.key, &m) != 0) slk_log("could not send %s: %s", msg_type, zmq_strerror(errno));
+  slk_msg_free(&m);
+}
+
+void slk_publish(slk_Kernel *K, void *push, const slk_Msg *parent, const char *msg_type, json_t *content) {
+  slk_Msg m;
+  char topic[96];
+  slk_msg_init(&m, msg_type, K->session, parent, content);
+  snprintf(topic, sizeof topic, "kernel.%s.%s", K->session, msg_type);
+  slk_msg_set_topic(&m, topic);
+  if (slk_send(push, &K->conn.key, &m) != 0) slk_log("could not publish %s: %s", msg_type, zmq_strerror(errno));
+  slk_msg_free(&m);
+}
+
+void slk_publish_status(slk_Kernel *K, void *push, const slk_Msg *parent, const char *state) {
+  slk_publish(K, push, parent, "status", json_pack("{s:s}", "execution_state", state));
+}
+
+json_t *slk_kernel_info(void) {
+  /* The language's lexical shape (# comments, quoted strings, numbers, the
+  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
+  ** in CodeMirror and Pygments reads it correctly. */
+  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
+                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
+                               "codemirror_mode", "python");
+  json_t *links = json_array();
+  static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
+  for (int i = 0; i < 2; i++) {
+    char url[1024];
+    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
+    json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
+  }
+  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
+                   SLK_PROTOCOL_VERSION, "implementation", "syslab", "implementation_version", SYSLAB_VERSION,
+                   "language_info", language, "banner",
+                   "syslab " SYSLAB_VERSION " - a lab kernel for machine-learning systems.\n"
+                   "Type `help` for the commands, and NAME? for the help of one.",
+                   "help_links", links, "supported_features");
+}
+
+/* -------------------------------------------------------------- heartbeat */
+
+static void *heartbeat_thread(void *arg) {
+  slk_Kernel *K = arg;
+  for (;;) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int rc = zmq_msg_recv(&msg, K->hb, 0);
+    if (rc < 0) {
+      zmq_msg_close(&msg);
+      if (errno == EINTR) continue;
+      break;  /* ETERM: the context is shutting down */
+    }
+    while (zmq_msg_send(&msg, K->hb, 0) < 0 && errno == EINTR) {
+    }
+    zmq_msg_close(&msg);
+  }
+  zmq_close(K->hb);
+  return NULL;
+}
+
+/* -------------------------------------------------------------- publisher */
+
+static void forward(void *from, void *to, int *stop) {
+  int more = 1, first = 1;
+  while (more) {
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, from, 0) < 0) {
+      zmq_msg_close(&part);
+      return;
+    }
+    more = zmq_msg_more(&part);
+    if (first && !more && zmq_msg_size(&part) == strlen(STOP_FRAME) &&
+        memcmp(zmq_msg_data(&part), STOP_FRAME, zmq_msg_size(&part)) == 0) {
+      *stop = 1;
+      zmq_msg_close(&part);
+      return;
+    }
+    first = 0;
+    while (zmq_msg_send(&part, to, more ? ZMQ_SNDMORE : 0) < 0 && errno == EINTR) {
+    }
+    zmq_msg_close(&part);
+  }
+}
+
+static void welcome(slk_Kernel *K, void *iopub) {
+  zmq_msg_t sub;
+  zmq_msg_init(&sub);
+  if (zmq_msg_recv(&sub, iopub, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&sub);
+    return;
+  }
+  const unsigned char *d = zmq_msg_data(&sub);
+  if (zmq_msg_size(&sub) >= 1 && d[0] == 1) {
+    slk_Msg m;
+    slk_msg_init(&m, "iopub_welcome", K->session, NULL,
+                 json_pack("{s:s%}", "subscription", (const char *)d + 1, zmq_msg_size(&sub) - 1));
+    slk_msg_set_topic(&m, "iopub_welcome");
+    slk_send(iopub, &K->conn.key, &m);
+    slk_msg_free(&m);
+  }
+  zmq_msg_close(&sub);
+}
+
+typedef struct {
+  slk_Kernel *K;
+  void *pull;
+} Publisher;
+
+static void *publisher_thread(void *arg) {
+  Publisher *p = arg;
+  slk_Kernel *K = p->K;
+  int stop = 0;
+  while (!stop) {
+    zmq_pollitem_t items[2] = {{p->pull, 0, ZMQ_POLLIN, 0}, {K->iopub, 0, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, 2, -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (items[1].revents & ZMQ_POLLIN) welcome(K, K->iopub);
+    if (items[0].revents & ZMQ_POLLIN) forward(p->pull, K->iopub, &stop);
+  }
+  /* what other threads queued before the stop still goes out */
+  zmq_pollitem_t item = {p->pull, 0, ZMQ_POLLIN, 0};
+  while (zmq_poll(&item, 1, 0) > 0) forward(p->pull, K->iopub, &stop);
+  zmq_close(p->pull);
+  zmq_close(K->iopub);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- control */
+
+static void handle_control(slk_Kernel *K, slk_Msg *req) {
+  const char *type = slk_msg_type(req);
+  void *push = K->publish_control;
+  slk_publish_status(K, push, req, "busy");
+  if (strcmp(type, "kernel_info_request") == 0) {
+    slk_reply(K, K->control, req, "kernel_info_reply", slk_kernel_info());
+  } else if (strcmp(type, "interrupt_request") == 0) {
+    if (atomic_load(&K->executing)) sl_interrupt();
+    slk_reply(K, K->control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+  } else if (strcmp(type, "shutdown_request") == 0) {
+    int restart = json_is_true(json_object_get(req->content, "restart"));
+    K->restart = restart;
+    json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
+    slk_publish(K, push, req, "shutdown_reply", json_deep_copy(content));
+    slk_reply(K, K->control, req, "shutdown_reply", content);
+    atomic_store(&K->stopping, 1);
+    sl_interrupt();  /* a running cell stops at its next safe point */
+  } else {
+    slk_log("ignoring unknown control message type '%s'", type);
+  }
+  slk_publish_status(K, push, req, "idle");
+}
+
+static void *control_thread(void *arg) {
+  slk_Kernel *K = arg;
+  while (!atomic_load(&K->stopping)) {
+    zmq_pollitem_t item = {K->control, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, POLL_MS);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (rc == 0) continue;
+    slk_Msg req;
+    char err[256];
+    slk_Status st = slk_recv(K->control, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLK_OK) {
+      handle_control(K, &req);
+      slk_msg_free(&req);
+    } else if (st != SLK_NOTHING) {
+      slk_log("control: %s", err);
+      if (st == SLK_SOCKET_ERROR) break;
+    }
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static void on_sigint(int sig) {
+  (void)sig;
+  if (the_kernel && atomic_load(&the_kernel->executing)) sl_interrupt();
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static void *open_socket(slk_Kernel *K, int type, int port, const char *name) {
+  void *s = zmq_socket(K->ctx, type);
+  int zero = 0, one = 1;
+  int64_t max_size = (int64_t)1 << 30;  /* a message over 1 GiB is refused, not buffered */
+  zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size);
+  if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+  if (type == ZMQ_XPUB) {
+    int linger = 1000;  /* last messages (idle, shutdown_reply) still reach clients */
+    zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  }
+  char endpoint[512];
+  slk_endpoint(&K->conn, port, endpoint, sizeof endpoint);
+  if (zmq_bind(s, endpoint) != 0) {
+    slk_log("cannot bind the %s socket to %s: %s", name, endpoint, zmq_strerror(errno));
+    zmq_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void *connect_push(slk_Kernel *K) {
+  void *s = zmq_socket(K->ctx, ZMQ_PUSH);
+  int zero = 0;
+  zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_connect(s, PUBLISH_ENDPOINT);
+  return s;
+}
+
+int slk_kernel_main(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--connection-file") == 0) && i + 1 < argc) path = argv[++i];
+    else if (strncmp(argv[i], "--connection-file=", 18) == 0) path = argv[i] + 18;
+  }
+  if (!path) {
+    fprintf(stderr, "usage: syslab kernel -f CONNECTION_FILE\n"
+                    "(Jupyter starts the kernel this way; see `syslab install`.)\n");
+    return 2;
+  }
+  static slk_Kernel kernel;
+  slk_Kernel *K = &kernel;
+  char err[512];
+  if (slk_connection_read(path, &K->conn, err, sizeof err) != 0) {
+    fprintf(stderr, "syslab kernel: %s\n", err);
+    return 2;
+  }
+  slk_uuid(K->session);
+  K->ctx = zmq_ctx_new();
+  K->shell = open_socket(K, ZMQ_ROUTER, K->conn.shell_port, "shell");
+  K->control = open_socket(K, ZMQ_ROUTER, K->conn.control_port, "control");
+  K->stdin_socket = open_socket(K, ZMQ_ROUTER, K->conn.stdin_port, "stdin");
+  K->iopub = open_socket(K, ZMQ_XPUB, K->conn.iopub_port, "iopub");
+  K->hb = open_socket(K, ZMQ_REP, K->conn.hb_port, "heartbeat");
+  if (!K->shell || !K->control || !K->stdin_socket || !K->iopub || !K->hb) return 1;
+  Publisher pub = {K, zmq_socket(K->ctx, ZMQ_PULL)};
+  zmq_bind(pub.pull, PUBLISH_ENDPOINT);
+  K->publish_main = connect_push(K);
+  K->publish_control = connect_push(K);
+  K->S = sl_new();
+
+  the_kernel = K;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  pthread_t hb_tid, pub_tid, ctl_tid;
+  pthread_create(&hb_tid, NULL, heartbeat_thread, K);
+  pthread_create(&pub_tid, NULL, publisher_thread, &pub);
+  pthread_create(&ctl_tid, NULL, control_thread, K);
+  slk_publish_status(K, K->publish_main, NULL, "starting");
+
+  while (!atomic_load(&K->stopping)) {
+    zmq_pollitem_t item = {K->shell, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, POLL_MS);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      slk_log("shell poll failed: %s", zmq_strerror(errno));
+      break;
+    }
+    if (rc == 0) continue;
+    slk_Msg req;
+    slk_Status st = slk_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLK_OK) {
+      slk_handle_shell(K, &req);
+      slk_msg_free(&req);
+    } else if (st != SLK_NOTHING) {
+      slk_log("shell: %s", err);
+      if (st == SLK_SOCKET_ERROR) break;
+    }
+  }
+
+  atomic_store(&K->stopping, 1);
+  pthread_join(ctl_tid, NULL);
+  zmq_send(K->publish_main, STOP_FRAME, strlen(STOP_FRAME), 0);
+  pthread_join(pub_tid, NULL);
+  zmq_close(K->publish_main);
+  zmq_close(K->publish_control);
+  zmq_close(K->shell);
+  zmq_close(K->control);
+  zmq_close(K->stdin_socket);
+  zmq_ctx_shutdown(K->ctx);  /* wakes the heartbeat thread with ETERM */
+  pthread_join(hb_tid, NULL);
+  zmq_ctx_term(K->ctx);
+  the_kernel = NULL;
+  sl_free(K->S);
+  slk_history_free(&K->history);
+  return 0;
+}

@@ -1,0 +1,414 @@
+/*
+** shell.c - the kernel's request handlers: what each shell message does,
+** and the host through which a running cell's output reaches IOPub.
+**
+** Every request is wrapped in status busy ... idle with the request as the
+** parent. An execute publishes execute_input, then the cell's outputs as
+** they happen, then the reply, then idle (ipykernel's order). Text output is
+** buffered per stream and flushed when the other stream or a display comes
+** next, or every 50 ms, so print loops do not flood IOPub with messages.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "kernel.h"
+
+/* ------------------------------------------------------ code-point offsets */
+
+/* The protocol counts cursor positions in Unicode code points, the engine
+** in bytes of UTF-8. */
+static size_t bytes_from_codepoints(const char *s, size_t cp) {
+  size_t i = 0;
+  while (s[i] && cp > 0) {
+    i++;
+    while (s[i] && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
+    cp--;
+  }
+  return i;
+}
+
+static size_t codepoints_from_bytes(const char *s, size_t bytes) {
+  size_t cp = 0;
+  for (size_t i = 0; i < bytes && s[i]; i++)
+    if (((unsigned char)s[i] & 0xC0) != 0x80) cp++;
+  return cp;
+}
+
+/* ------------------------------------------------------------- the host */
+
+typedef struct Exec {
+  slk_Kernel *K;
+  const slk_Msg *req;
+  int allow_stdin;
+  char *buf[2];
+  size_t len[2], cap[2];
+  int last_stream;      /* the stream written last, for ordering */
+  double last_flush;
+  json_t *payload;
+} Exec;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void flush_stream(Exec *x, int s) {
+  if (x->len[s] == 0) return;
+  json_t *content = json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text",
+                              slk_json_text(x->buf[s], x->len[s]));
+  slk_publish(x->K, x->K->publish_main, x->req, "stream", content);
+  x->len[s] = 0;
+}
+
+static void flush_all(Exec *x) {
+  /* the older stream first, so stdout and stderr keep their order */
+  int other = x->last_stream == SL_STDERR ? SL_STDOUT : SL_STDERR;
+  flush_stream(x, other);
+  flush_stream(x, x->last_stream);
+  x->last_flush = now();
+}
+
+static void host_write(void *ud, sl_Stream stream, const char *text, size_t len) {
+  Exec *x = ud;
+  int s = stream == SL_STDERR ? SL_STDERR : SL_STDOUT;
+  if (x->len[1 - s] > 0) flush_stream(x, 1 - s);
+  if (x->len[s] + len + 1 > x->cap[s]) {
+    x->cap[s] = (x->len[s] + len + 1) * 2;
+    x->buf[s] = realloc(x->buf[s], x->cap[s]);
+  }
+  memcpy(x->buf[s] + x->len[s], text, len);
+  x->len[s] += len;
+  x->last_stream = s;
+  if (now() - x->last_flush > 0.05 || x->len[s] > (1 << 20)) flush_all(x);
+}
+
+static int is_text_mime(const char *mime) {
+  return strncmp(mime, "text/", 5) == 0 || strcmp(mime, "image/svg+xml") == 0 ||
+         strcmp(mime, "application/javascript") == 0;
+}
+
+static json_t *bundle_json(const sl_Bundle *b) {
+  json_t *data = json_object();
+  for (int i = 0; i < b->n; i++) {
+    const sl_MimePart *p = &b->parts[i];
+    json_t *value;
+    if (strcmp(p->mime, "application/json") == 0 || strstr(p->mime, "+json")) {
+      json_error_t e;
+      value = json_loadb(p->data, p->len, JSON_DECODE_ANY, &e);
+      if (!value) value = slk_json_text(p->data, p->len);
+    } else if (is_text_mime(p->mime)) {
+      value = slk_json_text(p->data, p->len);
+    } else {
+      char *b64 = slk_base64(p->data, p->len);
+      value = json_string(b64);
+      free(b64);
+    }
+    json_object_set_new(data, p->mime, value);
+  }
+  return data;
+}
+
+static void host_display(void *ud, const sl_Bundle *b, const char *display_id, int update) {
+  Exec *x = ud;
+  flush_all(x);
+  json_t *content = json_pack("{s:o, s:{}}", "data", bundle_json(b), "metadata");
+  if (display_id) json_object_set_new(content, "transient", json_pack("{s:s}", "display_id", display_id));
+  slk_publish(x->K, x->K->publish_main, x->req, update ? "update_display_data" : "display_data", content);
+}
+
+static void host_clear(void *ud, int wait) {
+  Exec *x = ud;
+  flush_all(x);
+  slk_publish(x->K, x->K->publish_main, x->req, "clear_output", json_pack("{s:b}", "wait", wait));
+}
+
+static void host_page(void *ud, const char *text) {
+  Exec *x = ud;
+  json_array_append_new(x->payload, json_pack("{s:s, s:{s:o}, s:i}", "source", "page", "data", "text/plain",
+                                              slk_json_text(text, strlen(text)), "start", 0));
+}
+
+/* Asks the client on the stdin channel; waits in short slices so that an
+** interrupt or a shutdown still gets through. */
+static int host_input(void *ud, const char *prompt, int password, char **answer) {
+  Exec *x = ud;
+  slk_Kernel *K = x->K;
+  if (!x->allow_stdin) return -1;
+  flush_all(x);
+  /* a stale reply from an earlier, interrupted question must not answer this one */
+  slk_Msg stale;
+  char err[256];
+  while (slk_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &stale, err, sizeof err) == SLK_OK)
+    slk_msg_free(&stale);
+  slk_Msg m;
+  slk_msg_init(&m, "input_request", K->session, x->req, json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
+  slk_msg_copy_route(&m, x->req);
+  int rc = slk_send(K->stdin_socket, &K->conn.key, &m);
+  slk_msg_free(&m);
+  if (rc != 0) return -1;
+  while (!sl_interrupted() && !atomic_load(&K->stopping)) {
+    zmq_pollitem_t item = {K->stdin_socket, 0, ZMQ_POLLIN, 0};
+    int n = zmq_poll(&item, 1, 50);
+    if (n < 0 && errno != EINTR) return -1;
+    if (n <= 0) continue;
+    slk_Msg reply;
+    slk_Status st = slk_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &reply, err, sizeof err);
+    if (st != SLK_OK) {
+      if (st != SLK_NOTHING) slk_log("stdin: %s", err);
+      continue;
+    }
+    if (strcmp(slk_msg_type(&reply), "input_reply") == 0) {
+      const char *value = json_string_value(json_object_get(reply.content, "value"));
+      *answer = strdup(value ? value : "");
+      slk_msg_free(&reply);
+      return 0;
+    }
+    slk_msg_free(&reply);
+  }
+  *answer = strdup("");
+  return 0;  /* interrupted: the command sees sl_interrupted() and stops */
+}
+
+/* --------------------------------------------------------------- execute */
+
+static json_t *error_content(const sl_Error *err) {
+  json_t *tb = json_array();
+  const char *t = err->traceback ? err->traceback : "";
+  /* red ename, as other kernels do; the lines before it show where */
+  while (*t) {
+    const char *nl = strchr(t, '\n');
+    size_t n = nl ? (size_t)(nl - t) : strlen(t);
+    if (!nl) {
+      size_t en = strlen(err->ename);
+      if (n >= en && strncmp(t, err->ename, en) == 0) {
+        char *line = malloc(n + 32);
+        snprintf(line, n + 32, "\033[0;31m%s\033[0m%.*s", err->ename, (int)(n - en), t + en);
+        json_array_append_new(tb, slk_json_text(line, strlen(line)));
+        free(line);
+        break;
+      }
+    }
+    json_array_append_new(tb, slk_json_text(t, n));
+    t += n + (nl != NULL);
+  }
+  return json_pack("{s:s, s:o, s:o}", "ename", err->ename, "evalue",
+                   slk_json_text(err->evalue ? err->evalue : "", err->evalue ? strlen(err->evalue) : 0),
+                   "traceback", tb);
+}
+
+static json_t *user_expressions(slk_Kernel *K, json_t *exprs) {
+  json_t *out = json_object();
+  const char *name;
+  json_t *code;
+  json_object_foreach(exprs, name, code) {
+    const char *src = json_string_value(code);
+    sl_Value v;
+    sl_Error err;
+    if (src && sl_execute(K->S, src, NULL, &v, &err) == 0) {
+      sl_Bundle b;
+      sl_show(v, &b);
+      json_object_set_new(out, name, json_pack("{s:s, s:o, s:{}}", "status", "ok", "data", bundle_json(&b), "metadata"));
+      sl_bundle_free(&b);
+      sl_release(v);
+    } else {
+      json_t *e = src ? error_content(&err) : json_pack("{s:s, s:s, s:[]}", "ename", "TypeError", "evalue",
+                                                         "the expression is not a string", "traceback");
+      json_object_set_new(e, "status", json_string("error"));
+      json_object_set_new(out, name, e);
+      if (src) sl_error_free(&err);
+    }
+  }
+  return out;
+}
+
+static int execute(slk_Kernel *K, slk_Msg *req) {
+  json_t *c = req->content;
+  const char *code = json_string_value(json_object_get(c, "code"));
+  int silent = json_is_true(json_object_get(c, "silent"));
+  int store_history = !silent && !json_is_false(json_object_get(c, "store_history"));
+  json_t *stop = json_object_get(c, "stop_on_error");
+  int stop_on_error = stop ? json_is_true(stop) : 1;
+  if (!code) {
+    slk_reply(K, K->shell, req, "execute_reply",
+              json_pack("{s:s, s:s, s:s, s:[s], s:i}", "status", "error", "ename", "MessageError", "evalue",
+                        "execute_request without a code string", "traceback", "execute_request without a code string",
+                        "execution_count", K->execution_count));
+    return -1;
+  }
+  if (!silent) {
+    K->execution_count++;
+    slk_publish(K, K->publish_main, req, "execute_input",
+                json_pack("{s:s, s:i}", "code", code, "execution_count", K->execution_count));
+  }
+
+  Exec x;
+  memset(&x, 0, sizeof x);
+  x.K = K;
+  x.req = req;
+  x.allow_stdin = json_is_true(json_object_get(c, "allow_stdin"));
+  x.payload = json_array();
+  x.last_flush = now();
+  /* a silent cell runs, but nothing it prints is shown */
+  sl_Host host = {&x, host_write, host_display, host_clear, host_input, host_page};
+  sl_Host quiet = {&x, NULL, NULL, NULL, host_input, NULL};
+
+  sl_Value result;
+  sl_Error err;
+  atomic_store(&K->executing, 1);
+  int rc = sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
+  atomic_store(&K->executing, 0);
+  flush_all(&x);
+  free(x.buf[0]);
+  free(x.buf[1]);
+
+  char *output_text = NULL;
+  if (rc == 0) {
+    if (!silent && result.type != SL_NIL) {
+      sl_Bundle b;
+      sl_show(result, &b);
+      const sl_MimePart *plain = sl_bundle_get(&b, "text/plain");
+      if (plain) output_text = strdup(plain->data);
+      slk_publish(K, K->publish_main, req, "execute_result",
+                  json_pack("{s:i, s:o, s:{}}", "execution_count", K->execution_count, "data", bundle_json(&b),
+                            "metadata"));
+      sl_bundle_free(&b);
+    }
+    sl_release(result);
+    json_t *exprs = json_object_get(c, "user_expressions");
+    slk_reply(K, K->shell, req, "execute_reply",
+              json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count", K->execution_count, "payload",
+                        x.payload, "user_expressions",
+                        json_is_object(exprs) ? user_expressions(K, exprs) : json_object()));
+  } else {
+    json_decref(x.payload);
+    json_t *content = error_content(&err);
+    if (!silent) slk_publish(K, K->publish_main, req, "error", json_deep_copy(content));
+    json_object_set_new(content, "status", json_string("error"));
+    json_object_set_new(content, "execution_count", json_integer(K->execution_count));
+    json_object_set_new(content, "user_expressions", json_object());
+    json_object_set_new(content, "payload", json_array());
+    slk_reply(K, K->shell, req, "execute_reply", content);
+    sl_error_free(&err);
+  }
+  if (store_history) slk_history_add(&K->history, K->execution_count, code, output_text);
+  free(output_text);
+  return rc == 0 || !stop_on_error ? 0 : -1;
+}
+
+/* ----------------------------------------------------- the other requests */
+
+static void complete(slk_Kernel *K, slk_Msg *req) {
+  const char *code = json_string_value(json_object_get(req->content, "code"));
+  json_t *pos = json_object_get(req->content, "cursor_pos");
+  if (!code) code = "";
+  size_t cp = json_is_integer(pos) && json_integer_value(pos) >= 0 ? (size_t)json_integer_value(pos)
+                                                                     : codepoints_from_bytes(code, strlen(code));
+  size_t cursor = bytes_from_codepoints(code, cp);
+  sl_Completion c;
+  sl_complete(K->S, code, cursor, &c);
+  json_t *matches = json_array();
+  for (size_t i = 0; i < c.n; i++) json_array_append_new(matches, json_string(c.matches[i]));
+  slk_reply(K, K->shell, req, "complete_reply",
+            json_pack("{s:s, s:o, s:I, s:I, s:{}}", "status", "ok", "matches", matches, "cursor_start",
+                      (json_int_t)codepoints_from_bytes(code, c.start), "cursor_end",
+                      (json_int_t)codepoints_from_bytes(code, c.end), "metadata"));
+  sl_completion_free(&c);
+}
+
+static void inspect(slk_Kernel *K, slk_Msg *req) {
+  const char *code = json_string_value(json_object_get(req->content, "code"));
+  json_t *pos = json_object_get(req->content, "cursor_pos");
+  if (!code) code = "";
+  size_t cp = json_is_integer(pos) && json_integer_value(pos) >= 0 ? (size_t)json_integer_value(pos)
+                                                                     : codepoints_from_bytes(code, strlen(code));
+  int detail = (int)json_integer_value(json_object_get(req->content, "detail_level"));
+  sl_Bundle b;
+  int found = sl_inspect(K->S, code, bytes_from_codepoints(code, cp), detail, &b);
+  slk_reply(K, K->shell, req, "inspect_reply",
+            json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", found, "data",
+                      found ? bundle_json(&b) : json_object(), "metadata"));
+  sl_bundle_free(&b);
+}
+
+static void is_complete(slk_Kernel *K, slk_Msg *req) {
+  const char *code = json_string_value(json_object_get(req->content, "code"));
+  char indent[64];
+  sl_Completeness r = sl_is_complete(code ? code : "", indent, sizeof indent);
+  json_t *content = json_pack("{s:s}", "status", r == SL_COMPLETE ? "complete" : r == SL_INCOMPLETE ? "incomplete" : "invalid");
+  if (r == SL_INCOMPLETE) json_object_set_new(content, "indent", json_string(indent));
+  slk_reply(K, K->shell, req, "is_complete_reply", content);
+}
+
+void slk_handle_shell(slk_Kernel *K, slk_Msg *req) {
+  const char *type = slk_msg_type(req);
+  slk_publish_status(K, K->publish_main, req, "busy");
+  int failed = 0;
+  if (strcmp(type, "execute_request") == 0) {
+    failed = execute(K, req) != 0;
+  } else if (strcmp(type, "kernel_info_request") == 0) {
+    slk_reply(K, K->shell, req, "kernel_info_reply", slk_kernel_info());
+  } else if (strcmp(type, "complete_request") == 0) {
+    complete(K, req);
+  } else if (strcmp(type, "inspect_request") == 0) {
+    inspect(K, req);
+  } else if (strcmp(type, "is_complete_request") == 0) {
+    is_complete(K, req);
+  } else if (strcmp(type, "history_request") == 0) {
+    slk_reply(K, K->shell, req, "history_reply", slk_history_reply(&K->history, req->content));
+  } else if (strcmp(type, "comm_info_request") == 0) {
+    slk_reply(K, K->shell, req, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
+  } else if (strcmp(type, "comm_open") == 0) {
+    /* no comm targets exist: the protocol asks for an immediate close */
+    json_t *id = json_object_get(req->content, "comm_id");
+    slk_publish(K, K->publish_main, req, "comm_close",
+                json_pack("{s:O, s:{}}", "comm_id", id ? id : json_string(""), "data"));
+  } else if (strcmp(type, "comm_msg") == 0 || strcmp(type, "comm_close") == 0) {
+    /* nothing is open, so there is nothing to do */
+  } else if (strcmp(type, "shutdown_request") == 0) {
+    int restart = json_is_true(json_object_get(req->content, "restart"));
+    slk_reply(K, K->shell, req, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+    atomic_store(&K->stopping, 1);
+  } else {
+    slk_log("ignoring unknown shell message type '%s'", type);
+  }
+  slk_publish_status(K, K->publish_main, req, "idle");
+  if (failed) slk_abort_queued(K);
+}
+
+void slk_abort_queued(slk_Kernel *K) {
+  /* Only what is already waiting is aborted ("Run All" queues every cell at
+  ** once); requests that are not executes are still answered, in order. */
+  slk_Msg pending[64];
+  size_t npending = 0;
+  for (;;) {
+    slk_Msg req;
+    char err[256];
+    slk_Status st = slk_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLK_NOTHING || st == SLK_SOCKET_ERROR) break;
+    if (st != SLK_OK) {
+      slk_log("shell: %s", err);
+      continue;
+    }
+    if (strcmp(slk_msg_type(&req), "execute_request") == 0) {
+      slk_publish_status(K, K->publish_main, &req, "busy");
+      slk_reply(K, K->shell, &req, "execute_reply",
+                json_pack("{s:s, s:i}", "status", "aborted", "execution_count", K->execution_count));
+      slk_publish_status(K, K->publish_main, &req, "idle");
+      slk_msg_free(&req);
+    } else if (npending < 64) {
+      pending[npending++] = req;
+    } else {
+      slk_handle_shell(K, &req);
+      slk_msg_free(&req);
+    }
+  }
+  for (size_t i = 0; i < npending; i++) {
+    slk_handle_shell(K, &pending[i]);
+    slk_msg_free(&pending[i]);
+  }
+}
