@@ -1,0 +1,41 @@
+"""Shared fixtures for the tests that drive real Jupyter clients against syslab.
+
+`make test` builds the binary, installs the kernelspec into the project's
+virtual environment (where jupyter_client looks) and sets SYSLAB_BIN.
+"""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SYSLAB_BIN = os.environ.get("SYSLAB_BIN", str(ROOT / "build" / "syslab"))
+
+
+def syslab(*args, **kwargs):
+    """Runs the syslab program with arguments and returns the CompletedProcess."""
+    kwargs.setdefault("capture_output", True)
+    kwargs.setdefault("text", True)
+    kwargs.setdefault("timeout", 120)
+    return subprocess.run([SYSLAB_BIN, *args], **kwargs)
+
+
+@pytest.fixture(scope="session")
+def syslab_bin():
+    if not os.access(SYSLAB_BIN, os.X_OK):
+        pytest.fail(f"syslab binary not found at {SYSLAB_BIN}: run `make test`")
+    return SYSLAB_BIN
+
+
+@pytest.fixture
+def kernel():
+    """A started syslab kernel and a blocking client; shut down afterwards."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="syslab", startup_timeout=30)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
