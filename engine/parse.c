@@ -110,6 +110,15 @@ static int peek_type(Parser *P) {
   return type;
 }
 
+/* the current token is directly followed by '(' with no space: round(x, 2) */
+static int call_parens_follow(Parser *P) {
+  slX_Lexer copy = P->lex;
+  slX_Token t = slX_next(&copy);
+  int yes = t.type == '(' && t.offset == P->tok.offset + P->tok.len;
+  slX_token_free(&t);
+  return yes;
+}
+
 static void unexpected(Parser *P, const char *expected) {
   char buf[16];
   const char *got = slX_describe(P->tok.type, buf, sizeof buf);
@@ -196,8 +205,9 @@ static slY_Node *primary(Parser *P, int allow_call) {
     case TK_FALSE: n = node(P, N_FALSE); next(P); break;
     case TK_NIL: n = node(P, N_NIL); next(P); break;
     case TK_NAME: {
-      const sl_Command *cmd = allow_call ? command_named(P) : NULL;
-      if (cmd) return call(P, cmd, allow_call == 2);
+      const sl_Command *cmd = command_named(P);
+      if (cmd && call_parens_follow(P)) return call(P, cmd, 3);
+      if (cmd && allow_call) return call(P, cmd, allow_call == 2);
       n = node(P, N_NAME);
       n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
       next(P);
@@ -376,11 +386,15 @@ static int takes_block(const sl_Command *cmd) {
   return 0;
 }
 
+/* in_parens: 0 the call runs to the end of the statement, 1 it ends at a
+** ')' that closes an enclosing '(', 3 function style name(a, b, key=c) */
 static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   slY_Node *n = node(P, N_CALL);
   n->cmd = cmd;
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
+  int function_style = in_parens == 3;
+  if (function_style) next(P);  /* the '(' */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
     if (P->tok.type == '{') {
@@ -403,6 +417,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
     }
     if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
   }
+  if (function_style) expect(P, ')', "')' to close the argument list");
   finish(P, n);
   return n;
 }

@@ -1,0 +1,39 @@
+"""The example notebook executed end to end by real notebook tools through
+the installed kernelspec: nbclient, and `jupyter nbconvert --execute`."""
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "example.ipynb"
+
+
+def test_nbclient_runs_the_example_notebook():
+    before = NOTEBOOK.read_bytes()
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=60, kernel_name="syslab").execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    by_id = {c.id: c for c in nb.cells}
+    assert by_id["values"].outputs[0].output_type == "execute_result"
+    assert by_id["values"].outputs[0].data["text/plain"] == "32"
+    assert "saving at 8 bits: 75 %" in by_id["print"].outputs[0].text
+    assert "text/markdown" in by_id["table"].outputs[0].data
+    assert by_id["values"].execution_count == 1
+    nbformat.validate(nb)
+    assert NOTEBOOK.read_bytes() == before  # the source notebook is never written
+
+
+def test_nbconvert_executes_to_markdown(tmp_path):
+    copy = tmp_path / "example.ipynb"
+    shutil.copy(NOTEBOOK, copy)
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "markdown", "--execute",
+                    "--ExecutePreprocessor.kernel_name=syslab", "--output-dir", str(tmp_path), str(copy)],
+                   check=True, capture_output=True, timeout=120)
+    md = (tmp_path / "example.md").read_text()
+    assert "saving at 8 bits: 75 %" in md
+    assert "| MXINT8 | 8.25 |" in md
