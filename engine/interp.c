@@ -55,7 +55,7 @@ size_t sl_edit_distance(const char *a, const char *b) {
 const char *sl_suggest(sl_State *S, const char *name, int commands, int variables) {
   const char *best = NULL;
   size_t best_d = (size_t)-1;
-  if (variables)
+  if (variables && S)
     for (size_t i = 0; i < sl_record_len(S->vars); i++) {
       size_t d = sl_edit_distance(name, sl_record_key(S->vars, i));
       if (d < best_d) best_d = d, best = sl_record_key(S->vars, i);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp.h"
 #include "lex.h"
 
 typedef struct Chunk {
@@ -514,6 +515,12 @@ static slY_Node *statement(Parser *P) {
   slY_Node *n = node(P, N_EXPR);
   n->a = expr(P, 1);
   finish(P, n);
+  if (n->a->kind == N_NAME && !at_statement_end(P) && P->tok.type != '{') {
+    /* "name args..." where name is no command: most likely a misspelt one */
+    const char *best = sl_suggest(NULL, n->a->str, 1, 0);
+    fail_at(P, n->line, n->col, 0, "'%s' is not a command%s%s%s", n->a->str, best ? "; did you mean '" : "",
+            best ? best : "", best ? "'?" : " (type help for the list)");
+  }
   return n;
 }
 

@@ -91,6 +91,8 @@ static void add_signature(Text *t, const sl_Command *cmd) {
     const sl_Arg *a = &cmd->args[i];
     if (a->type == SL_ARG_BLOCK) {
       add(t, (a->flags & SL_REQUIRED) ? " { ... }" : " [{ ... }]");
+    } else if (a->flags & SL_VARIADIC) {
+      add(t, " [%s...]", a->name);
     } else if (a->flags & SL_POSITIONAL) {
       add(t, (a->flags & SL_REQUIRED) ? " %s" : " [%s]", a->name);
     } else {

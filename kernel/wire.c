@@ -325,7 +325,7 @@ int slk_connection_read(const char *path, slk_Connection *c, char *err, size_t e
   int *ports[5] = {&c->shell_port, &c->iopub_port, &c->stdin_port, &c->control_port, &c->hb_port};
   static const char *names[5] = {"shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"};
   int rc = 0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 5 && rc == 0; i++) {
     json_t *p = json_object_get(j, names[i]);
     if (!json_is_integer(p) || json_integer_value(p) < 0 || json_integer_value(p) > 65535) {
       snprintf(err, errlen, "connection file '%s': %s is missing or not a port number", path, names[i]);
