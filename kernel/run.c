@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "syslab.h"
 
@@ -100,6 +102,65 @@ static char *read_all(FILE *f) {
   return s;
 }
 
+/* runs one piece of code; prints its result or its error; returns 0 or -1 */
+static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char *code, const char *where) {
+  sl_Value result;
+  sl_Error err;
+  int rc = sl_execute(S, code, host, &result, &err);
+  finish_progress(term);
+  if (rc == 0) {
+    if (result.type != SL_NIL) {
+      sl_Bundle b;
+      sl_show(result, &b);
+      term_display(term, &b, NULL, 0);
+      sl_bundle_free(&b);
+    }
+    sl_release(result);
+    return 0;
+  }
+  fflush(stdout);
+  fprintf(stderr, "%s: %s\n", where, err.traceback ? err.traceback : err.evalue);
+  sl_error_free(&err);
+  return -1;
+}
+
+/* A notebook runs cell by cell, in order, stopping at the first error. */
+static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const char *path, const char *text) {
+  json_error_t jerr;
+  json_t *nb = json_loads(text, 0, &jerr);
+  json_t *cells = nb ? json_object_get(nb, "cells") : NULL;
+  if (!json_is_array(cells)) {
+    fprintf(stderr, "syslab run: '%s' is not a notebook (%s)\n", path, nb ? "no cells list" : jerr.text);
+    json_decref(nb);
+    return -1;
+  }
+  int rc = 0;
+  size_t i;
+  json_t *cell;
+  json_array_foreach(cells, i, cell) {
+    if (rc != 0) break;
+    const char *type = json_string_value(json_object_get(cell, "cell_type"));
+    if (!type || strcmp(type, "code") != 0) continue;
+    json_t *src = json_object_get(cell, "source");
+    char *code;
+    if (json_is_string(src)) {
+      code = strdup(json_string_value(src));
+    } else {
+      size_t n = 0, k;
+      json_t *line;
+      json_array_foreach(src, k, line) n += json_string_length(line);
+      code = calloc(n + 1, 1);
+      json_array_foreach(src, k, line) if (json_is_string(line)) strcat(code, json_string_value(line));
+    }
+    char where[4096];
+    snprintf(where, sizeof where, "%s, cell %zu", path, i + 1);
+    rc = run_code(S, term, host, code, where);
+    free(code);
+  }
+  json_decref(nb);
+  return rc;
+}
+
 int slk_run_main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: syslab run FILE   (FILE may be - for standard input)\n");
@@ -123,23 +184,9 @@ int slk_run_main(int argc, char **argv) {
   Terminal term = {isatty(STDERR_FILENO), "", NULL};
   sl_Host host = {&term, term_write, term_display, term_clear, term_input, NULL};
   sl_State *S = sl_new();
-  sl_Value result;
-  sl_Error err;
-  int rc = sl_execute(S, code, &host, &result, &err);
-  finish_progress(&term);
-  if (rc == 0) {
-    if (result.type != SL_NIL) {
-      sl_Bundle b;
-      sl_show(result, &b);
-      term_display(&term, &b, NULL, 0);
-      sl_bundle_free(&b);
-    }
-    sl_release(result);
-  } else {
-    fflush(stdout);
-    fprintf(stderr, "%s: %s\n", path, err.traceback ? err.traceback : err.evalue);
-    sl_error_free(&err);
-  }
+  size_t plen = strlen(path);
+  int rc = plen > 6 && strcmp(path + plen - 6, ".ipynb") == 0 ? run_notebook(S, &term, &host, path, code)
+                                                              : run_code(S, &term, &host, code, path);
   sl_free(S);
   free(code);
   return rc == 0 ? 0 : 1;

@@ -1,0 +1,89 @@
+"""The syslab command line: version, help, run, install."""
+import json
+import os
+import pathlib
+
+from conftest import ROOT, syslab
+
+
+def test_version_and_help(syslab_bin):
+    r = syslab("--version")
+    assert r.returncode == 0 and r.stdout.startswith("syslab ")
+    r = syslab("help")
+    assert r.returncode == 0 and "install" in r.stdout and "kernel -f" in r.stdout
+    r = syslab("frobnicate")
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+
+
+def test_commands_markdown_matches_docs(syslab_bin):
+    r = syslab("help", "--commands-markdown")
+    assert r.returncode == 0
+    assert r.stdout == (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_run_script_file_and_stdin(syslab_bin, tmp_path):
+    script = tmp_path / "s.syslab"
+    script.write_text('x = 6\nprint "x is" x\neprint "careful"\nx * 7\n')
+    r = syslab("run", str(script))
+    assert r.returncode == 0
+    assert r.stdout == "x is 6\n42\n"
+    assert r.stderr == "careful\n"
+    r = syslab("run", "-", input='print "from stdin"\n')
+    assert r.returncode == 0 and r.stdout == "from stdin\n"
+
+
+def test_run_reports_errors_with_location(syslab_bin, tmp_path):
+    script = tmp_path / "bad.syslab"
+    script.write_text("width = 3\nprint wdith\nprint \"never\"\n")
+    r = syslab("run", str(script))
+    assert r.returncode == 1
+    assert "never" not in r.stdout
+    assert "line 2, column 7" in r.stderr
+    assert "did you mean 'width'?" in r.stderr
+    r = syslab("run", str(tmp_path / "missing.syslab"))
+    assert r.returncode == 2 and "cannot open" in r.stderr
+
+
+def test_run_input_fails_clearly_without_a_terminal(syslab_bin):
+    r = syslab("run", "-", input='name = input "who? "\n')
+    assert r.returncode == 1 and "input is not available" in r.stderr
+
+
+def test_run_notebook(syslab_bin):
+    r = syslab("run", str(ROOT / "notebooks" / "example.ipynb"))
+    assert r.returncode == 0, r.stderr
+    assert "saving at 8 bits: 75 %" in r.stdout
+    assert "countdown [" in r.stderr  # the progress bar's final state
+
+
+def test_install_prefix_writes_a_complete_kernelspec(syslab_bin, tmp_path):
+    r = syslab("install", "--prefix", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "syslab"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}"]
+    assert os.path.samefile(spec["argv"][0], syslab_bin)
+    assert spec["display_name"] == "syslab" and spec["language"] == "syslab"
+    assert spec["interrupt_mode"] == "message"
+    for logo in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
+        assert (spec_dir / logo).stat().st_size > 100
+    assert (spec_dir / "logo-64x64.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # installing again replaces the spec in place; no temporary folders remain
+    assert syslab("install", "--prefix", str(tmp_path)).returncode == 0
+    assert sorted(p.name for p in spec_dir.parent.iterdir()) == ["syslab"]
+
+
+def test_install_sys_prefix_needs_an_environment(syslab_bin):
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    r = syslab("install", "--sys-prefix", env=env)
+    assert r.returncode == 2 and "VIRTUAL_ENV" in r.stderr
+
+
+def test_install_user_is_found_by_jupyter(syslab_bin, tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME="")
+    assert syslab("install", "--user", env=env).returncode == 0
+    from jupyter_client.kernelspec import KernelSpecManager
+    ksm = KernelSpecManager(kernel_dirs=[str(tmp_path / ".local/share/jupyter/kernels")])
+    assert "syslab" in ksm.find_kernel_specs()
+    resources = ksm.get_kernel_spec("syslab").resource_dir
+    assert pathlib.Path(resources, "logo-svg.svg").exists()
