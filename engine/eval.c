@@ -258,6 +258,7 @@ sl_Value sl_call_extra_value(sl_Call *call, size_t i) { return i < call->nextra 
 
 void sl_setvar(sl_Call *call, const char *name, sl_Value v) { sl_record_set(call->S->vars, name, v); }
 sl_Value sl_getvar(sl_Call *call, const char *name) { return sl_record_get(call->S->vars, name); }
+void sl_unsetvar(sl_Call *call, const char *name) { sl_record_remove(call->S->vars, name); }
 
 int sl_run_block(sl_Call *call, const char *arg) {
   int i = arg_index(call->cmd, arg);
@@ -303,6 +304,13 @@ static void choice_list(const sl_Arg *arg, char *buf, size_t size) {
 /* Evaluates one argument. A bare name that is not a variable may stand for
 ** its own text: an enum choice (linear=integer) or a help topic. */
 static int eval_arg(sl_State *S, const sl_Arg *arg, slY_Node *n, sl_Value *out) {
+  /* a column name like x=width stays a name even when a variable `width`
+  ** holds a number; a variable holding a string stands for that string */
+  if (n->kind == N_NAME && (arg->flags & SL_BAREWORD) && has_variable(S, n->str) &&
+      sl_record_get(S->vars, n->str).type != SL_STRING) {
+    *out = sl_string(n->str);
+    return 0;
+  }
   if (n->kind == N_NAME && !has_variable(S, n->str)) {
     if ((arg->type == SL_ARG_ENUM && in_choices(arg, n->str)) || (arg->flags & SL_BAREWORD)) {
       *out = sl_string(n->str);

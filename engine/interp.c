@@ -29,6 +29,8 @@ void sl_free(sl_State *S) {
   free(S);
 }
 
+sl_Value sl_state_get(sl_State *S, const char *name) { return sl_record_get(S->vars, name); }
+
 /* ------------------------------------------------------------ suggestions */
 
 size_t sl_edit_distance(const char *a, const char *b) {

@@ -94,6 +94,7 @@ const char *sl_record_key(sl_Value rec, size_t i);
 sl_Value sl_record_value(sl_Value rec, size_t i);          /* borrowed */
 sl_Value sl_record_get(sl_Value rec, const char *key);     /* borrowed, nil if absent */
 void sl_record_set(sl_Value rec, const char *key, sl_Value v); /* takes a reference */
+void sl_record_remove(sl_Value rec, const char *key);
 
 const sl_Class *sl_object_class(sl_Value v);
 void *sl_object_data(sl_Value v);
@@ -171,7 +172,8 @@ typedef enum sl_ArgType {
 enum {
   SL_POSITIONAL = 1 << 0,  /* may be given without name=, in declaration order */
   SL_REQUIRED   = 1 << 1,
-  SL_BAREWORD   = 1 << 2,  /* a bare name that is not a variable is taken as its text (help topics) */
+  SL_BAREWORD   = 1 << 2,  /* a bare name is taken as its text (help topics, column names) unless
+                              it is a variable holding a string, which stands for that string */
   SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
@@ -255,6 +257,7 @@ void sl_progress_end(sl_Progress *p);
 /* Variables and blocks, for commands that run a block (sweep). */
 void sl_setvar(sl_Call *call, const char *name, sl_Value v);  /* takes a reference */
 sl_Value sl_getvar(sl_Call *call, const char *name);          /* borrowed, nil if unset */
+void sl_unsetvar(sl_Call *call, const char *name);
 /* runs the block argument `arg`; returns 0, or -1 on error/interrupt
 ** (the error is already recorded in the call) */
 int sl_run_block(sl_Call *call, const char *arg);
@@ -289,6 +292,8 @@ void sl_error_free(sl_Error *e);
 
 sl_State *sl_new(void);
 void sl_free(sl_State *S);
+/* a session variable (borrowed), nil if unset */
+sl_Value sl_state_get(sl_State *S, const char *name);
 
 /* Runs a cell. Returns 0 and sets *result to the value of a final bare
 ** expression (nil if none; caller releases), or -1 and fills *err. */

@@ -268,6 +268,19 @@ void sl_record_set(sl_Value v, const char *key, sl_Value item) {
   r->values[r->n++] = item;
 }
 
+void sl_record_remove(sl_Value v, const char *key) {
+  Record *r = (Record *)v.u.h;
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->keys[i], key) == 0) {
+      free(r->keys[i]);
+      sl_release(r->values[i]);
+      memmove(r->keys + i, r->keys + i + 1, (r->n - i - 1) * sizeof *r->keys);
+      memmove(r->values + i, r->values + i + 1, (r->n - i - 1) * sizeof *r->values);
+      r->n--;
+      return;
+    }
+}
+
 const sl_Class *sl_object_class(sl_Value v) { return v.type == SL_OBJECT ? ((Object *)v.u.h)->cls : NULL; }
 void *sl_object_data(sl_Value v) { return v.type == SL_OBJECT ? ((Object *)v.u.h)->data : NULL; }
 

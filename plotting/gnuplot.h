@@ -1,0 +1,41 @@
+/*
+** gnuplot.h - running gnuplot safely: one short-lived process per figure.
+*/
+#ifndef SYSLAB_GNUPLOT_H
+#define SYSLAB_GNUPLOT_H
+
+#include <stddef.h>
+
+typedef struct slP_Image {
+  char *png;
+  size_t png_len;
+  char *svg;
+  size_t svg_len;
+  char *warnings;   /* what gnuplot wrote on stderr, or NULL */
+} slP_Image;
+
+typedef enum {
+  SLP_OK = 0,
+  SLP_MISSING = -1,   /* gnuplot is not installed */
+  SLP_FAILED = -2,    /* gnuplot reported an error or produced no image */
+  SLP_TIMEOUT = -3    /* gnuplot ran past its time limit and was killed */
+} slP_Status;
+
+/* Runs `script` (which must end by writing a PNG, then an SVG, to standard
+** output) through gnuplot without a shell, within timeout seconds. On
+** success fills *out; otherwise err says what went wrong. */
+slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen);
+void slP_image_free(slP_Image *img);
+
+/* Appends s to buf as a gnuplot single-quoted string: nothing inside is
+** interpreted (no backquote commands, no escapes), and a ' is doubled.
+** Control characters become spaces so a string cannot end a line. */
+void slP_quote(char **buf, size_t *len, size_t *cap, const char *s);
+
+/* the gnuplot script of the last `plot` in this process (for benchmarks) */
+const char *slP_last_script(void);
+
+/* 1 if data is a whole PNG whose header says width x height */
+int slP_png_size(const char *data, size_t len, unsigned *width, unsigned *height);
+
+#endif
