@@ -23,6 +23,7 @@ struct slC_Transform {
   ** in and out may be the same array */
   void (*apply)(const slC_Transform *t, const float *in, float *out, size_t n);
   void (*free)(slC_Transform *t);
+  slC_Transform *(*clone)(const slC_Transform *t);  /* for deep copies of a model */
   char name[96];     /* for metadata and reports, e.g. "integer(width=8, frac=6)" */
   double bits;       /* storage bits per value, e.g. 8.25 for MXINT8; 32 for none */
   int has_gradient;  /* 0: QAT must refuse (no defined straight-through gradient) */

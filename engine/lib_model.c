@@ -1,6 +1,538 @@
-/* lib_model.c - commands for datasets, models, graphs, passes and training. */
-#include "syslab.h"
+/*
+** lib_model.c - commands for data sets, models as graphs, passes, training
+** and LoRA; and the model object's display.
+**
+** Transform commands return a new model and leave their argument as it was:
+** remove_dropout and capture share the parameters with it (as a traced
+** graph shares its module's weights), copy and lora own new ones, so that
+** fine-tuning a copy never touches the original.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "table.h"
+#include "train.h"
+
+#define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* ------------------------------------------------------------ the object */
+
+static void model_free(void *data) { slM_Graph *g = data; slM_graph_free(g); }
+
+static const char *precision_of(const slM_Node *n) {
+  if (n->comp.weight) return n->comp.weight->name;
+  if (n->comp.data_in) return n->comp.data_in->name;
+  return n->kind == SLM_PLACEHOLDER && n->op == OP_LABELS ? "int64" : "float32";
+}
+
+static void shape_text(const slM_Node *n, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int d = 0; d < n->ndim; d++)
+    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", d ? ", " : "", d == 0 ? 1 : n->shape[d]);
+  snprintf(buf + used, used < size ? size - used : 0, "]");
+}
+
+/* the node list as a table: the view the labs print of an FX graph */
+static slT_Table *node_table(const slM_Graph *g) {
+  slT_Table *t = slT_new();
+  const char *cols[] = {"name", "kind", "target", "args", "shape", "params", "precision"};
+  for (int c = 0; c < 7; c++) slT_add_column(t, cols[c]);
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    size_t r = slT_add_row(t);
+    char args[256] = "", shape[64];
+    size_t used = 0;
+    for (int k = 0; k < n->ninputs; k++)
+      used += (size_t)snprintf(args + used, used < sizeof args ? sizeof args - used : 0, "%s%s", k ? ", " : "",
+                               g->nodes[n->inputs[k]].name);
+    shape_text(n, shape, sizeof shape);
+    slT_set(t, r, 0, sl_string(n->name));
+    slT_set(t, r, 1, sl_string(slM_kind_name(n->kind)));
+    slT_set(t, r, 2, sl_string(slM_op_name(n->op)));
+    slT_set(t, r, 3, sl_string(args));
+    slT_set(t, r, 4, sl_string(shape));
+    slT_set(t, r, 5, sl_number((double)slM_node_params(n)));
+    slT_set(t, r, 6, sl_string(precision_of(n)));
+  }
+  return t;
+}
+
+static int model_show(void *data, sl_Bundle *out) {
+  slM_Graph *g = data;
+  size_t trainable, total;
+  slM_param_counts(g, &trainable, &total);
+  slT_Table *t = node_table(g);
+  char head[512];
+  snprintf(head, sizeof head, "%s\n%d nodes, %zu parameters (%zu trainable)%s%s", g->description, g->n, total, trainable,
+           g->with_labels ? ", traced with labels" : "", g->with_mask ? ", traced with an attention mask" : "");
+  char *text = slT_to_text(t), *md = slT_to_markdown(t), *html = slT_to_html(t);
+  sl_bundle_addf(out, "text/plain", "%s\n%s", head, text);
+  sl_bundle_addf(out, "text/markdown", "**%s**\n\n%s", head, md);
+  sl_bundle_addf(out, "text/html", "<p><b>%s</b></p>\n%s", head, html);
+  free(text), free(md), free(html);
+  slT_free(t);
+  return 0;
+}
+
+static int model_field(void *data, const char *name, sl_Value *out) {
+  slM_Graph *g = data;
+  size_t trainable, total;
+  slM_param_counts(g, &trainable, &total);
+  if (strcmp(name, "nodes") == 0) return *out = sl_number(g->n), 0;
+  if (strcmp(name, "params") == 0) return *out = sl_number((double)total), 0;
+  if (strcmp(name, "trainable") == 0) return *out = sl_number((double)trainable), 0;
+  if (strcmp(name, "family") == 0) return *out = sl_string(g->family), 0;
+  if (strcmp(name, "classes") == 0) return *out = sl_number(g->classes), 0;
+  if (strcmp(name, "node_names") == 0) {
+    *out = sl_list_new();
+    for (int i = 0; i < g->n; i++) sl_list_push(*out, sl_string(g->nodes[i].name));
+    return 0;
+  }
+  return -1;
+}
+
+static const char *const model_fields[] = {"nodes", "params", "trainable", "family", "classes", "node_names", NULL};
+
+const sl_Class slM_model_class = {"model", model_free, model_show, model_field, model_fields};
+
+static slM_Graph *arg_model(sl_Call *call, const char *name) { return sl_arg_object(call, name, &slM_model_class); }
+static slM_Dataset *arg_data(sl_Call *call, const char *name) { return sl_arg_object(call, name, &slM_dataset_class); }
+
+/* ------------------------------------------------------------- data sets */
+
+static const char *const dataset_names[] = {"fashion_mnist", "synthetic", NULL};
+
+static int cmd_dataset(sl_Call *call, sl_Value *result) {
+  const char *name = sl_arg_string(call, "name");
+  double ntrain = sl_arg_number(call, "train"), ntest = sl_arg_number(call, "test");
+  if (ntrain < 0 || ntest < 0) return sl_arg_error(call, ntrain < 0 ? "train" : "test", "must be 0 (all) or more");
+  slM_Dataset *d;
+  if (strcmp(name, "fashion_mnist") == 0) {
+    char err[1024];
+    const char *dir = sl_arg_given(call, "path") ? sl_arg_string(call, "path") : FASHION_MNIST_DIR;
+    d = slM_fashion_mnist(dir, (size_t)ntrain, (size_t)ntest, err, sizeof err);
+    if (!d) return sl_error(call, "%s", err);
+  } else {
+    int features = (int)sl_arg_number(call, "features"), classes = (int)sl_arg_number(call, "classes");
+    if (features < 1 || features > 100000) return sl_arg_error(call, "features", "must be between 1 and 100000");
+    if (classes < 2 || classes > 255) return sl_arg_error(call, "classes", "must be between 2 and 255");
+    if (ntrain < 1) return sl_arg_error(call, "train", "a synthetic set needs at least one training item");
+    d = slM_synthetic((size_t)ntrain, (size_t)ntest, features, classes, sl_arg_number(call, "spread"),
+                      (uint64_t)sl_arg_number(call, "seed"));
+  }
+  *result = sl_object_new(&slM_dataset_class, d);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- models */
+
+static const char *const families[] = {"mlp", "transformer", NULL};
+static const char *const activations[] = {"relu", "gelu", "tanh", NULL};
+
+static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
+  if (!g) return sl_error(call, "%s", err);
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+static int cmd_model(sl_Call *call, sl_Value *result) {
+  const char *family = sl_arg_string(call, "family");
+  slM_Dataset *d = arg_data(call, "data");
+  int inputs = d ? d->features : (int)sl_arg_number(call, "inputs");
+  int classes = d ? d->classes : (int)sl_arg_number(call, "classes");
+  uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
+  int labels = sl_truthy(sl_arg(call, "labels")), mask = sl_truthy(sl_arg(call, "mask"));
+  float dropout = (float)sl_arg_number(call, "dropout");
+  char err[512];
+  if (strcmp(family, "mlp") == 0) {
+    sl_Value hidden = sl_arg(call, "hidden");
+    slM_MlpSpec s = {inputs, classes, {0}, 0, OP_RELU, dropout};
+    if (sl_list_len(hidden) > 8) return sl_arg_error(call, "hidden", "at most 8 hidden layers");
+    for (size_t i = 0; i < sl_list_len(hidden); i++) {
+      sl_Value h = sl_list_get(hidden, i);
+      if (h.type != SL_NUMBER || h.u.n != floor(h.u.n)) return sl_arg_error(call, "hidden", "must be a list of whole numbers");
+      s.hidden[s.nhidden++] = (int)h.u.n;
+    }
+    const char *act = sl_arg_string(call, "activation");
+    s.activation = strcmp(act, "gelu") == 0 ? OP_GELU : strcmp(act, "tanh") == 0 ? OP_TANH : OP_RELU;
+    if (mask) return sl_arg_error(call, "mask", "an mlp has no attention to mask");
+    return finish_model(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
+  }
+  int side = (int)lround(sqrt((double)inputs));
+  if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
+  slM_TransformerSpec s = {side, side, classes, (int)sl_arg_number(call, "patch"), (int)sl_arg_number(call, "depth"),
+                           (int)sl_arg_number(call, "width"), (int)sl_arg_number(call, "heads"),
+                           (int)sl_arg_number(call, "mlp_ratio"), dropout};
+  return finish_model(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
+}
+
+static int cmd_capture(sl_Call *call, sl_Value *result) {
+  char err[512];
+  slM_Graph *g = slM_capture(arg_model(call, "model"), sl_truthy(sl_arg(call, "labels")), sl_truthy(sl_arg(call, "mask")),
+                             err, sizeof err);
+  return finish_model(call, g, err, result);
+}
+
+static int cmd_copy(sl_Call *call, sl_Value *result) {
+  *result = sl_object_new(&slM_model_class, slM_graph_copy(arg_model(call, "model"), 1));
+  return 0;
+}
+
+/* ---------------------------------------------------------------- passes */
+
+static const char *const count_by[] = {"op", "kind", NULL};
+
+static int cmd_count_nodes(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  int by_kind = strcmp(sl_arg_string(call, "by"), "kind") == 0;
+  slT_Table *t = slT_new();
+  slT_add_column(t, by_kind ? "kind" : "op");
+  slT_add_column(t, "count");
+  for (int i = 0; i < g->n; i++) {
+    const char *key = by_kind ? slM_kind_name(g->nodes[i].kind) : slM_op_name(g->nodes[i].op);
+    size_t r = 0;
+    while (r < t->nrows && strcmp(sl_str(slT_get(t, r, 0)), key) != 0) r++;
+    if (r == t->nrows) {
+      slT_add_row(t);
+      slT_set(t, r, 0, sl_string(key));
+      slT_set(t, r, 1, sl_number(0));
+    }
+    slT_set(t, r, 1, sl_number(slT_get(t, r, 1).u.n + 1));
+  }
+  *result = slT_value(t);
+  return 0;
+}
+
+static int verified(sl_Call *call, slM_Graph *g) {
+  char err[512];
+  if (slM_verify(g, err, sizeof err) != 0) return sl_error(call, "the graph is not valid: %s", err);
+  return 0;
+}
+
+static int cmd_remove_dropout(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 0);
+  int removed = slM_remove_dropout(g);
+  if (verified(call, g) != 0) {
+    slM_graph_free(g);
+    return -1;
+  }
+  sl_printf(call, "removed %d dropout node%s\n", removed, removed == 1 ? "" : "s");
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+static int cmd_verify(sl_Call *call, sl_Value *result) {
+  if (verified(call, arg_model(call, "model")) != 0) return -1;
+  *result = sl_bool(1);
+  return 0;
+}
+
+static int cmd_report(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  slT_Table *t = slT_new();
+  const char *cols[] = {"name", "op", "params", "flops", "activation_bytes"};
+  for (int c = 0; c < 5; c++) slT_add_column(t, cols[c]);
+  double params = 0, flops = 0, act = 0;
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    if (n->kind == SLM_PLACEHOLDER || n->op == OP_OUTPUT) continue;
+    size_t elems = 1;
+    for (int d = 1; d < n->ndim; d++) elems *= (size_t)n->shape[d];
+    size_t r = slT_add_row(t);
+    slT_set(t, r, 0, sl_string(n->name));
+    slT_set(t, r, 1, sl_string(slM_op_name(n->op)));
+    slT_set(t, r, 2, sl_number((double)slM_node_params(n)));
+    slT_set(t, r, 3, sl_number(n->flops));
+    slT_set(t, r, 4, sl_number((double)elems * 4));
+    params += (double)slM_node_params(n), flops += n->flops, act += (double)elems * 4;
+  }
+  size_t r = slT_add_row(t);
+  slT_set(t, r, 0, sl_string("total"));
+  slT_set(t, r, 2, sl_number(params));
+  slT_set(t, r, 3, sl_number(flops));
+  slT_set(t, r, 4, sl_number(act));
+  *result = slT_value(t);
+  return 0;
+}
+
+static sl_Value dims_list(const slM_Node *n) {
+  sl_Value l = sl_list_new();
+  for (int d = 0; d < n->ndim; d++) sl_list_push(l, sl_number(d == 0 ? 1 : n->shape[d]));
+  return l;
+}
+
+static int cmd_meta(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  const char *name = sl_arg_string(call, "node");
+  int i = slM_find_node(g, name);
+  if (i < 0) return sl_arg_error(call, "node", "the model has no node '%s' (see model.node_names)", name);
+  const slM_Node *n = &g->nodes[i];
+  sl_Value common = sl_record_new(), hw = sl_record_new(), sw = sl_record_new(), meta = sl_record_new();
+  sl_record_set(common, "mase_type", sl_string(n->kind == SLM_CALL_MODULE ? "module" : n->kind == SLM_PLACEHOLDER ? "placeholder" : n->kind == SLM_OUTPUT ? "output" : "function"));
+  sl_record_set(common, "mase_op", sl_string(slM_op_name(n->op)));
+  sl_record_set(common, "shape", dims_list(n));
+  sl_record_set(common, "precision", sl_string(precision_of(n)));
+  sl_record_set(common, "params", sl_number((double)slM_node_params(n)));
+  sl_record_set(common, "flops", sl_number(n->flops));
+  sl_record_set(hw, "device", sl_string(slG_device_count() > 0 ? "cuda" : "cpu"));
+  sl_record_set(hw, "parallelism", sl_number(1));
+  sl_record_set(sw, "kernel", sl_string(n->op == OP_LINEAR || n->op == OP_SCORES || n->op == OP_CONTEXT ? "cblas_sgemm" : "loop"));
+  sl_record_set(sw, "trainable", sl_bool(n->nparams > 0 && !n->params[0]->frozen));
+  sl_record_set(meta, "common", common);
+  sl_record_set(meta, "hardware", hw);
+  sl_record_set(meta, "software", sw);
+  *result = meta;
+  return 0;
+}
+
+static int cmd_params(sl_Call *call, sl_Value *result) {
+  size_t trainable, total;
+  slM_param_counts(arg_model(call, "model"), &trainable, &total);
+  *result = sl_record_new();
+  sl_record_set(*result, "trainable", sl_number((double)trainable));
+  sl_record_set(*result, "total", sl_number((double)total));
+  sl_record_set(*result, "fraction", sl_number(total ? (double)trainable / (double)total : 0));
+  return 0;
+}
+
+static int cmd_lora(sl_Call *call, sl_Value *result) {
+  sl_Value targets = sl_arg(call, "targets");
+  size_t nt = sl_list_len(targets);
+  const char **names = nt ? malloc(nt * sizeof *names) : NULL;
+  for (size_t i = 0; i < nt; i++) {
+    names[i] = sl_str(sl_list_get(targets, i));
+    if (!names[i]) {
+      free(names);
+      return sl_arg_error(call, "targets", "must be a list of layer names (or parts of names)");
+    }
+  }
+  slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 1);
+  char err[512];
+  int n = slM_add_lora(g, (int)sl_arg_number(call, "rank"), sl_arg_number(call, "alpha"), nt ? names : NULL, (int)nt,
+                       (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
+  free(names);
+  if (n < 0 || verified(call, g) != 0) {
+    slM_graph_free(g);
+    return n < 0 ? sl_error(call, "%s", err) : -1;
+  }
+  sl_printf(call, "added LoRA adapters to %d linear layer%s\n", n, n == 1 ? "" : "s");
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+/* -------------------------------------------------------------- training */
+
+static const char *const optimizers[] = {"sgd", "adamw", NULL};
+static const char *const schedules[] = {"constant", "cosine", "step", NULL};
+
+typedef struct {
+  sl_Progress *bar;
+  int epochs;
+} TrainUi;
+
+static void on_progress(void *ud, int epoch, double fraction, double loss) {
+  TrainUi *ui = ud;
+  char detail[96];
+  snprintf(detail, sizeof detail, "epoch %d/%d  loss %.4f", epoch + 1, ui->epochs, loss);
+  sl_progress_update(ui->bar, epoch + fraction, detail);
+}
+
+static int on_stop(void *ud) { return sl_interrupted(); }
+
+static int check_fit(sl_Call *call, slM_Graph *g, slM_Dataset *d) {
+  if (g->features != d->features || g->classes < d->classes)
+    return sl_error(call, "the model reads %d features into %d classes but the data set has %d features and %d classes",
+                    g->features, g->classes, d->features, d->classes);
+  return 0;
+}
+
+static int cmd_train(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  slM_Dataset *d = arg_data(call, "data");
+  if (check_fit(call, g, d) != 0) return -1;
+  slM_TrainConfig c = {(int)sl_arg_number(call, "epochs"), (int)sl_arg_number(call, "batch"), sl_arg_number(call, "lr"),
+                       sl_arg_number(call, "momentum"), sl_arg_number(call, "weight_decay"),
+                       strcmp(sl_arg_string(call, "optimizer"), "adamw") == 0 ? SLM_ADAMW : SLM_SGD,
+                       strcmp(sl_arg_string(call, "schedule"), "cosine") == 0 ? SLM_COSINE
+                       : strcmp(sl_arg_string(call, "schedule"), "step") == 0 ? SLM_STEP : SLM_CONSTANT,
+                       (int)sl_arg_number(call, "warmup"), (uint64_t)sl_arg_number(call, "seed")};
+  if (c.epochs < 1 || c.epochs > 1000) return sl_arg_error(call, "epochs", "must be between 1 and 1000");
+  if (c.batch < 1 || c.batch > 65536) return sl_arg_error(call, "batch", "must be between 1 and 65536");
+  if (!(c.lr > 0) || c.lr > 10) return sl_arg_error(call, "lr", "must be above 0 and at most 10");
+  if (c.momentum < 0 || c.momentum >= 1) return sl_arg_error(call, "momentum", "must be in [0, 1)");
+  if (c.weight_decay < 0) return sl_arg_error(call, "weight_decay", "must not be negative");
+  size_t trainable, total;
+  slM_param_counts(g, &trainable, &total);
+  if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");
+  slM_EpochStats *stats = calloc((size_t)c.epochs, sizeof *stats);
+  TrainUi ui = {sl_progress_begin(call, "train", c.epochs), c.epochs};
+  slM_TrainHooks hooks = {&ui, on_progress, on_stop};
+  int done = slM_train(g, d, &c, &hooks, stats);
+  sl_progress_end(ui.bar);
+  slT_Table *t = slT_new();
+  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
+  for (int k = 0; k < 7; k++) slT_add_column(t, cols[k]);
+  for (int e = 0; e < done; e++) {
+    size_t r = slT_add_row(t);
+    double v[7] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
+                   stats[e].seconds, stats[e].samples_per_second};
+    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, sl_number(v[k]));
+  }
+  free(stats);
+  sl_Value table = slT_value(t);
+  if (sl_interrupted()) {
+    sl_Bundle b;
+    sl_show(table, &b);
+    sl_display(call, &b);
+    sl_bundle_free(&b);
+    sl_release(table);
+    return sl_interrupted_error(call);  /* stopped at a batch boundary: the model keeps its weights */
+  }
+  *result = table;
+  return 0;
+}
+
+static const char *const splits[] = {"test", "train", NULL};
+
+static int cmd_evaluate(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  slM_Dataset *d = arg_data(call, "data");
+  if (check_fit(call, g, d) != 0) return -1;
+  int train = strcmp(sl_arg_string(call, "split"), "train") == 0;
+  double acc, loss;
+  size_t n = train ? d->ntrain : d->ntest;
+  if (n == 0) return sl_arg_error(call, "split", "the %s split is empty", train ? "train" : "test");
+  slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
+  *result = sl_record_new();
+  sl_record_set(*result, "accuracy", sl_number(acc));
+  sl_record_set(*result, "loss", sl_number(loss));
+  sl_record_set(*result, "n", sl_number((double)n));
+  return 0;
+}
+
+static int cmd_difference(sl_Call *call, sl_Value *result) {
+  slM_Graph *a = arg_model(call, "a"), *b = arg_model(call, "b");
+  slM_Dataset *d = arg_data(call, "data");
+  if (check_fit(call, a, d) != 0 || check_fit(call, b, d) != 0) return -1;
+  size_t n = d->ntest < 512 ? d->ntest : 512;
+  if (n == 0) return sl_arg_error(call, "data", "the data set has no test items");
+  slM_Tensor *la = slM_forward(a, d->test_x, d->test_y, (int)n, 0);
+  slM_Tensor *lb = slM_forward(b, d->test_x, d->test_y, (int)n, 0);
+  double max = 0;
+  for (size_t i = 0; i < la->size && i < lb->size; i++) max = fmax(max, fabs((double)la->data[i] - lb->data[i]));
+  slM_release_activations(a);
+  slM_release_activations(b);
+  *result = sl_record_new();
+  sl_record_set(*result, "max_abs", sl_number(max));
+  sl_record_set(*result, "identical", sl_bool(max == 0));
+  sl_record_set(*result, "items", sl_number((double)n));
+  return 0;
+}
+
+static int cmd_memory(sl_Call *call, sl_Value *result) {
+  *result = sl_record_new();
+  sl_record_set(*result, "live_bytes", sl_number((double)slM_mem_live()));
+  sl_record_set(*result, "peak_bytes", sl_number((double)slM_mem_peak()));
+  return 0;
+}
+
+/* --------------------------------------------------------------- registry */
+
+#define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
+#define DATA_ARG {"data", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the data set", NULL, "dataset"}
 
 const sl_Command slM_commands[] = {
-  {NULL}
+  {"dataset", "data", "Load a data set: Fashion-MNIST from its Debian package, or synthetic Gaussian blobs.",
+   "Fashion-MNIST is read from /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist); train and test "
+   "take the first items of each split (0 = all). Images are normalised with the training split's mean and "
+   "standard deviation.",
+   "data = dataset fashion_mnist train=10000 test=2000\nblobs = dataset synthetic train=500 test=100 features=16 classes=3",
+   cmd_dataset, 0,
+   {{"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "which data set", dataset_names},
+    {"train", SL_ARG_INT, 0, "0", "training items to keep (0 = all)"},
+    {"test", SL_ARG_INT, 0, "0", "test items to keep (0 = all)"},
+    {"path", SL_ARG_STRING, 0, NULL, "folder of the IDX files (Fashion-MNIST)"},
+    {"features", SL_ARG_INT, 0, "16", "features per item (synthetic)"},
+    {"classes", SL_ARG_INT, 0, "3", "number of classes (synthetic)"},
+    {"spread", SL_ARG_NUMBER, 0, "0.5", "standard deviation around each class centre (synthetic)"},
+    {"seed", SL_ARG_INT, 0, "0", "random seed (synthetic)"},
+    {NULL}}},
+  {"model", "model", "Build a model as a compute graph: an mlp, or a tiny transformer encoder (bert-tiny's shape).",
+   "The transformer cuts each image into patches (tokens), embeds them, runs `depth` encoder layers of multi-head "
+   "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler.",
+   "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
+   cmd_model, 0,
+   {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},
+    {"data", SL_ARG_OBJECT, 0, NULL, "take inputs and classes from this data set", NULL, "dataset"},
+    {"inputs", SL_ARG_INT, 0, "784", "input features (images: pixels)"},
+    {"classes", SL_ARG_INT, 0, "10", "output classes"},
+    {"hidden", SL_ARG_LIST, 0, "[256, 128]", "hidden layer sizes (mlp)"},
+    {"activation", SL_ARG_ENUM, 0, "relu", "activation (mlp)", activations},
+    {"dropout", SL_ARG_NUMBER, 0, "0.1", "dropout probability"},
+    {"depth", SL_ARG_INT, 0, "2", "encoder layers (transformer)"},
+    {"width", SL_ARG_INT, 0, "64", "token width (transformer)"},
+    {"heads", SL_ARG_INT, 0, "2", "attention heads; must divide width (transformer)"},
+    {"mlp_ratio", SL_ARG_INT, 0, "2", "MLP width as a multiple of width (transformer)"},
+    {"patch", SL_ARG_INT, 0, "7", "patch side in pixels; must divide the image side (transformer)"},
+    {"labels", SL_ARG_BOOL, 0, "false", "trace with a label input: adds the loss node"},
+    {"mask", SL_ARG_BOOL, 0, "false", "trace with an attention mask input (transformer)"},
+    {"seed", SL_ARG_INT, 0, "0", "seed of the initial weights"},
+    {NULL}}},
+  {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",
+   "With labels the graph ends in a cross-entropy loss node; without, it is a pure inference graph. With an "
+   "attention mask every attention block gains a masked_fill node.",
+   "train_graph = capture m labels=true", cmd_capture, 0,
+   {MODEL_ARG, {"labels", SL_ARG_BOOL, 0, "false", "supply labels"}, {"mask", SL_ARG_BOOL, 0, "false", "supply an attention mask"},
+    {NULL}}},
+  {"copy", "graph", "A deep copy of a model: new weights with the same values.", "", "backup = copy m", cmd_copy, 0,
+   {MODEL_ARG, {NULL}}},
+  {"count_nodes", "graph", "Analysis pass: count the nodes of a graph by operator or by node kind.", "",
+   "count_nodes m by=op", cmd_count_nodes, 0,
+   {MODEL_ARG, {"by", SL_ARG_ENUM, 0, "op", "group by operator or by FX node kind", count_by}, {NULL}}},
+  {"remove_dropout", "graph", "Transform pass: a new graph without dropout nodes, their users rewired to their inputs.",
+   "The result shares the weights; in evaluation it computes exactly what the original computes. The graph is "
+   "verified after the transform.",
+   "clean = remove_dropout m", cmd_remove_dropout, 0, {MODEL_ARG, {NULL}}},
+  {"verify", "graph", "Check a graph: acyclic, inputs defined, parameters present, shapes consistent.", "", "verify m",
+   cmd_verify, 0, {MODEL_ARG, {NULL}}},
+  {"report", "graph", "Analysis pass: parameters, FLOPs and activation bytes per node (per sample), with totals.", "",
+   "report m", cmd_report, 0, {MODEL_ARG, {NULL}}},
+  {"meta", "graph", "The metadata of one node: common, hardware and software parts, as MASE attaches them.", "",
+   "(meta m \"fc1\").common", cmd_meta, 0,
+   {MODEL_ARG, {"node", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "node name"}, {NULL}}},
+  {"params", "model", "Trainable and total parameter counts of a model.", "", "params m", cmd_params, 0, {MODEL_ARG, {NULL}}},
+  {"lora", "model", "A copy of a model with LoRA adapters on its linear layers; everything else is frozen.",
+   "Each adapted layer gains nodes A (input to rank), B (rank to output, starting at zero), a scale alpha/rank and an "
+   "add. Only A and B train. targets names parts of layer names; by default every linear layer but the classifier.",
+   "tuned = lora m rank=4 alpha=8 targets=[\"attention_query\", \"attention_value\"]", cmd_lora, 0,
+   {MODEL_ARG, {"rank", SL_ARG_INT, 0, "4", "rank of the adapters"}, {"alpha", SL_ARG_NUMBER, 0, "8", "scale numerator"},
+    {"targets", SL_ARG_LIST, 0, "[]", "parts of layer names to adapt ([] = all but the classifier)"},
+    {"seed", SL_ARG_INT, 0, "0", "seed of the A matrices"}, {NULL}}},
+  {"train", "model", "Train a model; returns a table with one row per epoch.",
+   "Shows progress in place; an interrupt stops at the next batch with the weights intact. The same seed gives "
+   "the same numbers.",
+   "history = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
+   {MODEL_ARG, DATA_ARG,
+    {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},
+    {"batch", SL_ARG_INT, 0, "128", "mini-batch size"},
+    {"lr", SL_ARG_NUMBER, 0, "0.05", "learning rate"},
+    {"optimizer", SL_ARG_ENUM, 0, "sgd", "SGD with momentum, or AdamW", optimizers},
+    {"momentum", SL_ARG_NUMBER, 0, "0.9", "momentum (sgd)"},
+    {"weight_decay", SL_ARG_NUMBER, 0, "0", "decoupled weight decay on weight matrices"},
+    {"schedule", SL_ARG_ENUM, 0, "constant", "learning-rate schedule", schedules},
+    {"warmup", SL_ARG_INT, 0, "0", "steps of linear warm-up"},
+    {"seed", SL_ARG_INT, 0, "0", "seed of the data order and dropout"},
+    {NULL}}},
+  {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "(evaluate m data).accuracy",
+   cmd_evaluate, 0, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
+  {"difference", "model", "Largest difference between two models' outputs on test items, as a record.", "",
+   "difference m (remove_dropout m) data", cmd_difference, 0,
+   {{"a", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "first model", NULL, "model"},
+    {"b", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "second model", NULL, "model"}, DATA_ARG, {NULL}}},
+  {"memory", "model", "Bytes of tensor data alive now and at the peak, as a record.", "", "memory", cmd_memory, 0,
+   {{NULL}}},
+  {NULL},
 };

@@ -1,0 +1,229 @@
+/*
+** data.c - data sets: Fashion-MNIST from its gzipped IDX files, and
+** Gaussian blobs for fast tests.
+**
+** IDX (the MNIST format): a magic number whose third byte is the element
+** type (0x08, unsigned byte) and fourth the number of dimensions, then one
+** big-endian 32-bit size per dimension, then the data. Images are scaled to
+** [0, 1] and then normalised with the training split's mean and standard
+** deviation, which the test split reuses.
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "model.h"
+
+#define PACKAGE_HINT "install the Debian package dataset-fashion-mnist"
+
+static unsigned be32(const unsigned char *p) {
+  return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
+}
+
+int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t **out, size_t *count, int *rows,
+                  int *cols, char *err, size_t errlen) {
+  if (len < 4 || data[0] != 0 || data[1] != 0) {
+    snprintf(err, errlen, "not an IDX file (bad magic number)");
+    return -1;
+  }
+  if (data[2] != 0x08) {
+    snprintf(err, errlen, "IDX element type 0x%02x is not unsigned bytes (0x08)", data[2]);
+    return -1;
+  }
+  int dims = data[3];
+  if (dims != want_dims) {
+    snprintf(err, errlen, "IDX file has %d dimensions, expected %d", dims, want_dims);
+    return -1;
+  }
+  if (len < 4 + 4 * (size_t)dims) {
+    snprintf(err, errlen, "IDX header is truncated");
+    return -1;
+  }
+  size_t total = 1;
+  unsigned sizes[3] = {1, 1, 1};
+  for (int d = 0; d < dims; d++) {
+    sizes[d] = be32(data + 4 + 4 * d);
+    total *= sizes[d];
+  }
+  size_t header = 4 + 4 * (size_t)dims;
+  if (len - header != total) {
+    snprintf(err, errlen, "IDX data is %s: the header promises %zu bytes, the file has %zu", len - header < total ? "truncated" : "too long",
+             total, len - header);
+    return -1;
+  }
+  *out = malloc(total ? total : 1);
+  memcpy(*out, data + header, total);
+  *count = sizes[0];
+  *rows = (int)sizes[1];
+  *cols = (int)sizes[2];
+  return 0;
+}
+
+static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t errlen) {
+  gzFile f = gzopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "cannot open %s (%s): %s", path, strerror(errno), PACKAGE_HINT);
+    return NULL;
+  }
+  size_t cap = 1 << 20, n = 0;
+  unsigned char *buf = malloc(cap);
+  for (;;) {
+    if (n == cap) buf = realloc(buf, cap *= 2);
+    int got = gzread(f, buf + n, (unsigned)(cap - n));
+    if (got < 0) {
+      int code;
+      snprintf(err, errlen, "%s is corrupt (%s): %s", path, gzerror(f, &code), PACKAGE_HINT);
+      gzclose(f);
+      free(buf);
+      return NULL;
+    }
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  gzclose(f);
+  *len = n;
+  return buf;
+}
+
+static int load_pair(const char *dir, const char *prefix, size_t limit, uint8_t **images, uint8_t **labels,
+                     size_t *count, char *err, size_t errlen) {
+  char path[4096], why[512];
+  size_t len, n_images, n_labels;
+  int rows, cols, r2, c2;
+  snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte.gz", dir, prefix);
+  unsigned char *raw = read_gzip(path, &len, err, errlen);
+  if (!raw) return -1;
+  int rc = slM_idx_parse(raw, len, 3, images, &n_images, &rows, &cols, why, sizeof why);
+  free(raw);
+  if (rc != 0 || rows != 28 || cols != 28) {
+    snprintf(err, errlen, "%s: %s: %s", path, rc ? why : "images are not 28x28", PACKAGE_HINT);
+    if (rc == 0) free(*images);
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
+  raw = read_gzip(path, &len, err, errlen);
+  if (!raw) {
+    free(*images);
+    return -1;
+  }
+  rc = slM_idx_parse(raw, len, 1, labels, &n_labels, &r2, &c2, why, sizeof why);
+  free(raw);
+  if (rc != 0 || n_labels != n_images) {
+    snprintf(err, errlen, "%s: %s: %s", path, rc ? why : "the number of labels differs from the number of images",
+             PACKAGE_HINT);
+    free(*images);
+    if (rc == 0) free(*labels);
+    return -1;
+  }
+  for (size_t i = 0; i < n_labels; i++)
+    if ((*labels)[i] > 9) {
+      snprintf(err, errlen, "%s: label %u at item %zu is not a class 0..9", path, (*labels)[i], i);
+      free(*images);
+      free(*labels);
+      return -1;
+    }
+  *count = limit && limit < n_images ? limit : n_images;
+  return 0;
+}
+
+slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, char *err, size_t errlen) {
+  uint8_t *tri, *trl, *tei, *tel;
+  size_t n1, n2;
+  if (load_pair(dir, "train", ntrain, &tri, &trl, &n1, err, errlen) != 0) return NULL;
+  if (load_pair(dir, "t10k", ntest, &tei, &tel, &n2, err, errlen) != 0) {
+    free(tri), free(trl);
+    return NULL;
+  }
+  slM_Dataset *d = calloc(1, sizeof *d);
+  snprintf(d->name, sizeof d->name, "fashion_mnist");
+  d->features = 784;
+  d->classes = 10;
+  d->height = d->width = 28;
+  d->ntrain = n1;
+  d->ntest = n2;
+  d->train_x = malloc(n1 * 784 * sizeof(float));
+  d->test_x = malloc(n2 * 784 * sizeof(float));
+  d->train_y = malloc(n1);
+  d->test_y = malloc(n2);
+  memcpy(d->train_y, trl, n1);
+  memcpy(d->test_y, tel, n2);
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n1 * 784; i++) {
+    double v = tri[i] / 255.0;
+    sum += v;
+    sq += v * v;
+  }
+  d->mean = (float)(sum / (double)(n1 * 784));
+  d->std = (float)sqrt(sq / (double)(n1 * 784) - (double)d->mean * d->mean);
+  for (size_t i = 0; i < n1 * 784; i++) d->train_x[i] = (tri[i] / 255.0f - d->mean) / d->std;
+  for (size_t i = 0; i < n2 * 784; i++) d->test_x[i] = (tei[i] / 255.0f - d->mean) / d->std;
+  free(tri), free(trl), free(tei), free(tel);
+  return d;
+}
+
+slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classes, double spread, uint64_t seed) {
+  slM_Dataset *d = calloc(1, sizeof *d);
+  snprintf(d->name, sizeof d->name, "synthetic");
+  d->features = features;
+  d->classes = classes;
+  d->ntrain = ntrain;
+  d->ntest = ntest;
+  d->mean = 0;
+  d->std = 1;
+  int side = (int)lround(sqrt((double)features));
+  if (side * side == features) d->height = d->width = side;
+  slM_Rng rng;
+  slM_rng_seed(&rng, seed);
+  float *centres = malloc((size_t)classes * (size_t)features * sizeof *centres);
+  for (size_t i = 0; i < (size_t)classes * (size_t)features; i++) centres[i] = (float)slM_rng_normal(&rng);
+  float *xs[2] = {d->train_x = malloc(ntrain * (size_t)features * sizeof(float)),
+                  d->test_x = malloc(ntest * (size_t)features * sizeof(float))};
+  uint8_t *ys[2] = {d->train_y = malloc(ntrain ? ntrain : 1), d->test_y = malloc(ntest ? ntest : 1)};
+  size_t ns[2] = {ntrain, ntest};
+  for (int s = 0; s < 2; s++)
+    for (size_t i = 0; i < ns[s]; i++) {
+      int c = (int)(slM_rng_next(&rng) % (uint64_t)classes);
+      ys[s][i] = (uint8_t)c;
+      for (int f = 0; f < features; f++)
+        xs[s][i * (size_t)features + (size_t)f] = centres[(size_t)c * features + f] + (float)(spread * slM_rng_normal(&rng));
+    }
+  free(centres);
+  return d;
+}
+
+void slM_dataset_free(slM_Dataset *d) {
+  if (!d) return;
+  free(d->train_x);
+  free(d->test_x);
+  free(d->train_y);
+  free(d->test_y);
+  free(d);
+}
+
+static void dataset_free(void *data) { slM_dataset_free(data); }
+
+static int dataset_show(void *data, sl_Bundle *out) {
+  slM_Dataset *d = data;
+  sl_bundle_addf(out, "text/plain", "<dataset %s: %zu training and %zu test items, %d features, %d classes>", d->name,
+                 d->ntrain, d->ntest, d->features, d->classes);
+  return 0;
+}
+
+static int dataset_field(void *data, const char *name, sl_Value *out) {
+  slM_Dataset *d = data;
+  if (strcmp(name, "ntrain") == 0) return *out = sl_number((double)d->ntrain), 0;
+  if (strcmp(name, "ntest") == 0) return *out = sl_number((double)d->ntest), 0;
+  if (strcmp(name, "features") == 0) return *out = sl_number(d->features), 0;
+  if (strcmp(name, "classes") == 0) return *out = sl_number(d->classes), 0;
+  if (strcmp(name, "name") == 0) return *out = sl_string(d->name), 0;
+  if (strcmp(name, "mean") == 0) return *out = sl_number(d->mean), 0;
+  if (strcmp(name, "std") == 0) return *out = sl_number(d->std), 0;
+  return -1;
+}
+
+static const char *const dataset_fields[] = {"name", "ntrain", "ntest", "features", "classes", "mean", "std", NULL};
+
+const sl_Class slM_dataset_class = {"dataset", dataset_free, dataset_show, dataset_field, dataset_fields};

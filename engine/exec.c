@@ -1,0 +1,496 @@
+/*
+** exec.c - running a graph: the forward and backward pass of every operator.
+**
+** The forward pass walks the nodes in order, each reading its inputs'
+** outputs; the backward pass walks them in reverse, accumulating each
+** node's gradient into its inputs' and its parameters'. Dense products go
+** through OpenBLAS cblas_sgemm: a linear layer over rows of any leading
+** shape, and attention as one product per (sample, head) with strides that
+** pick the head's columns out of the token rows, so heads are never copied
+** apart. Compression hooks (compress_hooks.h) change what a linear layer
+** computes with; their gradient is the straight-through estimator.
+*/
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static slM_Tensor *ensure(slM_Tensor **slot, int ndim, const int *shape) {
+  slM_Tensor *t = *slot;
+  int same = t && t->ndim == ndim;
+  for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
+  if (!same) {
+    slM_tensor_free(t);
+    *slot = t = slM_tensor_new(ndim, shape);
+  }
+  return t;
+}
+
+static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
+
+/* the gradient slot of input k, zeroed when first touched in this backward pass */
+static slM_Tensor *gin(slM_Graph *g, slM_Node *n, int k) {
+  slM_Node *src = &g->nodes[n->inputs[k]];
+  if (!src->gout) src->gout = slM_tensor_like(src->out);
+  return src->gout;
+}
+
+static slM_Tensor *param_grad(slM_Param *p) {
+  if (!p->grad) p->grad = slM_tensor_like(p->value);
+  return p->grad;
+}
+
+static float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
+static float gelu_grad(float x) {
+  return 0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
+}
+
+static void softmax_rows(const float *x, float *y, size_t rows, int n) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *a = x + r * (size_t)n;
+    float *b = y + r * (size_t)n;
+    float m = a[0];
+    for (int j = 1; j < n; j++) m = a[j] > m ? a[j] : m;
+    double sum = 0;
+    for (int j = 0; j < n; j++) sum += b[j] = expf(a[j] - m);
+    float inv = (float)(1.0 / sum);
+    for (int j = 0; j < n; j++) b[j] *= inv;
+  }
+}
+
+/* ------------------------------------------------------------ linear */
+
+static const float *effective_weight(slM_Node *n) {
+  slM_Tensor *w = n->params[0]->value;
+  if (!n->comp.weight && !n->comp.weight_mask) return w->data;
+  slM_Tensor *we = ensure(&n->saved2, w->ndim, w->shape);
+  for (size_t i = 0; i < w->size; i++) we->data[i] = n->comp.weight_mask && !n->comp.weight_mask[i] ? 0 : w->data[i];
+  if (n->comp.weight) n->comp.weight->apply(n->comp.weight, we->data, we->data, we->size);
+  return we->data;
+}
+
+static void linear_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  int out_f = w->shape[0], in_f = w->shape[1];
+  int shape[SLM_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  shape[x->ndim - 1] = out_f;
+  slM_Tensor *y = ensure(&n->out, x->ndim, shape);
+  size_t rows = x->size / (size_t)in_f;
+  const float *xe = x->data;
+  if (n->comp.data_in || n->comp.data_in_prune) {
+    slM_Tensor *q = ensure(&n->saved, x->ndim, x->shape);
+    memcpy(q->data, x->data, x->size * sizeof *q->data);
+    if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, q->data, q->data, q->size);
+    if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, q->data, q->data, q->size);
+    xe = q->data;
+  }
+  const float *we = effective_weight(n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f,
+              y->data, out_f);
+  if (n->nparams > 1) {
+    slM_Tensor *b = n->params[1]->value;
+    float *bias = b->data, *tmp = NULL;
+    if (n->comp.bias) {
+      tmp = malloc(b->size * sizeof *tmp);
+      n->comp.bias->apply(n->comp.bias, b->data, tmp, b->size);
+      bias = tmp;
+    }
+    for (size_t r = 0; r < rows; r++)
+      for (int j = 0; j < out_f; j++) y->data[r * (size_t)out_f + (size_t)j] += bias[j];
+    free(tmp);
+  }
+}
+
+static void linear_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
+  int out_f = w->shape[0], in_f = w->shape[1];
+  size_t rows = x->size / (size_t)in_f;
+  const float *xe = (n->comp.data_in || n->comp.data_in_prune) ? n->saved->data : x->data;
+  const float *we = (n->comp.weight || n->comp.weight_mask) ? n->saved2->data : w->data;
+  /* straight through: the gradient reaches the raw input and weight unchanged */
+  slM_Tensor *dx = gin(g, n, 0);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f,
+              1.0f, dx->data, in_f);
+  if (!n->params[0]->frozen) {
+    slM_Tensor *dw = param_grad(n->params[0]);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f,
+                1.0f, dw->data, in_f);
+    if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
+      for (size_t i = 0; i < dw->size; i++)
+        if (!n->comp.weight_mask[i]) dw->data[i] = 0;
+  }
+  if (n->nparams > 1 && !n->params[1]->frozen) {
+    float *db = param_grad(n->params[1])->data;
+    for (size_t r = 0; r < rows; r++)
+      for (int j = 0; j < out_f; j++) db[j] += dy->data[r * (size_t)out_f + (size_t)j];
+  }
+}
+
+/* --------------------------------------------------------- layer norm */
+
+static void layernorm_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *y = ensure(&n->out, x->ndim, x->shape);
+  int d = x->shape[x->ndim - 1];
+  int rows = (int)(x->size / (size_t)d);
+  slM_Tensor *mean = ensure(&n->saved, 1, &rows), *rstd = ensure(&n->saved2, 1, &rows);
+  const float *gamma = n->params[0]->value->data, *beta = n->params[1]->value->data;
+  for (int r = 0; r < rows; r++) {
+    const float *a = x->data + (size_t)r * (size_t)d;
+    float *b = y->data + (size_t)r * (size_t)d;
+    double m = 0, v = 0;
+    for (int j = 0; j < d; j++) m += a[j];
+    m /= d;
+    for (int j = 0; j < d; j++) v += (a[j] - m) * (a[j] - m);
+    v /= d;
+    float rs = (float)(1.0 / sqrt(v + n->p));
+    mean->data[r] = (float)m;
+    rstd->data[r] = rs;
+    for (int j = 0; j < d; j++) b[j] = ((a[j] - (float)m) * rs) * gamma[j] + beta[j];
+  }
+}
+
+static void layernorm_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = gin(g, n, 0);
+  int d = x->shape[x->ndim - 1];
+  size_t rows = x->size / (size_t)d;
+  const float *gamma = n->params[0]->value->data;
+  float *dgamma = n->params[0]->frozen ? NULL : param_grad(n->params[0])->data;
+  float *dbeta = n->params[1]->frozen ? NULL : param_grad(n->params[1])->data;
+  for (size_t r = 0; r < rows; r++) {
+    const float *a = x->data + r * (size_t)d, *gy = dy->data + r * (size_t)d;
+    float *gx = dx->data + r * (size_t)d;
+    float m = n->saved->data[r], rs = n->saved2->data[r];
+    double sum_g = 0, sum_gx = 0;
+    for (int j = 0; j < d; j++) {
+      float xhat = (a[j] - m) * rs, gxhat = gy[j] * gamma[j];
+      sum_g += gxhat;
+      sum_gx += gxhat * xhat;
+      if (dgamma) dgamma[j] += gy[j] * xhat;
+      if (dbeta) dbeta[j] += gy[j];
+    }
+    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    for (int j = 0; j < d; j++) {
+      float xhat = (a[j] - m) * rs;
+      gx[j] += rs * (gy[j] * gamma[j] - mg - xhat * mgx);
+    }
+  }
+}
+
+/* ---------------------------------------------------------- attention */
+
+static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int *dh) {
+  *B = q->shape[0];
+  *T = q->shape[1];
+  *D = q->shape[2];
+  *dh = *D / heads;
+}
+
+static void scores_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
+  int B, T, D, dh, H = n->heads;
+  attention_dims(q, H, &B, &T, &D, &dh);
+  int shape[4] = {B, H, T, T};
+  slM_Tensor *s = ensure(&n->out, 4, shape);
+  float scale = 1.0f / sqrtf((float)dh);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
+                  k->data + (size_t)b * T * D + h * dh, D, 0.0f, s->data + ((size_t)b * H + h) * T * T, T);
+}
+
+static void scores_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1), *ds = n->gout;
+  slM_Tensor *dq = gin(g, n, 0), *dk = gin(g, n, 1);
+  int B, T, D, dh, H = n->heads;
+  attention_dims(q, H, &B, &T, &D, &dh);
+  float scale = 1.0f / sqrtf((float)dh);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++) {
+      size_t off = (size_t)b * T * D + (size_t)h * dh;
+      const float *g_s = ds->data + ((size_t)b * H + h) * T * T;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
+                  dq->data + off, D);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
+                  dk->data + off, D);
+    }
+}
+
+static void context_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
+  int B, T, D, dh, H = n->heads;
+  attention_dims(v, H, &B, &T, &D, &dh);
+  slM_Tensor *c = ensure(&n->out, 3, v->shape);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
+                  v->data + (size_t)b * T * D + h * dh, D, 0.0f, c->data + (size_t)b * T * D + h * dh, D);
+}
+
+static void context_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1), *dc = n->gout;
+  slM_Tensor *dp = gin(g, n, 0), *dv = gin(g, n, 1);
+  int B, T, D, dh, H = n->heads;
+  attention_dims(v, H, &B, &T, &D, &dh);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++) {
+      size_t off = (size_t)b * T * D + (size_t)h * dh, poff = ((size_t)b * H + h) * T * T;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
+                  dp->data + poff, T);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
+                  dv->data + off, D);
+    }
+}
+
+/* --------------------------------------------------------------- forward */
+
+static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_t *labels, int batch) {
+  slM_Tensor *a = n->ninputs > 0 ? in(g, n, 0) : NULL, *y;
+  switch (n->op) {
+    case OP_INPUT: {
+      int shape[2] = {batch, g->features};
+      y = ensure(&n->out, 2, shape);
+      memcpy(y->data, x, y->size * sizeof *y->data);
+      break;
+    }
+    case OP_LABELS: {
+      y = ensure(&n->out, 1, &batch);
+      for (int i = 0; i < batch; i++) y->data[i] = labels ? labels[i] : 0;
+      break;
+    }
+    case OP_MASK: {
+      int shape[2] = {batch, g->tokens};
+      y = ensure(&n->out, 2, shape);
+      for (size_t i = 0; i < y->size; i++) y->data[i] = 1;  /* every patch is a real token */
+      break;
+    }
+    case OP_LINEAR: linear_forward(g, n); break;
+    case OP_RELU: case OP_GELU: case OP_TANH: case OP_SCALE:
+      y = ensure(&n->out, a->ndim, a->shape);
+      for (size_t i = 0; i < a->size; i++) {
+        float v = a->data[i];
+        y->data[i] = n->op == OP_RELU ? (v > 0 ? v : 0) : n->op == OP_GELU ? gelu(v) : n->op == OP_TANH ? tanhf(v) : n->p * v;
+      }
+      break;
+    case OP_DROPOUT:
+      y = ensure(&n->out, a->ndim, a->shape);
+      if (g->training && n->p > 0) {
+        slM_Tensor *mask = ensure(&n->saved, a->ndim, a->shape);
+        float keep = 1.0f / (1.0f - n->p);
+        for (size_t i = 0; i < a->size; i++) {
+          mask->data[i] = slM_rng_uniform(&g->rng) < n->p ? 0.0f : keep;
+          y->data[i] = a->data[i] * mask->data[i];
+        }
+      } else {
+        memcpy(y->data, a->data, a->size * sizeof *a->data);
+      }
+      break;
+    case OP_LAYERNORM: layernorm_forward(g, n); break;
+    case OP_PATCHIFY: {
+      int side = g->features == 784 ? 28 : (int)sqrt((double)g->features), P = n->patch, per = side / P;
+      int shape[3] = {batch, per * per, P * P};
+      y = ensure(&n->out, 3, shape);
+      for (int b = 0; b < batch; b++)
+        for (int t = 0; t < per * per; t++)
+          for (int i = 0; i < P; i++)
+            for (int j = 0; j < P; j++)
+              y->data[((size_t)b * per * per + t) * P * P + i * P + j] =
+                  a->data[(size_t)b * g->features + ((t / per) * P + i) * side + (t % per) * P + j];
+      break;
+    }
+    case OP_ADD: {
+      y = ensure(&n->out, a->ndim, a->shape);
+      if (n->ninputs == 2) {
+        const float *b = in(g, n, 1)->data;
+        for (size_t i = 0; i < a->size; i++) y->data[i] = a->data[i] + b[i];
+      } else {
+        slM_Tensor *p = n->params[0]->value;
+        for (size_t i = 0; i < a->size; i++) y->data[i] = a->data[i] + p->data[i % p->size];
+      }
+      break;
+    }
+    case OP_SCORES: scores_forward(g, n); break;
+    case OP_MASK_FILL: {
+      slM_Tensor *mask = in(g, n, 1);
+      y = ensure(&n->out, a->ndim, a->shape);
+      int B = a->shape[0], H = a->shape[1], T = a->shape[2];
+      for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+          for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) {
+              size_t k = (((size_t)b * H + h) * T + i) * T + j;
+              y->data[k] = mask->data[(size_t)b * T + j] != 0 ? a->data[k] : -1e9f;
+            }
+      break;
+    }
+    case OP_SOFTMAX: {
+      y = ensure(&n->out, a->ndim, a->shape);
+      int d = a->shape[a->ndim - 1];
+      softmax_rows(a->data, y->data, a->size / (size_t)d, d);
+      break;
+    }
+    case OP_CONTEXT: context_forward(g, n); break;
+    case OP_MEAN_TOKENS: {
+      int B = a->shape[0], T = a->shape[1], D = a->shape[2];
+      int shape[2] = {B, D};
+      y = ensure(&n->out, 2, shape);
+      memset(y->data, 0, y->size * sizeof *y->data);
+      for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+          for (int d = 0; d < D; d++) y->data[(size_t)b * D + d] += a->data[((size_t)b * T + t) * D + d] / (float)T;
+      break;
+    }
+    case OP_CROSS_ENTROPY: {
+      slM_Tensor *lab = in(g, n, 1);
+      int B = a->shape[0], C = a->shape[1], one = 1;
+      slM_Tensor *p = ensure(&n->saved, 2, a->shape);
+      softmax_rows(a->data, p->data, (size_t)B, C);
+      double loss = 0;
+      for (int b = 0; b < B; b++) loss -= log(p->data[(size_t)b * C + (int)lab->data[b]] + 1e-12);
+      y = ensure(&n->out, 1, &one);
+      y->data[0] = (float)(loss / B);
+      break;
+    }
+    case OP_OUTPUT:
+    case SLM_NUM_OPS:
+      break;
+  }
+}
+
+slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
+  g->training = training;
+  for (int i = 0; i < g->n; i++) node_forward(g, &g->nodes[i], x, labels, batch);
+  return g->nodes[slM_logits_node(g)].out;
+}
+
+/* -------------------------------------------------------------- backward */
+
+static void node_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *dy = n->gout, *a = n->ninputs > 0 ? in(g, n, 0) : NULL;
+  switch (n->op) {
+    case OP_LINEAR: linear_backward(g, n); break;
+    case OP_RELU: case OP_GELU: case OP_TANH: case OP_SCALE: {
+      float *dx = gin(g, n, 0)->data;
+      for (size_t i = 0; i < a->size; i++) {
+        float v = a->data[i], gy = dy->data[i];
+        dx[i] += n->op == OP_RELU ? (v > 0 ? gy : 0)
+               : n->op == OP_GELU ? gy * gelu_grad(v)
+               : n->op == OP_TANH ? gy * (1 - n->out->data[i] * n->out->data[i]) : n->p * gy;
+      }
+      break;
+    }
+    case OP_DROPOUT: {
+      float *dx = gin(g, n, 0)->data;
+      int active = g->training && n->p > 0;
+      for (size_t i = 0; i < a->size; i++) dx[i] += active ? dy->data[i] * n->saved->data[i] : dy->data[i];
+      break;
+    }
+    case OP_LAYERNORM: layernorm_backward(g, n); break;
+    case OP_PATCHIFY: break;  /* images are inputs: nothing upstream learns */
+    case OP_ADD: {
+      float *dx = gin(g, n, 0)->data;
+      for (size_t i = 0; i < a->size; i++) dx[i] += dy->data[i];
+      if (n->ninputs == 2) {
+        float *db = gin(g, n, 1)->data;
+        for (size_t i = 0; i < a->size; i++) db[i] += dy->data[i];
+      } else if (!n->params[0]->frozen) {
+        slM_Tensor *dp = param_grad(n->params[0]);
+        for (size_t i = 0; i < a->size; i++) dp->data[i % dp->size] += dy->data[i];
+      }
+      break;
+    }
+    case OP_SCORES: scores_backward(g, n); break;
+    case OP_MASK_FILL: {
+      float *dx = gin(g, n, 0)->data;
+      for (size_t i = 0; i < a->size; i++) dx[i] += n->out->data[i] > -1e8f ? dy->data[i] : 0;
+      break;
+    }
+    case OP_SOFTMAX: {
+      float *dx = gin(g, n, 0)->data;
+      int d = a->shape[a->ndim - 1];
+      for (size_t r = 0; r < a->size / (size_t)d; r++) {
+        const float *y = n->out->data + r * (size_t)d, *gy = dy->data + r * (size_t)d;
+        double dot = 0;
+        for (int j = 0; j < d; j++) dot += gy[j] * y[j];
+        for (int j = 0; j < d; j++) dx[r * (size_t)d + (size_t)j] += y[j] * (gy[j] - (float)dot);
+      }
+      break;
+    }
+    case OP_CONTEXT: context_backward(g, n); break;
+    case OP_MEAN_TOKENS: {
+      float *dx = gin(g, n, 0)->data;
+      int B = a->shape[0], T = a->shape[1], D = a->shape[2];
+      for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+          for (int d = 0; d < D; d++) dx[((size_t)b * T + t) * D + d] += dy->data[(size_t)b * D + d] / (float)T;
+      break;
+    }
+    case OP_CROSS_ENTROPY: {
+      slM_Tensor *lab = in(g, n, 1);
+      float *dx = gin(g, n, 0)->data;
+      int B = a->shape[0], C = a->shape[1];
+      for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++)
+          dx[(size_t)b * C + c] += dy->data[0] * (n->saved->data[(size_t)b * C + c] - (c == (int)lab->data[b])) / B;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
+  for (int i = 0; i < g->n; i++) {
+    slM_tensor_free(g->nodes[i].gout);
+    g->nodes[i].gout = NULL;
+  }
+  int loss_node = -1;
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].op == OP_CROSS_ENTROPY) loss_node = i;
+  double loss;
+  if (loss_node >= 0) {
+    slM_Node *n = &g->nodes[loss_node];
+    n->gout = slM_tensor_like(n->out);
+    n->gout->data[0] = 1;
+    loss = n->out->data[0];
+  } else {
+    /* an inference graph: the loss is computed outside it, as a training loop would */
+    slM_Node *n = &g->nodes[slM_logits_node(g)];
+    int C = n->out->shape[1];
+    n->gout = slM_tensor_like(n->out);
+    softmax_rows(n->out->data, n->gout->data, (size_t)batch, C);
+    loss = 0;
+    for (int b = 0; b < batch; b++) {
+      float *row = n->gout->data + (size_t)b * C;
+      loss -= log(row[labels[b]] + 1e-12);
+      row[labels[b]] -= 1;
+      for (int c = 0; c < C; c++) row[c] /= (float)batch;
+    }
+    loss /= batch;
+  }
+  for (int i = g->n - 1; i >= 0; i--)
+    if (g->nodes[i].gout) node_backward(g, &g->nodes[i]);
+  return loss;
+}
+
+void slM_zero_grads(slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      if (p->grad) memset(p->grad->data, 0, p->grad->size * sizeof *p->grad->data);
+    }
+}
+
+void slM_release_activations(slM_Graph *g) {
+  for (int i = 0; i < g->n; i++) {
+    slM_Node *n = &g->nodes[i];
+    slM_tensor_free(n->out);
+    slM_tensor_free(n->gout);
+    slM_tensor_free(n->saved);
+    slM_tensor_free(n->saved2);
+    n->out = n->gout = n->saved = n->saved2 = NULL;
+  }
+}

@@ -1,0 +1,204 @@
+/*
+** model.h - tensors, data sets, and models as compute graphs.
+**
+** A model IS its graph: a list of nodes in execution order, each an
+** operator with its inputs, parameters and metadata, in the shape of a
+** torch.fx graph with MASE metadata (node kinds placeholder / call_module /
+** call_function / call_method / output; metadata in common, hardware and
+** software parts). Forward, backward, training and evaluation run the
+** nodes themselves, so a transform pass changes what runs.
+*/
+#ifndef SYSLAB_MODEL_H
+#define SYSLAB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compress_hooks.h"
+#include "syslab.h"
+
+/* ----------------------------------------------------------------- tensors */
+
+#define SLM_MAX_DIMS 4
+
+typedef struct slM_Tensor {
+  int ndim;
+  int shape[SLM_MAX_DIMS];
+  size_t size;
+  float *data;
+} slM_Tensor;
+
+slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
+slM_Tensor *slM_tensor_like(const slM_Tensor *t);
+slM_Tensor *slM_tensor_copy(const slM_Tensor *t);
+void slM_tensor_free(slM_Tensor *t);
+/* bytes of tensor data alive now, and the most alive at once since the last reset */
+size_t slM_mem_live(void);
+size_t slM_mem_peak(void);
+void slM_mem_reset_peak(void);
+
+/* deterministic random numbers (splitmix64): same seed, same numbers everywhere */
+typedef struct slM_Rng {
+  uint64_t state;
+} slM_Rng;
+void slM_rng_seed(slM_Rng *r, uint64_t seed);
+uint64_t slM_rng_next(slM_Rng *r);
+double slM_rng_uniform(slM_Rng *r);   /* [0, 1) */
+double slM_rng_normal(slM_Rng *r);
+
+/* --------------------------------------------------------------- data sets */
+
+typedef struct slM_Dataset {
+  char name[32];
+  int features, classes;
+  int height, width;            /* images: 28 x 28; 0 otherwise */
+  size_t ntrain, ntest;
+  float *train_x, *test_x;      /* n x features, normalised */
+  uint8_t *train_y, *test_y;
+  float mean, std;              /* the normalisation applied (from the training split) */
+} slM_Dataset;
+
+extern const sl_Class slM_dataset_class;
+
+/* reads the gzipped IDX files in dir; takes the first ntrain / ntest items
+** (0 = all); on failure returns NULL with a message naming the problem */
+slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, char *err, size_t errlen);
+/* Gaussian blobs: one centre per class, for fast tests */
+slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classes, double spread, uint64_t seed);
+void slM_dataset_free(slM_Dataset *d);
+/* IDX parsing on bytes already read (exposed for tests) */
+int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t **out, size_t *count,
+                  int *rows, int *cols, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ graphs */
+
+typedef enum { SLM_PLACEHOLDER, SLM_CALL_MODULE, SLM_CALL_FUNCTION, SLM_CALL_METHOD, SLM_OUTPUT } slM_Kind;
+
+typedef enum {
+  OP_INPUT,        /* placeholder: images (batch x features) */
+  OP_LABELS,       /* placeholder: class labels */
+  OP_MASK,         /* placeholder: attention mask (batch x tokens), 1 = attend */
+  OP_LINEAR,       /* y = x W^T + b, over the last dimension */
+  OP_RELU, OP_GELU, OP_TANH,
+  OP_DROPOUT,
+  OP_LAYERNORM,    /* over the last dimension */
+  OP_PATCHIFY,     /* images -> tokens of patch x patch pixels */
+  OP_ADD,          /* two inputs, or one input plus a parameter broadcast over the batch */
+  OP_SCORES,       /* attention scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
+  OP_MASK_FILL,    /* scores where the mask is 0 become -1e9 */
+  OP_SOFTMAX,      /* over the last dimension */
+  OP_CONTEXT,      /* attention-weighted values, heads merged: batch x tokens x width */
+  OP_MEAN_TOKENS,  /* batch x tokens x width -> batch x width */
+  OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
+  OP_CROSS_ENTROPY,/* mean loss of logits against labels */
+  OP_OUTPUT,
+  SLM_NUM_OPS
+} slM_Op;
+
+typedef struct slM_Param {
+  long refs;             /* graphs share parameters: a capture or a pass keeps them */
+  char name[96];
+  slM_Tensor *value, *grad, *m, *v;  /* m, v: optimiser state */
+  int frozen;            /* not trained (LoRA base weights) */
+} slM_Param;
+
+#define SLM_MAX_INPUTS 3
+#define SLM_MAX_PARAMS 2
+
+typedef struct slM_Node {
+  char name[64];
+  slM_Kind kind;
+  slM_Op op;
+  int inputs[SLM_MAX_INPUTS];
+  int ninputs;
+  slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
+  int nparams;
+  int heads;            /* OP_SCORES, OP_CONTEXT */
+  int patch;            /* OP_PATCHIFY */
+  float p;              /* dropout probability, layer-norm epsilon, or scale */
+  slC_NodeCompression comp;
+  /* metadata, filled by shape propagation */
+  int ndim;
+  int shape[SLM_MAX_DIMS];   /* output shape for a batch of one */
+  double flops;              /* per sample */
+  /* run time */
+  slM_Tensor *out, *gout;
+  slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
+  slM_Tensor *saved2;
+} slM_Node;
+
+typedef struct slM_Graph {
+  char family[32];       /* "mlp", "transformer" */
+  slM_Node *nodes;
+  int n, cap;
+  int features, classes, tokens;
+  int with_labels, with_mask;
+  int training;          /* forward in training mode (dropout active) */
+  slM_Rng rng;           /* dropout */
+  char description[256]; /* how it was built, for show */
+  /* for capture: the builder's arguments */
+  int hidden[8], nhidden, activation, depth, width, heads, mlp_ratio, patch;
+  float dropout;
+} slM_Graph;
+
+extern const sl_Class slM_model_class;
+
+const char *slM_op_name(slM_Op op);
+const char *slM_kind_name(slM_Kind k);
+
+/* builders: NULL with err on bad arguments */
+typedef struct slM_MlpSpec {
+  int inputs, classes, hidden[8], nhidden;
+  int activation;        /* OP_RELU, OP_GELU, OP_TANH */
+  float dropout;
+} slM_MlpSpec;
+typedef struct slM_TransformerSpec {
+  int height, width_px, classes, patch, depth, width, heads, mlp_ratio;
+  float dropout;
+} slM_TransformerSpec;
+
+slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, size_t errlen);
+slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labels, int mask, char *err, size_t errlen);
+/* the same model traced again with other inputs; parameters are shared */
+slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size_t errlen);
+/* structure copy sharing parameters (passes), or a deep copy (compression) */
+slM_Graph *slM_graph_copy(const slM_Graph *g, int deep);
+void slM_graph_free(slM_Graph *g);
+
+int slM_add_node(slM_Graph *g, const char *name, slM_Kind kind, slM_Op op, const int *inputs, int ninputs);
+slM_Param *slM_param_new(const char *name, int ndim, const int *shape);
+void slM_param_release(slM_Param *p);
+int slM_find_node(const slM_Graph *g, const char *name);
+int slM_output_node(const slM_Graph *g);
+int slM_logits_node(const slM_Graph *g);   /* what the output returns (before any loss) */
+/* nodes that take node i as an input; fills users (size >= g->n), returns the count */
+int slM_users(const slM_Graph *g, int i, int *users);
+/* checks structure and shapes; 0, or -1 with err */
+int slM_verify(slM_Graph *g, char *err, size_t errlen);
+/* metadata: shapes, FLOPs, parameter counts (fills node shape/flops) */
+int slM_propagate(slM_Graph *g, char *err, size_t errlen);
+size_t slM_node_params(const slM_Node *n);
+void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total);
+
+/* ------------------------------------------------------------- execution */
+
+/* forward on a batch; labels may be NULL for inference graphs. Returns
+** the logits node's output (owned by the graph). */
+slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training);
+/* backward from d(loss)/d(logits) = softmax - onehot (or from the loss node);
+** accumulates parameter gradients; returns the mean loss of the batch */
+double slM_backward(slM_Graph *g, const uint8_t *labels, int batch);
+void slM_zero_grads(slM_Graph *g);
+void slM_release_activations(slM_Graph *g);
+
+/* ------------------------------------------------------ transform passes */
+
+/* removes every dropout node, rewiring its users to its input; returns the count */
+int slM_remove_dropout(slM_Graph *g);
+/* adds low-rank adapters to the linear nodes whose name contains one of
+** `targets` (NULL: every linear but the classifier); freezes every other
+** parameter; returns the number of adapted layers or -1 */
+int slM_add_lora(slM_Graph *g, int rank, double alpha, const char *const *targets, int ntargets, uint64_t seed,
+                 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+** tensor.c - float32 tensors with a memory counter, and the random numbers
+** every model and data set draws from.
+**
+** Tensor data is counted as it is allocated and freed, so a lab can report
+** the live and peak bytes a model needed. Random numbers come from
+** splitmix64, which gives the same sequence on every machine and compiler.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static size_t live_bytes, peak_bytes;
+
+size_t slM_mem_live(void) { return live_bytes; }
+size_t slM_mem_peak(void) { return peak_bytes; }
+void slM_mem_reset_peak(void) { peak_bytes = live_bytes; }
+
+slM_Tensor *slM_tensor_new(int ndim, const int *shape) {
+  slM_Tensor *t = calloc(1, sizeof *t);
+  t->ndim = ndim;
+  t->size = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->size *= (size_t)shape[i];
+  }
+  t->data = calloc(t->size ? t->size : 1, sizeof *t->data);
+  if (!t->data) {
+    fprintf(stderr, "syslab: out of memory for a tensor of %zu floats\n", t->size);
+    abort();
+  }
+  live_bytes += t->size * sizeof(float);
+  if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+  return t;
+}
+
+slM_Tensor *slM_tensor_like(const slM_Tensor *t) { return slM_tensor_new(t->ndim, t->shape); }
+
+slM_Tensor *slM_tensor_copy(const slM_Tensor *t) {
+  slM_Tensor *c = slM_tensor_like(t);
+  memcpy(c->data, t->data, t->size * sizeof *t->data);
+  return c;
+}
+
+void slM_tensor_free(slM_Tensor *t) {
+  if (!t) return;
+  live_bytes -= t->size * sizeof(float);
+  free(t->data);
+  free(t);
+}
+
+void slM_rng_seed(slM_Rng *r, uint64_t seed) { r->state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull; }
+
+uint64_t slM_rng_next(slM_Rng *r) {
+  uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double slM_rng_uniform(slM_Rng *r) { return (double)(slM_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+double slM_rng_normal(slM_Rng *r) {
+  /* Box-Muller; 1 - u keeps the logarithm finite */
+  double u = 1.0 - slM_rng_uniform(r), v = slM_rng_uniform(r);
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}

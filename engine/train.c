@@ -1,0 +1,154 @@
+/*
+** train.c - training and evaluation: mini-batches, SGD with momentum and
+** AdamW, learning-rate schedules, accuracy and loss.
+**
+** Each step runs the graph forward in training mode, backward from the
+** cross-entropy loss, and updates every parameter that is not frozen. The
+** data order comes from the seed alone, so a run repeats exactly. Between
+** batches the trainer asks whether to stop, so an interrupt ends training at
+** a batch boundary with the model's weights intact.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "train.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double learning_rate(const slM_TrainConfig *c, long step, long total) {
+  double lr = c->lr;
+  if (c->warmup > 0 && step < c->warmup) return lr * (double)(step + 1) / (double)c->warmup;
+  double t = total > c->warmup ? (double)(step - c->warmup) / (double)(total - c->warmup) : 0;
+  switch (c->schedule) {
+    case SLM_COSINE: return lr * 0.5 * (1 + cos(M_PI * t));
+    case SLM_STEP: return lr * (t < 0.5 ? 1 : t < 0.75 ? 0.1 : 0.01);
+    default: return lr;
+  }
+}
+
+static void update(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      if (p->frozen || !p->grad) continue;
+      float *w = p->value->data, *gr = p->grad->data;
+      size_t n = p->value->size;
+      if (!p->m) p->m = slM_tensor_like(p->value);
+      float *m = p->m->data;
+      /* weight decay on weights, not on biases and norms (the usual choice) */
+      double wd = p->value->ndim >= 2 ? c->weight_decay : 0;
+      if (c->optimizer == SLM_SGD) {
+        for (size_t j = 0; j < n; j++) {
+          m[j] = (float)(c->momentum * m[j] + gr[j] + wd * w[j]);
+          w[j] -= (float)(lr * m[j]);
+        }
+      } else {
+        if (!p->v) p->v = slM_tensor_like(p->value);
+        float *v = p->v->data;
+        double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+        double c1 = 1 - pow(b1, (double)step + 1), c2 = 1 - pow(b2, (double)step + 1);
+        for (size_t j = 0; j < n; j++) {
+          m[j] = (float)(b1 * m[j] + (1 - b1) * gr[j]);
+          v[j] = (float)(b2 * v[j] + (1 - b2) * gr[j] * gr[j]);
+          double mh = m[j] / c1, vh = v[j] / c2;
+          w[j] -= (float)(lr * (mh / (sqrt(vh) + eps) + wd * w[j]));
+        }
+      }
+    }
+}
+
+void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss) {
+  const int B = 256;
+  size_t correct = 0;
+  double total_loss = 0;
+  int features = g->features;
+  for (size_t start = 0; start < n; start += B) {
+    int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
+    slM_Tensor *logits = slM_forward(g, x + start * (size_t)features, y + start, b, 0);
+    int C = logits->shape[1];
+    for (int i = 0; i < b; i++) {
+      const float *row = logits->data + (size_t)i * C;
+      int best = 0;
+      float m = row[0];
+      for (int c = 1; c < C; c++)
+        if (row[c] > m) m = row[c], best = c;
+      correct += best == y[start + i];
+      double sum = 0;
+      for (int c = 0; c < C; c++) sum += exp(row[c] - m);
+      total_loss += -(row[y[start + i]] - m - log(sum));
+    }
+  }
+  slM_release_activations(g);
+  *accuracy = n ? (double)correct / (double)n : 0;
+  *loss = n ? total_loss / (double)n : 0;
+}
+
+int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
+              slM_EpochStats *stats) {
+  size_t n = d->ntrain;
+  int F = d->features, B = c->batch;
+  size_t *order = malloc(n * sizeof *order);
+  float *bx = malloc((size_t)B * (size_t)F * sizeof *bx);
+  uint8_t *by = malloc((size_t)B);
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  slM_Rng rng;
+  slM_rng_seed(&rng, c->seed);
+  slM_rng_seed(&g->rng, c->seed ^ 0xD50Full);
+  long steps_per_epoch = (long)((n + (size_t)B - 1) / (size_t)B), step = 0, total = steps_per_epoch * c->epochs;
+  int done = 0, stopped = 0;
+  for (int e = 0; e < c->epochs && !stopped; e++) {
+    double t0 = now(), loss_sum = 0;
+    size_t seen = 0, correct = 0;
+    for (size_t i = n; i > 1; i--) {  /* Fisher-Yates */
+      size_t j = (size_t)(slM_rng_next(&rng) % i), tmp = order[i - 1];
+      order[i - 1] = order[j];
+      order[j] = tmp;
+    }
+    for (size_t start = 0; start < n; start += (size_t)B, step++) {
+      if (hooks && hooks->stop && hooks->stop(hooks->ud)) {
+        stopped = 1;
+        break;
+      }
+      int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
+      for (int i = 0; i < b; i++) {
+        memcpy(bx + (size_t)i * F, d->train_x + order[start + i] * (size_t)F, (size_t)F * sizeof *bx);
+        by[i] = d->train_y[order[start + i]];
+      }
+      slM_Tensor *logits = slM_forward(g, bx, by, b, 1);
+      int C = logits->shape[1];
+      for (int i = 0; i < b; i++) {
+        const float *row = logits->data + (size_t)i * C;
+        int best = 0;
+        for (int k = 1; k < C; k++)
+          if (row[k] > row[best]) best = k;
+        correct += best == by[i];
+      }
+      slM_zero_grads(g);
+      loss_sum += slM_backward(g, by, b) * b;
+      seen += (size_t)b;
+      update(g, c, learning_rate(c, step, total), step);
+      if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
+    }
+    if (seen == 0) break;
+    slM_EpochStats *s = &stats[done];
+    s->epoch = e + 1;
+    s->loss = loss_sum / (double)seen;
+    s->train_accuracy = (double)correct / (double)seen;
+    s->complete = !stopped;
+    slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
+    s->seconds = now() - t0;
+    s->samples_per_second = (double)seen / s->seconds;
+    done++;
+  }
+  slM_release_activations(g);
+  free(order);
+  free(bx);
+  free(by);
+  return done;
+}

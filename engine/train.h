@@ -1,0 +1,40 @@
+/*
+** train.h - training and evaluation of model graphs.
+*/
+#ifndef SYSLAB_TRAIN_H
+#define SYSLAB_TRAIN_H
+
+#include "model.h"
+
+enum { SLM_SGD, SLM_ADAMW };
+enum { SLM_CONSTANT, SLM_COSINE, SLM_STEP };
+
+typedef struct slM_TrainConfig {
+  int epochs, batch;
+  double lr, momentum, weight_decay;
+  int optimizer;   /* SLM_SGD, SLM_ADAMW */
+  int schedule;    /* SLM_CONSTANT, SLM_COSINE, SLM_STEP */
+  int warmup;      /* steps of linear warm-up */
+  uint64_t seed;
+} slM_TrainConfig;
+
+typedef struct slM_TrainHooks {
+  void *ud;
+  /* fraction of the epoch done, running mean loss */
+  void (*progress)(void *ud, int epoch, double fraction, double loss);
+  /* asked before every batch: non-zero stops training there */
+  int (*stop)(void *ud);
+} slM_TrainHooks;
+
+typedef struct slM_EpochStats {
+  int epoch;
+  int complete;             /* 0 when the epoch was cut short */
+  double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
+} slM_EpochStats;
+
+/* trains; fills stats[0..epochs-1]; returns the number of epochs recorded */
+int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
+              slM_EpochStats *stats);
+void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss);
+
+#endif
