@@ -37,3 +37,31 @@ def test_nbconvert_executes_to_markdown(tmp_path):
     md = (tmp_path / "example.md").read_text()
     assert "saving at 8 bits: 75 %" in md
     assert "| MXINT8 | 8.25 |" in md
+
+
+def run_notebook(name):
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="syslab").execute()
+    errors = [(c.id, o.evalue) for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    nbformat.validate(nb)
+    return {c.id: c for c in nb.cells}
+
+
+def test_plots_notebook_runs_with_figures():
+    cells = run_notebook("plots.ipynb")
+    for cid in ("lines", "errors", "bars", "loglog"):
+        kinds = [set(o.get("data", {})) for o in cells[cid].outputs]
+        assert any({"image/png", "image/svg+xml", "text/plain"} <= k for k in kinds), cid
+    assert "text/markdown" in cells["sweep"].outputs[-1].data
+
+
+def test_lab0_notebook_runs_end_to_end():
+    cells = run_notebook("lab0.ipynb")
+    text = "".join(o.get("text", "") for o in cells["transform"].outputs)
+    assert "identical: true" in text
+    counts = cells["capture"].outputs[-1].data["text/plain"]
+    assert "with labels             48" in counts and "with attention mask     49" in counts
+    lora = "".join(o.get("text", "") for o in cells["lora"].outputs)
+    assert "trainable: 2048 of 78154" in lora
+    assert "unchanged: true" in "".join(o.get("text", "") for o in cells["lora-train"].outputs)
