@@ -14,7 +14,7 @@ SYSLAB     := $(BUILD)/syslab
 # Debian packages needed to build, run and test syslab.
 APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libssl-dev \
   libopenblas-dev zlib1g-dev gnuplot-nox dataset-fashion-mnist chromium poppler-utils \
-  fonts-dejavu-core python3-venv valgrind
+  fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex
 
 .PHONY: all deps build asan venv kernelspec test test-unit test-python test-asan report bench clean
 
@@ -72,12 +72,10 @@ test-asan: asan venv
 
 test: test-unit test-python test-asan
 
-# Until `syslab report` exists, the main job runs the example notebook.
+# The main job: every notebook in notebooks/ executed into the lab report.
 report: build
 	$(SYSLAB) install --user
-	@if $(SYSLAB) report --help >/dev/null 2>&1; then $(SYSLAB) report; \
-	else echo "syslab report is not available yet: running the notebooks instead"; \
-	  for nb in notebooks/*.ipynb; do echo "== $$nb"; $(SYSLAB) run $$nb || exit 1; done; fi
+	$(SYSLAB) report
 
 bench: build venv
 	@echo "see docs/performance.md for the benchmark commands"

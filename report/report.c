@@ -1,10 +1,409 @@
-/* report.c - `syslab report` (not built yet: says so and fails). */
+/*
+** report.c - `syslab report`: execute the lab notebooks through the syslab
+** kernel and assemble the lab report.
+**
+**   syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]
+**                 [--timeout SECONDS] [--no-cache] [--no-pdf]
+**
+** Each notebook runs in a kernel of its own, started like any Jupyter
+** client would start it. The executed notebooks go to DIR/notebooks, the
+** report to DIR/report.md (figures in DIR/figures), DIR/report.html and
+** DIR/report.pdf. Notebooks are only read, never written. A notebook whose
+** source, parameters and syslab version are unchanged since its last
+** successful run is taken from DIR/.cache instead of running again (like
+** Quarto's freeze); --no-cache runs everything.
+*/
 #include "report.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "export.h"
+#include "notebook.h"
+#include "syslab.h"
+
+typedef struct {
+  char **notebooks;
+  size_t count;
+  const char *outdir;
+  json_t *params;          /* name -> source text of the value */
+  int allow_errors, use_cache, pdf;
+  double timeout;
+} Options;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]\n"
+             "                     [--timeout SECONDS] [--no-cache] [--no-pdf]\n\n"
+             "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
+             "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
+             "executed notebooks in DIR/notebooks. Notebooks themselves are never modified.\n\n"
+             "  -o DIR            output folder\n"
+             "  -p NAME=VALUE     override a variable of the cell tagged `parameters` (repeatable)\n"
+             "  --allow-errors    keep going after a cell fails (otherwise the notebook stops there)\n"
+             "  --timeout S       stop a cell that runs longer than S seconds (default 600)\n"
+             "  --no-cache        run every notebook even if nothing changed\n"
+             "  --no-pdf          write report.md and report.html only\n");
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void default_notebooks(Options *o) {
+  DIR *d = opendir("notebooks");
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n > 6 && strcmp(e->d_name + n - 6, ".ipynb") == 0 && e->d_name[0] != '.') {
+      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
+      char path[600];
+      snprintf(path, sizeof path, "notebooks/%s", e->d_name);
+      o->notebooks[o->count++] = strdup(path);
+    }
+  }
+  if (d) closedir(d);
+  qsort(o->notebooks, o->count, sizeof *o->notebooks, cmp_str);
+}
+
+/* a -p value as language source: numbers and booleans as they are, anything else a string */
+static char *value_source(const char *v) {
+  char *end;
+  strtod(v, &end);
+  if ((*v && *end == '\0') || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return strdup(v);
+  size_t n = strlen(v);
+  char *s = malloc(2 * n + 3), *p = s;
+  *p++ = '"';
+  for (; *v; v++) {
+    if (*v == '"' || *v == '\\') *p++ = '\\';
+    if (*v == '\n') {
+      *p++ = '\\';
+      *p++ = 'n';
+      continue;
+    }
+    *p++ = *v;
+  }
+  *p++ = '"';
+  *p = '\0';
+  return s;
+}
+
+static int parse_args(int argc, char **argv, Options *o) {
+  o->outdir = "out/report";
+  o->params = json_object();
+  o->use_cache = 1;
+  o->pdf = 1;
+  o->timeout = 600;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) o->outdir = argv[++i];
+    else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
+      const char *kv = argv[++i], *eq = strchr(kv, '=');
+      if (!eq || eq == kv) {
+        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", kv);
+        return 2;
+      }
+      char name[128];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
+      char *src = value_source(eq + 1);
+      json_object_set_new(o->params, name, json_string(src));
+      free(src);
+    } else if (strcmp(a, "--allow-errors") == 0) o->allow_errors = 1;
+    else if (strcmp(a, "--no-cache") == 0) o->use_cache = 0;
+    else if (strcmp(a, "--no-pdf") == 0) o->pdf = 0;
+    else if (strcmp(a, "--timeout") == 0 && i + 1 < argc) {
+      o->timeout = atof(argv[++i]);
+      if (!(o->timeout > 0)) {
+        fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
+        return 2;
+      }
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
+      usage(stderr);
+      return 2;
+    } else {
+      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
+      o->notebooks[o->count++] = strdup(a);
+    }
+  }
+  if (o->count == 0) default_notebooks(o);
+  if (o->count == 0) {
+    fprintf(stderr, "syslab report: no notebooks given and none in notebooks/\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static void cache_key(const char *path, const Options *o, char out[65]) {
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+  FILE *f = fopen(path, "rb");
+  char buf[8192];
+  size_t n;
+  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(ctx, buf, n);
+  if (f) fclose(f);
+  char *params = json_dumps(o->params, JSON_SORT_KEYS | JSON_COMPACT);
+  EVP_DigestUpdate(ctx, "\0", 1);
+  EVP_DigestUpdate(ctx, params, strlen(params));
+  EVP_DigestUpdate(ctx, "\0" SYSLAB_VERSION, 1 + strlen(SYSLAB_VERSION));
+  EVP_DigestUpdate(ctx, o->allow_errors ? "\1" : "\0", 1);
+  free(params);
+  unsigned char md[32];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* ------------------------------------------------------------ execution */
+
+static void ensure_ids(json_t *nb) {
+  size_t i;
+  json_t *cell;
+  json_array_foreach(json_object_get(nb, "cells"), i, cell) {
+    if (json_is_string(json_object_get(cell, "id"))) continue;
+    char id[32];
+    snprintf(id, sizeof id, "cell-%zu", i + 1);
+    json_object_set_new(cell, "id", json_string(id));
+  }
+  json_object_set_new(nb, "nbformat_minor", json_integer(5));
+}
+
+/* papermill's convention: a cell tagged injected-parameters after the one
+** tagged parameters (or first, when there is none) */
+static void inject_parameters(json_t *nb, json_t *params) {
+  if (json_object_size(params) == 0) return;
+  char *src = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&src, &len);
+  fprintf(m, "# Parameters\n");
+  const char *name;
+  json_t *value;
+  json_object_foreach(params, name, value) fprintf(m, "%s = %s\n", name, json_string_value(value));
+  fclose(m);
+  json_t *cell = json_pack("{s:s, s:s, s:{s:[s]}, s:s, s:[], s:n}", "cell_type", "code", "id", "injected-parameters",
+                           "metadata", "tags", "injected-parameters", "source", src, "outputs", "execution_count");
+  free(src);
+  json_t *cells = json_object_get(nb, "cells");
+  size_t at = 0, i;
+  json_t *c;
+  json_array_foreach(cells, i, c) if (slR_cell_has_tag(c, "parameters")) at = i + 1;
+  json_array_insert_new(cells, at, cell);
+  json_t *meta = json_object_get(nb, "metadata");
+  if (!json_is_object(meta)) json_object_set_new(nb, "metadata", meta = json_object());
+  json_object_set_new(meta, "syslab", json_pack("{s:O}", "parameters", params));
+}
+
+static const char *first_line(json_t *outputs) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(outputs, i, o) {
+    if (strcmp(json_string_value(json_object_get(o, "output_type")), "error") != 0) continue;
+    json_t *tb = json_object_get(o, "traceback");
+    const char *line = json_string_value(json_array_get(tb, 0));
+    return line && strncmp(line, "line ", 5) == 0 ? line : json_string_value(json_object_get(o, "evalue"));
+  }
+  return "";
+}
+
+/* runs every code cell; returns 0, or -1 with err naming notebook and cell */
+static int execute_notebook(const char *path, json_t *nb, const Options *o, int *ncells, char *err, size_t errlen) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(err, errlen, "cannot find the syslab program to start the kernel");
+    return -1;
+  }
+  exe[n] = '\0';
+  const char *argv[] = {exe, "kernel", "-f", "{connection_file}", NULL};
+  slR_Kernel *k = slR_kernel_start(argv, 30, err, errlen);
+  if (!k) return -1;
+  json_t *meta = json_object_get(nb, "metadata");
+  if (!json_is_object(meta)) json_object_set_new(nb, "metadata", meta = json_object());
+  json_object_set_new(meta, "kernelspec", json_pack("{s:s, s:s, s:s}", "display_name", "syslab", "language", "syslab", "name", "syslab"));
+  json_object_set(meta, "language_info", json_object_get(slR_kernel_info(k), "language_info"));
+  json_t *cells = json_object_get(nb, "cells");
+  size_t total = 0, i;
+  json_t *cell;
+  json_array_foreach(cells, i, cell) total += strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") == 0;
+  int rc = 0, done = 0;
+  json_array_foreach(cells, i, cell) {
+    if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") != 0) continue;
+    done++;
+    json_object_set_new(cell, "outputs", json_array());
+    json_object_set_new(cell, "execution_count", json_null());
+    if (slR_cell_has_tag(cell, "skip-execution")) {
+      fprintf(stderr, "  [%d/%zu] skipped (skip-execution)\n", done, total);
+      continue;
+    }
+    char *src = slR_cell_source(cell);
+    double t0 = now();
+    json_t *outputs;
+    int count;
+    slR_CellStatus st = slR_execute(k, src, o->timeout, &outputs, &count);
+    free(src);
+    json_object_set_new(cell, "outputs", outputs);
+    json_object_set_new(cell, "execution_count", count > 0 ? json_integer(count) : json_null());
+    (*ncells)++;
+    fprintf(stderr, "  [%d/%zu] %.2f s%s\n", done, total, now() - t0,
+            st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error" : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died");
+    if (st == SLR_CELL_DIED) {
+      snprintf(err, errlen, "%s, cell %zu: the kernel died while running it", path, i + 1);
+      rc = -1;
+      break;
+    }
+    if (st == SLR_CELL_TIMEOUT) {
+      snprintf(err, errlen, "%s, cell %zu: still running after %g seconds (--timeout); it was interrupted", path, i + 1,
+               o->timeout);
+      rc = -1;
+      break;
+    }
+    if (st == SLR_CELL_ERROR && !o->allow_errors && !slR_cell_has_tag(cell, "raises-exception")) {
+      snprintf(err, errlen, "%s, cell %zu, %s", path, i + 1, first_line(json_object_get(cell, "outputs")));
+      json_t *o2 = json_object_get(cell, "outputs");
+      size_t j;
+      json_t *out;
+      json_array_foreach(o2, j, out) if (strcmp(json_string_value(json_object_get(out, "output_type")), "error") == 0) {
+        size_t l = strlen(err);
+        snprintf(err + l, errlen - l, ": %s: %s", json_string_value(json_object_get(out, "ename")),
+                 json_string_value(json_object_get(out, "evalue")));
+        break;
+      }
+      rc = -1;
+      break;
+    }
+  }
+  slR_kernel_stop(k);
+  return rc;
+}
 
 int slR_main(int argc, char **argv) {
-  (void)argc; (void)argv;
-  fprintf(stderr, "syslab report: not available in this build yet\n");
-  return 2;
+  Options o;
+  memset(&o, 0, sizeof o);
+  int prc = parse_args(argc, argv, &o);
+  if (prc != 0) {
+    json_decref(o.params);
+    for (size_t i = 0; i < o.count; i++) free(o.notebooks[i]);
+    free(o.notebooks);
+    return prc == 1 ? 0 : prc;
+  }
+  double start = now();
+  char dir[4200], err[2048];
+  snprintf(dir, sizeof dir, "%s/notebooks", o.outdir);
+  char cache_dir[4200];
+  snprintf(cache_dir, sizeof cache_dir, "%s/.cache", o.outdir);
+  if (slR_mkdirs(dir) != 0 || slR_mkdirs(cache_dir) != 0) {
+    fprintf(stderr, "syslab report: cannot create %s: %s\n", o.outdir, strerror(errno));
+    return 1;
+  }
+  slR_Notebook *done = calloc(o.count, sizeof *done);
+  size_t ndone = 0;
+  int failures = 0, cells = 0, cached = 0;
+  for (size_t i = 0; i < o.count; i++) {
+    const char *path = o.notebooks[i];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char stem[256];
+    snprintf(stem, sizeof stem, "%s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot && strcmp(dot, ".ipynb") == 0) *dot = '\0';
+    fprintf(stderr, "syslab report: %s\n", path);
+    double t0 = now();
+    json_t *nb = slR_notebook_read(path, err, sizeof err);
+    if (!nb) {
+      fprintf(stderr, "  error: %s\n", err);
+      failures++;
+      continue;
+    }
+    char key[65], key_path[4600], executed[4600];
+    cache_key(path, &o, key);
+    snprintf(key_path, sizeof key_path, "%s/%s.key", cache_dir, stem);
+    snprintf(executed, sizeof executed, "%s/%s.ipynb", dir, stem);
+    if (o.use_cache) {
+      char old[65] = "";
+      FILE *f = fopen(key_path, "r");
+      if (f) {
+        if (!fgets(old, sizeof old, f)) old[0] = '\0';
+        fclose(f);
+      }
+      json_error_t jerr;
+      json_t *prev = strcmp(old, key) == 0 ? json_load_file(executed, 0, &jerr) : NULL;
+      if (prev) {
+        fprintf(stderr, "  unchanged since the last run: taken from the cache\n");
+        json_decref(nb);
+        done[ndone].path = path;
+        snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
+        done[ndone++].nb = prev;
+        cached++;
+        continue;
+      }
+    }
+    unlink(key_path);
+    inject_parameters(nb, o.params);
+    ensure_ids(nb);
+    int rc = execute_notebook(path, nb, &o, &cells, err, sizeof err);
+    char werr[512];
+    /* a notebook that stopped early is still written, so its outputs can be read */
+    if (slR_write_json_atomic(executed, nb, werr, sizeof werr) != 0 && rc == 0) {
+      snprintf(err, sizeof err, "%s", werr);
+      rc = -1;
+    }
+    if (rc != 0) {
+      fprintf(stderr, "  error: %s\n", err);
+      failures++;
+      json_decref(nb);
+      continue;
+    }
+    slR_write_atomic(key_path, key, 64, err, sizeof err);
+    fprintf(stderr, "  done in %.2f s\n", now() - t0);
+    done[ndone].path = path;
+    snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
+    done[ndone++].nb = nb;
+  }
+  char *md = NULL;
+  char md_path[4200];
+  snprintf(md_path, sizeof md_path, "%s/report.md", o.outdir);
+  int pdf_ok = 0;
+  if (ndone > 0 && slR_export_markdown(done, ndone, o.outdir, &md, err, sizeof err) == 0 &&
+      slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0 &&
+      slR_export_html(md, o.outdir, err, sizeof err) == 0) {
+    if (o.pdf) {
+      pdf_ok = slR_export_pdf(o.outdir, 120, err, sizeof err) == 0;
+      if (!pdf_ok) {
+        fprintf(stderr, "syslab report: %s\n", err);
+        failures++;
+      }
+    }
+  } else if (ndone > 0) {
+    fprintf(stderr, "syslab report: %s\n", err);
+    failures++;
+  }
+  free(md);
+  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %d error%s, %.1f s\n", o.count,
+          o.count == 1 ? "" : "s", cached, cells, failures, failures == 1 ? "" : "s", now() - start);
+  if (ndone > 0) {
+    printf("%s\n", md_path);
+    if (pdf_ok) printf("%s/report.pdf\n", o.outdir);
+  }
+  for (size_t i = 0; i < ndone; i++) json_decref(done[i].nb);
+  free(done);
+  for (size_t i = 0; i < o.count; i++) free(o.notebooks[i]);
+  free(o.notebooks);
+  json_decref(o.params);
+  return failures ? 1 : 0;
 }

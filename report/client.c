@@ -1,0 +1,334 @@
+/*
+** client.c - the report's Jupyter client: it talks to the kernel exactly as
+** nbclient does, over the messaging protocol, so what the report tests is
+** what JupyterLab sees.
+**
+** The kernel runs as a child process with a fresh connection file and a
+** random key in a private temporary folder. Outputs are gathered from IOPub
+** until the kernel reports idle for the request and the execute_reply has
+** arrived: streams are merged as nbformat expects, display ids are followed
+** so update_display_data rewrites earlier outputs, and clear_output honours
+** wait=true by clearing just before the next output.
+*/
+#include "client.h"
+
+#include <errno.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "wire.h"
+
+extern char **environ;
+
+struct slR_Kernel {
+  pid_t pid;
+  int exited;
+  char dir[64], conn_path[128];
+  slk_Connection conn;
+  char session[37];
+  void *ctx, *shell, *iopub, *control;
+  json_t *info;
+};
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* a port that is free now: the kernel binds it right after */
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (s >= 0) close(s);
+  return port;
+}
+
+static int alive(slR_Kernel *k) {
+  if (k->exited) return 0;
+  int status;
+  if (waitpid(k->pid, &status, WNOHANG) == k->pid) k->exited = 1;
+  return !k->exited;
+}
+
+static void *connect_socket(slR_Kernel *k, int type, int port) {
+  void *s = zmq_socket(k->ctx, type);
+  int zero = 0, ivl = 10;
+  zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+  if (type == ZMQ_SUB) zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+  char ep[300];
+  slk_endpoint(&k->conn, port, ep, sizeof ep);
+  zmq_connect(s, ep);
+  return s;
+}
+
+static int send_request(slR_Kernel *k, void *socket, const char *type, json_t *content, char msg_id[64]) {
+  slk_Msg m;
+  slk_msg_init(&m, type, k->session, NULL, content);
+  if (msg_id) snprintf(msg_id, 64, "%s", slk_msg_id(&m));
+  int rc = slk_send(socket, &k->conn.key, &m);
+  slk_msg_free(&m);
+  return rc;
+}
+
+/* the next message on socket within `wait` seconds: 1 got, 0 none */
+static int receive(slR_Kernel *k, void *socket, double wait, slk_Msg *m) {
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  int rc = zmq_poll(&item, 1, (long)(wait * 1000));
+  if (rc <= 0) return 0;
+  char err[256];
+  return slk_recv(socket, &k->conn.key, ZMQ_DONTWAIT, m, err, sizeof err) == SLK_OK;
+}
+
+static const char *parent_id(const slk_Msg *m) {
+  const char *s = json_string_value(json_object_get(m->parent, "msg_id"));
+  return s ? s : "";
+}
+
+slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err, size_t errlen) {
+  slR_Kernel *k = calloc(1, sizeof *k);
+  snprintf(k->dir, sizeof k->dir, "/tmp/syslab-report-XXXXXX");
+  if (!mkdtemp(k->dir)) {
+    snprintf(err, errlen, "cannot create a temporary folder: %s", strerror(errno));
+    free(k);
+    return NULL;
+  }
+  snprintf(k->conn_path, sizeof k->conn_path, "%s/kernel.json", k->dir);
+  strcpy(k->conn.transport, "tcp");
+  strcpy(k->conn.ip, "127.0.0.1");
+  strcpy(k->conn.scheme, "hmac-sha256");
+  int *ports[5] = {&k->conn.shell_port, &k->conn.iopub_port, &k->conn.stdin_port, &k->conn.control_port, &k->conn.hb_port};
+  for (int i = 0; i < 5; i++) *ports[i] = free_port();
+  unsigned char raw[16];
+  RAND_bytes(raw, sizeof raw);
+  for (int i = 0; i < 16; i++) snprintf((char *)k->conn.key.bytes + 2 * i, 3, "%02x", raw[i]);
+  k->conn.key.len = 32;
+  slk_uuid(k->session);
+  if (slk_connection_write(k->conn_path, &k->conn, err, errlen) != 0) {
+    rmdir(k->dir);
+    free(k);
+    return NULL;
+  }
+  char *args[16];
+  int n = 0;
+  for (; argv[n] && n < 15; n++) args[n] = strcmp(argv[n], "{connection_file}") == 0 ? k->conn_path : (char *)argv[n];
+  args[n] = NULL;
+  if (posix_spawn(&k->pid, args[0], NULL, NULL, args, environ) != 0) {
+    snprintf(err, errlen, "cannot start the kernel %s: %s", args[0], strerror(errno));
+    unlink(k->conn_path);
+    rmdir(k->dir);
+    free(k);
+    return NULL;
+  }
+  k->ctx = zmq_ctx_new();
+  k->shell = connect_socket(k, ZMQ_DEALER, k->conn.shell_port);
+  k->control = connect_socket(k, ZMQ_DEALER, k->conn.control_port);
+  k->iopub = connect_socket(k, ZMQ_SUB, k->conn.iopub_port);
+  /* ask until it answers, as jupyter_client does: the first request may
+  ** reach the socket before the kernel has bound it */
+  double deadline = now() + timeout;
+  while (!k->info && now() < deadline && alive(k)) {
+    char id[64];
+    send_request(k, k->shell, "kernel_info_request", NULL, id);
+    double until = now() + 0.5;
+    slk_Msg m;
+    while (!k->info && now() < until && receive(k, k->shell, until - now(), &m)) {
+      if (strcmp(slk_msg_type(&m), "kernel_info_reply") == 0) k->info = json_incref(m.content);
+      slk_msg_free(&m);
+    }
+  }
+  if (!k->info) {
+    snprintf(err, errlen, "the kernel %s", alive(k) ? "did not answer within its start-up time" : "exited while starting");
+    slR_kernel_stop(k);
+    return NULL;
+  }
+  /* IOPub is subscribed once the kernel answers a request on it */
+  double until = now() + 2;
+  slk_Msg m;
+  while (now() < until && receive(k, k->iopub, 0.2, &m)) slk_msg_free(&m);
+  return k;
+}
+
+json_t *slR_kernel_info(slR_Kernel *k) { return k->info; }
+
+/* ------------------------------------------------------------- outputs */
+
+typedef struct {
+  json_t *outputs;        /* the cell's nbformat outputs */
+  int clear_pending;      /* clear_output(wait=true) seen */
+  json_t *display_ids;    /* display_id -> list of output indexes */
+} Collector;
+
+static void add_output(Collector *c, json_t *out, const char *display_id) {
+  if (c->clear_pending) {
+    json_array_clear(c->outputs);
+    json_object_clear(c->display_ids);
+    c->clear_pending = 0;
+  }
+  /* consecutive stream text of one stream is one output, as nbformat merges it */
+  size_t n = json_array_size(c->outputs);
+  if (n && strcmp(json_string_value(json_object_get(out, "output_type")), "stream") == 0) {
+    json_t *last = json_array_get(c->outputs, n - 1);
+    if (strcmp(json_string_value(json_object_get(last, "output_type")), "stream") == 0 &&
+        json_equal(json_object_get(last, "name"), json_object_get(out, "name"))) {
+      const char *a = json_string_value(json_object_get(last, "text")), *b = json_string_value(json_object_get(out, "text"));
+      size_t la = strlen(a ? a : ""), lb = strlen(b ? b : "");
+      char *joined = malloc(la + lb + 1);
+      memcpy(joined, a ? a : "", la);
+      memcpy(joined + la, b ? b : "", lb + 1);
+      json_object_set_new(last, "text", json_string(joined));
+      free(joined);
+      json_decref(out);
+      return;
+    }
+  }
+  if (display_id) {
+    json_t *list = json_object_get(c->display_ids, display_id);
+    if (!list) json_object_set_new(c->display_ids, display_id, list = json_array());
+    json_array_append_new(list, json_integer((json_int_t)n));
+  }
+  json_array_append_new(c->outputs, out);
+}
+
+static void update_display(Collector *c, const char *display_id, json_t *content) {
+  json_t *list = json_object_get(c->display_ids, display_id);
+  size_t i;
+  json_t *index;
+  json_array_foreach(list, i, index) {
+    json_t *out = json_array_get(c->outputs, (size_t)json_integer_value(index));
+    json_object_set(out, "data", json_object_get(content, "data"));
+    json_object_set(out, "metadata", json_object_get(content, "metadata"));
+  }
+}
+
+static json_t *metadata_for(json_t *content, const char *display_id) {
+  json_t *md = json_object_get(content, "metadata");
+  md = json_is_object(md) ? json_deep_copy(md) : json_object();
+  /* progress bars are marked, so a report can leave them out */
+  if (display_id && strncmp(display_id, "syslab-progress-", 16) == 0)
+    json_object_set_new(md, "syslab", json_pack("{s:b}", "progress", 1));
+  return md;
+}
+
+static void handle_iopub(Collector *c, slk_Msg *m, int *busy_done) {
+  const char *type = slk_msg_type(m);
+  json_t *content = m->content;
+  const char *display_id = json_string_value(json_object_get(json_object_get(content, "transient"), "display_id"));
+  if (strcmp(type, "status") == 0) {
+    const char *state = json_string_value(json_object_get(content, "execution_state"));
+    if (state && strcmp(state, "idle") == 0) *busy_done = 1;
+  } else if (strcmp(type, "stream") == 0) {
+    add_output(c, json_pack("{s:s, s:O, s:O}", "output_type", "stream", "name", json_object_get(content, "name"), "text",
+                            json_object_get(content, "text")), NULL);
+  } else if (strcmp(type, "display_data") == 0 || strcmp(type, "execute_result") == 0) {
+    int result = strcmp(type, "execute_result") == 0;
+    json_t *out = json_pack("{s:s, s:O, s:o}", "output_type", type, "data", json_object_get(content, "data"),
+                            "metadata", metadata_for(content, display_id));
+    if (result) json_object_set(out, "execution_count", json_object_get(content, "execution_count"));
+    if (display_id && json_object_get(c->display_ids, display_id)) update_display(c, display_id, content);
+    add_output(c, out, display_id);
+  } else if (strcmp(type, "update_display_data") == 0) {
+    if (display_id) update_display(c, display_id, content);
+  } else if (strcmp(type, "clear_output") == 0) {
+    if (json_is_true(json_object_get(content, "wait"))) {
+      c->clear_pending = 1;
+    } else {
+      json_array_clear(c->outputs);
+      json_object_clear(c->display_ids);
+    }
+  } else if (strcmp(type, "error") == 0) {
+    add_output(c, json_pack("{s:s, s:O, s:O, s:O}", "output_type", "error", "ename", json_object_get(content, "ename"),
+                            "evalue", json_object_get(content, "evalue"), "traceback",
+                            json_object_get(content, "traceback")), NULL);
+  }
+}
+
+slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json_t **outputs, int *execution_count) {
+  Collector c = {json_array(), 0, json_object()};
+  char id[64];
+  *execution_count = 0;
+  send_request(k, k->shell,"execute_request",
+               json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
+                         "user_expressions", "allow_stdin", 0, "stop_on_error", 1),
+               id);
+  int idle = 0, replied = 0, interrupted = 0;
+  slR_CellStatus status = SLR_CELL_OK;
+  double deadline = now() + timeout;
+  while (!(idle && replied)) {
+    if (!alive(k)) {
+      status = SLR_CELL_DIED;
+      break;
+    }
+    if (now() > deadline) {
+      if (interrupted) break;  /* even the interrupt did not stop it */
+      send_request(k, k->control, "interrupt_request", NULL, NULL);
+      interrupted = 1;
+      status = SLR_CELL_TIMEOUT;
+      deadline = now() + 5;
+    }
+    zmq_pollitem_t items[2] = {{k->iopub, 0, ZMQ_POLLIN, 0}, {k->shell, 0, ZMQ_POLLIN, 0}};
+    if (zmq_poll(items, 2, 100) <= 0) continue;
+    slk_Msg m;
+    char err[256];
+    if ((items[0].revents & ZMQ_POLLIN) && slk_recv(k->iopub, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLK_OK) {
+      if (strcmp(parent_id(&m), id) == 0) handle_iopub(&c, &m, &idle);
+      slk_msg_free(&m);
+    }
+    if ((items[1].revents & ZMQ_POLLIN) && slk_recv(k->shell, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLK_OK) {
+      if (strcmp(parent_id(&m), id) == 0 && strcmp(slk_msg_type(&m), "execute_reply") == 0) {
+        replied = 1;
+        *execution_count = (int)json_integer_value(json_object_get(m.content, "execution_count"));
+        const char *st = json_string_value(json_object_get(m.content, "status"));
+        if (status == SLR_CELL_OK && st && strcmp(st, "ok") != 0) status = SLR_CELL_ERROR;
+      }
+      slk_msg_free(&m);
+    }
+  }
+  json_decref(c.display_ids);
+  *outputs = c.outputs;
+  return status;
+}
+
+void slR_kernel_stop(slR_Kernel *k) {
+  if (!k) return;
+  if (alive(k)) {
+    send_request(k, k->control, "shutdown_request", json_pack("{s:b}", "restart", 0), NULL);
+    double until = now() + 3;
+    while (alive(k) && now() < until) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    if (alive(k)) {
+      kill(k->pid, SIGKILL);
+      waitpid(k->pid, NULL, 0);
+    }
+  }
+  if (k->ctx) {
+    zmq_close(k->shell);
+    zmq_close(k->control);
+    zmq_close(k->iopub);
+    zmq_ctx_term(k->ctx);
+  }
+  json_decref(k->info);
+  unlink(k->conn_path);
+  rmdir(k->dir);
+  free(k);
+}

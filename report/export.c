@@ -1,0 +1,518 @@
+/*
+** export.c - the lab report from executed notebooks: Markdown with figure
+** files, then HTML (cmark-gfm) and PDF (headless Chromium printing it).
+**
+** Figures are numbered across the whole report in order of appearance; a
+** code cell's `#| label: fig-x` and `#| fig-cap: ...` name and caption its
+** figure, and `@fig-x` in Markdown becomes "Figure N" (Quarto's
+** convention). Figure files are named after the notebook and the cell's
+** label or position, so two runs name them the same way. Headings of the
+** notebooks move one level down under the report's title.
+*/
+#include "export.h"
+
+#include <cmark-gfm-core-extensions.h>
+#include <cmark-gfm.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "notebook.h"
+
+extern char **environ;
+
+typedef struct {
+  char *s;
+  size_t n, cap;
+} Text;
+
+static void add_len(Text *t, const char *s, size_t n) {
+  if (t->n + n + 1 > t->cap) {
+    t->cap = (t->n + n + 1) * 2;
+    t->s = realloc(t->s, t->cap);
+  }
+  memcpy(t->s + t->n, s, n);
+  t->n += n;
+  t->s[t->n] = '\0';
+}
+
+static void add(Text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *buf = malloc((size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(buf, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  add_len(t, buf, (size_t)n);
+  free(buf);
+}
+
+/* GitHub-style heading anchors: lower case, spaces to '-', punctuation dropped */
+static void slug(const char *title, char *out, size_t size) {
+  size_t n = 0;
+  for (const char *p = title; *p && n + 1 < size; p++) {
+    unsigned char c = (unsigned char)*p;
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c >= 0x80) out[n++] = (char)c;
+    else if (c >= 'A' && c <= 'Z') out[n++] = (char)(c - 'A' + 'a');
+    else if (c == ' ') out[n++] = '-';
+  }
+  out[n] = '\0';
+}
+
+/* the notebook's first Markdown heading, or its file name */
+static void notebook_title(json_t *nb, const char *stem, char *out, size_t size) {
+  size_t i;
+  json_t *cell;
+  json_array_foreach(json_object_get(nb, "cells"), i, cell) {
+    if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "markdown") != 0) continue;
+    char *src = slR_cell_source(cell);
+    for (char *line = src; line && *line;) {
+      char *eol = strchr(line, '\n');
+      if (line[0] == '#') {
+        char *t = line;
+        while (*t == '#') t++;
+        while (*t == ' ') t++;
+        snprintf(out, size, "%.*s", (int)(eol ? eol - t : (long)strlen(t)), t);
+        free(src);
+        return;
+      }
+      line = eol ? eol + 1 : NULL;
+    }
+    free(src);
+  }
+  snprintf(out, size, "%s", stem);
+}
+
+static int is_progress(json_t *out) {
+  return json_is_true(json_object_get(json_object_get(json_object_get(out, "metadata"), "syslab"), "progress"));
+}
+
+static void strip_ansi(Text *t, const char *s) {
+  while (*s) {
+    if (*s == '\033' && s[1] == '[') {
+      s += 2;
+      while (*s && !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) s++;
+      if (*s) s++;
+    } else {
+      add_len(t, s++, 1);
+    }
+  }
+}
+
+static void fenced(Text *t, const char *lang, const char *text) {
+  size_t n = strlen(text);
+  add(t, "```%s\n", lang);
+  add_len(t, text, n);
+  if (n == 0 || text[n - 1] != '\n') add(t, "\n");
+  add(t, "```\n\n");
+}
+
+/* Markdown of the notebooks' own text: headings one level down, @fig-x
+** references resolved */
+static void add_markdown_cell(Text *t, const char *src, json_t *labels) {
+  int in_fence = 0;
+  for (const char *line = src; *line;) {
+    const char *eol = strchr(line, '\n');
+    size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line);
+    if (strncmp(line, "```", 3) == 0) in_fence = !in_fence;
+    if (!in_fence && line[0] == '#') add(t, "#");
+    /* @fig-label -> Figure N */
+    const char *p = line, *end = line + len;
+    while (p < end) {
+      const char *at = NULL;
+      for (const char *q = p; q + 5 <= end; q++)
+        if (strncmp(q, "@fig-", 5) == 0) {
+          at = q;
+          break;
+        }
+      if (!at || in_fence) {
+        add_len(t, p, (size_t)(end - p));
+        break;
+      }
+      add_len(t, p, (size_t)(at - p));
+      const char *e = at + 1;
+      while (e < end && (isalnum((unsigned char)*e) || *e == '-' || *e == '_')) e++;
+      char label[128];
+      snprintf(label, sizeof label, "%.*s", (int)(e - at - 1), at + 1);
+      json_t *num = json_object_get(labels, label);
+      if (num) add(t, "Figure %d", (int)json_integer_value(num));
+      else add_len(t, at, (size_t)(e - at));
+      p = e;
+    }
+    line += len;
+  }
+  add(t, "\n\n");
+}
+
+/* a code cell's source without its "#|" option lines */
+static char *visible_code(const char *src) {
+  const char *p = src;
+  while (strncmp(p, "#|", 2) == 0) {
+    const char *eol = strchr(p, '\n');
+    p = eol ? eol + 1 : p + strlen(p);
+  }
+  char *s = strdup(p);
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = '\0';
+  return s;
+}
+
+static int decode_base64(const char *b64, unsigned char **out, size_t *len) {
+  size_t n = strlen(b64);
+  *out = malloc(n / 4 * 3 + 3);
+  int got = EVP_DecodeBlock(*out, (const unsigned char *)b64, (int)n);
+  if (got < 0) {
+    free(*out);
+    return -1;
+  }
+  size_t pad = 0;
+  while (n > 0 && b64[n - 1] == '=') n--, pad++;
+  *len = (size_t)got - pad;
+  return 0;
+}
+
+int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, char **markdown, char *err,
+                        size_t errlen) {
+  char figdir[4200];
+  snprintf(figdir, sizeof figdir, "%s/figures", outdir);
+  if (slR_mkdirs(figdir) != 0) {
+    snprintf(err, errlen, "cannot create %s: %s", figdir, strerror(errno));
+    return -1;
+  }
+  /* first pass: number the figures so references can point forward too */
+  json_t *labels = json_object();
+  int figure = 0;
+  for (size_t k = 0; k < count; k++) {
+    size_t i;
+    json_t *cell;
+    json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
+      if (slR_cell_has_tag(cell, "remove-cell") || slR_cell_has_tag(cell, "remove-output")) continue;
+      size_t j;
+      json_t *out;
+      int first = 1;
+      json_array_foreach(json_object_get(cell, "outputs"), j, out) {
+        json_t *data = json_object_get(out, "data");
+        if (!json_object_get(data, "image/png") && !json_object_get(data, "image/svg+xml")) continue;
+        figure++;
+        if (first) {
+          char *src = slR_cell_source(cell), label[128];
+          slR_cell_option(src, "label", label, sizeof label);
+          if (label[0]) json_object_set_new(labels, label, json_integer(figure));
+          free(src);
+          first = 0;
+        }
+      }
+    }
+  }
+  Text t = {0};
+  add(&t, "# Lab report\n\n## Contents\n\n");
+  for (size_t k = 0; k < count; k++) {
+    char title[256], anchor[256];
+    notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
+    slug(title, anchor, sizeof anchor);
+    add(&t, "%zu. [%s](#%s)\n", k + 1, title, anchor);
+  }
+  add(&t, "\n");
+  figure = 0;
+  int rc = 0;
+  for (size_t k = 0; k < count && rc == 0; k++) {
+    size_t i;
+    json_t *cell;
+    int has_heading = 0;
+    json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
+      if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "markdown") == 0) {
+        char *s = slR_cell_source(cell);
+        has_heading = s[0] == '#';
+        free(s);
+        break;
+      }
+    }
+    if (!has_heading) add(&t, "## %s\n\n", nbs[k].stem);
+    json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
+      if (slR_cell_has_tag(cell, "remove-cell")) continue;
+      const char *type = json_string_value(json_object_get(cell, "cell_type"));
+      char *src = slR_cell_source(cell);
+      if (strcmp(type, "markdown") == 0) {
+        add_markdown_cell(&t, src, labels);
+        free(src);
+        continue;
+      }
+      if (strcmp(type, "raw") == 0) {
+        add(&t, "%s\n\n", src);
+        free(src);
+        continue;
+      }
+      if (!slR_cell_has_tag(cell, "remove-input") && !slR_cell_has_tag(cell, "hide-input")) {
+        char *code = visible_code(src);
+        if (code[0]) fenced(&t, "syslab", code);
+        free(code);
+      }
+      char label[128], caption[512];
+      slR_cell_option(src, "label", label, sizeof label);
+      slR_cell_option(src, "fig-cap", caption, sizeof caption);
+      free(src);
+      if (slR_cell_has_tag(cell, "remove-output")) continue;
+      size_t j;
+      json_t *out;
+      int nfig = 0;
+      json_array_foreach(json_object_get(cell, "outputs"), j, out) {
+        const char *otype = json_string_value(json_object_get(out, "output_type"));
+        if (is_progress(out)) continue;
+        if (strcmp(otype, "stream") == 0) {
+          fenced(&t, "text", json_string_value(json_object_get(out, "text")));
+        } else if (strcmp(otype, "error") == 0) {
+          Text e = {0};
+          add(&e, "%s: %s\n", json_string_value(json_object_get(out, "ename")), json_string_value(json_object_get(out, "evalue")));
+          fenced(&t, "text", e.s);
+          free(e.s);
+        } else {
+          json_t *data = json_object_get(out, "data");
+          const char *png = json_string_value(json_object_get(data, "image/png"));
+          const char *svg = json_string_value(json_object_get(data, "image/svg+xml"));
+          const char *md = json_string_value(json_object_get(data, "text/markdown"));
+          const char *latex = json_string_value(json_object_get(data, "text/latex"));
+          const char *html = json_string_value(json_object_get(data, "text/html"));
+          const char *plain = json_string_value(json_object_get(data, "text/plain"));
+          if (png || svg) {
+            figure++;
+            char name[512], path[4800];
+            if (label[0]) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
+            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem, i + 1, nfig ? "-" : "", nfig, png ? "png" : "svg");
+            nfig++;
+            snprintf(path, sizeof path, "%s/%s", figdir, name);
+            if (png) {
+              unsigned char *bytes;
+              size_t len;
+              if (decode_base64(png, &bytes, &len) != 0) {
+                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path, i + 1);
+                rc = -1;
+                break;
+              }
+              rc = slR_write_atomic(path, bytes, len, err, errlen);
+              free(bytes);
+            } else {
+              rc = slR_write_atomic(path, svg, strlen(svg), err, errlen);
+            }
+            if (rc != 0) break;
+            const char *cap = caption[0] ? caption : "";
+            add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
+                figure, cap[0] ? ": " : "", cap);
+          } else if (md) {
+            add(&t, "%s\n\n", md);
+          } else if (latex) {
+            add(&t, "%s\n\n", latex);
+          } else if (html) {
+            add(&t, "%s\n\n", html);
+          } else if (plain) {
+            fenced(&t, "text", plain);
+          }
+        }
+      }
+    }
+  }
+  json_decref(labels);
+  if (rc != 0) {
+    free(t.s);
+    return -1;
+  }
+  /* ANSI colours have no place in a document */
+  Text clean = {0};
+  add(&clean, "");
+  strip_ansi(&clean, t.s);
+  free(t.s);
+  *markdown = clean.s;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ HTML */
+
+/* Math is kept away from the Markdown parser, which would read the _ and *
+** of TeX as emphasis, and put back verbatim for KaTeX to typeset. */
+static char *protect_math(const char *md, json_t *stash) {
+  Text t = {0};
+  add(&t, "");
+  int in_fence = 0;
+  for (const char *p = md; *p;) {
+    if ((p == md || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
+    if (!in_fence && *p == '$') {
+      int display = p[1] == '$';
+      const char *close = display ? strstr(p + 2, "$$") : strchr(p + 1, '$');
+      if (close && (display || !memchr(p + 1, '\n', (size_t)(close - p - 1)))) {
+        size_t len = (size_t)(close - p) + (display ? 2 : 1);
+        char key[64];
+        snprintf(key, sizeof key, "SYSLABMATH%zuX", json_array_size(stash));
+        json_array_append_new(stash, json_stringn(p, len));
+        add(&t, "%s", key);
+        p += len;
+        continue;
+      }
+    }
+    add_len(&t, p++, 1);
+  }
+  return t.s;
+}
+
+static char *restore_math(const char *html, json_t *stash) {
+  Text t = {0};
+  add(&t, "");
+  for (const char *p = html; *p;) {
+    if (strncmp(p, "SYSLABMATH", 10) == 0) {
+      char *end;
+      long i = strtol(p + 10, &end, 10);
+      if (*end == 'X' && i >= 0 && (size_t)i < json_array_size(stash)) {
+        for (const char *m = json_string_value(json_array_get(stash, (size_t)i)); *m; m++) {
+          if (*m == '<') add(&t, "&lt;");
+          else if (*m == '>') add(&t, "&gt;");
+          else if (*m == '&') add(&t, "&amp;");
+          else add_len(&t, m, 1);
+        }
+        p = end + 1;
+        continue;
+      }
+    }
+    add_len(&t, p++, 1);
+  }
+  return t.s;
+}
+
+static const char *const css =
+    "body{font-family:'DejaVu Sans',sans-serif;max-width:50em;margin:2em auto;line-height:1.45;color:#111;font-size:11pt}"
+    "h1,h2,h3{line-height:1.2}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;page-break-before:auto}"
+    "pre{background:#f6f6f6;border:1px solid #e2e2e2;padding:.6em;overflow-x:auto;white-space:pre-wrap;font-size:9pt}"
+    "code{font-family:'DejaVu Sans Mono',monospace}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:8pt;max-width:100%}th,td{border:1px solid #bbb;padding:.2em .4em;overflow-wrap:anywhere}"
+    "th{background:#eee}img{max-width:100%;display:block;margin:1em auto}"
+    "p>em:only-child{display:block;text-align:center;font-size:.95em}"
+    "@page{size:A4;margin:18mm}";
+
+int slR_export_html(const char *markdown, const char *outdir, char *err, size_t errlen) {
+  cmark_gfm_core_extensions_ensure_registered();
+  cmark_parser *parser = cmark_parser_new(CMARK_OPT_UNSAFE);
+  const char *exts[] = {"table", "strikethrough", "autolink"};
+  for (int i = 0; i < 3; i++) cmark_parser_attach_syntax_extension(parser, cmark_find_syntax_extension(exts[i]));
+  json_t *stash = json_array();
+  char *protected = protect_math(markdown, stash);
+  cmark_parser_feed(parser, protected, strlen(protected));
+  cmark_node *doc = cmark_parser_finish(parser);
+  char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE, cmark_parser_get_syntax_extensions(parser));
+  char *restored = restore_math(body, stash);
+  Text t = {0};
+  add(&t,
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Lab report</title>\n"
+      "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
+      "<script src=\"file://" SLR_KATEX_DIR "/katex.min.js\"></script>\n"
+      "<script src=\"file://" SLR_KATEX_DIR "/contrib/auto-render.min.js\"></script>\n"
+      "<style>%s</style></head>\n<body>\n%s\n"
+      "<script>if (window.renderMathInElement) renderMathInElement(document.body, {delimiters: ["
+      "{left: '$$', right: '$$', display: true}, {left: '$', right: '$', display: false}], throwOnError: false});"
+      "</script>\n</body></html>\n",
+      css, restored);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/report.html", outdir);
+  int rc = slR_write_atomic(path, t.s, t.n, err, errlen);
+  free(t.s);
+  free(restored);
+  free(body);
+  free(protected);
+  json_decref(stash);
+  cmark_node_free(doc);
+  cmark_parser_free(parser);
+  return rc;
+}
+
+/* ------------------------------------------------------------------- PDF */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen) {
+  const char *browser = getenv("SYSLAB_CHROMIUM");
+  if (!browser || !*browser) browser = "/usr/bin/chromium";
+  if (access(browser, X_OK) != 0) {
+    snprintf(err, errlen, "cannot make report.pdf: %s is not installed (install the Debian package chromium, or set "
+             "SYSLAB_CHROMIUM); report.md and report.html were written", browser);
+    return -1;
+  }
+  char html[4300], tmp[4300], final[4300], out_arg[4400], url[4400];
+  char abs[4096];
+  if (!realpath(outdir, abs)) {
+    snprintf(err, errlen, "cannot resolve %s: %s", outdir, strerror(errno));
+    return -1;
+  }
+  snprintf(html, sizeof html, "%s/report.html", abs);
+  snprintf(tmp, sizeof tmp, "%s/report.pdf.tmp%d", abs, (int)getpid());
+  snprintf(final, sizeof final, "%s/report.pdf", abs);
+  snprintf(out_arg, sizeof out_arg, "--print-to-pdf=%s", tmp);
+  snprintf(url, sizeof url, "file://%s", html);
+  char profile[] = "/tmp/syslab-chromium-XXXXXX";
+  if (!mkdtemp(profile)) {
+    snprintf(err, errlen, "cannot create a temporary folder: %s", strerror(errno));
+    return -1;
+  }
+  char profile_arg[128];
+  snprintf(profile_arg, sizeof profile_arg, "--user-data-dir=%s", profile);
+  char *argv[] = {(char *)browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                  "--allow-file-access-from-files", "--virtual-time-budget=5000", profile_arg, out_arg, url, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawn(&pid, browser, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot start %s: %s", browser, strerror(rc));
+    rmdir(profile);
+    return -1;
+  }
+  double deadline = now() + timeout;
+  int status = 0, done = 0;
+  while (!done && now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) done = 1;
+    else {
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  /* the browser's profile folder is scratch */
+  char cmd_dir[200];
+  snprintf(cmd_dir, sizeof cmd_dir, "%s", profile);
+  pid_t rm;
+  char *rm_argv[] = {"rm", "-rf", cmd_dir, NULL};
+  if (posix_spawnp(&rm, "rm", NULL, NULL, rm_argv, environ) == 0) waitpid(rm, NULL, 0);
+  FILE *f = fopen(tmp, "rb");
+  char magic[5] = "";
+  if (f) {
+    if (fread(magic, 1, 4, f) != 4) magic[0] = '\0';
+    fclose(f);
+  }
+  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(magic, "%PDF", 4) != 0) {
+    unlink(tmp);
+    snprintf(err, errlen, "%s could not print report.html to PDF%s", browser, done ? "" : " in time");
+    return -1;
+  }
+  if (rename(tmp, final) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", final, strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}

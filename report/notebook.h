@@ -1,0 +1,25 @@
+/*
+** notebook.h - reading, checking and writing nbformat 4 notebooks, and
+** writing any file whole or not at all.
+*/
+#ifndef SYSLAB_NOTEBOOK_H
+#define SYSLAB_NOTEBOOK_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* reads and checks a notebook; NULL with err naming the file and the problem */
+json_t *slR_notebook_read(const char *path, char *err, size_t errlen);
+/* a cell's source as one string (sources may be lists of lines); caller frees */
+char *slR_cell_source(json_t *cell);
+int slR_cell_has_tag(json_t *cell, const char *tag);
+/* Quarto-style cell options: "#| key: value" lines at the top of a code cell */
+void slR_cell_option(const char *source, const char *key, char *out, size_t size);
+
+/* writes to PATH.tmpPID and renames, so readers never see half a file */
+int slR_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+int slR_write_json_atomic(const char *path, json_t *json, char *err, size_t errlen);
+/* mkdir -p */
+int slR_mkdirs(const char *path);
+
+#endif
