@@ -382,6 +382,8 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, sl_number(v[k]));
   }
   free(stats);
+  slT_mark_timing(t, 5);
+  slT_mark_timing(t, 6);
   sl_Value table = slT_value(t);
   if (sl_interrupted()) {
     sl_Bundle b;

@@ -207,7 +207,10 @@ static int column_of(sl_Call *call, slT_Table *t, const char *arg) {
 
 static slT_Table *copy_rows(const slT_Table *t, const size_t *rows, size_t n, const int *cols, size_t ncols) {
   slT_Table *out = slT_new();
-  for (size_t c = 0; c < ncols; c++) slT_add_column(out, t->names[cols[c]]);
+  for (size_t c = 0; c < ncols; c++) {
+    slT_add_column(out, t->names[cols[c]]);
+    out->timing[c] = t->timing[cols[c]];
+  }
   for (size_t i = 0; i < n; i++) {
     size_t r = slT_add_row(out);
     for (size_t c = 0; c < ncols; c++) {
@@ -369,7 +372,10 @@ static int cmd_group(sl_Call *call, sl_Value *result) {
   if (of < 0) return -1;
   slT_Table *out = slT_new();
   slT_add_column(out, t->names[by]);
-  for (size_t k = 0; k < 6; k++) slT_add_column(out, summary_names[k]);
+  for (size_t k = 0; k < 6; k++) {
+    int c = slT_add_column(out, summary_names[k]);
+    if (k > 0 && t->timing[of]) slT_mark_timing(out, c);  /* summaries of timings are timings */
+  }
   size_t *rows = malloc((t->nrows ? t->nrows : 1) * sizeof *rows);
   double *x = malloc((t->nrows ? t->nrows : 1) * sizeof *x);
   char *done = calloc(t->nrows ? t->nrows : 1, 1);

@@ -46,6 +46,7 @@ void slT_free(slT_Table *t) {
     for (size_t c = 0; c < t->ncols; c++) sl_release(t->cells[r * t->cap_cols + c]);
   for (size_t c = 0; c < t->ncols; c++) free(t->names[c]);
   free(t->names);
+  free(t->timing);
   free(t->cells);
   free(t);
 }
@@ -68,9 +69,11 @@ int slT_add_column(slT_Table *t, const char *name) {
     t->cells = cells;
     t->cap_cols = cap;
     t->names = realloc(t->names, cap * sizeof *t->names);
+    t->timing = realloc(t->timing, cap);
     if (!t->cap_rows) t->cap_rows = 1;
   }
   t->names[t->ncols] = strdup(name);
+  t->timing[t->ncols] = 0;
   for (size_t r = 0; r < t->nrows; r++) t->cells[r * t->cap_cols + t->ncols] = sl_nil();
   return (int)t->ncols++;
 }
@@ -79,6 +82,7 @@ size_t slT_add_row(slT_Table *t) {
   if (t->cap_cols == 0) {  /* a row before any column: make room for columns to come */
     t->cap_cols = 8;
     t->names = malloc(t->cap_cols * sizeof *t->names);
+    t->timing = malloc(t->cap_cols);
   }
   if (t->nrows == t->cap_rows) {
     t->cap_rows = t->cap_rows ? t->cap_rows * 2 : 16;
@@ -86,6 +90,10 @@ size_t slT_add_row(slT_Table *t) {
   }
   for (size_t c = 0; c < t->cap_cols; c++) t->cells[t->nrows * t->cap_cols + c] = sl_nil();
   return t->nrows++;
+}
+
+void slT_mark_timing(slT_Table *t, int col) {
+  if (col >= 0 && (size_t)col < t->ncols) t->timing[col] = 1;
 }
 
 sl_Value slT_get(const slT_Table *t, size_t row, size_t col) { return t->cells[row * t->cap_cols + col]; }
@@ -186,9 +194,9 @@ char *slT_to_markdown(const slT_Table *t) {
     add(&s, "|");
     for (size_t c = 0; c < t->ncols; c++) {
       char *x = cell_text(slT_get(t, r, c));
-      add(&s, " ");
+      add(&s, t->timing[c] ? " <span class=\"syslab-timing\">" : " ");
       add_escaped(&s, x, 1);
-      add(&s, " |");
+      add(&s, t->timing[c] ? "</span> |" : " |");
       free(x);
     }
     add(&s, "\n");

@@ -12,6 +12,7 @@
 typedef struct slT_Table {
   size_t ncols, nrows, cap_rows, cap_cols;
   char **names;
+  unsigned char *timing;   /* per column: holds measurements of time (marked in Markdown) */
   sl_Value *cells;   /* row-major, nrows x cap_cols; nil marks a missing cell */
 } slT_Table;
 
@@ -26,6 +27,8 @@ slT_Table *slT_from(sl_Value v);           /* the table inside a value, or NULL 
 int slT_column(const slT_Table *t, const char *name);
 /* adds a column (filled with nil) if it does not exist; returns its index */
 int slT_add_column(slT_Table *t, const char *name);
+/* marks a column as measurements of time: reports may differ there between runs */
+void slT_mark_timing(slT_Table *t, int col);
 /* appends an empty row (all nil) and returns its index */
 size_t slT_add_row(slT_Table *t);
 sl_Value slT_get(const slT_Table *t, size_t row, size_t col);       /* borrowed */

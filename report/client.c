@@ -208,6 +208,8 @@ static void add_output(Collector *c, json_t *out, const char *display_id) {
   json_array_append_new(c->outputs, out);
 }
 
+static json_t *metadata_for(json_t *content, const char *display_id);
+
 static void update_display(Collector *c, const char *display_id, json_t *content) {
   json_t *list = json_object_get(c->display_ids, display_id);
   size_t i;
@@ -215,7 +217,7 @@ static void update_display(Collector *c, const char *display_id, json_t *content
   json_array_foreach(list, i, index) {
     json_t *out = json_array_get(c->outputs, (size_t)json_integer_value(index));
     json_object_set(out, "data", json_object_get(content, "data"));
-    json_object_set(out, "metadata", json_object_get(content, "metadata"));
+    json_object_set_new(out, "metadata", metadata_for(content, display_id));
   }
 }
 

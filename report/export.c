@@ -392,7 +392,7 @@ static const char *const css =
     "pre{background:#f6f6f6;border:1px solid #e2e2e2;padding:.6em;overflow-x:auto;white-space:pre-wrap;font-size:9pt}"
     "code{font-family:'DejaVu Sans Mono',monospace}"
     "table{border-collapse:collapse;margin:1em 0;font-size:8pt;max-width:100%}th,td{border:1px solid #bbb;padding:.2em .4em;overflow-wrap:anywhere}"
-    "th{background:#eee}img{max-width:100%;display:block;margin:1em auto}"
+    "th{background:#eee}img{max-width:85%;display:block;margin:1em auto}"
     "p>em:only-child{display:block;text-align:center;font-size:.95em}"
     "@page{size:A4;margin:18mm}";
 
@@ -412,7 +412,7 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Lab report</title>\n"
       "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
       "<script src=\"file://" SLR_KATEX_DIR "/katex.min.js\"></script>\n"
-      "<script src=\"file://" SLR_KATEX_DIR "/contrib/auto-render.min.js\"></script>\n"
+      "<script src=\"file://" SLR_KATEX_DIR "/contrib/auto-render.js\"></script>\n"
       "<style>%s</style></head>\n<body>\n%s\n"
       "<script>if (window.renderMathInElement) renderMathInElement(document.body, {delimiters: ["
       "{left: '$$', right: '$$', display: true}, {left: '$', right: '$', display: false}], throwOnError: false});"

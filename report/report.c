@@ -201,8 +201,12 @@ static void inject_parameters(json_t *nb, json_t *params) {
                            "metadata", "tags", "injected-parameters", "source", src, "outputs", "execution_count");
   free(src);
   json_t *cells = json_object_get(nb, "cells");
+  /* without a parameters cell: after the leading Markdown, before the first code */
   size_t at = 0, i;
   json_t *c;
+  while (at < json_array_size(cells) &&
+         strcmp(json_string_value(json_object_get(json_array_get(cells, at), "cell_type")), "markdown") == 0)
+    at++;
   json_array_foreach(cells, i, c) if (slR_cell_has_tag(c, "parameters")) at = i + 1;
   json_array_insert_new(cells, at, cell);
   json_t *meta = json_object_get(nb, "metadata");

@@ -1,0 +1,216 @@
+"""syslab report: execution through the kernel, the Markdown and PDF report,
+tags, parameters, the cache, reproducibility and every failure mode."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import nbformat
+import pytest
+
+from conftest import ROOT, SYSLAB_BIN, syslab
+
+TEST_NB = ROOT / "tests" / "report" / "report_test.ipynb"
+SECOND_NB = ROOT / "tests" / "report" / "second.ipynb"
+
+
+def report(*args, **kwargs):
+    return syslab("report", *args, timeout=300, **kwargs)
+
+
+def strip_timing(md):
+    return re.sub(r'<span class="syslab-timing">[^<]*</span>', "T", md)
+
+
+@pytest.fixture
+def built(tmp_path):
+    out = tmp_path / "out"
+    before = TEST_NB.read_bytes()
+    r = report(str(TEST_NB), str(SECOND_NB), "-o", str(out), "-p", "n=5", "-p", "label=from the command line")
+    assert r.returncode == 0, r.stderr
+    assert TEST_NB.read_bytes() == before  # notebooks are only read
+    return out, r
+
+
+def test_markdown_report(built):
+    out, r = built
+    md = (out / "report.md").read_text()
+    assert md.startswith("# Lab report\n\n## Contents\n\n1. [Report test](#report-test)\n2. [Second](#second)\n")
+    assert "## Report test" in md and "### Tags" in md and "## Second" in md
+    assert "| i | square |\n|---:|---:|\n| 1 | 1 |" in md
+    assert "Figure 1 shows squares." in md  # @fig-squares resolved
+    assert "![Figure 1: Squares of the first numbers.](figures/report_test-fig-squares.png)" in md
+    png = (out / "figures" / "report_test-fig-squares.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "progress" not in md  # progress bars are left out
+    assert "#|" not in md  # Quarto cell options are not shown
+    # printed paths and progress lines
+    assert r.stdout.splitlines()[0] == str(out / "report.md")
+    assert "[12/12]" in r.stderr  # 11 code cells and the injected parameters
+    assert "2 notebooks (0 from the cache)" in r.stderr
+
+
+def test_tags(built):
+    out, _ = built
+    md = (out / "report.md").read_text()
+    assert 'print "input hidden"' not in md and "input hidden\n" in md          # remove-input
+    assert 'print "output hidden"' in md and "\noutput hidden\n" not in md      # remove-output
+    assert "cell removed" not in md                                               # remove-cell
+    assert "never executed\n```\n\n```text\nnever executed" not in md
+    executed = nbformat.read(out / "notebooks" / "report_test.ipynb", as_version=4)
+    cells = {c.id: c for c in executed.cells}
+    assert cells["skipped"].outputs == [] and cells["skipped"].execution_count is None
+    assert cells["raises"].outputs[0].output_type == "error"                      # raises-exception
+    assert cells["after"].outputs[0].text == "after the error\n"                  # and the run went on
+    assert cells["removed"].outputs[0].text == "cell removed\n"                   # removal happens after execution
+
+
+def test_parameters_are_injected_and_recorded(built):
+    out, _ = built
+    md = (out / "report.md").read_text()
+    assert "n is 5 and label is from the command line" in md
+    executed = nbformat.read(out / "notebooks" / "report_test.ipynb", as_version=4)
+    nbformat.validate(executed)
+    ids = [c.id for c in executed.cells]
+    assert ids.index("injected-parameters") == ids.index("params") + 1
+    assert executed.metadata.syslab["parameters"] == {"n": "5", "label": '"from the command line"'}
+    assert executed.metadata.kernelspec.name == "syslab"
+    assert executed.metadata.language_info.name == "syslab"
+    assert [c.execution_count for c in executed.cells if c.cell_type == "code" and c.execution_count][:3] == [1, 2, 3]
+
+
+def test_pdf(built):
+    out, _ = built
+    pdf = out / "report.pdf"
+    assert pdf.read_bytes()[:4] == b"%PDF"
+    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout).group(1))
+    assert 2 <= pages <= 8
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "Lab report" in text and "Report test" in text and "Tags" in text
+    assert "Figure 1: Squares of the first numbers." in text
+    assert "$x_1" not in text  # math was typeset, not printed as source
+
+
+def test_cache_skips_unchanged_notebooks(tmp_path):
+    nb = tmp_path / "cached.ipynb"
+    shutil.copy(SECOND_NB, nb)
+    out = tmp_path / "out"
+    first = report(str(nb), "-o", str(out), "--no-pdf")
+    assert first.returncode == 0 and "[1/1]" in first.stderr
+    second = report(str(nb), "-o", str(out), "--no-pdf")
+    assert "taken from the cache" in second.stderr and "[1/1]" not in second.stderr
+    assert (out / "report.md").read_text().count("second notebook") == 2
+    third = report(str(nb), "-o", str(out), "--no-pdf", "--no-cache")
+    assert "[1/1]" in third.stderr
+    data = json.loads(nb.read_text())
+    data["cells"][1]["source"] = 'print "changed"'
+    nb.write_text(json.dumps(data))
+    fourth = report(str(nb), "-o", str(out), "--no-pdf")
+    assert "[1/1]" in fourth.stderr and "changed" in (out / "report.md").read_text()
+    fifth = report(str(nb), "-o", str(out), "--no-pdf", "-p", "x=1")  # other parameters: run again
+    assert "(0 from the cache)" in fifth.stderr and "[2/2]" in fifth.stderr  # the injected parameters cell too
+
+
+def test_two_runs_give_the_same_report(tmp_path):
+    mds = []
+    for run in range(2):
+        out = tmp_path / f"run{run}"
+        r = report(str(TEST_NB), "-o", str(out), "--no-pdf")
+        assert r.returncode == 0, r.stderr
+        mds.append((out / "report.md").read_text())
+        figures = sorted(p.name for p in (out / "figures").iterdir())
+        assert figures == ["report_test-fig-squares.png"]
+    assert "syslab-timing" in mds[0]  # the training table's times are marked
+    assert strip_timing(mds[0]) == strip_timing(mds[1])
+    assert (tmp_path / "run0" / "figures" / "report_test-fig-squares.png").read_bytes() == \
+        (tmp_path / "run1" / "figures" / "report_test-fig-squares.png").read_bytes()
+
+
+def test_bad_notebooks_are_named_and_others_kept(tmp_path):
+    bad_json = tmp_path / "broken.ipynb"
+    bad_json.write_text('{"cells": [')
+    old = tmp_path / "old.ipynb"
+    old.write_text(json.dumps({"nbformat": 3, "worksheets": []}))
+    python = tmp_path / "python.ipynb"
+    python.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "cells": [],
+                                  "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}}}))
+    out = tmp_path / "out"
+    r = report(str(bad_json), str(old), str(python), str(tmp_path / "missing.ipynb"), str(SECOND_NB), "-o", str(out),
+               "--no-pdf")
+    assert r.returncode == 1
+    assert f"{bad_json}: not valid JSON at line 1" in r.stderr
+    assert f"{old}: not an nbformat 4 notebook" in r.stderr
+    assert "names the kernel 'python3'" in r.stderr
+    assert "missing.ipynb: cannot read the file" in r.stderr
+    assert "4 errors" in r.stderr
+    assert "second notebook" in (out / "report.md").read_text()  # the good one is in the report
+
+
+def test_failing_cell_stops_the_notebook_with_its_location(tmp_path):
+    nb = tmp_path / "fails.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": None, "source": "x = 1"},
+        {"cell_type": "code", "id": "b", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "y = 2\nz = x + nope"},
+        {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None, "source": 'print "late"'}]}))
+    out = tmp_path / "out"
+    r = report(str(nb), "-o", str(out), "--no-pdf")
+    assert r.returncode == 1
+    assert f"{nb}, cell 2, line 2, column 9:: NameError: name 'nope' is not defined" in r.stderr.replace(":\n", "::")
+    executed = nbformat.read(out / "notebooks" / "fails.ipynb", as_version=4)
+    assert executed.cells[2].outputs == []  # stopped there
+    r = report(str(nb), "-o", str(out), "--no-pdf", "--allow-errors")
+    assert r.returncode == 0 and "late" in (out / "report.md").read_text()
+
+
+def test_cell_timeout(tmp_path):
+    nb = tmp_path / "slow.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": None, "source": "sleep 30"}]}))
+    start = time.time()
+    r = report(str(nb), "-o", str(tmp_path / "out"), "--no-pdf", "--timeout", "1")
+    assert r.returncode == 1 and time.time() - start < 15
+    assert "still running after 1 seconds" in r.stderr
+
+
+def test_kernel_death_is_reported(tmp_path):
+    nb = tmp_path / "dies.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": None, "source": "sleep 20"}]}))
+    proc = subprocess.Popen([SYSLAB_BIN, "report", str(nb), "-o", str(tmp_path / "out"), "--no-pdf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    killed = False
+    while time.time() < deadline and not killed:
+        time.sleep(0.3)
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if len(cmd) > 3 and cmd[1] == b"kernel" and b"/syslab-report-" in cmd[3] and \
+                    int(open(f"/proc/{pid}/stat").read().split()[3]) == proc.pid:
+                os.kill(int(pid), signal.SIGKILL)
+                killed = True
+    out, err = proc.communicate(timeout=60)
+    assert killed
+    assert proc.returncode == 1
+    assert "cell 1: the kernel died while running it" in err
+
+
+def test_missing_tools_are_named(tmp_path):
+    env = dict(os.environ, SYSLAB_CHROMIUM="/nonexistent/chromium")
+    r = report(str(SECOND_NB), "-o", str(tmp_path / "out"), env=env)
+    assert r.returncode == 1
+    assert "install the Debian package chromium" in r.stderr
+    assert (tmp_path / "out" / "report.md").exists()  # the Markdown report is still there
+    env = dict(os.environ, PATH="/nonexistent")
+    r = report(str(TEST_NB), "-o", str(tmp_path / "out2"), "--no-pdf", env=env)
+    assert r.returncode == 1
+    assert "gnuplot is not installed: install the Debian package gnuplot-nox" in r.stderr
+    assert "cell 4" in r.stderr
