@@ -30,6 +30,8 @@ typedef struct slk_Kernel {
   void *iopub;            /* XPUB, owned by the publisher thread */
   void *publish_main;     /* inproc PUSH to the publisher, main thread */
   void *publish_control;  /* inproc PUSH to the publisher, control thread */
+  void *wake_main;        /* inproc PUSH, control thread: wakes the main loop at once on shutdown */
+  void *wake_listen;      /* inproc PULL, main thread */
   sl_State *S;
   int execution_count;
   slk_History history;

@@ -196,6 +196,7 @@ static void handle_control(slk_Kernel *K, slk_Msg *req) {
     slk_reply(K, K->control, req, "shutdown_reply", content);
     atomic_store(&K->stopping, 1);
     sl_interrupt();  /* a running cell stops at its next safe point */
+    zmq_send(K->wake_main, "", 0, ZMQ_DONTWAIT);
   } else {
     slk_log("ignoring unknown control message type '%s'", type);
   }
@@ -295,6 +296,12 @@ int slk_kernel_main(int argc, char **argv) {
   zmq_bind(pub.pull, PUBLISH_ENDPOINT);
   K->publish_main = connect_push(K);
   K->publish_control = connect_push(K);
+  K->wake_listen = zmq_socket(K->ctx, ZMQ_PULL);
+  zmq_bind(K->wake_listen, "inproc://syslab-wake");
+  K->wake_main = zmq_socket(K->ctx, ZMQ_PUSH);
+  int zero = 0;
+  zmq_setsockopt(K->wake_main, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_connect(K->wake_main, "inproc://syslab-wake");
   K->S = sl_new();
 
   the_kernel = K;
@@ -311,14 +318,14 @@ int slk_kernel_main(int argc, char **argv) {
   slk_publish_status(K, K->publish_main, NULL, "starting");
 
   while (!atomic_load(&K->stopping)) {
-    zmq_pollitem_t item = {K->shell, 0, ZMQ_POLLIN, 0};
-    int rc = zmq_poll(&item, 1, POLL_MS);
+    zmq_pollitem_t items[2] = {{K->shell, 0, ZMQ_POLLIN, 0}, {K->wake_listen, 0, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, 2, POLL_MS);
     if (rc < 0) {
       if (errno == EINTR) continue;
       slk_log("shell poll failed: %s", zmq_strerror(errno));
       break;
     }
-    if (rc == 0) continue;
+    if (!(items[0].revents & ZMQ_POLLIN)) continue;
     slk_Msg req;
     slk_Status st = slk_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
     if (st == SLK_OK) {
@@ -336,6 +343,8 @@ int slk_kernel_main(int argc, char **argv) {
   pthread_join(pub_tid, NULL);
   zmq_close(K->publish_main);
   zmq_close(K->publish_control);
+  zmq_close(K->wake_main);
+  zmq_close(K->wake_listen);
   zmq_close(K->shell);
   zmq_close(K->control);
   zmq_close(K->stdin_socket);

@@ -160,10 +160,11 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
     slR_kernel_stop(k);
     return NULL;
   }
-  /* IOPub is subscribed once the kernel answers a request on it */
-  double until = now() + 2;
+  /* IOPub is live once a message arrives on it (iopub_welcome, or the status
+  ** around kernel_info); only then can no output of the first cell be lost */
   slk_Msg m;
-  while (now() < until && receive(k, k->iopub, 0.2, &m)) slk_msg_free(&m);
+  if (receive(k, k->iopub, 2.0, &m)) slk_msg_free(&m);
+  while (receive(k, k->iopub, 0, &m)) slk_msg_free(&m);
   return k;
 }
 
@@ -315,7 +316,7 @@ void slR_kernel_stop(slR_Kernel *k) {
     send_request(k, k->control, "shutdown_request", json_pack("{s:b}", "restart", 0), NULL);
     double until = now() + 3;
     while (alive(k) && now() < until) {
-      struct timespec ts = {0, 10 * 1000 * 1000};
+      struct timespec ts = {0, 2 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }
     if (alive(k)) {
