@@ -141,9 +141,10 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     s->loss = loss_sum / (double)seen;
     s->train_accuracy = (double)correct / (double)seen;
     s->complete = !stopped;
-    slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
+    /* the time of the training steps alone: evaluation is not training speed */
     s->seconds = now() - t0;
     s->samples_per_second = (double)seen / s->seconds;
+    slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
     done++;
   }
   slM_release_activations(g);
