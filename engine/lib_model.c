@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gnuplot.h"
 #include "gpu.h"
 #include "table.h"
 #include "train.h"
@@ -60,6 +61,52 @@ static slT_Table *node_table(const slM_Graph *g) {
   return t;
 }
 
+static void dot_quoted(char **buf, size_t *len, size_t *cap, const char *s) {
+  for (; *s; s++) {
+    if (*len + 4 > *cap) *buf = realloc(*buf, *cap = (*cap + 64) * 2);
+    if (*s == '"' || *s == '\\') (*buf)[(*len)++] = '\\';
+    (*buf)[(*len)++] = *s;
+  }
+  (*buf)[*len] = '\0';
+}
+
+/* The graph drawn by Graphviz when `dot` is installed: one box per node
+** (name, operator, shape), edges from inputs to users. NULL without dot. */
+static char *draw_graph(const slM_Graph *g) {
+  size_t len = 0, cap = 4096;
+  char *dot = malloc(cap);
+  dot[0] = '\0';
+#define EMIT(...) do { int n_ = snprintf(NULL, 0, __VA_ARGS__); \
+    if (len + (size_t)n_ + 1 > cap) dot = realloc(dot, cap = (len + (size_t)n_ + 1) * 2); \
+    snprintf(dot + len, cap - len, __VA_ARGS__); len += (size_t)n_; } while (0)
+  EMIT("digraph model {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"DejaVu Sans\", fontsize=10];\n");
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    char shape[64];
+    shape_text(n, shape, sizeof shape);
+    const char *fill = n->kind == SLM_PLACEHOLDER ? "#dbe9f6" : n->kind == SLM_OUTPUT ? "#f6e3db"
+                     : n->nparams ? "#fff2cc" : "#eeeeee";
+    EMIT("  n%d [fillcolor=\"%s\", label=\"", i, fill);
+    dot_quoted(&dot, &len, &cap, n->name);
+    EMIT("\\n%s %s\"];\n", slM_op_name(n->op), shape);
+    for (int k = 0; k < n->ninputs; k++) EMIT("  n%d -> n%d;\n", n->inputs[k], i);
+  }
+  EMIT("}\n");
+#undef EMIT
+  char *svg, *errtext, err[256];
+  size_t n;
+  int status;
+  const char *argv[] = {"dot", "-Tsvg", NULL};
+  int rc = slP_run_filter(argv, dot, 10, &svg, &n, &errtext, &status, err, sizeof err);
+  free(dot);
+  free(errtext);
+  if (rc != SLP_OK || status != 0 || !strstr(svg, "</svg>")) {
+    if (rc == SLP_OK) free(svg);
+    return NULL;
+  }
+  return svg;
+}
+
 static int model_show(void *data, sl_Bundle *out) {
   slM_Graph *g = data;
   size_t trainable, total;
@@ -72,6 +119,9 @@ static int model_show(void *data, sl_Bundle *out) {
   sl_bundle_addf(out, "text/plain", "%s\n%s", head, text);
   sl_bundle_addf(out, "text/markdown", "**%s**\n\n%s", head, md);
   sl_bundle_addf(out, "text/html", "<p><b>%s</b></p>\n%s", head, html);
+  char *svg = draw_graph(g);
+  if (svg) sl_bundle_add(out, "image/svg+xml", svg, strlen(svg));
+  free(svg);
   free(text), free(md), free(html);
   slT_free(t);
   return 0;

@@ -35,6 +35,8 @@ typedef struct slk_Kernel {
   sl_State *S;
   int execution_count;
   slk_History history;
+  slk_Msg pending[64];    /* requests set aside while aborting, handled next */
+  size_t npending;
   atomic_int executing;   /* a cell is running: SIGINT interrupts it */
   atomic_int stopping;    /* shutdown_request received */
   int restart;
@@ -52,7 +54,8 @@ void slk_log(const char *fmt, ...);
 /* shell.c: one shell request, busy/idle included */
 void slk_handle_shell(slk_Kernel *K, slk_Msg *request);
 /* shell.c: answer execute_requests already queued on the shell socket with
-** status "aborted" after a failed cell; other requests are handled normally */
+** status "aborted" after a failed cell; other requests are kept in
+** K->pending and handled next, in order */
 void slk_abort_queued(slk_Kernel *K);
 
 /* history.c */

@@ -318,6 +318,13 @@ int slk_kernel_main(int argc, char **argv) {
   slk_publish_status(K, K->publish_main, NULL, "starting");
 
   while (!atomic_load(&K->stopping)) {
+    if (K->npending > 0) {  /* set aside while aborting after a failed cell */
+      slk_Msg req = K->pending[0];
+      memmove(K->pending, K->pending + 1, --K->npending * sizeof *K->pending);
+      slk_handle_shell(K, &req);
+      slk_msg_free(&req);
+      continue;
+    }
     zmq_pollitem_t items[2] = {{K->shell, 0, ZMQ_POLLIN, 0}, {K->wake_listen, 0, ZMQ_POLLIN, 0}};
     int rc = zmq_poll(items, 2, POLL_MS);
     if (rc < 0) {
@@ -352,6 +359,7 @@ int slk_kernel_main(int argc, char **argv) {
   pthread_join(hb_tid, NULL);
   zmq_ctx_term(K->ctx);
   the_kernel = NULL;
+  for (size_t i = 0; i < K->npending; i++) slk_msg_free(&K->pending[i]);
   sl_free(K->S);
   slk_history_free(&K->history);
   return 0;

@@ -288,6 +288,10 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
     json_decref(x.payload);
     json_t *content = error_content(&err);
     if (!silent) slk_publish(K, K->publish_main, req, "error", json_deep_copy(content));
+    /* Abort before replying: whatever is queued now was sent before the
+    ** client could know this cell failed ("Run All"); a request sent after
+    ** the reply is a new decision and must run. */
+    if (stop_on_error) slk_abort_queued(K);
     json_object_set_new(content, "status", json_string("error"));
     json_object_set_new(content, "execution_count", json_integer(K->execution_count));
     json_object_set_new(content, "user_expressions", json_object());
@@ -297,7 +301,7 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   }
   if (store_history) slk_history_add(&K->history, K->execution_count, code, output_text);
   free(output_text);
-  return rc == 0 || !stop_on_error ? 0 : -1;
+  return rc;
 }
 
 /* ----------------------------------------------------- the other requests */
@@ -347,9 +351,8 @@ static void is_complete(slk_Kernel *K, slk_Msg *req) {
 void slk_handle_shell(slk_Kernel *K, slk_Msg *req) {
   const char *type = slk_msg_type(req);
   slk_publish_status(K, K->publish_main, req, "busy");
-  int failed = 0;
   if (strcmp(type, "execute_request") == 0) {
-    failed = execute(K, req) != 0;
+    execute(K, req);
   } else if (strcmp(type, "kernel_info_request") == 0) {
     slk_reply(K, K->shell, req, "kernel_info_reply", slk_kernel_info());
   } else if (strcmp(type, "complete_request") == 0) {
@@ -377,14 +380,9 @@ void slk_handle_shell(slk_Kernel *K, slk_Msg *req) {
     slk_log("ignoring unknown shell message type '%s'", type);
   }
   slk_publish_status(K, K->publish_main, req, "idle");
-  if (failed) slk_abort_queued(K);
 }
 
 void slk_abort_queued(slk_Kernel *K) {
-  /* Only what is already waiting is aborted ("Run All" queues every cell at
-  ** once); requests that are not executes are still answered, in order. */
-  slk_Msg pending[64];
-  size_t npending = 0;
   for (;;) {
     slk_Msg req;
     char err[256];
@@ -400,15 +398,11 @@ void slk_abort_queued(slk_Kernel *K) {
                 json_pack("{s:s, s:i}", "status", "aborted", "execution_count", K->execution_count));
       slk_publish_status(K, K->publish_main, &req, "idle");
       slk_msg_free(&req);
-    } else if (npending < 64) {
-      pending[npending++] = req;
+    } else if (K->npending < sizeof K->pending / sizeof K->pending[0]) {
+      K->pending[K->npending++] = req;
     } else {
-      slk_handle_shell(K, &req);
+      slk_log("dropping a %s request: too many requests queued behind a failed cell", slk_msg_type(&req));
       slk_msg_free(&req);
     }
-  }
-  for (size_t i = 0; i < npending; i++) {
-    slk_handle_shell(K, &pending[i]);
-    slk_msg_free(&pending[i]);
   }
 }

@@ -90,8 +90,12 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof *out);
+int slP_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen, char **errtext,
+                   int *exit_status, char *err, size_t errlen) {
+  const char *program = argv[0];
+  *out = *errtext = NULL;
+  *outlen = 0;
+  *exit_status = -1;
   int in[2], outp[2], errp[2];
   if (pipe(in) != 0) goto pipe_failed;
   if (pipe(outp) != 0) {
@@ -109,29 +113,24 @@ slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *
   posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
   int fds[6] = {in[0], in[1], outp[0], outp[1], errp[0], errp[1]};
   for (int i = 0; i < 6; i++) posix_spawn_file_actions_addclose(&fa, fds[i]);
-  char *argv[] = {"gnuplot", NULL};
   pid_t pid;
-  int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+  int rc = posix_spawnp(&pid, program, &fa, NULL, (char *const *)argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]);
   close(outp[1]);
   close(errp[1]);
   if (rc != 0) {
     close(in[1]), close(outp[0]), close(errp[0]);
-    if (rc == ENOENT) {
-      snprintf(err, errlen, "gnuplot is not installed: install the Debian package gnuplot-nox");
-      return SLP_MISSING;
-    }
-    snprintf(err, errlen, "cannot start gnuplot: %s", strerror(rc));
-    return SLP_FAILED;
+    snprintf(err, errlen, "cannot start %s: %s", program, strerror(rc));
+    return rc == ENOENT ? SLP_MISSING : SLP_FAILED;
   }
-  signal(SIGPIPE, SIG_IGN);  /* gnuplot may exit before reading everything */
+  signal(SIGPIPE, SIG_IGN);  /* the program may exit before reading everything */
   fcntl(in[1], F_SETFL, O_NONBLOCK);
   Bytes o = {0}, e = {0};
-  size_t written = 0, total = strlen(script);
+  size_t written = 0, total = strlen(input);
   int open_out = 1, open_err = 1, open_in = 1;
   double deadline = now() + timeout;
-  slP_Status status = SLP_OK;
+  int status = SLP_OK;
   while (open_out || open_err) {
     struct pollfd p[3];
     int n = 0, io = -1, oo = -1, eo = -1;
@@ -147,7 +146,7 @@ slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     if (io >= 0 && (p[io].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t w = write(in[1], script + written, total - written);
+      ssize_t w = write(in[1], input + written, total - written);
       if (w > 0) written += (size_t)w;
       if (w < 0 && errno != EAGAIN) written = total;
       if (written == total) {
@@ -174,34 +173,57 @@ slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (status == SLP_TIMEOUT) {
-    snprintf(err, errlen, "gnuplot did not finish within %g seconds and was stopped", timeout);
-  } else if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    snprintf(err, errlen, "gnuplot failed: %s", e.n ? e.s : "no message");
-    status = SLP_FAILED;
-  } else {
-    size_t png = png_length(o.s ? o.s : "", o.n);
-    const char *svg = png ? o.s + png : NULL;
-    if (!png || !strstr(svg, "<svg") || !strstr(svg, "</svg>")) {
-      snprintf(err, errlen, "gnuplot produced no image%s%s", e.n ? ": " : "", e.n ? e.s : "");
-      status = SLP_FAILED;
-    } else {
-      out->png = malloc(png);
-      memcpy(out->png, o.s, png);
-      out->png_len = png;
-      out->svg_len = o.n - png;
-      out->svg = malloc(out->svg_len + 1);
-      memcpy(out->svg, svg, out->svg_len + 1);
-      if (e.n) out->warnings = strdup(e.s);
-    }
-  }
-  free(o.s);
-  free(e.s);
+  if (status == SLP_TIMEOUT) snprintf(err, errlen, "%s did not finish within %g seconds and was stopped", program, timeout);
+  *exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  *out = o.s ? o.s : calloc(1, 1);
+  *outlen = o.n;
+  *errtext = e.s;
   return status;
 
 pipe_failed:
-  snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+  snprintf(err, errlen, "cannot start %s: %s", program, strerror(errno));
   return SLP_FAILED;
+}
+
+slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  char *o, *e;
+  size_t n;
+  int exit_status;
+  const char *argv[] = {"gnuplot", NULL};
+  int st = slP_run_filter(argv, script, timeout, &o, &n, &e, &exit_status, err, errlen);
+  if (st == SLP_MISSING) {
+    snprintf(err, errlen, "gnuplot is not installed: install the Debian package gnuplot-nox");
+    return SLP_MISSING;
+  }
+  if (st != SLP_OK) {
+    free(o);
+    free(e);
+    return (slP_Status)st;
+  }
+  slP_Status status = SLP_OK;
+  if (exit_status != 0) {
+    snprintf(err, errlen, "gnuplot failed: %s", e ? e : "no message");
+    status = SLP_FAILED;
+  } else {
+    size_t png = png_length(o, n);
+    const char *svg = png ? o + png : NULL;
+    if (!png || !strstr(svg, "<svg") || !strstr(svg, "</svg>")) {
+      snprintf(err, errlen, "gnuplot produced no image%s%s", e ? ": " : "", e ? e : "");
+      status = SLP_FAILED;
+    } else {
+      out->png = malloc(png);
+      memcpy(out->png, o, png);
+      out->png_len = png;
+      out->svg_len = n - png;
+      out->svg = malloc(out->svg_len + 1);
+      memcpy(out->svg, svg, out->svg_len + 1);
+      if (e) out->warnings = strdup(e);
+    }
+  }
+  free(o);
+  free(e);
+  return status;
 }
 
 void slP_image_free(slP_Image *img) {

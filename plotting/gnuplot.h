@@ -27,6 +27,13 @@ typedef enum {
 slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen);
 void slP_image_free(slP_Image *img);
 
+/* Runs argv[0] (found on PATH, no shell) with `input` on its standard
+** input, within timeout seconds. Returns an slP_Status; on SLP_OK, *out
+** holds standard output (caller frees), *errtext standard error or NULL,
+** and *exit_status the program's exit status. */
+int slP_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen, char **errtext,
+                   int *exit_status, char *err, size_t errlen);
+
 /* Appends s to buf as a gnuplot single-quoted string: nothing inside is
 ** interpreted (no backquote commands, no escapes), and a ' is doubled.
 ** Control characters become spaces so a string cannot end a line. */

@@ -275,3 +275,14 @@ def test_heartbeat_answers_during_a_long_cell(kernel):
     reply = kc.control_channel.get_msg(timeout=1)
     assert reply["msg_type"] == "kernel_info_reply"
     kc.get_shell_msg(timeout=10)
+
+
+def test_a_cell_sent_after_the_failure_reply_runs(kernel):
+    """Only requests queued before the failure are aborted: a client that sends
+    the next cell as soon as it has the error reply (as nbclient does) runs it."""
+    km, kc = kernel
+    for _ in range(20):
+        content, _ = run(kc, "x = nope")
+        assert content["status"] == "error"
+        content, _ = run(kc, "ok = 1")
+        assert content["status"] == "ok"
