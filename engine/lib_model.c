@@ -491,6 +491,49 @@ static int cmd_memory(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* ------------------------------------------------------------ passes */
+
+/* The pass registry: every pass over a graph, whether it observes or
+** rewrites, and the command that runs it. `passes` lists it; `pass m NAME`
+** runs a pass by name with its defaults. */
+typedef struct {
+  const char *name, *kind, *summary;
+  sl_CommandFn run;
+} Pass;
+
+static const Pass pass_table[] = {
+  {"count_nodes", "analysis", "count the nodes by operator", cmd_count_nodes},
+  {"report", "analysis", "parameters, FLOPs and activation bytes per node", cmd_report},
+  {"verify", "analysis", "structure and shape checks", cmd_verify},
+  {"remove_dropout", "transform", "delete dropout nodes, rewiring their users", cmd_remove_dropout},
+  {"lora", "transform", "add low-rank adapters, freeze the rest", cmd_lora},
+};
+
+static const char *const pass_names[] = {"count_nodes", "report", "verify", "remove_dropout", "lora", NULL};
+
+static int cmd_passes(sl_Call *call, sl_Value *result) {
+  slT_Table *t = slT_new();
+  slT_add_column(t, "pass");
+  slT_add_column(t, "kind");
+  slT_add_column(t, "does");
+  for (size_t i = 0; i < sizeof pass_table / sizeof pass_table[0]; i++) {
+    size_t r = slT_add_row(t);
+    slT_set(t, r, 0, sl_string(pass_table[i].name));
+    slT_set(t, r, 1, sl_string(pass_table[i].kind));
+    slT_set(t, r, 2, sl_string(pass_table[i].summary));
+  }
+  *result = slT_value(t);
+  return 0;
+}
+
+/* the pass's own command, called with this call's model and the pass's defaults */
+static int cmd_pass(sl_Call *call, sl_Value *result) {
+  const char *name = sl_arg_string(call, "name");
+  for (size_t i = 0; i < sizeof pass_table / sizeof pass_table[0]; i++)
+    if (strcmp(pass_table[i].name, name) == 0) return pass_table[i].run(call, result);
+  return sl_arg_error(call, "name", "no pass named '%s' (see passes)", name);
+}
+
 /* --------------------------------------------------------------- registry */
 
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
@@ -586,5 +629,15 @@ const sl_Command slM_commands[] = {
     {"b", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "second model", NULL, "model"}, DATA_ARG, {NULL}}},
   {"memory", "model", "Bytes of tensor data alive now and at the peak, as a record.", "", "memory", cmd_memory, 0,
    {{NULL}}},
+  {"passes", "graph", "The pass registry: every analysis and transform pass, with what it does.", "", "passes",
+   cmd_passes, 0, {{NULL}}},
+  {"pass", "graph", "Run a pass from the registry by name, with its default settings.",
+   "Analysis passes return what they found; transform passes return a new, verified model.",
+   "clean = pass m remove_dropout", cmd_pass, 0,
+   {MODEL_ARG, {"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the pass", pass_names},
+    {"by", SL_ARG_ENUM, 0, "op", "count_nodes: group by operator or kind", count_by},
+    {"rank", SL_ARG_INT, 0, "4", "lora: rank"}, {"alpha", SL_ARG_NUMBER, 0, "8", "lora: scale numerator"},
+    {"targets", SL_ARG_LIST, 0, "[]", "lora: parts of layer names"}, {"seed", SL_ARG_INT, 0, "0", "lora: seed"},
+    {NULL}}},
   {NULL},
 };
