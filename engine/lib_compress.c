@@ -1,6 +1,400 @@
-/* lib_compress.c - commands for quantisation formats, PTQ/QAT and pruning. */
-#include "syslab.h"
+/*
+** lib_compress.c - commands for number formats, MXINT8 packing, pruning,
+** and their application to model graphs (PTQ, QAT, pruned fine-tuning).
+**
+** Applied to a model, a format or a pruning mask returns a deep copy: the
+** trained float model stays as it was, so PTQ and QAT can both start from
+** it. The copy's linear nodes carry the transforms (compress_hooks.h); its
+** forward pass computes with them and training updates the float weights
+** behind them through the straight-through estimator, which is QAT.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "quant.h"
+#include "table.h"
+
+static const char *const format_names[] = {"integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
+                                           "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", NULL};
+
+/* the format from a call's arguments, with an optional operand prefix
+** ("weight_", "data_in_", "bias_") whose settings win over the plain ones */
+static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
+  char key[64];
+#define PICK(name, operand_name, dflt) \
+  (snprintf(key, sizeof key, "%s%s", prefix, operand_name), \
+   prefix[0] && sl_arg_given(call, key) ? sl_arg_number(call, key) : sl_arg_given(call, name) ? sl_arg_number(call, name) : (dflt))
+  memset(f, 0, sizeof *f);
+  f->kind = (slQ_Kind)slQ_kind_from_name(sl_arg_string(call, "format"));
+  f->width = (int)PICK("width", "width", 8);
+  f->frac_width = (int)PICK("frac", "frac_width", f->width / 2);
+  f->exponent_width = (int)PICK("exponent_width", "exponent_width", 4);
+  f->is_signed = 1;
+  f->block = (int)sl_arg_number(call, "block");
+  snprintf(key, sizeof key, "%sexponent_bias", prefix);
+  if ((prefix[0] && sl_arg_given(call, key)) || sl_arg_given(call, "exponent_bias")) {
+    f->has_bias = 1;
+    f->exponent_bias = (int)PICK("exponent_bias", "exponent_bias", 0);
+  }
+#undef PICK
+  char err[256];
+  if (slQ_check(f, err, sizeof err) != 0) return sl_error(call, "%s%s%s", prefix, prefix[0] ? ": " : "", err);
+  return 0;
+}
+
+/* a list of numbers, or of lists of numbers (a small matrix), flattened */
+static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t *row) {
+  *n = 0;
+  *row = 0;
+  size_t cap = 64;
+  *out = malloc(cap * sizeof **out);
+  for (size_t i = 0; i < sl_list_len(v); i++) {
+    sl_Value item = sl_list_get(v, i);
+    size_t len = item.type == SL_LIST ? sl_list_len(item) : 1;
+    if (item.type == SL_LIST) {
+      if (*row && *row != len) {
+        free(*out);
+        return sl_arg_error(call, "values", "the rows of a matrix must have the same length");
+      }
+      *row = len;
+    }
+    for (size_t j = 0; j < len; j++) {
+      sl_Value x = item.type == SL_LIST ? sl_list_get(item, j) : item;
+      if (x.type != SL_NUMBER) {
+        free(*out);
+        return sl_arg_error(call, "values", "must hold numbers only, found a %s", sl_typename(x));
+      }
+      if (*n == cap) *out = realloc(*out, (cap *= 2) * sizeof **out);
+      (*out)[(*n)++] = (float)x.u.n;
+    }
+  }
+  if (*n == 0) {
+    free(*out);
+    return sl_arg_error(call, "values", "give at least one number");
+  }
+  return 0;
+}
+
+/* back to the shape the values came in */
+static sl_Value shaped(const float *x, size_t n, size_t row) {
+  sl_Value out = sl_list_new();
+  if (!row) {
+    for (size_t i = 0; i < n; i++) sl_list_push(out, sl_number(x[i]));
+    return out;
+  }
+  for (size_t r = 0; r < n; r += row) {
+    sl_Value line = sl_list_new();
+    for (size_t i = r; i < r + row; i++) sl_list_push(line, sl_number(x[i]));
+    sl_list_push(out, line);
+  }
+  return out;
+}
+
+static int cmd_quantize(sl_Call *call, sl_Value *result) {
+  slQ_Format f;
+  if (format_of(call, "", &f) != 0) return -1;
+  float *x;
+  size_t n, row;
+  if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
+  slQ_apply(&f, x, x, n, row ? row : n);
+  *result = shaped(x, n, row);
+  free(x);
+  return 0;
+}
+
+static void hex16(uint16_t v, char out[8]) { snprintf(out, 8, "0x%04X", v); }
+
+static int cmd_mxint8(sl_Call *call, sl_Value *result) {
+  float *x;
+  size_t n, row;
+  if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
+  int g = (int)sl_arg_number(call, "block");
+  int8_t *m = malloc(n);
+  uint8_t *e = malloc(n / (size_t)(g > 0 ? g : 1) + 1);
+  char err[256];
+  if (slQ_mxint8_pack(x, n, g, m, e, err, sizeof err) != 0) {
+    free(x), free(m), free(e);
+    return sl_arg_error(call, "values", "%s", err);
+  }
+  sl_Value mant = sl_list_new(), scales = sl_list_new(), bf16 = sl_list_new(), values = sl_list_new();
+  float *dec = malloc(n * sizeof *dec);
+  slQ_mxint8_unpack(m, e, n, g, dec);
+  for (size_t i = 0; i < n; i++) {
+    char hex[8];
+    hex16(slQ_mxint8_to_bf16(m[i], e[i / (size_t)g]), hex);
+    sl_list_push(mant, sl_number(m[i]));
+    sl_list_push(bf16, sl_string(hex));
+    sl_list_push(values, sl_number(dec[i]));
+  }
+  for (size_t b = 0; b < n / (size_t)g; b++) sl_list_push(scales, sl_number(e[b]));
+  *result = sl_record_new();
+  sl_record_set(*result, "mantissas", mant);
+  sl_record_set(*result, "scales", scales);
+  sl_record_set(*result, "bf16", bf16);
+  sl_record_set(*result, "values", values);
+  sl_record_set(*result, "bits_per_value", sl_number(8 + 8.0 / g));
+  free(x), free(m), free(e), free(dec);
+  return 0;
+}
+
+static const char *const prune_methods[] = {"l1", "random", NULL};
+static const char *const scopes[] = {"local", "global", NULL};
+
+static int check_sparsity(sl_Call *call, double s) {
+  if (!(s >= 0 && s <= 1)) return sl_arg_error(call, "sparsity", "must be between 0 and 1, got %.9g", s);
+  return 0;
+}
+
+static int cmd_prune_values(sl_Call *call, sl_Value *result) {
+  double s = sl_arg_number(call, "sparsity");
+  if (check_sparsity(call, s) != 0) return -1;
+  float *x;
+  size_t n, row;
+  if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
+  unsigned char *mask = malloc(n);
+  if (strcmp(sl_arg_string(call, "method"), "l1") == 0) slQ_prune_l1(x, n, s, mask);
+  else slQ_prune_random(n, s, (uint64_t)sl_arg_number(call, "seed"), mask);
+  for (size_t i = 0; i < n; i++)
+    if (!mask[i]) x[i] = 0;
+  *result = shaped(x, n, row);
+  free(x), free(mask);
+  return 0;
+}
+
+/* ------------------------------------------------------------- models */
+
+static int targeted(sl_Call *call, const slM_Node *n) {
+  if (n->op != OP_LINEAR || strstr(n->name, "lora_")) return 0;
+  sl_Value names = sl_arg(call, "layers");
+  if (sl_list_len(names) == 0) return 1;  /* by type: every linear layer */
+  for (size_t i = 0; i < sl_list_len(names); i++)
+    if (sl_str(sl_list_get(names, i)) && strcmp(sl_str(sl_list_get(names, i)), n->name) == 0) return 1;
+  return 0;
+}
+
+static int check_layers(sl_Call *call, const slM_Graph *g) {
+  sl_Value names = sl_arg(call, "layers");
+  for (size_t i = 0; i < sl_list_len(names); i++) {
+    const char *name = sl_str(sl_list_get(names, i));
+    int k = name ? slM_find_node(g, name) : -1;
+    if (k < 0 || g->nodes[k].op != OP_LINEAR)
+      return sl_arg_error(call, "layers", "'%s' is not a linear layer of this model (see model.node_names)", name ? name : "?");
+  }
+  return 0;
+}
+
+static void replace(slC_Transform **slot, slC_Transform *t) {
+  if (*slot && (*slot)->free) (*slot)->free(*slot);
+  *slot = t;
+}
+
+static int cmd_quantize_model(sl_Call *call, sl_Value *result) {
+  slM_Graph *src = sl_arg_object(call, "model", &slM_model_class);
+  if (check_layers(call, src) != 0) return -1;
+  slQ_Format fx, fw, fb;
+  if (format_of(call, "data_in_", &fx) != 0 || format_of(call, "weight_", &fw) != 0 || format_of(call, "bias_", &fb) != 0)
+    return -1;
+  slM_Graph *g = slM_graph_copy(src, 1);
+  int layers = 0;
+  for (int i = 0; i < g->n; i++) {
+    slM_Node *n = &g->nodes[i];
+    if (!targeted(call, n)) continue;
+    size_t in_f = (size_t)n->params[0]->value->shape[1];
+    replace(&n->comp.data_in, slQ_transform(&fx, in_f));
+    replace(&n->comp.weight, slQ_transform(&fw, in_f));
+    if (n->nparams > 1) replace(&n->comp.bias, slQ_transform(&fb, (size_t)n->params[1]->value->size));
+    layers++;
+  }
+  if (layers == 0) {
+    slM_graph_free(g);
+    return sl_error(call, "the model has no linear layer to quantise");
+  }
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+/* model size: every parameter at 32 bits, against the formats and masks attached */
+static int cmd_model_size(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = sl_arg_object(call, "model", &slM_model_class);
+  double params = 0, bits = 0, kept = 0;
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    for (int k = 0; k < n->nparams; k++) {
+      size_t size = n->params[k]->value->size, live = size;
+      const slC_Transform *t = k == 0 ? n->comp.weight : k == 1 && n->op == OP_LINEAR ? n->comp.bias : NULL;
+      if (k == 0 && n->comp.weight_mask) {
+        live = 0;
+        for (size_t j = 0; j < size; j++) live += n->comp.weight_mask[j];
+      }
+      params += (double)size;
+      kept += (double)live;
+      bits += (double)size * (t ? t->bits : 32);
+    }
+  }
+  *result = sl_record_new();
+  sl_record_set(*result, "params", sl_number(params));
+  sl_record_set(*result, "float32_bytes", sl_number(params * 4));
+  sl_record_set(*result, "bytes", sl_number(bits / 8));
+  sl_record_set(*result, "bits_per_param", sl_number(params ? bits / params : 0));
+  sl_record_set(*result, "saving", sl_number(params ? 1 - bits / (params * 32) : 0));
+  sl_record_set(*result, "sparsity", sl_number(params ? 1 - kept / params : 0));
+  return 0;
+}
+
+static int cmd_prune(sl_Call *call, sl_Value *result) {
+  slM_Graph *src = sl_arg_object(call, "model", &slM_model_class);
+  double s = sl_arg_number(call, "sparsity");
+  if (check_sparsity(call, s) != 0 || check_layers(call, src) != 0) return -1;
+  int l1 = strcmp(sl_arg_string(call, "method"), "l1") == 0;
+  int global = strcmp(sl_arg_string(call, "scope"), "global") == 0;
+  uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
+  slM_Graph *g = slM_graph_copy(src, 1);
+  /* global scope pools every prunable weight in graph order */
+  size_t total = 0;
+  for (int i = 0; i < g->n; i++)
+    if (targeted(call, &g->nodes[i])) total += g->nodes[i].params[0]->value->size;
+  float *pool = global ? malloc(total * sizeof *pool) : NULL;
+  unsigned char *pool_mask = global ? malloc(total) : NULL;
+  size_t at = 0;
+  if (global) {
+    for (int i = 0; i < g->n; i++)
+      if (targeted(call, &g->nodes[i])) {
+        slM_Tensor *w = g->nodes[i].params[0]->value;
+        memcpy(pool + at, w->data, w->size * sizeof *pool);
+        at += w->size;
+      }
+    if (l1) slQ_prune_l1(pool, total, s, pool_mask);
+    else slQ_prune_random(total, s, seed, pool_mask);
+  }
+  slT_Table *t = slT_new();
+  slT_add_column(t, "layer");
+  slT_add_column(t, "weights");
+  slT_add_column(t, "pruned");
+  slT_add_column(t, "sparsity");
+  at = 0;
+  for (int i = 0; i < g->n; i++) {
+    slM_Node *n = &g->nodes[i];
+    if (!targeted(call, n)) continue;
+    slM_Tensor *w = n->params[0]->value;
+    unsigned char *mask = malloc(w->size);
+    if (global) memcpy(mask, pool_mask + at, w->size);
+    else if (l1) slQ_prune_l1(w->data, w->size, s, mask);
+    else slQ_prune_random(w->size, s, seed + (uint64_t)i, mask);
+    at += w->size;
+    size_t pruned = 0;
+    for (size_t j = 0; j < w->size; j++) {
+      if (n->comp.weight_mask && !n->comp.weight_mask[j]) mask[j] = 0;  /* pruning twice keeps the first mask */
+      pruned += !mask[j];
+    }
+    free(n->comp.weight_mask);
+    n->comp.weight_mask = mask;
+    for (size_t j = 0; j < w->size; j++)  /* the stored weights are zero too, so an export of them is sparse */
+      if (!mask[j]) w->data[j] = 0;
+    size_t r = slT_add_row(t);
+    slT_set(t, r, 0, sl_string(n->name));
+    slT_set(t, r, 1, sl_number((double)w->size));
+    slT_set(t, r, 2, sl_number((double)pruned));
+    slT_set(t, r, 3, sl_number((double)pruned / (double)w->size));
+  }
+  free(pool);
+  free(pool_mask);
+  sl_Value table = slT_value(t);
+  if (sl_truthy(sl_arg(call, "verbose"))) {
+    sl_Bundle b;
+    sl_show(table, &b);
+    sl_display(call, &b);
+    sl_bundle_free(&b);
+  }
+  sl_release(table);
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+static int cmd_sparsity(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = sl_arg_object(call, "model", &slM_model_class);
+  slT_Table *t = slT_new();
+  slT_add_column(t, "layer");
+  slT_add_column(t, "weights");
+  slT_add_column(t, "zeros");
+  slT_add_column(t, "sparsity");
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    if (n->op != OP_LINEAR) continue;
+    const slM_Tensor *w = n->params[0]->value;
+    size_t zeros = 0;
+    for (size_t j = 0; j < w->size; j++)
+      zeros += w->data[j] == 0 || (n->comp.weight_mask && !n->comp.weight_mask[j]);
+    size_t r = slT_add_row(t);
+    slT_set(t, r, 0, sl_string(n->name));
+    slT_set(t, r, 1, sl_number((double)w->size));
+    slT_set(t, r, 2, sl_number((double)zeros));
+    slT_set(t, r, 3, sl_number((double)zeros / (double)w->size));
+  }
+  *result = slT_value(t);
+  return 0;
+}
+
+/* --------------------------------------------------------------- registry */
+
+#define FORMAT_ARGS                                                                                    \
+  {"format", SL_ARG_ENUM, 0, "integer", "the number format", format_names},                            \
+  {"width", SL_ARG_INT, 0, "8", "total bits (integer, minifloat, log)"},                               \
+  {"frac", SL_ARG_INT, 0, NULL, "fractional bits (integer; default width / 2)"},                       \
+  {"exponent_width", SL_ARG_INT, 0, "4", "exponent bits (minifloat)"},                                 \
+  {"exponent_bias", SL_ARG_INT, 0, NULL, "exponent bias (minifloat, log; default 2^(e-1) - 1)"},       \
+  {"block", SL_ARG_INT, 0, "32", "elements sharing one scale (MX formats)"}
+
+#define OPERAND_ARGS(p)                                                                        \
+  {p "width", SL_ARG_INT, 0, NULL, "width for this operand"},                                  \
+  {p "frac_width", SL_ARG_INT, 0, NULL, "fractional width for this operand (integer)"},        \
+  {p "exponent_width", SL_ARG_INT, 0, NULL, "exponent width for this operand (minifloat)"},    \
+  {p "exponent_bias", SL_ARG_INT, 0, NULL, "exponent bias for this operand"}
 
 const sl_Command slQ_commands[] = {
-  {NULL}
+  {"quantize", "compress", "Quantise numbers (a list, or a matrix as a list of rows) to a number format.",
+   "The result shows every value exactly (float32 round-trips). MX formats share one scale per block along each row.",
+   "quantize [0.03125, 0.09375, 1.2345, 8.0] format=integer width=8 frac=4\nquantize [1.0, 0.1, 300] format=minifloat_ieee width=8 exponent_width=4",
+   cmd_quantize, 0,
+   {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers"}, FORMAT_ARGS, {NULL}}},
+  {"mxint8", "compress", "Pack numbers as MXINT8: int8 mantissas and one E8M0 scale byte per block.",
+   "Shows the mantissas, the scale bytes, the bfloat16 bit patterns the GPU kernel decodes to, and the values.",
+   "mxint8 (1..32) block=32", cmd_mxint8, 0,
+   {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers; a multiple of block"},
+    {"block", SL_ARG_INT, 0, "32", "group size: 16 or 32"}, {NULL}}},
+  {"prune_values", "compress", "Zero exactly round(sparsity * n) of the numbers: the smallest (l1) or a random set.",
+   "", "prune_values [0.5, -2, 0.1, 3] sparsity=0.5 method=l1", cmd_prune_values, 0,
+   {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers"},
+    {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction to prune, 0 to 1"},
+    {"method", SL_ARG_ENUM, 0, "l1", "l1: smallest magnitudes; random: a seeded random set", prune_methods},
+    {"seed", SL_ARG_INT, 0, "0", "seed (random)"}, {NULL}}},
+  {"quantize_model", "compress", "A copy of a model whose linear layers compute in a number format (PTQ; train it for QAT).",
+   "Settings apply to the layer input (data_in_), weight (weight_) and bias (bias_); a prefixed setting overrides the "
+   "plain one. layers names the layers (default: every linear layer). Training the copy is quantisation-aware "
+   "training: the forward pass uses the format, gradients pass straight through.",
+   "q = quantize_model base format=integer width=8 frac=4\nq = quantize_model base weight_width=4 weight_frac_width=2",
+   cmd_quantize_model, 0,
+   {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
+    OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
+    {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to quantise ([] = every linear layer)"}, {NULL}}},
+  {"prune", "compress", "A copy of a model with weight masks: exactly round(sparsity * n) weights pruned.",
+   "l1 prunes the smallest magnitudes (ties: the lower index first), random a seeded random set; local scope per "
+   "layer, global over all layers pooled. Masks stay applied through training: pruned weights remain exactly 0.",
+   "p = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
+   {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"},
+    {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction of weights to prune, 0 to 1"},
+    {"method", SL_ARG_ENUM, 0, "l1", "which weights", prune_methods},
+    {"scope", SL_ARG_ENUM, 0, "local", "per layer, or over all layers", scopes},
+    {"seed", SL_ARG_INT, 0, "0", "seed (random)"},
+    {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to prune ([] = every linear layer)"},
+    {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
+  {"sparsity", "compress", "The fraction of zero (or masked) weights in each linear layer, as a table.", "",
+   "sparsity p", cmd_sparsity, 0,
+   {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
+  {"model_size", "compress", "Parameters, bytes in float32 and in the attached formats, bits per parameter, saving.",
+   "", "model_size q", cmd_model_size, 0,
+   {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
+  {NULL},
 };

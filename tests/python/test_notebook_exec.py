@@ -65,3 +65,15 @@ def test_lab0_notebook_runs_end_to_end():
     lora = "".join(o.get("text", "") for o in cells["lora"].outputs)
     assert "trainable: 2048 of 78154" in lora
     assert "unchanged: true" in "".join(o.get("text", "") for o in cells["lora-train"].outputs)
+
+
+def test_lab1_notebook_reproduces_the_lab_shapes():
+    cells = run_notebook("lab1.ipynb")
+    text = "".join(o.get("text", "") for o in cells["widths-obs"].outputs)
+    ptq4, qat4 = [float(v) for v in text.split("at 4 bits: PTQ ")[1].split(" - ")[0].split(" QAT ")]
+    assert qat4 > ptq4  # QAT recovers what PTQ loses at low widths
+    text = "".join(o.get("text", "") for o in cells["sparsity-obs"].outputs)
+    random90, l1_90 = [float(v) for v in text.split("random ")[1].split("\n")[0].split(" L1 ")]
+    assert l1_90 > random90  # L1 keeps more at high sparsity
+    sizes = cells["sizes"].outputs[-1].data["text/plain"]
+    assert "mxint8                8.25  0.7421875" in sizes

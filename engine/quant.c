@@ -1,0 +1,475 @@
+/*
+** quant.c - number formats and pruning, following the definitions in
+** docs/formats.md (MASE's quantisers, the OCP Microscaling formats and the
+** Lab 4 MXINT8 kernel).
+**
+** Every format is a quantise-dequantise function: values go in as float32
+** and come out as the nearest value the format can hold, still float32, so
+** a model can run with them unchanged. Rounding is to nearest with ties to
+** even (rint), never round(). Exponents come from frexp, exactly, in
+** binary64, so powers of two are not misjudged by a float log2.
+*/
+#include "quant.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[SLQ_NUM_FORMATS] = {
+  "integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
+  "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
+};
+
+const char *slQ_kind_name(slQ_Kind k) { return k < SLQ_NUM_FORMATS ? kind_names[k] : "?"; }
+
+int slQ_kind_from_name(const char *name) {
+  for (int k = 0; k < SLQ_NUM_FORMATS; k++)
+    if (strcmp(kind_names[k], name) == 0) return k;
+  return -1;
+}
+
+/* ---------------------------------------------------- exact exponents */
+
+static int flog2(double v) {
+  int p;
+  frexp(v, &p);
+  return p - 1;
+}
+
+static int clog2(double v) {
+  int p;
+  double f = frexp(v, &p);
+  return f == 0.5 ? p - 1 : p;
+}
+
+static int nlog2(double v) {
+  int p;
+  double f = frexp(v, &p);
+  return f >= M_SQRT1_2 ? p : p - 1;
+}
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static int default_bias(int e) { return (1 << (e - 1)) - 1; }
+
+/* ------------------------------------------------------------ elements */
+
+static float q_integer(const slQ_Format *f, float x) {
+  if (isnan(x)) return x;
+  double scale = ldexp(1.0, f->frac_width);
+  double qmin = f->is_signed ? -ldexp(1.0, f->width - 1) : 0;
+  double qmax = f->is_signed ? ldexp(1.0, f->width - 1) - 1 : ldexp(1.0, f->width) - 1;
+  return (float)(clampd(rint((double)x * scale), qmin, qmax) / scale);
+}
+
+static float q_minifloat_denorm(const slQ_Format *f, float x) {
+  if (isnan(x) || fabsf(x) <= 1e-8f) return x;
+  int E = f->exponent_width, M = f->width - E - 1;
+  int B = f->has_bias ? f->exponent_bias : default_bias(E);
+  int emin = -B, emax = (1 << E) - 1 - B;
+  double a = fabs((double)x);
+  int e = isinf(a) ? emax : clampi(clog2(a + 1e-9), emin, emax);
+  double k = isinf(a) ? ldexp(1.0, M) - 1 : clampd(rint(a * ldexp(1.0, M - e)), 0, ldexp(1.0, M) - 1);
+  double q = k * ldexp(1.0, e - M);
+  return (float)(x < 0 ? -q : q);
+}
+
+static float q_minifloat_ieee(const slQ_Format *f, float x) {
+  if (isnan(x) || fabsf(x) <= 1e-8f) return x;
+  int E = f->exponent_width, M = f->width - E - 1;
+  int B = f->has_bias ? f->exponent_bias : default_bias(E);
+  int emax = (1 << E) - 1 - B;
+  double a = fabs((double)x), q;
+  if (isinf(a)) {
+    q = (2 - ldexp(1.0, -M)) * ldexp(1.0, emax);
+  } else {
+    int e = clampi(flog2(a + 1e-9), -B, emax);
+    double r = a * ldexp(1.0, -e), top = ldexp(1.0, M) - 1;
+    if (e > -B) q = (1 + clampd(rint(r * ldexp(1.0, M) - ldexp(1.0, M)), 0, top) / ldexp(1.0, M)) * ldexp(1.0, e);
+    else q = clampd(rint(r * ldexp(1.0, M - 1)), 0, top) * ldexp(1.0, 1 - B - M);
+  }
+  return (float)(x < 0 ? -q : q);
+}
+
+static float q_log(const slQ_Format *f, float x) {
+  if (isnan(x)) return x;
+  int Eb = f->width - 1;
+  int B = f->has_bias ? f->exponent_bias : default_bias(Eb);
+  int emin = -B, emax = (1 << Eb) - 1 - B;
+  double tau = 0.1 * ldexp(1.0, emin), s = (double)x + tau;
+  if (s == 0) return 0.0f;
+  double a = fabs((double)x) + tau;
+  int e = isinf(a) ? emax : clampi(nlog2(a), emin, emax);
+  double q = ldexp(1.0, e);
+  return (float)(s < 0 ? -q : q);
+}
+
+/* -------------------------------------------------------------- MX blocks */
+
+typedef struct {
+  int ebits, mbits, bias, emax;
+  double max_normal;
+} MxElem;
+
+static MxElem mx_elem(slQ_Kind k) {
+  switch (k) {
+    case SLQ_MXFP8_E4M3: return (MxElem){4, 3, 7, 8, 448};
+    case SLQ_MXFP8_E5M2: return (MxElem){5, 2, 15, 15, 57344};
+    case SLQ_MXFP6_E3M2: return (MxElem){3, 2, 3, 4, 28};
+    case SLQ_MXFP6_E2M3: return (MxElem){2, 3, 1, 2, 7.5};
+    case SLQ_MXFP4_E2M1: return (MxElem){2, 1, 1, 2, 6};
+    default: return (MxElem){0, 0, 0, 0, 127.0 / 64};  /* MXINT8 */
+  }
+}
+
+static void q_mx_block(const slQ_Format *f, const float *in, float *out, size_t n) {
+  MxElem el = mx_elem(f->kind);
+  double amax = 0;
+  int nonfinite = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(in[i])) nonfinite = 1;
+    else if (fabs((double)in[i]) > amax) amax = fabs((double)in[i]);
+  }
+  if (nonfinite) {
+    for (size_t i = 0; i < n; i++) out[i] = NAN;
+    return;
+  }
+  int is_int = f->kind == SLQ_MXINT8;
+  if (amax == 0 || (is_int && amax < ldexp(1.0, -126))) {
+    for (size_t i = 0; i < n; i++) out[i] = is_int ? 0.0f : copysignf(0.0f, in[i]);
+    return;
+  }
+  int shared = clampi(flog2(amax) - el.emax, -127, 127);
+  for (size_t i = 0; i < n; i++) {
+    double p = ldexp((double)in[i], -shared), q;
+    if (is_int) {
+      q = clampd(rint(p * 64), -127, 127) / 64;
+      out[i] = (float)ldexp(q, shared);
+    } else {
+      double a = fabs(p);
+      int e = a > 0 ? flog2(a) : 1 - el.bias;
+      if (e < 1 - el.bias) e = 1 - el.bias;
+      q = rint(a * ldexp(1.0, el.mbits - e)) * ldexp(1.0, e - el.mbits);
+      if (q > el.max_normal) q = el.max_normal;
+      out[i] = (float)ldexp(p < 0 || (p == 0 && signbit(p)) ? -q : q, shared);
+    }
+  }
+}
+
+/* ------------------------------------------------- optimised versions */
+
+/* The loops above are the reference: one value at a time, in binary64.
+** These two do the same arithmetic in float32 where it is exact (integer
+** products below 2^24, scaling by powers of two), so a compiler can
+** vectorise them; tests/unit/test_quant.c checks them bit for bit against
+** the reference. */
+static void integer_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
+  float scale = ldexpf(1.0f, f->frac_width), inv = ldexpf(1.0f, -f->frac_width);
+  float qmin = f->is_signed ? -ldexpf(1.0f, f->width - 1) : 0.0f;
+  float qmax = f->is_signed ? ldexpf(1.0f, f->width - 1) - 1 : ldexpf(1.0f, f->width) - 1;
+  for (size_t i = 0; i < n; i++) {
+    float v = rintf(in[i] * scale);
+    v = v < qmin ? qmin : v > qmax ? qmax : v;  /* NaN passes both tests unchanged */
+    out[i] = v * inv;
+  }
+}
+
+/* 2^k for a normal float exponent, without a libm call */
+static float pow2f(int k) {
+  uint32_t bits = (uint32_t)(k + 127) << 23;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row);
+
+static void mxint8_block_fast(const float *in, float *out, size_t n) {
+  /* the largest magnitude as an integer maximum over the bit patterns with
+  ** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
+  uint32_t top = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, &in[i], sizeof u);
+    u &= 0x7FFFFFFFu;
+    top = u > top ? u : top;
+  }
+  if (top >= 0x7F800000u) {
+    for (size_t i = 0; i < n; i++) out[i] = NAN;
+    return;
+  }
+  float amax;
+  memcpy(&amax, &top, sizeof amax);
+  if (amax < 0x1p-126f) {
+    for (size_t i = 0; i < n; i++) out[i] = 0.0f;
+    return;
+  }
+  uint32_t bits;
+  memcpy(&bits, &amax, sizeof bits);
+  int shared = (int)((bits >> 23) & 0xFF) - 127;  /* amax is normal: its exponent field is flog2 */
+  if (6 - shared > 127 || shared - 6 < -126) {     /* 2^(6 - shared) would not be a normal float */
+    slQ_Format f = {SLQ_MXINT8, 0, 0, 0, 0, 0, 1, (int)n};
+    slQ_apply_reference(&f, in, out, n, n);
+    return;
+  }
+  float up = pow2f(6 - shared), down = pow2f(shared - 6);
+  for (size_t i = 0; i < n; i++) {
+    float v = rintf(in[i] * up);
+    v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+    out[i] = v * down;
+  }
+}
+
+/* ---------------------------------------------------------------- api */
+
+int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
+  if (f->kind >= SLQ_MXINT8) {
+    if (f->block < 1 || f->block > 4096) {
+      snprintf(err, errlen, "block must be between 1 and 4096 (the OCP default is 32), got %d", f->block);
+      return -1;
+    }
+    return 0;
+  }
+  if (f->width < 1 || f->width > 32) {
+    snprintf(err, errlen, "width must be between 1 and 32 bits, got %d", f->width);
+    return -1;
+  }
+  switch (f->kind) {
+    case SLQ_INTEGER:
+      if (f->frac_width < -64 || f->frac_width > 64) {
+        snprintf(err, errlen, "frac must be between -64 and 64, got %d", f->frac_width);
+        return -1;
+      }
+      if (f->frac_width > f->width) {
+        snprintf(err, errlen, "frac=%d is larger than width=%d: a fixed-point number has at most width fractional bits",
+                 f->frac_width, f->width);
+        return -1;
+      }
+      return 0;
+    case SLQ_MINIFLOAT_DENORM:
+    case SLQ_MINIFLOAT_IEEE:
+      if (f->exponent_width < 1 || f->exponent_width > 11 || f->width - f->exponent_width - 1 < (f->kind == SLQ_MINIFLOAT_IEEE)) {
+        snprintf(err, errlen, "exponent_width must be between 1 and 11 and leave room for the sign%s: width=%d, exponent_width=%d",
+                 f->kind == SLQ_MINIFLOAT_IEEE ? " and at least one mantissa bit" : "", f->width, f->exponent_width);
+        return -1;
+      }
+      break;
+    case SLQ_LOG:
+      if (f->width < 2 || f->width > 12) {
+        snprintf(err, errlen, "a log format needs a width of 2 to 12 bits (sign and exponent), got %d", f->width);
+        return -1;
+      }
+      break;
+    default:
+      break;
+  }
+  if (f->has_bias && (f->exponent_bias < -1024 || f->exponent_bias > 1024)) {
+    snprintf(err, errlen, "exponent_bias must be between -1024 and 1024, got %d", f->exponent_bias);
+    return -1;
+  }
+  return 0;
+}
+
+void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+  if (f->kind == SLQ_INTEGER && f->width <= 24 && f->frac_width >= -100 && f->frac_width <= 100) {
+    integer_fast(f, in, out, n);
+    return;
+  }
+  if (f->kind == SLQ_MXINT8) {
+    if (row == 0) row = n;
+    for (size_t r = 0; r < n; r += row)
+      for (size_t b = 0; b < row && r + b < n; b += (size_t)f->block) {
+        size_t len = (size_t)f->block;
+        if (b + len > row) len = row - b;
+        if (r + b + len > n) len = n - r - b;
+        mxint8_block_fast(in + r + b, out + r + b, len);
+      }
+    return;
+  }
+  slQ_apply_reference(f, in, out, n, row);
+}
+
+void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+  if (f->kind >= SLQ_MXINT8) {
+    /* blocks run along each row; a partial block at a row's end is padded
+    ** with zeros, which do not change its maximum */
+    if (row == 0) row = n;
+    for (size_t r = 0; r < n; r += row)
+      for (size_t b = 0; b < row && r + b < n; b += (size_t)f->block) {
+        size_t len = (size_t)f->block;
+        if (b + len > row) len = row - b;
+        q_mx_block(f, in + r + b, out + r + b, len);
+      }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    float x = in[i];
+    switch (f->kind) {
+      case SLQ_INTEGER: out[i] = q_integer(f, x); break;
+      case SLQ_MINIFLOAT_DENORM: out[i] = q_minifloat_denorm(f, x); break;
+      case SLQ_MINIFLOAT_IEEE: out[i] = q_minifloat_ieee(f, x); break;
+      case SLQ_LOG: out[i] = q_log(f, x); break;
+      default: out[i] = x; break;
+    }
+  }
+}
+
+double slQ_bits(const slQ_Format *f) {
+  switch (f->kind) {
+    case SLQ_MXINT8: case SLQ_MXFP8_E4M3: case SLQ_MXFP8_E5M2: return 8 + 8.0 / f->block;
+    case SLQ_MXFP6_E3M2: case SLQ_MXFP6_E2M3: return 6 + 8.0 / f->block;
+    case SLQ_MXFP4_E2M1: return 4 + 8.0 / f->block;
+    default: return f->width;
+  }
+}
+
+void slQ_describe(const slQ_Format *f, char *out, size_t size) {
+  switch (f->kind) {
+    case SLQ_INTEGER: snprintf(out, size, "integer(width=%d, frac=%d)", f->width, f->frac_width); break;
+    case SLQ_MINIFLOAT_DENORM: case SLQ_MINIFLOAT_IEEE:
+      snprintf(out, size, "%s(width=%d, exponent=%d, bias=%d)", slQ_kind_name(f->kind), f->width, f->exponent_width,
+               f->has_bias ? f->exponent_bias : default_bias(f->exponent_width));
+      break;
+    case SLQ_LOG:
+      snprintf(out, size, "log(width=%d, bias=%d)", f->width, f->has_bias ? f->exponent_bias : default_bias(f->width - 1));
+      break;
+    default: snprintf(out, size, "%s(block=%d)", slQ_kind_name(f->kind), f->block); break;
+  }
+}
+
+/* ------------------------------------------------- as a graph transform */
+
+typedef struct {
+  slQ_Format format;
+  size_t row;
+} Quantiser;
+
+static void transform_apply(const slC_Transform *t, const float *in, float *out, size_t n) {
+  const Quantiser *q = t->state;
+  slQ_apply(&q->format, in, out, n, q->row);
+}
+
+static void transform_free(slC_Transform *t) {
+  free(t->state);
+  free(t);
+}
+
+static slC_Transform *transform_clone(const slC_Transform *t) {
+  const Quantiser *q = t->state;
+  return slQ_transform(&q->format, q->row);
+}
+
+slC_Transform *slQ_transform(const slQ_Format *f, size_t row) {
+  slC_Transform *t = calloc(1, sizeof *t);
+  Quantiser *q = malloc(sizeof *q);
+  q->format = *f;
+  q->row = row;
+  t->apply = transform_apply;
+  t->free = transform_free;
+  t->clone = transform_clone;
+  t->state = q;
+  t->bits = slQ_bits(f);
+  t->has_gradient = 1;  /* every format here trains with the straight-through estimator */
+  slQ_describe(f, t->name, sizeof t->name);
+  return t;
+}
+
+/* ---------------------------------------------------------------- MXINT8 */
+
+int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *m, uint8_t *scales, char *err, size_t errlen) {
+  if (g != 16 && g != 32) {
+    snprintf(err, errlen, "the MXINT8 group size must be 16 or 32, got %d", g);
+    return -1;
+  }
+  if (n % (size_t)g != 0) {
+    snprintf(err, errlen, "%zu values do not divide into groups of %d", n, g);
+    return -1;
+  }
+  for (size_t b = 0; b < n / (size_t)g; b++) {
+    const float *v = x + b * (size_t)g;
+    double amax = 0;
+    int nonfinite = 0;
+    for (int i = 0; i < g; i++) {
+      if (!isfinite(v[i])) nonfinite = 1;
+      else if (fabs((double)v[i]) > amax) amax = fabs((double)v[i]);
+    }
+    uint8_t e = nonfinite ? 0xFF : amax < ldexp(1.0, -126) ? 0 : (uint8_t)(flog2(amax) + 127);
+    scales[b] = e;
+    for (int i = 0; i < g; i++)
+      m[b * (size_t)g + (size_t)i] = e == 0 || e == 0xFF ? 0 : (int8_t)clampd(rint(ldexp((double)v[i], 133 - e)), -127, 127);
+  }
+  return 0;
+}
+
+void slQ_mxint8_unpack(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t e = scales[i / (size_t)g];
+    out[i] = e == 0 ? 0.0f : e == 0xFF ? NAN : ldexpf((float)m[i], e - 133);
+  }
+}
+
+float slQ_bf16_to_float(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e) {
+  if (e == 0) return 0x0000;
+  if (e == 0xFF) return 0x7FC0;
+  uint16_t sign = (uint16_t)(((uint8_t)m & 0x80) << 8), exp = (uint16_t)(e << 7);
+  int a = abs((int)m);
+  uint16_t frac = (uint16_t)((a & 0x3F) << 1);
+  float out = slQ_bf16_to_float((uint16_t)(sign | exp | frac));
+  float bias = slQ_bf16_to_float((uint16_t)(sign | exp));
+  float y = (a & 0x40) ? out : out - bias;
+  uint32_t u;
+  memcpy(&u, &y, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+
+/* ---------------------------------------------------------------- pruning */
+
+static const float *sort_values;
+
+static int by_magnitude(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  float x = fabsf(sort_values[i]), y = fabsf(sort_values[j]);
+  int nx = isnan(x), ny = isnan(y);
+  if (nx != ny) return nx - ny;  /* NaN magnitudes sort last */
+  if (!nx && x != y) return x < y ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+static size_t prune_count(size_t n, double sparsity) { return (size_t)rint(sparsity * (double)n); }
+
+void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask) {
+  size_t *order = malloc((n ? n : 1) * sizeof *order);
+  for (size_t i = 0; i < n; i++) order[i] = i, mask[i] = 1;
+  sort_values = x;
+  qsort(order, n, sizeof *order, by_magnitude);
+  size_t k = prune_count(n, sparsity);
+  for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
+  free(order);
+}
+
+void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask) {
+  size_t *perm = malloc((n ? n : 1) * sizeof *perm);
+  for (size_t i = 0; i < n; i++) perm[i] = i, mask[i] = 1;
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = n; i > 1; i--) {  /* Fisher-Yates with splitmix64 */
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    size_t j = (size_t)(z % i), t = perm[i - 1];
+    perm[i - 1] = perm[j];
+    perm[j] = t;
+  }
+  size_t k = prune_count(n, sparsity);
+  for (size_t i = 0; i < k && i < n; i++) mask[perm[i]] = 0;
+  free(perm);
+}
