@@ -194,7 +194,7 @@ static int cmd_load(sl_Call *call, sl_Value *result) {
 
 /* -------------------------------------------------------------- querying */
 
-static int column_of(sl_Call *call, slT_Table *t, const char *arg) {
+int slT_arg_column(sl_Call *call, slT_Table *t, const char *arg) {
   const char *name = sl_arg_string(call, arg);
   int c = slT_column(t, name);
   if (c < 0) {
@@ -264,7 +264,7 @@ static int compare_cells(sl_Value a, sl_Value b) {
 
 static int cmd_where(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "table");
-  int c = column_of(call, t, "column");
+  int c = slT_arg_column(call, t, "column");
   if (c < 0) return -1;
   const char *op = sl_arg_string(call, "op");
   sl_Value value = sl_arg(call, "value");
@@ -302,7 +302,7 @@ static int by_column(const void *a, const void *b) {
 
 static int cmd_sort(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "table");
-  int c = column_of(call, t, "by");
+  int c = slT_arg_column(call, t, "by");
   if (c < 0) return -1;
   size_t *rows = malloc((t->nrows ? t->nrows : 1) * sizeof *rows);
   for (size_t r = 0; r < t->nrows; r++) rows[r] = r;
@@ -366,9 +366,9 @@ static const char *const summary_names[] = {"n", "min", "median", "mean", "std",
 
 static int cmd_group(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "table");
-  int by = column_of(call, t, "by");
+  int by = slT_arg_column(call, t, "by");
   if (by < 0) return -1;
-  int of = column_of(call, t, "of");
+  int of = slT_arg_column(call, t, "of");
   if (of < 0) return -1;
   slT_Table *out = slT_new();
   slT_add_column(out, t->names[by]);
@@ -402,7 +402,7 @@ static int cmd_group(sl_Call *call, sl_Value *result) {
 
 static int cmd_summary(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "table");
-  int c = column_of(call, t, "column");
+  int c = slT_arg_column(call, t, "column");
   if (c < 0) return -1;
   if (t->nrows == 0) return sl_arg_error(call, "table", "the table has no rows to summarise");
   size_t *rows = malloc(t->nrows * sizeof *rows);

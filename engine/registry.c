@@ -8,6 +8,7 @@
 ** pager, and as Markdown for notebooks and the docs.
 */
 #include "interp.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,26 +42,6 @@ const sl_Arg *sl_command_arg(const sl_Command *cmd, const char *name) {
 
 /* ----------------------------------------------------------------- text */
 
-typedef struct {
-  char *s;
-  size_t n, cap;
-} Text;
-
-static void add(Text *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (t->n + (size_t)n + 1 > t->cap) {
-    t->cap = (t->n + (size_t)n + 1) * 2;
-    t->s = realloc(t->s, t->cap);
-  }
-  va_start(ap, fmt);
-  vsnprintf(t->s + t->n, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  t->n += (size_t)n;
-}
-
 const char *slH_type_name(const sl_Arg *arg) {
   switch (arg->type) {
     case SL_ARG_ANY: return "value";
@@ -77,105 +58,105 @@ const char *slH_type_name(const sl_Arg *arg) {
   return "value";
 }
 
-static void add_type(Text *t, const sl_Arg *arg) {
+static void add_type(slU_Text *t, const sl_Arg *arg) {
   if (arg->type != SL_ARG_ENUM) {
-    add(t, "%s", slH_type_name(arg));
+    slU_add(t, "%s", slH_type_name(arg));
     return;
   }
-  for (int i = 0; arg->choices && arg->choices[i]; i++) add(t, "%s%s", i ? "|" : "", arg->choices[i]);
+  for (int i = 0; arg->choices && arg->choices[i]; i++) slU_add(t, "%s%s", i ? "|" : "", arg->choices[i]);
 }
 
-static void add_signature(Text *t, const sl_Command *cmd) {
-  add(t, "%s", cmd->name);
+static void add_signature(slU_Text *t, const sl_Command *cmd) {
+  slU_add(t, "%s", cmd->name);
   for (int i = 0; cmd->args[i].name; i++) {
     const sl_Arg *a = &cmd->args[i];
     if (a->type == SL_ARG_BLOCK) {
-      add(t, (a->flags & SL_REQUIRED) ? " { ... }" : " [{ ... }]");
+      slU_add(t, (a->flags & SL_REQUIRED) ? " { ... }" : " [{ ... }]");
     } else if (a->flags & SL_VARIADIC) {
-      add(t, " [%s...]", a->name);
+      slU_add(t, " [%s...]", a->name);
     } else if (a->flags & SL_POSITIONAL) {
-      add(t, (a->flags & SL_REQUIRED) ? " %s" : " [%s]", a->name);
+      slU_add(t, (a->flags & SL_REQUIRED) ? " %s" : " [%s]", a->name);
     } else {
-      add(t, (a->flags & SL_REQUIRED) ? " %s=" : " [%s=", a->name);
-      if (a->defval) add(t, "%s", a->defval);
+      slU_add(t, (a->flags & SL_REQUIRED) ? " %s=" : " [%s=", a->name);
+      if (a->defval) slU_add(t, "%s", a->defval);
       else add_type(t, a);
-      if (!(a->flags & SL_REQUIRED)) add(t, "]");
+      if (!(a->flags & SL_REQUIRED)) slU_add(t, "]");
     }
   }
-  if (cmd->flags & SL_CMD_EXTRA_KEYWORDS) add(t, " [name=value ...]");
+  if (cmd->flags & SL_CMD_EXTRA_KEYWORDS) slU_add(t, " [name=value ...]");
 }
 
 char *slH_arg_text(const sl_Command *cmd, const sl_Arg *a, int markdown) {
-  Text t = {0};
-  add(&t, "");
-  if (markdown) add(&t, "`%s` (", a->name);
-  else add(&t, "%s: ", a->name);
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  if (markdown) slU_add(&t, "`%s` (", a->name);
+  else slU_add(&t, "%s: ", a->name);
   add_type(&t, a);
-  if (a->flags & SL_REQUIRED) add(&t, ", required");
-  else if (a->defval) add(&t, ", default %s", a->defval);
-  if (markdown) add(&t, ")");
-  add(&t, " - %s (argument of %s)", a->help ? a->help : "", cmd->name);
+  if (a->flags & SL_REQUIRED) slU_add(&t, ", required");
+  else if (a->defval) slU_add(&t, ", default %s", a->defval);
+  if (markdown) slU_add(&t, ")");
+  slU_add(&t, " - %s (argument of %s)", a->help ? a->help : "", cmd->name);
   return t.s;
 }
 
 /* escapes '|' so help text cannot break a Markdown table */
-static void add_cell(Text *t, const char *s) {
-  for (; s && *s; s++) add(t, *s == '|' ? "\\|" : *s == '\n' ? " " : "%c", *s);
+static void add_cell(slU_Text *t, const char *s) {
+  for (; s && *s; s++) slU_add(t, *s == '|' ? "\\|" : *s == '\n' ? " " : "%c", *s);
 }
 
 char *slH_help_text(const sl_Command *cmd, int markdown) {
-  Text t = {0};
-  add(&t, "");
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
   if (markdown) {
-    add(&t, "### %s\n\n`", cmd->name);
+    slU_add(&t, "### %s\n\n`", cmd->name);
     add_signature(&t, cmd);
-    add(&t, "`\n\n%s\n\n", cmd->summary);
-    if (cmd->help && *cmd->help) add(&t, "%s\n\n", cmd->help);
+    slU_add(&t, "`\n\n%s\n\n", cmd->summary);
+    if (cmd->help && *cmd->help) slU_add(&t, "%s\n\n", cmd->help);
     if (cmd->args[0].name) {
-      add(&t, "| argument | type | default | description |\n|---|---|---|---|\n");
+      slU_add(&t, "| argument | type | default | description |\n|---|---|---|---|\n");
       for (int i = 0; cmd->args[i].name; i++) {
         const sl_Arg *a = &cmd->args[i];
-        add(&t, "| `%s`%s | ", a->name, (a->flags & SL_POSITIONAL) ? " (positional)" : "");
-        Text ty = {0};
-        add(&ty, "");
+        slU_add(&t, "| `%s`%s | ", a->name, (a->flags & SL_POSITIONAL) ? " (positional)" : "");
+        slU_Text ty = {0};
+        slU_add_len(&ty, "", 0);
         add_type(&ty, a);
         add_cell(&t, ty.s);
         free(ty.s);
-        add(&t, " | ");
-        if (a->flags & SL_REQUIRED) add(&t, "required");
-        else if (a->defval) add(&t, "`"), add_cell(&t, a->defval), add(&t, "`");
-        add(&t, " | ");
+        slU_add(&t, " | ");
+        if (a->flags & SL_REQUIRED) slU_add(&t, "required");
+        else if (a->defval) slU_add(&t, "`"), add_cell(&t, a->defval), slU_add(&t, "`");
+        slU_add(&t, " | ");
         add_cell(&t, a->help);
-        add(&t, " |\n");
+        slU_add(&t, " |\n");
       }
-      add(&t, "\n");
+      slU_add(&t, "\n");
     }
-    if (cmd->example && *cmd->example) add(&t, "Example:\n\n```syslab\n%s\n```\n", cmd->example);
+    if (cmd->example && *cmd->example) slU_add(&t, "Example:\n\n```syslab\n%s\n```\n", cmd->example);
     return t.s;
   }
   add_signature(&t, cmd);
-  add(&t, "\n\n%s\n", cmd->summary);
-  if (cmd->help && *cmd->help) add(&t, "\n%s\n", cmd->help);
+  slU_add(&t, "\n\n%s\n", cmd->summary);
+  if (cmd->help && *cmd->help) slU_add(&t, "\n%s\n", cmd->help);
   if (cmd->args[0].name) {
-    add(&t, "\nArguments:\n");
+    slU_add(&t, "\nArguments:\n");
     for (int i = 0; cmd->args[i].name; i++) {
       const sl_Arg *a = &cmd->args[i];
-      Text ty = {0};
-      add(&ty, "");
+      slU_Text ty = {0};
+      slU_add_len(&ty, "", 0);
       add_type(&ty, a);
-      if (a->flags & SL_REQUIRED) add(&ty, ", required");
-      else if (a->defval) add(&ty, " = %s", a->defval);
-      add(&t, "  %-12s %-24s %s\n", a->name, ty.s, a->help ? a->help : "");
+      if (a->flags & SL_REQUIRED) slU_add(&ty, ", required");
+      else if (a->defval) slU_add(&ty, " = %s", a->defval);
+      slU_add(&t, "  %-12s %-24s %s\n", a->name, ty.s, a->help ? a->help : "");
       free(ty.s);
     }
   }
   if (cmd->example && *cmd->example) {
-    add(&t, "\nExample:\n");
+    slU_add(&t, "\nExample:\n");
     const char *p = cmd->example;
     while (*p) {
       const char *e = strchr(p, '\n');
       size_t n = e ? (size_t)(e - p) : strlen(p);
-      add(&t, "  %.*s\n", (int)n, p);
+      slU_add(&t, "  %.*s\n", (int)n, p);
       p += n + (e != NULL);
     }
   }
@@ -183,8 +164,8 @@ char *slH_help_text(const sl_Command *cmd, int markdown) {
 }
 
 char *slH_index_text(int markdown) {
-  Text t = {0};
-  add(&t, "");
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
   const char *groups[64];
   size_t ngroups = 0;
   for (size_t i = 0; sl_command_at(i); i++) {
@@ -193,34 +174,34 @@ char *slH_index_text(int markdown) {
     while (k < ngroups && strcmp(groups[k], g) != 0) k++;
     if (k == ngroups && ngroups < 64) groups[ngroups++] = g;
   }
-  if (!markdown) add(&t, "Commands (type NAME? or help NAME for details):\n");
+  if (!markdown) slU_add(&t, "Commands (type NAME? or help NAME for details):\n");
   for (size_t g = 0; g < ngroups; g++) {
-    if (markdown) add(&t, "\n**%s**\n\n", groups[g]);
-    else add(&t, "\n%s:\n", groups[g]);
+    if (markdown) slU_add(&t, "\n**%s**\n\n", groups[g]);
+    else slU_add(&t, "\n%s:\n", groups[g]);
     for (size_t i = 0; sl_command_at(i); i++) {
       const sl_Command *c = sl_command_at(i);
       if (strcmp(c->group, groups[g]) != 0) continue;
-      if (markdown) add(&t, "- `%s` - %s\n", c->name, c->summary);
-      else add(&t, "  %-14s %s\n", c->name, c->summary);
+      if (markdown) slU_add(&t, "- `%s` - %s\n", c->name, c->summary);
+      else slU_add(&t, "  %-14s %s\n", c->name, c->summary);
     }
   }
   return t.s;
 }
 
 char *sl_registry_markdown(void) {
-  Text t = {0};
-  add(&t, "# syslab commands\n\n"
+  slU_Text t = {0};
+  slU_add(&t, "# syslab commands\n\n"
           "Generated from the command registry by `syslab help --commands-markdown`; do not edit by hand.\n"
           "The language itself is described in [language.md](language.md).\n");
   const char *last_group = "";
   for (size_t i = 0; sl_command_at(i); i++) {
     const sl_Command *c = sl_command_at(i);
     if (strcmp(c->group, last_group) != 0) {
-      add(&t, "\n## %s\n", c->group);
+      slU_add(&t, "\n## %s\n", c->group);
       last_group = c->group;
     }
     char *h = slH_help_text(c, 1);
-    add(&t, "\n%s", h);
+    slU_add(&t, "\n%s", h);
     free(h);
   }
   return t.s;

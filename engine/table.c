@@ -8,33 +8,13 @@
 */
 #include "table.h"
 
+#include "text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------------ text */
-
-typedef struct {
-  char *s;
-  size_t n, cap;
-} Text;
-
-static void add(Text *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (t->n + (size_t)n + 1 > t->cap) {
-    t->cap = (t->n + (size_t)n + 1) * 2;
-    t->s = realloc(t->s, t->cap);
-  }
-  va_start(ap, fmt);
-  vsnprintf(t->s + t->n, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  t->n += (size_t)n;
-}
 
 /* ---------------------------------------------------------------- storage */
 
@@ -104,10 +84,10 @@ void slT_set(slT_Table *t, size_t row, size_t col, sl_Value v) {
 }
 
 char *slT_column_list(const slT_Table *t) {
-  Text s = {0};
-  add(&s, "");
-  for (size_t c = 0; c < t->ncols; c++) add(&s, "%s%s", c ? ", " : "", t->names[c]);
-  if (t->ncols == 0) add(&s, "(none)");
+  slU_Text s = {0};
+  slU_add_len(&s, "", 0);
+  for (size_t c = 0; c < t->ncols; c++) slU_add(&s, "%s%s", c ? ", " : "", t->names[c]);
+  if (t->ncols == 0) slU_add(&s, "(none)");
   return s.s;
 }
 
@@ -128,10 +108,10 @@ static size_t utf8_width(const char *s) {
 static int numeric_column(const slT_Table *t, size_t c);
 
 char *slT_to_text(const slT_Table *t) {
-  Text s = {0};
-  add(&s, "");
+  slU_Text s = {0};
+  slU_add_len(&s, "", 0);
   if (t->ncols == 0) {
-    add(&s, "(empty table)");
+    slU_add(&s, "(empty table)");
     return s.s;
   }
   size_t *width = calloc(t->ncols, sizeof *width);
@@ -149,26 +129,26 @@ char *slT_to_text(const slT_Table *t) {
     for (size_t c = 0; c < t->ncols; c++) {
       char *x = r == 0 ? strdup(t->names[c]) : cell_text(slT_get(t, r - 1, c));
       int pad = (int)(width[c] - utf8_width(x));
-      if (right[c]) add(&s, "%s%*s%s", c ? "  " : "", pad, "", x);
-      else add(&s, "%s%s%*s", c ? "  " : "", x, c + 1 < t->ncols ? pad : 0, "");
+      if (right[c]) slU_add(&s, "%s%*s%s", c ? "  " : "", pad, "", x);
+      else slU_add(&s, "%s%s%*s", c ? "  " : "", x, c + 1 < t->ncols ? pad : 0, "");
       free(x);
     }
-    add(&s, "\n");
+    slU_add(&s, "\n");
   }
   free(right);
-  add(&s, "(%zu row%s)", t->nrows, t->nrows == 1 ? "" : "s");
+  slU_add(&s, "(%zu row%s)", t->nrows, t->nrows == 1 ? "" : "s");
   free(width);
   return s.s;
 }
 
-static void add_escaped(Text *s, const char *x, int markdown) {
+static void add_escaped(slU_Text *s, const char *x, int markdown) {
   for (; *x; x++) {
-    if (markdown && *x == '|') add(s, "\\|");
-    else if (*x == '\n') add(s, markdown ? " " : "<br>");
-    else if (!markdown && *x == '<') add(s, "&lt;");
-    else if (!markdown && *x == '>') add(s, "&gt;");
-    else if (!markdown && *x == '&') add(s, "&amp;");
-    else add(s, "%c", *x);
+    if (markdown && *x == '|') slU_add(s, "\\|");
+    else if (*x == '\n') slU_add(s, markdown ? " " : "<br>");
+    else if (!markdown && *x == '<') slU_add(s, "&lt;");
+    else if (!markdown && *x == '>') slU_add(s, "&gt;");
+    else if (!markdown && *x == '&') slU_add(s, "&amp;");
+    else slU_add(s, "%c", *x);
   }
 }
 
@@ -179,52 +159,52 @@ static int numeric_column(const slT_Table *t, size_t c) {
 }
 
 char *slT_to_markdown(const slT_Table *t) {
-  Text s = {0};
-  add(&s, "");
+  slU_Text s = {0};
+  slU_add_len(&s, "", 0);
   if (t->ncols == 0) {
-    add(&s, "*(empty table)*\n");
+    slU_add(&s, "*(empty table)*\n");
     return s.s;
   }
-  add(&s, "|");
-  for (size_t c = 0; c < t->ncols; c++) add(&s, " "), add_escaped(&s, t->names[c], 1), add(&s, " |");
-  add(&s, "\n|");
-  for (size_t c = 0; c < t->ncols; c++) add(&s, numeric_column(t, c) ? "---:|" : "---|");
-  add(&s, "\n");
+  slU_add(&s, "|");
+  for (size_t c = 0; c < t->ncols; c++) slU_add(&s, " "), add_escaped(&s, t->names[c], 1), slU_add(&s, " |");
+  slU_add(&s, "\n|");
+  for (size_t c = 0; c < t->ncols; c++) slU_add(&s, numeric_column(t, c) ? "---:|" : "---|");
+  slU_add(&s, "\n");
   for (size_t r = 0; r < t->nrows; r++) {
-    add(&s, "|");
+    slU_add(&s, "|");
     for (size_t c = 0; c < t->ncols; c++) {
       char *x = cell_text(slT_get(t, r, c));
-      add(&s, t->timing[c] ? " <span class=\"syslab-timing\">" : " ");
+      slU_add(&s, t->timing[c] ? " <span class=\"syslab-timing\">" : " ");
       add_escaped(&s, x, 1);
-      add(&s, t->timing[c] ? "</span> |" : " |");
+      slU_add(&s, t->timing[c] ? "</span> |" : " |");
       free(x);
     }
-    add(&s, "\n");
+    slU_add(&s, "\n");
   }
   return s.s;
 }
 
 char *slT_to_html(const slT_Table *t) {
-  Text s = {0};
-  add(&s, "<table>\n<thead><tr>");
+  slU_Text s = {0};
+  slU_add(&s, "<table>\n<thead><tr>");
   for (size_t c = 0; c < t->ncols; c++) {
-    add(&s, "<th style=\"text-align:%s\">", numeric_column(t, c) ? "right" : "left");
+    slU_add(&s, "<th style=\"text-align:%s\">", numeric_column(t, c) ? "right" : "left");
     add_escaped(&s, t->names[c], 0);
-    add(&s, "</th>");
+    slU_add(&s, "</th>");
   }
-  add(&s, "</tr></thead>\n<tbody>\n");
+  slU_add(&s, "</tr></thead>\n<tbody>\n");
   for (size_t r = 0; r < t->nrows; r++) {
-    add(&s, "<tr>");
+    slU_add(&s, "<tr>");
     for (size_t c = 0; c < t->ncols; c++) {
       char *x = cell_text(slT_get(t, r, c));
-      add(&s, "<td style=\"text-align:%s\">", numeric_column(t, c) ? "right" : "left");
+      slU_add(&s, "<td style=\"text-align:%s\">", numeric_column(t, c) ? "right" : "left");
       add_escaped(&s, x, 0);
-      add(&s, "</td>");
+      slU_add(&s, "</td>");
       free(x);
     }
-    add(&s, "</tr>\n");
+    slU_add(&s, "</tr>\n");
   }
-  add(&s, "</tbody>\n</table>\n");
+  slU_add(&s, "</tbody>\n</table>\n");
   return s.s;
 }
 
@@ -338,8 +318,8 @@ static int csv_record(const char **p, char ***fields, size_t *cap) {
   if (!*s) return -1;
   int n = 0;
   for (;;) {
-    Text field = {0};
-    add(&field, "");
+    slU_Text field = {0};
+    slU_add_len(&field, "", 0);
     if (*s == '"') {
       s++;
       for (;;) {
@@ -348,13 +328,13 @@ static int csv_record(const char **p, char ***fields, size_t *cap) {
           for (int i = 0; i < n; i++) free((*fields)[i]);
           return -2;
         }
-        if (*s == '"' && s[1] == '"') add(&field, "\""), s += 2;
+        if (*s == '"' && s[1] == '"') slU_add(&field, "\""), s += 2;
         else if (*s == '"') { s++; break; }
-        else add(&field, "%c", *s++);
+        else slU_add(&field, "%c", *s++);
       }
       while (*s && *s != ',' && *s != '\n' && *s != '\r') s++;  /* junk after the quote is dropped */
     } else {
-      while (*s && *s != ',' && *s != '\n' && *s != '\r') add(&field, "%c", *s++);
+      while (*s && *s != ',' && *s != '\n' && *s != '\r') slU_add(&field, "%c", *s++);
     }
     if ((size_t)n == *cap) *fields = realloc(*fields, (*cap = *cap ? *cap * 2 : 16) * sizeof **fields);
     (*fields)[n++] = field.s;
@@ -384,8 +364,8 @@ slT_Table *slT_read_csv(const char *path, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
     return NULL;
   }
-  Text all = {0};
-  add(&all, "");
+  slU_Text all = {0};
+  slU_add_len(&all, "", 0);
   char buf[8192];
   size_t got;
   while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
@@ -395,7 +375,7 @@ slT_Table *slT_read_csv(const char *path, char *err, size_t errlen) {
       snprintf(err, errlen, "'%s' is not a CSV text file (it contains NUL bytes)", path);
       return NULL;
     }
-    add(&all, "%.*s", (int)got, buf);
+    slU_add(&all, "%.*s", (int)got, buf);
   }
   fclose(f);
   const char *p = all.s;

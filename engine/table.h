@@ -42,6 +42,10 @@ char *slT_to_text(const slT_Table *t);
 char *slT_to_markdown(const slT_Table *t);
 char *slT_to_html(const slT_Table *t);
 
+/* the column named by a call's argument `arg`, or -1 after an error that
+** lists the table's columns */
+int slT_arg_column(sl_Call *call, slT_Table *t, const char *arg);
+
 /* CSV (RFC 4180 quoting). Writing goes to a temporary name, then renames. */
 int slT_write_csv(const slT_Table *t, const char *path, char *err, size_t errlen);
 slT_Table *slT_read_csv(const char *path, char *err, size_t errlen);

@@ -8,6 +8,7 @@
 ** through their class when the count drops to zero.
 */
 #include "syslab.h"
+#include "text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -291,23 +292,6 @@ void *sl_object_as(sl_Value v, const sl_Class *cls) {
 
 /* ------------------------------------------------------------ formatting */
 
-typedef struct {
-  char *s;
-  size_t n, cap;
-} Buf;
-
-static void buf_add(Buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    b->cap = (b->n + n + 1) * 2;
-    b->s = xrealloc(b->s, b->cap);
-  }
-  memcpy(b->s + b->n, s, n);
-  b->n += n;
-  b->s[b->n] = '\0';
-}
-
-static void buf_puts(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
-
 /* %.9g keeps every float32 exact; doubles that are integers print without
 ** an exponent up to 2^53 so counts and sizes read naturally. */
 void sl_format_number(double x, char *out, size_t size) {
@@ -317,50 +301,50 @@ void sl_format_number(double x, char *out, size_t size) {
   else snprintf(out, size, "%.9g", x);
 }
 
-static void format_value(Buf *b, sl_Value v, int quote_strings, int depth) {
+static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth) {
   char num[64];
   if (depth > 32) {
-    buf_puts(b, "...");
+    slU_add(b, "%s", "...");
     return;
   }
   switch (v.type) {
-    case SL_NIL: buf_puts(b, "nil"); break;
-    case SL_BOOL: buf_puts(b, v.u.b ? "true" : "false"); break;
+    case SL_NIL: slU_add(b, "%s", "nil"); break;
+    case SL_BOOL: slU_add(b, "%s", v.u.b ? "true" : "false"); break;
     case SL_NUMBER:
       sl_format_number(v.u.n, num, sizeof num);
-      buf_puts(b, num);
+      slU_add(b, "%s", num);
       break;
     case SL_STRING:
       if (quote_strings) {
-        buf_puts(b, "\"");
+        slU_add(b, "%s", "\"");
         for (const char *p = sl_str(v); *p; p++) {
-          if (*p == '"' || *p == '\\') buf_add(b, "\\", 1);
-          if (*p == '\n') buf_puts(b, "\\n");
-          else buf_add(b, p, 1);
+          if (*p == '"' || *p == '\\') slU_add_len(b, "\\", 1);
+          if (*p == '\n') slU_add(b, "%s", "\\n");
+          else slU_add_len(b, p, 1);
         }
-        buf_puts(b, "\"");
+        slU_add(b, "%s", "\"");
       } else {
-        buf_add(b, sl_str(v), sl_strlen(v));
+        slU_add_len(b, sl_str(v), sl_strlen(v));
       }
       break;
     case SL_LIST: {
-      buf_puts(b, "[");
+      slU_add(b, "%s", "[");
       for (size_t i = 0; i < sl_list_len(v); i++) {
-        if (i) buf_puts(b, ", ");
+        if (i) slU_add(b, "%s", ", ");
         format_value(b, sl_list_get(v, i), 1, depth + 1);
       }
-      buf_puts(b, "]");
+      slU_add(b, "%s", "]");
       break;
     }
     case SL_RECORD: {
-      buf_puts(b, "{");
+      slU_add(b, "%s", "{");
       for (size_t i = 0; i < sl_record_len(v); i++) {
-        if (i) buf_puts(b, ", ");
-        buf_puts(b, sl_record_key(v, i));
-        buf_puts(b, ": ");
+        if (i) slU_add(b, "%s", ", ");
+        slU_add(b, "%s", sl_record_key(v, i));
+        slU_add(b, "%s", ": ");
         format_value(b, sl_record_value(v, i), 1, depth + 1);
       }
-      buf_puts(b, "}");
+      slU_add(b, "%s", "}");
       break;
     }
     case SL_OBJECT: {
@@ -370,11 +354,11 @@ static void format_value(Buf *b, sl_Value v, int quote_strings, int depth) {
       if (sl_object_class(v)->show && sl_object_class(v)->show(sl_object_data(v), &bundle) == 0)
         text = sl_bundle_get(&bundle, "text/plain");
       if (text && depth == 0) {
-        buf_add(b, text->data, text->len);
+        slU_add_len(b, text->data, text->len);
       } else {
-        buf_puts(b, "<");
-        buf_puts(b, sl_typename(v));
-        buf_puts(b, ">");
+        slU_add(b, "%s", "<");
+        slU_add(b, "%s", sl_typename(v));
+        slU_add(b, "%s", ">");
       }
       sl_bundle_free(&bundle);
       break;
@@ -383,15 +367,15 @@ static void format_value(Buf *b, sl_Value v, int quote_strings, int depth) {
 }
 
 char *sl_tostring(sl_Value v) {
-  Buf b = {0};
-  buf_puts(&b, "");
+  slU_Text b = {0};
+  slU_add_len(&b, "", 0);
   format_value(&b, v, 0, 0);
   return b.s;
 }
 
 char *sl_repr(sl_Value v) {
-  Buf b = {0};
-  buf_puts(&b, "");
+  slU_Text b = {0};
+  slU_add_len(&b, "", 0);
   format_value(&b, v, 1, 0);
   return b.s;
 }

@@ -15,31 +15,12 @@
 
 #include "gnuplot.h"
 #include "table.h"
+#include "text.h"
 
 #define PLOT_TIMEOUT 15.0
 #define MAX_SERIES 32
 
-typedef struct {
-  char *s;
-  size_t n, cap;
-} Script;
-
-static void add(Script *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (b->n + (size_t)n + 1 > b->cap) {
-    b->cap = (b->n + (size_t)n + 1) * 2;
-    b->s = realloc(b->s, b->cap);
-  }
-  va_start(ap, fmt);
-  vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->n += (size_t)n;
-}
-
-static void quote(Script *b, const char *text) { slP_quote(&b->s, &b->n, &b->cap, text); }
+static void quote(slU_Text *b, const char *text) { slP_quote(&b->s, &b->n, &b->cap, text); }
 
 /* Wong's colour-blind-safe palette, with dash patterns and point shapes as
 ** second cues so that series stay apart when printed in grey */
@@ -59,17 +40,6 @@ typedef struct {
 static char *last_script;
 
 const char *slP_last_script(void) { return last_script; }
-
-static int find_column(sl_Call *call, slT_Table *t, const char *arg) {
-  const char *name = sl_arg_string(call, arg);
-  int c = slT_column(t, name);
-  if (c < 0) {
-    char *cols = slT_column_list(t);
-    sl_arg_error(call, arg, "the table has no column '%s' (columns: %s)", name, cols);
-    free(cols);
-  }
-  return c;
-}
 
 static int numeric(sl_Call *call, slT_Table *t, int col, const char *arg, int positive) {
   for (size_t r = 0; r < t->nrows; r++) {
@@ -96,11 +66,11 @@ static int show_table_and_fail(sl_Call *call, sl_Value table, const char *err) {
 static int cmd_plot(sl_Call *call, sl_Value *result) {
   slT_Table *t = sl_arg_object(call, "table", &slT_class);
   if (t->nrows == 0) return sl_arg_error(call, "table", "the table is empty: there is nothing to plot");
-  int xc = find_column(call, t, "x"), yc = xc < 0 ? -1 : find_column(call, t, "y");
+  int xc = slT_arg_column(call, t, "x"), yc = xc < 0 ? -1 : slT_arg_column(call, t, "y");
   if (xc < 0 || yc < 0) return -1;
   int sc = -1, ec = -1;
-  if (sl_arg_given(call, "series") && (sc = find_column(call, t, "series")) < 0) return -1;
-  if (sl_arg_given(call, "yerr") && (ec = find_column(call, t, "yerr")) < 0) return -1;
+  if (sl_arg_given(call, "series") && (sc = slT_arg_column(call, t, "series")) < 0) return -1;
+  if (sl_arg_given(call, "yerr") && (ec = slT_arg_column(call, t, "yerr")) < 0) return -1;
   int logx = sl_truthy(sl_arg(call, "logx")), logy = sl_truthy(sl_arg(call, "logy"));
   const char *kind = sl_arg_string(call, "kind");
   int bars = strcmp(kind, "bars") == 0;
@@ -147,12 +117,12 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : t->names[yc];
   const char *key = sl_arg_string(call, "key");
 
-  Script sc_ = {0};
-  Script *S = &sc_;
-  add(S, "set encoding utf8\nset termoption noenhanced\n");
+  slU_Text sc_ = {0};
+  slU_Text *S = &sc_;
+  slU_add(S, "set encoding utf8\nset termoption noenhanced\n");
   /* numbers only: one block per series, columns x, y [, yerr] */
   for (size_t s = 0; s < nseries; s++) {
-    add(S, "$S%zu << EOD\n", s);
+    slU_add(S, "$S%zu << EOD\n", s);
     for (size_t i = 0; i < series[s].n; i++) {
       size_t r = series[s].rows[i];
       sl_Value xv = slT_get(t, r, (size_t)xc), yv = slT_get(t, r, (size_t)yc);
@@ -167,61 +137,61 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
         x = xv.u.n;
       }
       double e = ec >= 0 && slT_get(t, r, (size_t)ec).type == SL_NUMBER ? slT_get(t, r, (size_t)ec).u.n : 0;
-      add(S, "%.17g %.17g %.17g\n", x, yv.u.n, e);
+      slU_add(S, "%.17g %.17g %.17g\n", x, yv.u.n, e);
     }
-    add(S, "EOD\n");
+    slU_add(S, "EOD\n");
   }
-  add(S, "set border 3 lw 1\nset tics nomirror out\n");
-  add(S, "set style line 100 lc rgb '#dddddd' lw 1 dt 3\nset grid xtics ytics ls 100\n");
+  slU_add(S, "set border 3 lw 1\nset tics nomirror out\n");
+  slU_add(S, "set style line 100 lc rgb '#dddddd' lw 1 dt 3\nset grid xtics ytics ls 100\n");
   for (size_t s = 0; s < nseries; s++)
-    add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps 1.2\n", s + 1, colours[s % 8], bars ? 1 : s % 5 + 1,
+    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps 1.2\n", s + 1, colours[s % 8], bars ? 1 : s % 5 + 1,
         (size_t[]){7, 5, 9, 11, 13}[s % 5]);
-  if (strcmp(key, "none") == 0 || nseries == 1) add(S, "unset key\n");
-  else if (strcmp(key, "outside") == 0) add(S, "set key outside right top box opaque\n");
-  else add(S, "set key %s box opaque\n", key);
-  if (title) add(S, "set title "), quote(S, title), add(S, "\n");
-  add(S, "set xlabel "), quote(S, xlabel), add(S, "\nset ylabel "), quote(S, ylabel), add(S, "\n");
-  if (logx) add(S, "set logscale x 2\nset mxtics\n");
-  if (logy) add(S, "set logscale y 10\nset mytics\n");
+  if (strcmp(key, "none") == 0 || nseries == 1) slU_add(S, "unset key\n");
+  else if (strcmp(key, "outside") == 0) slU_add(S, "set key outside right top box opaque\n");
+  else slU_add(S, "set key %s box opaque\n", key);
+  if (title) slU_add(S, "set title "), quote(S, title), slU_add(S, "\n");
+  slU_add(S, "set xlabel "), quote(S, xlabel), slU_add(S, "\nset ylabel "), quote(S, ylabel), slU_add(S, "\n");
+  if (logx) slU_add(S, "set logscale x 2\nset mxtics\n");
+  if (logy) slU_add(S, "set logscale y 10\nset mytics\n");
   if (categorical) {
-    add(S, "set xtics (");
+    slU_add(S, "set xtics (");
     for (size_t k = 0; k < ncats; k++) {
       char *label = sl_tostring(cats[k]);
-      add(S, "%s", k ? ", " : "");
+      slU_add(S, "%s", k ? ", " : "");
       quote(S, label);
-      add(S, " %zu", k);
+      slU_add(S, " %zu", k);
       free(label);
     }
-    add(S, ")\nset xrange [-0.6:%zu.6]\n", ncats - 1);
+    slU_add(S, ")\nset xrange [-0.6:%zu.6]\n", ncats - 1);
   }
   if (bars) {
     double bw = categorical ? 0.8 / (double)nseries : 0;
-    if (bw > 0) add(S, "set boxwidth %.6f absolute\n", bw);
-    else add(S, "set boxwidth 0.8 relative\n");
-    add(S, "set style fill solid 0.85 border -1\n");
-    if (!logy) add(S, "set yrange [0:*]\n");
+    if (bw > 0) slU_add(S, "set boxwidth %.6f absolute\n", bw);
+    else slU_add(S, "set boxwidth 0.8 relative\n");
+    slU_add(S, "set style fill solid 0.85 border -1\n");
+    if (!logy) slU_add(S, "set yrange [0:*]\n");
   } else {
-    add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n");  /* no point on the frame */
+    slU_add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n");  /* no point on the frame */
   }
-  add(S, "plot ");
+  slU_add(S, "plot ");
   for (size_t s = 0; s < nseries; s++) {
     const char *style = bars ? "boxes" : strcmp(kind, "line") == 0 ? "lines"
                       : strcmp(kind, "points") == 0 ? "points" : "linespoints";
-    if (s) add(S, ", ");
-    add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
+    if (s) slU_add(S, ", ");
+    slU_add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
     char *name = sc >= 0 ? sl_tostring(series[s].name) : strdup(t->names[yc]);
     quote(S, name);
     free(name);
     if (ec >= 0)
-      add(S, ", $S%zu using 1:2:3 with yerrorbars ls %zu dt 1 %snotitle", s, s + 1, bars ? "lc rgb 'black' pt 0 " : "");
+      slU_add(S, ", $S%zu using 1:2:3 with yerrorbars ls %zu dt 1 %snotitle", s, s + 1, bars ? "lc rgb 'black' pt 0 " : "");
   }
-  add(S, "\n");
+  slU_add(S, "\n");
   /* the plot is drawn twice from the same script: PNG, then SVG */
-  Script full = {0};
-  add(&full, "set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.2 background rgb 'white'\n"
+  slU_Text full = {0};
+  slU_add(&full, "set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.2 background rgb 'white'\n"
              "set output\n", (int)width, (int)height);
-  add(&full, "%s", S->s);
-  add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
+  slU_add(&full, "%s", S->s);
+  slU_add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
              "set output\nreplot\nunset output\n", (int)width, (int)height);
   free(S->s);
 

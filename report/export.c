@@ -27,36 +27,9 @@
 #include <unistd.h>
 
 #include "notebook.h"
+#include "text.h"
 
 extern char **environ;
-
-typedef struct {
-  char *s;
-  size_t n, cap;
-} Text;
-
-static void add_len(Text *t, const char *s, size_t n) {
-  if (t->n + n + 1 > t->cap) {
-    t->cap = (t->n + n + 1) * 2;
-    t->s = realloc(t->s, t->cap);
-  }
-  memcpy(t->s + t->n, s, n);
-  t->n += n;
-  t->s[t->n] = '\0';
-}
-
-static void add(Text *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *buf = malloc((size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(buf, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  add_len(t, buf, (size_t)n);
-  free(buf);
-}
 
 /* GitHub-style heading anchors: lower case, spaces to '-', punctuation dropped */
 static void slug(const char *title, char *out, size_t size) {
@@ -98,35 +71,35 @@ static int is_progress(json_t *out) {
   return json_is_true(json_object_get(json_object_get(json_object_get(out, "metadata"), "syslab"), "progress"));
 }
 
-static void strip_ansi(Text *t, const char *s) {
+static void strip_ansi(slU_Text *t, const char *s) {
   while (*s) {
     if (*s == '\033' && s[1] == '[') {
       s += 2;
       while (*s && !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z'))) s++;
       if (*s) s++;
     } else {
-      add_len(t, s++, 1);
+      slU_add_len(t, s++, 1);
     }
   }
 }
 
-static void fenced(Text *t, const char *lang, const char *text) {
+static void fenced(slU_Text *t, const char *lang, const char *text) {
   size_t n = strlen(text);
-  add(t, "```%s\n", lang);
-  add_len(t, text, n);
-  if (n == 0 || text[n - 1] != '\n') add(t, "\n");
-  add(t, "```\n\n");
+  slU_add(t, "```%s\n", lang);
+  slU_add_len(t, text, n);
+  if (n == 0 || text[n - 1] != '\n') slU_add(t, "\n");
+  slU_add(t, "```\n\n");
 }
 
 /* Markdown of the notebooks' own text: headings one level down, @fig-x
 ** references resolved */
-static void add_markdown_cell(Text *t, const char *src, json_t *labels) {
+static void add_markdown_cell(slU_Text *t, const char *src, json_t *labels) {
   int in_fence = 0;
   for (const char *line = src; *line;) {
     const char *eol = strchr(line, '\n');
     size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line);
     if (strncmp(line, "```", 3) == 0) in_fence = !in_fence;
-    if (!in_fence && line[0] == '#') add(t, "#");
+    if (!in_fence && line[0] == '#') slU_add(t, "#");
     /* @fig-label -> Figure N */
     const char *p = line, *end = line + len;
     while (p < end) {
@@ -137,22 +110,22 @@ static void add_markdown_cell(Text *t, const char *src, json_t *labels) {
           break;
         }
       if (!at || in_fence) {
-        add_len(t, p, (size_t)(end - p));
+        slU_add_len(t, p, (size_t)(end - p));
         break;
       }
-      add_len(t, p, (size_t)(at - p));
+      slU_add_len(t, p, (size_t)(at - p));
       const char *e = at + 1;
       while (e < end && (isalnum((unsigned char)*e) || *e == '-' || *e == '_')) e++;
       char label[128];
       snprintf(label, sizeof label, "%.*s", (int)(e - at - 1), at + 1);
       json_t *num = json_object_get(labels, label);
-      if (num) add(t, "Figure %d", (int)json_integer_value(num));
-      else add_len(t, at, (size_t)(e - at));
+      if (num) slU_add(t, "Figure %d", (int)json_integer_value(num));
+      else slU_add_len(t, at, (size_t)(e - at));
       p = e;
     }
     line += len;
   }
-  add(t, "\n\n");
+  slU_add(t, "\n\n");
 }
 
 /* a code cell's source without its "#|" option lines */
@@ -215,15 +188,15 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
       }
     }
   }
-  Text t = {0};
-  add(&t, "# Lab report\n\n## Contents\n\n");
+  slU_Text t = {0};
+  slU_add(&t, "# Lab report\n\n## Contents\n\n");
   for (size_t k = 0; k < count; k++) {
     char title[256], anchor[256];
     notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
     slug(title, anchor, sizeof anchor);
-    add(&t, "%zu. [%s](#%s)\n", k + 1, title, anchor);
+    slU_add(&t, "%zu. [%s](#%s)\n", k + 1, title, anchor);
   }
-  add(&t, "\n");
+  slU_add(&t, "\n");
   figure = 0;
   int rc = 0;
   for (size_t k = 0; k < count && rc == 0; k++) {
@@ -238,7 +211,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
         break;
       }
     }
-    if (!has_heading) add(&t, "## %s\n\n", nbs[k].stem);
+    if (!has_heading) slU_add(&t, "## %s\n\n", nbs[k].stem);
     json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
       if (slR_cell_has_tag(cell, "remove-cell")) continue;
       const char *type = json_string_value(json_object_get(cell, "cell_type"));
@@ -249,7 +222,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
         continue;
       }
       if (strcmp(type, "raw") == 0) {
-        add(&t, "%s\n\n", src);
+        slU_add(&t, "%s\n\n", src);
         free(src);
         continue;
       }
@@ -272,8 +245,8 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
         if (strcmp(otype, "stream") == 0) {
           fenced(&t, "text", json_string_value(json_object_get(out, "text")));
         } else if (strcmp(otype, "error") == 0) {
-          Text e = {0};
-          add(&e, "%s: %s\n", json_string_value(json_object_get(out, "ename")), json_string_value(json_object_get(out, "evalue")));
+          slU_Text e = {0};
+          slU_add(&e, "%s: %s\n", json_string_value(json_object_get(out, "ename")), json_string_value(json_object_get(out, "evalue")));
           fenced(&t, "text", e.s);
           free(e.s);
         } else {
@@ -306,14 +279,14 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
             }
             if (rc != 0) break;
             const char *cap = caption[0] ? caption : "";
-            add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
+            slU_add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
                 figure, cap[0] ? ": " : "", cap);
           } else if (md) {
-            add(&t, "%s\n\n", md);
+            slU_add(&t, "%s\n\n", md);
           } else if (latex) {
-            add(&t, "%s\n\n", latex);
+            slU_add(&t, "%s\n\n", latex);
           } else if (html) {
-            add(&t, "%s\n\n", html);
+            slU_add(&t, "%s\n\n", html);
           } else if (plain) {
             fenced(&t, "text", plain);
           }
@@ -327,8 +300,8 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     return -1;
   }
   /* ANSI colours have no place in a document */
-  Text clean = {0};
-  add(&clean, "");
+  slU_Text clean = {0};
+  slU_add_len(&clean, "", 0);
   strip_ansi(&clean, t.s);
   free(t.s);
   *markdown = clean.s;
@@ -340,8 +313,8 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
 /* Math is kept away from the Markdown parser, which would read the _ and *
 ** of TeX as emphasis, and put back verbatim for KaTeX to typeset. */
 static char *protect_math(const char *md, json_t *stash) {
-  Text t = {0};
-  add(&t, "");
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
   int in_fence = 0;
   for (const char *p = md; *p;) {
     if ((p == md || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
@@ -353,35 +326,35 @@ static char *protect_math(const char *md, json_t *stash) {
         char key[64];
         snprintf(key, sizeof key, "SYSLABMATH%zuX", json_array_size(stash));
         json_array_append_new(stash, json_stringn(p, len));
-        add(&t, "%s", key);
+        slU_add(&t, "%s", key);
         p += len;
         continue;
       }
     }
-    add_len(&t, p++, 1);
+    slU_add_len(&t, p++, 1);
   }
   return t.s;
 }
 
 static char *restore_math(const char *html, json_t *stash) {
-  Text t = {0};
-  add(&t, "");
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
   for (const char *p = html; *p;) {
     if (strncmp(p, "SYSLABMATH", 10) == 0) {
       char *end;
       long i = strtol(p + 10, &end, 10);
       if (*end == 'X' && i >= 0 && (size_t)i < json_array_size(stash)) {
         for (const char *m = json_string_value(json_array_get(stash, (size_t)i)); *m; m++) {
-          if (*m == '<') add(&t, "&lt;");
-          else if (*m == '>') add(&t, "&gt;");
-          else if (*m == '&') add(&t, "&amp;");
-          else add_len(&t, m, 1);
+          if (*m == '<') slU_add(&t, "&lt;");
+          else if (*m == '>') slU_add(&t, "&gt;");
+          else if (*m == '&') slU_add(&t, "&amp;");
+          else slU_add_len(&t, m, 1);
         }
         p = end + 1;
         continue;
       }
     }
-    add_len(&t, p++, 1);
+    slU_add_len(&t, p++, 1);
   }
   return t.s;
 }
@@ -407,8 +380,8 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
   cmark_node *doc = cmark_parser_finish(parser);
   char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE, cmark_parser_get_syntax_extensions(parser));
   char *restored = restore_math(body, stash);
-  Text t = {0};
-  add(&t,
+  slU_Text t = {0};
+  slU_add(&t,
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Lab report</title>\n"
       "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
       "<script src=\"file://" SLR_KATEX_DIR "/katex.min.js\"></script>\n"
