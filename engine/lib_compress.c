@@ -18,7 +18,9 @@
 #include "table.h"
 
 static const char *const format_names[] = {"integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
-                                           "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", NULL};
+                                           "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
+                                           "block_fp", "block_minifloat", "block_log", "binary", "binary_residual",
+                                           "ternary", NULL};
 
 /* the format from a call's arguments, with an optional operand prefix
 ** ("weight_", "data_in_", "bias_") whose settings win over the plain ones */
@@ -33,7 +35,13 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   f->frac_width = (int)PICK("frac", "frac_width", f->width / 2);
   f->exponent_width = (int)PICK("exponent_width", "exponent_width", 4);
   f->is_signed = 1;
-  f->block = (int)sl_arg_number(call, "block");
+  int mx = f->kind >= SLQ_MXINT8 && f->kind <= SLQ_MXFP4_E2M1;
+  f->block = sl_arg_given(call, "block") ? (int)sl_arg_number(call, "block") : mx ? 32 : 16;
+  f->bias_width = (int)PICK("exponent_bias_width", "exponent_bias_width", 4);
+  f->levels = (int)sl_arg_number(call, "levels");
+  f->bipolar = sl_truthy(sl_arg(call, "bipolar"));
+  f->scaled = sl_truthy(sl_arg(call, "scaled"));
+  if (f->kind == SLQ_BLOCK_FP && !sl_arg_given(call, "exponent_width")) f->exponent_width = 8;
   snprintf(key, sizeof key, "%sexponent_bias", prefix);
   if ((prefix[0] && sl_arg_given(call, key)) || sl_arg_given(call, "exponent_bias")) {
     f->has_bias = 1;
@@ -191,8 +199,8 @@ static void replace(slC_Transform **slot, slC_Transform *t) {
   *slot = t;
 }
 
-static int cmd_quantize_model(sl_Call *call, sl_Value *result) {
-  slM_Graph *src = sl_arg_object(call, "model", &slM_model_class);
+/* quantises a copy of src as the call's settings say */
+static int quantize_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   if (check_layers(call, src) != 0) return -1;
   slQ_Format fx, fw, fb;
   if (format_of(call, "data_in_", &fx) != 0 || format_of(call, "weight_", &fw) != 0 || format_of(call, "bias_", &fb) != 0)
@@ -244,10 +252,54 @@ static int cmd_model_size(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-static int cmd_prune(sl_Call *call, sl_Value *result) {
-  slM_Graph *src = sl_arg_object(call, "model", &slM_model_class);
-  double s = sl_arg_number(call, "sparsity");
+/* Activation pruning: each forward zeroes exactly round(s * n) of the
+** layer's input values, the smallest (l1) or a fresh random set (random). */
+typedef struct {
+  double sparsity;
+  int l1;
+  uint64_t seed, calls;
+} ActivationPrune;
+
+static void prune_activations(const slC_Transform *t, const float *in, float *out, size_t n) {
+  ActivationPrune *a = t->state;
+  unsigned char *mask = malloc(n ? n : 1);
+  if (a->l1) slQ_prune_l1(in, n, a->sparsity, mask);
+  else slQ_prune_random(n, a->sparsity, a->seed + a->calls++, mask);
+  for (size_t i = 0; i < n; i++) out[i] = mask[i] ? in[i] : 0.0f;
+  free(mask);
+}
+
+static void free_transform(slC_Transform *t) {
+  free(t->state);
+  free(t);
+}
+
+static slC_Transform *activation_pruner(double s, int l1, uint64_t seed);
+
+static slC_Transform *clone_pruner(const slC_Transform *t) {
+  const ActivationPrune *a = t->state;
+  return activation_pruner(a->sparsity, a->l1, a->seed);
+}
+
+static slC_Transform *activation_pruner(double s, int l1, uint64_t seed) {
+  slC_Transform *t = calloc(1, sizeof *t);
+  ActivationPrune *a = calloc(1, sizeof *a);
+  *a = (ActivationPrune){s, l1, seed, 0};
+  t->apply = prune_activations;
+  t->free = free_transform;
+  t->clone = clone_pruner;
+  t->state = a;
+  t->bits = 32;
+  t->has_gradient = 1;
+  snprintf(t->name, sizeof t->name, "%s activation pruning %.3g", l1 ? "l1" : "random", s);
+  return t;
+}
+
+/* prunes a copy of src as the call's settings say */
+static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
+  double s = sl_arg_number(call, "sparsity"), as = sl_arg_number(call, "activation_sparsity");
   if (check_sparsity(call, s) != 0 || check_layers(call, src) != 0) return -1;
+  if (!(as >= 0 && as <= 1)) return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %.9g", as);
   int l1 = strcmp(sl_arg_string(call, "method"), "l1") == 0;
   int global = strcmp(sl_arg_string(call, "scope"), "global") == 0;
   uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
@@ -291,6 +343,7 @@ static int cmd_prune(sl_Call *call, sl_Value *result) {
     }
     free(n->comp.weight_mask);
     n->comp.weight_mask = mask;
+    if (as > 0) replace(&n->comp.data_in_prune, activation_pruner(as, l1, seed + 1000 + (uint64_t)i));
     for (size_t j = 0; j < w->size; j++)  /* the stored weights are zero too, so an export of them is sparse */
       if (!mask[j]) w->data[j] = 0;
     size_t r = slT_add_row(t);
@@ -311,6 +364,23 @@ static int cmd_prune(sl_Call *call, sl_Value *result) {
   sl_release(table);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
+}
+
+static int cmd_quantize_model(sl_Call *call, sl_Value *result) {
+  return quantize_graph(call, sl_arg_object(call, "model", &slM_model_class), result);
+}
+
+static int cmd_prune(sl_Call *call, sl_Value *result) {
+  return prune_graph(call, sl_arg_object(call, "model", &slM_model_class), result);
+}
+
+/* the labs' CompressionPipeline: quantise, then prune the quantised copy */
+static int cmd_compress(sl_Call *call, sl_Value *result) {
+  sl_Value quantised;
+  if (quantize_graph(call, sl_arg_object(call, "model", &slM_model_class), &quantised) != 0) return -1;
+  int rc = prune_graph(call, sl_object_data(quantised), result);
+  sl_release(quantised);
+  return rc;
 }
 
 static int cmd_sparsity(sl_Call *call, sl_Value *result) {
@@ -345,7 +415,11 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
   {"frac", SL_ARG_INT, 0, NULL, "fractional bits (integer; default width / 2)"},                       \
   {"exponent_width", SL_ARG_INT, 0, "4", "exponent bits (minifloat)"},                                 \
   {"exponent_bias", SL_ARG_INT, 0, NULL, "exponent bias (minifloat, log; default 2^(e-1) - 1)"},       \
-  {"block", SL_ARG_INT, 0, "32", "elements sharing one scale (MX formats)"}
+  {"block", SL_ARG_INT, 0, NULL, "elements sharing a scale or bias (MX: 32, block formats: 16)"},              \
+  {"exponent_bias_width", SL_ARG_INT, 0, "4", "bits of the shared bias (block_minifloat, block_log)"},      \
+  {"levels", SL_ARG_INT, 0, "2", "binary residual levels, 1 to 3"},                                        \
+  {"bipolar", SL_ARG_BOOL, 0, "true", "binary: +1/-1 (true) or mean|x| for positives (false)"},            \
+  {"scaled", SL_ARG_BOOL, 0, "true", "ternary: scale by the mean kept magnitude"}
 
 #define OPERAND_ARGS(p)                                                                        \
   {p "width", SL_ARG_INT, 0, NULL, "width for this operand"},                                  \
@@ -389,6 +463,19 @@ const sl_Command slQ_commands[] = {
     {"scope", SL_ARG_ENUM, 0, "local", "per layer, or over all layers", scopes},
     {"seed", SL_ARG_INT, 0, "0", "seed (random)"},
     {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to prune ([] = every linear layer)"},
+    {"activation_sparsity", SL_ARG_NUMBER, 0, "0", "also prune this fraction of each layer's input on every forward"},
+    {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
+  {"compress", "compress", "Quantise, then prune, with one configuration (the labs' compression pipeline).",
+   "Takes the settings of quantize_model and of prune; returns a new model.",
+   "c = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
+   {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
+    OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
+    {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to compress ([] = every linear layer)"},
+    {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction of weights to prune, 0 to 1"},
+    {"method", SL_ARG_ENUM, 0, "l1", "which weights", prune_methods},
+    {"scope", SL_ARG_ENUM, 0, "local", "per layer, or over all layers", scopes},
+    {"seed", SL_ARG_INT, 0, "0", "seed (random)"},
+    {"activation_sparsity", SL_ARG_NUMBER, 0, "0", "also prune this fraction of each layer's input"},
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"sparsity", "compress", "The fraction of zero (or masked) weights in each linear layer, as a table.", "",
    "sparsity p", cmd_sparsity, 0,

@@ -417,6 +417,15 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   size_t trainable, total;
   slM_param_counts(g, &trainable, &total);
   if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");
+  for (int i = 0; i < g->n; i++) {
+    const slC_NodeCompression *q = &g->nodes[i].comp;
+    const slC_Transform *ts[4] = {q->data_in, q->data_in_prune, q->weight, q->bias};
+    for (int k = 0; k < 4; k++)
+      if (ts[k] && !ts[k]->has_gradient)
+        return sl_error(call, "%s: %s has no usable gradient, so quantisation-aware training is not supported; "
+                              "evaluate the model without training it (PTQ), or choose another format",
+                        g->nodes[i].name, ts[k]->name);
+  }
   slM_EpochStats *stats = calloc((size_t)c.epochs, sizeof *stats);
   TrainUi ui = {sl_progress_begin(call, "train", c.epochs), c.epochs};
   slM_TrainHooks hooks = {&ui, on_progress, on_stop};

@@ -19,7 +19,12 @@
 static const char *const kind_names[SLQ_NUM_FORMATS] = {
   "integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
   "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
+  "block_fp", "block_minifloat", "block_log", "binary", "binary_residual", "ternary",
 };
+
+static int is_mx(slQ_Kind k) { return k >= SLQ_MXINT8 && k <= SLQ_MXFP4_E2M1; }
+int slQ_is_blocked(slQ_Kind k) { return is_mx(k) || (k >= SLQ_BLOCK_FP && k <= SLQ_BLOCK_LOG); }
+int slQ_has_gradient(slQ_Kind k) { return k != SLQ_BLOCK_MINIFLOAT && k != SLQ_BINARY_RESIDUAL; }
 
 const char *slQ_kind_name(slQ_Kind k) { return k < SLQ_NUM_FORMATS ? kind_names[k] : "?"; }
 
@@ -146,7 +151,7 @@ static void q_mx_block(const slQ_Format *f, const float *in, float *out, size_t 
     double p = ldexp((double)in[i], -shared), q;
     if (is_int) {
       q = clampd(rint(p * 64), -127, 127) / 64;
-      out[i] = (float)ldexp(q, shared);
+      out[i] = q == 0 ? 0.0f : (float)ldexp(q, shared);  /* an int8 mantissa 0 decodes to +0 */
     } else {
       double a = fabs(p);
       int e = a > 0 ? flog2(a) : 1 - el.bias;
@@ -154,6 +159,109 @@ static void q_mx_block(const slQ_Format *f, const float *in, float *out, size_t 
       q = rint(a * ldexp(1.0, el.mbits - e)) * ldexp(1.0, e - el.mbits);
       if (q > el.max_normal) q = el.max_normal;
       out[i] = (float)ldexp(p < 0 || (p == 0 && signbit(p)) ? -q : q, shared);
+    }
+  }
+}
+
+/* ------------------------------------------------ shared-exponent blocks */
+
+/* block maxima with the zero-block fix: all-zero tensors use 1, other zero
+** blocks take the smallest non-zero block maximum of the tensor */
+static double *block_maxima(const float *in, size_t n, size_t row, size_t k, size_t *nblocks) {
+  size_t per_row = (row + k - 1) / k, rows = (n + row - 1) / row;
+  *nblocks = per_row * rows;
+  double *m = calloc(*nblocks ? *nblocks : 1, sizeof *m), smallest = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    size_t b = (i / row) * per_row + (i % row) / k;
+    double a = fabs((double)in[i]);
+    if (a > m[b] || isnan(a)) m[b] = isnan(m[b]) ? m[b] : a;
+  }
+  for (size_t b = 0; b < *nblocks; b++)
+    if (m[b] > 0 && m[b] < smallest) smallest = m[b];
+  for (size_t b = 0; b < *nblocks; b++)
+    if (m[b] == 0) m[b] = isinf(smallest) ? 1 : smallest;
+  return m;
+}
+
+static void block_formats(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+  size_t k = (size_t)f->block, nb;
+  if (row == 0) row = n;
+  double *m = block_maxima(in, n, row, k, &nb);
+  size_t per_row = (row + k - 1) / k;
+  for (size_t i = 0; i < n; i++) {
+    double mb = m[(i / row) * per_row + (i % row) / k];
+    float x = in[i];
+    if (isnan(mb) && fabsf(x) > 1e-8f) {
+      out[i] = NAN;
+      continue;
+    }
+    if (f->kind == SLQ_BLOCK_FP) {
+      if (isnan(x) || fabsf(x) <= 1e-8f) {
+        out[i] = x;
+        continue;
+      }
+      int M = f->width - 1, E = f->exponent_width;
+      int B = f->has_bias ? f->exponent_bias : default_bias(E);
+      int es = isinf(mb) ? (1 << E) - 1 - B : clampi(clog2(mb), -B, (1 << E) - 1 - B);
+      float a = fabsf(x) + 1e-9f;  /* in binary32, as the reference does */
+      double q = clampd(rint((double)a * ldexp(1.0, M - es)), 0, ldexp(1.0, M) - 1) * ldexp(1.0, es - M);
+      out[i] = (float)(x < 0 ? -q : q);
+    } else if (f->kind == SLQ_BLOCK_MINIFLOAT) {
+      slQ_Format e = *f;
+      e.kind = SLQ_MINIFLOAT_IEEE;
+      e.has_bias = 1;
+      e.exponent_bias = isinf(mb) ? (1 << f->bias_width) - 1 : clampi(flog2(mb), 0, (1 << f->bias_width) - 1);
+      out[i] = q_minifloat_ieee(&e, x);
+    } else {  /* block_log */
+      slQ_Format e = *f;
+      int Eb = f->width - 1;
+      e.kind = SLQ_LOG;
+      e.has_bias = 1;
+      e.exponent_bias = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
+      out[i] = q_log(&e, x);
+    }
+  }
+  free(m);
+}
+
+/* --------------------------------------------------- binary and ternary */
+
+/* sign(clamp(v, -1, 1)) with sign(0) = 0 */
+static float binarize(float v) { return v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f; }
+
+static void binary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+  if (row == 0) row = n;
+  for (size_t r = 0; r < n; r += row) {
+    size_t len = r + row <= n ? row : n - r;
+    const float *x = in + r;
+    float *y = out + r;
+    if (f->kind == SLQ_BINARY) {
+      double alpha = 0;
+      for (size_t i = 0; i < len; i++) alpha += fabs((double)x[i]);
+      alpha /= (double)len;
+      for (size_t i = 0; i < len; i++) y[i] = f->bipolar ? (x[i] >= 0 ? 1.0f : -1.0f) : x[i] > 0 ? (float)alpha : 0.0f;
+    } else if (f->kind == SLQ_TERNARY) {
+      double mean = 0, kept = 0;
+      size_t nk = 0;
+      for (size_t i = 0; i < len; i++) mean += fabs((double)x[i]);
+      double delta = 0.75 * mean / (double)len;
+      for (size_t i = 0; i < len; i++)
+        if (fabs((double)x[i]) > delta) kept += fabs((double)x[i]), nk++;
+      float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f;
+      for (size_t i = 0; i < len; i++) y[i] = x[i] > delta ? alpha : x[i] < -delta ? -alpha : 0.0f;
+    } else {  /* binary residual sign, with its initial mu = (L, ..., 1) / (L(L+1)/2) */
+      int L = f->levels;
+      for (size_t i = 0; i < len; i++) {
+        float resid = x[i], sum = 0;
+        for (int l = 0; l < L; l++) {
+          float mu = (float)(L - l) / (float)(L * (L + 1) / 2);
+          float c = resid < -1 ? -1 : resid > 1 ? 1 : resid;
+          float o = binarize(c) * mu;
+          sum += o;
+          resid -= o;
+        }
+        y[i] = sum;
+      }
     }
   }
 }
@@ -215,17 +323,48 @@ static void mxint8_block_fast(const float *in, float *out, size_t n) {
     return;
   }
   float up = pow2f(6 - shared), down = pow2f(shared - 6);
+  /* |x * up| < 2^7 * 2 here, so the integer conversion cannot overflow */
   for (size_t i = 0; i < n; i++) {
-    float v = rintf(in[i] * up);
-    v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
-    out[i] = v * down;
+    int v = (int)lrintf(in[i] * up);
+    v = v < -127 ? -127 : v > 127 ? 127 : v;
+    out[i] = (float)v * down;
   }
 }
 
 /* ---------------------------------------------------------------- api */
 
 int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
-  if (f->kind >= SLQ_MXINT8) {
+  if (f->kind >= SLQ_BINARY) {
+    if (f->kind == SLQ_BINARY_RESIDUAL && (f->levels < 1 || f->levels > 3)) {
+      snprintf(err, errlen, "levels must be 1, 2 or 3, got %d", f->levels);
+      return -1;
+    }
+    return 0;
+  }
+  if (slQ_is_blocked(f->kind) && !is_mx(f->kind)) {
+    if (f->block < 1 || f->block > 4096) {
+      snprintf(err, errlen, "block must be between 1 and 4096 (the default is 16), got %d", f->block);
+      return -1;
+    }
+    if (f->kind != SLQ_BLOCK_FP && (f->bias_width < 1 || f->bias_width > 8)) {
+      snprintf(err, errlen, "exponent_bias_width must be between 1 and 8, got %d", f->bias_width);
+      return -1;
+    }
+    if (f->kind == SLQ_BLOCK_FP && (f->width < 2 || f->width > 24 || f->exponent_width < 1 || f->exponent_width > 10)) {
+      snprintf(err, errlen, "block_fp needs width 2..24 (sign and mantissa) and exponent_width 1..10");
+      return -1;
+    }
+    if (f->kind == SLQ_BLOCK_LOG && (f->width < 2 || f->width > 12)) {
+      snprintf(err, errlen, "block_log needs a width of 2 to 12 bits, got %d", f->width);
+      return -1;
+    }
+    if (f->kind == SLQ_BLOCK_MINIFLOAT && (f->exponent_width < 1 || f->width - f->exponent_width - 1 < 1)) {
+      snprintf(err, errlen, "block_minifloat needs exponent_width >= 1 and at least one mantissa bit");
+      return -1;
+    }
+    return 0;
+  }
+  if (is_mx(f->kind)) {
     if (f->block < 1 || f->block > 4096) {
       snprintf(err, errlen, "block must be between 1 and 4096 (the OCP default is 32), got %d", f->block);
       return -1;
@@ -292,7 +431,15 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
 }
 
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
-  if (f->kind >= SLQ_MXINT8) {
+  if (f->kind >= SLQ_BINARY) {
+    binary_rows(f, in, out, n, row);
+    return;
+  }
+  if (f->kind >= SLQ_BLOCK_FP) {
+    block_formats(f, in, out, n, row);
+    return;
+  }
+  if (is_mx(f->kind)) {
     /* blocks run along each row; a partial block at a row's end is padded
     ** with zeros, which do not change its maximum */
     if (row == 0) row = n;
@@ -318,6 +465,10 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
 
 double slQ_bits(const slQ_Format *f) {
   switch (f->kind) {
+    case SLQ_BLOCK_FP: return f->width + (double)f->exponent_width / f->block;
+    case SLQ_BLOCK_MINIFLOAT: case SLQ_BLOCK_LOG: return f->width + (double)f->bias_width / f->block;
+    case SLQ_BINARY: case SLQ_BINARY_RESIDUAL: return 1;
+    case SLQ_TERNARY: return 2;
     case SLQ_MXINT8: case SLQ_MXFP8_E4M3: case SLQ_MXFP8_E5M2: return 8 + 8.0 / f->block;
     case SLQ_MXFP6_E3M2: case SLQ_MXFP6_E2M3: return 6 + 8.0 / f->block;
     case SLQ_MXFP4_E2M1: return 4 + 8.0 / f->block;
@@ -335,6 +486,13 @@ void slQ_describe(const slQ_Format *f, char *out, size_t size) {
     case SLQ_LOG:
       snprintf(out, size, "log(width=%d, bias=%d)", f->width, f->has_bias ? f->exponent_bias : default_bias(f->width - 1));
       break;
+    case SLQ_BLOCK_FP: snprintf(out, size, "block_fp(width=%d, exponent=%d, block=%d)", f->width, f->exponent_width, f->block); break;
+    case SLQ_BLOCK_MINIFLOAT: case SLQ_BLOCK_LOG:
+      snprintf(out, size, "%s(width=%d, bias_width=%d, block=%d)", slQ_kind_name(f->kind), f->width, f->bias_width, f->block);
+      break;
+    case SLQ_BINARY: snprintf(out, size, "binary(%s)", f->bipolar ? "bipolar" : "scaled"); break;
+    case SLQ_BINARY_RESIDUAL: snprintf(out, size, "binary_residual(levels=%d)", f->levels); break;
+    case SLQ_TERNARY: snprintf(out, size, "ternary(%s)", f->scaled ? "scaled" : "unscaled"); break;
     default: snprintf(out, size, "%s(block=%d)", slQ_kind_name(f->kind), f->block); break;
   }
 }
@@ -371,7 +529,7 @@ slC_Transform *slQ_transform(const slQ_Format *f, size_t row) {
   t->clone = transform_clone;
   t->state = q;
   t->bits = slQ_bits(f);
-  t->has_gradient = 1;  /* every format here trains with the straight-through estimator */
+  t->has_gradient = slQ_has_gradient(f->kind);  /* the others train with the straight-through estimator */
   slQ_describe(f, t->name, sizeof t->name);
   return t;
 }

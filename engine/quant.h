@@ -17,6 +17,12 @@ typedef enum {
   SLQ_LOG,               /* width (sign + exponent), exponent_bias */
   SLQ_MXINT8,            /* OCP MX: blocks of `block` sharing an E8M0 scale, INT8 elements */
   SLQ_MXFP8_E4M3, SLQ_MXFP8_E5M2, SLQ_MXFP6_E3M2, SLQ_MXFP6_E2M3, SLQ_MXFP4_E2M1,
+  SLQ_BLOCK_FP,          /* width (sign + mantissa), exponent_width, bias; shared exponent per block */
+  SLQ_BLOCK_MINIFLOAT,   /* width, exponent_width, bias_width: minifloat_ieee with a per-block bias */
+  SLQ_BLOCK_LOG,         /* width, bias_width: log with a per-block bias */
+  SLQ_BINARY,            /* sign: +1/-1 (bipolar) or mean|x| per row for x > 0 */
+  SLQ_BINARY_RESIDUAL,   /* sum of `levels` binarised residuals */
+  SLQ_TERNARY,           /* -1/0/+1 around 0.75 mean|x| per row, optionally scaled */
   SLQ_NUM_FORMATS
 } slQ_Kind;
 
@@ -26,8 +32,17 @@ typedef struct slQ_Format {
   int exponent_bias;     /* meaningful when has_bias */
   int has_bias;
   int is_signed;
-  int block;             /* MX block size along the last dimension (32) */
+  int block;             /* block size along the last dimension (MX: 32; block formats: 16) */
+  int bias_width;        /* block_minifloat, block_log: bits of the shared bias */
+  int levels;            /* binary_residual: 1 to 3 */
+  int bipolar;           /* binary: +1/-1 rather than scaled 0/1 */
+  int scaled;            /* ternary: scale by the mean of the kept magnitudes */
 } slQ_Format;
+
+/* 1 for formats that share something across a block of `block` values */
+int slQ_is_blocked(slQ_Kind k);
+/* 0 for formats whose training gradient is not defined (QAT is refused) */
+int slQ_has_gradient(slQ_Kind k);
 
 const char *slQ_kind_name(slQ_Kind k);
 int slQ_kind_from_name(const char *name);     /* -1 if unknown */

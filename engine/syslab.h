@@ -177,7 +177,7 @@ enum {
   SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
-#define SL_MAX_ARGS 24
+#define SL_MAX_ARGS 32
 
 typedef struct sl_Arg {
   const char *name;

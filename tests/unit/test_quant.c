@@ -233,7 +233,54 @@ static void test_optimised_equals_reference(void) {
   free(x), free(a), free(b);
 }
 
+static void apply_list(slQ_Format f, const float *x, float *y, size_t n, size_t row) { slQ_apply(&f, x, y, n, row); }
+
+static void test_block_binary_ternary(void) {
+  float y[8];
+  slQ_Format f = fmt(SLQ_BLOCK_FP, 4, 0, 8);
+  f.block = 4;
+  float x[8] = {0.5f, -0.25f, 3.0f, 0.0625f, 0, 1, 2, 4};
+  apply_list(f, x, y, 8, 8);
+  float want_fp[8] = {0.5f, -0.0f, 3.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.5f};  /* 4 = a power-of-two maximum: 0.875 * 4 */
+  CHECK(memcmp(y, want_fp, sizeof want_fp) == 0);
+  CHECK(signbit(y[1]));  /* -0.25 rounds (tie to even) to -0 */
+  slQ_Format bm = fmt(SLQ_BLOCK_MINIFLOAT, 8, 0, 4);
+  bm.block = 4, bm.bias_width = 4;
+  apply_list(bm, x, y, 4, 4);
+  CHECK(y[0] == 0.5f && y[1] == -0.25f && y[2] == 3.0f && y[3] == 0.0f);
+  slQ_Format bl = fmt(SLQ_BLOCK_LOG, 4, 0, 0);
+  bl.block = 4, bl.bias_width = 4;
+  apply_list(bl, x, y, 4, 4);
+  CHECK(y[0] == 0.5f && y[1] == -0.25f && y[2] == 4.0f && y[3] == 0.0625f);
+  slQ_Format b = fmt(SLQ_BINARY, 0, 0, 0);
+  b.bipolar = 0;
+  float m[4] = {0.5f, -0.25f, 3.0f, 0.0f};
+  apply_list(b, m, y, 4, 2);  /* two rows, scaled by each row's mean |x| */
+  CHECK(y[0] == 0.375f && y[1] == 0.0f && y[2] == 1.5f && y[3] == 0.0f);
+  b.bipolar = 1;
+  apply_list(b, x, y, 4, 4);
+  CHECK(y[0] == 1 && y[1] == -1 && y[2] == 1 && y[3] == 1);
+  slQ_Format t = fmt(SLQ_TERNARY, 0, 0, 0);
+  t.scaled = 1;
+  apply_list(t, x, y, 4, 4);
+  CHECK(y[0] == 0 && y[1] == 0 && y[2] == 3.0f && y[3] == 0);
+  float zeros[4] = {0}, out[4];
+  apply_list(t, zeros, out, 4, 4);
+  CHECK(out[0] == 0 && out[3] == 0);  /* an all-zero row stays zero, not NaN */
+  slQ_Format r = fmt(SLQ_BINARY_RESIDUAL, 0, 0, 0);
+  r.levels = 2;
+  apply_list(r, x, y, 4, 4);
+  CHECK_NEAR(y[0], 1.0 / 3, 1e-7);
+  CHECK_NEAR(y[2], 1.0, 1e-7);
+  CHECK(!slQ_has_gradient(SLQ_BLOCK_MINIFLOAT) && !slQ_has_gradient(SLQ_BINARY_RESIDUAL) && slQ_has_gradient(SLQ_BLOCK_FP));
+  char err[128];
+  r.levels = 4;
+  CHECK(slQ_check(&r, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "levels must be 1, 2 or 3");
+}
+
 int main(void) {
+  RUN(test_block_binary_ternary);
   RUN(test_optimised_equals_reference);
   RUN(test_integer_worked_example);
   RUN(test_minifloats);
