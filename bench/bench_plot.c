@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gnuplot.h"
+#include "plotting/gnuplot.h"
 #include "syslab.h"
 
 static int displays;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "quant.h"
+#include "compress/quant.h"
 
 static double now(void) {
   struct timespec ts;

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "model.h"
-#include "train.h"
+#include "graph/model.h"
+#include "graph/train.h"
 
 static double now(void) {
   struct timespec ts;

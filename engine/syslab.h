@@ -9,9 +9,9 @@
 ** IOPub messages; `syslab run` writes them to stdout/stderr.
 **
 ** Every command the language knows is described once, in an sl_Command
-** record (name, arguments with types, defaults and help). Each domain file
-** (the lib_ files and plotting/plot.c) exports a NULL-terminated table of them; the
-** registry (registry.c) gathers the tables. Argument binding, `help`,
+** record (name, arguments with types, defaults and help). Each domain
+** folder's commands.c (and plotting/plot.c) exports an sl_Domain holding a
+** NULL-terminated table of them; the registry (lang/registry.c) gathers them. Argument binding, `help`,
 ** completion, inspection and docs/commands.md are all generated from that
 ** one description.
 **
@@ -110,6 +110,19 @@ char *sl_repr(sl_Value v);
 ** so every float32 value round-trips exactly. */
 void sl_format_number(double x, char *out, size_t size);
 
+/* -------------------------------------------------------- growable string */
+
+/* A growable string, for building help pages, tables, scripts and reports
+** piece by piece (lang/text.c). Start from {0}; it is always NUL-terminated
+** once anything was added; the owner frees `s`. */
+typedef struct slU_Text {
+  char *s;
+  size_t n, cap;
+} slU_Text;
+
+void slU_add_len(slU_Text *t, const char *s, size_t n);
+void slU_add(slU_Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ------------------------------------------------------------ mime bundles */
 
 #define SL_BUNDLE_MAX 8
@@ -200,7 +213,8 @@ enum {
 
 typedef struct sl_Command {
   const char *name;
-  const char *group;      /* "core", "data", "model", "graph", "compress", "table", "plot", ... */
+  const char *group;      /* topic inside its domain ("core", "display", "data", "model", ...):
+                             the `help` index lists a domain's commands under these */
   const char *summary;    /* one line */
   const char *help;       /* longer text, may span lines */
   const char *example;    /* one or more lines of the language */
@@ -209,12 +223,26 @@ typedef struct sl_Command {
   sl_Arg args[SL_MAX_ARGS];   /* terminated by an entry with name == NULL */
 } sl_Command;
 
-/* Each domain exports a table terminated by an entry with name == NULL. */
-extern const sl_Command slB_commands[];   /* engine/lib_base.c: print, help, sleep, input, display... */
-extern const sl_Command slT_commands[];   /* engine/lib_table.c: tables, sweep, row, csv */
-extern const sl_Command slP_commands[];   /* plotting/plot.c: plot */
-extern const sl_Command slM_commands[];   /* engine/lib_model.c: datasets, models, graphs, passes, training */
-extern const sl_Command slQ_commands[];   /* engine/lib_compress.c: quantisation, pruning */
+/* Each folder of the engine (and plotting/) registers its commands as one
+** domain: a name, a paragraph saying what the domain is for, and a table of
+** commands terminated by an entry with name == NULL. The registry lists the
+** domains in the order of the layers (lang/registry.c). */
+typedef struct sl_Domain {
+  const char *name;                /* "Language", "Tables and sweeps", ... */
+  const char *intro;               /* one paragraph, for help and docs/commands.md */
+  const sl_Command *commands;
+} sl_Domain;
+
+extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sleep, input, display... */
+extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, row, csv */
+extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
+extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
+extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
+
+/* the domains in layer order: i = 0, 1, ... until NULL */
+const sl_Domain *sl_domain_at(size_t i);
+/* the domain a command belongs to */
+const sl_Domain *sl_command_domain(const sl_Command *cmd);
 
 const sl_Command *sl_command_find(const char *name);
 /* iterate over every command: i = 0, 1, ... until NULL */
@@ -317,6 +345,10 @@ void sl_completion_free(sl_Completion *c);
 /* Help for the name under the cursor (command, argument, variable).
 ** Returns 1 and fills out (text/plain, text/markdown), or 0 if nothing. */
 int sl_inspect(sl_State *S, const char *code, size_t cursor, int detail, sl_Bundle *out);
+
+/* One line naming the GPU and its memory, or why there is none (for
+** `version`; answered by the kernels layer, which alone reaches cuda/). */
+const char *sl_gpu_describe(void);
 
 /* Documentation generated from the registry, for docs/commands.md. Caller frees. */
 char *sl_registry_markdown(void);

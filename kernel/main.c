@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "report.h"
+#include "report/report.h"
 #include "syslab.h"
 
 static void usage(FILE *out) {

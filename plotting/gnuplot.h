@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "lang/process.h"
+
 typedef struct slP_Image {
   char *png;
   size_t png_len;
@@ -14,11 +16,12 @@ typedef struct slP_Image {
   char *warnings;   /* what gnuplot wrote on stderr, or NULL */
 } slP_Image;
 
+/* the statuses of lang/process.h, as they read for gnuplot */
 typedef enum {
-  SLP_OK = 0,
-  SLP_MISSING = -1,   /* gnuplot is not installed */
-  SLP_FAILED = -2,    /* gnuplot reported an error or produced no image */
-  SLP_TIMEOUT = -3    /* gnuplot ran past its time limit and was killed */
+  SLP_OK = SLO_OK,
+  SLP_MISSING = SLO_MISSING,   /* gnuplot is not installed */
+  SLP_FAILED = SLO_FAILED,     /* gnuplot reported an error or produced no image */
+  SLP_TIMEOUT = SLO_TIMEOUT    /* gnuplot ran past its time limit and was killed */
 } slP_Status;
 
 /* Runs `script` (which must end by writing a PNG, then an SVG, to standard
@@ -26,13 +29,6 @@ typedef enum {
 ** success fills *out; otherwise err says what went wrong. */
 slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen);
 void slP_image_free(slP_Image *img);
-
-/* Runs argv[0] (found on PATH, no shell) with `input` on its standard
-** input, within timeout seconds. Returns an slP_Status; on SLP_OK, *out
-** holds standard output (caller frees), *errtext standard error or NULL,
-** and *exit_status the program's exit status. */
-int slP_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen, char **errtext,
-                   int *exit_status, char *err, size_t errlen);
 
 /* Appends s to buf as a gnuplot single-quoted string: nothing inside is
 ** interpreted (no backquote commands, no escapes), and a ' is doubled.

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #include "gnuplot.h"
-#include "table.h"
-#include "text.h"
+#include "table/table.h"
 
 #define PLOT_TIMEOUT 15.0
 #define MAX_SERIES 32
@@ -220,7 +219,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
 
 #define COLUMN(name, flags, help) {name, SL_ARG_STRING, (flags) | SL_BAREWORD, NULL, help}
 
-const sl_Command slP_commands[] = {
+static const sl_Command slP_commands[] = {
   {"plot", "plot", "Plot columns of a table with gnuplot: lines, points or bars, one series per value of a column.",
    "The figure arrives as PNG and SVG together, with a text description. Column names need no quotes. "
    "A string x column makes categories (in order of first appearance); kind=bars then groups the series "
@@ -244,4 +243,10 @@ const sl_Command slP_commands[] = {
     {"height", SL_ARG_INT, 0, "450", "image height in pixels"},
     {NULL}}},
   {NULL},
+};
+
+const sl_Domain slP_domain = {
+  "Plots",
+  "Figures drawn from tables by gnuplot: lines, points and bars, shown in the notebook as PNG and SVG and saved into the report.",
+  slP_commands,
 };

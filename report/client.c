@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "wire.h"
+#include "kernel/wire.h"
 
 extern char **environ;
 

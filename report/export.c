@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "notebook.h"
-#include "text.h"
+#include "syslab.h"
 
 extern char **environ;
 

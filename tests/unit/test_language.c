@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "lex.h"
-#include "parse.h"
+#include "lang/lex.h"
+#include "lang/parse.h"
 #include "syslab.h"
 
 /* a host that keeps everything in memory */

@@ -7,8 +7,8 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "model.h"
-#include "train.h"
+#include "graph/model.h"
+#include "graph/train.h"
 
 /* the loss of the graph on a fixed batch, with dropout's random numbers replayed */
 static double loss_of(slM_Graph *g, const float *x, const uint8_t *y, int batch, slM_Rng rng) {

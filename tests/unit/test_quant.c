@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "model.h"
-#include "quant.h"
-#include "train.h"
+#include "graph/model.h"
+#include "compress/quant.h"
+#include "graph/train.h"
 
 static slQ_Format fmt(slQ_Kind k, int w, int frac, int e) {
   slQ_Format f = {k, w, frac, e, 0, 0, 1, 32};

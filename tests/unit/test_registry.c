@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "parse.h"
+#include "lang/parse.h"
 #include "syslab.h"
 
 static void test_every_command_is_documented(void) {

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gnuplot.h"
+#include "plotting/gnuplot.h"
 #include "syslab.h"
-#include "table.h"
+#include "table/table.h"
 
 typedef struct {
   char out[16384], err[4096];

@@ -5,7 +5,7 @@
 #include <zmq.h>
 
 #include "check.h"
-#include "wire.h"
+#include "kernel/wire.h"
 
 static slk_Key key_of(const char *s) {
   slk_Key k;

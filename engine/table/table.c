@@ -8,7 +8,6 @@
 */
 #include "table.h"
 
-#include "text.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
-** lib_model.c - commands for data sets, models as graphs, passes, training
+** commands.c - the graph domain's commands for data sets, models as graphs, passes, training
 ** and LoRA; and the model object's display.
 **
 ** Transform commands return a new model and leave their argument as it was:
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gnuplot.h"
-#include "gpu.h"
-#include "table.h"
+#include "lang/process.h"
+#include "kernels/kernels.h"
+#include "table/table.h"
 #include "train.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -97,11 +97,11 @@ static char *draw_graph(const slM_Graph *g) {
   size_t n;
   int status;
   const char *argv[] = {"dot", "-Tsvg", NULL};
-  int rc = slP_run_filter(argv, dot, 10, &svg, &n, &errtext, &status, err, sizeof err);
+  int rc = slO_run_filter(argv, dot, 10, &svg, &n, &errtext, &status, err, sizeof err);
   free(dot);
   free(errtext);
-  if (rc != SLP_OK || status != 0 || !strstr(svg, "</svg>")) {
-    if (rc == SLP_OK) free(svg);
+  if (rc != SLO_OK || status != 0 || !strstr(svg, "</svg>")) {
+    if (rc == SLO_OK) free(svg);
     return NULL;
   }
   return svg;
@@ -327,7 +327,7 @@ static int cmd_meta(sl_Call *call, sl_Value *result) {
   sl_record_set(common, "precision", sl_string(precision_of(n)));
   sl_record_set(common, "params", sl_number((double)slM_node_params(n)));
   sl_record_set(common, "flops", sl_number(n->flops));
-  sl_record_set(hw, "device", sl_string(slG_device_count() > 0 ? "cuda" : "cpu"));
+  sl_record_set(hw, "device", sl_string(slK_gpu_count() > 0 ? "cuda" : "cpu"));
   sl_record_set(hw, "parallelism", sl_number(1));
   sl_record_set(sw, "kernel", sl_string(n->op == OP_LINEAR || n->op == OP_SCORES || n->op == OP_CONTEXT ? "cblas_sgemm" : "loop"));
   sl_record_set(sw, "trainable", sl_bool(n->nparams > 0 && !n->params[0]->frozen));
@@ -418,8 +418,8 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_param_counts(g, &trainable, &total);
   if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");
   for (int i = 0; i < g->n; i++) {
-    const slC_NodeCompression *q = &g->nodes[i].comp;
-    const slC_Transform *ts[4] = {q->data_in, q->data_in_prune, q->weight, q->bias};
+    const slM_NodeTransforms *q = &g->nodes[i].comp;
+    const slM_Transform *ts[4] = {q->data_in, q->data_in_prune, q->weight, q->bias};
     for (int k = 0; k < 4; k++)
       if (ts[k] && !ts[k]->has_gradient)
         return sl_error(call, "%s: %s has no usable gradient, so quantisation-aware training is not supported; "
@@ -548,7 +548,7 @@ static int cmd_pass(sl_Call *call, sl_Value *result) {
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
 #define DATA_ARG {"data", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the data set", NULL, "dataset"}
 
-const sl_Command slM_commands[] = {
+static const sl_Command slM_commands[] = {
   {"dataset", "data", "Load a data set: Fashion-MNIST from its Debian package, or synthetic Gaussian blobs.",
    "Fashion-MNIST is read from /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist); train and test "
    "take the first items of each split (0 = all). Images are normalised with the training split's mean and "
@@ -649,4 +649,10 @@ const sl_Command slM_commands[] = {
     {"targets", SL_ARG_LIST, 0, "[]", "lora: parts of layer names"}, {"seed", SL_ARG_INT, 0, "0", "lora: seed"},
     {NULL}}},
   {NULL},
+};
+
+const sl_Domain slM_domain = {
+  "Graphs",
+  "Models as compute graphs: data sets (Fashion-MNIST and synthetic), the models built from them (MLPs and transformers), graph capture and metadata, analysis and transform passes, training and evaluation, LoRA adapters. A model is a graph of nodes with shapes, parameters and metadata that passes read and rewrite.",
+  slM_commands,
 };

@@ -8,28 +8,35 @@
 ** pager, and as Markdown for notebooks and the docs.
 */
 #include "interp.h"
-#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const sl_Command *const tables[] = {
-  slB_commands, slM_commands, slQ_commands, slT_commands, slP_commands,
-};
+/* in the order of the layers: lang, table (and plotting on it), graph, compress */
+static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slM_domain, &slQ_domain};
 
-#define NTABLES (sizeof tables / sizeof tables[0])
+#define NDOMAINS (sizeof domains / sizeof domains[0])
+
+const sl_Domain *sl_domain_at(size_t i) { return i < NDOMAINS ? domains[i] : NULL; }
+
+const sl_Domain *sl_command_domain(const sl_Command *cmd) {
+  for (size_t d = 0; d < NDOMAINS; d++)
+    for (const sl_Command *c = domains[d]->commands; c->name; c++)
+      if (c == cmd) return domains[d];
+  return NULL;
+}
 
 const sl_Command *sl_command_at(size_t i) {
-  for (size_t t = 0; t < NTABLES; t++)
-    for (const sl_Command *c = tables[t]; c->name; c++)
+  for (size_t d = 0; d < NDOMAINS; d++)
+    for (const sl_Command *c = domains[d]->commands; c->name; c++)
       if (i-- == 0) return c;
   return NULL;
 }
 
 const sl_Command *sl_command_find(const char *name) {
-  for (size_t t = 0; t < NTABLES; t++)
-    for (const sl_Command *c = tables[t]; c->name; c++)
+  for (size_t d = 0; d < NDOMAINS; d++)
+    for (const sl_Command *c = domains[d]->commands; c->name; c++)
       if (strcmp(c->name, name) == 0) return c;
   return NULL;
 }
@@ -163,26 +170,27 @@ char *slH_help_text(const sl_Command *cmd, int markdown) {
   return t.s;
 }
 
+/* Every domain once, in layer order; inside a domain, its commands under
+** their topics (groups) in the order the topics first appear. */
 char *slH_index_text(int markdown) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
-  const char *groups[64];
-  size_t ngroups = 0;
-  for (size_t i = 0; sl_command_at(i); i++) {
-    const char *g = sl_command_at(i)->group;
-    size_t k = 0;
-    while (k < ngroups && strcmp(groups[k], g) != 0) k++;
-    if (k == ngroups && ngroups < 64) groups[ngroups++] = g;
-  }
   if (!markdown) slU_add(&t, "Commands (type NAME? or help NAME for details):\n");
-  for (size_t g = 0; g < ngroups; g++) {
-    if (markdown) slU_add(&t, "\n**%s**\n\n", groups[g]);
-    else slU_add(&t, "\n%s:\n", groups[g]);
-    for (size_t i = 0; sl_command_at(i); i++) {
-      const sl_Command *c = sl_command_at(i);
-      if (strcmp(c->group, groups[g]) != 0) continue;
-      if (markdown) slU_add(&t, "- `%s` - %s\n", c->name, c->summary);
-      else slU_add(&t, "  %-14s %s\n", c->name, c->summary);
+  for (size_t d = 0; d < NDOMAINS; d++) {
+    const sl_Command *cs = domains[d]->commands;
+    if (markdown) slU_add(&t, "\n**%s**\n", domains[d]->name);
+    else slU_add(&t, "\n%s\n", domains[d]->name);
+    for (const sl_Command *g = cs; g->name; g++) {
+      const sl_Command *first = cs;
+      while (strcmp(first->group, g->group) != 0) first++;
+      if (first != g) continue;  /* this topic was listed already */
+      if (markdown) slU_add(&t, "\n*%s*\n\n", g->group);
+      else slU_add(&t, "  %s:\n", g->group);
+      for (const sl_Command *c = g; c->name; c++) {
+        if (strcmp(c->group, g->group) != 0) continue;
+        if (markdown) slU_add(&t, "- `%s` - %s\n", c->name, c->summary);
+        else slU_add(&t, "    %-14s %s\n", c->name, c->summary);
+      }
     }
   }
   return t.s;
@@ -193,16 +201,13 @@ char *sl_registry_markdown(void) {
   slU_add(&t, "# syslab commands\n\n"
           "Generated from the command registry by `syslab help --commands-markdown`; do not edit by hand.\n"
           "The language itself is described in [language.md](language.md).\n");
-  const char *last_group = "";
-  for (size_t i = 0; sl_command_at(i); i++) {
-    const sl_Command *c = sl_command_at(i);
-    if (strcmp(c->group, last_group) != 0) {
-      slU_add(&t, "\n## %s\n", c->group);
-      last_group = c->group;
+  for (size_t d = 0; d < NDOMAINS; d++) {
+    slU_add(&t, "\n## %s\n\n%s\n", domains[d]->name, domains[d]->intro);
+    for (const sl_Command *c = domains[d]->commands; c->name; c++) {
+      char *h = slH_help_text(c, 1);
+      slU_add(&t, "\n%s", h);
+      free(h);
     }
-    char *h = slH_help_text(c, 1);
-    slU_add(&t, "\n%s", h);
-    free(h);
   }
   return t.s;
 }

@@ -33,11 +33,6 @@ char *slH_index_text(int markdown);
 char *slH_arg_text(const sl_Command *cmd, const sl_Arg *arg, int markdown);
 const char *slH_type_name(const sl_Arg *arg);
 
-/* Levenshtein distance, for suggestions (interp.c) */
-size_t sl_edit_distance(const char *a, const char *b);
-/* "did you mean" (interp.c): the candidate closest to `name`, or NULL */
-const char *sl_suggest(sl_State *S, const char *name, int commands, int variables);
-
 /* shows a help page through the host's pager, or as text when there is none */
 void slV_page(sl_State *S, const char *text, const char *markdown);
 

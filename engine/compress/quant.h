@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compress_hooks.h"
+#include "graph/transform.h"
 
 typedef enum {
   SLQ_INTEGER,           /* fixed point: width, frac_width, signed */
@@ -58,8 +58,8 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
 double slQ_bits(const slQ_Format *f);
 /* "integer(width=8, frac=4)" */
 void slQ_describe(const slQ_Format *f, char *out, size_t size);
-/* a compression transform (compress_hooks.h) applying f; rows of `row` */
-slC_Transform *slQ_transform(const slQ_Format *f, size_t row);
+/* a compression transform (transform.h) applying f; rows of `row` */
+slM_Transform *slQ_transform(const slQ_Format *f, size_t row);
 
 /* MXINT8 packed form: int8 mantissas and one scale byte per block of g */
 int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *mantissas, uint8_t *scales, char *err, size_t errlen);

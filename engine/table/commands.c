@@ -1,5 +1,5 @@
 /*
-** lib_table.c - commands for tables, sweeps and CSV.
+** commands.c - the table domain's commands for tables, sweeps and CSV.
 **
 ** A sweep runs its block once for every combination of the values it is
 ** given (the first name varies slowest) and collects the rows that `row`
@@ -424,7 +424,7 @@ static int cmd_summary(sl_Call *call, sl_Value *result) {
 
 #define TABLE_ARG {"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table", NULL, "table"}
 
-const sl_Command slT_commands[] = {
+static const sl_Command slT_commands[] = {
   {"table", "table", "Build a table from columns given as lists of equal length.", "",
    "t = table width=[4, 8, 16] accuracy=[0.61, 0.83, 0.85]", cmd_table, SL_CMD_EXTRA_KEYWORDS, {{NULL}}},
   {"sweep", "table", "Run a block for every combination of values and collect the rows into a table.",
@@ -470,4 +470,10 @@ const sl_Command slT_commands[] = {
    {TABLE_ARG, {"column", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "the numeric column"},
     {NULL}}},
   {NULL},
+};
+
+const sl_Domain slT_domain = {
+  "Tables and sweeps",
+  "Tables are the results every experiment ends in: columns of numbers and text built row by row, loaded from and saved to CSV, queried, and filled by sweeps that run a block once for every combination of parameters. Timing columns are marked as measurements so that reruns can be compared.",
+  slT_commands,
 };

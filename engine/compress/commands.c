@@ -1,10 +1,10 @@
 /*
-** lib_compress.c - commands for number formats, MXINT8 packing, pruning,
+** commands.c - the compression domain's commands for number formats, MXINT8 packing, pruning,
 ** and their application to model graphs (PTQ, QAT, pruned fine-tuning).
 **
 ** Applied to a model, a format or a pruning mask returns a deep copy: the
 ** trained float model stays as it was, so PTQ and QAT can both start from
-** it. The copy's linear nodes carry the transforms (compress_hooks.h); its
+** it. The copy's linear nodes carry the transforms (transform.h); its
 ** forward pass computes with them and training updates the float weights
 ** behind them through the straight-through estimator, which is QAT.
 */
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "graph/model.h"
 #include "quant.h"
-#include "table.h"
+#include "table/table.h"
 
 static const char *const format_names[] = {"integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
                                            "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
@@ -194,7 +194,7 @@ static int check_layers(sl_Call *call, const slM_Graph *g) {
   return 0;
 }
 
-static void replace(slC_Transform **slot, slC_Transform *t) {
+static void replace(slM_Transform **slot, slM_Transform *t) {
   if (*slot && (*slot)->free) (*slot)->free(*slot);
   *slot = t;
 }
@@ -232,7 +232,7 @@ static int cmd_model_size(sl_Call *call, sl_Value *result) {
     const slM_Node *n = &g->nodes[i];
     for (int k = 0; k < n->nparams; k++) {
       size_t size = n->params[k]->value->size, live = size;
-      const slC_Transform *t = k == 0 ? n->comp.weight : k == 1 && n->op == OP_LINEAR ? n->comp.bias : NULL;
+      const slM_Transform *t = k == 0 ? n->comp.weight : k == 1 && n->op == OP_LINEAR ? n->comp.bias : NULL;
       if (k == 0 && n->comp.weight_mask) {
         live = 0;
         for (size_t j = 0; j < size; j++) live += n->comp.weight_mask[j];
@@ -260,7 +260,7 @@ typedef struct {
   uint64_t seed, calls;
 } ActivationPrune;
 
-static void prune_activations(const slC_Transform *t, const float *in, float *out, size_t n) {
+static void prune_activations(const slM_Transform *t, const float *in, float *out, size_t n) {
   ActivationPrune *a = t->state;
   unsigned char *mask = malloc(n ? n : 1);
   if (a->l1) slQ_prune_l1(in, n, a->sparsity, mask);
@@ -269,20 +269,20 @@ static void prune_activations(const slC_Transform *t, const float *in, float *ou
   free(mask);
 }
 
-static void free_transform(slC_Transform *t) {
+static void free_transform(slM_Transform *t) {
   free(t->state);
   free(t);
 }
 
-static slC_Transform *activation_pruner(double s, int l1, uint64_t seed);
+static slM_Transform *activation_pruner(double s, int l1, uint64_t seed);
 
-static slC_Transform *clone_pruner(const slC_Transform *t) {
+static slM_Transform *clone_pruner(const slM_Transform *t) {
   const ActivationPrune *a = t->state;
   return activation_pruner(a->sparsity, a->l1, a->seed);
 }
 
-static slC_Transform *activation_pruner(double s, int l1, uint64_t seed) {
-  slC_Transform *t = calloc(1, sizeof *t);
+static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
+  slM_Transform *t = calloc(1, sizeof *t);
   ActivationPrune *a = calloc(1, sizeof *a);
   *a = (ActivationPrune){s, l1, seed, 0};
   t->apply = prune_activations;
@@ -427,7 +427,7 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
   {p "exponent_width", SL_ARG_INT, 0, NULL, "exponent width for this operand (minifloat)"},    \
   {p "exponent_bias", SL_ARG_INT, 0, NULL, "exponent bias for this operand"}
 
-const sl_Command slQ_commands[] = {
+static const sl_Command slQ_commands[] = {
   {"quantize", "compress", "Quantise numbers (a list, or a matrix as a list of rows) to a number format.",
    "The result shows every value exactly (float32 round-trips). MX formats share one scale per block along each row.",
    "quantize [0.03125, 0.09375, 1.2345, 8.0] format=integer width=8 frac=4\nquantize [1.0, 0.1, 300] format=minifloat_ieee width=8 exponent_width=4",
@@ -484,4 +484,10 @@ const sl_Command slQ_commands[] = {
    "", "model_size q", cmd_model_size, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {NULL},
+};
+
+const sl_Domain slQ_domain = {
+  "Compression",
+  "Number formats and pruning applied to numbers and to models: quantisation to integer, minifloat, log, block and OCP MX formats (post-training, or quantisation-aware when the model is trained), exact-k pruning of weights and activations, and the sizes and sparsities that result.",
+  slQ_commands,
 };

@@ -4,17 +4,17 @@
 ** The forward pass walks the nodes in order, each reading its inputs'
 ** outputs; the backward pass walks them in reverse, accumulating each
 ** node's gradient into its inputs' and its parameters'. Dense products go
-** through OpenBLAS cblas_sgemm: a linear layer over rows of any leading
+** through the kernels layer (slK_sgemm, OpenBLAS): a linear layer over rows of any leading
 ** shape, and attention as one product per (sample, head) with strides that
 ** pick the head's columns out of the token rows, so heads are never copied
-** apart. Compression hooks (compress_hooks.h) change what a linear layer
+** apart. Compression hooks (transform.h) change what a linear layer
 ** computes with; their gradient is the straight-through estimator.
 */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "model.h"
 
 static slM_Tensor *ensure(slM_Tensor **slot, int ndim, const int *shape) {
@@ -88,7 +88,7 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
     xe = q->data;
   }
   const float *we = effective_weight(n);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f,
+  slK_sgemm(SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f,
               y->data, out_f);
   if (n->nparams > 1) {
     slM_Tensor *b = n->params[1]->value;
@@ -116,12 +116,12 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Op from = g->nodes[n->inputs[0]].op;
   if (from != OP_INPUT && from != OP_PATCHIFY) {
     slM_Tensor *dx = gin(g, n, 0);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f,
+    slK_sgemm(SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f,
                 1.0f, dx->data, in_f);
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = param_grad(n->params[0]);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f,
+    slK_sgemm(SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f,
                 1.0f, dw->data, in_f);
     if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
       for (size_t i = 0; i < dw->size; i++)
@@ -203,7 +203,7 @@ static void scores_forward(slM_Graph *g, slM_Node *n) {
   float scale = 1.0f / sqrtf((float)dh);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
+      slK_sgemm(SLK_N, SLK_T, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
                   k->data + (size_t)b * T * D + h * dh, D, 0.0f, s->data + ((size_t)b * H + h) * T * T, T);
 }
 
@@ -217,9 +217,9 @@ static void scores_backward(slM_Graph *g, slM_Node *n) {
     for (int h = 0; h < H; h++) {
       size_t off = (size_t)b * T * D + (size_t)h * dh;
       const float *g_s = ds->data + ((size_t)b * H + h) * T * T;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
+      slK_sgemm(SLK_N, SLK_N, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
                   dq->data + off, D);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
+      slK_sgemm(SLK_T, SLK_N, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
                   dk->data + off, D);
     }
 }
@@ -231,7 +231,7 @@ static void context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *c = ensure(&n->out, 3, v->shape);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
+      slK_sgemm(SLK_N, SLK_N, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
                   v->data + (size_t)b * T * D + h * dh, D, 0.0f, c->data + (size_t)b * T * D + h * dh, D);
 }
 
@@ -243,9 +243,9 @@ static void context_backward(slM_Graph *g, slM_Node *n) {
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) {
       size_t off = (size_t)b * T * D + (size_t)h * dh, poff = ((size_t)b * H + h) * T * T;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
+      slK_sgemm(SLK_N, SLK_T, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
                   dp->data + poff, T);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
+      slK_sgemm(SLK_T, SLK_N, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
                   dv->data + off, D);
     }
 }

@@ -8,7 +8,6 @@
 ** through their class when the count drops to zero.
 */
 #include "syslab.h"
-#include "text.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* text.c - the growable string of text.h. */
-#include "text.h"
+/* text.c - the growable string declared in syslab.h (slU_Text). */
+#include "syslab.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "lex.h"
+#include "suggest.h"
 
 #define MAX_DEPTH 200
 #define MAX_RANGE 10000000

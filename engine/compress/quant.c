@@ -504,23 +504,23 @@ typedef struct {
   size_t row;
 } Quantiser;
 
-static void transform_apply(const slC_Transform *t, const float *in, float *out, size_t n) {
+static void transform_apply(const slM_Transform *t, const float *in, float *out, size_t n) {
   const Quantiser *q = t->state;
   slQ_apply(&q->format, in, out, n, q->row);
 }
 
-static void transform_free(slC_Transform *t) {
+static void transform_free(slM_Transform *t) {
   free(t->state);
   free(t);
 }
 
-static slC_Transform *transform_clone(const slC_Transform *t) {
+static slM_Transform *transform_clone(const slM_Transform *t) {
   const Quantiser *q = t->state;
   return slQ_transform(&q->format, q->row);
 }
 
-slC_Transform *slQ_transform(const slQ_Format *f, size_t row) {
-  slC_Transform *t = calloc(1, sizeof *t);
+slM_Transform *slQ_transform(const slQ_Format *f, size_t row) {
+  slM_Transform *t = calloc(1, sizeof *t);
   Quantiser *q = malloc(sizeof *q);
   q->format = *f;
   q->row = row;

@@ -31,46 +31,6 @@ void sl_free(sl_State *S) {
 
 sl_Value sl_state_get(sl_State *S, const char *name) { return sl_record_get(S->vars, name); }
 
-/* ------------------------------------------------------------ suggestions */
-
-size_t sl_edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 64 || lb > 64) return (size_t)-1;
-  size_t row[65];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t cost = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
-      size_t best = diag + cost;
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-const char *sl_suggest(sl_State *S, const char *name, int commands, int variables) {
-  const char *best = NULL;
-  size_t best_d = (size_t)-1;
-  if (variables && S)
-    for (size_t i = 0; i < sl_record_len(S->vars); i++) {
-      size_t d = sl_edit_distance(name, sl_record_key(S->vars, i));
-      if (d < best_d) best_d = d, best = sl_record_key(S->vars, i);
-    }
-  if (commands)
-    for (size_t i = 0; sl_command_at(i); i++) {
-      size_t d = sl_edit_distance(name, sl_command_at(i)->name);
-      if (d < best_d) best_d = d, best = sl_command_at(i)->name;
-    }
-  /* a suggestion must be close relative to the length of the name */
-  return best && best_d > 0 && best_d <= 1 + strlen(name) / 3 ? best : NULL;
-}
-
 /* ------------------------------------------------------------ tracebacks */
 
 static size_t utf8_advance(const char *s, size_t n, size_t chars) {

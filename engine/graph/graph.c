@@ -78,8 +78,8 @@ int slM_add_node(slM_Graph *g, const char *name, slM_Kind kind, slM_Op op, const
   return g->n++;
 }
 
-static void free_comp(slC_NodeCompression *c) {
-  slC_Transform *ts[4] = {c->data_in, c->data_in_prune, c->weight, c->bias};
+static void free_comp(slM_NodeTransforms *c) {
+  slM_Transform *ts[4] = {c->data_in, c->data_in_prune, c->weight, c->bias};
   for (int i = 0; i < 4; i++)
     if (ts[i] && ts[i]->free) ts[i]->free(ts[i]);
   free(c->weight_mask);
@@ -387,7 +387,7 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
   return c;
 }
 
-static slC_Transform *clone_transform(const slC_Transform *t) { return t && t->clone ? t->clone(t) : NULL; }
+static slM_Transform *clone_transform(const slM_Transform *t) { return t && t->clone ? t->clone(t) : NULL; }
 
 slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   slM_Graph *c = malloc(sizeof *c);
@@ -401,7 +401,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
       if (deep) n->params[k] = param_clone(g->nodes[i].params[k]);
       else n->params[k]->refs++;
     }
-    const slC_NodeCompression *from = &g->nodes[i].comp;
+    const slM_NodeTransforms *from = &g->nodes[i].comp;
     n->comp.data_in = clone_transform(from->data_in);
     n->comp.data_in_prune = clone_transform(from->data_in_prune);
     n->comp.weight = clone_transform(from->weight);

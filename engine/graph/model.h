@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compress_hooks.h"
+#include "transform.h"
 #include "syslab.h"
 
 /* ----------------------------------------------------------------- tensors */
@@ -116,7 +116,7 @@ typedef struct slM_Node {
   int heads;            /* OP_SCORES, OP_CONTEXT */
   int patch;            /* OP_PATCHIFY */
   float p;              /* dropout probability, layer-norm epsilon, or scale */
-  slC_NodeCompression comp;
+  slM_NodeTransforms comp;
   /* metadata, filled by shape propagation */
   int ndim;
   int shape[SLM_MAX_DIMS];   /* output shape for a batch of one */

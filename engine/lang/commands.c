@@ -1,5 +1,5 @@
 /*
-** lib_base.c - the core commands: printing, help, rich displays, input,
+** commands.c - the language's core commands: printing, help, rich displays, input,
 ** sleeping and introspection of the session.
 */
 #include <math.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu.h"
 #include "interp.h"
+#include "suggest.h"
 
 /* print and eprint join their values with spaces and write once, so a
 ** line arrives as one stream message. */
@@ -235,7 +235,7 @@ static int cmd_len(sl_Call *call, sl_Value *result) {
 static int cmd_version(sl_Call *call, sl_Value *result) {
   sl_Value r = sl_record_new();
   sl_record_set(r, "syslab", sl_string(SYSLAB_VERSION));
-  sl_record_set(r, "gpu", sl_string(slG_describe()));
+  sl_record_set(r, "gpu", sl_string(sl_gpu_describe()));
   *result = r;
   return 0;
 }
@@ -250,7 +250,7 @@ static int cmd_round(sl_Call *call, sl_Value *result) {
 
 #define NOARGS {{NULL}}
 
-const sl_Command slB_commands[] = {
+static const sl_Command slB_commands[] = {
   {"print", "core", "Print values to standard output, separated by spaces.",
    "Strings print without quotes; numbers print exactly (float32 values round-trip).",
    "print \"accuracy:\" 0.875\nprint [1, 2, 3]", cmd_print, 0,
@@ -307,4 +307,10 @@ const sl_Command slB_commands[] = {
   {"version", "core", "The syslab version and the GPU it found, as a record.", "", "version", cmd_version, 0,
    NOARGS},
   {NULL},
+};
+
+const sl_Domain slB_domain = {
+  "Language",
+  "The language itself: printing and showing values, help, variables, types, rich displays (Markdown, HTML, images, LaTeX), progress, input and timing. These commands work on any value and know nothing of the domains above them.",
+  slB_commands,
 };

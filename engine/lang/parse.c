@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp.h"
+#include "suggest.h"
 #include "lex.h"
 
 typedef struct Chunk {
