@@ -39,6 +39,10 @@
 #define STOP_FRAME "syslab-publisher-stop"
 
 static slk_Kernel *the_kernel;  /* for the signal handler */
+/* the connection file, when the client made it for this kernel alone
+** (SYSLAB_REMOVE_CONNECTION_FILE=1, set by `syslab report`): it holds the
+** message key, so a kernel whose client died removes it and its folder */
+static char owned_connection_file[4096];
 
 void slk_log(const char *fmt, ...) {
   va_list ap;
@@ -229,6 +233,11 @@ static void *control_thread(void *arg) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
       }
+      if (owned_connection_file[0]) {
+        unlink(owned_connection_file);
+        char *slash = strrchr(owned_connection_file, '/');
+        if (slash && slash != owned_connection_file) *slash = '\0', rmdir(owned_connection_file);
+      }
       if (!atomic_load(&K->main_done)) _exit(1);
       break;
     }
@@ -315,6 +324,8 @@ int slk_kernel_main(int argc, char **argv) {
   ** was started through something else (a wrapper), that is watched */
   const char *jpy = getenv("JPY_PARENT_PID");
   if (jpy && atoi(jpy) > 1 && getppid() > 1) K->parent = getppid();
+  const char *owned = getenv("SYSLAB_REMOVE_CONNECTION_FILE");
+  if (owned && strcmp(owned, "1") == 0) snprintf(owned_connection_file, sizeof owned_connection_file, "%s", path);
   K->ctx = zmq_ctx_new();
   K->shell = open_socket(K, ZMQ_ROUTER, K->conn.shell_port, "shell");
   K->control = open_socket(K, ZMQ_ROUTER, K->conn.control_port, "control");

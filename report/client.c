@@ -154,15 +154,18 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
   int n = 0;
   for (; argv[n] && n < 15; n++) args[n] = strcmp(argv[n], "{connection_file}") == 0 ? k->conn_path : (char *)argv[n];
   args[n] = NULL;
-  /* the environment, with JPY_PARENT_PID naming this process */
+  /* the environment, with JPY_PARENT_PID naming this process, and the
+  ** connection file the kernel's to remove should this process die */
   size_t nenv = 0;
   while (environ[nenv]) nenv++;
-  char **env = calloc(nenv + 2, sizeof *env), parent[64];
+  char **env = calloc(nenv + 3, sizeof *env), parent[64];
   size_t nkeep = 0;
   for (size_t i = 0; i < nenv; i++)
-    if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0) env[nkeep++] = environ[i];
+    if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0 && strncmp(environ[i], "SYSLAB_REMOVE_CONNECTION_FILE=", 30) != 0)
+      env[nkeep++] = environ[i];
   snprintf(parent, sizeof parent, "JPY_PARENT_PID=%d", (int)getpid());
   env[nkeep++] = parent;
+  env[nkeep++] = "SYSLAB_REMOVE_CONNECTION_FILE=1";  /* if this process dies, the kernel removes it */
   env[nkeep] = NULL;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

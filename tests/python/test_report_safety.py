@@ -363,11 +363,12 @@ def test_kernel_exits_when_report_is_killed(tmp_path):
     nb = notebook(tmp_path / "slow.ipynb", [("code", "sleep 60")])
     proc = subprocess.Popen([SYSLAB_BIN, "report", str(nb), "-o", str(tmp_path / "out"), "--no-pdf"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    kpid, _ = wait_for_kernel(proc.pid)
+    kpid, conn = wait_for_kernel(proc.pid)
     time.sleep(0.5)
     proc.kill()
     proc.wait()
     assert gone(kpid, 2.0)
+    assert not os.path.exists(conn) and not os.path.exists(os.path.dirname(conn))  # the key goes with it
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
