@@ -38,7 +38,8 @@ static double round_to(double x, int digits) {
 
 /* ------------------------------------------------------------ machine */
 
-static const char *const machine_fields[] = {"table", "sgemm_gflops", "sgemm1_gflops", "memcpy_gbs", "stream_gbs",
+static const char *const machine_fields[] = {"table", "sgemm_gflops", "openblas_gflops", "blocked_gflops",
+                                             "sgemm1_gflops", "memcpy_gbs", "stream_gbs",
                                              "cores", "threads", "gpus", "gpu_sgemm_gflops", "gpu_copy_gbs", NULL};
 
 static void machine_row(slT_Table *t, const char *what, const char *value, double measured, const char *unit) {
@@ -55,6 +56,8 @@ static int cmd_machine(sl_Call *call, sl_Value *result) {
   const slK_Machine *m = slK_machine();
   if (strcmp(get, "table") != 0) {
     double v = strcmp(get, "sgemm_gflops") == 0     ? m->sgemm_gflops
+               : strcmp(get, "openblas_gflops") == 0 ? m->openblas_gflops
+               : strcmp(get, "blocked_gflops") == 0 ? m->blocked_gflops
                : strcmp(get, "sgemm1_gflops") == 0  ? m->sgemm1_gflops
                : strcmp(get, "memcpy_gbs") == 0     ? m->memcpy_gbs
                : strcmp(get, "stream_gbs") == 0     ? m->stream_gbs
@@ -77,8 +80,10 @@ static int cmd_machine(sl_Call *call, sl_Value *result) {
   machine_row(t, "kernel threads", buf, 0, "");
   snprintf(buf, sizeof buf, "%.1f", m->mem_total / GIB);
   machine_row(t, "memory", buf, 0, "GiB");
-  machine_row(t, "sgemm peak (OpenBLAS, n = 1024, all threads)", NULL, m->sgemm_gflops, "GFLOP/s");
-  machine_row(t, "sgemm peak (one thread)", NULL, m->sgemm1_gflops, "GFLOP/s");
+  machine_row(t, "sgemm OpenBLAS (n = 1024, all threads)", NULL, m->openblas_gflops, "GFLOP/s");
+  machine_row(t, "sgemm OpenBLAS (one thread)", NULL, m->sgemm1_gflops, "GFLOP/s");
+  machine_row(t, "sgemm blocked AVX-512 kernel (n = 1024, all threads)", NULL, m->blocked_gflops, "GFLOP/s");
+  machine_row(t, "sgemm peak (the faster of the two)", NULL, m->sgemm_gflops, "GFLOP/s");
   machine_row(t, "memcpy (64 MiB, read + write)", NULL, m->memcpy_gbs, "GB/s");
   machine_row(t, "triad a = b + s c (all threads)", NULL, m->stream_gbs, "GB/s");
   machine_row(t, "gpu", m->gpu, 0, "");
@@ -205,6 +210,54 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
     }
   sl_progress_end(p);
   const char *timed[] = {"median_ms", "min_ms", "mean_ms", "std_ms", "gflops", "gbs", "of_peak", "rss_peak_mib", NULL};
+  mark(t, timed);
+  *result = slT_value(t);
+  return 0;
+}
+
+/* ------------------------------------------------------------- speedup */
+
+/* the row of `kernel` at `size` in a bench table, or -1 */
+static long find_row(slT_Table *t, int ck, int cs, const char *kernel, double size) {
+  for (size_t r = 0; r < t->nrows; r++) {
+    const char *k = sl_str(slT_get(t, r, (size_t)ck));
+    sl_Value s = slT_get(t, r, (size_t)cs);
+    if (k && strcmp(k, kernel) == 0 && s.type == SL_NUMBER && s.u.n == size) return (long)r;
+  }
+  return -1;
+}
+
+static double cell(slT_Table *t, long r, const char *col) {
+  int c = slT_column(t, col);
+  sl_Value v = c >= 0 ? slT_get(t, (size_t)r, (size_t)c) : sl_nil();
+  return v.type == SL_NUMBER ? v.u.n : NAN;
+}
+
+static int cmd_speedup(sl_Call *call, sl_Value *result) {
+  slT_Table *in = sl_arg_object(call, "results", &slT_class);
+  const char *base = sl_arg_string(call, "baseline"), *kern = sl_arg_string(call, "kernel");
+  int ck = slT_column(in, "kernel"), cs = slT_column(in, "size");
+  if (ck < 0 || cs < 0 || slT_column(in, "median_ms") < 0)
+    return sl_arg_error(call, "results", "needs the columns kernel, size and median_ms (a table from bench)");
+  slT_Table *t = slT_new();
+  for (size_t r = 0; r < in->nrows; r++) {
+    const char *k = sl_str(slT_get(in, r, (size_t)ck));
+    if (!k || strcmp(k, kern) != 0) continue;
+    double size = slT_get(in, r, (size_t)cs).u.n;
+    long b = find_row(in, ck, cs, base, size);
+    if (b < 0) continue;
+    size_t o = slT_add_row(t);
+    set_num(t, o, "size", size);
+    set_num(t, o, "baseline_ms", cell(in, b, "median_ms"));
+    set_num(t, o, "kernel_ms", cell(in, (long)r, "median_ms"));
+    set_num(t, o, "speedup", round_to(cell(in, b, "median_ms") / cell(in, (long)r, "median_ms"), 2));
+    set_num(t, o, "gbs_ratio", round_to(cell(in, (long)r, "gbs") / cell(in, b, "gbs"), 3));
+  }
+  if (t->nrows == 0) {
+    slT_free(t);
+    return sl_error(call, "no size has both '%s' and '%s' in the results", base, kern);
+  }
+  const char *timed[] = {"baseline_ms", "kernel_ms", "speedup", "gbs_ratio", NULL};
   mark(t, timed);
   *result = slT_value(t);
   return 0;
@@ -377,11 +430,20 @@ static const sl_Command slK_commands[] = {
     SHAPE_ARGS,
     {NULL}}},
   {"machine", "kernels", "What this machine can do: CPU, vector extensions, cores, sgemm peak, memory bandwidth, GPU.",
-   "Measured once per kernel process, then cached: OpenBLAS sgemm at n = 1024 on all threads and on one, memcpy and a "
+   "Measured once per kernel process, then cached: sgemm at n = 1024 by OpenBLAS (all threads, one thread) and by the "
+   "blocked kernel, the peak being the faster (OpenBLAS may not recognise a new CPU and run generic code); memcpy and a "
    "threaded triad for bandwidth; with a GPU, its cuBLAS sgemm peak and device-to-device copy rate. get= returns one "
    "figure as a number instead of the table.",
    "machine\npeak = machine get=sgemm_gflops", cmd_machine, 0,
    {{"get", SL_ARG_ENUM, 0, "\"table\"", "the whole table, or one figure", machine_fields}, {NULL}}},
+  {"speedup", "kernels", "Compare two kernels of a bench table size by size: time ratio and bandwidth ratio.",
+   "speedup = baseline median / kernel median (above 1: the kernel is faster); gbs_ratio = kernel GB/s / baseline GB/s, "
+   "the fraction of the baseline's bandwidth the kernel reaches (against memcpy: of the machine's copy rate).",
+   "speedup t baseline=attention_naive kernel=attention_fused", cmd_speedup, 0,
+   {{"results", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "a table from bench", NULL, "table"},
+    {"baseline", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the kernel compared against"},
+    {"kernel", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the kernel compared"},
+    {NULL}}},
   {"roofline", "kernels", "A bench table placed under this machine's roofs, ready for plot with log axes.",
    "Returns rows (series, intensity, gflops): one series per kernel from the results, and the roof min(peak, "
    "bandwidth x intensity) with the sgemm peak and the triad bandwidth of machine (and the GPU's roof when the results "

@@ -197,8 +197,10 @@ typedef struct slK_Machine {
   char cpu[128];
   char features[256];       /* the vector extensions found at run time */
   int cores, threads;
-  double sgemm_gflops;      /* OpenBLAS n = 1024, best of several, the threads above */
-  double sgemm1_gflops;     /* the same on one thread */
+  double sgemm_gflops;      /* the peak: the faster of the two below */
+  double openblas_gflops;   /* OpenBLAS n = 1024, best of several, all threads */
+  double blocked_gflops;    /* the blocked kernel, the same way */
+  double sgemm1_gflops;     /* OpenBLAS on one thread */
   double memcpy_gbs;        /* bytes copied per second, 64 MiB, one thread */
   double stream_gbs;        /* read + write bytes per second of a triad, all threads */
   size_t mem_total;
