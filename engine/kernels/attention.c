@@ -89,11 +89,19 @@ typedef struct {
 
 static float *row_of(float *base, const slK_Attn *a, long r) { return base + r * a->nk; }
 
+/* the rows of batch x heads x nq that job (of 64) covers */
+static void job_rows(const slK_Attn *a, int job, long *lo, long *hi) {
+  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
+  *lo = job * per;
+  *hi = *lo + per < rows ? *lo + per : rows;
+}
+
 /* r runs over batch x heads x nq rows of the N x N arrays */
 static void rows_scale(void *ctx, int job, int worker) {
   Rows *R = ctx;
-  long rows = (long)R->a->batch * R->a->heads * R->a->nq, per = (rows + 63) / 64;
-  for (long r = job * per; r < rows && r < (job + 1) * per; r++) {
+  long lo, hi;
+  job_rows(R->a, job, &lo, &hi);
+  for (long r = lo; r < hi; r++) {
     float *s = row_of(R->s, R->a, r);
     for (int k = 0; k < R->a->nk; k++) s[k] *= R->scale;
   }
@@ -103,8 +111,9 @@ static void rows_scale(void *ctx, int job, int worker) {
 static void rows_mask(void *ctx, int job, int worker) {
   Rows *R = ctx;
   const slK_Attn *a = R->a;
-  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
-  for (long r = job * per; r < rows && r < (job + 1) * per; r++) {
+  long lo, hi;
+  job_rows(a, job, &lo, &hi);
+  for (long r = lo; r < hi; r++) {
     float *s = row_of(R->s, a, r);
     int q = (int)(r % a->nq), b = (int)(r / a->nq / a->heads);
     for (int k = 0; k < a->nk; k++)
@@ -117,8 +126,9 @@ static void rows_mask(void *ctx, int job, int worker) {
 static void rows_softmax(void *ctx, int job, int worker) {
   Rows *R = ctx;
   const slK_Attn *a = R->a;
-  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
-  for (long r = job * per; r < rows && r < (job + 1) * per; r++) {
+  long lo, hi;
+  job_rows(a, job, &lo, &hi);
+  for (long r = lo; r < hi; r++) {
     float *s = row_of(R->s, a, r), *p = row_of(R->p, a, r), m = -INFINITY;
     for (int k = 0; k < a->nk; k++) m = s[k] > m ? s[k] : m;
     if (m == -INFINITY) {
@@ -141,8 +151,9 @@ static void rows_softmax(void *ctx, int job, int worker) {
 static void rows_exp_lse(void *ctx, int job, int worker) {
   Rows *R = ctx;
   const slK_Attn *a = R->a;
-  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
-  for (long r = job * per; r < rows && r < (job + 1) * per; r++) {
+  long lo, hi;
+  job_rows(a, job, &lo, &hi);
+  for (long r = lo; r < hi; r++) {
     float *s = row_of(R->s, a, r);
     for (int k = 0; k < a->nk; k++) s[k] -= R->lse[r];
     slK_vexp(s, s, (size_t)a->nk);
@@ -154,8 +165,9 @@ static void rows_exp_lse(void *ctx, int job, int worker) {
 static void rows_softmax_grad(void *ctx, int job, int worker) {
   Rows *R = ctx;
   const slK_Attn *a = R->a;
-  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
-  for (long r = job * per; r < rows && r < (job + 1) * per; r++) {
+  long lo, hi;
+  job_rows(a, job, &lo, &hi);
+  for (long r = lo; r < hi; r++) {
     float *p = row_of(R->p, a, r), *dp = row_of(R->s, a, r);
     double dot = 0;
     for (int k = 0; k < a->nk; k++) dot += (double)dp[k] * p[k];
