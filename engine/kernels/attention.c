@@ -80,103 +80,70 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
 
 /* ============================================================ v0: naive */
 
-typedef struct {
+/* a pass over the rows of batch x heads x nq, in 64 jobs across the threads */
+typedef struct Rows Rows;
+struct Rows {
   const slK_Attn *a;
   float *s, *p, *lse;
-  const float *dp_src;
   float scale;
-} Rows;
+  void (*row)(Rows *R, long r, float *s);
+};
 
-static float *row_of(float *base, const slK_Attn *a, long r) { return base + r * a->nk; }
-
-/* the rows of batch x heads x nq that job (of 64) covers */
-static void job_rows(const slK_Attn *a, int job, long *lo, long *hi) {
-  long rows = (long)a->batch * a->heads * a->nq, per = (rows + 63) / 64;
-  *lo = job * per;
-  *hi = *lo + per < rows ? *lo + per : rows;
+static void row_scale(Rows *R, long r, float *s) {
+  for (int k = 0; k < R->a->nk; k++) s[k] *= R->scale;
 }
 
-/* r runs over batch x heads x nq rows of the N x N arrays */
-static void rows_scale(void *ctx, int job, int worker) {
-  Rows *R = ctx;
-  long lo, hi;
-  job_rows(R->a, job, &lo, &hi);
-  for (long r = lo; r < hi; r++) {
-    float *s = row_of(R->s, R->a, r);
-    for (int k = 0; k < R->a->nk; k++) s[k] *= R->scale;
-  }
-  (void)worker;
-}
-
-static void rows_mask(void *ctx, int job, int worker) {
-  Rows *R = ctx;
+static void row_mask(Rows *R, long r, float *s) {
   const slK_Attn *a = R->a;
-  long lo, hi;
-  job_rows(a, job, &lo, &hi);
-  for (long r = lo; r < hi; r++) {
-    float *s = row_of(R->s, a, r);
-    int q = (int)(r % a->nq), b = (int)(r / a->nq / a->heads);
-    for (int k = 0; k < a->nk; k++)
-      if (!kept(a, b, q, k)) s[k] = -INFINITY;
-  }
-  (void)worker;
+  int q = (int)(r % a->nq), b = (int)(r / a->nq / a->heads);
+  for (int k = 0; k < a->nk; k++)
+    if (!kept(a, b, q, k)) s[k] = -INFINITY;
 }
 
 /* P = softmax(S) row by row, and L = max + ln(sum); a fully masked row gives P = 0, L = 0 */
-static void rows_softmax(void *ctx, int job, int worker) {
-  Rows *R = ctx;
-  const slK_Attn *a = R->a;
-  long lo, hi;
-  job_rows(a, job, &lo, &hi);
-  for (long r = lo; r < hi; r++) {
-    float *s = row_of(R->s, a, r), *p = row_of(R->p, a, r), m = -INFINITY;
-    for (int k = 0; k < a->nk; k++) m = s[k] > m ? s[k] : m;
-    if (m == -INFINITY) {
-      memset(p, 0, (size_t)a->nk * sizeof *p);
-      R->lse[r] = 0;
-      continue;
-    }
-    for (int k = 0; k < a->nk; k++) p[k] = s[k] - m;
-    slK_vexp(p, p, (size_t)a->nk);
-    double sum = 0;
-    for (int k = 0; k < a->nk; k++) sum += p[k];
-    float inv = (float)(1.0 / sum);
-    for (int k = 0; k < a->nk; k++) p[k] *= inv;
-    R->lse[r] = m + (float)log(sum);
+static void row_softmax(Rows *R, long r, float *s) {
+  int n = R->a->nk;
+  float *p = R->p + r * n, m = -INFINITY;
+  for (int k = 0; k < n; k++) m = s[k] > m ? s[k] : m;
+  if (m == -INFINITY) {
+    memset(p, 0, (size_t)n * sizeof *p);
+    R->lse[r] = 0;
+    return;
   }
-  (void)worker;
+  for (int k = 0; k < n; k++) p[k] = s[k] - m;
+  slK_vexp(p, p, (size_t)n);
+  double sum = 0;
+  for (int k = 0; k < n; k++) sum += p[k];
+  float inv = (float)(1.0 / sum);
+  for (int k = 0; k < n; k++) p[k] *= inv;
+  R->lse[r] = m + (float)log(sum);
 }
 
 /* backward recomputation: P = exp(S - L) */
-static void rows_exp_lse(void *ctx, int job, int worker) {
+static void row_exp_lse(Rows *R, long r, float *s) {
+  for (int k = 0; k < R->a->nk; k++) s[k] -= R->lse[r];
+  slK_vexp(s, s, (size_t)R->a->nk);
+}
+
+/* softmax backward: dS = P (dP - rowsum(dP P)), in place in dP (held in s) */
+static void row_softmax_grad(Rows *R, long r, float *dp) {
+  const float *p = R->p + r * R->a->nk;
+  double dot = 0;
+  for (int k = 0; k < R->a->nk; k++) dot += (double)dp[k] * p[k];
+  for (int k = 0; k < R->a->nk; k++) dp[k] = p[k] * (dp[k] - (float)dot);
+}
+
+static void rows_job(void *ctx, int job, int worker) {
   Rows *R = ctx;
-  const slK_Attn *a = R->a;
-  long lo, hi;
-  job_rows(a, job, &lo, &hi);
-  for (long r = lo; r < hi; r++) {
-    float *s = row_of(R->s, a, r);
-    for (int k = 0; k < a->nk; k++) s[k] -= R->lse[r];
-    slK_vexp(s, s, (size_t)a->nk);
-  }
+  long rows = (long)R->a->batch * R->a->heads * R->a->nq, per = (rows + 63) / 64;
+  for (long r = job * per; r < rows && r < (job + 1) * per; r++) R->row(R, r, R->s + r * R->a->nk);
   (void)worker;
 }
 
-/* softmax backward: dS = P (dP - rowsum(dP P)), in place in dP */
-static void rows_softmax_grad(void *ctx, int job, int worker) {
-  Rows *R = ctx;
-  const slK_Attn *a = R->a;
-  long lo, hi;
-  job_rows(a, job, &lo, &hi);
-  for (long r = lo; r < hi; r++) {
-    float *p = row_of(R->p, a, r), *dp = row_of(R->s, a, r);
-    double dot = 0;
-    for (int k = 0; k < a->nk; k++) dot += (double)dp[k] * p[k];
-    for (int k = 0; k < a->nk; k++) dp[k] = p[k] * (dp[k] - (float)dot);
-  }
-  (void)worker;
+static void pass(void (*row)(Rows *, long, float *), Rows *R) {
+  R->row = row;
+  slK_parallel(64, slK_threads(), rows_job, R);
 }
-
-static void pass(void (*fn)(void *, int, int), Rows *R) { slK_parallel(64, slK_threads(), fn, R); }
 
 static const float *qh(const slK_Attn *a, const float *x, int b, int h) { return x + a->q_batch * b + a->q_head * h; }
 static const float *kh(const slK_Attn *a, const float *x, int b, int h) { return x + a->k_batch * b + a->k_head * h; }
@@ -199,11 +166,11 @@ static int naive_forward(const slK_Attn *a, const float *q, const float *k, cons
     slK_free(p);
     return -1;
   }
-  Rows R = {a, s, p, lse, NULL, scale_of(a)};
+  Rows R = {a, s, p, lse, scale_of(a), NULL};
   naive_scores(a, q, k, s);
-  pass(rows_scale, &R);
-  if (mask_any(a)) pass(rows_mask, &R);
-  pass(rows_softmax, &R);
+  pass(row_scale, &R);
+  if (mask_any(a)) pass(row_mask, &R);
+  pass(row_softmax, &R);
   slK_free(s);
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++)
@@ -228,8 +195,8 @@ static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, c
       slK_sgemm(SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, dout, b, h), (int)a->q_row, kh(a, v, b, h),
                 (int)a->k_row, 0.0f, dph, a->nk);
     }
-  Rows R = {a, dp, p, NULL, NULL, t};
-  pass(rows_softmax_grad, &R);
+  Rows R = {a, dp, p, NULL, t, NULL};
+  pass(row_softmax_grad, &R);
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++) {
       const float *dsh = dp + ((long)b * a->heads + h) * a->nq * a->nk;
@@ -247,11 +214,11 @@ static int naive_backward(const slK_Attn *a, const float *q, const float *k, con
   size_t nn = (size_t)a->batch * a->heads * a->nq * a->nk;
   float *p = slK_alloc(nn * sizeof *p);
   if (!p) return -1;
-  Rows R = {a, p, NULL, (float *)lse, NULL, scale_of(a)};
+  Rows R = {a, p, NULL, (float *)lse, scale_of(a), NULL};
   naive_scores(a, q, k, p);
-  pass(rows_scale, &R);
-  if (mask_any(a)) pass(rows_mask, &R);
-  pass(rows_exp_lse, &R);
+  pass(row_scale, &R);
+  if (mask_any(a)) pass(row_mask, &R);
+  pass(row_exp_lse, &R);
   int rc = naive_backward_p(a, q, k, v, dout, p, dq, dk, dv);
   slK_free(p);
   return rc;
