@@ -40,8 +40,12 @@
 #include "kernels.h"
 #include "simd.h"
 
+#ifndef BQ
 #define BQ 96    /* queries per tile: two lane panels */
+#endif
+#ifndef BK
 #define BK 384   /* keys per tile: a multiple of 48 and of 8 */
+#endif
 #define LANES SLK_NR
 
 static int up(int x, int m) { return (x + m - 1) / m * m; }
@@ -384,15 +388,12 @@ typedef struct {
   pthread_mutex_t lock;
 } Bwd;
 
-/* lane panels [np][rows][48] -> key columns [rows/48][np*48][48] */
-static void transpose_panels(const float *src, int np, int rows, float *dst) {
+/* lane panels [np][rows][48] -> key columns [rows/48][np*48][48], 48 x 48 blocks at a time */
+static void transpose_panels(const slK_Simd *simd, const float *src, int np, int rows, float *dst) {
   int nq = np * LANES;
   for (int lp = 0; lp < np; lp++)
-    for (int r = 0; r < rows; r++) {
-      const float *s = src + ((size_t)lp * BK + r) * LANES;
-      float *d = dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES + r % LANES;
-      for (int j = 0; j < LANES; j++) d[j * LANES] = s[j];
-    }
+    for (int r = 0; r < rows; r += LANES)
+      simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
 }
 
 static void bwd_job(void *ctx, int job, int worker) {
@@ -443,8 +444,8 @@ static void bwd_job(void *ctx, int job, int worker) {
         for (int fp = 0; fp < d8; fp += SLK_MR)
           simd->micro(kb, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
       }
-      transpose_panels(w->s, np, kb, w->pb);
-      transpose_panels(w->dp, np, kb, w->dsb);
+      transpose_panels(simd, w->s, np, kb, w->pb);
+      transpose_panels(simd, w->dp, np, kb, w->dsb);
       for (int kq = 0; kq < kb; kq += LANES) {
         size_t col = (size_t)(kq / LANES) * nqp * LANES, acc = (size_t)(k0 + kq) / LANES * d8 * LANES;
         for (int fp = 0; fp < d8; fp += SLK_MR) {

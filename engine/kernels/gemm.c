@@ -27,9 +27,15 @@
 #include "simd.h"
 
 /* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
+#ifndef KC
 #define KC 192
+#endif
+#ifndef MC
 #define MC 144
+#endif
+#ifndef NC
 #define NC 1536
+#endif
 
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc) {

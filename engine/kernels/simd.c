@@ -13,6 +13,7 @@
 **   softmax_panel   FlashAttention's online softmax across a lane panel
 **   exp_sub_panel,  the backward's recomputed probabilities and
 **   ds_panel        dS = P (dP - D)
+**   transpose48     a 48 x 48 block, as nine 16 x 16 register transposes
 **   dequant_*       MXINT8 decode: m * 2^(E-133) through float conversion
 **                   and scalef, exact, then the top half for bfloat16
 **
@@ -85,6 +86,11 @@ static void ds_panel_portable(const float *p, float *dp, int rows, const float *
     for (int j = 0; j < SLK_NR; j++) dp[r * SLK_NR + j] = p[r * SLK_NR + j] * (dp[r * SLK_NR + j] - d[j]);
 }
 
+static void transpose48_portable(const float *src, float *dst) {
+  for (int i = 0; i < SLK_NR; i++)
+    for (int j = 0; j < SLK_NR; j++) dst[j * SLK_NR + i] = src[i * SLK_NR + j];
+}
+
 static void dequant_f32_portable(const int8_t *m, uint8_t e, size_t n, float *out) {
   for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], e);
 }
@@ -95,7 +101,7 @@ static void dequant_bf16_portable(const int8_t *m, uint8_t e, size_t n, uint16_t
 
 static const slK_Simd portable = {
   "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
-  exp_sub_panel_portable, ds_panel_portable, dequant_f32_portable, dequant_bf16_portable,
+  exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -207,6 +213,41 @@ AVX512 static void ds_panel_avx512(const float *p, float *dp, int rows, const fl
   }
 }
 
+/* one 16 x 16 block: unpack pairs, then shuffle within and across 128-bit lanes */
+AVX512 static void transpose16(const float *src, float *dst) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * SLK_NR);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 16; h += 8)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * SLK_NR, r[i]);
+}
+
+AVX512 static void transpose48_avx512(const float *src, float *dst) {
+  for (int i = 0; i < SLK_NR; i += 16)
+    for (int j = 0; j < SLK_NR; j += 16) transpose16(src + i * SLK_NR + j, dst + j * SLK_NR + i);
+}
+
 /* 16 mantissas decoded exactly: float(m) * 2^(e-133); the caller handles e = 0 and 0xFF */
 AVX512 static inline __m512 decode16(__m128i m8, __m512 scale_exp) {
   return _mm512_scalef_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(m8)), scale_exp);
@@ -245,7 +286,7 @@ AVX512 static void dequant_bf16_avx512(const int8_t *m, uint8_t e, size_t n, uin
 
 static const slK_Simd avx512 = {
   "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
-  exp_sub_panel_avx512, ds_panel_avx512, dequant_f32_avx512, dequant_bf16_avx512,
+  exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
 };
 
 static int have_avx512(void) {

@@ -34,6 +34,8 @@ typedef struct slK_Simd {
   void (*exp_sub_panel)(float *s, int rows, const float *lse);
   /* backward: dp[rows][NR] = p * (dp - d[lane]) */
   void (*ds_panel)(const float *p, float *dp, int rows, const float *d);
+  /* dst[j][i] = src[i][j] for a 48 x 48 block, both with rows of 48 floats */
+  void (*transpose48)(const float *src, float *dst);
   /* MXINT8 decode of n elements sharing one scale byte e */
   void (*dequant_f32)(const int8_t *m, uint8_t e, size_t n, float *out);
   void (*dequant_bf16)(const int8_t *m, uint8_t e, size_t n, uint16_t *out);
