@@ -88,6 +88,7 @@ typedef enum {
   OP_MASK_FILL,    /* scores where the mask is 0 become -1e9 */
   OP_SOFTMAX,      /* over the last dimension */
   OP_CONTEXT,      /* attention-weighted values, heads merged: batch x tokens x width */
+  OP_ATTENTION,    /* fused attention (FlashAttention-2) of q, k, v [, mask]: batch x tokens x width */
   OP_MEAN_TOKENS,  /* batch x tokens x width -> batch x width */
   OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
   OP_CROSS_ENTROPY,/* mean loss of logits against labels */
@@ -102,7 +103,7 @@ typedef struct slM_Param {
   int frozen;            /* not trained (LoRA base weights) */
 } slM_Param;
 
-#define SLM_MAX_INPUTS 3
+#define SLM_MAX_INPUTS 4
 #define SLM_MAX_PARAMS 2
 
 typedef struct slM_Node {
@@ -113,7 +114,7 @@ typedef struct slM_Node {
   int ninputs;
   slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
   int nparams;
-  int heads;            /* OP_SCORES, OP_CONTEXT */
+  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ATTENTION */
   int patch;            /* OP_PATCHIFY */
   float p;              /* dropout probability, layer-norm epsilon, or scale */
   slM_NodeTransforms comp;
@@ -139,6 +140,7 @@ typedef struct slM_Graph {
   /* for capture: the builder's arguments */
   int hidden[8], nhidden, activation, depth, width, heads, mlp_ratio, patch;
   float dropout;
+  int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
 } slM_Graph;
 
 extern const sl_Class slM_model_class;
@@ -155,6 +157,7 @@ typedef struct slM_MlpSpec {
 typedef struct slM_TransformerSpec {
   int height, width_px, classes, patch, depth, width, heads, mlp_ratio;
   float dropout;
+  int fused_attention;   /* 1: one OP_ATTENTION node per layer (no dropout on the probabilities) */
 } slM_TransformerSpec;
 
 slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, size_t errlen);
@@ -193,6 +196,10 @@ void slM_release_activations(slM_Graph *g);
 
 /* ------------------------------------------------------ transform passes */
 
+/* rewrites every attention block as one fused node (fused = 1) or as the
+** op-by-op chain scores, [mask_fill,] softmax, dropout, context (fused = 0);
+** returns the number of blocks changed */
+int slM_set_attention(slM_Graph *g, int fused);
 /* removes every dropout node, rewiring its users to its input; returns the count */
 int slM_remove_dropout(slM_Graph *g);
 /* adds low-rank adapters to the linear nodes whose name contains one of
