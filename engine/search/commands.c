@@ -342,6 +342,8 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
       sl_printf(call, "resuming from %s: %d finished trial%s\n", st->journal, st->ntrials, st->ntrials == 1 ? "" : "s");
   }
   sl_State *S = slV_state(call);
+  sl_Value saved = sl_getvar(call, "trial");  /* the block sees its trial's number as `trial` */
+  sl_retain(saved);
   sl_Progress *bar = sl_progress_begin(call, "search", trials);
   double start = now();
   int rc = 0, stopped = 0;
@@ -355,6 +357,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     }
     slS_Trial *t = slS_trial_new(st);
     slS_before_trial(st, t);
+    sl_setvar(call, "trial", sl_number(t->number));
     Active a = {st, t, 0, 0, 0, active};
     active = &a;
     double t0 = now();
@@ -406,6 +409,8 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     sl_progress_update(bar, st->ntrials, detail);
   }
   sl_progress_end(bar);
+  if (saved.type != SL_NIL) sl_setvar(call, "trial", saved);
+  else sl_unsetvar(call, "trial");
   if (stopped) {
     show_partial(call, study, sl_interrupted() ? "interrupted" : "stopped by an error");
     return rc;
