@@ -83,6 +83,10 @@ typedef struct slS_Study {
   sl_Value *grid_values;    /* lists (owned) */
   size_t grid_size;
   size_t *grid_order;
+  /* NSGA-II: the child proposed for trial child_for (parameters in the space) */
+  int child_for, nchild;
+  int *child_param;
+  double *child_value;
   /* pruner */
   int pruner;
   int prune_startup, prune_warmup, prune_interval, prune_min_trials;
