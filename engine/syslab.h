@@ -95,6 +95,10 @@ sl_Value sl_record_value(sl_Value rec, size_t i);          /* borrowed */
 sl_Value sl_record_get(sl_Value rec, const char *key);     /* borrowed, nil if absent */
 void sl_record_set(sl_Value rec, const char *key, sl_Value v); /* takes a reference */
 void sl_record_remove(sl_Value rec, const char *key);
+/* how deeply lists and records nest inside v: 0 for a scalar, 1 for [1, 2] */
+size_t sl_value_depth(sl_Value v);
+/* the language refuses to build values nested deeper than this */
+#define SL_MAX_VALUE_DEPTH 1000
 
 const sl_Class *sl_object_class(sl_Value v);
 void *sl_object_data(sl_Value v);
@@ -303,6 +307,19 @@ int sl_interrupted(void);
 void sl_clear_interrupt(void);
 /* the error a command returns when it stops on interrupt */
 int sl_interrupted_error(sl_Call *call);
+
+/* ----------------------------------------------------------- memory budget */
+
+/* Bytes one piece of work may use: SYSLAB_MEMORY_BUDGET (bytes, or with a
+** K, M or G suffix) when set, else the memory the machine has available now
+** (lang/budget.c). */
+double sl_memory_budget(void);
+/* 0 when `bytes` fits the budget; otherwise reports an error naming `what`,
+** the predicted size and the budget (at argument `arg` when not NULL) and
+** returns -1. Call it before allocating anything large. */
+int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what);
+/* "1.50 GiB" */
+void sl_format_bytes(double bytes, char *out, size_t size);
 
 /* -------------------------------------------------------------- interpreter */
 

@@ -64,7 +64,11 @@ static int cmd_help(sl_Call *call, sl_Value *result) {
 
 static int cmd_sleep(sl_Call *call, sl_Value *result) {
   double seconds = sl_arg_number(call, "seconds");
-  if (seconds < 0 || seconds > 86400) return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %g", seconds);
+  if (!(seconds >= 0 && seconds <= 86400)) {
+    char got[32];
+    sl_format_number(seconds, got, sizeof got);
+    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
+  }
   /* short slices keep an interrupt prompt */
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
@@ -186,7 +190,7 @@ static int cmd_countdown(sl_Call *call, sl_Value *result) {
   double steps = sl_arg_number(call, "steps");
   double delay = sl_arg_number(call, "delay");
   if (steps < 1 || steps > 100000) return sl_arg_error(call, "steps", "must be between 1 and 100000");
-  if (delay < 0 || delay > 10) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
+  if (!(delay >= 0 && delay <= 10)) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
   sl_Progress *p = sl_progress_begin(call, "countdown", steps);
   for (int i = 1; i <= (int)steps; i++) {
     struct timespec ts = {(time_t)delay, (long)((delay - floor(delay)) * 1e9)};

@@ -531,7 +531,11 @@ static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out
       r = fmod(x, y);
       if (r != 0 && (r < 0) != (y < 0)) r += y;  /* sign of the divisor, as in Python */
       break;
-    case TK_POW: r = pow(x, y); break;
+    case TK_POW:
+      /* as 1 / 0 is an error, so is 0 ** -1 (it divides by zero too) */
+      if (x == 0 && y < 0) return slV_error(S, "ZeroDivisionError", n->line, n->col, "0 cannot be raised to a negative power");
+      r = pow(x, y);
+      break;
   }
   *out = sl_number(r);
   return 0;
@@ -566,7 +570,13 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
     return slV_error(S, "TypeError", n->line, n->col, "a range needs numbers: from..to step s");
   }
   double from = a.u.n, to = b.u.n, step = c.u.n;
-  if (step == 0 || isnan(step) || (to - from) / step < 0)
+  if (!isfinite(from) || !isfinite(to) || !isfinite(step)) {
+    char f[32], t[32], st[32];
+    sl_format_number(from, f, sizeof f), sl_format_number(to, t, sizeof t), sl_format_number(step, st, sizeof st);
+    return slV_error(S, "ValueError", n->line, n->col, "a range needs finite numbers, got %.24s..%.24s step %.24s", f,
+                     t, st);
+  }
+  if (step == 0 || (to - from) / step < 0)
     return slV_error(S, "ValueError", n->line, n->col,
                      "range %.9g..%.9g step %.9g never reaches its end: the step must move from the start towards the end",
                      from, to, step);
@@ -667,8 +677,52 @@ static int eval_name(sl_State *S, slY_Node *n, sl_Value *out) {
   return slV_error(S, "NameError", n->line, n->col, "name '%s' is not defined", n->str);
 }
 
+static int is_chain(const slY_Node *n) { return n->kind == N_BINARY || n->kind == N_AND || n->kind == N_OR; }
+
+static int is_comparison(int op) {
+  return op == TK_EQ || op == TK_NE || op == '<' || op == TK_LE || op == '>' || op == TK_GE;
+}
+
+/* Binary operators associate to the left, so a flat sum of 100,000 terms is
+** a tree 100,000 deep down its left side. It is evaluated bottom-up along
+** that spine in a loop (recursing only into the right operands, which the
+** parser keeps shallow), so no length of code can overflow the stack. */
+static int eval_chain(sl_State *S, slY_Node *n, sl_Value *out) {
+  size_t len = 0, cap = 16;
+  slY_Node **spine = malloc(cap * sizeof *spine);
+  for (slY_Node *k = n; is_chain(k); k = k->a) {
+    if (len == cap) spine = realloc(spine, (cap *= 2) * sizeof *spine);
+    spine[len++] = k;
+  }
+  sl_Value acc, b;
+  int rc = slV_eval(S, spine[len - 1]->a, &acc);
+  for (size_t i = len; rc == 0 && i-- > 0;) {
+    slY_Node *k = spine[i];
+    if (k->kind != N_BINARY) {  /* and, or: the left value decides whether the right one is needed */
+      int t = sl_truthy(acc);
+      if ((k->kind == N_AND && !t) || (k->kind == N_OR && t)) continue;
+      sl_release(acc);
+      rc = slV_eval(S, k->b, &acc);
+      continue;
+    }
+    if ((rc = slV_eval(S, k->b, &b)) != 0) break;
+    sl_Value r = sl_nil();
+    rc = is_comparison(k->op) ? compare(S, k, acc, b, &r) : arith(S, k, acc, b, &r);
+    sl_release(acc);
+    sl_release(b);
+    acc = r;
+  }
+  free(spine);
+  if (rc != 0) {
+    sl_release(acc);
+    acc = sl_nil();
+  }
+  *out = acc;
+  return rc;
+}
+
 int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
-  sl_Value a, b;
+  sl_Value a;
   *out = sl_nil();
   switch (n->kind) {
     case N_NUMBER: *out = sl_number(n->number); return 0;
@@ -687,6 +741,12 @@ int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
         }
         sl_list_push(*out, a);
       }
+      if (sl_value_depth(*out) > SL_MAX_VALUE_DEPTH) {
+        sl_release(*out);
+        *out = sl_nil();
+        return slV_error(S, "ValueError", n->line, n->col, "lists nested more than %d deep are not allowed",
+                         SL_MAX_VALUE_DEPTH);
+      }
       return 0;
     case N_RANGE: return eval_range(S, n, out);
     case N_UNARY:
@@ -702,26 +762,8 @@ int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
       sl_release(a);
       return 0;
     case N_AND:
-    case N_OR: {
-      if (slV_eval(S, n->a, &a) != 0) return -1;
-      int t = sl_truthy(a);
-      if ((n->kind == N_AND && !t) || (n->kind == N_OR && t)) {
-        *out = a;
-        return 0;
-      }
-      sl_release(a);
-      return slV_eval(S, n->b, out);
-    }
-    case N_BINARY: {
-      if (slV_eval(S, n->a, &a) != 0) return -1;
-      if (slV_eval(S, n->b, &b) != 0) return sl_release(a), -1;
-      int rc = (n->op == TK_EQ || n->op == TK_NE || n->op == '<' || n->op == TK_LE || n->op == '>' || n->op == TK_GE)
-                   ? compare(S, n, a, b, out)
-                   : arith(S, n, a, b, out);
-      sl_release(a);
-      sl_release(b);
-      return rc;
-    }
+    case N_OR:
+    case N_BINARY: return eval_chain(S, n, out);
     case N_FIELD: return eval_field(S, n, out);
     case N_INDEX: return eval_index(S, n, out);
     case N_CALL: return eval_call(S, n, out);

@@ -1,0 +1,217 @@
+/*
+** test_hardening.c - what a student or an adversary can type must end in a
+** clear error, never a crash, a hang or a wrong answer: nesting limits, the
+** memory budget, range checks that NaN cannot slip through, and the defects
+** found by trying syslab as a new user. Each test names the defect it
+** guards against.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "syslab.h"
+
+/* a host that keeps all output, however long */
+static slU_Text out, err;
+static int displays;
+static char *last_display;
+
+static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) { slU_add_len(s == SL_STDERR ? &err : &out, t, n); }
+static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
+  const sl_MimePart *p = sl_bundle_get(b, "text/plain");
+  displays++;
+  free(last_display);
+  last_display = p ? strdup(p->data) : NULL;
+}
+static sl_Host host = {NULL, cap_write, cap_display, NULL, NULL, NULL};
+
+static void reset(void) {
+  free(out.s), free(err.s), free(last_display);
+  memset(&out, 0, sizeof out), memset(&err, 0, sizeof err);
+  slU_add_len(&out, "", 0), slU_add_len(&err, "", 0);
+  last_display = NULL;
+  displays = 0;
+}
+
+/* the result's text, or "ename: evalue" */
+static char *run(sl_State *S, const char *code) {
+  static char *text;
+  free(text);
+  reset();
+  sl_Value v;
+  sl_Error e;
+  if (sl_execute(S, code, &host, &v, &e) != 0) {
+    size_t n = strlen(e.ename) + strlen(e.evalue) + 3;
+    text = malloc(n);
+    snprintf(text, n, "%s: %s", e.ename, e.evalue);
+    sl_error_free(&e);
+    return text;
+  }
+  text = v.type == SL_STRING ? sl_repr(v) : sl_tostring(v);
+  sl_release(v);
+  return text;
+}
+
+static char *repeat(const char *s, size_t n, const char *middle, const char *close) {
+  slU_Text t = {0};
+  for (size_t i = 0; i < n; i++) slU_add(&t, "%s", s);
+  slU_add(&t, "%s", middle);
+  for (size_t i = 0; close && i < n; i++) slU_add(&t, "%s", close);
+  return t.s;
+}
+
+/* ----------------------------------------------------------------- crashes */
+
+/* 50,000 nested parentheses, 300,000 nested ifs, 100,000 unary minus signs
+** overflowed the C stack in the parser (SIGSEGV, every variable lost) */
+static void test_deep_nesting_is_a_syntax_error(void) {
+  sl_State *S = sl_new();
+  char *code = repeat("(", 50000, "1", ")");
+  CHECK_CONTAINS(run(S, code), "SyntaxError: the code is nested more than 200 levels deep");
+  free(code);
+  code = repeat("if true { ", 300000, "x = 1", "}");
+  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  free(code);
+  code = repeat("-", 100000, "1", NULL);
+  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  free(code);
+  code = repeat("[", 50000, "", "]");
+  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  free(code);
+  /* nesting below the limit still works, and the session survives */
+  code = repeat("(", 150, "7", ")");
+  CHECK_STREQ(run(S, code), "7");
+  free(code);
+  sl_free(S);
+}
+
+/* a flat sum of 100,000 terms is a left-deep tree; the evaluator walks it
+** in a loop */
+static void test_long_flat_expressions_evaluate(void) {
+  sl_State *S = sl_new();
+  slU_Text t = {0};
+  slU_add(&t, "1");
+  for (int i = 1; i < 100000; i++) slU_add(&t, " + 1");
+  CHECK_STREQ(run(S, t.s), "100000");
+  free(t.s);
+  memset(&t, 0, sizeof t);
+  slU_add(&t, "true");
+  for (int i = 1; i < 100000; i++) slU_add(&t, " and true");
+  CHECK_STREQ(run(S, t.s), "true");
+  free(t.s);
+  memset(&t, 0, sizeof t);
+  slU_add(&t, "x = [1]\nx");
+  for (int i = 1; i < 100000; i++) slU_add(&t, "[0]");
+  CHECK_CONTAINS(run(S, t.s), "nested more than 200 levels deep");
+  free(t.s);
+  sl_free(S);
+}
+
+/* lists built a million levels deep in a loop crashed when freed */
+static void test_deep_values_are_refused(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(run(S, "x = []\nfor i in 1..5000 { x = [x] }"), "lists nested more than 1000 deep");
+  CHECK_STREQ(run(S, "len x"), "1");
+  CHECK_STREQ(run(S, "x = 0\nx"), "0");
+  sl_free(S);
+}
+
+/* the caret sat past the end of a long line that the traceback cut */
+static void test_caret_on_long_lines(void) {
+  sl_State *S = sl_new();
+  slU_Text t = {0};
+  slU_add(&t, "x = 1");
+  for (int i = 0; i < 300; i++) slU_add(&t, " + 1");
+  slU_add(&t, " + y");
+  sl_Value v;
+  sl_Error e;
+  reset();
+  CHECK(sl_execute(S, t.s, &host, &v, &e) != 0);
+  const char *src = strstr(e.traceback, "\n    ") + 5, *caret = strchr(src, '\n') + 1;
+  size_t at = strcspn(caret, "^");
+  /* both lines start with the 4-space indent, which src has skipped */
+  CHECK_MSG(at >= 4 && at < strlen(caret) && src[at - 4] == 'y', "the caret is not under y:\n%s", e.traceback);
+  sl_error_free(&e);
+  free(t.s);
+  sl_free(S);
+}
+
+/* model mlp inputs=1000000000 and classes=1000000000 aborted the process;
+** dataset synthetic train=1000000000 wrote through an unchecked malloc */
+static void test_memory_budget_refuses_large_work(void) {
+  sl_State *S = sl_new();
+  setenv("SYSLAB_MEMORY_BUDGET", "64M", 1);
+  CHECK_CONTAINS(run(S, "m = model mlp inputs=1000000000"), "inputs: must be between 1 and 10000000");
+  CHECK_CONTAINS(run(S, "m = model mlp classes=1000000000"), "classes: must be between 2 and 100000");
+  const char *r = run(S, "m = model mlp inputs=100000 hidden=[4096]");
+  CHECK_CONTAINS(r, "the model's parameters would need 1.5");
+  CHECK_CONTAINS(r, "more than the memory budget of 64.0 MiB (SYSLAB_MEMORY_BUDGET)");
+  CHECK_CONTAINS(run(S, "m = model transformer width=4096 depth=24 mlp_ratio=16"), "would need 54.1 GiB");
+  CHECK_CONTAINS(run(S, "d = dataset synthetic train=1000000000"), "train: this data set would need");
+  CHECK_CONTAINS(run(S, "d = dataset synthetic train=100 test=10 features=4\n"
+                        "m = model mlp data=d hidden=[65536, 65536]"), "would need 16.0 GiB");
+  CHECK_CONTAINS(run(S, "m = model mlp data=d hidden=[1024]\ntrain m d batch=65536"), "training this model would need");
+  CHECK_CONTAINS(run(S, "m = model mlp hidden=[1e999]"), "hidden sizes must be between 1 and 65536, got inf");
+  CHECK_CONTAINS(run(S, "m = model transformer width=0"), "width: must be between 2 and 4096, got 0");
+  unsetenv("SYSLAB_MEMORY_BUDGET");
+  CHECK_STREQ(run(S, "m = model mlp data=d hidden=[8]\nm.params"), "67");
+  sl_free(S);
+}
+
+/* ------------------------------------------------------------------- hangs */
+
+/* NaN passed every `x < lo || x > hi` check: sleep of NaN never returned */
+static void test_nan_fails_range_checks(void) {
+  sl_State *S = sl_new();
+  run(S, "nan = 1e999 - 1e999\nd = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
+  CHECK_CONTAINS(run(S, "sleep nan"), "seconds: must be between 0 and 86400, got nan");
+  CHECK_CONTAINS(run(S, "sleep 1e999"), "seconds: must be between 0 and 86400, got inf");
+  CHECK_CONTAINS(run(S, "model mlp dropout=nan"), "dropout: must be in [0, 1)");
+  CHECK_CONTAINS(run(S, "train m d momentum=nan"), "momentum: must be in [0, 1)");
+  CHECK_CONTAINS(run(S, "train m d weight_decay=1e300"), "weight_decay: must be between 0 and 1");
+  CHECK_CONTAINS(run(S, "train m d lr=nan"), "lr: must be above 0");
+  CHECK_CONTAINS(run(S, "train m d epochs=1e15"), "epochs: must be between 1 and 1000");
+  CHECK_CONTAINS(run(S, "lora m alpha=nan"), "alpha: must be a finite number");
+  CHECK_CONTAINS(run(S, "dataset synthetic train=10 spread=nan"), "spread: must be between 0 and 1e6");
+  CHECK_CONTAINS(run(S, "countdown 2 delay=nan"), "delay: must be between 0 and 10");
+  sl_free(S);
+}
+
+/* ------------------------------------------------------------ wrong results */
+
+static void test_ranges_and_powers(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(run(S, "1..(1e999 - 1e999)"), "ValueError: a range needs finite numbers, got 1..nan");
+  CHECK_CONTAINS(run(S, "1..1e999"), "a range needs finite numbers");
+  CHECK_CONTAINS(run(S, "0 ** -1"), "ZeroDivisionError: 0 cannot be raised to a negative power");
+  CHECK_STREQ(run(S, "0 ** 0"), "1");
+  CHECK_STREQ(run(S, "2 ** -1"), "0.5");
+  sl_free(S);
+}
+
+/* lr=5 went on with loss NaN and evaluate reported 0.11 for NaN weights */
+static void test_diverging_training_stops(void) {
+  sl_State *S = sl_new();
+  const char *r = run(S, "d = dataset fashion_mnist train=2000 test=100\n"
+                         "m = model mlp data=d\ntrain m d lr=5 epochs=2");
+  CHECK_CONTAINS(r, "training diverged: the loss became");
+  CHECK_CONTAINS(r, "Use a smaller learning rate than 5");
+  sl_free(S);
+}
+
+int main(void) {
+  RUN(test_deep_nesting_is_a_syntax_error);
+  RUN(test_long_flat_expressions_evaluate);
+  RUN(test_deep_values_are_refused);
+  RUN(test_caret_on_long_lines);
+  RUN(test_memory_budget_refuses_large_work);
+  RUN(test_nan_fails_range_checks);
+  RUN(test_ranges_and_powers);
+  RUN(test_diverging_training_stops);
+  reset();
+  free(out.s), free(err.s);
+  return check_summary();
+}
