@@ -110,6 +110,10 @@ void *sl_object_as(sl_Value v, const sl_Class *cls);
 char *sl_tostring(sl_Value v);
 /* Like sl_tostring but strings are quoted, as in the language's source. */
 char *sl_repr(sl_Value v);
+/* 1 and *out set when the whole of s is a number in the language's grammar
+** (123, -4.5, 1e-3, 1_000; an optional sign), else 0: "0x10", "nan", "inf"
+** and " 1" are not numbers. */
+int sl_parse_number(const char *s, double *out);
 /* Numbers as the language prints them: integers plainly, others with %.9g
 ** so every float32 value round-trips exactly. */
 void sl_format_number(double x, char *out, size_t size);

@@ -258,3 +258,18 @@ const char *slX_describe(int type, char *buf, size_t size) {
   snprintf(buf, size, "'%c'", type);
   return buf;
 }
+
+/* A whole text that is a number as the language writes it, with an optional
+** sign: what CSV cells and report parameters must look like to be taken as
+** numbers, so that "0x10", "nan", "inf" and "1e5x" stay text. */
+int sl_parse_number(const char *s, double *out) {
+  size_t len = strlen(s), i = s[0] == '-' || s[0] == '+';
+  if (i >= len || !(isdigit((unsigned char)s[i]) || (s[i] == '.' && isdigit((unsigned char)s[i + 1])))) return 0;
+  slX_Lexer L;
+  slX_init(&L, s + i, len - i);
+  slX_Token t = slX_next(&L);
+  int ok = t.type == TK_NUMBER && t.len == len - i;
+  if (ok && out) *out = s[0] == '-' ? -t.number : t.number;
+  slX_token_free(&t);
+  return ok;
+}

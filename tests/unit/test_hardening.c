@@ -202,6 +202,125 @@ static void test_diverging_training_stops(void) {
   sl_free(S);
 }
 
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* showing a 100,000-row table took 46 s (quadratic) and could not be
+** interrupted; it is shown as head and tail, and save still writes it all */
+static void test_long_tables_show_head_and_tail(void) {
+  sl_State *S = sl_new();
+  CHECK_STREQ(run(S, "t = sweep i=1..100000 { row sq=i * i }\nt.nrows"), "100000");
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  sl_Bundle b;
+  sl_show(sl_state_get(S, "t"), &b);
+  CHECK_MSG(seconds_since(&t0) < 0.5, "showing took %.2f s", seconds_since(&t0));
+  const char *text = sl_bundle_get(&b, "text/plain")->data;
+  CHECK_CONTAINS(text, "(100000 rows; the first and last 20 are shown, 99960 in between are not)");
+  CHECK_CONTAINS(text, "10000000000");   /* the last row, 100000 squared */
+  CHECK(strstr(text, "\n     50000 ") == NULL);
+  CHECK_CONTAINS(sl_bundle_get(&b, "text/markdown")->data, "| ... |");
+  CHECK_CONTAINS(sl_bundle_get(&b, "text/html")->data, "100000 rows; the first and last 20 are shown");
+  CHECK(strlen(sl_bundle_get(&b, "text/html")->data) < 20000);
+  sl_bundle_free(&b);
+  char path[] = "/tmp/syslab-hardening-XXXXXX";
+  CHECK(mkdtemp(path) != NULL);
+  char code[256];
+  snprintf(code, sizeof code, "save t \"%s/t.csv\"\nu = load \"%s/t.csv\"\n[u.nrows, u.sq[49999]]", path, path);
+  CHECK_STREQ(run(S, code), "[100000, 2500000000]");
+  snprintf(code, sizeof code, "rm -rf %s", path);
+  CHECK(system(code) == 0);
+  sl_free(S);
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  fputs(text, f);
+  fclose(f);
+}
+
+/* the CSV defects: a BOM stayed in the first header; 0x10, nan and inf
+** loaded as numbers; "a"b dropped b; empty strings came back missing;
+** 100,000 columns took over 20 s; a FIFO blocked for ever; a folder was
+** "empty" */
+static void test_csv_loading(void) {
+  sl_State *S = sl_new();
+  char dir[] = "/tmp/syslab-csv-XXXXXX", path[128], code[512];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof path, "%s/odd.csv", dir);
+  write_file(path, "\xEF\xBB\xBF" "a,b,c\n0x10,nan,inf\n\"a\"b,\"\",\n\"12\",12,-1.5e3\n");
+  snprintf(code, sizeof code, "u = load \"%s\"\n[u.columns, u.a, u.b, u.c]", path);
+  CHECK_STREQ(run(S, code), "[[\"a\", \"b\", \"c\"], [\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
+  snprintf(code, sizeof code, "save u \"%s/again.csv\"\nv = load \"%s/again.csv\"\n[v.a, v.b, v.c]", dir, dir);
+  CHECK_STREQ(run(S, code), "[[\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
+
+  snprintf(path, sizeof path, "%s/wide.csv", dir);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 100000; i++) fprintf(f, "%sc%d", i ? "," : "", i);
+  fputc('\n', f);
+  for (int i = 0; i < 100000; i++) fprintf(f, "%s%d", i ? "," : "", i);
+  fputc('\n', f);
+  fclose(f);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  snprintf(code, sizeof code, "w = load \"%s\"\n[w.ncols, w.c99999[0]]", path);
+  CHECK_STREQ(run(S, code), "[100000, 99999]");
+  CHECK_MSG(seconds_since(&t0) < 2, "loading 100,000 columns took %.2f s", seconds_since(&t0));
+  write_file(path, "a,b,a\n1,2,3\n");
+  snprintf(code, sizeof code, "load \"%s\"", path);
+  CHECK_CONTAINS(run(S, code), "column 3 of the header is a duplicate name: a");
+
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  CHECK(mkfifo(path, 0600) == 0);
+  snprintf(code, sizeof code, "load \"%s\"", path);
+  CHECK_CONTAINS(run(S, code), "is not a regular file (a pipe, socket or device)");
+  snprintf(code, sizeof code, "load \"%s\"", dir);
+  CHECK_CONTAINS(run(S, code), "is a folder, not a CSV file");
+  snprintf(code, sizeof code, "rm -rf %s", dir);
+  CHECK(system(code) == 0);
+  sl_free(S);
+}
+
+/* numbers in CSV cells and report parameters follow the language */
+static void test_number_grammar(void) {
+  double x = 0;
+  CHECK(sl_parse_number("12", &x) && x == 12);
+  CHECK(sl_parse_number("-1.5e3", &x) && x == -1500);
+  CHECK(sl_parse_number("+.5", &x) && x == 0.5);
+  CHECK(sl_parse_number("1_000", &x) && x == 1000);
+  const char *not_numbers[] = {"nan", "inf", "-inf", "0x10", "1e5x", " 1", "1 ", "", "-", "1..2", "e5", NULL};
+  for (int i = 0; not_numbers[i]; i++) CHECK_MSG(!sl_parse_number(not_numbers[i], &x), "'%s' read as a number", not_numbers[i]);
+}
+
+/* plot: '' in a title broke gnuplot; ±1e308 and NaN gave a raw gnuplot
+** dump; 1M points hung and then printed the whole table; repeated bar
+** categories overdrew silently; y could name one column only */
+static void test_plot_checks(void) {
+  sl_State *S = sl_new();
+  run(S, "t = table x=[1, 2, 3] a=[1, 4, 9] b=[2, 3, 5] c=[\"p\", \"q\", \"p\"] h=[1, 1e308, 2] n=[1, 1e999 - 1e999, 2]");
+  CHECK_STREQ(run(S, "plot t x=x y=a title=\"f''(x) isn't `echo x` $HOME\" xlabel=\"'\" ylabel=\"''''\""), "nil");
+  CHECK_CONTAINS(last_display, "f''(x) isn't `echo x` $HOME");
+  CHECK_STREQ(err.s, "");
+  CHECK_STREQ(run(S, "plot t x=x y=[\"a\", \"b\"]"), "nil");
+  CHECK_CONTAINS(last_display, "plot of a, b against x: 2 series");
+  CHECK_CONTAINS(run(S, "plot t x=x y=[\"a\", \"zz\"]"), "the table has no column 'zz'");
+  CHECK_CONTAINS(run(S, "plot t x=x y=h"), "column 'h' holds 1e+308 in row 2: a plot needs finite numbers");
+  CHECK_CONTAINS(run(S, "plot t x=x y=n"), "column 'n' holds nan in row 2");
+  CHECK_EQ_INT(displays, 0);
+  CHECK_CONTAINS(run(S, "plot t x=c y=a kind=bars"), "rows 1 and 3 have the same c (p): their bars would be drawn over each other");
+  run(S, "big = sweep i=1..200001 { }");
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_CONTAINS(run(S, "plot big x=i y=i"), "the table has 200001 rows; a plot draws at most 200000 points");
+  CHECK(seconds_since(&t0) < 1);
+  CHECK_EQ_INT(displays, 0);
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -211,6 +330,10 @@ int main(void) {
   RUN(test_nan_fails_range_checks);
   RUN(test_ranges_and_powers);
   RUN(test_diverging_training_stops);
+  RUN(test_long_tables_show_head_and_tail);
+  RUN(test_csv_loading);
+  RUN(test_number_grammar);
+  RUN(test_plot_checks);
   reset();
   free(out.s), free(err.s);
   return check_summary();
