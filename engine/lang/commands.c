@@ -2,10 +2,12 @@
 ** commands.c - the language's core commands: printing, help, rich displays, input,
 ** sleeping and introspection of the session.
 */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "interp.h"
@@ -134,8 +136,10 @@ static int contains(const char *data, size_t n, const char *needle) {
 
 static int cmd_image(sl_Call *call, sl_Value *result) {
   const char *path = sl_arg_string(call, "path");
+  struct stat st;  /* before opening: opening a FIFO would block */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return sl_arg_error(call, "path", "'%s' is not a regular file", path);
   FILE *f = fopen(path, "rb");
-  if (!f) return sl_arg_error(call, "path", "cannot open '%s'", path);
+  if (!f) return sl_arg_error(call, "path", "cannot open '%s': %s", path, strerror(errno));
   size_t cap = 1 << 16, n = 0, got;
   char *data = malloc(cap);
   while ((got = fread(data + n, 1, cap - n, f)) > 0) {
@@ -153,7 +157,14 @@ static int cmd_image(sl_Call *call, sl_Value *result) {
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   sl_Bundle b;
   sl_bundle_init(&b);
-  if (n >= 24 && memcmp(data, png_magic, 8) == 0) {
+  /* a PNG is its signature, an IHDR chunk first and an IEND chunk last */
+  static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  int png = n >= 45 && memcmp(data, png_magic, 8) == 0;
+  if (png && (memcmp(data + 12, "IHDR", 4) != 0 || memcmp(data + n - 12, iend, 12) != 0)) {
+    free(data);
+    return sl_arg_error(call, "path", "'%s' starts like a PNG image but is not a whole one (truncated or corrupt)", path);
+  }
+  if (png) {
     unsigned char *p = (unsigned char *)data;
     unsigned w = (unsigned)p[16] << 24 | p[17] << 16 | p[18] << 8 | p[19];
     unsigned h = (unsigned)p[20] << 24 | p[21] << 16 | p[22] << 8 | p[23];
@@ -230,8 +241,14 @@ static int cmd_type(sl_Call *call, sl_Value *result) {
 static int cmd_len(sl_Call *call, sl_Value *result) {
   sl_Value v = sl_arg(call, "value");
   if (v.type == SL_LIST) *result = sl_number((double)sl_list_len(v));
-  else if (v.type == SL_STRING) *result = sl_number((double)sl_strlen(v));
+  else if (v.type == SL_STRING) {
+    size_t chars = 0;  /* characters, not bytes: continuation bytes of UTF-8 do not count */
+    for (const char *p = sl_str(v); *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
+    *result = sl_number((double)chars);
+  }
   else if (v.type == SL_RECORD) *result = sl_number((double)sl_record_len(v));
+  else if (v.type == SL_OBJECT && sl_object_class(v)->field &&  /* a table: its rows */
+           sl_object_class(v)->field(sl_object_data(v), "nrows", result) == 0) return 0;
   else return sl_arg_error(call, "value", "has no length: a %s (lists, strings and records have one)", sl_typename(v));
   return 0;
 }
@@ -302,8 +319,8 @@ static const sl_Command slB_commands[] = {
   {"vars", "core", "List the session's variables with their types.", "", "vars", cmd_vars, 0, NOARGS},
   {"type", "core", "The type of a value, as a string.", "", "type 3", cmd_type, 0,
    {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "any value"}, {NULL}}},
-  {"len", "core", "The number of items of a list or record, or characters of a string.", "", "len [1, 2, 3]",
-   cmd_len, 0, {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a list, string or record"}, {NULL}}},
+  {"len", "core", "The number of items of a list or record, characters of a string, or rows of a table.", "", "len [1, 2, 3]",
+   cmd_len, 0, {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a list, string, record or table (its rows)"}, {NULL}}},
   {"round", "core", "Round a number to a number of decimal digits.", "", "round 3.14159 2", cmd_round, 0,
    {{"value", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "the number"},
     {"digits", SL_ARG_INT, SL_POSITIONAL, "0", "decimal digits to keep, 0 to 15"},

@@ -395,6 +395,9 @@ static int bind(sl_State *S, sl_Call *call) {
       i = arg_index(cmd, key);
       if (i < 0 || cmd->args[i].type == SL_ARG_BLOCK) {
         if (cmd->flags & SL_CMD_EXTRA_KEYWORDS) {
+          for (size_t e = 0; e < call->nextra; e++)
+            if (strcmp(call->extra_names[e], key) == 0)
+              return slV_error(S, "ArgumentError", line, col, "%s: %s is given twice", cmd->name, key);
           sl_Value v;
           if (slV_eval(S, n->kids[k], &v) != 0) return -1;
           call->extra_names = realloc(call->extra_names, (call->nextra + 1) * sizeof *call->extra_names);
@@ -446,7 +449,8 @@ static int bind(sl_State *S, sl_Call *call) {
     sl_Value v;
     if (eval_arg(S, &cmd->args[i], n->kids[k], &v) != 0) return -1;
     call->values[i] = v;
-    call->given[i] = v.type != SL_NIL;
+    /* nil given to an argument of any type is a value (type nil); elsewhere it means "use the default" */
+    call->given[i] = v.type != SL_NIL || cmd->args[i].type == SL_ARG_ANY;
     call->line[i] = line;
     call->col[i] = col;
     if (call->given[i] && check_type(S, cmd, &cmd->args[i], v, line, col) != 0) return -1;
@@ -583,7 +587,7 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
   /* a + i*step, with a small tolerance so 0.1..0.9 step 0.1 includes 0.9 */
   double count = floor((to - from) / step + 1e-9) + 1;
   if (count > MAX_RANGE)
-    return slV_error(S, "ValueError", n->line, n->col, "range has %.0f values; at most %d are allowed", count,
+    return slV_error(S, "ValueError", n->line, n->col, "range has %.4g values; at most %d are allowed", count,
                      MAX_RANGE);
   *out = sl_list_new();
   for (long i = 0; i < (long)count; i++) {
@@ -604,7 +608,7 @@ static int eval_index(sl_State *S, slY_Node *n, sl_Value *out) {
   if (a.type == SL_LIST && i.type == SL_NUMBER && i.u.n == floor(i.u.n)) {
     double len = (double)sl_list_len(a), k = i.u.n < 0 ? i.u.n + len : i.u.n;
     if (k < 0 || k >= len)
-      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "index %.0f is out of range for a list of %.0f items",
+      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "index %.15g is out of range for a list of %.0f items",
                      i.u.n, len);
     else
       *out = sl_list_get(a, (size_t)k), sl_retain(*out);

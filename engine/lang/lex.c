@@ -111,7 +111,6 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
         case 'n': out[n++] = '\n'; break;
         case 't': out[n++] = '\t'; break;
         case 'r': out[n++] = '\r'; break;
-        case '0': out[n++] = '\0'; break;
         case '\\': case '"': case '\'': out[n++] = (char)e; break;
         case 'u': {
           if (peek(L, 0) != '{') goto bad_escape;
@@ -124,7 +123,12 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
             digits++;
             advance(L);
           }
-          if (peek(L, 0) != '}' || digits == 0 || cp > 0x10FFFF) goto bad_escape;
+          if (peek(L, 0) != '}' || digits == 0 || cp > 0x10FFFF || cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            free(out);
+            return error(L, start, line, col,
+                         "invalid \\u{...} escape: give 1 to 6 hex digits of a Unicode character from 1 to 10FFFF, "
+                         "not a surrogate (D800-DFFF)");
+          }
           advance(L);
           append_utf8(out, &n, cp);
           break;
@@ -133,7 +137,8 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
         bad_escape:
           free(out);
           return error(L, start, line, col,
-                       "invalid escape in string: allowed are \\n \\t \\r \\0 \\\\ \\\" \\' and \\u{hex}");
+                       "invalid escape in string: allowed are \\n \\t \\r \\\\ \\\" \\' and \\u{hex} "
+                       "(strings cannot hold NUL characters)");
       }
       continue;
     }

@@ -152,6 +152,14 @@ static void expect(Parser *P, int type, const char *what) {
   next(P);
 }
 
+/* the closing bracket of one opened at line:col; at the end of the input
+** the error points at the opening one, as for an unclosed '{' */
+static void expect_close(Parser *P, int close, int line, int col, const char *what) {
+  if (P->tok.type == TK_EOF && P->tok.type != close)
+    fail_at(P, line, col, 1, "this '%c' is never closed: add '%c'", close == ')' ? '(' : '[', close);
+  expect(P, close, what);
+}
+
 static slY_Node *node(Parser *P, slY_Kind kind) {
   slY_Node *n = arena_alloc(P->tree, sizeof *n);
   n->kind = kind;
@@ -232,12 +240,20 @@ static slY_Node *primary(Parser *P, int allow_call) {
       next(P);
       break;
     }
-    case '(':
+    case TK_STEP:  /* a word like any other outside a range: schedule=step */
+      n = node(P, N_NAME);
+      n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
+      next(P);
+      break;
+    case '(': {
+      int line = P->tok.line, col = P->tok.col;
       next(P);
       n = expr(P, 2);
-      expect(P, ')', "')'");
+      expect_close(P, ')', line, col, "')'");
       break;
-    case '[':
+    }
+    case '[': {
+      int line = P->tok.line, col = P->tok.col;
       n = node(P, N_LIST);
       next(P);
       while (P->tok.type != ']') {
@@ -245,8 +261,9 @@ static slY_Node *primary(Parser *P, int allow_call) {
         if (P->tok.type != ',') break;
         next(P);
       }
-      expect(P, ']', "',' or ']'");
+      expect_close(P, ']', line, col, "',' or ']'");
       break;
+    }
     default:
       unexpected(P, "a value (number, string, name, list or '(')");
       return NULL;
@@ -275,10 +292,11 @@ static slY_Node *postfix(Parser *P, int allow_call) {
       /* x[i] indexes; "print x [1, 2]" passes a list: the space decides */
       enter(P);
       slY_Node *ix = node(P, N_INDEX);
+      int line = P->tok.line, col = P->tok.col;
       next(P);
       ix->a = n;
       ix->b = expr(P, 0);
-      expect(P, ']', "']'");
+      expect_close(P, ']', line, col, "']'");
       n = ix;
     } else {
       P->depth -= links;
@@ -425,7 +443,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   n->cmd = cmd;
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
-  int function_style = in_parens == 3;
+  int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col;
   if (function_style) next(P);  /* the '(' */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
@@ -449,7 +467,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
     }
     if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
   }
-  if (function_style) expect(P, ')', "')' to close the argument list");
+  if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list");
   finish(P, n);
   return n;
 }

@@ -68,9 +68,20 @@ static int cmd_table(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* the names the innermost running sweep sweeps over: a row must not
+** overwrite their columns */
+static sl_Value swept_names;
+
 static int cmd_row(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "into");
-  if (!t) t = slT_from(sl_get_collector(call));
+  if (!t) {
+    t = slT_from(sl_get_collector(call));
+    for (size_t i = 0; t && i < sl_call_extra_count(call); i++)
+      for (size_t k = 0; k < sl_list_len(swept_names); k++)
+        if (strcmp(sl_str(sl_list_get(swept_names, k)), sl_call_extra_name(call, i)) == 0)
+          return sl_error(call, "%s is swept: its column holds the swept value. Name this column differently",
+                          sl_call_extra_name(call, i));
+  }
   if (!t) return sl_error(call, "row adds to a sweep's table: use it inside sweep { ... }, or give into=TABLE");
   if (sl_call_extra_count(call) == 0) return sl_error(call, "a row needs at least one name=value");
   for (size_t i = 0; i < sl_call_extra_count(call); i++)
@@ -105,6 +116,9 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
   sl_Value table = slT_value(t);
   for (size_t i = 0; i < n; i++) slT_add_column(t, sl_call_extra_name(call, i));
   sl_set_collector(call, table);
+  sl_Value outer_names = swept_names;
+  swept_names = sl_list_new();
+  for (size_t i = 0; i < n; i++) sl_list_push(swept_names, sl_string(sl_call_extra_name(call, i)));
   sl_Value *saved = calloc(n, sizeof *saved);
   int *had = calloc(n, sizeof *had);
   for (size_t i = 0; i < n; i++) {
@@ -146,6 +160,8 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
     }
   }
   sl_progress_end(p);
+  sl_release(swept_names);
+  swept_names = outer_names;
   for (size_t i = 0; i < n; i++) {
     if (had[i]) sl_setvar(call, sl_call_extra_name(call, i), saved[i]);
     else sl_unsetvar(call, sl_call_extra_name(call, i));

@@ -321,6 +321,61 @@ static void test_plot_checks(void) {
   sl_free(S);
 }
 
+/* "x\0y" printed x while len said 3; len counted bytes; \u{D800} was a string */
+static void test_strings_hold_characters(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(run(S, "\"x\\0y\""), "SyntaxError: invalid escape in string");
+  CHECK_CONTAINS(run(S, "\"\\u{D800}\""), "not a surrogate (D800-DFFF)");
+  CHECK_CONTAINS(run(S, "\"\\u{0}\""), "invalid \\u{...} escape");
+  CHECK_STREQ(run(S, "len \"h\\u{e9}llo \\u{1F600}\""), "7");
+  CHECK_STREQ(run(S, "len \"héllo\""), "5");
+  sl_free(S);
+}
+
+/* the unclear-error list of the language: type nil refused; an unclosed
+** [ or ( reported unlike {; schedule=step refused; 1e300 printed with 300
+** digits; sweep a=[1] a=[2, 3] lost the second a; row a= overwrote the swept
+** column a; len of a table */
+static void test_language_errors_and_gaps(void) {
+  sl_State *S = sl_new();
+  CHECK_STREQ(run(S, "type nil"), "\"nil\"");
+  CHECK_CONTAINS(run(S, "x = [1, 2"), "SyntaxError: this '[' is never closed: add ']'");
+  CHECK_CONTAINS(run(S, "x = (1 + 2"), "SyntaxError: this '(' is never closed: add ')'");
+  CHECK_CONTAINS(run(S, "x = round(1"), "SyntaxError: this '(' is never closed: add ')'");
+  CHECK_CONTAINS(run(S, "if true {"), "this '{' is never closed: add '}'");
+  CHECK(sl_is_complete("x = [1,", NULL, 0) == SL_INCOMPLETE);
+  CHECK_STREQ(run(S, "x = [1, 2]\nx[1e300 - 1e300 + 1]"), "2");
+  CHECK_CONTAINS(run(S, "x[1e300]"), "index 1e+300 is out of range");
+  CHECK_CONTAINS(run(S, "1..1e300"), "range has 1e+300 values");
+  CHECK_CONTAINS(run(S, "sweep a=[1] a=[2, 3] { }"), "sweep: a is given twice");
+  CHECK_CONTAINS(run(S, "row into=(table a=[1]) a=1 a=2"), "row: a is given twice");
+  CHECK_CONTAINS(run(S, "sweep a=[1, 2] { row a=5 }"), "row: a is swept");
+  CHECK_STREQ(run(S, "t = sweep a=[1, 2] { sweep b=[3] { row c=a } }\nt.columns"), "[\"a\"]");
+  CHECK_STREQ(run(S, "t = sweep a=[1, 2] { row b=a * 10 }\n[len(t), t.b]"), "[2, [10, 20]]");
+  run(S, "d = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
+  CHECK_STREQ(run(S, "(train m d schedule=step).nrows"), "1");
+  CHECK_STREQ(run(S, "1..5 step 2"), "[1, 3, 5]");
+  CHECK_CONTAINS(run(S, "dataset fashion_mnist train=100000"), "Fashion-MNIST has 60000 training and 10000 test items");
+  CHECK_CONTAINS(run(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open /tmp/train-images-idx3-ubyte.gz");
+  CHECK(strstr(run(S, "dataset fashion_mnist path=\"/tmp\""), "Debian package") == NULL);
+  sl_free(S);
+}
+
+/* image accepted any file that began with the PNG signature */
+static void test_image_checks(void) {
+  sl_State *S = sl_new();
+  char path[] = "/tmp/syslab-image-XXXXXX", code[256];
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, "\x89PNG\r\n\x1a\n" "garbage garbage garbage garbage garbage garbage", 55) == 55);
+  close(fd);
+  snprintf(code, sizeof code, "image \"%s\"", path);
+  CHECK_CONTAINS(run(S, code), "starts like a PNG image but is not a whole one");
+  unlink(path);
+  CHECK_CONTAINS(run(S, "image \"/tmp\""), "'/tmp' is not a regular file");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -334,6 +389,9 @@ int main(void) {
   RUN(test_csv_loading);
   RUN(test_number_grammar);
   RUN(test_plot_checks);
+  RUN(test_strings_hold_characters);
+  RUN(test_language_errors_and_gaps);
+  RUN(test_image_checks);
   reset();
   free(out.s), free(err.s);
   return check_summary();
