@@ -191,7 +191,11 @@ static void block_formats(const slQ_Format *f, const float *in, float *out, size
   for (size_t i = 0; i < n; i++) {
     double mb = m[(i / row) * per_row + (i % row) / k];
     float x = in[i];
-    if (isnan(mb) && fabsf(x) > 1e-8f) {
+    /* numerics §1: a NaN makes every non-passthrough element of its block
+    ** NaN. block_fp and block_minifloat pass |x| <= 1e-8 through; block_log
+    ** has no passthrough, so a zero in a NaN block is NaN too. */
+    int passthrough = f->kind != SLQ_BLOCK_LOG && fabsf(x) <= 1e-8f;
+    if (isnan(mb) && !passthrough) {
       out[i] = NAN;
       continue;
     }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "compress/quant.h"
 #include "syslab.h"
 
 /* a host that keeps all output, however long */
@@ -376,6 +377,42 @@ static void test_image_checks(void) {
   sl_free(S);
 }
 
+/* numerics §1: a NaN makes every non-passthrough element of its block NaN.
+** block_log turned the zero of [nan, 0.5, 0.0, 0.25] into 0.0078125. */
+static void test_block_formats_nan_rule(void) {
+  const char *names[] = {"block_fp", "block_minifloat", "block_log", "mxint8", "mxfp8_e4m3", "mxfp8_e5m2",
+                         "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", NULL};
+  float in[8] = {NAN, 0.5f, 0.0f, 0.25f, 1.0f, 0.0f, -2.0f, 0.5f};
+  for (int i = 0; names[i]; i++) {
+    slQ_Format f = {0};
+    f.kind = (slQ_Kind)slQ_kind_from_name(names[i]);
+    f.width = 4, f.exponent_width = 2, f.bias_width = 4, f.block = 4, f.is_signed = 1;
+    char why[256];
+    CHECK_MSG(slQ_check(&f, why, sizeof why) == 0, "%s: %s", names[i], why);
+    float out[8], ref[8];
+    slQ_apply(&f, in, out, 8, 8);
+    slQ_apply_reference(&f, in, ref, 8, 8);
+    /* block_fp and block_minifloat pass |x| <= 1e-8 through; the others have no passthrough */
+    int zero_passes = i < 2;
+    for (int k = 0; k < 4; k++) {
+      int want_nan = !(k == 2 && zero_passes);
+      CHECK_MSG(isnan(out[k]) == want_nan && isnan(ref[k]) == want_nan, "%s element %d: %g (reference %g)", names[i], k,
+                out[k], ref[k]);
+    }
+    CHECK_MSG(out[2] == 0 || !zero_passes, "%s: the passthrough zero became %g", names[i], out[2]);
+    for (int k = 4; k < 8; k++)  /* the next block is untouched by the NaN */
+      CHECK_MSG(isfinite(out[k]) && out[k] == ref[k], "%s element %d: %g vs %g", names[i], k, out[k], ref[k]);
+  }
+  /* the MXINT8 fast path, with blocks of 32 */
+  slQ_Format f = {0};
+  f.kind = (slQ_Kind)slQ_kind_from_name("mxint8");
+  f.block = 32;
+  float x[64], y[64];
+  for (int k = 0; k < 64; k++) x[k] = k == 5 ? NAN : (float)k / 7;
+  slQ_apply(&f, x, y, 64, 64);
+  for (int k = 0; k < 64; k++) CHECK_MSG(isnan(y[k]) == (k < 32), "mxint8 element %d: %g", k, y[k]);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -392,6 +429,7 @@ int main(void) {
   RUN(test_strings_hold_characters);
   RUN(test_language_errors_and_gaps);
   RUN(test_image_checks);
+  RUN(test_block_formats_nan_rule);
   reset();
   free(out.s), free(err.s);
   return check_summary();
