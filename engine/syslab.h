@@ -64,6 +64,9 @@ typedef struct sl_Class {
   int (*show)(void *data, sl_Bundle *out);
   int (*field)(void *data, const char *name, sl_Value *out);
   const char *const *fields;              /* NULL-terminated, for completion */
+  /* answers obj[key] (may be NULL: not indexable): 0 and *out, or -1 with
+  ** a message in err ("row 7 is out of range for a table of 5 rows") */
+  int (*index)(void *data, sl_Value key, sl_Value *out, char *err, size_t errlen);
 } sl_Class;
 
 sl_Value sl_nil(void);

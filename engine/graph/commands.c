@@ -644,7 +644,8 @@ static const sl_Command slM_commands[] = {
   {"dataset", "data", "Load a data set: Fashion-MNIST from its Debian package, or synthetic Gaussian blobs.",
    "Fashion-MNIST is read from /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist); train and test "
    "take the first items of each split (0 = all). Images are normalised with the training split's mean and "
-   "standard deviation.",
+   "standard deviation. Fields of a data set d: d.name, d.ntrain and d.ntest (items per split), d.features "
+   "(per item), d.classes, d.mean and d.std (of the normalisation).",
    "data = dataset fashion_mnist train=10000 test=2000\nblobs = dataset synthetic train=500 test=100 features=16 classes=3",
    cmd_dataset, 0,
    {{"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "which data set", dataset_names},
@@ -658,7 +659,9 @@ static const sl_Command slM_commands[] = {
     {NULL}}},
   {"model", "model", "Build a model as a compute graph: an mlp, or a tiny transformer encoder (bert-tiny's shape).",
    "The transformer cuts each image into patches (tokens), embeds them, runs `depth` encoder layers of multi-head "
-   "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler.",
+   "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler. "
+   "Fields of a model m: m.nodes (number of graph nodes), m.params (all parameters), m.trainable (those not "
+   "frozen), m.family (\"mlp\" or \"transformer\"), m.classes, m.node_names (a list, for `meta`).",
    "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
    cmd_model, 0,
    {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},

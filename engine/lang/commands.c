@@ -269,6 +269,55 @@ static int cmd_round(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* sum, min, max, mean: of their arguments, max(4, w - 2), or of one list,
+** max [3, 1, 2] or mean t.loss */
+static int numbers(sl_Call *call, const double **x, size_t *n, double **buf) {
+  sl_Value args = sl_arg(call, "values");
+  sl_Value items = sl_list_len(args) == 1 && sl_list_get(args, 0).type == SL_LIST ? sl_list_get(args, 0) : args;
+  *n = sl_list_len(items);
+  *buf = malloc((*n ? *n : 1) * sizeof **buf);
+  for (size_t i = 0; i < *n; i++) {
+    sl_Value v = sl_list_get(items, i);
+    if (v.type != SL_NUMBER) {
+      free(*buf);
+      return sl_arg_error(call, "values", "item %zu is a %s, not a number", i + 1, sl_typename(v));
+    }
+    (*buf)[i] = v.u.n;
+  }
+  *x = *buf;
+  return 0;
+}
+
+static int aggregate(sl_Call *call, sl_Value *result, int which) {
+  const double *x = NULL;
+  double *buf = NULL;
+  size_t n = 0;
+  if (numbers(call, &x, &n, &buf) != 0) return -1;
+  if (n == 0 && which != 0) {
+    free(buf);
+    return sl_arg_error(call, "values", "needs at least one number (an empty list has no %s)",
+                        which == 1 ? "minimum" : which == 2 ? "maximum" : "mean");
+  }
+  double r = which == 1 ? INFINITY : which == 2 ? -INFINITY : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (which == 1) r = x[i] < r || isnan(x[i]) ? x[i] : r;
+    else if (which == 2) r = x[i] > r || isnan(x[i]) ? x[i] : r;
+    else r += x[i];
+    if (isnan(r)) break;
+  }
+  if (which == 3) r /= (double)n;
+  free(buf);
+  *result = sl_number(r);
+  return 0;
+}
+
+static int cmd_sum(sl_Call *call, sl_Value *result) { return aggregate(call, result, 0); }
+static int cmd_min(sl_Call *call, sl_Value *result) { return aggregate(call, result, 1); }
+static int cmd_max(sl_Call *call, sl_Value *result) { return aggregate(call, result, 2); }
+static int cmd_mean(sl_Call *call, sl_Value *result) { return aggregate(call, result, 3); }
+
+#define NUMBERS_ARG {"values", SL_ARG_LIST, SL_POSITIONAL | SL_VARIADIC, "[]", "numbers, or one list of numbers"}
+
 #define NOARGS {{NULL}}
 
 static const sl_Command slB_commands[] = {
@@ -325,6 +374,14 @@ static const sl_Command slB_commands[] = {
    {{"value", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "the number"},
     {"digits", SL_ARG_INT, SL_POSITIONAL, "0", "decimal digits to keep, 0 to 15"},
     {NULL}}},
+  {"sum", "core", "The sum of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "sum [1, 2, 3]\nsum(1, 2, 3)", cmd_sum, 0, {NUMBERS_ARG, {NULL}}},
+  {"min", "core", "The smallest of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "min [3, 1, 2]\nlo = min(4, 10 - 2)", cmd_min, 0, {NUMBERS_ARG, {NULL}}},
+  {"max", "core", "The largest of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "max [3, 1, 2]\nw = 6\nfrac = max(4, w - 2)", cmd_max, 0, {NUMBERS_ARG, {NULL}}},
+  {"mean", "core", "The mean of numbers: of the arguments, or of one list.", "",
+   "mean [1, 2, 3, 4]", cmd_mean, 0, {NUMBERS_ARG, {NULL}}},
   {"version", "core", "The syslab version and the GPU it found, as a record.", "", "version", cmd_version, 0,
    NOARGS},
   {NULL},

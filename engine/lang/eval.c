@@ -619,6 +619,10 @@ static int eval_index(sl_State *S, slY_Node *n, sl_Value *out) {
       rc = slV_error(S, "KeyError", n->b->line, n->b->col, "the record has no field '%s'", sl_str(i));
     else
       *out = sl_record_value(a, k), sl_retain(*out);
+  } else if (a.type == SL_OBJECT && sl_object_class(a)->index) {
+    char why[512] = "";
+    if (sl_object_class(a)->index(sl_object_data(a), i, out, why, sizeof why) != 0)
+      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "%s", why);
   } else {
     rc = slV_error(S, "TypeError", n->line, n->col, "cannot index a %s with a %s", sl_typename(a), sl_typename(i));
   }

@@ -441,7 +441,10 @@ static int cmd_summary(sl_Call *call, sl_Value *result) {
 #define TABLE_ARG {"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table", NULL, "table"}
 
 static const sl_Command slT_commands[] = {
-  {"table", "table", "Build a table from columns given as lists of equal length.", "",
+  {"table", "table", "Build a table from columns given as lists of equal length.",
+   "A table t answers t.nrows, t.ncols, t.columns (the names), t.NAME or t[\"NAME\"] (a column as a list) and "
+   "t[i] (row i as a record, t[-1] the last); len t is its number of rows. Long tables are shown as their "
+   "first and last 20 rows; save writes them whole.",
    "t = table width=[4, 8, 16] accuracy=[0.61, 0.83, 0.85]", cmd_table, SL_CMD_EXTRA_KEYWORDS, {{NULL}}},
   {"sweep", "table", "Run a block for every combination of values and collect the rows into a table.",
    "Each name=[values] is set as a variable inside the block (the first name varies slowest); `row` adds a "

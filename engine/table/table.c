@@ -10,6 +10,7 @@
 
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,7 +306,35 @@ static int table_field(void *data, const char *name, sl_Value *out) {
 
 static const char *const table_fields[] = {"nrows", "ncols", "columns", NULL};
 
-const sl_Class slT_class = {"table", table_free, table_show, table_field, table_fields};
+/* t[3] is row 3 as a record (t[-1] the last), t["loss"] the column as a list */
+static int table_index(void *data, sl_Value key, sl_Value *out, char *err, size_t errlen) {
+  slT_Table *t = data;
+  if (key.type == SL_STRING) {
+    if (slT_column(t, sl_str(key)) >= 0) return table_field(t, sl_str(key), out);
+    char *cols = slT_column_list(t);
+    snprintf(err, errlen, "the table has no column '%.100s' (columns: %.300s)", sl_str(key), cols);
+    free(cols);
+    return -1;
+  }
+  if (key.type != SL_NUMBER || key.u.n != floor(key.u.n)) {
+    snprintf(err, errlen, "a table is indexed by a row number (t[0]) or a column name (t[\"loss\"])");
+    return -1;
+  }
+  double rows = (double)t->nrows, r = key.u.n < 0 ? key.u.n + rows : key.u.n;
+  if (r < 0 || r >= rows) {
+    snprintf(err, errlen, "row %.15g is out of range for a table of %zu rows", key.u.n, t->nrows);
+    return -1;
+  }
+  *out = sl_record_new();
+  for (size_t c = 0; c < t->ncols; c++) {
+    sl_Value v = slT_get(t, (size_t)r, c);
+    sl_retain(v);
+    sl_record_set(*out, t->names[c], v);
+  }
+  return 0;
+}
+
+const sl_Class slT_class = {"table", table_free, table_show, table_field, table_fields, table_index};
 
 sl_Value slT_value(slT_Table *t) { return sl_object_new(&slT_class, t); }
 slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }

@@ -413,6 +413,24 @@ static void test_block_formats_nan_rule(void) {
   for (int k = 0; k < 64; k++) CHECK_MSG(isnan(y[k]) == (k < 32), "mxint8 element %d: %g", k, y[k]);
 }
 
+/* what students reached for: sum, min, max, mean (the seed's
+** frac = max(4, w - 2)), a table indexed by row and column, len of a table */
+static void test_aggregates_and_table_indexing(void) {
+  sl_State *S = sl_new();
+  CHECK_STREQ(run(S, "w = 6\nfrac = max(4, w - 2)\nfrac"), "4");
+  CHECK_STREQ(run(S, "[max(4, 9 - 2), min([3, 1, 2]), sum(1, 2, 3), mean([1, 2, 3, 4]), sum([])]"), "[7, 1, 6, 2.5, 0]");
+  CHECK_STREQ(run(S, "max [1, 1e999 - 1e999, 3]"), "nan");
+  CHECK_CONTAINS(run(S, "max []"), "needs at least one number");
+  CHECK_CONTAINS(run(S, "sum [1, \"a\"]"), "item 2 is a string, not a number");
+  run(S, "t = table a=[1, 2, 3] b=[\"x\", \"y\", \"z\"]");
+  CHECK_STREQ(run(S, "[t[0], t[-1], t[\"b\"], mean(t.a), len(t)]"), "[{a: 1, b: \"x\"}, {a: 3, b: \"z\"}, [\"x\", \"y\", \"z\"], 2, 3]");
+  CHECK_STREQ(run(S, "t[1].b"), "\"y\"");
+  CHECK_CONTAINS(run(S, "t[3]"), "IndexError: row 3 is out of range for a table of 3 rows");
+  CHECK_CONTAINS(run(S, "t[\"c\"]"), "the table has no column 'c' (columns: a, b)");
+  CHECK_CONTAINS(run(S, "t[0.5]"), "a table is indexed by a row number");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -430,6 +448,7 @@ int main(void) {
   RUN(test_language_errors_and_gaps);
   RUN(test_image_checks);
   RUN(test_block_formats_nan_rule);
+  RUN(test_aggregates_and_table_indexing);
   reset();
   free(out.s), free(err.s);
   return check_summary();
