@@ -201,7 +201,7 @@ enum {
   SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
-#define SL_MAX_ARGS 32
+#define SL_MAX_ARGS 40
 
 typedef struct sl_Arg {
   const char *name;

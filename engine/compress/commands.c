@@ -30,7 +30,19 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   (snprintf(key, sizeof key, "%s%s", prefix, operand_name), \
    prefix[0] && sl_arg_given(call, key) ? sl_arg_number(call, key) : sl_arg_given(call, name) ? sl_arg_number(call, name) : (dflt))
   memset(f, 0, sizeof *f);
-  f->kind = (slQ_Kind)slQ_kind_from_name(sl_arg_string(call, "format"));
+  snprintf(key, sizeof key, "%sformat", prefix);
+  const char *format = prefix[0] && sl_arg_given(call, key) ? sl_arg_string(call, key) : sl_arg_string(call, "format");
+  f->kind = (slQ_Kind)slQ_kind_from_name(format);
+  /* an MX format's element width is fixed: a width given for it would be ignored */
+  snprintf(key, sizeof key, "%swidth", prefix);
+  int mx_kind = f->kind >= SLQ_MXINT8 && f->kind <= SLQ_MXFP4_E2M1;
+  if (mx_kind && ((prefix[0] && sl_arg_given(call, key)) ||
+                  (sl_arg_given(call, "width") && !(prefix[0] && sl_arg_given(call, key)) &&
+                   strcmp(sl_arg_string(call, "format"), format) == 0)))
+    return sl_arg_error(call, prefix[0] && sl_arg_given(call, key) ? key : "width",
+                        "%s has a fixed element width (%s): leave width out for it", format,
+                        f->kind == SLQ_MXINT8 || f->kind <= SLQ_MXFP8_E5M2 ? "8 bits"
+                        : f->kind == SLQ_MXFP4_E2M1 ? "4 bits" : "6 bits");
   f->width = (int)PICK("width", "width", 8);
   f->frac_width = (int)PICK("frac", "frac_width", f->width / 2);
   f->exponent_width = (int)PICK("exponent_width", "exponent_width", 4);
@@ -227,7 +239,9 @@ static int quantize_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
 /* model size: every parameter at 32 bits, against the formats and masks attached */
 static int cmd_model_size(sl_Call *call, sl_Value *result) {
   slM_Graph *g = sl_arg_object(call, "model", &slM_model_class);
-  double params = 0, bits = 0, kept = 0;
+  /* bytes are whole per tensor, shared scales counted per started block;
+  ** sparsity is of the weight matrices, the only parameters pruning masks */
+  double params = 0, bytes = 0, weights = 0, kept = 0;
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     for (int k = 0; k < n->nparams; k++) {
@@ -238,17 +252,17 @@ static int cmd_model_size(sl_Call *call, sl_Value *result) {
         for (size_t j = 0; j < size; j++) live += n->comp.weight_mask[j];
       }
       params += (double)size;
-      kept += (double)live;
-      bits += (double)size * (t ? t->bits : 32);
+      if (n->params[k]->value->ndim >= 2) weights += (double)size, kept += (double)live;
+      bytes += slQ_transform_bytes(t, size);
     }
   }
   *result = sl_record_new();
   sl_record_set(*result, "params", sl_number(params));
   sl_record_set(*result, "float32_bytes", sl_number(params * 4));
-  sl_record_set(*result, "bytes", sl_number(bits / 8));
-  sl_record_set(*result, "bits_per_param", sl_number(params ? bits / params : 0));
-  sl_record_set(*result, "saving", sl_number(params ? 1 - bits / (params * 32) : 0));
-  sl_record_set(*result, "sparsity", sl_number(params ? 1 - kept / params : 0));
+  sl_record_set(*result, "bytes", sl_number(bytes));
+  sl_record_set(*result, "bits_per_param", sl_number(params ? bytes * 8 / params : 0));
+  sl_record_set(*result, "saving", sl_number(params ? 1 - bytes / (params * 4) : 0));
+  sl_record_set(*result, "sparsity", sl_number(weights ? 1 - kept / weights : 0));
   return 0;
 }
 
@@ -422,6 +436,7 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
   {"scaled", SL_ARG_BOOL, 0, "true", "ternary: scale by the mean kept magnitude"}
 
 #define OPERAND_ARGS(p)                                                                        \
+  {p "format", SL_ARG_ENUM, 0, NULL, "number format for this operand", format_names},          \
   {p "width", SL_ARG_INT, 0, NULL, "width for this operand"},                                  \
   {p "frac_width", SL_ARG_INT, 0, NULL, "fractional width for this operand (integer)"},        \
   {p "exponent_width", SL_ARG_INT, 0, NULL, "exponent width for this operand (minifloat)"},    \

@@ -513,6 +513,17 @@ static void transform_apply(const slM_Transform *t, const float *in, float *out,
   slQ_apply(&q->format, in, out, n, q->row);
 }
 
+double slQ_transform_bytes(const slM_Transform *t, size_t n) {
+  if (!t || t->apply != transform_apply) return ceil((t ? t->bits : 32) * (double)n / 8);
+  const Quantiser *q = t->state;
+  const slQ_Format *f = &q->format;
+  if (!slQ_is_blocked(f->kind)) return ceil(slQ_bits(f) * (double)n / 8);
+  /* each row's blocks share one scale or bias; a row's last block may be short */
+  double shared = (slQ_bits(f) - floor(slQ_bits(f))) * f->block, element = floor(slQ_bits(f));
+  size_t row = q->row ? q->row : n, rows = (n + row - 1) / row, blocks = (row + (size_t)f->block - 1) / (size_t)f->block;
+  return ceil((element * (double)n + shared * (double)(rows * blocks)) / 8);
+}
+
 static void transform_free(slM_Transform *t) {
   free(t->state);
   free(t);

@@ -431,6 +431,26 @@ static void test_aggregates_and_table_indexing(void) {
   sl_free(S);
 }
 
+/* model_size reported 242494.312 bytes for MXINT8 (shared scales are whole
+** bytes, one per started block of each row) and counted biases in its
+** sparsity; MX formats ignored widths; operands could not differ in format */
+static void test_model_size_and_operand_formats(void) {
+  sl_State *S = sl_new();
+  run(S, "m = model mlp hidden=[64]");
+  /* 784 -> 64 -> 10: rows of 784 have 25 blocks of 32, rows of 64 two, the biases one row each */
+  double want = 64 * 784 + 64 * 25 + 64 + 2 + 10 * 64 + 10 * 2 + 10 + 1;
+  char expect[64];
+  snprintf(expect, sizeof expect, "%.0f", want);
+  CHECK_STREQ(run(S, "(model_size (quantize_model m format=mxint8)).bytes"), expect);
+  CHECK_STREQ(run(S, "(model_size (prune m sparsity=0.5)).sparsity"), "0.5");
+  CHECK_STREQ(run(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"), "50890");
+  CHECK_CONTAINS(run(S, "quantize_model m format=mxfp4_e2m1 data_in_width=8"),
+                 "data_in_width: mxfp4_e2m1 has a fixed element width (4 bits)");
+  CHECK_CONTAINS(run(S, "quantize_model m format=mxint8 width=4"), "width: mxint8 has a fixed element width (8 bits)");
+  CHECK_STREQ(run(S, "type (quantize_model m format=integer width=4 weight_format=mxint8)"), "\"model\"");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -449,6 +469,7 @@ int main(void) {
   RUN(test_image_checks);
   RUN(test_block_formats_nan_rule);
   RUN(test_aggregates_and_table_indexing);
+  RUN(test_model_size_and_operand_formats);
   reset();
   free(out.s), free(err.s);
   return check_summary();
