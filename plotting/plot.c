@@ -23,6 +23,8 @@
 #define MAX_POINTS 200000
 /* gnuplot's axis arithmetic overflows near the ends of the double range */
 #define MAX_MAGNITUDE 1e300
+/* categories are labelled one by one on the x axis */
+#define MAX_CATEGORIES 1000
 
 static void quote(slU_Text *b, const char *text) { slP_quote(&b->s, &b->n, &b->cap, text); }
 
@@ -182,6 +184,12 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
       size_t k = 0;
       while (k < ncats && !sl_equal(cats[k], v)) k++;
       if (k == ncats) cats[ncats++] = v;
+      if (ncats > MAX_CATEGORIES) {
+        for (size_t q = 0; q < nseries; q++) free(series[q].rows);
+        free(cats);
+        return sl_arg_error(call, "x", "column '%s' has more than %d distinct names: too many categories to label",
+                            t->names[xc], MAX_CATEGORIES);
+      }
     }
 
   /* bars of one series at the same x would be drawn over each other */
@@ -215,7 +223,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   /* numbers only: one block per series, columns x, y [, yerr] */
   for (size_t s = 0; s < nseries; s++) {
     slU_add(S, "$S%zu << EOD\n", s);
-    for (size_t i = 0; i < series[s].n; i++) {
+    for (size_t i = 0; i < series[s].n && !((i & 4095) == 4095 && sl_interrupted()); i++) {
       size_t r = series[s].rows[i];
       sl_Value xv = slT_get(t, r, (size_t)xc), yv = slT_get(t, r, (size_t)series[s].ycol);
       if (yv.type != SL_NUMBER || xv.type == SL_NIL) continue;
@@ -286,6 +294,11 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   slU_add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
              "set output\nreplot\nunset output\n", (int)width, (int)height);
   free(S->s);
+  if (sl_interrupted()) {  /* while the script was being written */
+    free(full.s), free(ynames.s), free(cats);
+    for (size_t s = 0; s < nseries; s++) free(series[s].rows);
+    return sl_interrupted_error(call);
+  }
 
   slP_Image img;
   char err[2048];

@@ -591,6 +591,11 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
                      MAX_RANGE);
   *out = sl_list_new();
   for (long i = 0; i < (long)count; i++) {
+    if ((i & 65535) == 65535 && sl_interrupted()) {
+      sl_release(*out);
+      *out = sl_nil();
+      return slV_error(S, "Interrupt", n->line, n->col, "interrupted by the user");
+    }
     double x = from + (double)i * step;
     /* print 0.3 rather than 0.30000000000000004 for decimal steps */
     char buf[32];

@@ -196,14 +196,15 @@ static int cmd_save(sl_Call *call, sl_Value *result) {
   size_t len = strlen(path);
   if (len < 4 || strcmp(path + len - 4, ".csv") != 0)
     return sl_arg_error(call, "path", "'%s' must end in .csv (tables are saved as CSV)", path);
-  if (slT_write_csv(arg_table(call, "table"), path, err, sizeof err) != 0) return sl_arg_error(call, "path", "%s", err);
+  if (slT_write_csv(arg_table(call, "table"), path, err, sizeof err) != 0)
+    return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
   return 0;
 }
 
 static int cmd_load(sl_Call *call, sl_Value *result) {
   char err[512];
   slT_Table *t = slT_read_csv(sl_arg_string(call, "path"), err, sizeof err);
-  if (!t) return sl_arg_error(call, "path", "%s", err);
+  if (!t) return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
   *result = slT_value(t);
   return 0;
 }
