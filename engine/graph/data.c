@@ -46,7 +46,10 @@ int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t 
   unsigned sizes[3] = {1, 1, 1};
   for (int d = 0; d < dims; d++) {
     sizes[d] = be32(data + 4 + 4 * d);
-    total *= sizes[d];
+    if (__builtin_mul_overflow(total, (size_t)sizes[d], &total) || sizes[d] > 0x7FFFFFFF) {
+      snprintf(err, errlen, "IDX header promises sizes too large to be real");  /* a wrapped product could match */
+      return -1;
+    }
   }
   size_t header = 4 + 4 * (size_t)dims;
   if (len - header != total) {

@@ -290,7 +290,7 @@ void sl_complete(sl_State *S, const char *code, size_t cursor, sl_Completion *ou
     }
     for (size_t i = 0; i < sl_record_len(S->vars); i++) add_match(out, prefix, plen, sl_record_key(S->vars, i), "");
   }
-  qsort(out->matches, out->n, sizeof *out->matches, cmp_str);
+  if (out->n) qsort(out->matches, out->n, sizeof *out->matches, cmp_str);
 }
 
 void sl_completion_free(sl_Completion *c) {

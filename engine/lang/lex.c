@@ -48,7 +48,8 @@ static void advance(slX_Lexer *L) {
 }
 
 static int in_brackets(const slX_Lexer *L) {
-  return L->depth > 0 && L->nesting[L->depth - 1] != '{';
+  int top = L->depth < SLX_MAX_NESTING ? L->depth : SLX_MAX_NESTING;
+  return L->depth > 0 && L->nesting[top - 1] != '{';
 }
 
 static slX_Token make(slX_Lexer *L, int type, size_t start, int line, int col) {

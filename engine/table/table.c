@@ -348,6 +348,7 @@ slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }
 static void csv_field(FILE *f, const char *s, int is_string) {
   double ignored;
   int quote = strpbrk(s, ",\"\n\r") || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ') ||
+              strncmp(s, "\xEF\xBB\xBF", 3) == 0 ||  /* a leading BOM would be taken for the file's */
               (is_string && (!*s || sl_parse_number(s, &ignored)));
   if (!quote) {
     fputs(s, f);
