@@ -74,6 +74,11 @@ static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t 
   for (size_t i = 0; i < sl_list_len(v); i++) {
     sl_Value item = sl_list_get(v, i);
     size_t len = item.type == SL_LIST ? sl_list_len(item) : 1;
+    /* all numbers, or all rows of one non-zero length: a mix would be cut into rows wrongly */
+    if ((item.type == SL_LIST) != (sl_list_get(v, 0).type == SL_LIST) || (item.type == SL_LIST && len == 0)) {
+      free(*out);
+      return sl_arg_error(call, "values", "must be a list of numbers, or a matrix: a list of non-empty rows of numbers");
+    }
     if (item.type == SL_LIST) {
       if (*row && *row != len) {
         free(*out);
@@ -463,7 +468,7 @@ static const sl_Command slQ_commands[] = {
    "Settings apply to the layer input (data_in_), weight (weight_) and bias (bias_); a prefixed setting overrides the "
    "plain one. layers names the layers (default: every linear layer). Training the copy is quantisation-aware "
    "training: the forward pass uses the format, gradients pass straight through.",
-   "q = quantize_model base format=integer width=8 frac=4\nq = quantize_model base weight_width=4 weight_frac_width=2",
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nq = quantize_model base format=integer width=8 frac=4\nq = quantize_model base weight_width=4 weight_frac_width=2",
    cmd_quantize_model, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
     OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
@@ -471,7 +476,7 @@ static const sl_Command slQ_commands[] = {
   {"prune", "compress", "A copy of a model with weight masks: exactly round(sparsity * n) weights pruned.",
    "l1 prunes the smallest magnitudes (ties: the lower index first), random a seeded random set; local scope per "
    "layer, global over all layers pooled. Masks stay applied through training: pruned weights remain exactly 0.",
-   "p = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"},
     {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction of weights to prune, 0 to 1"},
     {"method", SL_ARG_ENUM, 0, "l1", "which weights", prune_methods},
@@ -482,7 +487,7 @@ static const sl_Command slQ_commands[] = {
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"compress", "compress", "Quantise, then prune, with one configuration (the labs' compression pipeline).",
    "Takes the settings of quantize_model and of prune; returns a new model.",
-   "c = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nc = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
     OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
     {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to compress ([] = every linear layer)"},
@@ -493,10 +498,10 @@ static const sl_Command slQ_commands[] = {
     {"activation_sparsity", SL_ARG_NUMBER, 0, "0", "also prune this fraction of each layer's input"},
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"sparsity", "compress", "The fraction of zero (or masked) weights in each linear layer, as a table.", "",
-   "sparsity p", cmd_sparsity, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5\nsparsity p", cmd_sparsity, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {"model_size", "compress", "Parameters, bytes in float32 and in the attached formats, bits per parameter, saving.",
-   "", "model_size q", cmd_model_size, 0,
+   "", "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nq = quantize_model base format=mxint8\nmodel_size q", cmd_model_size, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {NULL},
 };

@@ -451,6 +451,17 @@ static void test_model_size_and_operand_formats(void) {
   sl_free(S);
 }
 
+/* found by fuzz_eval: quantize [1, [2, 3]] read past its buffer when it
+** put the numbers back into rows */
+static void test_quantize_refuses_ragged_input(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(run(S, "quantize [1, [2, 3]]"), "must be a list of numbers, or a matrix");
+  CHECK_CONTAINS(run(S, "quantize [[1, 2], 3]"), "must be a list of numbers, or a matrix");
+  CHECK_CONTAINS(run(S, "quantize [[], [1]]"), "non-empty rows");
+  CHECK_STREQ(run(S, "quantize [[1, 2], [3, 4]] format=integer width=8 frac=0"), "[[1, 2], [3, 4]]");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
@@ -470,6 +481,7 @@ int main(void) {
   RUN(test_block_formats_nan_rule);
   RUN(test_aggregates_and_table_indexing);
   RUN(test_model_size_and_operand_formats);
+  RUN(test_quantize_refuses_ragged_input);
   reset();
   free(out.s), free(err.s);
   return check_summary();
