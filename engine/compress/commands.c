@@ -33,13 +33,13 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   snprintf(key, sizeof key, "%sformat", prefix);
   const char *format = prefix[0] && sl_arg_given(call, key) ? sl_arg_string(call, key) : sl_arg_string(call, "format");
   f->kind = (slQ_Kind)slQ_kind_from_name(format);
-  /* an MX format's element width is fixed: a width given for it would be ignored */
+  /* An MX format's element width is fixed: a width given for this operand
+  ** would be ignored. (The plain width is shared by every format of a sweep,
+  ** so it is left to the formats that have one.) */
   snprintf(key, sizeof key, "%swidth", prefix);
   int mx_kind = f->kind >= SLQ_MXINT8 && f->kind <= SLQ_MXFP4_E2M1;
-  if (mx_kind && ((prefix[0] && sl_arg_given(call, key)) ||
-                  (sl_arg_given(call, "width") && !(prefix[0] && sl_arg_given(call, key)) &&
-                   strcmp(sl_arg_string(call, "format"), format) == 0)))
-    return sl_arg_error(call, prefix[0] && sl_arg_given(call, key) ? key : "width",
+  if (mx_kind && prefix[0] && sl_arg_given(call, key))
+    return sl_arg_error(call, key,
                         "%s has a fixed element width (%s): leave width out for it", format,
                         f->kind == SLQ_MXINT8 || f->kind <= SLQ_MXFP8_E5M2 ? "8 bits"
                         : f->kind == SLQ_MXFP4_E2M1 ? "4 bits" : "6 bits");

@@ -446,7 +446,10 @@ static void test_model_size_and_operand_formats(void) {
   CHECK_STREQ(run(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"), "50890");
   CHECK_CONTAINS(run(S, "quantize_model m format=mxfp4_e2m1 data_in_width=8"),
                  "data_in_width: mxfp4_e2m1 has a fixed element width (4 bits)");
-  CHECK_CONTAINS(run(S, "quantize_model m format=mxint8 width=4"), "width: mxint8 has a fixed element width (8 bits)");
+  CHECK_CONTAINS(run(S, "quantize_model m format=integer width=4 weight_format=mxint8 weight_width=4"),
+                 "weight_width: mxint8 has a fixed element width (8 bits)");
+  /* the plain width is shared by the formats of a sweep, and MX formats leave it be */
+  CHECK_STREQ(run(S, "type (quantize_model m format=mxint8 width=8)"), "\"model\"");
   CHECK_STREQ(run(S, "type (quantize_model m format=integer width=4 weight_format=mxint8)"), "\"model\"");
   sl_free(S);
 }
