@@ -376,7 +376,7 @@ int slT_write_csv(const slT_Table *t, const char *path, char *err, size_t errlen
   }
   fputc('\n', f);
   for (size_t r = 0; r < t->nrows; r++) {
-    if ((r & 4095) == 0 && sl_interrupted()) break;
+    if ((r & 1023) == 0 && sl_interrupted()) break;
     for (size_t c = 0; c < t->ncols; c++) {
       if (c) fputc(',', f);
       sl_Value v = slT_get(t, r, c);
