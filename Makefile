@@ -2,10 +2,15 @@
 # this file only installs what is missing, builds, and runs the suites.
 #
 #   make report   set up, build, install the kernelspec, build the lab report
-#   make test     set up, build, run every test (also under ASan + UBSan)
+#   make test     set up, build, run every test (also under ASan + UBSan), replay
+#                 the fuzz corpora and fuzz each target for 30 s
+#   make fuzz     fuzz each target for FUZZ_SECONDS (default 600), two at a time
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := parse eval csv idx wire
 VENV       ?= .venv
 JOBS       ?= $(shell nproc)
 PYTHON     ?= python3
@@ -16,7 +21,7 @@ APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libs
   libopenblas-dev zlib1g-dev gnuplot-nox dataset-fashion-mnist chromium poppler-utils \
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz
 
-.PHONY: all deps build asan venv kernelspec test test-unit test-python test-asan report bench clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench clean
 
 all: build
 
@@ -70,7 +75,18 @@ test-asan: asan venv
 	@if ls $(ASAN_BUILD)/asan-log.* >/dev/null 2>&1; then cat $(ASAN_BUILD)/asan-log.*; \
 	  echo "sanitizer reports above"; exit 1; fi
 
-test: test-unit test-python test-asan
+# libFuzzer targets (tests/fuzz), built by clang with ASan and UBSan
+fuzz-build: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSYSLAB_FUZZ=ON -DSYSLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+test-fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) 30 $(FUZZ_TARGETS)
+
+test: test-unit test-python test-asan test-fuzz
 
 # The main job: every notebook in notebooks/ executed into the lab report.
 report: build
@@ -81,4 +97,4 @@ bench: build venv
 	@echo "see docs/performance.md for the benchmark commands"
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

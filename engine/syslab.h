@@ -64,6 +64,9 @@ typedef struct sl_Class {
   int (*show)(void *data, sl_Bundle *out);
   int (*field)(void *data, const char *name, sl_Value *out);
   const char *const *fields;              /* NULL-terminated, for completion */
+  /* answers obj[key] (may be NULL: not indexable): 0 and *out, or -1 with
+  ** a message in err ("row 7 is out of range for a table of 5 rows") */
+  int (*index)(void *data, sl_Value key, sl_Value *out, char *err, size_t errlen);
 } sl_Class;
 
 sl_Value sl_nil(void);
@@ -95,6 +98,10 @@ sl_Value sl_record_value(sl_Value rec, size_t i);          /* borrowed */
 sl_Value sl_record_get(sl_Value rec, const char *key);     /* borrowed, nil if absent */
 void sl_record_set(sl_Value rec, const char *key, sl_Value v); /* takes a reference */
 void sl_record_remove(sl_Value rec, const char *key);
+/* how deeply lists and records nest inside v: 0 for a scalar, 1 for [1, 2] */
+size_t sl_value_depth(sl_Value v);
+/* the language refuses to build values nested deeper than this */
+#define SL_MAX_VALUE_DEPTH 1000
 
 const sl_Class *sl_object_class(sl_Value v);
 void *sl_object_data(sl_Value v);
@@ -106,6 +113,10 @@ void *sl_object_as(sl_Value v, const sl_Class *cls);
 char *sl_tostring(sl_Value v);
 /* Like sl_tostring but strings are quoted, as in the language's source. */
 char *sl_repr(sl_Value v);
+/* 1 and *out set when the whole of s is a number in the language's grammar
+** (123, -4.5, 1e-3, 1_000; an optional sign), else 0: "0x10", "nan", "inf"
+** and " 1" are not numbers. */
+int sl_parse_number(const char *s, double *out);
 /* Numbers as the language prints them: integers plainly, others with %.9g
 ** so every float32 value round-trips exactly. */
 void sl_format_number(double x, char *out, size_t size);
@@ -190,7 +201,7 @@ enum {
   SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
-#define SL_MAX_ARGS 32
+#define SL_MAX_ARGS 40
 
 typedef struct sl_Arg {
   const char *name;
@@ -305,6 +316,19 @@ int sl_interrupted(void);
 void sl_clear_interrupt(void);
 /* the error a command returns when it stops on interrupt */
 int sl_interrupted_error(sl_Call *call);
+
+/* ----------------------------------------------------------- memory budget */
+
+/* Bytes one piece of work may use: SYSLAB_MEMORY_BUDGET (bytes, or with a
+** K, M or G suffix) when set, else the memory the machine has available now
+** (lang/budget.c). */
+double sl_memory_budget(void);
+/* 0 when `bytes` fits the budget; otherwise reports an error naming `what`,
+** the predicted size and the budget (at argument `arg` when not NULL) and
+** returns -1. Call it before allocating anything large. */
+int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what);
+/* "1.50 GiB" */
+void sl_format_bytes(double bytes, char *out, size_t size);
 
 /* -------------------------------------------------------------- interpreter */
 

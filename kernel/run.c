@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -91,7 +92,7 @@ static void on_sigint(int sig) {
   sl_interrupt();
 }
 
-static char *read_all(FILE *f) {
+static char *read_all(FILE *f, size_t *len) {
   size_t cap = 4096, n = 0, got;
   char *s = malloc(cap);
   while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
@@ -99,7 +100,33 @@ static char *read_all(FILE *f) {
     if (n + 1 == cap) s = realloc(s, cap *= 2);
   }
   s[n] = '\0';
+  *len = n;
   return s;
+}
+
+/* A NUL byte would silently end the program there: name its place instead. */
+static int check_no_nul(const char *path, const char *code, size_t len) {
+  const char *nul = memchr(code, '\0', len);
+  if (!nul) return 0;
+  int line = 1;
+  for (const char *p = code; p < nul; p++) line += *p == '\n';
+  fprintf(stderr, "syslab run: '%s' line %d holds a NUL byte: it is not a text file\n", path, line);
+  return -1;
+}
+
+/* a notebook written for another kernel (Python...) is not run as syslab */
+static int check_kernel(const char *path, json_t *nb) {
+  json_t *meta = json_object_get(nb, "metadata");
+  const char *lang = json_string_value(json_object_get(json_object_get(meta, "kernelspec"), "language"));
+  const char *name = json_string_value(json_object_get(json_object_get(meta, "kernelspec"), "name"));
+  const char *info = json_string_value(json_object_get(json_object_get(meta, "language_info"), "name"));
+  const char *other = lang && strcmp(lang, SYSLAB_LANGUAGE) != 0 ? lang
+                    : info && strcmp(info, SYSLAB_LANGUAGE) != 0 ? info
+                    : name && strcmp(name, "syslab") != 0 && !lang && !info ? name : NULL;
+  if (!other) return 0;
+  fprintf(stderr, "syslab run: '%s' is a notebook for %s (kernel %s), not for syslab: run it with its own kernel\n",
+          path, other, name ? name : "unknown");
+  return -1;
 }
 
 /* runs one piece of code; prints its result or its error; returns 0 or -1 */
@@ -131,6 +158,10 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
   json_t *cells = nb ? json_object_get(nb, "cells") : NULL;
   if (!json_is_array(cells)) {
     fprintf(stderr, "syslab run: '%s' is not a notebook (%s)\n", path, nb ? "no cells list" : jerr.text);
+    json_decref(nb);
+    return -1;
+  }
+  if (check_kernel(path, nb) != 0) {
     json_decref(nb);
     return -1;
   }
@@ -167,14 +198,25 @@ int slk_run_main(int argc, char **argv) {
     return 2;
   }
   const char *path = argv[1];
+  struct stat st;
+  if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    fprintf(stderr, "syslab run: '%s' is %s, not a script or notebook file\n", path,
+            S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+    return 2;
+  }
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
   if (!f) {
     fprintf(stderr, "syslab run: cannot open '%s': ", path);
     perror(NULL);
     return 2;
   }
-  char *code = read_all(f);
+  size_t len;
+  char *code = read_all(f, &len);
   if (f != stdin) fclose(f);
+  if (check_no_nul(path, code, len) != 0) {
+    free(code);
+    return 2;
+  }
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -7,6 +7,12 @@
 ** they happen, then the reply, then idle (ipykernel's order). Text output is
 ** buffered per stream and flushed when the other stream or a display comes
 ** next, or every 50 ms, so print loops do not flood IOPub with messages.
+**
+** One cell's text output is capped (10 MiB by default, SYSLAB_OUTPUT_LIMIT
+** to change it): past the cap the text is dropped and counted, and a last
+** line on stderr says how much, as JupyterLab users know from its own
+** output limits. A print loop that runs for hours cannot then fill the
+** browser, the notebook file or the kernel's memory.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +55,18 @@ typedef struct Exec {
   int last_stream;      /* the stream written last, for ordering */
   double last_flush;
   json_t *payload;
+  size_t shown, limit;  /* bytes of text sent by this cell, and the cap */
+  size_t dropped;       /* bytes past the cap */
 } Exec;
+
+#define DEFAULT_OUTPUT_LIMIT ((size_t)10 << 20)
+
+static size_t output_limit(void) {
+  const char *env = getenv("SYSLAB_OUTPUT_LIMIT");
+  char *end;
+  double x = env ? strtod(env, &end) : 0;
+  return x >= 1 && x < 1e15 ? (size_t)x : DEFAULT_OUTPUT_LIMIT;
+}
 
 static double now(void) {
   struct timespec ts;
@@ -76,6 +93,17 @@ static void flush_all(Exec *x) {
 static void host_write(void *ud, sl_Stream stream, const char *text, size_t len) {
   Exec *x = ud;
   int s = stream == SL_STDERR ? SL_STDERR : SL_STDOUT;
+  if (x->shown + len > x->limit) {
+    size_t keep = x->limit - x->shown;
+    while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80) keep--;  /* whole UTF-8 characters */
+    x->dropped += len - keep;
+    len = keep;
+    if (len == 0) {
+      x->shown = x->limit;
+      return;
+    }
+  }
+  x->shown += len;
   if (x->len[1 - s] > 0) flush_stream(x, 1 - s);
   if (x->len[s] + len + 1 > x->cap[s]) {
     x->cap[s] = (x->len[s] + len + 1) * 2;
@@ -253,6 +281,7 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   x.allow_stdin = json_is_true(json_object_get(c, "allow_stdin"));
   x.payload = json_array();
   x.last_flush = now();
+  x.limit = output_limit();
   /* a silent cell runs, but nothing it prints is shown */
   sl_Host host = {&x, host_write, host_display, host_clear, host_input, host_page};
   sl_Host quiet = {&x, NULL, NULL, NULL, host_input, NULL};
@@ -262,6 +291,14 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   atomic_store(&K->executing, 1);
   int rc = sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
   atomic_store(&K->executing, 0);
+  if (x.dropped > 0) {
+    char note[256];
+    int n = snprintf(note, sizeof note,
+                     "\n[output truncated: %zu more bytes were not shown; a cell shows at most %zu bytes of text "
+                     "(SYSLAB_OUTPUT_LIMIT)]\n", x.dropped, x.limit);
+    x.limit = (size_t)-1;
+    host_write(&x, SL_STDERR, note, (size_t)n);
+  }
   flush_all(&x);
   free(x.buf[0]);
   free(x.buf[1]);

@@ -17,17 +17,44 @@
 
 void slP_quote(char **buf, size_t *len, size_t *cap, const char *s) {
   slU_Text b = {*buf, *len, *cap};
-  slU_add_len(&b, "'", 1);
+  int pieces = 0, open = 0;
   for (; *s; s++) {
     char c = *s;
-    if (c == '\'') slU_add_len(&b, "''", 2);
-    else if ((unsigned char)c < 32 || c == 127) slU_add_len(&b, " ", 1);
-    else slU_add_len(&b, &c, 1);
+    if (c == '\'') {
+      if (open) slU_add_len(&b, "'", 1), open = 0;
+      slU_add(&b, "%s\"'\"", pieces++ ? "." : "");
+      continue;
+    }
+    if (!open) slU_add(&b, "%s'", pieces++ ? "." : ""), open = 1;
+    if ((unsigned char)c < 32 || c == 127) c = ' ';
+    slU_add_len(&b, &c, 1);
   }
-  slU_add_len(&b, "'", 1);
+  if (open) slU_add_len(&b, "'", 1);
+  if (!pieces) slU_add_len(&b, "''", 2);
   *buf = b.s;
   *len = b.n;
   *cap = b.cap;
+}
+
+/* gnuplot's stderr as one short line: the message of its first error
+** ("line 3: all points y value undefined!" becomes "all points y value
+** undefined!"), without the echoed script and caret */
+static void summarise_error(const char *text, char *out, size_t size) {
+  const char *best = NULL;
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    const char *p = line;
+    while (*p == ' ') p++;
+    if (strncmp(p, "line ", 5) == 0 && strchr(p, ':') && strchr(p, ':') < strchr(p, '\n')) {
+      best = strchr(p, ':') + 1;
+      break;
+    }
+    if (!best && *p && *p != '\n' && strncmp(p, "gnuplot>", 8) != 0 && *p != '^') best = p;
+  }
+  if (!best) best = "no message";
+  while (*best == ' ') best++;
+  size_t n = strcspn(best, "\n");
+  if (n > 200) n = 200;
+  snprintf(out, size, "%.*s", (int)n, best);
 }
 
 static unsigned be32(const unsigned char *p) {
@@ -77,13 +104,17 @@ slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *
   }
   slP_Status status = SLP_OK;
   if (exit_status != 0) {
-    snprintf(err, errlen, "gnuplot failed: %s", e ? e : "no message");
+    char why[256];
+    summarise_error(e ? e : "", why, sizeof why);
+    snprintf(err, errlen, "gnuplot could not draw the plot: %s", why);
     status = SLP_FAILED;
   } else {
     size_t png = png_length(o, n);
     const char *svg = png ? o + png : NULL;
     if (!png || !strstr(svg, "<svg") || !strstr(svg, "</svg>")) {
-      snprintf(err, errlen, "gnuplot produced no image%s%s", e ? ": " : "", e ? e : "");
+      char why[256];
+      summarise_error(e ? e : "", why, sizeof why);
+      snprintf(err, errlen, "gnuplot produced no image: %s", why);
       status = SLP_FAILED;
     } else {
       out->png = malloc(png);

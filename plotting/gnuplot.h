@@ -21,7 +21,8 @@ typedef enum {
   SLP_OK = SLO_OK,
   SLP_MISSING = SLO_MISSING,   /* gnuplot is not installed */
   SLP_FAILED = SLO_FAILED,     /* gnuplot reported an error or produced no image */
-  SLP_TIMEOUT = SLO_TIMEOUT    /* gnuplot ran past its time limit and was killed */
+  SLP_TIMEOUT = SLO_TIMEOUT,   /* gnuplot ran past its time limit and was killed */
+  SLP_INTERRUPTED = SLO_INTERRUPTED /* the user interrupted; gnuplot was killed */
 } slP_Status;
 
 /* Runs `script` (which must end by writing a PNG, then an SVG, to standard
@@ -30,9 +31,11 @@ typedef enum {
 slP_Status slP_render(const char *script, double timeout, slP_Image *out, char *err, size_t errlen);
 void slP_image_free(slP_Image *img);
 
-/* Appends s to buf as a gnuplot single-quoted string: nothing inside is
-** interpreted (no backquote commands, no escapes), and a ' is doubled.
-** Control characters become spaces so a string cannot end a line. */
+/* Appends s to buf as a gnuplot string expression: runs of text in single
+** quotes, where nothing is interpreted (no backquote commands, no escapes),
+** joined by gnuplot's '.' to "'" for each apostrophe (gnuplot misreads
+** doubled quotes in a row, as in f''(x)). Control characters become spaces
+** so a string cannot end a line. */
 void slP_quote(char **buf, size_t *len, size_t *cap, const char *s);
 
 /* the gnuplot script of the last `plot` in this process (for benchmarks) */

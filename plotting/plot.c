@@ -18,6 +18,13 @@
 
 #define PLOT_TIMEOUT 15.0
 #define MAX_SERIES 32
+/* More points than a 4000-pixel figure can show apart, and gnuplot takes
+** tens of seconds on a million: such a table is refused with a hint. */
+#define MAX_POINTS 200000
+/* gnuplot's axis arithmetic overflows near the ends of the double range */
+#define MAX_MAGNITUDE 1e300
+/* categories are labelled one by one on the x axis */
+#define MAX_CATEGORIES 1000
 
 static void quote(slU_Text *b, const char *text) { slP_quote(&b->s, &b->n, &b->cap, text); }
 
@@ -31,6 +38,7 @@ static const char *const key_places[] = {"top left", "top right", "bottom left",
 
 typedef struct {
   sl_Value name;      /* the series column's value (borrowed), nil when no series */
+  int ycol;           /* the column drawn on the y axis */
   size_t *rows;
   size_t n;
 } Series;
@@ -47,6 +55,13 @@ static int numeric(sl_Call *call, slT_Table *t, int col, const char *arg, int po
     if (v.type != SL_NUMBER)
       return sl_arg_error(call, arg, "column '%s' must hold numbers, but row %zu holds \"%s\"", t->names[col], r + 1,
                           sl_str(v));
+    if (!isfinite(v.u.n) || fabs(v.u.n) > MAX_MAGNITUDE) {
+      char num[32];
+      sl_format_number(v.u.n, num, sizeof num);
+      if (strlen(num) > 20) snprintf(num, sizeof num, "%.3g", v.u.n);
+      return sl_arg_error(call, arg, "column '%s' holds %s in row %zu: a plot needs finite numbers of at most %g "
+                          "(leave such rows out with where)", t->names[col], num, r + 1, MAX_MAGNITUDE);
+    }
     if (positive && !(v.u.n > 0))
       return sl_arg_error(call, arg, "a log scale needs positive values, but column '%s' holds %.9g in row %zu",
                           t->names[col], v.u.n, r + 1);
@@ -54,21 +69,76 @@ static int numeric(sl_Call *call, slT_Table *t, int col, const char *arg, int po
   return 0;
 }
 
-static int show_table_and_fail(sl_Call *call, sl_Value table, const char *err) {
-  sl_Bundle b;
-  sl_show(table, &b);
-  sl_display(call, &b);
-  sl_bundle_free(&b);
+/* Without gnuplot the table is shown instead (it is shown truncated, so a
+** long table costs nothing); any other failure is just its short message. */
+static int fail(sl_Call *call, slP_Status st, sl_Value table, const char *err) {
+  if (st == SLP_INTERRUPTED) return sl_interrupted_error(call);
+  if (st == SLP_MISSING) {
+    sl_Bundle b;
+    sl_show(table, &b);
+    sl_display(call, &b);
+    sl_bundle_free(&b);
+  }
   return sl_error(call, "%s", err);
+}
+
+/* gnuplot's warnings, each once, as "plot: warning: ..." lines without the
+** script excerpts it echoes around them */
+static void print_warnings(sl_Call *call, const char *text) {
+  slU_Text seen = {0};
+  slU_add_len(&seen, "\n", 1);
+  for (const char *w = strstr(text, "warning:"); w; w = strstr(w + 1, "warning:")) {
+    const char *msg = w + 8;
+    while (*msg == ' ') msg++;
+    int n = (int)strcspn(msg, "\n");
+    if (n > 200) n = 200;
+    char key[256];
+    snprintf(key, sizeof key, "\n%.*s\n", n, msg);
+    if (strstr(seen.s, key)) continue;
+    slU_add(&seen, "%.*s\n", n, msg);
+    sl_eprintf(call, "plot: warning: %.*s\n", n, msg);
+  }
+  free(seen.s);
+}
+
+/* y=accuracy names one column; y=["train", "test"] draws several, one series each */
+static int y_columns(sl_Call *call, slT_Table *t, int *cols, size_t *n) {
+  sl_Value y = sl_arg(call, "y");
+  if (y.type == SL_STRING) {
+    *n = 1;
+    return (cols[0] = slT_arg_column(call, t, "y")) < 0 ? -1 : 0;
+  }
+  if (y.type != SL_LIST || sl_list_len(y) == 0 || sl_list_len(y) > MAX_SERIES)
+    return sl_arg_error(call, "y", "must be a column name, or a list of 1 to %d column names", MAX_SERIES);
+  *n = sl_list_len(y);
+  for (size_t i = 0; i < *n; i++) {
+    const char *name = sl_str(sl_list_get(y, i));
+    if (!name) return sl_arg_error(call, "y", "item %zu of the list is not a column name (a string)", i + 1);
+    if ((cols[i] = slT_column(t, name)) < 0) {
+      char *list = slT_column_list(t);
+      sl_arg_error(call, "y", "the table has no column '%s' (columns: %s)", name, list);
+      free(list);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 static int cmd_plot(sl_Call *call, sl_Value *result) {
   slT_Table *t = sl_arg_object(call, "table", &slT_class);
   if (t->nrows == 0) return sl_arg_error(call, "table", "the table is empty: there is nothing to plot");
-  int xc = slT_arg_column(call, t, "x"), yc = xc < 0 ? -1 : slT_arg_column(call, t, "y");
-  if (xc < 0 || yc < 0) return -1;
+  if (t->nrows > MAX_POINTS)
+    return sl_arg_error(call, "table", "the table has %zu rows; a plot draws at most %d points. Plot a part of it "
+                        "(where), or a summary (group)", t->nrows, MAX_POINTS);
+  int ycols[MAX_SERIES] = {0};
+  size_t nys = 0;
+  int xc = slT_arg_column(call, t, "x");
+  if (xc < 0 || y_columns(call, t, ycols, &nys) != 0) return -1;
+  int yc = ycols[0];
   int sc = -1, ec = -1;
   if (sl_arg_given(call, "series") && (sc = slT_arg_column(call, t, "series")) < 0) return -1;
+  if (sc >= 0 && nys > 1)
+    return sl_arg_error(call, "series", "give either series= or a list of y columns, not both");
   if (sl_arg_given(call, "yerr") && (ec = slT_arg_column(call, t, "yerr")) < 0) return -1;
   int logx = sl_truthy(sl_arg(call, "logx")), logy = sl_truthy(sl_arg(call, "logy"));
   const char *kind = sl_arg_string(call, "kind");
@@ -78,16 +148,21 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   for (size_t r = 0; r < t->nrows; r++) categorical |= slT_get(t, r, (size_t)xc).type == SL_STRING;
   if (categorical && logx) return sl_arg_error(call, "logx", "column '%s' holds names, which have no log scale", t->names[xc]);
   if (!categorical && numeric(call, t, xc, "x", logx) != 0) return -1;
-  if (numeric(call, t, yc, "y", logy) != 0) return -1;
+  for (size_t i = 0; i < nys; i++)
+    if (numeric(call, t, ycols[i], "y", logy) != 0) return -1;
   if (ec >= 0 && numeric(call, t, ec, "yerr", 0) != 0) return -1;
   double width = sl_arg_number(call, "width"), height = sl_arg_number(call, "height");
   if (width < 100 || width > 4000) return sl_arg_error(call, "width", "must be between 100 and 4000 pixels");
   if (height < 100 || height > 4000) return sl_arg_error(call, "height", "must be between 100 and 4000 pixels");
 
-  /* series in order of first appearance */
+  /* series in order of first appearance, or one per y column */
   Series series[MAX_SERIES];
   size_t nseries = 0;
-  for (size_t r = 0; r < t->nrows; r++) {
+  for (size_t i = 0; nys > 1 && i < nys; i++) {
+    series[nseries++] = (Series){sl_nil(), ycols[i], calloc(t->nrows, sizeof(size_t)), t->nrows};
+    for (size_t r = 0; r < t->nrows; r++) series[i].rows[r] = r;
+  }
+  for (size_t r = 0; nys == 1 && r < t->nrows; r++) {
     sl_Value key = sc >= 0 ? slT_get(t, r, (size_t)sc) : sl_nil();
     size_t s = 0;
     while (s < nseries && !sl_equal(series[s].name, key)) s++;
@@ -96,7 +171,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
         for (size_t k = 0; k < nseries; k++) free(series[k].rows);
         return sl_arg_error(call, "series", "column '%s' has more than %d distinct values", t->names[sc], MAX_SERIES);
       }
-      series[nseries++] = (Series){key, calloc(t->nrows, sizeof(size_t)), 0};
+      series[nseries++] = (Series){key, yc, calloc(t->nrows, sizeof(size_t)), 0};
     }
     series[s].rows[series[s].n++] = r;
   }
@@ -109,11 +184,37 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
       size_t k = 0;
       while (k < ncats && !sl_equal(cats[k], v)) k++;
       if (k == ncats) cats[ncats++] = v;
+      if (ncats > MAX_CATEGORIES) {
+        for (size_t q = 0; q < nseries; q++) free(series[q].rows);
+        free(cats);
+        return sl_arg_error(call, "x", "column '%s' has more than %d distinct names: too many categories to label",
+                            t->names[xc], MAX_CATEGORIES);
+      }
     }
 
+  /* bars of one series at the same x would be drawn over each other */
+  if (bars) {
+    for (size_t s = 0; s < nseries; s++)
+      for (size_t i = 0; i < series[s].n; i++)
+        for (size_t j = i + 1; j < series[s].n && j < i + 1 + 4096; j++) {
+          size_t a = series[s].rows[i], b = series[s].rows[j];
+          if (!sl_equal(slT_get(t, a, (size_t)xc), slT_get(t, b, (size_t)xc))) continue;
+          char *x = sl_tostring(slT_get(t, a, (size_t)xc));
+          sl_arg_error(call, "x", "rows %zu and %zu have the same %s (%s)%s: their bars would be drawn over each "
+                       "other. Summarise them first (group)", a + 1, b + 1, t->names[xc], x,
+                       sc >= 0 ? " in the same series" : "");
+          free(x);
+          for (size_t k = 0; k < nseries; k++) free(series[k].rows);
+          free(cats);
+          return -1;
+        }
+  }
+
+  slU_Text ynames = {0};
+  for (size_t i = 0; i < nys; i++) slU_add(&ynames, "%s%s", i ? ", " : "", t->names[ycols[i]]);
   const char *title = sl_arg_string(call, "title");
   const char *xlabel = sl_arg_given(call, "xlabel") ? sl_arg_string(call, "xlabel") : t->names[xc];
-  const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : t->names[yc];
+  const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : ynames.s;
   const char *key = sl_arg_string(call, "key");
 
   slU_Text sc_ = {0};
@@ -122,9 +223,9 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   /* numbers only: one block per series, columns x, y [, yerr] */
   for (size_t s = 0; s < nseries; s++) {
     slU_add(S, "$S%zu << EOD\n", s);
-    for (size_t i = 0; i < series[s].n; i++) {
+    for (size_t i = 0; i < series[s].n && !((i & 4095) == 4095 && sl_interrupted()); i++) {
       size_t r = series[s].rows[i];
-      sl_Value xv = slT_get(t, r, (size_t)xc), yv = slT_get(t, r, (size_t)yc);
+      sl_Value xv = slT_get(t, r, (size_t)xc), yv = slT_get(t, r, (size_t)series[s].ycol);
       if (yv.type != SL_NUMBER || xv.type == SL_NIL) continue;
       double x;
       if (categorical) {
@@ -178,7 +279,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
                       : strcmp(kind, "points") == 0 ? "points" : "linespoints";
     if (s) slU_add(S, ", ");
     slU_add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
-    char *name = sc >= 0 ? sl_tostring(series[s].name) : strdup(t->names[yc]);
+    char *name = sc >= 0 ? sl_tostring(series[s].name) : strdup(t->names[series[s].ycol]);
     quote(S, name);
     free(name);
     if (ec >= 0)
@@ -193,6 +294,11 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   slU_add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
              "set output\nreplot\nunset output\n", (int)width, (int)height);
   free(S->s);
+  if (sl_interrupted()) {  /* while the script was being written */
+    free(full.s), free(ynames.s), free(cats);
+    for (size_t s = 0; s < nseries; s++) free(series[s].rows);
+    return sl_interrupted_error(call);
+  }
 
   slP_Image img;
   char err[2048];
@@ -202,17 +308,21 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   size_t points = t->nrows;
   for (size_t s = 0; s < nseries; s++) free(series[s].rows);
   free(cats);
-  if (st != SLP_OK) return show_table_and_fail(call, sl_arg(call, "table"), err);
+  if (st != SLP_OK) {
+    free(ynames.s);
+    return fail(call, st, sl_arg(call, "table"), err);
+  }
   sl_Bundle b;
   sl_bundle_init(&b);
   sl_bundle_add(&b, "image/png", img.png, img.png_len);
   sl_bundle_add(&b, "image/svg+xml", img.svg, img.svg_len);
   sl_bundle_addf(&b, "text/plain", "<%s plot of %s against %s%s%s: %zu series, %zu points%s%s>",
-                 bars ? "bar" : kind, t->names[yc], t->names[xc], sc >= 0 ? " by " : "", sc >= 0 ? t->names[sc] : "",
+                 bars ? "bar" : kind, ynames.s, t->names[xc], sc >= 0 ? " by " : "", sc >= 0 ? t->names[sc] : "",
                  nseries, points, title ? ": " : "", title ? title : "");
   sl_display(call, &b);
   sl_bundle_free(&b);
-  if (img.warnings) sl_eprintf(call, "gnuplot: %s", img.warnings);
+  if (img.warnings) print_warnings(call, img.warnings);
+  free(ynames.s);
   slP_image_free(&img);
   return 0;
 }
@@ -225,11 +335,12 @@ static const sl_Command slP_commands[] = {
    "A string x column makes categories (in order of first appearance); kind=bars then groups the series "
    "side by side. Colours are colour-blind safe and series also differ by dash and point shape, so they "
    "survive printing in grey.",
-   "plot results x=width y=accuracy series=mode title=\"PTQ vs QAT\"\nplot timings x=kernel y=ms kind=bars yerr=std",
+   "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\ntimings = table kernel=[\"naive\", \"blas\"] ms=[1000, 110] std=[20, 4]\nplot results x=width y=accuracy series=mode title=\"PTQ vs QAT\"\nplot timings x=kernel y=ms kind=bars yerr=std",
    cmd_plot, 0,
    {{"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table to plot", NULL, "table"},
     COLUMN("x", SL_REQUIRED, "column for the horizontal axis"),
-    COLUMN("y", SL_REQUIRED, "column for the vertical axis"),
+    {"y", SL_ARG_ANY, SL_REQUIRED | SL_BAREWORD, NULL,
+     "column for the vertical axis, or a list of column names to draw one series each"},
     COLUMN("series", 0, "column whose values split the rows into series"),
     {"kind", SL_ARG_ENUM, 0, "linespoints", "how to draw each series", kinds},
     {"title", SL_ARG_STRING, 0, NULL, "title above the plot"},

@@ -89,11 +89,10 @@ static void default_notebooks(Options *o) {
   qsort(o->notebooks, o->count, sizeof *o->notebooks, cmp_str);
 }
 
-/* a -p value as language source: numbers and booleans as they are, anything else a string */
+/* a -p value as language source: numbers (in the language's own grammar, so
+** nan and 0x10 stay strings) and booleans as they are, anything else a string */
 static char *value_source(const char *v) {
-  char *end;
-  strtod(v, &end);
-  if ((*v && *end == '\0') || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return strdup(v);
+  if (sl_parse_number(v, NULL) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return strdup(v);
   size_t n = strlen(v);
   char *s = malloc(2 * n + 3), *p = s;
   *p++ = '"';

@@ -30,7 +30,19 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   (snprintf(key, sizeof key, "%s%s", prefix, operand_name), \
    prefix[0] && sl_arg_given(call, key) ? sl_arg_number(call, key) : sl_arg_given(call, name) ? sl_arg_number(call, name) : (dflt))
   memset(f, 0, sizeof *f);
-  f->kind = (slQ_Kind)slQ_kind_from_name(sl_arg_string(call, "format"));
+  snprintf(key, sizeof key, "%sformat", prefix);
+  const char *format = prefix[0] && sl_arg_given(call, key) ? sl_arg_string(call, key) : sl_arg_string(call, "format");
+  f->kind = (slQ_Kind)slQ_kind_from_name(format);
+  /* An MX format's element width is fixed: a width given for this operand
+  ** would be ignored. (The plain width is shared by every format of a sweep,
+  ** so it is left to the formats that have one.) */
+  snprintf(key, sizeof key, "%swidth", prefix);
+  int mx_kind = f->kind >= SLQ_MXINT8 && f->kind <= SLQ_MXFP4_E2M1;
+  if (mx_kind && prefix[0] && sl_arg_given(call, key))
+    return sl_arg_error(call, key,
+                        "%s has a fixed element width (%s): leave width out for it", format,
+                        f->kind == SLQ_MXINT8 || f->kind <= SLQ_MXFP8_E5M2 ? "8 bits"
+                        : f->kind == SLQ_MXFP4_E2M1 ? "4 bits" : "6 bits");
   f->width = (int)PICK("width", "width", 8);
   f->frac_width = (int)PICK("frac", "frac_width", f->width / 2);
   f->exponent_width = (int)PICK("exponent_width", "exponent_width", 4);
@@ -62,6 +74,11 @@ static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t 
   for (size_t i = 0; i < sl_list_len(v); i++) {
     sl_Value item = sl_list_get(v, i);
     size_t len = item.type == SL_LIST ? sl_list_len(item) : 1;
+    /* all numbers, or all rows of one non-zero length: a mix would be cut into rows wrongly */
+    if ((item.type == SL_LIST) != (sl_list_get(v, 0).type == SL_LIST) || (item.type == SL_LIST && len == 0)) {
+      free(*out);
+      return sl_arg_error(call, "values", "must be a list of numbers, or a matrix: a list of non-empty rows of numbers");
+    }
     if (item.type == SL_LIST) {
       if (*row && *row != len) {
         free(*out);
@@ -234,7 +251,9 @@ static int quantize_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
 /* model size: every parameter at 32 bits, against the formats and masks attached */
 static int cmd_model_size(sl_Call *call, sl_Value *result) {
   slM_Graph *g = sl_arg_object(call, "model", &slM_model_class);
-  double params = 0, bits = 0, kept = 0;
+  /* bytes are whole per tensor, shared scales counted per started block;
+  ** sparsity is of the weight matrices, the only parameters pruning masks */
+  double params = 0, bytes = 0, weights = 0, kept = 0;
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     for (int k = 0; k < n->nparams; k++) {
@@ -245,17 +264,17 @@ static int cmd_model_size(sl_Call *call, sl_Value *result) {
         for (size_t j = 0; j < size; j++) live += n->comp.weight_mask[j];
       }
       params += (double)size;
-      kept += (double)live;
-      bits += (double)size * (t ? t->bits : 32);
+      if (n->params[k]->value->ndim >= 2) weights += (double)size, kept += (double)live;
+      bytes += slQ_transform_bytes(t, size);
     }
   }
   *result = sl_record_new();
   sl_record_set(*result, "params", sl_number(params));
   sl_record_set(*result, "float32_bytes", sl_number(params * 4));
-  sl_record_set(*result, "bytes", sl_number(bits / 8));
-  sl_record_set(*result, "bits_per_param", sl_number(params ? bits / params : 0));
-  sl_record_set(*result, "saving", sl_number(params ? 1 - bits / (params * 32) : 0));
-  sl_record_set(*result, "sparsity", sl_number(params ? 1 - kept / params : 0));
+  sl_record_set(*result, "bytes", sl_number(bytes));
+  sl_record_set(*result, "bits_per_param", sl_number(params ? bytes * 8 / params : 0));
+  sl_record_set(*result, "saving", sl_number(params ? 1 - bytes / (params * 4) : 0));
+  sl_record_set(*result, "sparsity", sl_number(weights ? 1 - kept / weights : 0));
   return 0;
 }
 
@@ -433,6 +452,7 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
   {"scaled", SL_ARG_BOOL, 0, "true", "ternary: scale by the mean kept magnitude"}
 
 #define OPERAND_ARGS(p)                                                                        \
+  {p "format", SL_ARG_ENUM, 0, NULL, "number format for this operand", format_names},          \
   {p "width", SL_ARG_INT, 0, NULL, "width for this operand"},                                  \
   {p "frac_width", SL_ARG_INT, 0, NULL, "fractional width for this operand (integer)"},        \
   {p "exponent_width", SL_ARG_INT, 0, NULL, "exponent width for this operand (minifloat)"},    \
@@ -459,7 +479,7 @@ static const sl_Command slQ_commands[] = {
    "Settings apply to the layer input (data_in_), weight (weight_) and bias (bias_); a prefixed setting overrides the "
    "plain one. layers names the layers (default: every linear layer). Training the copy is quantisation-aware "
    "training: the forward pass uses the format, gradients pass straight through.",
-   "q = quantize_model base format=integer width=8 frac=4\nq = quantize_model base weight_width=4 weight_frac_width=2",
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nq = quantize_model base format=integer width=8 frac=4\nq = quantize_model base weight_width=4 weight_frac_width=2",
    cmd_quantize_model, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
     OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
@@ -467,7 +487,7 @@ static const sl_Command slQ_commands[] = {
   {"prune", "compress", "A copy of a model with weight masks: exactly round(sparsity * n) weights pruned.",
    "l1 prunes the smallest magnitudes (ties: the lower index first), random a seeded random set; local scope per "
    "layer, global over all layers pooled. Masks stay applied through training: pruned weights remain exactly 0.",
-   "p = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"},
     {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction of weights to prune, 0 to 1"},
     {"method", SL_ARG_ENUM, 0, "l1", "which weights", prune_methods},
@@ -478,7 +498,7 @@ static const sl_Command slQ_commands[] = {
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"compress", "compress", "Quantise, then prune, with one configuration (the labs' compression pipeline).",
    "Takes the settings of quantize_model and of prune; returns a new model.",
-   "c = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nc = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
     OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
     {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to compress ([] = every linear layer)"},
@@ -489,10 +509,10 @@ static const sl_Command slQ_commands[] = {
     {"activation_sparsity", SL_ARG_NUMBER, 0, "0", "also prune this fraction of each layer's input"},
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"sparsity", "compress", "The fraction of zero (or masked) weights in each linear layer, as a table.", "",
-   "sparsity p", cmd_sparsity, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5\nsparsity p", cmd_sparsity, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {"model_size", "compress", "Parameters, bytes in float32 and in the attached formats, bits per parameter, saving.",
-   "", "model_size q", cmd_model_size, 0,
+   "", "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nq = quantize_model base format=mxint8\nmodel_size q", cmd_model_size, 0,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {NULL},
 };

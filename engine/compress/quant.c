@@ -192,7 +192,11 @@ static void block_formats(const slQ_Format *f, const float *in, float *out, size
   for (size_t i = 0; i < n; i++) {
     double mb = m[(i / row) * per_row + (i % row) / k];
     float x = in[i];
-    if (isnan(mb) && fabsf(x) > 1e-8f) {
+    /* numerics §1: a NaN makes every non-passthrough element of its block
+    ** NaN. block_fp and block_minifloat pass |x| <= 1e-8 through; block_log
+    ** has no passthrough, so a zero in a NaN block is NaN too. */
+    int passthrough = f->kind != SLQ_BLOCK_LOG && fabsf(x) <= 1e-8f;
+    if (isnan(mb) && !passthrough) {
       out[i] = NAN;
       continue;
     }
@@ -615,6 +619,17 @@ typedef struct {
 static void transform_apply(const slM_Transform *t, const float *in, float *out, size_t n) {
   const Quantiser *q = t->state;
   slQ_apply(&q->format, in, out, n, q->row);
+}
+
+double slQ_transform_bytes(const slM_Transform *t, size_t n) {
+  if (!t || t->apply != transform_apply) return ceil((t ? t->bits : 32) * (double)n / 8);
+  const Quantiser *q = t->state;
+  const slQ_Format *f = &q->format;
+  if (!slQ_is_blocked(f->kind)) return ceil(slQ_bits(f) * (double)n / 8);
+  /* each row's blocks share one scale or bias; a row's last block may be short */
+  double shared = (slQ_bits(f) - floor(slQ_bits(f))) * f->block, element = floor(slQ_bits(f));
+  size_t row = q->row ? q->row : n, rows = (n + row - 1) / row, blocks = (row + (size_t)f->block - 1) / (size_t)f->block;
+  return ceil((element * (double)n + shared * (double)(rows * blocks)) / 8);
 }
 
 static void transform_free(slM_Transform *t) {

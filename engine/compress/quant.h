@@ -57,6 +57,9 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row);
 /* storage bits per value, e.g. 8.25 for MXINT8 with blocks of 32 */
 double slQ_bits(const slQ_Format *f);
+/* whole bytes that n values stored through transform t take (t NULL: float32),
+** with each row's shared scales counted once per started block */
+double slQ_transform_bytes(const slM_Transform *t, size_t n);
 /* "integer(width=8, frac=4)" */
 void slQ_describe(const slQ_Format *f, char *out, size_t size);
 /* a compression transform (transform.h) applying f; rows of `row` */

@@ -18,6 +18,8 @@
 #include "train.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define FASHION_MNIST_TRAIN 60000
+#define FASHION_MNIST_TEST 10000
 
 /* ------------------------------------------------------------ the object */
 
@@ -162,16 +164,29 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
   slM_Dataset *d;
   if (strcmp(name, "fashion_mnist") == 0) {
     char err[1024];
+    if (ntrain > FASHION_MNIST_TRAIN || ntest > FASHION_MNIST_TEST)
+      return sl_arg_error(call, ntrain > FASHION_MNIST_TRAIN ? "train" : "test",
+                          "Fashion-MNIST has %d training and %d test items; ask for at most that many (0 = all)",
+                          FASHION_MNIST_TRAIN, FASHION_MNIST_TEST);
     const char *dir = sl_arg_given(call, "path") ? sl_arg_string(call, "path") : FASHION_MNIST_DIR;
     d = slM_fashion_mnist(dir, (size_t)ntrain, (size_t)ntest, err, sizeof err);
+    if (!d && sl_arg_given(call, "path")) {  /* a folder of the user's: the Debian package is no remedy */
+      char *hint = strstr(err, ": install the Debian package");
+      if (hint) *hint = '\0';
+      return sl_arg_error(call, "path", "%s (the folder must hold Fashion-MNIST's four .gz IDX files)", err);
+    }
     if (!d) return sl_error(call, "%s", err);
   } else {
-    int features = (int)sl_arg_number(call, "features"), classes = (int)sl_arg_number(call, "classes");
+    double features = sl_arg_number(call, "features"), classes = sl_arg_number(call, "classes");
+    double spread = sl_arg_number(call, "spread");
     if (features < 1 || features > 100000) return sl_arg_error(call, "features", "must be between 1 and 100000");
     if (classes < 2 || classes > 255) return sl_arg_error(call, "classes", "must be between 2 and 255");
     if (ntrain < 1) return sl_arg_error(call, "train", "a synthetic set needs at least one training item");
-    d = slM_synthetic((size_t)ntrain, (size_t)ntest, features, classes, sl_arg_number(call, "spread"),
+    if (!(spread >= 0 && spread <= 1e6)) return sl_arg_error(call, "spread", "must be between 0 and 1e6");
+    if (sl_memory_check(call, "train", (ntrain + ntest) * (features * 4 + 1), "this data set") != 0) return -1;
+    d = slM_synthetic((size_t)ntrain, (size_t)ntest, (int)features, (int)classes, spread,
                       (uint64_t)sl_arg_number(call, "seed"));
+    if (!d) return sl_arg_error(call, "train", "not enough memory for this data set");
   }
   *result = sl_object_new(&slM_dataset_class, d);
   return 0;
@@ -189,24 +204,59 @@ static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *
   return 0;
 }
 
+/* A whole-number argument within [lo, hi]; NaN and huge values fail here
+** before any cast to int can wrap them. */
+static int int_in(sl_Call *call, const char *arg, double lo, double hi, int *out) {
+  double x = sl_arg_number(call, arg);
+  if (!(x >= lo && x <= hi)) {
+    char got[32];
+    sl_format_number(x, got, sizeof got);
+    if (strlen(got) > 20) snprintf(got, sizeof got, "%.3g", x);
+    return sl_arg_error(call, arg, "must be between %.0f and %.0f, got %s", lo, hi, got);
+  }
+  *out = (int)x;
+  return 0;
+}
+
+/* parameters of a transformer, counted as slM_transformer lays them out */
+static double transformer_params(int side, int classes, int patch, int depth, int D, int ratio) {
+  double T = (double)(side / patch) * (side / patch), P = (double)patch * patch, H = (double)D * ratio;
+  double layer = 4 * ((double)D * D + D) + 4.0 * D + (D * H + H) + (H * D + D);
+  return (P * D + D) + T * D + depth * layer + 2.0 * D + ((double)D * D + D) + ((double)D * classes + classes);
+}
+
 static int cmd_model(sl_Call *call, sl_Value *result) {
   const char *family = sl_arg_string(call, "family");
   slM_Dataset *d = arg_data(call, "data");
-  int inputs = d ? d->features : (int)sl_arg_number(call, "inputs");
-  int classes = d ? d->classes : (int)sl_arg_number(call, "classes");
+  int inputs, classes;
+  if (d) inputs = d->features, classes = d->classes;
+  else if (int_in(call, "inputs", 1, 1e7, &inputs) != 0 || int_in(call, "classes", 2, 1e5, &classes) != 0) return -1;
   uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
   int labels = sl_truthy(sl_arg(call, "labels")), mask = sl_truthy(sl_arg(call, "mask"));
-  float dropout = (float)sl_arg_number(call, "dropout");
+  double p = sl_arg_number(call, "dropout");
+  if (!(p >= 0 && p < 1)) return sl_arg_error(call, "dropout", "must be in [0, 1), got %g", p);
+  float dropout = (float)p;
   char err[512];
   if (strcmp(family, "mlp") == 0) {
     sl_Value hidden = sl_arg(call, "hidden");
     slM_MlpSpec s = {inputs, classes, {0}, 0, OP_RELU, dropout};
     if (sl_list_len(hidden) > 8) return sl_arg_error(call, "hidden", "at most 8 hidden layers");
+    double params = 0, width = inputs;
     for (size_t i = 0; i < sl_list_len(hidden); i++) {
       sl_Value h = sl_list_get(hidden, i);
       if (h.type != SL_NUMBER || h.u.n != floor(h.u.n)) return sl_arg_error(call, "hidden", "must be a list of whole numbers");
+      if (!(h.u.n >= 1 && h.u.n <= 65536)) {
+        char got[32];
+        sl_format_number(h.u.n, got, sizeof got);
+        if (strlen(got) > 20) snprintf(got, sizeof got, "%.3g", h.u.n);
+        return sl_arg_error(call, "hidden", "hidden sizes must be between 1 and 65536, got %s", got);
+      }
       s.hidden[s.nhidden++] = (int)h.u.n;
+      params += width * h.u.n + h.u.n;
+      width = h.u.n;
     }
+    params += width * classes + classes;
+    if (sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0) return -1;
     const char *act = sl_arg_string(call, "activation");
     s.activation = strcmp(act, "gelu") == 0 ? OP_GELU : strcmp(act, "tanh") == 0 ? OP_TANH : OP_RELU;
     if (mask) return sl_arg_error(call, "mask", "an mlp has no attention to mask");
@@ -214,9 +264,14 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
   }
   int side = (int)lround(sqrt((double)inputs));
   if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
-  slM_TransformerSpec s = {side, side, classes, (int)sl_arg_number(call, "patch"), (int)sl_arg_number(call, "depth"),
-                           (int)sl_arg_number(call, "width"), (int)sl_arg_number(call, "heads"),
-                           (int)sl_arg_number(call, "mlp_ratio"), dropout,
+  int patch, depth, width, heads, ratio;
+  if (int_in(call, "depth", 1, 24, &depth) != 0 || int_in(call, "width", 2, 4096, &width) != 0 ||
+      int_in(call, "heads", 1, 4096, &heads) != 0 || int_in(call, "mlp_ratio", 1, 16, &ratio) != 0 ||
+      int_in(call, "patch", 1, side, &patch) != 0)
+    return -1;
+  double params = transformer_params(side, classes, patch, depth, width, ratio);
+  if (side % patch == 0 && sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0) return -1;
+  slM_TransformerSpec s = {side, side, classes, patch, depth, width, heads, ratio, dropout,
                            strcmp(sl_arg_string(call, "attention"), "fused") == 0};
   return finish_model(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
 }
@@ -399,9 +454,16 @@ static int cmd_lora(sl_Call *call, sl_Value *result) {
       return sl_arg_error(call, "targets", "must be a list of layer names (or parts of names)");
     }
   }
+  int rank;
+  double alpha = sl_arg_number(call, "alpha");
+  if (int_in(call, "rank", 1, 4096, &rank) != 0) return free(names), -1;
+  if (!(alpha > -1e6 && alpha < 1e6)) {
+    free(names);
+    return sl_arg_error(call, "alpha", "must be a finite number between -1e6 and 1e6, got %g", alpha);
+  }
   slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 1);
   char err[512];
-  int n = slM_add_lora(g, (int)sl_arg_number(call, "rank"), sl_arg_number(call, "alpha"), nt ? names : NULL, (int)nt,
+  int n = slM_add_lora(g, rank, alpha, nt ? names : NULL, (int)nt,
                        (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   free(names);
   if (n < 0 || verified(call, g) != 0) {
@@ -439,24 +501,41 @@ static int check_fit(sl_Call *call, slM_Graph *g, slM_Dataset *d) {
   return 0;
 }
 
+/* bytes of every node's output for one item, as `report` counts them */
+static double activation_bytes(const slM_Graph *g) {
+  double bytes = 0;
+  for (int i = 0; i < g->n; i++) {
+    double elems = 1;
+    for (int k = 1; k < g->nodes[i].ndim; k++) elems *= g->nodes[i].shape[k];
+    bytes += elems * 4;
+  }
+  return bytes;
+}
+
 static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = arg_model(call, "model");
   slM_Dataset *d = arg_data(call, "data");
   if (check_fit(call, g, d) != 0) return -1;
-  slM_TrainConfig c = {(int)sl_arg_number(call, "epochs"), (int)sl_arg_number(call, "batch"), sl_arg_number(call, "lr"),
-                       sl_arg_number(call, "momentum"), sl_arg_number(call, "weight_decay"),
+  slM_TrainConfig c = {0, 0, sl_arg_number(call, "lr"), sl_arg_number(call, "momentum"),
+                       sl_arg_number(call, "weight_decay"),
                        strcmp(sl_arg_string(call, "optimizer"), "adamw") == 0 ? SLM_ADAMW : SLM_SGD,
                        strcmp(sl_arg_string(call, "schedule"), "cosine") == 0 ? SLM_COSINE
                        : strcmp(sl_arg_string(call, "schedule"), "step") == 0 ? SLM_STEP : SLM_CONSTANT,
-                       (int)sl_arg_number(call, "warmup"), (uint64_t)sl_arg_number(call, "seed")};
-  if (c.epochs < 1 || c.epochs > 1000) return sl_arg_error(call, "epochs", "must be between 1 and 1000");
-  if (c.batch < 1 || c.batch > 65536) return sl_arg_error(call, "batch", "must be between 1 and 65536");
-  if (!(c.lr > 0) || c.lr > 10) return sl_arg_error(call, "lr", "must be above 0 and at most 10");
-  if (c.momentum < 0 || c.momentum >= 1) return sl_arg_error(call, "momentum", "must be in [0, 1)");
-  if (c.weight_decay < 0) return sl_arg_error(call, "weight_decay", "must not be negative");
+                       0, (uint64_t)sl_arg_number(call, "seed")};
+  if (int_in(call, "epochs", 1, 1000, &c.epochs) != 0 || int_in(call, "batch", 1, 65536, &c.batch) != 0 ||
+      int_in(call, "warmup", 0, 1e8, &c.warmup) != 0)
+    return -1;
+  if (!(c.lr > 0 && c.lr <= 10)) return sl_arg_error(call, "lr", "must be above 0 and at most 10, got %g", c.lr);
+  if (!(c.momentum >= 0 && c.momentum < 1)) return sl_arg_error(call, "momentum", "must be in [0, 1), got %g", c.momentum);
+  if (!(c.weight_decay >= 0 && c.weight_decay <= 1))
+    return sl_arg_error(call, "weight_decay", "must be between 0 and 1, got %g", c.weight_decay);
   size_t trainable, total;
   slM_param_counts(g, &trainable, &total);
   if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");
+  /* gradients and optimiser state beside the weights, activations and their
+  ** gradients for one batch */
+  if (sl_memory_check(call, "batch", (double)total * 4 * 3 + activation_bytes(g) * c.batch * 2, "training this model") != 0)
+    return -1;
   for (int i = 0; i < g->n; i++) {
     const slM_NodeTransforms *q = &g->nodes[i].comp;
     const slM_Transform *ts[4] = {q->data_in, q->data_in_prune, q->weight, q->bias};
@@ -471,6 +550,14 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_TrainHooks hooks = {&ui, on_progress, on_stop};
   int done = slM_train(g, d, &c, &hooks, stats);
   sl_progress_end(ui.bar);
+  if (done > 0 && stats[done - 1].diverged) {
+    slM_EpochStats last = stats[done - 1], *s = &last;
+    free(stats);
+    return sl_arg_error(call, "lr",
+                        "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
+                        "(the weights are those before that step). Use a smaller learning rate than %g",
+                        isnan(s->loss) ? "nan" : "infinite", s->diverged, s->epoch, c.lr);
+  }
   slT_Table *t = slT_new();
   const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
   for (int k = 0; k < 7; k++) slT_add_column(t, cols[k]);
@@ -506,7 +593,12 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   double acc, loss;
   size_t n = train ? d->ntrain : d->ntest;
   if (n == 0) return sl_arg_error(call, "split", "the %s split is empty", train ? "train" : "test");
+  if (sl_memory_check(call, NULL, activation_bytes(g) * 256, "evaluating this model") != 0) return -1;
   slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
+  if (sl_interrupted()) return sl_interrupted_error(call);
+  if (!isfinite(loss))
+    sl_eprintf(call, "warning: the loss is %g: the model's outputs are not finite numbers (did training diverge?)\n",
+               loss);
   *result = sl_record_new();
   sl_record_set(*result, "accuracy", sl_number(acc));
   sl_record_set(*result, "loss", sl_number(loss));
@@ -593,7 +685,8 @@ static const sl_Command slM_commands[] = {
   {"dataset", "data", "Load a data set: Fashion-MNIST from its Debian package, or synthetic Gaussian blobs.",
    "Fashion-MNIST is read from /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist); train and test "
    "take the first items of each split (0 = all). Images are normalised with the training split's mean and "
-   "standard deviation.",
+   "standard deviation. Fields of a data set d: d.name, d.ntrain and d.ntest (items per split), d.features "
+   "(per item), d.classes, d.mean and d.std (of the normalisation).",
    "data = dataset fashion_mnist train=10000 test=2000\nblobs = dataset synthetic train=500 test=100 features=16 classes=3",
    cmd_dataset, 0,
    {{"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "which data set", dataset_names},
@@ -607,7 +700,9 @@ static const sl_Command slM_commands[] = {
     {NULL}}},
   {"model", "model", "Build a model as a compute graph: an mlp, or a tiny transformer encoder (bert-tiny's shape).",
    "The transformer cuts each image into patches (tokens), embeds them, runs `depth` encoder layers of multi-head "
-   "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler.",
+   "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler. "
+   "Fields of a model m: m.nodes (number of graph nodes), m.params (all parameters), m.trainable (those not "
+   "frozen), m.family (\"mlp\" or \"transformer\"), m.classes, m.node_names (a list, for `meta`).",
    "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
    cmd_model, 0,
    {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},
@@ -630,50 +725,50 @@ static const sl_Command slM_commands[] = {
   {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",
    "With labels the graph ends in a cross-entropy loss node; without, it is a pure inference graph. With an "
    "attention mask every attention block gains a masked_fill node.",
-   "train_graph = capture m labels=true", cmd_capture, 0,
+   "m = model mlp hidden=[64]\ntrain_graph = capture m labels=true", cmd_capture, 0,
    {MODEL_ARG, {"labels", SL_ARG_BOOL, 0, "false", "supply labels"}, {"mask", SL_ARG_BOOL, 0, "false", "supply an attention mask"},
     {NULL}}},
-  {"copy", "graph", "A deep copy of a model: new weights with the same values.", "", "backup = copy m", cmd_copy, 0,
+  {"copy", "graph", "A deep copy of a model: new weights with the same values.", "", "m = model mlp hidden=[64]\nbackup = copy m", cmd_copy, 0,
    {MODEL_ARG, {NULL}}},
   {"count_nodes", "graph", "Analysis pass: count the nodes of a graph by operator or by node kind.", "",
-   "count_nodes m by=op", cmd_count_nodes, 0,
+   "m = model mlp hidden=[64]\ncount_nodes m by=op", cmd_count_nodes, 0,
    {MODEL_ARG, {"by", SL_ARG_ENUM, 0, "op", "group by operator or by FX node kind", count_by}, {NULL}}},
   {"remove_dropout", "graph", "Transform pass: a new graph without dropout nodes, their users rewired to their inputs.",
    "The result shares the weights; in evaluation it computes exactly what the original computes. The graph is "
    "verified after the transform.",
-   "clean = remove_dropout m", cmd_remove_dropout, 0, {MODEL_ARG, {NULL}}},
+   "m = model mlp hidden=[64]\nclean = remove_dropout m", cmd_remove_dropout, 0, {MODEL_ARG, {NULL}}},
   {"set_attention", "graph", "Transform pass: a new graph whose attention runs fused (FlashAttention-2) or op by op.",
    "attention=fused replaces each chain matmul_qk, [masked_fill,] softmax, dropout, matmul_pv by one "
    "scaled_dot_product_attention node, which never forms the tokens x tokens matrix and saves only the row logsumexp "
    "for the backward; attention=naive restores the chain. The fused node applies no dropout to the attention "
    "probabilities (the other dropouts stay). The result shares the weights; outputs and gradients agree within "
    "float32 rounding.",
-   "f = set_attention m attention=fused", cmd_set_attention, 0,
+   "m = model transformer depth=1 width=32 heads=2\nf = set_attention m attention=fused", cmd_set_attention, 0,
    {MODEL_ARG, {"attention", SL_ARG_ENUM, 0, "fused", "fused or naive", attentions}, {NULL}}},
   {"identity", "graph", "Transform pass: a new graph where the named square linear layers are the identity.",
    "Lab 2's per-layer choice of layer type (linear or identity): each named layer is removed and its users read "
    "its input. The result shares the other weights. A layer whose input and output widths differ is refused.",
-   "lean = identity t layers=[\"encoder_0_attention_output\", \"encoder_1_attention_query\"]", cmd_identity, 0,
+   "t = model transformer depth=2 width=32 heads=2\nlean = identity t layers=[\"encoder_0_attention_output\", \"encoder_1_attention_query\"]", cmd_identity, 0,
    {MODEL_ARG, {"layers", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "names of square linear layers"}, {NULL}}},
-  {"verify", "graph", "Check a graph: acyclic, inputs defined, parameters present, shapes consistent.", "", "verify m",
+  {"verify", "graph", "Check a graph: acyclic, inputs defined, parameters present, shapes consistent.", "", "m = model mlp hidden=[64]\nverify m",
    cmd_verify, 0, {MODEL_ARG, {NULL}}},
   {"report", "graph", "Analysis pass: parameters, FLOPs and activation bytes per node (per sample), with totals.", "",
-   "report m", cmd_report, 0, {MODEL_ARG, {NULL}}},
+   "m = model mlp hidden=[64]\nreport m", cmd_report, 0, {MODEL_ARG, {NULL}}},
   {"meta", "graph", "The metadata of one node: common, hardware and software parts, as MASE attaches them.", "",
-   "(meta m \"fc1\").common", cmd_meta, 0,
+   "m = model mlp hidden=[64]\n(meta m \"fc1\").common", cmd_meta, 0,
    {MODEL_ARG, {"node", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "node name"}, {NULL}}},
-  {"params", "model", "Trainable and total parameter counts of a model.", "", "params m", cmd_params, 0, {MODEL_ARG, {NULL}}},
+  {"params", "model", "Trainable and total parameter counts of a model.", "", "m = model mlp hidden=[64]\nparams m", cmd_params, 0, {MODEL_ARG, {NULL}}},
   {"lora", "model", "A copy of a model with LoRA adapters on its linear layers; everything else is frozen.",
    "Each adapted layer gains nodes A (input to rank), B (rank to output, starting at zero), a scale alpha/rank and an "
    "add. Only A and B train. targets names parts of layer names; by default every linear layer but the classifier.",
-   "tuned = lora m rank=4 alpha=8 targets=[\"attention_query\", \"attention_value\"]", cmd_lora, 0,
+   "m = model transformer\ntuned = lora m rank=4 alpha=8 targets=[\"attention_query\", \"attention_value\"]", cmd_lora, 0,
    {MODEL_ARG, {"rank", SL_ARG_INT, 0, "4", "rank of the adapters"}, {"alpha", SL_ARG_NUMBER, 0, "8", "scale numerator"},
     {"targets", SL_ARG_LIST, 0, "[]", "parts of layer names to adapt ([] = all but the classifier)"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the A matrices"}, {NULL}}},
   {"train", "model", "Train a model; returns a table with one row per epoch.",
    "Shows progress in place; an interrupt stops at the next batch with the weights intact. The same seed gives "
    "the same numbers.",
-   "history = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
    {MODEL_ARG, DATA_ARG,
     {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},
     {"batch", SL_ARG_INT, 0, "128", "mini-batch size"},
@@ -685,10 +780,10 @@ static const sl_Command slM_commands[] = {
     {"warmup", SL_ARG_INT, 0, "0", "steps of linear warm-up"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the data order and dropout"},
     {NULL}}},
-  {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "(evaluate m data).accuracy",
+  {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\n(evaluate m data).accuracy",
    cmd_evaluate, 0, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
   {"difference", "model", "Largest difference between two models' outputs on test items, as a record.", "",
-   "difference m (remove_dropout m) data", cmd_difference, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\ndifference m (remove_dropout m) data", cmd_difference, 0,
    {{"a", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "first model", NULL, "model"},
     {"b", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "second model", NULL, "model"}, DATA_ARG, {NULL}}},
   {"memory", "model", "Bytes of tensor data alive now and at the peak, as a record.", "", "memory", cmd_memory, 0,
@@ -697,7 +792,7 @@ static const sl_Command slM_commands[] = {
    cmd_passes, 0, {{NULL}}},
   {"pass", "graph", "Run a pass from the registry by name, with its default settings.",
    "Analysis passes return what they found; transform passes return a new, verified model.",
-   "clean = pass m remove_dropout", cmd_pass, 0,
+   "m = model mlp hidden=[64]\nclean = pass m remove_dropout", cmd_pass, 0,
    {MODEL_ARG, {"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the pass", pass_names},
     {"by", SL_ARG_ENUM, 0, "op", "count_nodes: group by operator or kind", count_by},
     {"rank", SL_ARG_INT, 0, "4", "lora: rank"}, {"alpha", SL_ARG_NUMBER, 0, "8", "lora: scale numerator"},

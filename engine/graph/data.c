@@ -46,7 +46,10 @@ int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t 
   unsigned sizes[3] = {1, 1, 1};
   for (int d = 0; d < dims; d++) {
     sizes[d] = be32(data + 4 + 4 * d);
-    total *= sizes[d];
+    if (__builtin_mul_overflow(total, (size_t)sizes[d], &total) || sizes[d] > 0x7FFFFFFF) {
+      snprintf(err, errlen, "IDX header promises sizes too large to be real");  /* a wrapped product could match */
+      return -1;
+    }
   }
   size_t header = 4 + 4 * (size_t)dims;
   if (len - header != total) {
@@ -144,10 +147,16 @@ slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, cha
   d->height = d->width = 28;
   d->ntrain = n1;
   d->ntest = n2;
-  d->train_x = malloc(n1 * 784 * sizeof(float));
-  d->test_x = malloc(n2 * 784 * sizeof(float));
-  d->train_y = malloc(n1);
-  d->test_y = malloc(n2);
+  d->train_x = malloc((n1 ? n1 : 1) * 784 * sizeof(float));
+  d->test_x = malloc((n2 ? n2 : 1) * 784 * sizeof(float));
+  d->train_y = malloc(n1 ? n1 : 1);
+  d->test_y = malloc(n2 ? n2 : 1);
+  if (!d->train_x || !d->test_x || !d->train_y || !d->test_y) {
+    snprintf(err, errlen, "not enough memory for %zu training and %zu test images", n1, n2);
+    free(tri), free(trl), free(tei), free(tel);
+    slM_dataset_free(d);
+    return NULL;
+  }
   memcpy(d->train_y, trl, n1);
   memcpy(d->test_y, tel, n2);
   double sum = 0, sq = 0;
@@ -178,10 +187,18 @@ slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classe
   slM_Rng rng;
   slM_rng_seed(&rng, seed);
   float *centres = malloc((size_t)classes * (size_t)features * sizeof *centres);
+  d->train_x = malloc(ntrain * (size_t)features * sizeof(float));
+  d->test_x = malloc((ntest ? ntest : 1) * (size_t)features * sizeof(float));
+  d->train_y = malloc(ntrain ? ntrain : 1);
+  d->test_y = malloc(ntest ? ntest : 1);
+  if (!centres || !d->train_x || !d->test_x || !d->train_y || !d->test_y) {  /* the caller checked the budget; */
+    free(centres);                                                           /* this is the last line of defence */
+    slM_dataset_free(d);
+    return NULL;
+  }
   for (size_t i = 0; i < (size_t)classes * (size_t)features; i++) centres[i] = (float)slM_rng_normal(&rng);
-  float *xs[2] = {d->train_x = malloc(ntrain * (size_t)features * sizeof(float)),
-                  d->test_x = malloc(ntest * (size_t)features * sizeof(float))};
-  uint8_t *ys[2] = {d->train_y = malloc(ntrain ? ntrain : 1), d->test_y = malloc(ntest ? ntest : 1)};
+  float *xs[2] = {d->train_x, d->test_x};
+  uint8_t *ys[2] = {d->train_y, d->test_y};
   size_t ns[2] = {ntrain, ntest};
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < ns[s]; i++) {

@@ -69,6 +69,7 @@ void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doub
   double total_loss = 0;
   int features = g->features;
   for (size_t start = 0; start < n; start += B) {
+    if (sl_interrupted()) break;  /* the caller reports it */
     int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
     slM_Tensor *logits = slM_forward(g, x + start * (size_t)features, y + start, b, 0);
     int C = logits->shape[1];
@@ -105,6 +106,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   for (int e = 0; e < c->epochs && !stopped; e++) {
     double t0 = now(), loss_sum = 0;
     size_t seen = 0, correct = 0;
+    stats[done].diverged = 0;
     for (size_t i = n; i > 1; i--) {  /* Fisher-Yates */
       size_t j = (size_t)(slM_rng_next(&rng) % i), tmp = order[i - 1];
       order[i - 1] = order[j];
@@ -130,7 +132,15 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         correct += best == by[i];
       }
       slM_zero_grads(g);
-      loss_sum += slM_backward(g, by, b) * b;
+      double loss = slM_backward(g, by, b);
+      if (!isfinite(loss)) {  /* diverged: stop before the update spreads it into every weight */
+        stats[done].diverged = step - steps_per_epoch * e + 1;
+        loss_sum = loss;
+        seen += (size_t)b;
+        stopped = 1;
+        break;
+      }
+      loss_sum += loss * b;
       seen += (size_t)b;
       update(g, c, learning_rate(c, step, total), step);
       if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
@@ -144,7 +154,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     /* the time of the training steps alone: evaluation is not training speed */
     s->seconds = now() - t0;
     s->samples_per_second = (double)seen / s->seconds;
-    slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
+    if (s->diverged) s->test_accuracy = s->test_loss = NAN;
+    else slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
     done++;
   }
   slM_release_activations(g);

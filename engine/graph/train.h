@@ -29,6 +29,7 @@ typedef struct slM_TrainHooks {
 typedef struct slM_EpochStats {
   int epoch;
   int complete;             /* 0 when the epoch was cut short */
+  long diverged;            /* the step (from 1) whose loss was not finite, where training stopped; 0 if none */
   double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
 } slM_EpochStats;
 

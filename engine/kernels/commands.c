@@ -439,7 +439,7 @@ static const sl_Command slK_commands[] = {
   {"speedup", "kernels", "Compare two kernels of a bench table size by size: time ratio and bandwidth ratio.",
    "speedup = baseline median / kernel median (above 1: the kernel is faster); gbs_ratio = kernel GB/s / baseline GB/s, "
    "the fraction of the baseline's bandwidth the kernel reaches (against memcpy: of the machine's copy rate).",
-   "speedup t baseline=attention_naive kernel=attention_fused", cmd_speedup, 0,
+   "t = bench [\"attention_naive\", \"attention_fused\"] sizes=[64] reps=3 heads=2 dim=16\nspeedup t baseline=attention_naive kernel=attention_fused", cmd_speedup, 0,
    {{"results", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "a table from bench", NULL, "table"},
     {"baseline", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the kernel compared against"},
     {"kernel", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the kernel compared"},
@@ -448,7 +448,7 @@ static const sl_Command slK_commands[] = {
    "Returns rows (series, intensity, gflops): one series per kernel from the results, and the roof min(peak, "
    "bandwidth x intensity) with the sgemm peak and the triad bandwidth of machine (and the GPU's roof when the results "
    "hold GPU rows).",
-   "r = roofline results\nplot r x=intensity y=gflops series=series logx=true logy=true kind=linespoints", cmd_roofline, 0,
+   "results = bench [\"gemm_blocked\", \"gemm_openblas\"] sizes=[64, 128] reps=3\nr = roofline results\nplot r x=intensity y=gflops series=series logx=true logy=true kind=linespoints", cmd_roofline, 0,
    {{"results", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "a table from bench", NULL, "table"}, {NULL}}},
   {"attention_memory", "kernels", "Peak memory of naive and fused attention over L, forward and forward+backward.",
    "For each L: the predicted bytes (inputs, outputs, L and workspace), then the bytes measured by the kernels' "

@@ -2,10 +2,12 @@
 ** commands.c - the language's core commands: printing, help, rich displays, input,
 ** sleeping and introspection of the session.
 */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "interp.h"
@@ -64,7 +66,11 @@ static int cmd_help(sl_Call *call, sl_Value *result) {
 
 static int cmd_sleep(sl_Call *call, sl_Value *result) {
   double seconds = sl_arg_number(call, "seconds");
-  if (seconds < 0 || seconds > 86400) return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %g", seconds);
+  if (!(seconds >= 0 && seconds <= 86400)) {
+    char got[32];
+    sl_format_number(seconds, got, sizeof got);
+    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
+  }
   /* short slices keep an interrupt prompt */
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
@@ -130,8 +136,10 @@ static int contains(const char *data, size_t n, const char *needle) {
 
 static int cmd_image(sl_Call *call, sl_Value *result) {
   const char *path = sl_arg_string(call, "path");
+  struct stat st;  /* before opening: opening a FIFO would block */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return sl_arg_error(call, "path", "'%s' is not a regular file", path);
   FILE *f = fopen(path, "rb");
-  if (!f) return sl_arg_error(call, "path", "cannot open '%s'", path);
+  if (!f) return sl_arg_error(call, "path", "cannot open '%s': %s", path, strerror(errno));
   size_t cap = 1 << 16, n = 0, got;
   char *data = malloc(cap);
   while ((got = fread(data + n, 1, cap - n, f)) > 0) {
@@ -149,7 +157,14 @@ static int cmd_image(sl_Call *call, sl_Value *result) {
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   sl_Bundle b;
   sl_bundle_init(&b);
-  if (n >= 24 && memcmp(data, png_magic, 8) == 0) {
+  /* a PNG is its signature, an IHDR chunk first and an IEND chunk last */
+  static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  int png = n >= 45 && memcmp(data, png_magic, 8) == 0;
+  if (png && (memcmp(data + 12, "IHDR", 4) != 0 || memcmp(data + n - 12, iend, 12) != 0)) {
+    free(data);
+    return sl_arg_error(call, "path", "'%s' starts like a PNG image but is not a whole one (truncated or corrupt)", path);
+  }
+  if (png) {
     unsigned char *p = (unsigned char *)data;
     unsigned w = (unsigned)p[16] << 24 | p[17] << 16 | p[18] << 8 | p[19];
     unsigned h = (unsigned)p[20] << 24 | p[21] << 16 | p[22] << 8 | p[23];
@@ -186,7 +201,7 @@ static int cmd_countdown(sl_Call *call, sl_Value *result) {
   double steps = sl_arg_number(call, "steps");
   double delay = sl_arg_number(call, "delay");
   if (steps < 1 || steps > 100000) return sl_arg_error(call, "steps", "must be between 1 and 100000");
-  if (delay < 0 || delay > 10) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
+  if (!(delay >= 0 && delay <= 10)) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
   sl_Progress *p = sl_progress_begin(call, "countdown", steps);
   for (int i = 1; i <= (int)steps; i++) {
     struct timespec ts = {(time_t)delay, (long)((delay - floor(delay)) * 1e9)};
@@ -226,8 +241,14 @@ static int cmd_type(sl_Call *call, sl_Value *result) {
 static int cmd_len(sl_Call *call, sl_Value *result) {
   sl_Value v = sl_arg(call, "value");
   if (v.type == SL_LIST) *result = sl_number((double)sl_list_len(v));
-  else if (v.type == SL_STRING) *result = sl_number((double)sl_strlen(v));
+  else if (v.type == SL_STRING) {
+    size_t chars = 0;  /* characters, not bytes: continuation bytes of UTF-8 do not count */
+    for (const char *p = sl_str(v); *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
+    *result = sl_number((double)chars);
+  }
   else if (v.type == SL_RECORD) *result = sl_number((double)sl_record_len(v));
+  else if (v.type == SL_OBJECT && sl_object_class(v)->field &&  /* a table: its rows */
+           sl_object_class(v)->field(sl_object_data(v), "nrows", result) == 0) return 0;
   else return sl_arg_error(call, "value", "has no length: a %s (lists, strings and records have one)", sl_typename(v));
   return 0;
 }
@@ -247,6 +268,55 @@ static int cmd_round(sl_Call *call, sl_Value *result) {
   *result = sl_number(round(x * scale) / scale);
   return 0;
 }
+
+/* sum, min, max, mean: of their arguments, max(4, w - 2), or of one list,
+** max [3, 1, 2] or mean t.loss */
+static int numbers(sl_Call *call, const double **x, size_t *n, double **buf) {
+  sl_Value args = sl_arg(call, "values");
+  sl_Value items = sl_list_len(args) == 1 && sl_list_get(args, 0).type == SL_LIST ? sl_list_get(args, 0) : args;
+  *n = sl_list_len(items);
+  *buf = malloc((*n ? *n : 1) * sizeof **buf);
+  for (size_t i = 0; i < *n; i++) {
+    sl_Value v = sl_list_get(items, i);
+    if (v.type != SL_NUMBER) {
+      free(*buf);
+      return sl_arg_error(call, "values", "item %zu is a %s, not a number", i + 1, sl_typename(v));
+    }
+    (*buf)[i] = v.u.n;
+  }
+  *x = *buf;
+  return 0;
+}
+
+static int aggregate(sl_Call *call, sl_Value *result, int which) {
+  const double *x = NULL;
+  double *buf = NULL;
+  size_t n = 0;
+  if (numbers(call, &x, &n, &buf) != 0) return -1;
+  if (n == 0 && which != 0) {
+    free(buf);
+    return sl_arg_error(call, "values", "needs at least one number (an empty list has no %s)",
+                        which == 1 ? "minimum" : which == 2 ? "maximum" : "mean");
+  }
+  double r = which == 1 ? INFINITY : which == 2 ? -INFINITY : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (which == 1) r = x[i] < r || isnan(x[i]) ? x[i] : r;
+    else if (which == 2) r = x[i] > r || isnan(x[i]) ? x[i] : r;
+    else r += x[i];
+    if (isnan(r)) break;
+  }
+  if (which == 3) r /= (double)n;
+  free(buf);
+  *result = sl_number(r);
+  return 0;
+}
+
+static int cmd_sum(sl_Call *call, sl_Value *result) { return aggregate(call, result, 0); }
+static int cmd_min(sl_Call *call, sl_Value *result) { return aggregate(call, result, 1); }
+static int cmd_max(sl_Call *call, sl_Value *result) { return aggregate(call, result, 2); }
+static int cmd_mean(sl_Call *call, sl_Value *result) { return aggregate(call, result, 3); }
+
+#define NUMBERS_ARG {"values", SL_ARG_LIST, SL_POSITIONAL | SL_VARIADIC, "[]", "numbers, or one list of numbers"}
 
 #define NOARGS {{NULL}}
 
@@ -298,12 +368,20 @@ static const sl_Command slB_commands[] = {
   {"vars", "core", "List the session's variables with their types.", "", "vars", cmd_vars, 0, NOARGS},
   {"type", "core", "The type of a value, as a string.", "", "type 3", cmd_type, 0,
    {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "any value"}, {NULL}}},
-  {"len", "core", "The number of items of a list or record, or characters of a string.", "", "len [1, 2, 3]",
-   cmd_len, 0, {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a list, string or record"}, {NULL}}},
+  {"len", "core", "The number of items of a list or record, characters of a string, or rows of a table.", "", "len [1, 2, 3]",
+   cmd_len, 0, {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a list, string, record or table (its rows)"}, {NULL}}},
   {"round", "core", "Round a number to a number of decimal digits.", "", "round 3.14159 2", cmd_round, 0,
    {{"value", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "the number"},
     {"digits", SL_ARG_INT, SL_POSITIONAL, "0", "decimal digits to keep, 0 to 15"},
     {NULL}}},
+  {"sum", "core", "The sum of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "sum [1, 2, 3]\nsum(1, 2, 3)", cmd_sum, 0, {NUMBERS_ARG, {NULL}}},
+  {"min", "core", "The smallest of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "min [3, 1, 2]\nlo = min(4, 10 - 2)", cmd_min, 0, {NUMBERS_ARG, {NULL}}},
+  {"max", "core", "The largest of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
+   "max [3, 1, 2]\nw = 6\nfrac = max(4, w - 2)", cmd_max, 0, {NUMBERS_ARG, {NULL}}},
+  {"mean", "core", "The mean of numbers: of the arguments, or of one list.", "",
+   "mean [1, 2, 3, 4]", cmd_mean, 0, {NUMBERS_ARG, {NULL}}},
   {"version", "core", "The syslab version and the GPU it found, as a record.", "", "version", cmd_version, 0,
    NOARGS},
   {NULL},

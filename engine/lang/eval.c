@@ -395,6 +395,9 @@ static int bind(sl_State *S, sl_Call *call) {
       i = arg_index(cmd, key);
       if (i < 0 || cmd->args[i].type == SL_ARG_BLOCK) {
         if (cmd->flags & SL_CMD_EXTRA_KEYWORDS) {
+          for (size_t e = 0; e < call->nextra; e++)
+            if (strcmp(call->extra_names[e], key) == 0)
+              return slV_error(S, "ArgumentError", line, col, "%s: %s is given twice", cmd->name, key);
           sl_Value v;
           if (slV_eval(S, n->kids[k], &v) != 0) return -1;
           call->extra_names = realloc(call->extra_names, (call->nextra + 1) * sizeof *call->extra_names);
@@ -446,7 +449,8 @@ static int bind(sl_State *S, sl_Call *call) {
     sl_Value v;
     if (eval_arg(S, &cmd->args[i], n->kids[k], &v) != 0) return -1;
     call->values[i] = v;
-    call->given[i] = v.type != SL_NIL;
+    /* nil given to an argument of any type is a value (type nil); elsewhere it means "use the default" */
+    call->given[i] = v.type != SL_NIL || cmd->args[i].type == SL_ARG_ANY;
     call->line[i] = line;
     call->col[i] = col;
     if (call->given[i] && check_type(S, cmd, &cmd->args[i], v, line, col) != 0) return -1;
@@ -531,7 +535,11 @@ static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out
       r = fmod(x, y);
       if (r != 0 && (r < 0) != (y < 0)) r += y;  /* sign of the divisor, as in Python */
       break;
-    case TK_POW: r = pow(x, y); break;
+    case TK_POW:
+      /* as 1 / 0 is an error, so is 0 ** -1 (it divides by zero too) */
+      if (x == 0 && y < 0) return slV_error(S, "ZeroDivisionError", n->line, n->col, "0 cannot be raised to a negative power");
+      r = pow(x, y);
+      break;
   }
   *out = sl_number(r);
   return 0;
@@ -566,17 +574,28 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
     return slV_error(S, "TypeError", n->line, n->col, "a range needs numbers: from..to step s");
   }
   double from = a.u.n, to = b.u.n, step = c.u.n;
-  if (step == 0 || isnan(step) || (to - from) / step < 0)
+  if (!isfinite(from) || !isfinite(to) || !isfinite(step)) {
+    char f[32], t[32], st[32];
+    sl_format_number(from, f, sizeof f), sl_format_number(to, t, sizeof t), sl_format_number(step, st, sizeof st);
+    return slV_error(S, "ValueError", n->line, n->col, "a range needs finite numbers, got %.24s..%.24s step %.24s", f,
+                     t, st);
+  }
+  if (step == 0 || (to - from) / step < 0)
     return slV_error(S, "ValueError", n->line, n->col,
                      "range %.9g..%.9g step %.9g never reaches its end: the step must move from the start towards the end",
                      from, to, step);
   /* a + i*step, with a small tolerance so 0.1..0.9 step 0.1 includes 0.9 */
   double count = floor((to - from) / step + 1e-9) + 1;
   if (count > MAX_RANGE)
-    return slV_error(S, "ValueError", n->line, n->col, "range has %.0f values; at most %d are allowed", count,
+    return slV_error(S, "ValueError", n->line, n->col, "range has %.4g values; at most %d are allowed", count,
                      MAX_RANGE);
   *out = sl_list_new();
   for (long i = 0; i < (long)count; i++) {
+    if ((i & 65535) == 65535 && sl_interrupted()) {
+      sl_release(*out);
+      *out = sl_nil();
+      return slV_error(S, "Interrupt", n->line, n->col, "interrupted by the user");
+    }
     double x = from + (double)i * step;
     /* print 0.3 rather than 0.30000000000000004 for decimal steps */
     char buf[32];
@@ -594,7 +613,7 @@ static int eval_index(sl_State *S, slY_Node *n, sl_Value *out) {
   if (a.type == SL_LIST && i.type == SL_NUMBER && i.u.n == floor(i.u.n)) {
     double len = (double)sl_list_len(a), k = i.u.n < 0 ? i.u.n + len : i.u.n;
     if (k < 0 || k >= len)
-      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "index %.0f is out of range for a list of %.0f items",
+      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "index %.15g is out of range for a list of %.0f items",
                      i.u.n, len);
     else
       *out = sl_list_get(a, (size_t)k), sl_retain(*out);
@@ -605,6 +624,10 @@ static int eval_index(sl_State *S, slY_Node *n, sl_Value *out) {
       rc = slV_error(S, "KeyError", n->b->line, n->b->col, "the record has no field '%s'", sl_str(i));
     else
       *out = sl_record_value(a, k), sl_retain(*out);
+  } else if (a.type == SL_OBJECT && sl_object_class(a)->index) {
+    char why[512] = "";
+    if (sl_object_class(a)->index(sl_object_data(a), i, out, why, sizeof why) != 0)
+      rc = slV_error(S, "IndexError", n->b->line, n->b->col, "%s", why);
   } else {
     rc = slV_error(S, "TypeError", n->line, n->col, "cannot index a %s with a %s", sl_typename(a), sl_typename(i));
   }
@@ -667,8 +690,52 @@ static int eval_name(sl_State *S, slY_Node *n, sl_Value *out) {
   return slV_error(S, "NameError", n->line, n->col, "name '%s' is not defined", n->str);
 }
 
+static int is_chain(const slY_Node *n) { return n->kind == N_BINARY || n->kind == N_AND || n->kind == N_OR; }
+
+static int is_comparison(int op) {
+  return op == TK_EQ || op == TK_NE || op == '<' || op == TK_LE || op == '>' || op == TK_GE;
+}
+
+/* Binary operators associate to the left, so a flat sum of 100,000 terms is
+** a tree 100,000 deep down its left side. It is evaluated bottom-up along
+** that spine in a loop (recursing only into the right operands, which the
+** parser keeps shallow), so no length of code can overflow the stack. */
+static int eval_chain(sl_State *S, slY_Node *n, sl_Value *out) {
+  size_t len = 0, cap = 16;
+  slY_Node **spine = malloc(cap * sizeof *spine);
+  for (slY_Node *k = n; is_chain(k); k = k->a) {
+    if (len == cap) spine = realloc(spine, (cap *= 2) * sizeof *spine);
+    spine[len++] = k;
+  }
+  sl_Value acc, b;
+  int rc = slV_eval(S, spine[len - 1]->a, &acc);
+  for (size_t i = len; rc == 0 && i-- > 0;) {
+    slY_Node *k = spine[i];
+    if (k->kind != N_BINARY) {  /* and, or: the left value decides whether the right one is needed */
+      int t = sl_truthy(acc);
+      if ((k->kind == N_AND && !t) || (k->kind == N_OR && t)) continue;
+      sl_release(acc);
+      rc = slV_eval(S, k->b, &acc);
+      continue;
+    }
+    if ((rc = slV_eval(S, k->b, &b)) != 0) break;
+    sl_Value r = sl_nil();
+    rc = is_comparison(k->op) ? compare(S, k, acc, b, &r) : arith(S, k, acc, b, &r);
+    sl_release(acc);
+    sl_release(b);
+    acc = r;
+  }
+  free(spine);
+  if (rc != 0) {
+    sl_release(acc);
+    acc = sl_nil();
+  }
+  *out = acc;
+  return rc;
+}
+
 int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
-  sl_Value a, b;
+  sl_Value a;
   *out = sl_nil();
   switch (n->kind) {
     case N_NUMBER: *out = sl_number(n->number); return 0;
@@ -687,6 +754,12 @@ int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
         }
         sl_list_push(*out, a);
       }
+      if (sl_value_depth(*out) > SL_MAX_VALUE_DEPTH) {
+        sl_release(*out);
+        *out = sl_nil();
+        return slV_error(S, "ValueError", n->line, n->col, "lists nested more than %d deep are not allowed",
+                         SL_MAX_VALUE_DEPTH);
+      }
       return 0;
     case N_RANGE: return eval_range(S, n, out);
     case N_UNARY:
@@ -702,26 +775,8 @@ int slV_eval(sl_State *S, slY_Node *n, sl_Value *out) {
       sl_release(a);
       return 0;
     case N_AND:
-    case N_OR: {
-      if (slV_eval(S, n->a, &a) != 0) return -1;
-      int t = sl_truthy(a);
-      if ((n->kind == N_AND && !t) || (n->kind == N_OR && t)) {
-        *out = a;
-        return 0;
-      }
-      sl_release(a);
-      return slV_eval(S, n->b, out);
-    }
-    case N_BINARY: {
-      if (slV_eval(S, n->a, &a) != 0) return -1;
-      if (slV_eval(S, n->b, &b) != 0) return sl_release(a), -1;
-      int rc = (n->op == TK_EQ || n->op == TK_NE || n->op == '<' || n->op == TK_LE || n->op == '>' || n->op == TK_GE)
-                   ? compare(S, n, a, b, out)
-                   : arith(S, n, a, b, out);
-      sl_release(a);
-      sl_release(b);
-      return rc;
-    }
+    case N_OR:
+    case N_BINARY: return eval_chain(S, n, out);
     case N_FIELD: return eval_field(S, n, out);
     case N_INDEX: return eval_index(S, n, out);
     case N_CALL: return eval_call(S, n, out);

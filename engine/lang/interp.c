@@ -55,12 +55,19 @@ static char *make_traceback(const char *src, size_t len, const sl_Error *e) {
     }
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     size_t line_len = eol ? (size_t)(eol - p) : (size_t)(end - p);
-    if (line_len > 200) line_len = utf8_advance(p, line_len, 200);
-    n += (size_t)snprintf(tb + n, cap - n, "line %d, column %d:\n    %.*s\n    ", e->line, e->col, (int)line_len, p);
+    /* a long line is shown as a window of at most 160 characters around the
+    ** column, marked with "..." where it was cut, so the caret stays under
+    ** the place it points at */
+    size_t col = e->col > 0 ? (size_t)e->col - 1 : 0, skip = col > 80 ? col - 60 : 0;
+    size_t from = utf8_advance(p, line_len, skip);
+    size_t shown = utf8_advance(p + from, line_len - from, 160);
+    const char *more = from + shown < line_len ? " ..." : "";
+    n += (size_t)snprintf(tb + n, cap - n, "line %d, column %d:\n    %s%.*s%s\n    %s", e->line, e->col,
+                          skip ? "... " : "", (int)shown, p + from, more, skip ? "    " : "");
     /* the caret goes under the column; tabs are kept so it lines up */
-    size_t upto = utf8_advance(p, line_len, e->col > 0 ? (size_t)e->col - 1 : 0);
+    size_t upto = utf8_advance(p + from, line_len - from, col - skip);
     for (size_t i = 0; i < upto && n + 8 < cap; i++) {
-      unsigned char c = (unsigned char)p[i];
+      unsigned char c = (unsigned char)p[from + i];
       if ((c & 0xC0) == 0x80) continue;
       tb[n++] = c == '\t' ? '\t' : ' ';
     }
@@ -283,7 +290,7 @@ void sl_complete(sl_State *S, const char *code, size_t cursor, sl_Completion *ou
     }
     for (size_t i = 0; i < sl_record_len(S->vars); i++) add_match(out, prefix, plen, sl_record_key(S->vars, i), "");
   }
-  qsort(out->matches, out->n, sizeof *out->matches, cmp_str);
+  if (out->n) qsort(out->matches, out->n, sizeof *out->matches, cmp_str);
 }
 
 void sl_completion_free(sl_Completion *c) {

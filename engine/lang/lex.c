@@ -48,7 +48,8 @@ static void advance(slX_Lexer *L) {
 }
 
 static int in_brackets(const slX_Lexer *L) {
-  return L->depth > 0 && L->nesting[L->depth - 1] != '{';
+  int top = L->depth < SLX_MAX_NESTING ? L->depth : SLX_MAX_NESTING;
+  return L->depth > 0 && L->nesting[top - 1] != '{';
 }
 
 static slX_Token make(slX_Lexer *L, int type, size_t start, int line, int col) {
@@ -111,7 +112,6 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
         case 'n': out[n++] = '\n'; break;
         case 't': out[n++] = '\t'; break;
         case 'r': out[n++] = '\r'; break;
-        case '0': out[n++] = '\0'; break;
         case '\\': case '"': case '\'': out[n++] = (char)e; break;
         case 'u': {
           if (peek(L, 0) != '{') goto bad_escape;
@@ -124,7 +124,12 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
             digits++;
             advance(L);
           }
-          if (peek(L, 0) != '}' || digits == 0 || cp > 0x10FFFF) goto bad_escape;
+          if (peek(L, 0) != '}' || digits == 0 || cp > 0x10FFFF || cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            free(out);
+            return error(L, start, line, col,
+                         "invalid \\u{...} escape: give 1 to 6 hex digits of a Unicode character from 1 to 10FFFF, "
+                         "not a surrogate (D800-DFFF)");
+          }
           advance(L);
           append_utf8(out, &n, cp);
           break;
@@ -133,7 +138,8 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
         bad_escape:
           free(out);
           return error(L, start, line, col,
-                       "invalid escape in string: allowed are \\n \\t \\r \\0 \\\\ \\\" \\' and \\u{hex}");
+                       "invalid escape in string: allowed are \\n \\t \\r \\\\ \\\" \\' and \\u{hex} "
+                       "(strings cannot hold NUL characters)");
       }
       continue;
     }
@@ -257,4 +263,19 @@ const char *slX_describe(int type, char *buf, size_t size) {
   if (type >= TK_EOF && type <= TK_ERROR) return names[type - TK_EOF];
   snprintf(buf, size, "'%c'", type);
   return buf;
+}
+
+/* A whole text that is a number as the language writes it, with an optional
+** sign: what CSV cells and report parameters must look like to be taken as
+** numbers, so that "0x10", "nan", "inf" and "1e5x" stay text. */
+int sl_parse_number(const char *s, double *out) {
+  size_t len = strlen(s), i = s[0] == '-' || s[0] == '+';
+  if (i >= len || !(isdigit((unsigned char)s[i]) || (s[i] == '.' && isdigit((unsigned char)s[i + 1])))) return 0;
+  slX_Lexer L;
+  slX_init(&L, s + i, len - i);
+  slX_Token t = slX_next(&L);
+  int ok = t.type == TK_NUMBER && t.len == len - i;
+  if (ok && out) *out = s[0] == '-' ? -t.number : t.number;
+  slX_token_free(&t);
+  return ok;
 }

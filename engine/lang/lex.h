@@ -31,7 +31,9 @@ typedef struct slX_Token {
   size_t string_len;
 } slX_Token;
 
-#define SLX_MAX_NESTING 64
+/* brackets remembered; deeper ones count as the innermost remembered kind
+** (the parser refuses code nested this deep before it matters) */
+#define SLX_MAX_NESTING 256
 
 typedef struct slX_Lexer {
   const char *src;

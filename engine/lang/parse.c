@@ -40,8 +40,15 @@ typedef struct Parser {
   size_t prev_end;    /* byte offset just past the previous token */
   slY_Tree *tree;
   slY_Error *err;
+  int depth;          /* nesting of the constructs being parsed */
   jmp_buf fail;
 } Parser;
+
+/* Deeper nesting than this is refused with a SyntaxError: each level costs
+** stack in the parser and the evaluator, so 50,000 nested parentheses must
+** end in a message, not a stack overflow. Blocks are held to the same depth
+** at run time (eval.c). */
+#define MAX_NESTING SLY_MAX_NESTING
 
 /* ------------------------------------------------------------------ arena */
 
@@ -94,6 +101,17 @@ static void fail_at(Parser *P, int line, int col, int at_eof, const char *fmt, .
   longjmp(P->fail, 1);
 }
 
+/* every recursive construct goes through enter/leave */
+static void enter(Parser *P) {
+  if (++P->depth > MAX_NESTING)
+    fail_at(P, P->tok.line, P->tok.col, 0,
+            "the code is nested more than %d levels deep (parentheses, brackets, blocks, operators): "
+            "split it into smaller statements with variables",
+            MAX_NESTING);
+}
+
+static void leave(Parser *P) { P->depth--; }
+
 static void next(Parser *P) {
   P->prev_end = P->tok.offset + P->tok.len;
   slX_token_free(&P->tok);
@@ -132,6 +150,14 @@ static void unexpected(Parser *P, const char *expected) {
 static void expect(Parser *P, int type, const char *what) {
   if (P->tok.type != type) unexpected(P, what);
   next(P);
+}
+
+/* the closing bracket of one opened at line:col; at the end of the input
+** the error points at the opening one, as for an unclosed '{' */
+static void expect_close(Parser *P, int close, int line, int col, const char *what) {
+  if (P->tok.type == TK_EOF && P->tok.type != close)
+    fail_at(P, line, col, 1, "this '%c' is never closed: add '%c'", close == ')' ? '(' : '[', close);
+  expect(P, close, what);
 }
 
 static slY_Node *node(Parser *P, slY_Kind kind) {
@@ -214,12 +240,20 @@ static slY_Node *primary(Parser *P, int allow_call) {
       next(P);
       break;
     }
-    case '(':
+    case TK_STEP:  /* a word like any other outside a range: schedule=step */
+      n = node(P, N_NAME);
+      n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
+      next(P);
+      break;
+    case '(': {
+      int line = P->tok.line, col = P->tok.col;
       next(P);
       n = expr(P, 2);
-      expect(P, ')', "')'");
+      expect_close(P, ')', line, col, "')'");
       break;
-    case '[':
+    }
+    case '[': {
+      int line = P->tok.line, col = P->tok.col;
       n = node(P, N_LIST);
       next(P);
       while (P->tok.type != ']') {
@@ -227,8 +261,9 @@ static slY_Node *primary(Parser *P, int allow_call) {
         if (P->tok.type != ',') break;
         next(P);
       }
-      expect(P, ']', "',' or ']'");
+      expect_close(P, ']', line, col, "',' or ']'");
       break;
+    }
     default:
       unexpected(P, "a value (number, string, name, list or '(')");
       return NULL;
@@ -239,8 +274,11 @@ static slY_Node *primary(Parser *P, int allow_call) {
 
 static slY_Node *postfix(Parser *P, int allow_call) {
   slY_Node *n = primary(P, allow_call);
-  for (;;) {
+  /* a chain a.b[1].c is a tree as deep as it is long */
+  int links = 0;
+  for (;; links++) {
     if (P->tok.type == '.') {
+      enter(P);
       slY_Node *f = node(P, N_FIELD);
       next(P);
       if (P->tok.type != TK_NAME) unexpected(P, "a field name after '.'");
@@ -252,13 +290,16 @@ static slY_Node *postfix(Parser *P, int allow_call) {
       n = f;
     } else if (P->tok.type == '[' && P->tok.offset == P->prev_end) {
       /* x[i] indexes; "print x [1, 2]" passes a list: the space decides */
+      enter(P);
       slY_Node *ix = node(P, N_INDEX);
+      int line = P->tok.line, col = P->tok.col;
       next(P);
       ix->a = n;
       ix->b = expr(P, 0);
-      expect(P, ']', "']'");
+      expect_close(P, ']', line, col, "']'");
       n = ix;
     } else {
+      P->depth -= links;
       return n;
     }
     finish(P, n);
@@ -274,7 +315,9 @@ static slY_Node *power(Parser *P, int allow_call) {
     n->op = TK_POW;
     next(P);
     n->a = base;
+    enter(P);
     n->b = unary(P, 0);  /* right-associative, and 2 ** -1 works */
+    leave(P);
     finish(P, n);
     return n;
   }
@@ -286,7 +329,9 @@ static slY_Node *unary(Parser *P, int allow_call) {
     slY_Node *n = node(P, N_UNARY);
     n->op = P->tok.type;
     next(P);
+    enter(P);
     n->a = unary(P, 0);
+    leave(P);
     finish(P, n);
     return n;
   }
@@ -352,7 +397,9 @@ static slY_Node *negation(Parser *P, int allow_call) {
     slY_Node *n = node(P, N_UNARY);
     n->op = TK_NOT;
     next(P);
+    enter(P);
     n->a = negation(P, 0);
+    leave(P);
     finish(P, n);
     return n;
   }
@@ -371,11 +418,13 @@ static slY_Node *conjunction(Parser *P, int allow_call) {
 /* allow_call: 0 no command calls (arguments), 1 at statement level,
 ** 2 inside parentheses (the call ends at ')') */
 static slY_Node *expr(Parser *P, int allow_call) {
+  enter(P);
   slY_Node *n = conjunction(P, allow_call);
   while (P->tok.type == TK_OR) {
     n = binary_left(P, n, TK_OR, conjunction);
     n->kind = N_OR;
   }
+  leave(P);
   return n;
 }
 
@@ -394,7 +443,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   n->cmd = cmd;
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
-  int function_style = in_parens == 3;
+  int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col;
   if (function_style) next(P);  /* the '(' */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
@@ -418,7 +467,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
     }
     if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
   }
-  if (function_style) expect(P, ')', "')' to close the argument list");
+  if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list");
   finish(P, n);
   return n;
 }
@@ -431,6 +480,7 @@ static slY_Node *statement(Parser *P);
 static slY_Node *block(Parser *P) {
   slY_Node *b = node(P, N_BLOCK);
   int line = P->tok.line, col = P->tok.col;
+  enter(P);
   expect(P, '{', "'{'");
   for (;;) {
     while (P->tok.type == TK_NEWLINE || P->tok.type == ';') next(P);
@@ -440,6 +490,7 @@ static slY_Node *block(Parser *P) {
     add_kid(P, b, statement(P), NULL, 0, 0);
     if (P->tok.type != '}' && !at_statement_end(P)) unexpected(P, "end of statement");
   }
+  leave(P);
   next(P);
   finish(P, b);
   return b;
@@ -447,6 +498,7 @@ static slY_Node *block(Parser *P) {
 
 static slY_Node *if_statement(Parser *P) {
   slY_Node *n = node(P, N_IF);
+  enter(P);
   next(P);
   n->a = expr(P, 0);
   if (P->tok.type != '{') unexpected(P, "'{' after the condition of 'if'");
@@ -456,6 +508,7 @@ static slY_Node *if_statement(Parser *P) {
     if (P->tok.type == TK_IF) n->c = if_statement(P);
     else n->c = block(P);
   }
+  leave(P);
   finish(P, n);
   return n;
 }

@@ -44,6 +44,10 @@ struct slY_Node {
   const sl_Command *cmd;   /* N_CALL */
 };
 
+/* how deeply code may nest (parentheses, brackets, blocks, unary operators,
+** chains of .field and [index]); deeper code is a SyntaxError */
+#define SLY_MAX_NESTING 200
+
 typedef struct slY_Error {
   char message[300];
   int line, col;

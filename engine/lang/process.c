@@ -10,6 +10,8 @@
 */
 #include "process.h"
 
+#include "syslab.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -82,7 +84,12 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
       status = SLO_TIMEOUT;
       break;
     }
-    int ready = poll(p, (nfds_t)n, (int)(left * 1000) + 1);
+    /* short waits, so that an interrupt stops the program within 50 ms */
+    int ready = poll(p, (nfds_t)n, left < 0.05 ? (int)(left * 1000) + 1 : 50);
+    if (sl_interrupted()) {
+      status = SLO_INTERRUPTED;
+      break;
+    }
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     if (io >= 0 && (p[io].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -109,11 +116,12 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
   if (open_in) close(in[1]);
   close(outp[0]);
   close(errp[0]);
-  if (status == SLO_TIMEOUT) kill(pid, SIGKILL);
+  if (status == SLO_TIMEOUT || status == SLO_INTERRUPTED) kill(pid, SIGKILL);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if (status == SLO_TIMEOUT) snprintf(err, errlen, "%s did not finish within %g seconds and was stopped", program, timeout);
+  if (status == SLO_INTERRUPTED) snprintf(err, errlen, "%s was stopped by an interrupt", program);
   *exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
   *out = o.s ? o.s : calloc(1, 1);
   *outlen = o.n;

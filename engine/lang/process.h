@@ -13,7 +13,8 @@ typedef enum {
   SLO_OK = 0,
   SLO_MISSING = -1,   /* the program is not installed */
   SLO_FAILED = -2,    /* it could not be started, or reported an error */
-  SLO_TIMEOUT = -3    /* it ran past its time limit and was killed */
+  SLO_TIMEOUT = -3,   /* it ran past its time limit and was killed */
+  SLO_INTERRUPTED = -4 /* the user interrupted; it was killed */
 } slO_Status;
 
 /* Runs argv[0] (found on PATH, no shell) with `input` on its standard

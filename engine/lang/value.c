@@ -25,15 +25,18 @@ typedef struct {
   char chars[];
 } String;
 
+/* Lists and records know how deeply they nest, so that the evaluator can
+** refuse a list built a million levels deep (freeing, comparing and
+** printing values recurse) without walking it. */
 typedef struct {
   sl_Heap h;
-  size_t n, cap;
+  size_t n, cap, depth;
   sl_Value *items;
 } List;
 
 typedef struct {
   sl_Heap h;
-  size_t n, cap;
+  size_t n, cap, depth;
   char **keys;
   sl_Value *values;
 } Record;
@@ -110,6 +113,7 @@ sl_Value sl_string(const char *s) { return sl_string_len(s, strlen(s)); }
 sl_Value sl_list_new(void) {
   List *l = xmalloc(sizeof *l);
   l->n = l->cap = 0;
+  l->depth = 1;
   l->items = NULL;
   return heap_value(SL_LIST, &l->h);
 }
@@ -117,6 +121,7 @@ sl_Value sl_list_new(void) {
 sl_Value sl_record_new(void) {
   Record *r = xmalloc(sizeof *r);
   r->n = r->cap = 0;
+  r->depth = 1;
   r->keys = NULL;
   r->values = NULL;
   return heap_value(SL_RECORD, &r->h);
@@ -237,6 +242,13 @@ void sl_list_push(sl_Value v, sl_Value item) {
     l->items = xrealloc(l->items, l->cap * sizeof *l->items);
   }
   l->items[l->n++] = item;
+  if (sl_value_depth(item) + 1 > l->depth) l->depth = sl_value_depth(item) + 1;
+}
+
+size_t sl_value_depth(sl_Value v) {
+  if (v.type == SL_LIST) return ((List *)v.u.h)->depth;
+  if (v.type == SL_RECORD) return ((Record *)v.u.h)->depth;
+  return 0;
 }
 
 size_t sl_record_len(sl_Value v) { return v.type == SL_RECORD ? ((Record *)v.u.h)->n : 0; }
@@ -257,6 +269,7 @@ void sl_record_set(sl_Value v, const char *key, sl_Value item) {
     if (strcmp(r->keys[i], key) == 0) {
       sl_release(r->values[i]);
       r->values[i] = item;
+      if (sl_value_depth(item) + 1 > r->depth) r->depth = sl_value_depth(item) + 1;
       return;
     }
   if (r->n == r->cap) {
@@ -266,6 +279,7 @@ void sl_record_set(sl_Value v, const char *key, sl_Value item) {
   }
   r->keys[r->n] = xstrdup(key);
   r->values[r->n++] = item;
+  if (sl_value_depth(item) + 1 > r->depth) r->depth = sl_value_depth(item) + 1;
 }
 
 void sl_record_remove(sl_Value v, const char *key) {

@@ -497,8 +497,9 @@ static const sl_Command slS_commands[] = {
    "int and float take low and high (both included), an optional step by=, and log=true for a log scale; categorical "
    "takes the list of choices. Asking again for a name in the same trial gives the same value; a name keeps one "
    "range in a study (a different one is an error naming both).",
-   "w = suggest \"width\" int 16 256 by=16\nlr = suggest \"lr\" float 1e-5 1e-1 log=true\n"
-   "act = suggest \"activation\" categorical [\"relu\", \"gelu\", \"tanh\"]",
+   "s = search trials=3 sampler=random seed=1 {\n  w = suggest \"width\" int 16 256 by=16\n"
+   "  lr = suggest \"lr\" float 1e-5 1e-1 log=true\n  act = suggest \"activation\" categorical [\"relu\", \"gelu\", \"tanh\"]\n"
+   "  objective w * lr\n}",
    cmd_suggest, 0,
    {{"name", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "the parameter's name"},
     {"kind", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "int, float, or categorical", kinds},
@@ -510,15 +511,15 @@ static const sl_Command slS_commands[] = {
   {"intermediate", "search", "Inside a search: report an intermediate value (e.g. per epoch); the pruner may stop the trial.",
    "The step defaults to one after the last reported step (0 first). When the median pruner decides the trial is "
    "below the median of earlier trials at this step, the block stops and the trial is recorded as pruned.",
-   "intermediate (evaluate m data).accuracy at=epoch", cmd_intermediate, 0,
+   "s = search trials=4 seed=1 pruner=median {\n  x = suggest \"x\" float 0 1\n  for epoch in 0..3 {\n    intermediate x * epoch at=epoch\n  }\n  objective x\n}", cmd_intermediate, 0,
    {{"value", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "the value at this step"},
     {"at", SL_ARG_INT, SL_POSITIONAL, NULL, "the step (epoch) it was measured at"},
     {NULL}}},
   {"objective", "search", "Inside a search: the trial's result, one number (or a list, one per objective).", "",
-   "objective (evaluate m data).accuracy\nobjective [accuracy, size.bits_per_param]", cmd_objective, 0,
+   "s = search trials=3 seed=1 {\n  x = suggest \"x\" float -2 2\n  objective x * x\n}\nfront = search trials=3 seed=1 directions=[\"minimize\", \"minimize\"] {\n  x = suggest \"x\" float 0 1\n  objective [x, 1 - x]\n}", cmd_objective, 0,
    {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a number, or a list of numbers"}, {NULL}}},
   {"curves", "search", "The running-best curves of several studies in one table (study, trial, best), for one plot.", "",
-   "c = curves random=s1 grid=s2 tpe=s3\nplot c x=trial y=best series=study", cmd_curves, SL_CMD_EXTRA_KEYWORDS,
+   "s1 = search trials=4 sampler=random seed=1 {\n  objective (suggest \"x\" float 0 1)\n}\ns2 = search trials=4 sampler=tpe seed=1 {\n  objective (suggest \"x\" float 0 1)\n}\nc = curves random=s1 tpe=s2\nplot c x=trial y=best series=study", cmd_curves, SL_CMD_EXTRA_KEYWORDS,
    {{"objective", SL_ARG_INT, 0, "0", "which objective, for studies with several"}, {NULL}}},
   {NULL},
 };

@@ -68,9 +68,20 @@ static int cmd_table(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* the names the innermost running sweep sweeps over: a row must not
+** overwrite their columns */
+static sl_Value swept_names;
+
 static int cmd_row(sl_Call *call, sl_Value *result) {
   slT_Table *t = arg_table(call, "into");
-  if (!t) t = slT_from(sl_get_collector(call));
+  if (!t) {
+    t = slT_from(sl_get_collector(call));
+    for (size_t i = 0; t && i < sl_call_extra_count(call); i++)
+      for (size_t k = 0; k < sl_list_len(swept_names); k++)
+        if (strcmp(sl_str(sl_list_get(swept_names, k)), sl_call_extra_name(call, i)) == 0)
+          return sl_error(call, "%s is swept: its column holds the swept value. Name this column differently",
+                          sl_call_extra_name(call, i));
+  }
   if (!t) return sl_error(call, "row adds to a sweep's table: use it inside sweep { ... }, or give into=TABLE");
   if (sl_call_extra_count(call) == 0) return sl_error(call, "a row needs at least one name=value");
   for (size_t i = 0; i < sl_call_extra_count(call); i++)
@@ -105,6 +116,9 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
   sl_Value table = slT_value(t);
   for (size_t i = 0; i < n; i++) slT_add_column(t, sl_call_extra_name(call, i));
   sl_set_collector(call, table);
+  sl_Value outer_names = swept_names;
+  swept_names = sl_list_new();
+  for (size_t i = 0; i < n; i++) sl_list_push(swept_names, sl_string(sl_call_extra_name(call, i)));
   sl_Value *saved = calloc(n, sizeof *saved);
   int *had = calloc(n, sizeof *had);
   for (size_t i = 0; i < n; i++) {
@@ -146,6 +160,8 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
     }
   }
   sl_progress_end(p);
+  sl_release(swept_names);
+  swept_names = outer_names;
   for (size_t i = 0; i < n; i++) {
     if (had[i]) sl_setvar(call, sl_call_extra_name(call, i), saved[i]);
     else sl_unsetvar(call, sl_call_extra_name(call, i));
@@ -180,14 +196,15 @@ static int cmd_save(sl_Call *call, sl_Value *result) {
   size_t len = strlen(path);
   if (len < 4 || strcmp(path + len - 4, ".csv") != 0)
     return sl_arg_error(call, "path", "'%s' must end in .csv (tables are saved as CSV)", path);
-  if (slT_write_csv(arg_table(call, "table"), path, err, sizeof err) != 0) return sl_arg_error(call, "path", "%s", err);
+  if (slT_write_csv(arg_table(call, "table"), path, err, sizeof err) != 0)
+    return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
   return 0;
 }
 
 static int cmd_load(sl_Call *call, sl_Value *result) {
   char err[512];
   slT_Table *t = slT_read_csv(sl_arg_string(call, "path"), err, sizeof err);
-  if (!t) return sl_arg_error(call, "path", "%s", err);
+  if (!t) return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
   *result = slT_value(t);
   return 0;
 }
@@ -425,7 +442,10 @@ static int cmd_summary(sl_Call *call, sl_Value *result) {
 #define TABLE_ARG {"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table", NULL, "table"}
 
 static const sl_Command slT_commands[] = {
-  {"table", "table", "Build a table from columns given as lists of equal length.", "",
+  {"table", "table", "Build a table from columns given as lists of equal length.",
+   "A table t answers t.nrows, t.ncols, t.columns (the names), t.NAME or t[\"NAME\"] (a column as a list) and "
+   "t[i] (row i as a record, t[-1] the last); len t is its number of rows. Long tables are shown as their "
+   "first and last 20 rows; save writes them whole.",
    "t = table width=[4, 8, 16] accuracy=[0.61, 0.83, 0.85]", cmd_table, SL_CMD_EXTRA_KEYWORDS, {{NULL}}},
   {"sweep", "table", "Run a block for every combination of values and collect the rows into a table.",
    "Each name=[values] is set as a variable inside the block (the first name varies slowest); `row` adds a "
@@ -439,34 +459,34 @@ static const sl_Command slT_commands[] = {
    "sweep x=1..3 {\n  row square=x * x\n}", cmd_row, SL_CMD_EXTRA_KEYWORDS,
    {{"into", SL_ARG_OBJECT, 0, NULL, "a table to add to, outside a sweep", NULL, "table"}, {NULL}}},
   {"save", "table", "Save a table as a CSV file (written whole, then renamed into place).", "",
-   "save results \"results.csv\"", cmd_save, 0,
+   "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nsave results \"results.csv\"", cmd_save, 0,
    {TABLE_ARG, {"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "file name ending in .csv"}, {NULL}}},
   {"load", "table", "Load a table from a CSV file with a header line.",
-   "Fields that read as numbers become numbers; empty fields are missing values.", "t = load \"results.csv\"",
+   "Fields that read as numbers become numbers; empty fields are missing values.", "save (table width=[4, 8] accuracy=[0.61, 0.83]) \"results.csv\"\nt = load \"results.csv\"",
    cmd_load, 0, {{"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "the CSV file"}, {NULL}}},
   {"select", "table", "Keep some columns of a table, in the order given.", "",
-   "select results columns=[\"width\", \"accuracy\"]", cmd_select, 0,
+   "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nselect results columns=[\"width\", \"accuracy\"]", cmd_select, 0,
    {TABLE_ARG, {"columns", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "column names"}, {NULL}}},
   {"where", "table", "Keep the rows whose column compares true with a value.",
    "Numbers compare with numbers and strings with strings; a row holding the other kind is left out "
    "(except by !=).",
-   "where results mode \"==\" \"qat\"\nwhere results accuracy \">\" 0.8", cmd_where, 0,
+   "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nwhere results mode \"==\" \"qat\"\nwhere results accuracy \">\" 0.8", cmd_where, 0,
    {TABLE_ARG,
     {"column", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "the column to test"},
     {"op", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the comparison", comparisons},
     {"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "the value to compare with"},
     {NULL}}},
-  {"sort", "table", "Sort the rows of a table by a column (stable).", "", "sort results by=accuracy desc=true",
+  {"sort", "table", "Sort the rows of a table by a column (stable).", "", "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nsort results by=accuracy desc=true",
    cmd_sort, 0,
    {TABLE_ARG, {"by", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the column to sort by"},
     {"desc", SL_ARG_BOOL, 0, "false", "largest first"}, {NULL}}},
   {"group", "table", "Summarise a numeric column per value of another: n, min, median, mean, std, max.",
-   "std is the sample standard deviation (n - 1 in the denominator).", "group timings by=kernel of=seconds",
+   "std is the sample standard deviation (n - 1 in the denominator).", "timings = table kernel=[\"naive\", \"blas\", \"naive\", \"blas\"] seconds=[0.9, 0.1, 1.1, 0.12]\ngroup timings by=kernel of=seconds",
    cmd_group, 0,
    {TABLE_ARG, {"by", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the column whose values form the groups"},
     {"of", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the numeric column to summarise"}, {NULL}}},
   {"summary", "table", "Summarise a numeric column: a record of n, min, median, mean, std, max.", "",
-   "(summary timings seconds).median", cmd_summary, 0,
+   "timings = table kernel=[\"naive\", \"blas\", \"naive\", \"blas\"] seconds=[0.9, 0.1, 1.1, 0.12]\n(summary timings seconds).median", cmd_summary, 0,
    {TABLE_ARG, {"column", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "the numeric column"},
     {NULL}}},
   {NULL},

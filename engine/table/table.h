@@ -49,5 +49,7 @@ int slT_arg_column(sl_Call *call, slT_Table *t, const char *arg);
 /* CSV (RFC 4180 quoting). Writing goes to a temporary name, then renames. */
 int slT_write_csv(const slT_Table *t, const char *path, char *err, size_t errlen);
 slT_Table *slT_read_csv(const char *path, char *err, size_t errlen);
+/* CSV text already in memory (`path` only names it in errors) */
+slT_Table *slT_parse_csv(const char *text, size_t len, const char *path, char *err, size_t errlen);
 
 #endif
