@@ -248,7 +248,61 @@ static int table_field(void *data, const char *name, sl_Value *out) {
 
 static const char *const table_fields[] = {"nrows", "ncols", "columns", NULL};
 
-const sl_Class slT_class = {"table", table_free, table_show, table_field, table_fields};
+/* Shipping and saving: column names, timing marks, then every cell as an
+** encoded value (nil for a missing one). */
+static int table_encode(void *data, slU_Text *out, char *err, size_t errlen) {
+  slT_Table *t = data;
+  slU_put_u64(out, t->ncols);
+  slU_put_u64(out, t->nrows);
+  for (size_t c = 0; c < t->ncols; c++) {
+    slU_put_str(out, t->names[c]);
+    slU_put_u8(out, t->timing[c]);
+  }
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols; c++)
+      if (sl_encode(slT_get(t, r, c), out, err, errlen) != 0) return -1;
+  return 0;
+}
+
+/* one encoded value at the reader's position: its length, found by decoding */
+static int next_cell(slU_Reader *r, sl_Value *v, char *err, size_t errlen) {
+  /* cells are scalars: a tag byte, then 0, 1, 8 or 8 + length bytes */
+  size_t start = r->at, len;
+  unsigned tag = slU_get_u8(r);
+  if (tag == 'n') len = 1;
+  else if (tag == 'b') len = 2;
+  else if (tag == 'd') len = 9;
+  else if (tag == 's') len = 9 + (size_t)slU_get_u64(r);
+  else return snprintf(err, errlen, "a table cell is not a number or a string"), -1;
+  if (r->bad || len > r->n - start) return snprintf(err, errlen, "the table is truncated"), -1;
+  r->at = start + len;
+  return sl_decode(r->p + start, len, v, err, errlen);
+}
+
+static void *table_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  slU_Reader r = {bytes, n, 0, 0};
+  uint64_t ncols = slU_get_u64(&r), nrows = slU_get_u64(&r);
+  if (r.bad || ncols > n || nrows > n) return snprintf(err, errlen, "the table is truncated"), NULL;
+  slT_Table *t = slT_new();
+  for (uint64_t c = 0; c < ncols; c++) {
+    char name[256];
+    slU_get_str(&r, name, sizeof name);
+    int col = slT_add_column(t, name);
+    if (slU_get_u8(&r)) slT_mark_timing(t, col);
+  }
+  for (uint64_t row = 0; row < nrows && !r.bad; row++) {
+    size_t at = slT_add_row(t);
+    for (uint64_t c = 0; c < ncols; c++) {
+      sl_Value v;
+      if (next_cell(&r, &v, err, errlen) != 0) return slT_free(t), NULL;
+      slT_set(t, at, c, v);
+    }
+  }
+  if (r.bad || r.at != n) return slT_free(t), snprintf(err, errlen, "the table is truncated or too long"), NULL;
+  return t;
+}
+
+const sl_Class slT_class = {"table", table_free, table_show, table_field, table_fields, table_encode, table_decode};
 
 sl_Value slT_value(slT_Table *t) { return sl_object_new(&slT_class, t); }
 slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }
