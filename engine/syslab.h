@@ -293,6 +293,7 @@ extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, 
 extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
+extern const sl_Domain slS_domain;   /* engine/search/commands.c: studies, samplers, pruning of trials */
 
 /* the domains in layer order: i = 0, 1, ... until NULL */
 const sl_Domain *sl_domain_at(size_t i);

@@ -614,20 +614,18 @@ void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask
   free(order);
 }
 
-void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask) {
+/* numpy RandomState(seed).permutation(n)[:k] (numerics §4 decision 6) */
+void slQ_prune_random_stream(slM_Mt *rng, size_t n, double sparsity, unsigned char *mask) {
   size_t *perm = malloc((n ? n : 1) * sizeof *perm);
   for (size_t i = 0; i < n; i++) perm[i] = i, mask[i] = 1;
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = n; i > 1; i--) {  /* Fisher-Yates with splitmix64 */
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    size_t j = (size_t)(z % i), t = perm[i - 1];
-    perm[i - 1] = perm[j];
-    perm[j] = t;
-  }
+  slM_mt_shuffle(rng, perm, n);
   size_t k = prune_count(n, sparsity);
   for (size_t i = 0; i < k && i < n; i++) mask[perm[i]] = 0;
   free(perm);
+}
+
+void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask) {
+  slM_Mt rng;
+  slM_mt_seed(&rng, (uint32_t)seed);
+  slQ_prune_random_stream(&rng, n, sparsity, mask);
 }

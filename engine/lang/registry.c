@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* in the order of the layers: lang, table (and plotting on it), graph, compress */
-static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slM_domain, &slQ_domain};
+/* in the order of the layers: lang, table (and plotting on it), graph, compress, search */
+static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slM_domain, &slQ_domain, &slS_domain};
 
 #define NDOMAINS (sizeof domains / sizeof domains[0])
 
