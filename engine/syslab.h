@@ -360,6 +360,17 @@ void sl_clear_interrupt(void);
 /* the error a command returns when it stops on interrupt */
 int sl_interrupted_error(sl_Call *call);
 
+/* --------------------------------------------------------- distributed runs */
+
+/* This process's rank in an mpirun job (from the launcher's environment,
+** without starting MPI); 0 in a plain run. `syslab run` prints from rank 0. */
+int sl_job_rank(void);
+/* Ends MPI in a process that used it; call once before exit. */
+void sl_job_end(void);
+/* `syslab worker`: a process a notebook's search started (workers=N); runs
+** the trials it is handed, then exits. */
+int sl_worker_main(void);
+
 /* -------------------------------------------------------------- interpreter */
 
 typedef struct sl_State sl_State;

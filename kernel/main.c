@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "kernel") == 0) return slk_kernel_main(argc - 1, argv + 1);
   if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) return slR_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

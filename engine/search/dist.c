@@ -27,7 +27,7 @@
 
 #include "dist.h"
 
-enum { TAG_HELLO = 11, TAG_TASK, TAG_RESULT, TAG_BEAT, TAG_STOP };
+enum { TAG_HELLO = 11, TAG_TASK, TAG_RESULT, TAG_BEAT, TAG_STOP, TAG_ASK, TAG_ANSWER };
 
 /* ------------------------------------------------------------ the process */
 
@@ -270,8 +270,8 @@ static int feed(Coord *c, int r, int *exhausted) {
   return 1;
 }
 
-int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, const void *final, size_t final_n,
-                        slS_FarmStats *stats, char *err, size_t errlen) {
+int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_FarmStats *stats, char *err,
+                        size_t errlen) {
   const slD_Transport *t = slS_transport(err, errlen);
   if (!t) return -1;
   slS_FarmStats scratch;
@@ -297,6 +297,11 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, const
         w->joined = 1;
       } else if (tag == TAG_BEAT) {
         send_msg(t, g, src_rank, TAG_BEAT, farm, 0, NULL, 0, c.timeout);
+      } else if (tag == TAG_ASK) {
+        slU_Text answer = {0};
+        if (src->ask) src->ask(src->ud, id, payload, n, &answer);
+        send_msg(t, g, src_rank, TAG_ANSWER, farm, id, answer.s ? answer.s : "", answer.n, c.timeout);
+        free(answer.s);
       } else if (tag == TAG_RESULT) {
         if (w->busy && w->id == id) w->busy = 0;
         if (tasks_find(&c.running, id)) {
@@ -333,6 +338,10 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, const
     else idle(&wait);
   }
   /* STOP to every worker that joined; late joiners get it when they say HELLO */
+  slU_Text fin = {0};
+  if (src->final) src->final(src->ud, rc, &fin);
+  const char *final = fin.s ? fin.s : "";
+  size_t final_n = fin.n;
   double deadline = now() + c.timeout;
   for (long wait = 20;;) {
     int pending = 0;
@@ -361,6 +370,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, const
     if (got) wait = 20;
     else idle(&wait);
   }
+  free(fin.s);
   for (size_t i = 0; i < c.running.n; i++) free(c.running.items[i].bytes);
   free(c.running.items);
   free(c.requeue);
@@ -415,6 +425,27 @@ static void *beat_thread(void *arg) {
   return NULL;
 }
 
+/* the task a worker runs now, for slS_farm_ask */
+static struct {
+  const slD_Transport *t;
+  slD_Group *g;
+  int farm;
+  long id;
+  double timeout;
+} current;
+
+int slS_farm_ask(const char *q, size_t n, char **answer, size_t *answer_n, char *err, size_t errlen) {
+  if (!current.g) return snprintf(err, errlen, "no task is running on this worker"), -1;
+  if (send_msg(current.t, current.g, 0, TAG_ASK, current.farm, current.id, q, n, current.timeout) != 0)
+    return snprintf(err, errlen, "the coordinator (rank 0) did not take a question within %.0f s", current.timeout), -1;
+  for (long wait = 20;;) {  /* the BEAT thread ends the process if the coordinator dies */
+    int src, tag;
+    long id;
+    if (recv_msg(current.t, current.g, 0, TAG_ANSWER, current.farm, &src, &tag, &id, answer, answer_n)) return 0;
+    idle(&wait);
+  }
+}
+
 int slS_farm_work(slD_Group *g, int farm, slS_TaskFn fn, void *ud, char **final, size_t *final_n, char *err,
                   size_t errlen) {
   const slD_Transport *t = slS_transport(err, errlen);
@@ -446,7 +477,9 @@ int slS_farm_work(slD_Group *g, int farm, slS_TaskFn fn, void *ud, char **final,
     }
     if (recv_msg(t, g, 0, TAG_TASK, farm, &src, &tag, &id, &payload, &n)) {
       slU_Text result = {0};
+      current.t = t, current.g = g, current.farm = farm, current.id = id, current.timeout = timeout;
       fn(ud, id, payload, n, &result);
+      current.g = NULL;
       free(payload);
       if (send_msg(t, g, 0, TAG_RESULT, farm, id, result.s ? result.s : "", result.n, timeout) != 0) {
         free(result.s);

@@ -8,8 +8,8 @@
 ** result. What it adds to the transport is the protocol of mpi/transport.h
 ** made safe against dying peers:
 **
-**   worker -> coordinator   HELLO once, RESULT per task, BEAT every beat interval
-**   coordinator -> worker   TASK, BEAT (the answer to a BEAT), STOP with a final payload
+**   worker -> coordinator   HELLO once, RESULT per task, ASK during a task, BEAT every beat interval
+**   coordinator -> worker   TASK, ANSWER to an ASK, BEAT (the answer to a BEAT), STOP with a final payload
 **
 ** A worker silent for longer than the timeout, or one a TASK cannot reach,
 ** is dead: its task goes back to the queue with the same id and bytes (the
@@ -56,6 +56,11 @@ typedef struct slS_FarmSource {
   int (*done)(void *ud, long id, const char *result, size_t n, char *err, size_t errlen);
   /* optional: a worker was declared dead and its task re-queued */
   void (*lost)(void *ud, int rank, long id);
+  /* optional: a question a worker asks while it runs task id (slS_farm_ask);
+  ** the answer goes back to it */
+  void (*ask)(void *ud, long id, const char *q, size_t n, slU_Text *answer);
+  /* optional: the payload every worker receives at the end (rc: 0, or -1) */
+  void (*final)(void *ud, int rc, slU_Text *out);
 } slS_FarmSource;
 
 typedef struct slS_FarmStats {
@@ -64,11 +69,11 @@ typedef struct slS_FarmStats {
 } slS_FarmStats;
 
 /* Rank 0: runs the farm over every other rank of g until next() says -1
-** and every result is in, then sends `final` (n bytes) to every worker that
+** and every result is in, then sends final()'s payload to every worker that
 ** joined, waiting up to the timeout for those that have not. 0, or -1 with
 ** err (every worker died, done() failed, interrupted). */
-int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, const void *final, size_t final_n,
-                        slS_FarmStats *stats, char *err, size_t errlen);
+int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_FarmStats *stats, char *err,
+                        size_t errlen);
 
 /* Evaluates a task: appends the result to *result; a failure is part of
 ** the result (the caller's encoding), not of the protocol. */
@@ -78,5 +83,9 @@ typedef void (*slS_TaskFn)(void *ud, long id, const char *task, size_t n, slU_Te
 ** the coordinator's final payload in *final (malloc'd), or -1 with err. */
 int slS_farm_work(slD_Group *g, int farm, slS_TaskFn fn, void *ud, char **final, size_t *final_n, char *err,
                   size_t errlen);
+
+/* Inside a task on a worker: asks the coordinator (its source's ask) and
+** waits for the answer: 0 and a malloc'd answer, or -1 with err. */
+int slS_farm_ask(const char *q, size_t n, char **answer, size_t *answer_n, char *err, size_t errlen);
 
 #endif

@@ -50,6 +50,14 @@ static int task_done(void *ud, long id, const char *result, size_t n, char *err,
 
 static void task_lost(void *ud, int rank, long id) { ((Source *)ud)->lost_task = id; }
 
+/* a question during a task: the coordinator squares the number asked */
+static void ask_square(void *ud, long id, const char *q, size_t n, slU_Text *answer) {
+  long x = atol(q);
+  slU_add(answer, "%ld", x * x);
+}
+
+static void say_bye(void *ud, int rc, slU_Text *out) { slU_add(out, "bye"); }
+
 static int kill_rank = -1;
 static int my_rank;
 
@@ -57,17 +65,26 @@ static void run_task(void *ud, long id, const char *task, size_t n, slU_Text *re
   if (my_rank == kill_rank && id == KILL_TASK) raise(SIGKILL);
   struct timespec t = {0, 20 * 1000 * 1000};
   nanosleep(&t, NULL);
-  slU_add(result, "%ld", f(atol(task)));
+  /* f(i) = 7 i^2 + 3, with i^2 asked of the coordinator */
+  char q[32], *answer, err[256];
+  size_t an;
+  snprintf(q, sizeof q, "%ld", atol(task));
+  if (slS_farm_ask(q, strlen(q), &answer, &an, err, sizeof err) != 0) {
+    slU_add(result, "-1");
+    return;
+  }
+  slU_add(result, "%ld", atol(answer) * 7 + 3);
+  free(answer);
 }
 
 /* the coordinator's side: prints one line the parent test reads */
 static int coordinate(slD_Group *g) {
   Source s = {0};
   s.lost_task = -1;
-  slS_FarmSource src = {&s, next_task, task_done, task_lost};
+  slS_FarmSource src = {&s, next_task, task_done, task_lost, ask_square, say_bye};
   slS_FarmStats st;
   char err[512];
-  int rc = slS_farm_coordinate(g, 1, &src, "bye", 3, &st, err, sizeof err);
+  int rc = slS_farm_coordinate(g, 1, &src, &st, err, sizeof err);
   int wrong = 0;
   for (long i = 0; i < NTASKS; i++) wrong += s.seen[i] != 1 || s.results[i] != f(i);
   printf("farm rc=%d tasks=%ld wrong=%d dead=%d requeued=%ld lost_task=%ld %s\n", rc, st.tasks, wrong, st.dead,
