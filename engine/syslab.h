@@ -365,8 +365,9 @@ int sl_interrupted_error(sl_Call *call);
 /* This process's rank in an mpirun job (from the launcher's environment,
 ** without starting MPI); 0 in a plain run. `syslab run` prints from rank 0. */
 int sl_job_rank(void);
-/* Ends MPI in a process that used it; call once before exit. */
-void sl_job_end(void);
+/* Ends MPI in a process that used it; call once before exiting with
+** `status` (which it exits with itself if a dead peer blocks the end). */
+void sl_job_end(int status);
 /* `syslab worker`: a process a notebook's search started (workers=N); runs
 ** the trials it is handed, then exits. */
 int sl_worker_main(void);

@@ -197,6 +197,6 @@ int slk_run_main(int argc, char **argv) {
                                                               : run_code(S, &term, &host, code, path);
   sl_free(S);
   free(code);
-  sl_job_end();
+  sl_job_end(rc == 0 ? 0 : 1);
   return rc == 0 ? 0 : 1;
 }

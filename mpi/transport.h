@@ -48,8 +48,10 @@ typedef struct slD_Transport {
   int (*poll)(slD_Group *g, int from, int tag, int *src, int *got_tag, void **data, size_t *n);
   /* leaves the group (a spawned group is disconnected; the world is kept) */
   void (*close)(slD_Group *g);
-  /* MPI_Finalize, once, at exit of a process that used MPI */
-  void (*finalize)(void);
+  /* MPI_Finalize, once, at exit of a process that used MPI. Finalising
+  ** waits for every process of the job, and one may have died: after
+  ** `timeout` seconds the process exits with `status` instead of hanging. */
+  void (*finalize)(double timeout, int status);
 } slD_Transport;
 
 /* the module's one exported symbol */

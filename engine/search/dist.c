@@ -39,17 +39,29 @@ static int env_int(const char *const *names, int otherwise) {
   return otherwise;
 }
 
+/* Read once, at the first question, before this process may have started
+** MPI itself: a singleton (a kernel that spawned workers) has PMIx
+** variables of its own and is still no mpirun job. */
+static int env_rank = -1, env_size = -1;
+
+static void read_env(void) {
+  static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
+  static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+  if (env_size >= 0) return;
+  env_rank = env_int(ranks, 0);
+  env_size = env_int(sizes, 1);
+  /* PMIx gives the rank but not always the size: a rank means a job */
+  if (env_size == 1 && getenv("PMIX_RANK")) env_size = 2;
+}
+
 int slS_env_rank(void) {
-  static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
-  return env_int(names, 0);
+  read_env();
+  return env_rank;
 }
 
 int slS_env_size(void) {
-  static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
-  int n = env_int(names, 1);
-  /* PMIx gives the rank but not always the size: a rank means a job */
-  if (n == 1 && getenv("PMIX_RANK")) n = 2;
-  return n;
+  read_env();
+  return env_size;
 }
 
 double slS_timeout(void) {
@@ -82,6 +94,7 @@ const slD_Transport *slS_transport(char *err, size_t errlen) {
 #ifdef SYSLAB_HAVE_MPI
   static const slD_Transport *t;
   static char why[PATH_MAX + 1024];
+  read_env();  /* before MPI can change the environment */
   if (t) return t;
   if (why[0]) return snprintf(err, errlen, "%s", why), NULL;
   char path[PATH_MAX + 64];

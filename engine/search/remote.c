@@ -185,9 +185,10 @@ static int next_trial(void *ud, long *id, slU_Text *task) {
   if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) return -1;
   if (c->deadline > 0 && now() >= c->deadline) return -1;
   if (c->finished == 0 && k > 0) return 0;  /* the first trial runs alone: it builds the space */
-  int seen = learns(st) ? k - c->workers + 1 : k;  /* trials 0..seen-1 are what the sampler sees */
+  /* TPE and NSGA-II see trials 0..seen-1, finished, and nothing later */
+  int seen = learns(st) ? k - c->workers + 1 : k;
   if (seen < 0) seen = 0;
-  for (int i = 0; i < seen; i++)
+  for (int i = 0; learns(st) && i < seen; i++)
     if (st->trials[i].state == SLS_RUNNING) return 0;
   slS_Trial *t = slS_trial_new(st);
   slS_before_trial(st, t);
@@ -279,8 +280,13 @@ static void answer(void *ud, long id, const char *q, size_t n, slU_Text *out) {
     double v = 0;
     slS_Trial *t = &st->trials[id];
     if (p >= 0 && !slS_trial_param(t, p, &v)) {
-      if (slS_sample(st, t, p, &v, err, sizeof err) == 0) slS_trial_set_param(t, p, v);
-      else p = -1;
+      if (slS_sample(st, t, p, &v, err, sizeof err) == 0) {
+        slS_trial_set_param(t, p, v);
+        t->draws[0] = st->rng.draws;  /* the streams after this trial's draws, for the journal */
+        t->draws[1] = st->rng2.draws;
+      } else {
+        p = -1;
+      }
     }
     if (p < 0) {
       slU_put_u8(out, 'E');
@@ -580,15 +586,15 @@ int sl_worker_main(void) {
   sl_release(ctx);
   sl_free(S);
   t->close(g);
-  t->finalize();
+  t->finalize(slS_timeout(), rc == 0 ? 0 : 1);
   return rc == 0 ? 0 : 1;
 }
 
-void sl_job_end(void) {
+void sl_job_end(int status) {
   char err[256];
   if (farms > 0 || slS_env_size() > 1) {
     const slD_Transport *t = slS_transport(err, sizeof err);
-    if (t) t->finalize();
+    if (t) t->finalize(slS_timeout(), status);
   }
 }
 

@@ -113,7 +113,7 @@ static int job_main(void) {
   const slD_Transport *t = slS_transport(err, sizeof err);
   my_rank = t->rank(g);
   int rc = my_rank == 0 ? coordinate(g) : work(g);
-  t->finalize();
+  t->finalize(10, rc);
   return rc;
 }
 
@@ -129,7 +129,7 @@ static int spawned_main(void) {
   my_rank = t->rank(g);
   int rc = work(g);
   t->close(g);
-  t->finalize();
+  t->finalize(10, rc);
   return rc;
 }
 
@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
   RUN(test_spawned_workers);
   char err[512];
   const slD_Transport *t = slS_transport(err, sizeof err);
-  if (t) t->finalize();
+  if (t) t->finalize(10, 0);
 #else
   check_skip("test_farm", "this build has no MPI (libopenmpi-dev not found by CMake)");
 #endif
