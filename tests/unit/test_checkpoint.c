@@ -154,7 +154,8 @@ static void test_bad_files_refused(void) {
   write_bytes(bad, bytes, n);
   CHECK_CONTAINS(run(S, code), "is damaged: its checksum does not match");
   /* a foreign file */
-  write_bytes(bad, "PK\003\004 not ours at all", 22);
+  static const char foreign[] = "PK\003\004 not ours at all";
+  write_bytes(bad, foreign, sizeof foreign - 1);
   CHECK_CONTAINS(run(S, code), "is not a syslab file");
   snprintf(code, sizeof code, "x = load \"%s/missing.slm\"", tmpdir);
   CHECK_CONTAINS(run(S, code), "cannot open");
