@@ -225,11 +225,13 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
   Coord *c = ud;
   slS_Study *st = c->st;
   if (id < 0 || id >= st->ntrials) return 0;
-  slU_Reader r = {result, n, 0, 0};
-  if (n > 0 && result[0] == 'X') {  /* the worker hit an error that stops the search */
-    snprintf(err, errlen, "%.*s", (int)(n - 1), result + 1);
+  /* 'T' and the trial, or 'X' and the error that stops the search */
+  if (n == 0 || result[0] != 'T') {
+    snprintf(err, errlen, "%.*s", n > 1 ? (int)(n - 1) : 0, n > 1 ? result + 1 : "");
+    if (!err[0]) snprintf(err, errlen, "a worker sent an empty result for trial %ld", id);
     return -1;
   }
+  slU_Reader r = {result + 1, n - 1, 0, 0};
   slS_Trial *t = &st->trials[id];
   int number = t->number;
   uint64_t draws[2] = {t->draws[0], t->draws[1]};
@@ -465,6 +467,7 @@ static void run_task(void *ud, long id, const char *task, size_t n, slU_Text *re
             S->err->evalue ? S->err->evalue : "");
     return;
   }
+  slU_put_u8(result, 'T');
   put_trial(result, &w->st->trials[w->st->ntrials - 1]);
   slS_trial_drop_last(w->st);
 }
