@@ -1,6 +1,6 @@
 """Scale-out figures, in one run (docs/scaling.md records them):
 
-    make build && python3 bench/scale_bench.py [--trials 16] [--cpu 0.5]
+    make build && python3 bench/scale_bench.py [--trials 32] [--cpu 0.5]
 
 1. Throughput: a random search whose trials each burn --cpu seconds of CPU
    (an interpreter loop, calibrated first), run serially (`syslab run`), and
@@ -63,7 +63,7 @@ def run(cmd):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=16)
+    ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--cpu", type=float, default=0.5)
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} (2 cores)")

@@ -184,7 +184,9 @@ static int next_trial(void *ud, long *id, slU_Text *task) {
   if (k >= c->trials || c->err[0]) return -1;
   if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) return -1;
   if (c->deadline > 0 && now() >= c->deadline) return -1;
-  if (c->finished == 0 && k > 0) return 0;  /* the first trial runs alone: it builds the space */
+  /* The first trial runs alone: it builds the space, and its draws come
+  ** first in the stream. A grid draws nothing: its points are the trial's. */
+  if (c->finished == 0 && k > 0 && st->sampler != SLS_GRID) return 0;
   /* TPE and NSGA-II see trials 0..seen-1, finished, and nothing later */
   int seen = learns(st) ? k - c->workers + 1 : k;
   if (seen < 0) seen = 0;
