@@ -371,6 +371,18 @@ void sl_job_end(int status);
 /* `syslab worker`: a process a notebook's search started (workers=N); runs
 ** the trials it is handed, then exits. */
 int sl_worker_main(void);
+/* The number of processes in this mpirun job (1 in a plain run). */
+int sl_job_size(void);
+/* Spreads n tasks (byte strings) over the ranks of an mpirun job, for the
+** drivers (`syslab report` under mpirun): rank 0 hands them out and gets
+** each result through done(), in the order they finish; the other ranks
+** run them with run() and then return 1 (their part is over). A dead rank's
+** task is run by another. Rank 0 returns 0 once every result is in, or -1
+** with err. */
+typedef void (*sl_TaskRun)(void *ud, long id, const char *task, size_t n, slU_Text *result);
+typedef void (*sl_TaskDone)(void *ud, long id, const char *result, size_t n);
+int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
+                char *err, size_t errlen);
 
 /* -------------------------------------------------------------- interpreter */
 

@@ -61,7 +61,11 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
-  if (strcmp(cmd, "report") == 0) return slR_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) {
+    int rc = slR_main(argc - 1, argv + 1);
+    sl_job_end(rc);  /* under mpirun the notebooks were spread over the ranks */
+    return rc;
+  }
   if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
   usage(stderr);

@@ -604,3 +604,50 @@ void sl_job_end(int status) {
 }
 
 int sl_job_rank(void) { return slS_env_rank(); }
+
+int sl_job_size(void) { return slS_env_size(); }
+
+/* ------------------------------------------------- a farm for the drivers */
+
+typedef struct {
+  size_t n, next;
+  char *const *tasks;
+  const size_t *lens;
+  sl_TaskDone done;
+  void *ud;
+} Plain;
+
+static int plain_next(void *ud, long *id, slU_Text *task) {
+  Plain *p = ud;
+  if (p->next >= p->n) return -1;
+  *id = (long)p->next;
+  slU_add_len(task, p->tasks[p->next], p->lens[p->next]);
+  p->next++;
+  return 1;
+}
+
+static int plain_done(void *ud, long id, const char *result, size_t n, char *err, size_t errlen) {
+  Plain *p = ud;
+  p->done(p->ud, id, result, n);
+  return 0;
+}
+
+int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
+                char *err, size_t errlen) {
+  slD_Group *g = slS_world(err, errlen);
+  if (!g) {
+    if (!err[0]) snprintf(err, errlen, "this is not an mpirun job");
+    return -1;
+  }
+  int farm = ++farms;
+  if (slS_transport(err, errlen)->rank(g) != 0) {
+    char *final;
+    size_t fn;
+    int rc = slS_farm_work(g, farm, run, ud, &final, &fn, err, errlen);
+    free(final);
+    return rc == 0 ? 1 : -1;
+  }
+  Plain p = {n, 0, tasks, lens, done, ud};
+  slS_FarmSource src = {&p, plain_next, plain_done, NULL, NULL, NULL};
+  return slS_farm_coordinate(g, farm, &src, NULL, err, errlen);
+}

@@ -206,3 +206,32 @@ def test_notebook_search_with_two_workers(syslab_bin, kernel, tmp_path):
     strip = lambda text: [line.split()[:-1] for line in text.splitlines()]  # without the seconds column
     assert strip(par) == strip(out)
     assert len(strip(out)) == 8  # header, 6 trials, row count
+
+
+REPORT_NBS = ["tests/report/report_test.ipynb", "tests/report/second.ipynb", "notebooks/example.ipynb"]
+
+
+def strip_timing(md):
+    import re
+    return re.sub(r'<span class="syslab-timing">[^<]*</span>', "T", md)
+
+
+def test_parallel_reports_equal_the_serial_report(syslab_bin, tmp_path):
+    from conftest import ROOT
+    nbs = [str(ROOT / p) for p in REPORT_NBS]
+    outs = {}
+    for name, cmd in [("serial", [SYSLAB_BIN, "report"]), ("j2", [SYSLAB_BIN, "report", "-j", "2"]),
+                      ("mpi", MPI + ["-n", "3", SYSLAB_BIN, "report"])]:
+        out = tmp_path / name
+        r = subprocess.run(cmd + nbs + ["-o", str(out), "--no-pdf", "--no-cache"], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == str(out / "report.md")  # printed once, by rank 0
+        outs[name] = out
+    want = strip_timing((outs["serial"] / "report.md").read_text())
+    for name in ("j2", "mpi"):
+        assert strip_timing((outs[name] / "report.md").read_text()) == want, name
+        for fig in (outs["serial"] / "figures").iterdir():
+            assert (outs[name] / "figures" / fig.name).read_bytes() == fig.read_bytes()
+        assert sorted(p.name for p in (outs[name] / "notebooks").iterdir()) == \
+            sorted(p.name for p in (outs["serial"] / "notebooks").iterdir())
