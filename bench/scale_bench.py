@@ -65,29 +65,34 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--cpu", type=float, default=0.5)
+    ap.add_argument("--iters", type=int, default=0, help="loop iterations per trial (skips the calibration)")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} (2 cores)")
     tmp = tempfile.mkdtemp()
     # calibrate the loop to --cpu seconds of CPU per trial
-    iters = 100000
-    _, _, cpu = run([SYSLAB, "run", script(tmp, 4, iters)])
-    iters = int(iters * args.cpu / (cpu / 4))
-    _, _, cpu = run([SYSLAB, "run", script(tmp, 4, iters)])
-    print(f"calibration: {iters} loop iterations = {cpu / 4:.3f} s CPU per trial")
+    def per_trial(iters):  # CPU of 4 more trials, so that process start-up cancels out
+        _, _, a = run([SYSLAB, "run", script(tmp, 4, iters)])
+        _, _, b = run([SYSLAB, "run", script(tmp, 8, iters)])
+        return (b - a) / 4
+
+    iters = args.iters or 200000
+    for _ in range(0 if args.iters else 2):
+        iters = int(iters * args.cpu / per_trial(iters))
+    print(f"calibration: {iters} loop iterations = {per_trial(iters):.3f} s CPU per trial")
 
     path = script(tmp, args.trials, iters)
     rows = []
     for label, cmd in [("serial (syslab run)", [SYSLAB, "run", path]),
                        ("mpirun -n 2 (1 worker)", MPI + ["-n", "2", SYSLAB, "run", path]),
                        ("mpirun -n 3 (2 workers)", MPI + ["-n", "3", SYSLAB, "run", path])]:
-        wall, search_wall, _ = run(cmd)
-        rows.append((label, wall, search_wall))
+        wall, search_wall, cpu = run(cmd)
+        rows.append((label, wall, search_wall, cpu))
     base = rows[0][2]
     print(f"\n{args.trials} trials of {args.cpu} s CPU (random sampler):\n")
-    print("| run | search wall (s) | trials/s | vs serial | process wall (s) |")
-    print("|---|---:|---:|---:|---:|")
-    for label, wall, sw in rows:
-        print(f"| {label} | {sw:.2f} | {args.trials / sw:.3f} | {base / sw:.2f}x | {wall:.2f} |")
+    print("| run | search wall (s) | trials/s | vs serial | process wall (s) | CPU, every process (s) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, wall, sw, cpu in rows:
+        print(f"| {label} | {sw:.2f} | {args.trials / sw:.3f} | {base / sw:.2f}x | {wall:.2f} | {cpu:.2f} |")
 
     n = 1000
     path = script(tmp, n, 1, journal=True)
