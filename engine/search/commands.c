@@ -448,6 +448,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     sl_progress_update(bar, st->ntrials, detail);
   }
   sl_progress_end(bar);
+  st->elapsed = now() - start;
   if (saved.type != SL_NIL) sl_setvar(call, "trial", saved);
   else sl_unsetvar(call, "trial");
   if (stopped) {

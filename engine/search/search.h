@@ -93,6 +93,7 @@ typedef struct slS_Study {
   /* run */
   char *journal;
   double seconds;           /* wall time of every trial together */
+  double elapsed;           /* wall time of the search command, sampling and bookkeeping included */
 } slS_Study;
 
 extern const sl_Class slS_study_class;

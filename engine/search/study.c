@@ -374,6 +374,7 @@ static int study_field(void *data, const char *name, sl_Value *out) {
   if (strcmp(name, "failed") == 0) return *out = sl_number(c[SLS_FAILED]), 0;
   if (strcmp(name, "sampler") == 0) return *out = sl_string(slS_sampler_name(st->sampler)), 0;
   if (strcmp(name, "seconds") == 0) return *out = sl_number(st->seconds), 0;
+  if (strcmp(name, "elapsed") == 0) return *out = sl_number(st->elapsed), 0;
   if (strcmp(name, "space") == 0) {
     *out = sl_record_new();
     for (int p = 0; p < st->nspace; p++) {
@@ -387,7 +388,7 @@ static int study_field(void *data, const char *name, sl_Value *out) {
 }
 
 static const char *const study_fields[] = {"trials", "running_best", "pareto", "best", "best_value", "best_params",
-                                           "best_trial", "n", "complete", "pruned", "failed", "sampler", "seconds",
+                                           "best_trial", "n", "complete", "pruned", "failed", "sampler", "seconds", "elapsed",
                                            "space", NULL};
 
 const sl_Class slS_study_class = {"study", study_free, study_show, study_field, study_fields};

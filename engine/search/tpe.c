@@ -19,6 +19,7 @@
 #include "search.h"
 
 #define PRIOR_WEIGHT 1.0
+#define LOG_SQRT_2PI 0.91893853320467267  /* log(sqrt(2 pi)), as Optuna's _norm_pdf_logC */
 
 /* ------------------------------------------------ the normal distribution */
 
@@ -83,12 +84,6 @@ static double truncnorm_ppf(double q, double a, double b) {
   return -ndtri_exp(logaddexp(log_ndtr(-b), log1p(-q) + log_gauss_mass(a, b)));
 }
 
-static double truncnorm_logpdf(double x, double a, double b, double loc, double scale) {
-  double z = (x - loc) / scale;
-  if (a == b) return NAN;
-  if (z < a || z > b) return -INFINITY;
-  return -(z * z) / 2.0 - log(sqrt(2 * M_PI)) - log_gauss_mass(a, b) - log(scale);
-}
 
 /* numpy's pairwise summation (np.sum over a contiguous axis): the same
 ** grouping gives the same rounding, so exact ties stay ties */
@@ -122,6 +117,7 @@ typedef struct {
   double *cat;        /* categorical: n x nchoices */
   int nchoices;
   double low, high, step;  /* in the transformed space; step 0: continuous */
+  double *logz, *logsigma, *logw;  /* per component, what does not depend on x */
 } Estimator;
 
 static void estimator_free(Estimator *e) {
@@ -129,6 +125,9 @@ static void estimator_free(Estimator *e) {
   free(e->mu);
   free(e->sigma);
   free(e->cat);
+  free(e->logz);
+  free(e->logsigma);
+  free(e->logw);
 }
 
 static int numeric_log(const slS_Dist *d) { return d->kind != SLS_CATEGORICAL && d->log; }
@@ -222,30 +221,41 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
     e->sigma[order[i]] = s < minsigma ? minsigma : s > maxsigma ? maxsigma : s;
   }
   e->sigma[k] = 1.0 * (high - low + step);  /* the prior is not clipped */
+  e->logz = malloc((size_t)m * sizeof *e->logz);
+  e->logsigma = malloc((size_t)m * sizeof *e->logsigma);
+  e->logw = malloc((size_t)m * sizeof *e->logw);
+  for (int c = 0; c < m; c++) {
+    e->logz[c] = log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
+    e->logsigma[c] = log(e->sigma[c]);
+    e->logw[c] = log(e->w[c]);
+  }
   free(order);
   free(ends);
   free(sorted_sigma);
 }
 
+/* log l(x): the log-sum-exp over components of log w + log p(x); the
+** terms that do not depend on x were computed once (build) */
 static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
   double *terms = malloc((size_t)e->n * sizeof *terms), top = -INFINITY;
   for (int c = 0; c < e->n; c++) {
-    double lp;
+    double t;
     if (d->kind == SLS_CATEGORICAL) {
-      lp = log(e->cat[(size_t)c * (size_t)e->nchoices + (size_t)x]);
+      t = log(e->cat[(size_t)c * (size_t)e->nchoices + (size_t)x]) + log(e->w[c]);
     } else if (e->step == 0) {
-      lp = truncnorm_logpdf(x, (e->low - e->mu[c]) / e->sigma[c], (e->high - e->mu[c]) / e->sigma[c], e->mu[c], e->sigma[c]);
+      double z = (x - e->mu[c]) / e->sigma[c];
+      t = x < e->low || x > e->high ? -INFINITY : -(z * z) / 2.0 - LOG_SQRT_2PI - e->logz[c] - e->logsigma[c] + e->logw[c];
     } else {
       double lo = e->low - e->step / 2, hi = e->high + e->step / 2;
       double xl = fmax(x - e->step / 2, lo), xu = fmin(x + e->step / 2, hi);
-      lp = log_gauss_mass((xl - e->mu[c]) / e->sigma[c], (xu - e->mu[c]) / e->sigma[c]) -
-           log_gauss_mass((lo - e->mu[c]) / e->sigma[c], (hi - e->mu[c]) / e->sigma[c]);
+      t = log_gauss_mass((xl - e->mu[c]) / e->sigma[c], (xu - e->mu[c]) / e->sigma[c]) - e->logz[c] + e->logw[c];
     }
-    terms[c] = lp + log(e->w[c]);
-    if (terms[c] > top) top = terms[c];
+    terms[c] = t;
+    if (t > top) top = t;
   }
   if (isinf(top) && top < 0) top = 0;
-  for (int c = 0; c < e->n; c++) terms[c] = exp(terms[c] - top);
+  for (int c = 0; c < e->n; c++)  /* exp underflows to exactly 0 below -745.2: skip the call */
+    terms[c] = terms[c] - top < -746 ? 0.0 : exp(terms[c] - top);
   double sum = pairwise_sum(terms, e->n);
   free(terms);
   return log(sum) + top;
@@ -372,6 +382,7 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   ** then scored where they land: log of the snapped value */
   int count = st->ei_candidates;
   double *cand = malloc((size_t)count * sizeof *cand), *ext = malloc((size_t)count * sizeof *ext);
+  double *scores = malloc((size_t)count * sizeof *scores);
   sample(&lb, d, &st->rng, count, cand);
   int best = 0;
   double best_score = -INFINITY;
@@ -383,13 +394,22 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
       x = x < d->low ? d->low : x > d->high ? d->high : x;
     }
     ext[i] = x;
-    double at = numeric_log(d) ? log(x) : x;
-    double score = log_pdf(&lb, d, at) - log_pdf(&la, d, at);
+    double score;
+    int seen = -1;  /* snapped candidates repeat: a repeated value has the same score */
+    for (int j = 0; j < i && seen < 0; j++)
+      if (ext[j] == x) seen = j;
+    if (seen >= 0) {
+      score = scores[seen];
+    } else {
+      double at = numeric_log(d) ? log(x) : x;
+      score = log_pdf(&lb, d, at) - log_pdf(&la, d, at);
+    }
+    scores[i] = score;
     if (i == 0 || score > best_score) best_score = score, best = i;  /* argmax: the first of equals */
   }
   double x = ext[best];
   estimator_free(&lb);
   estimator_free(&la);
-  free(cand), free(ext), free(obs_b), free(obs_a), free(below);
+  free(cand), free(ext), free(scores), free(obs_b), free(obs_a), free(below);
   return x;
 }
