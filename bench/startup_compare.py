@@ -10,12 +10,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-import zmq
-from jupyter_client import BlockingKernelClient
-from jupyter_client.connect import write_connection_file
+from kernel_bench import launch_argv_time
 
 
 def version_time(binary):
@@ -25,27 +22,7 @@ def version_time(binary):
 
 
 def launch_time(binary):
-    with tempfile.TemporaryDirectory() as tmp:
-        conn, _ = write_connection_file(os.path.join(tmp, "conn.json"), ip="127.0.0.1")
-        ctx = zmq.Context()
-        ctx.setsockopt(zmq.RECONNECT_IVL, 1)
-        kc = BlockingKernelClient(connection_file=conn, context=ctx)
-        kc.load_connection_file()
-        kc.start_channels()
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([binary, "kernel", "-f", conn], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        kc.kernel_info()
-        while kc.get_shell_msg(timeout=60)["msg_type"] != "kernel_info_reply":
-            pass
-        elapsed = time.perf_counter() - t0
-        kc.shutdown()
-        kc.stop_channels()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        ctx.term()
-    return elapsed
+    return launch_argv_time([binary, "kernel", "-f", "{connection_file}"])
 
 
 def main():

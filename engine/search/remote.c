@@ -402,7 +402,11 @@ typedef struct {
 
 static Work *work;
 
-int slS_remote_trial(const slS_Trial *t) { return work && work->number >= 0 && t->number == work->number; }
+/* the trial this worker runs for the coordinator: the last of its study (a
+** search nested in the block has trials of its own, run here) */
+int slS_remote_trial(const slS_Trial *t) {
+  return work && work->number >= 0 && work->st->ntrials > 0 && t == &work->st->trials[work->st->ntrials - 1];
+}
 
 int slS_remote_sample(const char *name, const slS_Dist *d, double *internal, char *err, size_t errlen) {
   for (int i = 0; i < work->nknown; i++)
