@@ -9,6 +9,9 @@
 ** number), then the nodes with their metadata and pruning masks. Reading it
 ** back rebuilds the same structure and the same bits, and checks it with
 ** slM_verify, so a damaged body cannot produce a graph that crashes later.
+** Node transforms (quantisers, activation pruners) are written by their own
+** encode and read back by slM_transform_decode, both in compress/: the
+** graph stores their bytes without knowing what they mean.
 ** Optimiser state (Adam's m and v) travels with the weights: training a
 ** loaded model continues exactly as the original would.
 **
@@ -51,25 +54,21 @@ static slM_Tensor *get_tensor(slU_Reader *r) {
   return t;
 }
 
-static const char *transform_on(const slM_Node *n) {
-  const slM_NodeTransforms *c = &n->comp;
-  if (c->data_in) return c->data_in->name;
-  if (c->data_in_prune) return c->data_in_prune->name;
-  if (c->weight) return c->weight->name;
-  if (c->bias) return c->bias->name;
-  return NULL;
+/* the node's transforms, in a fixed order */
+static slM_Transform **slots(slM_Node *n, int k) {
+  slM_Transform **all[] = {&n->comp.data_in, &n->comp.data_in_prune, &n->comp.weight, &n->comp.bias};
+  return all[k];
 }
 
 int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen) {
-  for (int i = 0; i < g->n; i++) {
-    const char *t = transform_on(&g->nodes[i]);
-    if (t)
-      return snprintf(err, errlen,
-                      "node '%s' carries the transform %s; a model is saved with its graph, weights and pruning "
-                      "masks only: save it before quantising, and quantise after loading",
-                      g->nodes[i].name, t),
-             -1;
-  }
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < 4; k++) {
+      const slM_Transform *t = *slots(&g->nodes[i], k);
+      if (t && !t->encode)
+        return snprintf(err, errlen, "node '%s' carries the transform %s, which cannot be saved", g->nodes[i].name,
+                        t->name),
+               -1;
+    }
   slU_put_u32(out, GRAPH_FORMAT);
   slU_put_str(out, g->family);
   slU_put_str(out, g->description);
@@ -116,6 +115,15 @@ int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen
     slU_put_f32(out, n->p);
     slU_put_u8(out, n->comp.weight_mask != NULL);
     if (n->comp.weight_mask) slU_put_bytes(out, n->comp.weight_mask, n->params[0]->value->size);
+    for (int k = 0; k < 4; k++) {
+      const slM_Transform *t = *slots((slM_Node *)n, k);
+      slU_put_u8(out, t != NULL);
+      if (!t) continue;
+      slU_Text bytes = {0};
+      t->encode(t, &bytes);
+      slU_put_bytes(out, bytes.s, bytes.n);
+      free(bytes.s);
+    }
   }
   free(params);
   return 0;
@@ -194,6 +202,15 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
         return fail(g, params, (int)np, err, errlen, "a pruning mask does not fit its weight");
       n->comp.weight_mask = malloc(len);
       memcpy(n->comp.weight_mask, mask, len);
+    }
+    for (int k = 0; k < 4; k++) {
+      if (!slU_get_u8(&r)) continue;
+      size_t len;
+      const char *tb = slU_get_bytes(&r, &len);
+      char why[256];
+      slM_Transform *t = tb ? slM_transform_decode(tb, len, why, sizeof why) : NULL;
+      if (!t) return fail(g, params, (int)np, err, errlen, tb ? why : "the data is truncated");
+      *slots(n, k) = t;
     }
     if (r.bad) return fail(g, params, (int)np, err, errlen, "the data is truncated");
   }

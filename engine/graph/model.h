@@ -188,8 +188,8 @@ void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total);
 
 /* A model as bytes (graph/checkpoint.c): its structure, builder arguments,
 ** every parameter with its optimiser state, pruning masks and the dropout
-** random state, so that decode(encode(g)) runs bit for bit like g. Node
-** transforms (quantisers) are refused with a message naming the node. */
+** random state, and its node transforms (quantisers, activation pruners),
+** so that decode(encode(g)) runs bit for bit like g. */
 int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen);
 slM_Graph *slM_graph_decode(const char *bytes, size_t n, char *err, size_t errlen);
 /* the dataset's definition (not its numbers), and the set loaded again from it */

@@ -461,7 +461,7 @@ static const sl_Command slT_commands[] = {
   {"save", "table", "Save a value to a file: a table as CSV (name ending in .csv), or a model checkpoint, table, list...",
    "A name ending in .csv writes a table as CSV. Any other name writes a syslab file holding the value whole: a "
    "model with its graph, every weight with its optimiser state, pruning masks and the dropout random state, so "
-   "that the loaded model computes bit for bit the same (quantisers are not saved: quantise after loading); a data "
+   "that the loaded model computes bit for bit the same, quantisers and activation pruners included; a data "
    "set as its definition, loaded again from its files; tables, numbers, strings, lists and records as they are. "
    "Either way the file is written under a temporary name and renamed into place.",
    "save results \"results.csv\"\nsave m \"mlp.slm\"", cmd_save, 0,

@@ -154,18 +154,38 @@ def test_kill_9_coordinator_then_resume(syslab_bin, tmp_path):
 
 def test_unshippable_variable_named_before_any_trial(syslab_bin, tmp_path):
     path = tmp_path / "q.syslab"
-    path.write_text("""m = model mlp inputs=4 classes=2 hidden=[4]
-q = quantize_model m format=integer width=8 frac=4
+    path.write_text("""old = search trials=2 sampler=random { x = suggest "x" float 0 1
+  objective x }
 s = search trials=3 sampler=random workers=2 {
   x = suggest "x" float 0 1
-  y = q
+  y = old.best_value
   objective x
 }""")
     r = syslab("run", str(path))
     assert r.returncode != 0
-    assert "the variable 'q' cannot be shipped to the workers" in r.stderr
-    assert "carries the transform" in r.stderr
+    assert "the variable 'old' cannot be shipped to the workers: a study cannot leave this process" in r.stderr
     assert "0 finished trials" in r.stderr
+
+
+def test_quantised_model_ships_to_workers(syslab_bin, tmp_path):
+    code = """data = dataset synthetic train=200 test=50 features=8 classes=3 seed=1
+q = quantize_model (model mlp data=data hidden=[16] seed=2) format=integer width=8 frac=4
+s = search trials=4 sampler=random seed=5 WORKERS {
+  lr = suggest "lr" float 0.01 0.1
+  m = copy q
+  h = train m data epochs=1 lr=lr batch=32
+  objective (evaluate m data).accuracy
+}
+print (select s.trials columns=["number", "lr", "value"])
+"""
+    outs = []
+    for workers in ("", "workers=2"):
+        path = tmp_path / f"q{len(outs)}.syslab"
+        path.write_text(code.replace("WORKERS", workers))
+        r = syslab("run", str(path))
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
 
 
 def run_cell(kc, code, timeout=120):
