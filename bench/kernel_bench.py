@@ -31,10 +31,14 @@ from jupyter_client.manager import KernelManager
 
 
 def launch_time(name):
-    spec = KernelSpecManager().get_kernel_spec(name)
+    return launch_argv_time(KernelSpecManager().get_kernel_spec(name).argv)
+
+
+def launch_argv_time(spec_argv):
+    """launch time of a kernel started by spec_argv ({connection_file} replaced)"""
     with tempfile.TemporaryDirectory() as tmp:
         conn, _ = write_connection_file(os.path.join(tmp, "conn.json"), ip="127.0.0.1")
-        argv = [a.replace("{connection_file}", conn) for a in spec.argv]
+        argv = [a.replace("{connection_file}", conn) for a in spec_argv]
         if argv[0] in ("python", "python3"):  # as KernelManager does
             argv[0] = sys.executable
         # retry the connection every millisecond, not every 100 ms, so the

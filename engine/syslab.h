@@ -54,6 +54,7 @@ typedef struct sl_Value {
 } sl_Value;
 
 typedef struct sl_Bundle sl_Bundle;
+struct slU_Text;
 
 /* A class of engine objects. `show` fills a mime bundle (text/plain at least)
 ** for display in a notebook; `field` answers `obj.name` (return 0 and set *out,
@@ -67,6 +68,12 @@ typedef struct sl_Class {
   /* answers obj[key] (may be NULL: not indexable): 0 and *out, or -1 with
   ** a message in err ("row 7 is out of range for a table of 5 rows") */
   int (*index)(void *data, sl_Value key, sl_Value *out, char *err, size_t errlen);
+  /* optional, for shipping a value to another process and for files
+  ** (lang/codec.c): `encode` appends the object's bytes to out (0, or -1
+  ** with err); `decode` rebuilds the object from them (NULL with err). A
+  ** class without them cannot leave its process. */
+  int (*encode)(void *data, struct slU_Text *out, char *err, size_t errlen);
+  void *(*decode)(const char *bytes, size_t n, char *err, size_t errlen);
 } sl_Class;
 
 sl_Value sl_nil(void);
@@ -133,6 +140,53 @@ typedef struct slU_Text {
 
 void slU_add_len(slU_Text *t, const char *s, size_t n);
 void slU_add(slU_Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------ value codec */
+
+/* Values as bytes (lang/codec.c), to ship them to a worker process and to
+** keep them in files: nil, booleans, numbers, strings, lists and records,
+** and objects whose class has encode/decode (tables, data sets by their
+** definition, models with their weights). Byte order is fixed (little
+** endian), so the bytes mean the same on every machine. */
+int sl_encode(sl_Value v, slU_Text *out, char *err, size_t errlen);
+/* 0 and a new value in *out, or -1 with err (truncated, foreign, unknown class) */
+int sl_decode(const char *bytes, size_t n, sl_Value *out, char *err, size_t errlen);
+/* the class of that name among the domains' classes, or NULL */
+const sl_Class *sl_class_find(const char *name);
+
+/* A file holds a header (magic "SYSLAB\0V", format version, length, CRC-32)
+** and one encoded value. Saving writes a temporary name and renames it;
+** loading refuses a file that is not one, is truncated or was altered. */
+int sl_save_file(sl_Value v, const char *path, char *err, size_t errlen);
+int sl_load_file(const char *path, sl_Value *out, char *err, size_t errlen);
+
+/* Fixed-width pieces for encoders, and a reader that checks every length:
+** a read past the end sets `bad` and returns zeros. */
+void slU_put_u8(slU_Text *t, unsigned v);
+void slU_put_u32(slU_Text *t, uint32_t v);
+void slU_put_u64(slU_Text *t, uint64_t v);
+void slU_put_f32(slU_Text *t, float v);
+void slU_put_f64(slU_Text *t, double v);
+void slU_put_str(slU_Text *t, const char *s);            /* u32 length, then the bytes */
+void slU_put_bytes(slU_Text *t, const void *p, size_t n); /* u64 length, then the bytes */
+
+typedef struct slU_Reader {
+  const char *p;
+  size_t n, at;
+  int bad;
+} slU_Reader;
+unsigned slU_get_u8(slU_Reader *r);
+uint32_t slU_get_u32(slU_Reader *r);
+uint64_t slU_get_u64(slU_Reader *r);
+float slU_get_f32(slU_Reader *r);
+double slU_get_f64(slU_Reader *r);
+/* copies a string into out (size bytes, truncating); 0, or -1 if bad */
+int slU_get_str(slU_Reader *r, char *out, size_t size);
+/* a pointer into the reader's bytes and their length, or NULL if bad */
+const char *slU_get_bytes(slU_Reader *r, size_t *n);
+/* reads n floats (stored as f32) into out */
+void slU_get_f32s(slU_Reader *r, float *out, size_t n);
+void slU_put_f32s(slU_Text *t, const float *v, size_t n);
 
 /* ------------------------------------------------------------ mime bundles */
 
@@ -242,6 +296,7 @@ typedef struct sl_Domain {
   const char *name;                /* "Language", "Tables and sweeps", ... */
   const char *intro;               /* one paragraph, for help and docs/commands.md */
   const sl_Command *commands;
+  const sl_Class *const *classes;  /* the object classes it defines (NULL-terminated, or NULL) */
 } sl_Domain;
 
 extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sleep, input, display... */
@@ -329,6 +384,29 @@ double sl_memory_budget(void);
 int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what);
 /* "1.50 GiB" */
 void sl_format_bytes(double bytes, char *out, size_t size);
+/* --------------------------------------------------------- distributed runs */
+
+/* This process's rank in an mpirun job (from the launcher's environment,
+** without starting MPI); 0 in a plain run. `syslab run` prints from rank 0. */
+int sl_job_rank(void);
+/* Ends MPI in a process that used it; call once before exiting with
+** `status` (which it exits with itself if a dead peer blocks the end). */
+void sl_job_end(int status);
+/* `syslab worker`: a process a notebook's search started (workers=N); runs
+** the trials it is handed, then exits. */
+int sl_worker_main(void);
+/* The number of processes in this mpirun job (1 in a plain run). */
+int sl_job_size(void);
+/* Spreads n tasks (byte strings) over the ranks of an mpirun job, for the
+** drivers (`syslab report` under mpirun): rank 0 hands them out and gets
+** each result through done(), in the order they finish; the other ranks
+** run them with run() and then return 1 (their part is over). A dead rank's
+** task is run by another. Rank 0 returns 0 once every result is in, or -1
+** with err. */
+typedef void (*sl_TaskRun)(void *ud, long id, const char *task, size_t n, slU_Text *result);
+typedef void (*sl_TaskDone)(void *ud, long id, const char *result, size_t n);
+int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
+                char *err, size_t errlen);
 
 /* -------------------------------------------------------------- interpreter */
 

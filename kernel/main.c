@@ -6,6 +6,7 @@
 **   syslab run FILE | -                 run a script, outputs as text
 **   syslab report [...]                 execute the notebooks, export the report
 **   syslab help [--commands-markdown]   usage, or the command reference
+**   syslab worker                       (started by a search with workers=N)
 **   syslab --version
 */
 #include <stdio.h>
@@ -54,9 +55,18 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "run") == 0) return slk_run_main(argc - 1, argv + 1);
-  if (strcmp(cmd, "kernel") == 0) return slk_kernel_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "kernel") == 0) {
+    int rc = slk_kernel_main(argc - 1, argv + 1);
+    sl_job_end(rc);  /* a search with workers=N made the kernel an MPI process */
+    return rc;
+  }
   if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
-  if (strcmp(cmd, "report") == 0) return slR_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) {
+    int rc = slR_main(argc - 1, argv + 1);
+    sl_job_end(rc);  /* under mpirun the notebooks were spread over the ranks */
+    return rc;
+  }
+  if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

@@ -6,6 +6,10 @@
 ** updated in place (a progress bar) is drawn on one stderr line rewritten
 ** with \r when stderr is a terminal; otherwise only its final state is
 ** printed, so logs stay readable.
+**
+** Under mpirun every rank runs the script (same seeds, same data, same
+** models) and searches spread their trials over the ranks; only rank 0
+** prints, and the other ranks show nothing but their errors.
 */
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +24,7 @@
 #include "syslab.h"
 
 typedef struct {
+  int quiet;             /* a rank above 0 of an mpirun job: rank 0 alone prints */
   int tty;               /* stderr is a terminal */
   char progress_id[64];  /* display being updated in place */
   char *progress_text;   /* its latest text, printed at the end when not a tty */
@@ -36,6 +41,7 @@ static void finish_progress(Terminal *t) {
 
 static void term_write(void *ud, sl_Stream stream, const char *text, size_t len) {
   Terminal *t = ud;
+  if (t->quiet) return;
   finish_progress(t);
   FILE *f = stream == SL_STDERR ? stderr : stdout;
   fwrite(text, 1, len, f);
@@ -44,6 +50,7 @@ static void term_write(void *ud, sl_Stream stream, const char *text, size_t len)
 
 static void term_display(void *ud, const sl_Bundle *b, const char *display_id, int update) {
   Terminal *t = ud;
+  if (t->quiet) return;
   const sl_MimePart *text = sl_bundle_get(b, "text/plain");
   if (display_id) {
     if (strcmp(display_id, t->progress_id) != 0) {
@@ -146,6 +153,7 @@ static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char
     return 0;
   }
   fflush(stdout);
+  if (term->quiet) fprintf(stderr, "rank %d: ", sl_job_rank());  /* errors of every rank are shown, marked */
   fprintf(stderr, "%s: %s\n", where, err.traceback ? err.traceback : err.evalue);
   sl_error_free(&err);
   return -1;
@@ -223,7 +231,7 @@ int slk_run_main(int argc, char **argv) {
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, NULL);
 
-  Terminal term = {isatty(STDERR_FILENO), "", NULL};
+  Terminal term = {sl_job_rank() != 0, isatty(STDERR_FILENO), "", NULL};
   sl_Host host = {&term, term_write, term_display, term_clear, term_input, NULL};
   sl_State *S = sl_new();
   size_t plen = strlen(path);
@@ -231,5 +239,6 @@ int slk_run_main(int argc, char **argv) {
                                                               : run_code(S, &term, &host, code, path);
   sl_free(S);
   free(code);
+  sl_job_end(rc == 0 ? 0 : 1);
   return rc == 0 ? 0 : 1;
 }

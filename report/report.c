@@ -3,7 +3,7 @@
 ** kernel and assemble the lab report.
 **
 **   syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]
-**                 [--timeout SECONDS] [--no-cache] [--no-pdf]
+**                 [--timeout SECONDS] [--no-cache] [--no-pdf] [-j N]
 **
 ** Each notebook runs in a kernel of its own, started like any Jupyter
 ** client would start it. The executed notebooks go to DIR/notebooks, the
@@ -22,6 +22,17 @@
 ** leaves an old report looking current. SIGINT, SIGTERM and SIGHUP stop the
 ** run with its kernel shut down (see client.c), then end the process with
 ** that signal.
+**
+** In parallel. With -j N, N notebooks run at once, each in its own kernel,
+** from N threads (the client keeps no global state). Under mpirun (a
+** class's submissions over a cluster), rank 0 reads the notebooks and the
+** cache, hands each notebook to run to another rank (as JSON, so the ranks
+** need not share a disk) and assembles the report from what comes back; the
+** kernels a rank starts are not part of the job (its MPI variables are taken
+** out of their environment). Either way the report is assembled in the
+** order of the notebooks, from the same executed notebooks, so it is the
+** serial report apart from its timing fields. A notebook's progress lines
+** are printed together when it ends (live, cell by cell, in a serial run).
 */
 #include "report.h"
 
@@ -29,6 +40,8 @@
 #include <signal.h>
 #include <errno.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +60,7 @@ typedef struct {
   const char *outdir;
   json_t *params;          /* name -> source text of the value */
   int allow_errors, use_cache, pdf, force;
+  int jobs;                /* notebooks run at once (-j) */
   double timeout;
 } Options;
 
@@ -58,7 +72,7 @@ static double now(void) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]\n"
-             "                     [--timeout SECONDS] [--no-cache] [--no-pdf] [--force]\n\n"
+             "                     [--timeout SECONDS] [--no-cache] [--no-pdf] [--force] [-j N]\n\n"
              "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
              "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
              "executed notebooks in DIR/notebooks. Notebooks themselves are never modified.\n\n"
@@ -68,7 +82,10 @@ static void usage(FILE *f) {
              "  --timeout S       stop a cell that runs longer than S seconds (default 600)\n"
              "  --no-cache        run every notebook even if nothing changed\n"
              "  --no-pdf          write report.md and report.html only\n"
-             "  --force           write into DIR even if it holds files that are not an earlier report\n");
+             "  --force           write into DIR even if it holds files that are not an earlier report\n"
+             "  -j N              run N notebooks at once, each in its own kernel (default 1)\n\n"
+             "Under mpirun (mpirun -n N syslab report ...) the notebooks are spread over the ranks and\n"
+             "rank 0 writes the report.\n");
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -116,6 +133,7 @@ static int parse_args(int argc, char **argv, Options *o) {
   o->use_cache = 1;
   o->pdf = 1;
   o->timeout = 600;
+  o->jobs = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
@@ -146,6 +164,15 @@ static int parse_args(int argc, char **argv, Options *o) {
         fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
         return 2;
       }
+    } else if ((strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0) && i + 1 < argc) {
+      o->jobs = atoi(argv[++i]);
+      if (o->jobs < 1 || o->jobs > 256) {
+        fprintf(stderr, "syslab report: -j takes a number of notebooks to run at once, 1 to 256\n");
+        return 2;
+      }
+    } else if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {
+      o->jobs = atoi(a + 2);
+      if (o->jobs > 256) o->jobs = 256;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       return 1;
@@ -245,7 +272,20 @@ static const char *first_line(json_t *outputs) {
 }
 
 /* runs every code cell; returns 0, or -1 with err naming notebook and cell */
-static int execute_notebook(const char *path, json_t *nb, const Options *o, int *ncells, char *err, size_t errlen) {
+/* progress lines: to stderr as they come, or kept in log to be printed together */
+static void say(slU_Text *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(slU_Text *log, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (log) slU_add(log, "%s", line);
+  else fputs(line, stderr);
+}
+
+static int execute_notebook(const char *path, json_t *nb, const Options *o, int *ncells, slU_Text *log, char *err,
+                            size_t errlen) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) {
@@ -271,7 +311,7 @@ static int execute_notebook(const char *path, json_t *nb, const Options *o, int 
     json_object_set_new(cell, "outputs", json_array());
     json_object_set_new(cell, "execution_count", json_null());
     if (slR_cell_has_tag(cell, "skip-execution")) {
-      fprintf(stderr, "  [%d/%zu] skipped (skip-execution)\n", done, total);
+      say(log, "  [%d/%zu] skipped (skip-execution)\n", done, total);
       continue;
     }
     char *src = slR_cell_source(cell);
@@ -283,7 +323,7 @@ static int execute_notebook(const char *path, json_t *nb, const Options *o, int 
     json_object_set_new(cell, "outputs", outputs);
     json_object_set_new(cell, "execution_count", count > 0 ? json_integer(count) : json_null());
     (*ncells)++;
-    fprintf(stderr, "  [%d/%zu] %.2f s%s\n", done, total, now() - t0,
+    say(log, "  [%d/%zu] %.2f s%s\n", done, total, now() - t0,
             st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error" : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died");
     if (st == SLR_CELL_DIED) {
       snprintf(err, errlen, "%s, cell %zu: the kernel died while running it", path, i + 1);
@@ -446,6 +486,155 @@ static void free_options(Options *o) {
   json_decref(o->params);
 }
 
+/* ------------------------------------------------------------ in parallel */
+
+typedef struct {
+  const char *path;        /* the notebook */
+  size_t slot;             /* its place in the report */
+  json_t *nb;              /* in: parameters injected; out: executed */
+  char executed[4600], key_path[4600], key[65];
+  double t0;
+  int ran, rc, cells;      /* ran: 0 when a stop came before its turn */
+  char err[2048];
+} Run;
+
+typedef struct {
+  const Options *o;
+  Run *runs;
+  size_t n, next;
+  pthread_mutex_t lock;
+  int cells;
+} Runner;
+
+/* runs one notebook; live: print progress as it comes (else all at the end) */
+static void run_one(Runner *rn, Run *r, int live) {
+  slU_Text log = {0};
+  int cells = 0;
+  r->t0 = now();
+  r->ran = 1;
+  if (live) fprintf(stderr, "syslab report: %s\n", r->path);
+  r->rc = execute_notebook(r->path, r->nb, rn->o, &cells, live ? NULL : &log, r->err, sizeof r->err);
+  pthread_mutex_lock(&rn->lock);
+  rn->cells += cells;
+  if (!live) fprintf(stderr, "syslab report: ran %s\n%s", r->path, log.s ? log.s : "");
+  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", now() - r->t0);
+  pthread_mutex_unlock(&rn->lock);
+  free(log.s);
+}
+
+static void *run_thread(void *arg) {
+  Runner *rn = arg;
+  for (;;) {
+    pthread_mutex_lock(&rn->lock);
+    size_t i = rn->next++;
+    pthread_mutex_unlock(&rn->lock);
+    if (i >= rn->n || slR_stop_requested()) return NULL;
+    run_one(rn, &rn->runs[i], 0);
+  }
+}
+
+static void run_threads(Runner *rn) {
+  int n = rn->o->jobs < (int)rn->n ? rn->o->jobs : (int)rn->n;
+  pthread_t *t = calloc((size_t)n, sizeof *t);
+  for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, run_thread, rn);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+  free(t);
+}
+
+/* The kernels a rank starts are plain processes, not part of the job: they
+** must not see the launcher's variables (they would take themselves for
+** ranks of it). */
+static void leave_the_job(void) {
+  extern char **environ;
+  static const char *const prefixes[] = {"OMPI_", "PMIX_", "PMI_", NULL};
+  for (int again = 1; again;) {
+    again = 0;
+    for (char **e = environ; *e && !again; e++)
+      for (int k = 0; prefixes[k]; k++)
+        if (strncmp(*e, prefixes[k], strlen(prefixes[k])) == 0) {
+          char name[256];
+          snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : (long)strlen(*e)), *e);
+          unsetenv(name);
+          again = 1;
+          break;
+        }
+  }
+}
+
+/* a rank's task: the notebook as JSON; its result: rc, cells, err, progress, executed notebook */
+static void mpi_task(void *ud, long id, const char *task, size_t n, slU_Text *result) {
+  Runner *rn = ud;
+  static int left;
+  if (!left) leave_the_job(), left = 1;
+  json_error_t jerr;
+  Run r;
+  memset(&r, 0, sizeof r);
+  const char *nl = memchr(task, '\n', n);  /* the notebook's path, then the notebook */
+  char path[4096];
+  snprintf(path, sizeof path, "%.*s", nl ? (int)(nl - task) : 0, task);
+  r.nb = nl ? json_loadb(nl + 1, n - (size_t)(nl + 1 - task), 0, &jerr) : NULL;
+  slU_Text log = {0};
+  int cells = 0;
+  r.rc = r.nb ? execute_notebook(path, r.nb, rn->o, &cells, &log, r.err, sizeof r.err) : -1;
+  if (!r.nb) snprintf(r.err, sizeof r.err, "the notebook did not arrive whole");
+  char *json = r.nb ? json_dumps(r.nb, JSON_COMPACT) : strdup("null");
+  slU_add(result, "%d %d ", r.rc, cells);
+  slU_put_str(result, r.err);
+  slU_put_str(result, log.s ? log.s : "");
+  slU_add(result, "%s", json);
+  free(json);
+  free(log.s);
+  json_decref(r.nb);
+}
+
+static void mpi_done(void *ud, long id, const char *result, size_t n) {
+  Runner *rn = ud;
+  Run *r = &rn->runs[id];
+  int rc = -1, cells = 0, used = 0;
+  if (sscanf(result, "%d %d %n", &rc, &cells, &used) < 2) {
+    snprintf(r->err, sizeof r->err, "a rank sent a malformed result");
+    r->rc = -1;
+    return;
+  }
+  slU_Reader rd = {result + used, n - (size_t)used, 0, 0};
+  char log[16384];
+  slU_get_str(&rd, r->err, sizeof r->err);
+  slU_get_str(&rd, log, sizeof log);
+  json_error_t jerr;
+  json_decref(r->nb);
+  r->nb = rd.bad ? NULL : json_loadb(rd.p + rd.at, rd.n - rd.at, 0, &jerr);
+  r->rc = rd.bad || !r->nb ? -1 : rc;
+  if (rd.bad || !r->nb) snprintf(r->err, sizeof r->err, "a rank sent back a damaged notebook");
+  rn->cells += cells;
+  fprintf(stderr, "syslab report: ran %s\n%s", r->path, log);
+  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", now() - r->t0);
+}
+
+static void run_mpi(Runner *rn) {
+  char **tasks = calloc(rn->n + 1, sizeof *tasks);
+  size_t *lens = calloc(rn->n + 1, sizeof *lens);
+  for (size_t i = 0; i < rn->n; i++) {
+    rn->runs[i].ran = 1;
+    rn->runs[i].t0 = now();
+    char *json = json_dumps(rn->runs[i].nb, JSON_COMPACT);
+    slU_Text t = {0};
+    slU_add(&t, "%s\n%s", rn->runs[i].path, json);
+    free(json);
+    tasks[i] = t.s;
+    lens[i] = t.n;
+  }
+  char err[1024];
+  if (sl_job_farm(rn->n, tasks, lens, mpi_task, mpi_done, rn, err, sizeof err) < 0)
+    for (size_t i = 0; i < rn->n; i++)
+      if (rn->runs[i].rc == 0 && !rn->runs[i].err[0] && rn->runs[i].nb) {
+        rn->runs[i].rc = -1;
+        snprintf(rn->runs[i].err, sizeof rn->runs[i].err, "%s", err);
+      }
+  for (size_t i = 0; i < rn->n; i++) free(tasks[i]);
+  free(tasks);
+  free(lens);
+}
+
 int slR_main(int argc, char **argv) {
   Options o;
   memset(&o, 0, sizeof o);
@@ -455,6 +644,14 @@ int slR_main(int argc, char **argv) {
     return prc == 1 ? 0 : prc;
   }
   double start = now();
+  if (sl_job_size() > 1 && sl_job_rank() != 0) {  /* a rank that runs what rank 0 hands it */
+    Runner rn = {&o, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+    char err[1024];
+    int rc = sl_job_farm(0, NULL, NULL, mpi_task, mpi_done, &rn, err, sizeof err);
+    if (rc < 0) fprintf(stderr, "syslab report (rank %d): %s\n", sl_job_rank(), err);
+    free_options(&o);
+    return rc < 0 ? 1 : 0;
+  }
   char dir[4200], err[2048];
   if (check_outdir(&o) != 0) {
     free_options(&o);
@@ -506,19 +703,18 @@ int slR_main(int argc, char **argv) {
   remove_previous(o.outdir);
   slR_catch_stop_signals();
   slR_Notebook *done = calloc(o.count, sizeof *done);
-  size_t ndone = 0;
+  Run *runs = calloc(o.count, sizeof *runs);
+  size_t ndone = 0, nruns = 0;
   int cells = 0, cached = 0;
   for (size_t i = 0; i < o.count && !slR_stop_requested(); i++) {
     const char *path = o.notebooks[i];
     char stem[256];
     stem_of(path, stem, sizeof stem);
-    fprintf(stderr, "syslab report: %s\n", path);
-    double t0 = now();
     json_t *nb = read[i];
     read[i] = NULL;
     if (!nb) {
       const char *why = json_string_value(json_array_get(read_errors, i));
-      fprintf(stderr, "  error: %s\n", why);
+      fprintf(stderr, "syslab report: %s\n  error: %s\n", path, why);
       json_array_append_new(failures, json_string(why));
       continue;
     }
@@ -536,7 +732,7 @@ int slR_main(int argc, char **argv) {
       json_error_t jerr;
       json_t *prev = strcmp(old, key) == 0 ? json_load_file(executed, 0, &jerr) : NULL;
       if (prev) {
-        fprintf(stderr, "  unchanged since the last run: taken from the cache\n");
+        fprintf(stderr, "syslab report: %s\n  unchanged since the last run: taken from the cache\n", path);
         json_decref(nb);
         done[ndone].path = path;
         snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
@@ -548,28 +744,52 @@ int slR_main(int argc, char **argv) {
     unlink(key_path);
     inject_parameters(nb, o.params);
     ensure_ids(nb);
-    int rc = execute_notebook(path, nb, &o, &cells, err, sizeof err);
-    char werr[512];
-    /* a notebook that stopped early is still written, so its outputs can be read */
-    if (slR_write_json_atomic(executed, nb, werr, sizeof werr) != 0 && rc == 0) {
-      snprintf(err, sizeof err, "%s", werr);
-      rc = -1;
-    }
-    if (rc != 0) {
-      fprintf(stderr, "  error: %s\n", err);
-      json_array_append_new(failures, json_string(err));
-      json_decref(nb);
-      continue;
-    }
-    slR_write_atomic(key_path, key, 64, err, sizeof err);
-    fprintf(stderr, "  done in %.2f s\n", now() - t0);
+    Run *r = &runs[nruns++];
+    r->path = path;
+    r->slot = ndone;
+    r->nb = nb;
+    snprintf(r->executed, sizeof r->executed, "%s", executed);
+    snprintf(r->key_path, sizeof r->key_path, "%s", key_path);
+    memcpy(r->key, key, sizeof r->key);
     done[ndone].path = path;
     snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
-    done[ndone++].nb = nb;
+    done[ndone++].nb = NULL;  /* filled when it has run */
   }
   for (size_t i = 0; i < o.count; i++) json_decref(read[i]);  /* those a stop left unread */
   free(read);
   json_decref(read_errors);
+  Runner rn = {&o, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  if (sl_job_size() > 1) run_mpi(&rn);
+  else if (o.jobs > 1 && nruns > 1) run_threads(&rn);
+  else
+    for (size_t i = 0; i < nruns && !slR_stop_requested(); i++) run_one(&rn, &runs[i], 1);
+  cells += rn.cells;
+  /* in the order of the notebooks, whatever order they ran in */
+  size_t kept = 0;
+  for (size_t i = 0, ri = 0; i < ndone; i++) {
+    Run *r = ri < nruns && runs[ri].slot == i ? &runs[ri++] : NULL;
+    if (r) {
+      int rc = r->ran ? r->rc : -1;
+      char werr[512];
+      if (!r->ran) snprintf(r->err, sizeof r->err, "not run: the report was stopped");
+      /* a notebook that stopped early is still written, so its outputs can be read */
+      if (r->ran && r->nb && slR_write_json_atomic(r->executed, r->nb, werr, sizeof werr) != 0 && rc == 0) {
+        snprintf(r->err, sizeof r->err, "%s", werr);
+        rc = -1;
+      }
+      if (rc != 0) {
+        fprintf(stderr, "syslab report: %s: error: %s\n", done[i].path, r->err);
+        json_array_append_new(failures, json_string(r->err));
+        json_decref(r->nb);
+        continue;
+      }
+      slR_write_atomic(r->key_path, r->key, 64, err, sizeof err);
+      done[i].nb = r->nb;
+    }
+    done[kept++] = done[i];
+  }
+  ndone = kept;
+  free(runs);
   int stopped = slR_stop_requested();
   char *md = NULL;
   char md_path[4200];

@@ -308,6 +308,45 @@ static slM_Transform *clone_pruner(const slM_Transform *t) {
   return activation_pruner(a->sparsity, a->l1, a->seed);
 }
 
+/* checkpoints: 'A', its settings and its random stream where it stands */
+static void encode_pruner(const slM_Transform *t, slU_Text *out) {
+  const ActivationPrune *a = t->state;
+  slU_put_u8(out, 'A');
+  slU_put_f64(out, a->sparsity);
+  slU_put_u8(out, (unsigned)a->l1);
+  slU_put_u64(out, a->seed);
+  for (int i = 0; i < 624; i++) slU_put_u32(out, a->rng.mt[i]);
+  slU_put_u32(out, (uint32_t)a->rng.index);
+  slU_put_u64(out, a->rng.draws);
+}
+
+slM_Transform *slM_transform_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  slU_Reader r = {bytes, n, 0, 0};
+  unsigned kind = slU_get_u8(&r);
+  slM_Transform *t = NULL;
+  if (kind == 'Q') {
+    t = slQ_transform_decode(&r, err, errlen);
+  } else if (kind == 'A') {
+    double sparsity = slU_get_f64(&r);
+    int l1 = (int)slU_get_u8(&r);
+    uint64_t seed = slU_get_u64(&r);
+    if (!(sparsity >= 0 && sparsity <= 1)) return snprintf(err, errlen, "an activation pruner's settings are damaged"), NULL;
+    t = activation_pruner(sparsity, l1, seed);
+    ActivationPrune *a = t->state;
+    for (int i = 0; i < 624; i++) a->rng.mt[i] = slU_get_u32(&r);
+    a->rng.index = (int)slU_get_u32(&r);
+    a->rng.draws = slU_get_u64(&r);
+    if (a->rng.index < 0 || a->rng.index > 624) r.bad = 1;
+  } else {
+    return snprintf(err, errlen, "unknown node transform '%c' (quantisers and activation pruners are known)", kind), NULL;
+  }
+  if (t && (r.bad || r.at != n)) {
+    t->free(t);
+    return snprintf(err, errlen, "a node transform is truncated or damaged"), NULL;
+  }
+  return t;
+}
+
 static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
   slM_Transform *t = calloc(1, sizeof *t);
   ActivationPrune *a = calloc(1, sizeof *a);
@@ -318,6 +357,7 @@ static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
   t->apply = prune_activations;
   t->free = free_transform;
   t->clone = clone_pruner;
+  t->encode = encode_pruner;
   t->state = a;
   t->bits = 32;
   t->has_gradient = 1;

@@ -642,6 +642,33 @@ static slM_Transform *transform_clone(const slM_Transform *t) {
   return slQ_transform(&q->format, q->row);
 }
 
+/* checkpoints: 'Q', every field of the format, the row length */
+static void transform_encode(const slM_Transform *t, slU_Text *out) {
+  const Quantiser *q = t->state;
+  const slQ_Format *f = &q->format;
+  const int fields[] = {(int)f->kind, f->width, f->frac_width, f->exponent_width, f->exponent_bias, f->has_bias,
+                        f->is_signed, f->block, f->bias_width, f->levels, f->bipolar, f->scaled};
+  slU_put_u8(out, 'Q');
+  slU_put_u32(out, (uint32_t)(sizeof fields / sizeof *fields));
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) slU_put_u32(out, (uint32_t)fields[i]);
+  slU_put_u64(out, q->row);
+}
+
+slM_Transform *slQ_transform_decode(slU_Reader *r, char *err, size_t errlen) {
+  int fields[12] = {0};
+  uint32_t n = slU_get_u32(r);
+  if (n != 12) return snprintf(err, errlen, "a quantiser written with %u settings (this syslab has 12)", n), NULL;
+  for (int i = 0; i < 12; i++) fields[i] = (int)slU_get_u32(r);
+  size_t row = (size_t)slU_get_u64(r);
+  slQ_Format f = {(slQ_Kind)fields[0], fields[1], fields[2], fields[3], fields[4], fields[5],
+                  fields[6], fields[7], fields[8], fields[9], fields[10], fields[11]};
+  if (r->bad || f.kind >= SLQ_NUM_FORMATS || slQ_check(&f, err, errlen) != 0) {
+    if (r->bad || f.kind >= SLQ_NUM_FORMATS) snprintf(err, errlen, "a quantiser's settings are damaged");
+    return NULL;
+  }
+  return slQ_transform(&f, row);
+}
+
 slM_Transform *slQ_transform(const slQ_Format *f, size_t row) {
   slM_Transform *t = calloc(1, sizeof *t);
   Quantiser *q = malloc(sizeof *q);
@@ -650,6 +677,7 @@ slM_Transform *slQ_transform(const slQ_Format *f, size_t row) {
   t->apply = transform_apply;
   t->free = transform_free;
   t->clone = transform_clone;
+  t->encode = transform_encode;
   t->state = q;
   t->bits = slQ_bits(f);
   t->has_gradient = slQ_has_gradient(f->kind);  /* the others train with the straight-through estimator */

@@ -10,6 +10,7 @@
 
 #include "graph/mt19937.h"
 #include "graph/transform.h"
+#include "syslab.h"
 
 typedef enum {
   SLQ_INTEGER,           /* fixed point: width, frac_width, signed */
@@ -64,6 +65,8 @@ double slQ_transform_bytes(const slM_Transform *t, size_t n);
 void slQ_describe(const slQ_Format *f, char *out, size_t size);
 /* a compression transform (transform.h) applying f; rows of `row` */
 slM_Transform *slQ_transform(const slQ_Format *f, size_t row);
+/* a quantiser from the bytes after its 'Q' (a checkpoint); NULL with err */
+slM_Transform *slQ_transform_decode(slU_Reader *r, char *err, size_t errlen);
 
 /* MXINT8 packed form: int8 mantissas and one scale byte per block of g */
 int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *mantissas, uint8_t *scales, char *err, size_t errlen);

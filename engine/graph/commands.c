@@ -148,7 +148,16 @@ static int model_field(void *data, const char *name, sl_Value *out) {
 
 static const char *const model_fields[] = {"nodes", "params", "trainable", "family", "classes", "node_names", NULL};
 
-const sl_Class slM_model_class = {"model", model_free, model_show, model_field, model_fields};
+static int model_encode(void *data, slU_Text *out, char *err, size_t errlen) {
+  return slM_graph_encode(data, out, err, errlen);
+}
+
+static void *model_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  return slM_graph_decode(bytes, n, err, errlen);
+}
+
+const sl_Class slM_model_class = {.name = "model", .free = model_free, .show = model_show, .field = model_field,
+                                  .fields = model_fields, .encode = model_encode, .decode = model_decode};
 
 static slM_Graph *arg_model(sl_Call *call, const char *name) { return sl_arg_object(call, name, &slM_model_class); }
 static slM_Dataset *arg_data(sl_Call *call, const char *name) { return sl_arg_object(call, name, &slM_dataset_class); }
@@ -806,4 +815,5 @@ const sl_Domain slM_domain = {
   "Graphs",
   "Models as compute graphs: data sets (Fashion-MNIST and synthetic), the models built from them (MLPs and transformers), graph capture and metadata, analysis and transform passes, training and evaluation, LoRA adapters. A model is a graph of nodes with shapes, parameters and metadata that passes read and rewrite.",
   slM_commands,
+  (const sl_Class *const[]){&slM_dataset_class, &slM_model_class, NULL},
 };

@@ -142,6 +142,7 @@ slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, cha
   }
   slM_Dataset *d = calloc(1, sizeof *d);
   snprintf(d->name, sizeof d->name, "fashion_mnist");
+  snprintf(d->path, sizeof d->path, "%s", dir);
   d->features = 784;
   d->classes = 10;
   d->height = d->width = 28;
@@ -176,6 +177,8 @@ slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, cha
 slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classes, double spread, uint64_t seed) {
   slM_Dataset *d = calloc(1, sizeof *d);
   snprintf(d->name, sizeof d->name, "synthetic");
+  d->spread = spread;
+  d->seed = seed;
   d->features = features;
   d->classes = classes;
   d->ntrain = ntrain;
@@ -243,4 +246,13 @@ static int dataset_field(void *data, const char *name, sl_Value *out) {
 
 static const char *const dataset_fields[] = {"name", "ntrain", "ntest", "features", "classes", "mean", "std", NULL};
 
-const sl_Class slM_dataset_class = {"dataset", dataset_free, dataset_show, dataset_field, dataset_fields};
+static int dataset_encode(void *data, slU_Text *out, char *err, size_t errlen) {
+  return slM_dataset_encode(data, out, err, errlen);
+}
+
+static void *dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  return slM_dataset_decode(bytes, n, err, errlen);
+}
+
+const sl_Class slM_dataset_class = {.name = "dataset", .free = dataset_free, .show = dataset_show, .field = dataset_field,
+                                    .fields = dataset_fields, .encode = dataset_encode, .decode = dataset_decode};

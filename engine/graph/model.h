@@ -56,6 +56,10 @@ typedef struct slM_Dataset {
   float *train_x, *test_x;      /* n x features, normalised */
   uint8_t *train_y, *test_y;
   float mean, std;              /* the normalisation applied (from the training split) */
+  /* its definition, so that another process can load the same set */
+  char path[256];               /* fashion_mnist: the folder of the IDX files */
+  double spread;                /* synthetic: spread and seed */
+  uint64_t seed;
 } slM_Dataset;
 
 extern const sl_Class slM_dataset_class;
@@ -182,6 +186,18 @@ int slM_verify(slM_Graph *g, char *err, size_t errlen);
 int slM_propagate(slM_Graph *g, char *err, size_t errlen);
 size_t slM_node_params(const slM_Node *n);
 void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total);
+
+/* ------------------------------------------------------------ checkpoints */
+
+/* A model as bytes (graph/checkpoint.c): its structure, builder arguments,
+** every parameter with its optimiser state, pruning masks and the dropout
+** random state, and its node transforms (quantisers, activation pruners),
+** so that decode(encode(g)) runs bit for bit like g. */
+int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen);
+slM_Graph *slM_graph_decode(const char *bytes, size_t n, char *err, size_t errlen);
+/* the dataset's definition (not its numbers), and the set loaded again from it */
+int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t errlen);
+slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen);
 
 /* ------------------------------------------------------------- execution */
 

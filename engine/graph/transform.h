@@ -10,13 +10,16 @@
 ** quantiser as the identity (straight-through estimator) and multiplies the
 ** weight gradient by the mask, so pruned weights stay exactly zero through
 ** fine-tuning. compress/ (quant.c, commands.c) creates the transforms; the
-** graph owns them once attached and frees them with the node.
+** graph owns them once attached and frees them with the node. A checkpoint
+** writes a transform through its encode and reads it back through
+** slM_transform_decode, which compress/ also defines.
 */
 #ifndef SYSLAB_GRAPH_TRANSFORM_H
 #define SYSLAB_GRAPH_TRANSFORM_H
 
 #include <stddef.h>
 
+struct slU_Text;
 typedef struct slM_Transform slM_Transform;
 
 struct slM_Transform {
@@ -25,11 +28,19 @@ struct slM_Transform {
   void (*apply)(const slM_Transform *t, const float *in, float *out, size_t n);
   void (*free)(slM_Transform *t);
   slM_Transform *(*clone)(const slM_Transform *t);  /* for deep copies of a model */
+  /* for checkpoints: appends the bytes slM_transform_decode rebuilds it
+  ** from (its kind and settings, and any state it carries) */
+  void (*encode)(const slM_Transform *t, struct slU_Text *out);
   char name[96];     /* for metadata and reports, e.g. "integer(width=8, frac=6)" */
   double bits;       /* storage bits per value, e.g. 8.25 for MXINT8; 32 for none */
   int has_gradient;  /* 0: QAT must refuse (no defined straight-through gradient) */
   void *state;       /* owned by the transform */
 };
+
+/* Rebuilds a transform from the bytes its encode wrote; NULL with err.
+** Declared here for graph/checkpoint.c and defined by compress/, which
+** alone knows the kinds (the link brings it in, as for sl_gpu_describe). */
+slM_Transform *slM_transform_decode(const char *bytes, size_t n, char *err, size_t errlen);
 
 typedef struct slM_NodeTransforms {
   slM_Transform *data_in;       /* applied to the node's input activations */

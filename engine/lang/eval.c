@@ -261,6 +261,31 @@ void sl_setvar(sl_Call *call, const char *name, sl_Value v) { sl_record_set(call
 sl_Value sl_getvar(sl_Call *call, const char *name) { return sl_record_get(call->S->vars, name); }
 void sl_unsetvar(sl_Call *call, const char *name) { sl_record_remove(call->S->vars, name); }
 
+char *slV_call_source(sl_Call *call) {
+  const slY_Node *n = call->node;
+  if (!n || !call->S->src || n->end > call->S->src_len || n->offset > n->end) return strdup("");
+  return strndup(call->S->src + n->offset, n->end - n->offset);
+}
+
+static void collect_names(const slY_Node *n, sl_Value names) {
+  if (!n) return;
+  if (n->kind == N_NAME && n->str) {
+    int seen = 0;
+    for (size_t i = 0; i < sl_list_len(names) && !seen; i++) seen = strcmp(sl_str(sl_list_get(names, i)), n->str) == 0;
+    if (!seen) sl_list_push(names, sl_string(n->str));
+  }
+  collect_names(n->a, names);
+  collect_names(n->b, names);
+  collect_names(n->c, names);
+  for (size_t i = 0; i < n->nkids; i++) collect_names(n->kids[i], names);
+}
+
+sl_Value slV_call_names(sl_Call *call) {
+  sl_Value names = sl_list_new();
+  collect_names(call->node, names);
+  return names;
+}
+
 int sl_run_block(sl_Call *call, const char *arg) {
   int i = arg_index(call->cmd, arg);
   if (i < 0 || call->cmd->args[i].type != SL_ARG_BLOCK || !call->node || !call->node->c)

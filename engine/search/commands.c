@@ -126,7 +126,9 @@ static int cmd_suggest(sl_Call *call, sl_Value *result) {
   if (p < 0) return fatal(call, "%s", err);
   double internal;
   if (!slS_trial_param(t, p, &internal)) {  /* asked again in the same trial: the same value */
-    if (slS_sample(st, t, p, &internal, err, sizeof err) != 0) return fatal(call, "%s", err);
+    int rc = slS_remote_trial(t) ? slS_remote_sample(name, &st->space[p].dist, &internal, err, sizeof err)
+                                 : slS_sample(st, t, p, &internal, err, sizeof err);
+    if (rc != 0) return fatal(call, "%s", err);
     slS_trial_set_param(t, p, internal);
   }
   *result = slS_external(&st->space[p].dist, internal);
@@ -153,8 +155,14 @@ static int cmd_intermediate(sl_Call *call, sl_Value *result) {
   }
   slS_trial_report(t, step, value);
   char err[1024];
-  if (st->journal && slS_journal_report(st, t, err, sizeof err) != 0) return fatal(call, "%s", err);
-  if (slS_should_prune(st, t)) {
+  int prune = 0;
+  if (slS_remote_trial(t)) {
+    if (slS_remote_report(step, value, &prune, err, sizeof err) != 0) return fatal(call, "%s", err);
+  } else {
+    if (st->journal && slS_journal_report(st, t, err, sizeof err) != 0) return fatal(call, "%s", err);
+    prune = slS_should_prune(st, t);
+  }
+  if (prune) {
     active->pruned = 1;
     return sl_error(call, "trial %d pruned at step %d", t->number, step);
   }
@@ -318,6 +326,50 @@ static void progress_detail(const slS_Study *st, int done, int total, double ela
   snprintf(out, size, "trial %d/%d  best %s  %.1f s", done, total, v, elapsed);
 }
 
+/* Runs the block once as trial t (the last trial of st) and records its
+** outcome: complete, pruned (with Optuna's last value) or failed (with the
+** message). Returns -1 when the error is the search's, not the trial's (an
+** interrupt, a contradicting suggestion): the trial is then dropped. A
+** worker process runs its trials through this same function. */
+int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
+  sl_State *S = slV_state(call);
+  sl_setvar(call, "trial", sl_number(t->number));
+  Active a = {st, t, 0, 0, 0, active};
+  active = &a;
+  double t0 = now();
+  int body = sl_run_block(call, "body");
+  active = a.outer;
+  t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
+  t->seconds = now() - t0;
+  if (body != 0 && (a.fatal || sl_interrupted() || strcmp(S->err->ename, "Interrupt") == 0)) {
+    slS_trial_drop_last(st);
+    return -1;
+  }
+  if (body != 0 && a.pruned) {
+    clear_cell_error(S);
+    t->state = SLS_PRUNED;
+    t->nvalues = 0;
+    if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) {  /* Optuna keeps the last step's value */
+      int last = 0;
+      for (int i = 1; i < t->ninter; i++)
+        if (t->steps[i] > t->steps[last]) last = i;
+      t->values[0] = t->inter[last];
+      t->nvalues = 1;
+    }
+  } else if (body != 0) {
+    t->message = message_of(S);
+    clear_cell_error(S);
+    t->state = SLS_FAILED;
+    t->nvalues = 0;
+  } else if (!a.has_objective) {
+    t->message = strdup("the block ended without `objective VALUE`");
+    t->state = SLS_FAILED;
+  } else {
+    t->state = SLS_COMPLETE;
+  }
+  return 0;
+}
+
 static int cmd_search(sl_Call *call, sl_Value *result) {
   int trials = 0;
   if (positive_int(call, "trials", 1, 1e7, &trials) != 0) return -1;
@@ -330,6 +382,20 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     return -1;
   }
   slS_sampler_init(st);
+  /* Under mpirun, ranks above 0 evaluate the trials of rank 0's study
+  ** (dist.h, remote.c); with workers=N, this process coordinates N workers
+  ** it starts. Either way the result is the serial study's. */
+  char derr[1024];
+  int mode = slS_search_mode(call, derr, sizeof derr);
+  if (mode < 0) {
+    sl_release(study);
+    return sl_arg_error(call, "workers", "%s", derr);
+  }
+  if (mode == SLS_WORKER) {
+    if (slS_search_work(call, st) != 0) return sl_release(study), -1;
+    *result = study;
+    return 0;
+  }
   if (sl_arg_given(call, "journal")) {
     char err[1024], *warning = NULL;
     if (slS_journal_open(st, sl_arg_string(call, "journal"), &warning, err, sizeof err) != 0) {
@@ -341,13 +407,16 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     if (st->ntrials > 0)
       sl_printf(call, "resuming from %s: %d finished trial%s\n", st->journal, st->ntrials, st->ntrials == 1 ? "" : "s");
   }
-  sl_State *S = slV_state(call);
   sl_Value saved = sl_getvar(call, "trial");  /* the block sees its trial's number as `trial` */
   sl_retain(saved);
   sl_Progress *bar = sl_progress_begin(call, "search", trials);
   double start = now();
   int rc = 0, stopped = 0;
-  while (st->ntrials < trials) {
+  if (mode == SLS_COORDINATOR) {
+    rc = slS_search_coordinate(call, st, trials, timeout, bar);
+    stopped = rc != 0;
+  }
+  while (mode == SLS_SERIAL && st->ntrials < trials) {
     if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) break;
     if (timeout > 0 && now() - start >= timeout) break;
     if (sl_interrupted()) {
@@ -357,42 +426,12 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     }
     slS_Trial *t = slS_trial_new(st);
     slS_before_trial(st, t);
-    sl_setvar(call, "trial", sl_number(t->number));
-    Active a = {st, t, 0, 0, 0, active};
-    active = &a;
-    double t0 = now();
-    int body = sl_run_block(call, "body");
-    active = a.outer;
-    t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
-    t->seconds = now() - t0;
-    if (body != 0 && (a.fatal || sl_interrupted() || strcmp(S->err->ename, "Interrupt") == 0)) {
-      slS_trial_drop_last(st);
+    if (slS_run_trial(call, st, t) != 0) {
       rc = -1;
       stopped = 1;
       break;
     }
-    if (body != 0 && a.pruned) {
-      clear_cell_error(S);
-      t->state = SLS_PRUNED;
-      t->nvalues = 0;
-      if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) {  /* Optuna keeps the last step's value */
-        int last = 0;
-        for (int i = 1; i < t->ninter; i++)
-          if (t->steps[i] > t->steps[last]) last = i;
-        t->values[0] = t->inter[last];
-        t->nvalues = 1;
-      }
-    } else if (body != 0) {
-      t->message = message_of(S);
-      clear_cell_error(S);
-      t->state = SLS_FAILED;
-      t->nvalues = 0;
-    } else if (!a.has_objective) {
-      t->message = strdup("the block ended without `objective VALUE`");
-      t->state = SLS_FAILED;
-    } else {
-      t->state = SLS_COMPLETE;
-    }
+    t = &st->trials[st->ntrials - 1];
     t->draws[0] = st->rng.draws;
     t->draws[1] = st->rng2.draws;
     st->seconds += t->seconds;
@@ -491,6 +530,7 @@ static const sl_Command slS_commands[] = {
     {"candidates", SL_ARG_INT, 0, "24", "tpe: candidates drawn per suggestion"},
     {"population", SL_ARG_INT, 0, "50", "nsga2: population size"},
     {"journal", SL_ARG_STRING, 0, NULL, "append finished trials to this JSON-lines file; resume from it"},
+    {"workers", SL_ARG_INT, 0, "0", "start this many worker processes (MPI) to run trials in parallel; 0: none, or mpirun's ranks"},
     {"body", SL_ARG_BLOCK, SL_REQUIRED, NULL, "the trial: suggest, train, evaluate, objective"},
     {NULL}}},
   {"suggest", "search", "Inside a search: a parameter value for this trial (int, float or one of a list).",

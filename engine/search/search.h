@@ -159,6 +159,28 @@ int slS_should_prune(const slS_Study *st, const slS_Trial *t);
 /* nan-aware linear-interpolation percentile (numpy nanpercentile) of x[0..n) */
 double slS_percentile(double *x, int n, double q);
 
+/* ------------------------------------------------------------ commands.c */
+/* runs the search block as trial t (the last of st) and records its outcome;
+** -1 when the search must stop (the trial is dropped) */
+int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t);
+
+/* --------------------------------------------------------------- remote.c */
+/* distributed searches (dist.h carries the processes and the protocol) */
+enum { SLS_SERIAL, SLS_COORDINATOR, SLS_WORKER };
+/* which part this process plays in the search being called; -1 with err */
+int slS_search_mode(sl_Call *call, char *err, size_t errlen);
+/* rank 0: hands trials to the workers until `trials` are finished (or the
+** grid is done, or the timeout passed); the same study as a serial run for
+** the random and grid samplers. 0, or -1 after an error in the call. */
+int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeout, sl_Progress *bar);
+/* a worker rank: evaluates trials until the coordinator is done, then
+** receives the finished study into st */
+int slS_search_work(sl_Call *call, slS_Study *st);
+/* inside a worker's trial: the coordinator samples and prunes */
+int slS_remote_trial(const slS_Trial *t);
+int slS_remote_sample(const char *name, const slS_Dist *d, double *internal, char *err, size_t errlen);
+int slS_remote_report(int step, double value, int *prune, char *err, size_t errlen);
+
 /* -------------------------------------------------------------- journal.c */
 /* opens or creates the journal: loads its finished trials into st (which
 ** must have its options set); -1 with err for a foreign or unreadable file.

@@ -391,4 +391,5 @@ static const char *const study_fields[] = {"trials", "running_best", "pareto", "
                                            "best_trial", "n", "complete", "pruned", "failed", "sampler", "seconds", "elapsed",
                                            "space", NULL};
 
-const sl_Class slS_study_class = {"study", study_free, study_show, study_field, study_fields};
+const sl_Class slS_study_class = {.name = "study", .free = study_free, .show = study_show, .field = study_field,
+                                  .fields = study_fields};

@@ -190,22 +190,42 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------ save, load */
 
-static int cmd_save(sl_Call *call, sl_Value *result) {
-  char err[512];
-  const char *path = sl_arg_string(call, "path");
+/* One pair for every file: a name ending in .csv is a table as CSV (for
+** spreadsheets and other tools); any other name is a syslab file (lang/codec.c),
+** which holds any value that can leave the process: a model checkpoint, a
+** table, a data set's definition, numbers, strings, lists, records. */
+static int is_csv(const char *path) {
   size_t len = strlen(path);
-  if (len < 4 || strcmp(path + len - 4, ".csv") != 0)
-    return sl_arg_error(call, "path", "'%s' must end in .csv (tables are saved as CSV)", path);
-  if (slT_write_csv(arg_table(call, "table"), path, err, sizeof err) != 0)
-    return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
+  return len >= 4 && strcmp(path + len - 4, ".csv") == 0;
+}
+
+static int cmd_save(sl_Call *call, sl_Value *result) {
+  char err[1024];
+  const char *path = sl_arg_string(call, "path");
+  sl_Value v = sl_arg(call, "value");
+  if (is_csv(path)) {
+    slT_Table *t = slT_from(v);
+    if (!t)
+      return sl_arg_error(call, "path", "a .csv file holds a table, and this is a %s: give it another name (e.g. model.slm)",
+                          sl_typename(v));
+    if (slT_write_csv(t, path, err, sizeof err) != 0)
+      return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
+    return 0;
+  }
+  if (sl_save_file(v, path, err, sizeof err) != 0) return sl_error(call, "%s", err);
   return 0;
 }
 
 static int cmd_load(sl_Call *call, sl_Value *result) {
-  char err[512];
-  slT_Table *t = slT_read_csv(sl_arg_string(call, "path"), err, sizeof err);
-  if (!t) return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
-  *result = slT_value(t);
+  char err[1024];
+  const char *path = sl_arg_string(call, "path");
+  if (is_csv(path)) {
+    slT_Table *t = slT_read_csv(path, err, sizeof err);
+    if (!t) return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
+    *result = slT_value(t);
+    return 0;
+  }
+  if (sl_load_file(path, result, err, sizeof err) != 0) return sl_arg_error(call, "path", "%s", err);
   return 0;
 }
 
@@ -458,12 +478,23 @@ static const sl_Command slT_commands[] = {
   {"row", "table", "Add a row of name=value cells to the sweep's table (or to into=TABLE).", "",
    "sweep x=1..3 {\n  row square=x * x\n}", cmd_row, SL_CMD_EXTRA_KEYWORDS,
    {{"into", SL_ARG_OBJECT, 0, NULL, "a table to add to, outside a sweep", NULL, "table"}, {NULL}}},
-  {"save", "table", "Save a table as a CSV file (written whole, then renamed into place).", "",
-   "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nsave results \"results.csv\"", cmd_save, 0,
-   {TABLE_ARG, {"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "file name ending in .csv"}, {NULL}}},
-  {"load", "table", "Load a table from a CSV file with a header line.",
-   "Fields that read as numbers become numbers; empty fields are missing values.", "save (table width=[4, 8] accuracy=[0.61, 0.83]) \"results.csv\"\nt = load \"results.csv\"",
-   cmd_load, 0, {{"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "the CSV file"}, {NULL}}},
+  {"save", "table", "Save a value to a file: a table as CSV (name ending in .csv), or a model checkpoint, table, list...",
+   "A name ending in .csv writes a table as CSV. Any other name writes a syslab file holding the value whole: a "
+   "model with its graph, every weight with its optimiser state, pruning masks and the dropout random state, so "
+   "that the loaded model computes bit for bit the same, quantisers and activation pruners included; a data "
+   "set as its definition, loaded again from its files; tables, numbers, strings, lists and records as they are. "
+   "Either way the file is written under a temporary name and renamed into place.",
+   "results = table width=[4, 8] accuracy=[0.61, 0.83]\nsave results \"results.csv\"\nm = model mlp hidden=[64]\n"
+   "save m \"mlp.slm\"", cmd_save, 0,
+   {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a table, model, data set, number, string, list or record"},
+    {"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "the file: .csv for a table as CSV, else a syslab file"},
+    {NULL}}},
+  {"load", "table", "Load a file written by `save`: a CSV table, or a syslab file (a model checkpoint...).",
+   "CSV: fields that read as numbers become numbers; empty fields are missing values. A syslab file that is "
+   "truncated, altered or not a syslab file at all is refused with a message saying which.",
+   "save (table width=[4, 8] accuracy=[0.61, 0.83]) \"results.csv\"\nt = load \"results.csv\"\n"
+   "save (model mlp hidden=[64]) \"mlp.slm\"\nm = load \"mlp.slm\"",
+   cmd_load, 0, {{"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "a .csv file or a syslab file"}, {NULL}}},
   {"select", "table", "Keep some columns of a table, in the order given.", "",
    "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nselect results columns=[\"width\", \"accuracy\"]", cmd_select, 0,
    {TABLE_ARG, {"columns", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "column names"}, {NULL}}},
@@ -496,4 +527,5 @@ const sl_Domain slT_domain = {
   "Tables and sweeps",
   "Tables are the results every experiment ends in: columns of numbers and text built row by row, loaded from and saved to CSV, queried, and filled by sweeps that run a block once for every combination of parameters. Timing columns are marked as measurements so that reruns can be compared.",
   slT_commands,
+  (const sl_Class *const[]){&slT_class, NULL},
 };

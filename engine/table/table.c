@@ -7,6 +7,7 @@
 ** a row per run, and a row may name a column no earlier row had.
 */
 #include "table.h"
+#include "lang/file.h"
 
 
 #include <errno.h>
@@ -334,7 +335,63 @@ static int table_index(void *data, sl_Value key, sl_Value *out, char *err, size_
   return 0;
 }
 
-const sl_Class slT_class = {"table", table_free, table_show, table_field, table_fields, table_index};
+/* Shipping and saving: column names, timing marks, then every cell as an
+** encoded value (nil for a missing one). */
+static int table_encode(void *data, slU_Text *out, char *err, size_t errlen) {
+  slT_Table *t = data;
+  slU_put_u64(out, t->ncols);
+  slU_put_u64(out, t->nrows);
+  for (size_t c = 0; c < t->ncols; c++) {
+    slU_put_str(out, t->names[c]);
+    slU_put_u8(out, t->timing[c]);
+  }
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols; c++)
+      if (sl_encode(slT_get(t, r, c), out, err, errlen) != 0) return -1;
+  return 0;
+}
+
+/* one encoded value at the reader's position: its length, found by decoding */
+static int next_cell(slU_Reader *r, sl_Value *v, char *err, size_t errlen) {
+  /* cells are scalars: a tag byte, then 0, 1, 8 or 8 + length bytes */
+  size_t start = r->at, len;
+  unsigned tag = slU_get_u8(r);
+  if (tag == 'n') len = 1;
+  else if (tag == 'b') len = 2;
+  else if (tag == 'd') len = 9;
+  else if (tag == 's') len = 9 + (size_t)slU_get_u64(r);
+  else return snprintf(err, errlen, "a table cell is not a number or a string"), -1;
+  if (r->bad || len > r->n - start) return snprintf(err, errlen, "the table is truncated"), -1;
+  r->at = start + len;
+  return sl_decode(r->p + start, len, v, err, errlen);
+}
+
+static void *table_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  slU_Reader r = {bytes, n, 0, 0};
+  uint64_t ncols = slU_get_u64(&r), nrows = slU_get_u64(&r);
+  if (r.bad || ncols > n || nrows > n) return snprintf(err, errlen, "the table is truncated"), NULL;
+  slT_Table *t = slT_new();
+  for (uint64_t c = 0; c < ncols; c++) {
+    char name[256];
+    slU_get_str(&r, name, sizeof name);
+    int col = slT_add_column(t, name);
+    if (slU_get_u8(&r)) slT_mark_timing(t, col);
+  }
+  for (uint64_t row = 0; row < nrows && !r.bad; row++) {
+    size_t at = slT_add_row(t);
+    for (uint64_t c = 0; c < ncols; c++) {
+      sl_Value v;
+      if (next_cell(&r, &v, err, errlen) != 0) return slT_free(t), NULL;
+      slT_set(t, at, c, v);
+    }
+  }
+  if (r.bad || r.at != n) return slT_free(t), snprintf(err, errlen, "the table is truncated or too long"), NULL;
+  return t;
+}
+
+const sl_Class slT_class = {
+    .name = "table", .free = table_free, .show = table_show, .field = table_field, .fields = table_fields,
+    .index = table_index, .encode = table_encode, .decode = table_decode};
 
 sl_Value slT_value(slT_Table *t) { return sl_object_new(&slT_class, t); }
 slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }
@@ -509,57 +566,6 @@ static int bad_header(const Field *fields, int n, int *empty) {
   return bad;
 }
 
-/* the file's bytes, refusing what is not a regular file: a FIFO would block
-** for ever, a directory is not a table */
-static char *read_regular_file(const char *path, size_t *len, char *err, size_t errlen) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    snprintf(err, errlen, "'%s' is a folder, not a CSV file", path);
-    return NULL;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "'%s' is not a regular file (a pipe, socket or device): only CSV files can be loaded", path);
-    return NULL;
-  }
-  if (sl_memory_budget() < (double)st.st_size * 4) {
-    char size[32];
-    sl_format_bytes((double)st.st_size, size, sizeof size);
-    snprintf(err, errlen, "'%s' is %s, too large for the memory budget", path, size);
-    return NULL;
-  }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  slU_Text all = {0};
-  slU_add_len(&all, "", 0);
-  char buf[65536];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (memchr(buf, '\0', got)) {
-      fclose(f);
-      free(all.s);
-      snprintf(err, errlen, "'%s' is not a CSV text file (it contains NUL bytes)", path);
-      return NULL;
-    }
-    if (sl_interrupted()) {
-      fclose(f);
-      free(all.s);
-      snprintf(err, errlen, "interrupted while reading '%s'", path);
-      return NULL;
-    }
-    slU_add_len(&all, buf, got);
-  }
-  fclose(f);
-  *len = all.n;
-  return all.s;
-}
-
 slT_Table *slT_parse_csv(const char *text, size_t len, const char *path, char *err, size_t errlen) {
   const char *p = text, *end = text + len;
   if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;  /* a UTF-8 byte-order mark is no part of the header */
@@ -613,7 +619,7 @@ slT_Table *slT_parse_csv(const char *text, size_t len, const char *path, char *e
 
 slT_Table *slT_read_csv(const char *path, char *err, size_t errlen) {
   size_t len;
-  char *text = read_regular_file(path, &len, err, errlen);
+  char *text = slF_read_file(path, "a CSV file", 1, &len, err, errlen);
   if (!text) return NULL;
   slT_Table *t = slT_parse_csv(text, len, path, err, errlen);
   free(text);

@@ -7,7 +7,7 @@
 **     lang  <-  table  <-  kernels  <-  graph  <-  compress  <-  search
 **
 ** plotting/ draws tables (it may use lang and table); cuda/ is reached only
-** from engine/kernels/; kernel/ and report/ drive the engine through
+** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; kernel/ and report/ drive the engine through
 ** engine/syslab.h alone (they may use each other: the report is a protocol
 ** client of the kernel). Every file may include syslab.h. An include without
 ** a folder names a file of the including file's own folder.
@@ -34,11 +34,12 @@ static const struct {
     {"engine/kernels", {"engine/lang", "engine/table", "cuda", NULL}},
     {"engine/graph", {"engine/lang", "engine/table", "engine/kernels", NULL}},
     {"engine/compress", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", NULL}},
-    {"engine/search", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/compress", NULL}},
+    {"engine/search", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/compress", "mpi", NULL}},
     {"plotting", {"engine/lang", "engine/table", NULL}},
     {"kernel", {"report", NULL}},
     {"report", {"kernel", NULL}},
     {"cuda", {NULL}},
+    {"mpi", {NULL}},
 };
 #define NFOLDERS (sizeof may_use / sizeof may_use[0])
 
@@ -86,6 +87,7 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("engine/compress/quant.h", "graph/transform.h", why, sizeof why));
   CHECK(!violation("engine/kernels/device.c", "cuda/gpu.h", why, sizeof why));
   CHECK(!violation("plotting/plot.c", "table/table.h", why, sizeof why));
+  CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
   CHECK(!violation("kernel/shell.c", "syslab.h", why, sizeof why));
   CHECK(!violation("report/client.c", "kernel/wire.h", why, sizeof why));
   /* upward, sideways, or past the interface: refused */
@@ -98,6 +100,9 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("kernel/shell.c", "lang/interp.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
+  CHECK(violation("engine/graph/graph.c", "mpi/transport.h", why, sizeof why));
+  CHECK(violation("kernel/run.c", "mpi/transport.h", why, sizeof why));
+  CHECK(violation("mpi/mpi.c", "search/dist.h", why, sizeof why));
 }
 
 static int nviolations, nincludes;
@@ -160,7 +165,7 @@ static void walk(const char *root, const char *rel) {
 }
 
 static void test_the_tree_keeps_the_layers(void) {
-  const char *tops[] = {"engine", "plotting", "kernel", "report", "cuda"};
+  const char *tops[] = {"engine", "plotting", "kernel", "report", "cuda", "mpi"};
   for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) walk(SYSLAB_SOURCE_DIR, tops[i]);
   CHECK_MSG(nincludes > 50, "only %d includes were read under %s: is the tree there?", nincludes, SYSLAB_SOURCE_DIR);
   CHECK_EQ_INT(nviolations, 0);

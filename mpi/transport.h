@@ -1,0 +1,60 @@
+/*
+** transport.h - the one door to MPI: a small table of functions that the
+** MPI module (mpi/mpi.c, built as syslab_mpi.so when CMake finds MPI)
+** exports and engine/search/dist.c loads with dlopen.
+**
+** Why a module loaded at run time: the serial program must start as fast as
+** it did and run on machines without Open MPI, so neither `syslab` nor the
+** engine links libmpi; only this module does, and it is loaded when a run
+** is started by mpirun or a search asks for workers. Nothing outside mpi/
+** sees an MPI type or symbol.
+**
+** A group is a set of processes numbered 0..size-1 in which rank 0 is the
+** coordinator: MPI_COMM_WORLD under mpirun, or, for workers started with
+** MPI_Comm_spawn, the parent and its children merged into one communicator
+** (the parent is rank 0). Messages are byte strings with a small integer
+** tag. Every call is non-blocking or bounded by a deadline, because a peer
+** may have died: sends give up after `timeout` seconds and polls return
+** at once, so the caller decides when a silent peer counts as dead.
+** Calls may come from two threads (a worker's main thread and its
+** heartbeat); the module serialises them.
+*/
+#ifndef SYSLAB_MPI_TRANSPORT_H
+#define SYSLAB_MPI_TRANSPORT_H
+
+#include <stddef.h>
+
+#define SLD_TRANSPORT_VERSION 1
+
+typedef struct slD_Group slD_Group;
+
+typedef struct slD_Transport {
+  int version;  /* SLD_TRANSPORT_VERSION */
+  /* the processes started together by mpirun (initialises MPI on first use);
+  ** NULL with err when MPI cannot start */
+  slD_Group *(*world)(char *err, size_t errlen);
+  /* starts n processes running argv[0] argv[1..] (NULL-terminated) and
+  ** returns the group of this process (rank 0) and them */
+  slD_Group *(*spawn)(char *const *argv, int n, char *err, size_t errlen);
+  /* in a process started by spawn: the group of its parent and siblings */
+  slD_Group *(*parent)(char *err, size_t errlen);
+  int (*rank)(const slD_Group *g);
+  int (*size)(const slD_Group *g);
+  /* sends n bytes to rank `to`; 0, or -1 when not delivered within timeout
+  ** seconds (the peer is gone or not listening) */
+  int (*send)(slD_Group *g, int to, int tag, const void *data, size_t n, double timeout);
+  /* a waiting message from `from` (-1: any) with `tag` (-1: any): returns 1
+  ** and a malloc'd copy in *data (*n bytes), or 0 when there is none */
+  int (*poll)(slD_Group *g, int from, int tag, int *src, int *got_tag, void **data, size_t *n);
+  /* leaves the group (a spawned group is disconnected; the world is kept) */
+  void (*close)(slD_Group *g);
+  /* MPI_Finalize, once, at exit of a process that used MPI. Finalising
+  ** waits for every process of the job, and one may have died: after
+  ** `timeout` seconds the process exits with `status` instead of hanging. */
+  void (*finalize)(double timeout, int status);
+} slD_Transport;
+
+/* the module's one exported symbol */
+const slD_Transport *slD_transport(void);
+
+#endif
