@@ -83,6 +83,9 @@ typedef struct slS_Study {
   sl_Value *grid_values;    /* lists (owned) */
   size_t grid_size;
   size_t *grid_order;
+  /* TPE: the good group (1 per trial) of the split made for trial tpe_below_for */
+  unsigned char *tpe_below;
+  int tpe_below_for;
   /* NSGA-II: the child proposed for trial child_for (parameters in the space) */
   int child_for, nchild;
   int *child_param;

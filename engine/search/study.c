@@ -29,6 +29,7 @@ slS_Study *slS_study_new(void) {
   st->prune_interval = 1;
   st->prune_min_trials = 1;
   st->child_for = -1;
+  st->tpe_below_for = -1;
   return st;
 }
 
@@ -56,6 +57,7 @@ void slS_study_free(slS_Study *st) {
   free(st->grid_values);
   free(st->grid_order);
   free(st->journal);
+  free(st->tpe_below);
   free(st->child_param);
   free(st->child_value);
   free(st);

@@ -60,6 +60,7 @@ static double logaddexp(double x, double y) {
 static double log_gauss_mass(double a, double b) {
   if (b <= 0) return log_diff(log_ndtr(b), log_ndtr(a));
   if (a > 0) return log_diff(log_ndtr(-a), log_ndtr(-b));
+  if (a <= -6 * sqrt(2.0) && b >= 6 * sqrt(2.0)) return 0.0;  /* erf is exactly -1 and 1 there: the formula gives log1p(0) */
   return log1p(-ndtr(a) - ndtr(-b));
 }
 
@@ -224,10 +225,10 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
   e->logz = malloc((size_t)m * sizeof *e->logz);
   e->logsigma = malloc((size_t)m * sizeof *e->logsigma);
   e->logw = malloc((size_t)m * sizeof *e->logw);
-  for (int c = 0; c < m; c++) {
+  for (int c = 0; c < m; c++) {  /* many components share a sigma or a weight: reuse the logarithm */
     e->logz[c] = log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
-    e->logsigma[c] = log(e->sigma[c]);
-    e->logw[c] = log(e->w[c]);
+    e->logsigma[c] = c > 0 && e->sigma[c] == e->sigma[c - 1] ? e->logsigma[c - 1] : log(e->sigma[c]);
+    e->logw[c] = c > 0 && e->w[c] == e->w[c - 1] ? e->logw[c - 1] : log(e->w[c]);
   }
   free(order);
   free(ends);
@@ -363,8 +364,14 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   int n = 0;
   for (int i = 0; i < st->ntrials; i++) n += st->trials[i].state == SLS_COMPLETE || st->trials[i].state == SLS_PRUNED;
   if (n < st->startup) return slS_random_draw(&st->rng2, d);
-  unsigned char *below = calloc((size_t)st->ntrials, 1);
-  split(st, n, below);
+  /* the split depends only on the finished trials: once per trial, not per parameter */
+  if (st->tpe_below_for != t->number || !st->tpe_below) {
+    free(st->tpe_below);
+    st->tpe_below = calloc((size_t)st->ntrials, 1);
+    split(st, n, st->tpe_below);
+    st->tpe_below_for = t->number;
+  }
+  const unsigned char *below = st->tpe_below;
   double *obs_b = malloc((size_t)st->ntrials * sizeof *obs_b), *obs_a = malloc((size_t)st->ntrials * sizeof *obs_a);
   int kb = 0, ka = 0;
   for (int i = 0; i < st->ntrials; i++) {  /* both groups in trial order */
@@ -410,6 +417,6 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   double x = ext[best];
   estimator_free(&lb);
   estimator_free(&la);
-  free(cand), free(ext), free(scores), free(obs_b), free(obs_a), free(below);
+  free(cand), free(ext), free(scores), free(obs_b), free(obs_a);
   return x;
 }
