@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "model.h"
+#include "memory.h"
+#include "precision.h"
 
 static slM_Tensor *ensure(slM_Tensor **slot, int ndim, const int *shape) {
   slM_Tensor *t = *slot;
@@ -33,12 +34,18 @@ static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inp
 /* the gradient slot of input k, zeroed when first touched in this backward pass */
 static slM_Tensor *gin(slM_Graph *g, slM_Node *n, int k) {
   slM_Node *src = &g->nodes[n->inputs[k]];
-  if (!src->gout) src->gout = slM_tensor_like(src->out);
+  if (!src->gout) {
+    src->gout = slM_tensor_like(src->out);
+    slM_mem_retag(src->gout, SLM_MEM_TEMP);
+  }
   return src->gout;
 }
 
 static slM_Tensor *param_grad(slM_Param *p) {
-  if (!p->grad) p->grad = slM_tensor_like(p->value);
+  if (!p->grad) {
+    p->grad = slM_tensor_like(p->value);
+    slM_mem_retag(p->grad, SLM_MEM_GRAD);
+  }
   return p->grad;
 }
 
@@ -88,7 +95,7 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
     xe = q->data;
   }
   const float *we = effective_weight(n);
-  slK_sgemm(SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f,
+  slM_gemm(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f,
               y->data, out_f);
   if (n->nparams > 1) {
     slM_Tensor *b = n->params[1]->value;
@@ -116,12 +123,12 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Op from = g->nodes[n->inputs[0]].op;
   if (from != OP_INPUT && from != OP_PATCHIFY) {
     slM_Tensor *dx = gin(g, n, 0);
-    slK_sgemm(SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f,
+    slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f,
                 1.0f, dx->data, in_f);
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = param_grad(n->params[0]);
-    slK_sgemm(SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f,
+    slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f,
                 1.0f, dw->data, in_f);
     if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
       for (size_t i = 0; i < dw->size; i++)
@@ -203,7 +210,7 @@ static void scores_forward(slM_Graph *g, slM_Node *n) {
   float scale = 1.0f / sqrtf((float)dh);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++)
-      slK_sgemm(SLK_N, SLK_T, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
+      slM_gemm(g, SLK_N, SLK_T, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
                   k->data + (size_t)b * T * D + h * dh, D, 0.0f, s->data + ((size_t)b * H + h) * T * T, T);
 }
 
@@ -217,9 +224,9 @@ static void scores_backward(slM_Graph *g, slM_Node *n) {
     for (int h = 0; h < H; h++) {
       size_t off = (size_t)b * T * D + (size_t)h * dh;
       const float *g_s = ds->data + ((size_t)b * H + h) * T * T;
-      slK_sgemm(SLK_N, SLK_N, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
+      slM_gemm(g, SLK_N, SLK_N, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
                   dq->data + off, D);
-      slK_sgemm(SLK_T, SLK_N, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
+      slM_gemm(g, SLK_T, SLK_N, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
                   dk->data + off, D);
     }
 }
@@ -231,7 +238,7 @@ static void context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *c = ensure(&n->out, 3, v->shape);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++)
-      slK_sgemm(SLK_N, SLK_N, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
+      slM_gemm(g, SLK_N, SLK_N, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
                   v->data + (size_t)b * T * D + h * dh, D, 0.0f, c->data + (size_t)b * T * D + h * dh, D);
 }
 
@@ -243,9 +250,9 @@ static void context_backward(slM_Graph *g, slM_Node *n) {
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) {
       size_t off = (size_t)b * T * D + (size_t)h * dh, poff = ((size_t)b * H + h) * T * T;
-      slK_sgemm(SLK_N, SLK_T, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
+      slM_gemm(g, SLK_N, SLK_T, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
                   dp->data + poff, T);
-      slK_sgemm(SLK_T, SLK_N, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
+      slM_gemm(g, SLK_T, SLK_N, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
                   dv->data + off, D);
     }
 }
@@ -360,15 +367,47 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
       break;
     }
     case OP_OUTPUT:
-    case SLM_NUM_OPS:
       break;
+    default:
+      if (!slM_lm_node_forward(g, n)) slM_fused_node_forward(g, n);
+      break;
+  }
+}
+
+/* With buffer planning (an inference graph after the fusion pass), an
+** output is freed as soon as its last user has run, so the peak is the
+** widest cut of the graph rather than the sum of its nodes. */
+static void free_dead_inputs(slM_Graph *g, int i, const int *last_use) {
+  slM_Node *n = &g->nodes[i];
+  for (int k = 0; k < n->ninputs; k++) {
+    slM_Node *src = &g->nodes[n->inputs[k]];
+    if (last_use[n->inputs[k]] == i && src->op != OP_OUTPUT) {
+      slM_tensor_free(src->out);
+      src->out = NULL;
+    }
   }
 }
 
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
   g->training = training;
-  for (int i = 0; i < g->n; i++) node_forward(g, &g->nodes[i], x, labels, batch);
-  return g->nodes[slM_logits_node(g)].out;
+  int logits = slM_logits_node(g), *last_use = NULL;
+  if (g->plan && !training) {
+    last_use = malloc((size_t)g->n * sizeof *last_use);
+    for (int i = 0; i < g->n; i++) last_use[i] = i == logits ? g->n : -1;
+    for (int i = 0; i < g->n; i++)
+      for (int k = 0; k < g->nodes[i].ninputs; k++) last_use[g->nodes[i].inputs[k]] = i;
+    for (int i = 0; i < g->n; i++)
+      if (g->nodes[i].op == OP_OUTPUT) last_use[g->nodes[i].inputs[0]] = g->n;
+  }
+  for (int i = 0; i < g->n; i++) {
+    slM_node_begin(g, i, 0);
+    node_forward(g, &g->nodes[i], x, labels, batch);
+    if (g->precision != SLM_FP32) slM_precision_after(g, i);
+    slM_node_end(g, i, 0);
+    if (last_use) free_dead_inputs(g, i, last_use);
+  }
+  free(last_use);
+  return g->nodes[logits].out;
 }
 
 /* -------------------------------------------------------------- backward */
@@ -443,6 +482,7 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
       break;
     }
     default:
+      if (!slM_lm_node_backward(g, n)) slM_fused_node_backward(g, n);
       break;
   }
 }
@@ -454,8 +494,9 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   }
   int loss_node = -1;
   for (int i = 0; i < g->n; i++)
-    if (g->nodes[i].op == OP_CROSS_ENTROPY) loss_node = i;
+    if (g->nodes[i].op == OP_CROSS_ENTROPY || g->nodes[i].op == OP_TOKEN_CE) loss_node = i;
   double loss;
+  slM_node_begin(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
   if (loss_node >= 0) {
     slM_Node *n = &g->nodes[loss_node];
     n->gout = slM_tensor_like(n->out);
@@ -476,8 +517,13 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
     }
     loss /= batch;
   }
+  slM_node_end(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
   for (int i = g->n - 1; i >= 0; i--)
-    if (g->nodes[i].gout) node_backward(g, &g->nodes[i]);
+    if (g->nodes[i].gout) {
+      slM_node_begin(g, i, 1);
+      node_backward(g, &g->nodes[i]);
+      slM_node_end(g, i, 1);
+    }
   return loss;
 }
 
@@ -499,3 +545,10 @@ void slM_release_activations(slM_Graph *g) {
     n->out = n->gout = n->saved = n->saved2 = NULL;
   }
 }
+
+/* ------------------------------------------- shared with the other operator files */
+
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return ensure(slot, ndim, shape); }
+slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k) { return gin(g, n, k); }
+slM_Tensor *slM_param_grad(slM_Param *p) { return param_grad(p); }
+void slM_softmax_rows(const float *x, float *y, size_t rows, int n) { softmax_rows(x, y, rows, n); }

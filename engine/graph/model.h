@@ -26,6 +26,7 @@ typedef struct slM_Tensor {
   int shape[SLM_MAX_DIMS];
   size_t size;
   float *data;
+  int category, node;   /* what it is and which node made it (memory.c) */
 } slM_Tensor;
 
 slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
@@ -92,6 +93,19 @@ typedef enum {
   OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
   OP_CROSS_ENTROPY,/* mean loss of logits against labels */
   OP_OUTPUT,
+  /* the language-model family (lm.c) */
+  OP_TOKENS,       /* placeholder: token ids (batch x context) */
+  OP_TARGETS,      /* placeholder: next-token ids (batch x context) */
+  OP_EMBEDDING,    /* token ids -> rows of a vocab x width table */
+  OP_RMSNORM,      /* over the last dimension, with a gain */
+  OP_ROPE,         /* rotary position embedding of each head's pairs of features */
+  OP_SWIGLU,       /* silu(a) * b */
+  OP_CAUSAL_MASK,  /* scores of later keys become -inf */
+  OP_TOKEN_CE,     /* mean cross-entropy of every position's logits against its target */
+  /* fused operators, made only by the fusion pass (fuse.c) */
+  OP_LINEAR_ACT,   /* linear layer with its bias and activation in one pass */
+  OP_ADD_NORM,     /* residual add and layer norm in one pass */
+  OP_MASKED_SOFTMAX, /* causal mask and softmax in one pass */
   SLM_NUM_OPS
 } slM_Op;
 
@@ -113,7 +127,8 @@ typedef struct slM_Node {
   int ninputs;
   slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
   int nparams;
-  int heads;            /* OP_SCORES, OP_CONTEXT */
+  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ROPE */
+  int act;              /* OP_LINEAR_ACT: the activation folded in (OP_RELU, OP_GELU, or OP_OUTPUT for none) */
   int patch;            /* OP_PATCHIFY */
   float p;              /* dropout probability, layer-norm epsilon, or scale */
   slM_NodeTransforms comp;
@@ -139,7 +154,16 @@ typedef struct slM_Graph {
   /* for capture: the builder's arguments */
   int hidden[8], nhidden, activation, depth, width, heads, mlp_ratio, patch;
   float dropout;
+  /* the language-model family: builder arguments, and the batch being run */
+  int vocab, context, d_ff, layers;
+  const int32_t *tok, *tgt;   /* set by slM_lm_forward for its placeholders */
+  int batch_rows, context_now;  /* their shape */
+  int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
+  int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
+  struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
 } slM_Graph;
+
+enum { SLM_FP32, SLM_BF16, SLM_FP16 };
 
 extern const sl_Class slM_model_class;
 
@@ -191,8 +215,30 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch);
 void slM_zero_grads(slM_Graph *g);
 void slM_release_activations(slM_Graph *g);
 
+/* helpers the operator files share (exec.c) */
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse, or reallocate on a new shape */
+slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
+slM_Tensor *slM_param_grad(slM_Param *p);
+void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
+/* every product of a graph: OpenBLAS sgemm, with the inputs rounded to the
+** graph's precision first (precision.c) */
+void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+/* operators defined outside exec.c: 1 when handled */
+int slM_lm_node_forward(slM_Graph *g, slM_Node *n);
+int slM_lm_node_backward(slM_Graph *g, slM_Node *n);
+int slM_lm_propagate(slM_Graph *g, slM_Node *n);
+int slM_fused_node_forward(slM_Graph *g, slM_Node *n);
+int slM_fused_node_backward(slM_Graph *g, slM_Node *n);
+/* hooks of the profiler and the memory tagger around each node; the node
+** index is negative outside any node */
+void slM_node_begin(slM_Graph *g, int node, int backward);
+void slM_node_end(slM_Graph *g, int node, int backward);
+
 /* ------------------------------------------------------ transform passes */
 
+/* deletes node i, rewiring its users to its first input */
+void slM_remove_node(slM_Graph *g, int i);
 /* removes every dropout node, rewiring its users to its input; returns the count */
 int slM_remove_dropout(slM_Graph *g);
 /* adds low-rank adapters to the linear nodes whose name contains one of

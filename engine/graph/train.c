@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "memory.h"
 #include "train.h"
 
 static double now(void) {
@@ -32,14 +33,17 @@ static double learning_rate(const slM_TrainConfig *c, long step, long total) {
   }
 }
 
-static void update(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
+void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Param *p = g->nodes[i].params[k];
       if (p->frozen || !p->grad) continue;
       float *w = p->value->data, *gr = p->grad->data;
       size_t n = p->value->size;
-      if (!p->m) p->m = slM_tensor_like(p->value);
+      if (!p->m) {
+        p->m = slM_tensor_like(p->value);
+        slM_mem_retag(p->m, SLM_MEM_OPTIM);
+      }
       float *m = p->m->data;
       /* weight decay on weights, not on biases and norms (the usual choice) */
       double wd = p->value->ndim >= 2 ? c->weight_decay : 0;
@@ -49,7 +53,10 @@ static void update(slM_Graph *g, const slM_TrainConfig *c, double lr, long step)
           w[j] -= (float)(lr * m[j]);
         }
       } else {
-        if (!p->v) p->v = slM_tensor_like(p->value);
+        if (!p->v) {
+          p->v = slM_tensor_like(p->value);
+          slM_mem_retag(p->v, SLM_MEM_OPTIM);
+        }
         float *v = p->v->data;
         double b1 = 0.9, b2 = 0.999, eps = 1e-8;
         double c1 = 1 - pow(b1, (double)step + 1), c2 = 1 - pow(b2, (double)step + 1);
@@ -132,7 +139,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       slM_zero_grads(g);
       loss_sum += slM_backward(g, by, b) * b;
       seen += (size_t)b;
-      update(g, c, learning_rate(c, step, total), step);
+      slM_optimizer_step(g, c, learning_rate(c, step, total), step);
       if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
     }
     if (seen == 0) break;
