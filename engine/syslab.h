@@ -237,6 +237,7 @@ extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sle
 extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, row, csv */
 extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
+extern const sl_Domain slM_systems_domain;   /* engine/graph/commands_lm.c: language models, memory, profiles, precision, fusion */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
 
 /* the domains in layer order: i = 0, 1, ... until NULL */

@@ -63,7 +63,7 @@ void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps
   memset(out, 0, sizeof *out);
   double t0 = slM_now();
   for (int i = 0; i < warmup; i++) slM_run_step(g, b, train, NULL, i);
-  out->warmup_seconds = slM_now() - t0;
+  out->warmup_seconds = warmup ? slM_now() - t0 : 0;
   double sum = 0, sum2 = 0;
   for (int i = 0; i < steps; i++) {
     double s = slM_now();
