@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "memory.h"
 #include "precision.h"
 
@@ -34,9 +35,17 @@ static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inp
 /* the gradient slot of input k, zeroed when first touched in this backward pass */
 static slM_Tensor *gin(slM_Graph *g, slM_Node *n, int k) {
   slM_Node *src = &g->nodes[n->inputs[k]];
-  if (!src->gout) {
-    src->gout = slM_tensor_like(src->out);
-    slM_mem_retag(src->gout, SLM_MEM_TEMP);
+  if (!src->gout_live) {
+    slM_Tensor *t = src->gout;
+    int same = t && t->ndim == src->out->ndim && memcmp(t->shape, src->out->shape, sizeof t->shape) == 0;
+    if (same) {
+      memset(t->data, 0, t->size * sizeof *t->data);   /* last step's buffer, reused */
+    } else {
+      slM_tensor_free(t);
+      src->gout = slM_tensor_like(src->out);
+      slM_mem_retag(src->gout, SLM_MEM_TEMP);
+    }
+    src->gout_live = 1;
   }
   return src->gout;
 }
@@ -54,10 +63,25 @@ static float gelu_grad(float x) {
   return 0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
 }
 
-static void softmax_rows(const float *x, float *y, size_t rows, int n) {
-  for (size_t r = 0; r < rows; r++) {
-    const float *a = x + r * (size_t)n;
-    float *b = y + r * (size_t)n;
+/* Loops between the products run over the cores in ranges (kernels/parallel.h).
+** A task names its arrays; each range function treats items independently,
+** so the numbers do not depend on how the loop is split. */
+typedef struct {
+  const float *a, *b, *c;
+  float *y, *z;
+  size_t n;       /* row length, or a count */
+  int op;
+  float p;
+} Task;
+
+#define ELEMS 16384   /* fewest items worth a thread */
+
+static void softmax_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  int n = (int)t->n;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->a + r * (size_t)n;
+    float *b = t->y + r * (size_t)n;
     float m = a[0];
     for (int j = 1; j < n; j++) m = a[j] > m ? a[j] : m;
     double sum = 0;
@@ -67,7 +91,82 @@ static void softmax_rows(const float *x, float *y, size_t rows, int n) {
   }
 }
 
+static void softmax_rows(const float *x, float *y, size_t rows, int n) {
+  Task t = {.a = x, .y = y, .n = (size_t)n};
+  slK_parallel_for(rows, ELEMS / (size_t)n + 1, softmax_range, &t);
+}
+
+static void activation_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    float v = t->a[i];
+    t->y[i] = t->op == OP_RELU ? (v > 0 ? v : 0) : t->op == OP_GELU ? gelu(v) : t->op == OP_TANH ? tanhf(v) : t->p * v;
+  }
+}
+
+/* a = input, b = output gradient, c = output; y += input gradient */
+static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    float v = t->a[i], gy = t->b[i];
+    t->y[i] += t->op == OP_RELU ? (v > 0 ? gy : 0)
+             : t->op == OP_GELU ? gy * gelu_grad(v)
+             : t->op == OP_TANH ? gy * (1 - t->c[i] * t->c[i]) : t->p * gy;
+  }
+}
+
+static void dropout_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  float keep = 1.0f / (1.0f - t->p);
+  for (size_t i = i0; i < i1; i++) {
+    slM_Rng r = {t->n + i * 0x9E3779B97F4A7C15ull};
+    t->z[i] = slM_rng_uniform(&r) < t->p ? 0.0f : keep;
+    t->y[i] = t->a[i] * t->z[i];
+  }
+}
+
+static void add_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] + t->b[i];
+}
+
+static void acc_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) t->y[i] += t->a[i];
+}
+
+static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) t->y[i] += t->a[i] * t->b[i];
+}
+
+/* a = softmax output, b = its gradient; y += input gradient */
+static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  size_t d = t->n;
+  for (size_t r = r0; r < r1; r++) {
+    const float *y = t->a + r * d, *gy = t->b + r * d;
+    double dot = 0;
+    for (size_t j = 0; j < d; j++) dot += gy[j] * y[j];
+    for (size_t j = 0; j < d; j++) t->y[r * d + j] += y[j] * (gy[j] - (float)dot);
+  }
+}
+
 /* ------------------------------------------------------------ linear */
+
+static void bias_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  for (size_t r = r0; r < r1; r++)
+    for (size_t j = 0; j < t->n; j++) t->y[r * t->n + j] += t->a[j];
+}
+
+/* y[j] += sum over the rows of a[r][j], rows in order; split by columns */
+static void column_sum_range(void *ctx, size_t j0, size_t j1) {
+  const Task *t = ctx;
+  size_t cols = (size_t)t->op;
+  for (size_t r = 0; r < t->n; r++)
+    for (size_t j = j0; j < j1; j++) t->y[j] += t->a[r * cols + j];
+}
 
 static const float *effective_weight(slM_Node *n) {
   slM_Tensor *w = n->params[0]->value;
@@ -105,8 +204,8 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
       n->comp.bias->apply(n->comp.bias, b->data, tmp, b->size);
       bias = tmp;
     }
-    for (size_t r = 0; r < rows; r++)
-      for (int j = 0; j < out_f; j++) y->data[r * (size_t)out_f + (size_t)j] += bias[j];
+    Task t = {.a = bias, .y = y->data, .n = (size_t)out_f};
+    slK_parallel_for(rows, ELEMS / (size_t)out_f + 1, bias_range, &t);
     free(tmp);
   }
 }
@@ -135,13 +234,39 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
         if (!n->comp.weight_mask[i]) dw->data[i] = 0;
   }
   if (n->nparams > 1 && !n->params[1]->frozen) {
-    float *db = param_grad(n->params[1])->data;
-    for (size_t r = 0; r < rows; r++)
-      for (int j = 0; j < out_f; j++) db[j] += dy->data[r * (size_t)out_f + (size_t)j];
+    Task t = {.a = dy->data, .y = param_grad(n->params[1])->data, .n = rows, .op = out_f};
+    slK_parallel_for((size_t)out_f, 64, column_sum_range, &t);
   }
 }
 
 /* --------------------------------------------------------- layer norm */
+
+/* forward rows: a = x, b = gamma, c = beta, y = out, z = saved (mean), and saved2 (1/std) in d */
+typedef struct {
+  const float *x, *gamma, *beta, *dy;
+  float *y, *mean, *rstd, *dx, *dgamma, *dbeta;
+  int d;
+  size_t rows;
+  float eps;
+} NormTask;
+
+static void layernorm_rows(void *ctx, size_t r0, size_t r1) {
+  const NormTask *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * (size_t)d;
+    float *b = t->y + r * (size_t)d;
+    double m = 0, v = 0;
+    for (int j = 0; j < d; j++) m += a[j];
+    m /= d;
+    for (int j = 0; j < d; j++) v += (a[j] - m) * (a[j] - m);
+    v /= d;
+    float rs = (float)(1.0 / sqrt(v + t->eps));
+    t->mean[r] = (float)m;
+    t->rstd[r] = rs;
+    for (int j = 0; j < d; j++) b[j] = ((a[j] - (float)m) * rs) * t->gamma[j] + t->beta[j];
+  }
+}
 
 static void layernorm_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0);
@@ -149,19 +274,44 @@ static void layernorm_forward(slM_Graph *g, slM_Node *n) {
   int d = x->shape[x->ndim - 1];
   int rows = (int)(x->size / (size_t)d);
   slM_Tensor *mean = ensure(&n->saved, 1, &rows), *rstd = ensure(&n->saved2, 1, &rows);
-  const float *gamma = n->params[0]->value->data, *beta = n->params[1]->value->data;
-  for (int r = 0; r < rows; r++) {
-    const float *a = x->data + (size_t)r * (size_t)d;
-    float *b = y->data + (size_t)r * (size_t)d;
-    double m = 0, v = 0;
-    for (int j = 0; j < d; j++) m += a[j];
-    m /= d;
-    for (int j = 0; j < d; j++) v += (a[j] - m) * (a[j] - m);
-    v /= d;
-    float rs = (float)(1.0 / sqrt(v + n->p));
-    mean->data[r] = (float)m;
-    rstd->data[r] = rs;
-    for (int j = 0; j < d; j++) b[j] = ((a[j] - (float)m) * rs) * gamma[j] + beta[j];
+  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data, .y = y->data,
+                .mean = mean->data, .rstd = rstd->data, .d = d, .eps = n->p};
+  slK_parallel_for((size_t)rows, ELEMS / (size_t)d + 1, layernorm_rows, &t);
+}
+
+static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
+  const NormTask *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
+    float *gx = t->dx + r * (size_t)d;
+    float m = t->mean[r], rs = t->rstd[r];
+    double sum_g = 0, sum_gx = 0;
+    for (int j = 0; j < d; j++) {
+      float xhat = (a[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
+      sum_g += gxhat;
+      sum_gx += gxhat * xhat;
+    }
+    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    for (int j = 0; j < d; j++) {
+      float xhat = (a[j] - m) * rs;
+      gx[j] += rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);
+    }
+  }
+}
+
+/* the gain and shift gradients sum over rows: split by columns, rows in order */
+static void layernorm_grad_columns(void *ctx, size_t j0, size_t j1) {
+  const NormTask *t = ctx;
+  int d = t->d;
+  for (size_t r = 0; r < t->rows; r++) {
+    const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
+    float m = t->mean[r], rs = t->rstd[r];
+    for (size_t j = j0; j < j1; j++) {
+      float xhat = (a[j] - m) * rs;
+      if (t->dgamma) t->dgamma[j] += gy[j] * xhat;
+      if (t->dbeta) t->dbeta[j] += gy[j];
+    }
   }
 }
 
@@ -169,27 +319,12 @@ static void layernorm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = gin(g, n, 0);
   int d = x->shape[x->ndim - 1];
   size_t rows = x->size / (size_t)d;
-  const float *gamma = n->params[0]->value->data;
-  float *dgamma = n->params[0]->frozen ? NULL : param_grad(n->params[0])->data;
-  float *dbeta = n->params[1]->frozen ? NULL : param_grad(n->params[1])->data;
-  for (size_t r = 0; r < rows; r++) {
-    const float *a = x->data + r * (size_t)d, *gy = dy->data + r * (size_t)d;
-    float *gx = dx->data + r * (size_t)d;
-    float m = n->saved->data[r], rs = n->saved2->data[r];
-    double sum_g = 0, sum_gx = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = (a[j] - m) * rs, gxhat = gy[j] * gamma[j];
-      sum_g += gxhat;
-      sum_gx += gxhat * xhat;
-      if (dgamma) dgamma[j] += gy[j] * xhat;
-      if (dbeta) dbeta[j] += gy[j];
-    }
-    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
-    for (int j = 0; j < d; j++) {
-      float xhat = (a[j] - m) * rs;
-      gx[j] += rs * (gy[j] * gamma[j] - mg - xhat * mgx);
-    }
-  }
+  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .dy = dy->data, .mean = n->saved->data,
+                .rstd = n->saved2->data, .dx = dx->data, .d = d, .rows = rows,
+                .dgamma = n->params[0]->frozen ? NULL : param_grad(n->params[0])->data,
+                .dbeta = n->params[1]->frozen ? NULL : param_grad(n->params[1])->data};
+  slK_parallel_for(rows, ELEMS / (size_t)d + 1, layernorm_grad_rows, &t);
+  if (t.dgamma || t.dbeta) slK_parallel_for((size_t)d, 16, layernorm_grad_columns, &t);
 }
 
 /* ---------------------------------------------------------- attention */
@@ -280,22 +415,20 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
       break;
     }
     case OP_LINEAR: linear_forward(g, n); break;
-    case OP_RELU: case OP_GELU: case OP_TANH: case OP_SCALE:
+    case OP_RELU: case OP_GELU: case OP_TANH: case OP_SCALE: {
       y = ensure(&n->out, a->ndim, a->shape);
-      for (size_t i = 0; i < a->size; i++) {
-        float v = a->data[i];
-        y->data[i] = n->op == OP_RELU ? (v > 0 ? v : 0) : n->op == OP_GELU ? gelu(v) : n->op == OP_TANH ? tanhf(v) : n->p * v;
-      }
+      Task t = {.a = a->data, .y = y->data, .op = n->op, .p = n->p};
+      slK_parallel_for(a->size, ELEMS, activation_range, &t);
       break;
+    }
     case OP_DROPOUT:
       y = ensure(&n->out, a->ndim, a->shape);
       if (g->training && n->p > 0) {
-        slM_Tensor *mask = ensure(&n->saved, a->ndim, a->shape);
-        float keep = 1.0f / (1.0f - n->p);
-        for (size_t i = 0; i < a->size; i++) {
-          mask->data[i] = slM_rng_uniform(&g->rng) < n->p ? 0.0f : keep;
-          y->data[i] = a->data[i] * mask->data[i];
-        }
+        /* one draw from the graph's generator, then a counter-based hash per
+        ** element: the mask does not depend on how the loop is split */
+        Task t = {.a = a->data, .y = y->data, .z = ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
+                  .n = (size_t)slM_rng_next(&g->rng)};
+        slK_parallel_for(a->size, ELEMS, dropout_range, &t);
       } else {
         memcpy(y->data, a->data, a->size * sizeof *a->data);
       }
@@ -316,8 +449,8 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
     case OP_ADD: {
       y = ensure(&n->out, a->ndim, a->shape);
       if (n->ninputs == 2) {
-        const float *b = in(g, n, 1)->data;
-        for (size_t i = 0; i < a->size; i++) y->data[i] = a->data[i] + b[i];
+        Task t = {.a = a->data, .b = in(g, n, 1)->data, .y = y->data};
+        slK_parallel_for(a->size, ELEMS, add_range, &t);
       } else {
         slM_Tensor *p = n->params[0]->value;
         for (size_t i = 0; i < a->size; i++) y->data[i] = a->data[i] + p->data[i % p->size];
@@ -417,29 +550,24 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
   switch (n->op) {
     case OP_LINEAR: linear_backward(g, n); break;
     case OP_RELU: case OP_GELU: case OP_TANH: case OP_SCALE: {
-      float *dx = gin(g, n, 0)->data;
-      for (size_t i = 0; i < a->size; i++) {
-        float v = a->data[i], gy = dy->data[i];
-        dx[i] += n->op == OP_RELU ? (v > 0 ? gy : 0)
-               : n->op == OP_GELU ? gy * gelu_grad(v)
-               : n->op == OP_TANH ? gy * (1 - n->out->data[i] * n->out->data[i]) : n->p * gy;
-      }
+      Task t = {.a = a->data, .b = dy->data, .c = n->out->data, .y = gin(g, n, 0)->data, .op = n->op, .p = n->p};
+      slK_parallel_for(a->size, ELEMS, activation_grad_range, &t);
       break;
     }
     case OP_DROPOUT: {
-      float *dx = gin(g, n, 0)->data;
       int active = g->training && n->p > 0;
-      for (size_t i = 0; i < a->size; i++) dx[i] += active ? dy->data[i] * n->saved->data[i] : dy->data[i];
+      Task t = {.a = dy->data, .b = active ? n->saved->data : NULL, .y = gin(g, n, 0)->data};
+      slK_parallel_for(a->size, ELEMS, active ? mul_acc_range : acc_range, &t);
       break;
     }
     case OP_LAYERNORM: layernorm_backward(g, n); break;
     case OP_PATCHIFY: break;  /* images are inputs: nothing upstream learns */
     case OP_ADD: {
-      float *dx = gin(g, n, 0)->data;
-      for (size_t i = 0; i < a->size; i++) dx[i] += dy->data[i];
+      Task t = {.a = dy->data, .y = gin(g, n, 0)->data};
+      slK_parallel_for(a->size, ELEMS, acc_range, &t);
       if (n->ninputs == 2) {
-        float *db = gin(g, n, 1)->data;
-        for (size_t i = 0; i < a->size; i++) db[i] += dy->data[i];
+        t.y = gin(g, n, 1)->data;
+        slK_parallel_for(a->size, ELEMS, acc_range, &t);
       } else if (!n->params[0]->frozen) {
         slM_Tensor *dp = param_grad(n->params[0]);
         for (size_t i = 0; i < a->size; i++) dp->data[i % dp->size] += dy->data[i];
@@ -453,14 +581,9 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
       break;
     }
     case OP_SOFTMAX: {
-      float *dx = gin(g, n, 0)->data;
       int d = a->shape[a->ndim - 1];
-      for (size_t r = 0; r < a->size / (size_t)d; r++) {
-        const float *y = n->out->data + r * (size_t)d, *gy = dy->data + r * (size_t)d;
-        double dot = 0;
-        for (int j = 0; j < d; j++) dot += gy[j] * y[j];
-        for (int j = 0; j < d; j++) dx[r * (size_t)d + (size_t)j] += y[j] * (gy[j] - (float)dot);
-      }
+      Task t = {.a = n->out->data, .b = dy->data, .y = gin(g, n, 0)->data, .n = (size_t)d};
+      slK_parallel_for(a->size / (size_t)d, ELEMS / (size_t)d + 1, softmax_grad_range, &t);
       break;
     }
     case OP_CONTEXT: context_backward(g, n); break;
@@ -488,10 +611,7 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
 }
 
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
-  for (int i = 0; i < g->n; i++) {
-    slM_tensor_free(g->nodes[i].gout);
-    g->nodes[i].gout = NULL;
-  }
+  for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = -1;
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].op == OP_CROSS_ENTROPY || g->nodes[i].op == OP_TOKEN_CE) loss_node = i;
@@ -499,14 +619,18 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   slM_node_begin(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
   if (loss_node >= 0) {
     slM_Node *n = &g->nodes[loss_node];
+    slM_tensor_free(n->gout);
     n->gout = slM_tensor_like(n->out);
+    n->gout_live = 1;
     n->gout->data[0] = 1;
     loss = n->out->data[0];
   } else {
     /* an inference graph: the loss is computed outside it, as a training loop would */
     slM_Node *n = &g->nodes[slM_logits_node(g)];
     int C = n->out->shape[1];
+    slM_tensor_free(n->gout);
     n->gout = slM_tensor_like(n->out);
+    n->gout_live = 1;
     softmax_rows(n->out->data, n->gout->data, (size_t)batch, C);
     loss = 0;
     for (int b = 0; b < batch; b++) {
@@ -519,7 +643,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   }
   slM_node_end(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
   for (int i = g->n - 1; i >= 0; i--)
-    if (g->nodes[i].gout) {
+    if (g->nodes[i].gout_live) {
       slM_node_begin(g, i, 1);
       node_backward(g, &g->nodes[i]);
       slM_node_end(g, i, 1);
@@ -543,6 +667,7 @@ void slM_release_activations(slM_Graph *g) {
     slM_tensor_free(n->saved);
     slM_tensor_free(n->saved2);
     n->out = n->gout = n->saved = n->saved2 = NULL;
+    n->gout_live = 0;
   }
 }
 

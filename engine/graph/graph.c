@@ -404,11 +404,13 @@ static slM_Transform *clone_transform(const slM_Transform *t) { return t && t->c
 slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   slM_Graph *c = malloc(sizeof *c);
   *c = *g;
+  c->profile = NULL;
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &c->nodes[i];
     *n = g->nodes[i];
     n->out = n->gout = n->saved = n->saved2 = NULL;
+    n->gout_live = 0;
     for (int k = 0; k < n->nparams; k++) {
       if (deep) n->params[k] = param_clone(g->nodes[i].params[k]);
       else n->params[k]->refs++;

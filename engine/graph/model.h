@@ -138,6 +138,7 @@ typedef struct slM_Node {
   double flops;              /* per sample */
   /* run time */
   slM_Tensor *out, *gout;
+  int gout_live;        /* gout holds this backward pass's gradient (exec.c) */
   slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
 } slM_Node;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/blas.h"
 #include "kernels/kernels.h"
 #include "memory.h"
 #include "precision.h"
@@ -86,6 +87,7 @@ void slM_precision_release(void) {
 
 void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc) {
+  slK_blas_init();
   if (g && g->precision != SLM_FP32) {
     int ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;
     A = rounded(0, g->precision, A, ar, ac, lda);

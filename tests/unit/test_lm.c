@@ -168,7 +168,55 @@ static void test_determinism(void) {
   slM_graph_free(h);
 }
 
+/* the threaded, vectorised AdamW against the formula written out in double */
+static void test_adamw(void) {
+  char err[256];
+  slM_MlpSpec s = {37, 3, {100}, 1, OP_RELU, 0.0f};   /* 3700 + 100 + 300 + 3: not multiples of 8 */
+  slM_Graph *g = slM_mlp(&s, 1, 0, err, sizeof err);
+  slM_TrainConfig c = {1, 1, 1e-2, 0, 0.1, SLM_ADAMW, SLM_CONSTANT, 0, 0};
+  slM_Rng r;
+  slM_rng_seed(&r, 3);
+  int checked = 0;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      p->grad = slM_tensor_like(p->value);
+    }
+  for (long step = 0; step < 3; step++) {
+    float *before[8], *mb[8], *vb[8];
+    int np = 0;
+    for (int i = 0; i < g->n; i++)
+      for (int k = 0; k < g->nodes[i].nparams; k++, np++) {
+        slM_Param *p = g->nodes[i].params[k];
+        for (size_t j = 0; j < p->grad->size; j++) p->grad->data[j] = (float)slM_rng_normal(&r);
+        before[np] = malloc(p->value->size * sizeof(float));
+        mb[np] = calloc(p->value->size, sizeof(float));
+        vb[np] = calloc(p->value->size, sizeof(float));
+        memcpy(before[np], p->value->data, p->value->size * sizeof(float));
+        if (p->m) memcpy(mb[np], p->m->data, p->value->size * sizeof(float));
+        if (p->v) memcpy(vb[np], p->v->data, p->value->size * sizeof(float));
+      }
+    slM_optimizer_step(g, &c, c.lr, step);
+    np = 0;
+    for (int i = 0; i < g->n; i++)
+      for (int k = 0; k < g->nodes[i].nparams; k++, np++) {
+        slM_Param *p = g->nodes[i].params[k];
+        double wd = p->value->ndim >= 2 ? c.weight_decay : 0, c1 = 1 - pow(0.9, step + 1), c2 = 1 - pow(0.999, step + 1);
+        for (size_t j = 0; j < p->value->size; j++) {
+          double gr = p->grad->data[j], m = 0.9 * mb[np][j] + 0.1 * gr, v = 0.999 * vb[np][j] + 0.001 * gr * gr;
+          double w = before[np][j] - c.lr * ((m / c1) / (sqrt(v / c2) + 1e-8) + wd * before[np][j]);
+          CHECK_NEAR(p->value->data[j], w, 1e-6 + 1e-5 * fabs(w));
+          checked++;
+        }
+        free(before[np]), free(mb[np]), free(vb[np]);
+      }
+  }
+  CHECK_EQ_INT(checked, 3 * 4103);
+  slM_graph_free(g);
+}
+
 int main(void) {
+  RUN(test_adamw);
   RUN(test_builder_and_presets);
   RUN(test_gradients);
   RUN(test_causal);
