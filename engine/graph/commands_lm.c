@@ -74,6 +74,17 @@ static int batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T) {
   return 0;
 }
 
+/* gradients and optimizer state a model already holds from earlier training */
+static void state_bytes(const slM_Graph *g, double *grads, double *optim) {
+  *grads = *optim = 0;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      const slM_Param *q = g->nodes[i].params[k];
+      *grads += q->grad ? 4.0 * (double)q->grad->size : 0;
+      *optim += 4.0 * (double)((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
+    }
+}
+
 static int refuse_if_over(sl_Call *call, const slM_MemPrediction *p, double budget) {
   if (p->peak <= budget) return 0;
   char msg[512];
@@ -435,6 +446,8 @@ static void prediction_row(slT_Table *t, size_t r, const slM_MemPrediction *p, d
   setn(t, r, "activation_grads_gb", p->act_grads / 1e9);
   setn(t, r, "scratch_gb", p->scratch / 1e9);
   setn(t, r, "peak_gb", p->peak / 1e9);
+  setn(t, r, "residual_stream_mb", p->residual / 1e6);
+  setn(t, r, "attention_scores_gb", p->scores / 1e9);
   setn(t, r, "budget_gb", budget / 1e9);
   sets(t, r, "status", p->peak <= budget ? "OK" : "OOM");
 }
@@ -449,7 +462,8 @@ static int cmd_memory_predict(sl_Call *call, sl_Value *result) {
   double budget;
   if (budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "run", "precision", "params_gb", "grads_gb", "optimizer_gb",
-                        "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "budget_gb", "status", NULL};
+                        "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "residual_stream_mb",
+                        "attention_scores_gb", "budget_gb", "status", NULL};
   slT_Table *t = table(cols);
   for (int p = 0; p < np; p++)
     for (int c = 0; c < nc; c++) {
@@ -531,6 +545,9 @@ static int cmd_memory_profile(sl_Call *call, sl_Value *result) {
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
   slM_mem_peak_by(peak);
+  double grads, optim;   /* held from earlier steps: live through this one too */
+  state_bytes(g, &grads, &optim);
+  double predicted = p.peak + optim + (train ? 0 : grads);
   const char *ccols[] = {"category", "mb_at_peak", NULL};
   slT_Table *cat = table(ccols);
   for (int c = 0; c < SLM_MEM_NCAT; c++) {
@@ -570,7 +587,7 @@ static int cmd_memory_profile(sl_Call *call, sl_Value *result) {
   slM_batch_free(&b);
   sl_Value rec = sl_record_new();
   sl_record_set(rec, "peak_mb", sl_number((double)slM_mem_total_peak() / 1e6));
-  sl_record_set(rec, "predicted_mb", sl_number(p.peak / 1e6));
+  sl_record_set(rec, "predicted_mb", sl_number(predicted / 1e6));
   sl_record_set(rec, "categories", slT_value(cat));
   sl_record_set(rec, "top", slT_value(at));
   sl_record_set(rec, "timeline", slT_value(tl));

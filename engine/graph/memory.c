@@ -154,13 +154,13 @@ void slM_mem_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int opti
   if (run == SLM_RUN_TRAIN) {
     out->act_grads = 4 * (BTD + L * layer_out + BTD + BT * V + 1);
     out->grads = 4 * params;
-    out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : 1);
+    out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
   }
   if (precision != SLM_FP32) {
     /* the rounded copies of the largest product inputs (precision.c) */
-    double a = BT * fmax(fmax(D, F), V), b = fmax(V * D, F * D);
-    a = fmax(a, T * T);
-    if (run == SLM_RUN_TRAIN) b = fmax(b, fmax(BTF, BTD));
+    double a = BT * fmax(D, F), b = fmax(V * D, F * D);
+    a = fmax(a, T * fmax(T, dh));
+    if (run == SLM_RUN_TRAIN) a = fmax(a, BT * V), b = fmax(b, fmax(BTF, BTD));
     out->scratch = 4 * (a + b);
   }
   finish(out, run);
@@ -218,7 +218,7 @@ void slM_mem_predict_graph(const slM_Graph *g, int batch, int T, int run, int op
       out->params += bytes;
       if (run == SLM_RUN_TRAIN && grad[i] && !n->params[k]->frozen) {
         out->grads += bytes;
-        out->optim += bytes * (optimizer == SLM_ADAMW ? 2 : 1);
+        out->optim += bytes * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
       }
     }
     if (n->op == OP_OUTPUT) continue;
@@ -237,7 +237,7 @@ void slM_mem_predict_graph(const slM_Graph *g, int batch, int T, int run, int op
       const slM_Node *v = &g->nodes[n->inputs[1]];
       double Tk = v->shape[1], dh = (double)v->shape[2] / n->heads;
       a_max = fmax(a_max, Tk * fmax(Tk, dh));
-      b_max = fmax(b_max, Tk * fmax(dh, run == SLM_RUN_TRAIN ? Tk : 0));
+      b_max = fmax(b_max, Tk * dh);
     }
   }
   out->scratch = 4 * (a_max + b_max);

@@ -3,18 +3,23 @@
 **
 ** OpenBLAS already runs the products on every core; the passes between
 ** them (activations, norms, softmax, dropout, the optimizer) ran on one.
-** A team of (threads - 1) workers waits for a job; the caller takes the
-** first range itself and then waits for the others. Workers spin briefly
-** before sleeping on a condition variable, because a training step hands
-** them a new loop every few tens of microseconds and a futex wake-up costs
-** about as much as a small loop; the spin is short so that OpenBLAS's own
-** threads get the cores back during the next product.
+** A loop is cut into chunks; the caller and (threads - 1) workers claim
+** chunks from a shared counter until none is left. Claiming, rather than
+** handing each thread a fixed part, matters on a shared machine: a worker
+** that the scheduler has not run yet simply gets no chunk, and the caller
+** does the work itself instead of waiting a time slice for it.
 **
-** One job at a time: a loop started from inside a job, or while another
-** thread runs one, runs on its caller alone.
+** The counter holds the job's generation in its high half, so a worker that
+** wakes late can never claim a chunk of a newer job by mistake: a claim is
+** a compare-and-swap on (generation, next chunk). Workers spin briefly
+** before sleeping, because a training step starts a loop every few tens of
+** microseconds; the spin is short so that OpenBLAS's own threads get the
+** cores back for the next product. One job at a time: a loop started while
+** another runs (from a job, or another thread) runs on its caller alone.
 */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "parallel.h"
@@ -22,48 +27,58 @@
 #define MAX_THREADS 8
 #define SPIN_ROUNDS 20000
 
+#if defined(__x86_64__) || defined(__i386__)
+#define PAUSE() __builtin_ia32_pause()
+#else
+#define PAUSE() ((void)0)
+#endif
+
 int openblas_get_num_threads(void);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, done_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static int nthreads = 1;
-static atomic_uint generation;
-static atomic_int pending, busy;
+static _Atomic uint64_t state;      /* generation << 32 | next chunk */
+static atomic_uint done_chunks;
+static atomic_int busy;
 
 static struct {
   slK_RangeFn fn;
   void *ctx;
   size_t n, chunk;
+  unsigned nchunks;
 } job;
 
-static void run_part(int part) {
-  size_t begin = (size_t)part * job.chunk, end = begin + job.chunk;
-  if (end > job.n) end = job.n;
-  if (begin < end) job.fn(job.ctx, begin, end);
+/* claims and runs chunks of generation gen until none is left */
+static void work(uint32_t gen) {
+  for (;;) {
+    uint64_t s = atomic_load_explicit(&state, memory_order_acquire);
+    if ((uint32_t)(s >> 32) != gen || (uint32_t)s >= job.nchunks) return;
+    if (!atomic_compare_exchange_weak_explicit(&state, &s, s + 1, memory_order_acq_rel, memory_order_relaxed)) continue;
+    size_t begin = (size_t)(uint32_t)s * job.chunk, end = begin + job.chunk;
+    if (end > job.n) end = job.n;
+    job.fn(job.ctx, begin, end);
+    atomic_fetch_add_explicit(&done_chunks, 1, memory_order_acq_rel);
+  }
 }
 
 static void *worker(void *arg) {
-  int part = (int)(size_t)arg;
-  unsigned seen = 0;
+  (void)arg;
+  uint32_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (atomic_load_explicit(&generation, memory_order_acquire) == seen && spins < SPIN_ROUNDS) {
-      __builtin_ia32_pause();
+    while ((uint32_t)(atomic_load_explicit(&state, memory_order_acquire) >> 32) == seen && spins < SPIN_ROUNDS) {
+      PAUSE();
       spins++;
     }
-    if (atomic_load_explicit(&generation, memory_order_acquire) == seen) {
+    if ((uint32_t)(atomic_load(&state) >> 32) == seen) {
       pthread_mutex_lock(&lock);
-      while (atomic_load(&generation) == seen) pthread_cond_wait(&wake, &lock);
+      while ((uint32_t)(atomic_load(&state) >> 32) == seen) pthread_cond_wait(&wake, &lock);
       pthread_mutex_unlock(&lock);
     }
-    seen = atomic_load(&generation);
-    run_part(part);
-    if (atomic_fetch_sub(&pending, 1) == 1) {
-      pthread_mutex_lock(&lock);
-      pthread_cond_signal(&done_cond);
-      pthread_mutex_unlock(&lock);
-    }
+    seen = (uint32_t)(atomic_load(&state) >> 32);
+    work(seen);
   }
   return NULL;
 }
@@ -79,7 +94,7 @@ static void start(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, worker, (void *)(size_t)i) != 0) nthreads = i;
+    if (pthread_create(&t, &attr, worker, NULL) != 0) nthreads = i;
     pthread_attr_destroy(&attr);
   }
 }
@@ -90,30 +105,24 @@ int slK_threads(void) {
 }
 
 void slK_parallel_for(size_t n, size_t min_chunk, slK_RangeFn fn, void *ctx) {
-  int t = slK_threads();
+  int t = slK_threads(), expected = 0;
   if (min_chunk < 1) min_chunk = 1;
-  int expected = 0;
   if (t < 2 || n < 2 * min_chunk || !atomic_compare_exchange_strong(&busy, &expected, 1)) {
     if (n) fn(ctx, 0, n);
     return;
   }
-  size_t parts = n / min_chunk < (size_t)t ? n / min_chunk : (size_t)t;
-  job.fn = fn, job.ctx = ctx, job.n = n, job.chunk = (n + parts - 1) / parts;
-  atomic_store(&pending, t - 1);
+  /* four chunks a thread, none below min_chunk: late workers leave less to wait for */
+  size_t chunk = n / ((size_t)t * 4);
+  if (chunk < min_chunk) chunk = min_chunk;
+  job.fn = fn, job.ctx = ctx, job.n = n, job.chunk = chunk;
+  job.nchunks = (unsigned)((n + chunk - 1) / chunk);
+  atomic_store_explicit(&done_chunks, 0, memory_order_relaxed);
+  uint32_t gen = (uint32_t)(atomic_load(&state) >> 32) + 1;
   pthread_mutex_lock(&lock);
-  atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+  atomic_store_explicit(&state, (uint64_t)gen << 32, memory_order_release);
   pthread_cond_broadcast(&wake);
   pthread_mutex_unlock(&lock);
-  run_part(0);
-  while (atomic_load_explicit(&pending, memory_order_acquire) > 0) {
-    int spins = 0;
-    while (atomic_load_explicit(&pending, memory_order_acquire) > 0 && spins < SPIN_ROUNDS) {
-      __builtin_ia32_pause();
-      spins++;
-    }
-    pthread_mutex_lock(&lock);
-    while (atomic_load(&pending) > 0) pthread_cond_wait(&done_cond, &lock);
-    pthread_mutex_unlock(&lock);
-  }
+  work(gen);
+  while (atomic_load_explicit(&done_chunks, memory_order_acquire) < job.nchunks) PAUSE();
   atomic_store(&busy, 0);
 }
