@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/parallel.h"
 #include "lm.h"
 
 /* ------------------------------------------------------------- presets */
@@ -184,41 +185,71 @@ static void embedding_backward(slM_Graph *g, slM_Node *n) {
   }
 }
 
-/* y = x / sqrt(mean(x^2) + eps) * gain; saved: 1 / rms per row */
+/* y = x / sqrt(mean(x^2) + eps) * gain; saved: 1 / rms per row. Rows run
+** on the thread team; the gain's gradient sums rows in order, split by
+** columns, so the numbers do not depend on the split. */
+typedef struct {
+  const float *x, *gain, *dy;
+  float *y, *rstd, *dx, *dgain;
+  int d;
+  size_t rows;
+  float eps;
+} Rms;
+
+#define ROWS(d) (16384 / (size_t)(d) + 1)
+
+static void rms_rows(void *ctx, size_t r0, size_t r1) {
+  const Rms *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * d;
+    float *b = t->y + r * d;
+    double ss = 0;
+    for (int j = 0; j < d; j++) ss += (double)a[j] * a[j];
+    float rs = (float)(1.0 / sqrt(ss / d + t->eps));
+    t->rstd[r] = rs;
+    for (int j = 0; j < d; j++) b[j] = a[j] * rs * t->gain[j];
+  }
+}
+
 static void rmsnorm_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
   int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
-  slM_Tensor *rstd = slM_ensure(&n->saved, 1, &rows);
-  const float *gain = n->params[0]->value->data;
-  for (int r = 0; r < rows; r++) {
-    const float *a = x->data + (size_t)r * d;
-    float *b = y->data + (size_t)r * d;
-    double ss = 0;
-    for (int j = 0; j < d; j++) ss += (double)a[j] * a[j];
-    float rs = (float)(1.0 / sqrt(ss / d + n->p));
-    rstd->data[r] = rs;
-    for (int j = 0; j < d; j++) b[j] = a[j] * rs * gain[j];
+  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .y = y->data,
+           .rstd = slM_ensure(&n->saved, 1, &rows)->data, .d = d, .eps = n->p};
+  slK_parallel_for((size_t)rows, ROWS(d), rms_rows, &t);
+}
+
+static void rms_grad_rows(void *ctx, size_t r0, size_t r1) {
+  const Rms *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * d, *gy = t->dy + r * d;
+    float *gx = t->dx + r * d, rs = t->rstd[r];
+    double dot = 0;
+    for (int j = 0; j < d; j++) dot += (double)gy[j] * t->gain[j] * (a[j] * rs);
+    float m = (float)(dot / d);
+    for (int j = 0; j < d; j++) gx[j] += rs * (gy[j] * t->gain[j] - a[j] * rs * m);
+  }
+}
+
+static void rms_grad_columns(void *ctx, size_t j0, size_t j1) {
+  const Rms *t = ctx;
+  for (size_t r = 0; r < t->rows; r++) {
+    const float *a = t->x + r * t->d, *gy = t->dy + r * t->d;
+    float rs = t->rstd[r];
+    for (size_t j = j0; j < j1; j++) t->dgain[j] += gy[j] * (a[j] * rs);
   }
 }
 
 static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *dx = slM_input_grad(g, n, 0);
+  slM_Tensor *x = in(g, n, 0);
   int d = x->shape[x->ndim - 1];
-  size_t rows = x->size / (size_t)d;
-  const float *gain = n->params[0]->value->data;
-  float *dgain = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data;
-  for (size_t r = 0; r < rows; r++) {
-    const float *a = x->data + r * d, *gy = n->gout->data + r * d;
-    float *gx = dx->data + r * d, rs = n->saved->data[r];
-    double dot = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = a[j] * rs;
-      dot += (double)gy[j] * gain[j] * xhat;
-      if (dgain) dgain[j] += gy[j] * xhat;
-    }
-    float m = (float)(dot / d);
-    for (int j = 0; j < d; j++) gx[j] += rs * (gy[j] * gain[j] - a[j] * rs * m);
-  }
+  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .dy = n->gout->data, .rstd = n->saved->data,
+           .dx = slM_input_grad(g, n, 0)->data, .d = d, .rows = x->size / (size_t)d,
+           .dgain = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data};
+  slK_parallel_for(t.rows, ROWS(d), rms_grad_rows, &t);
+  if (t.dgain) slK_parallel_for((size_t)d, 16, rms_grad_columns, &t);
 }
 
 /* Rotary embeddings: in each head, features (2i, 2i+1) at position t turn by
@@ -269,19 +300,36 @@ static void rope_backward(slM_Graph *g, slM_Node *n) {
 
 static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
+typedef struct {
+  const float *a, *b, *dy;
+  float *y, *da, *db;
+} Glu;
+
+static void swiglu_range(void *ctx, size_t i0, size_t i1) {
+  const Glu *t = ctx;
+  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] * sigmoid(t->a[i]) * t->b[i];
+}
+
 static void swiglu_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
-  for (size_t i = 0; i < a->size; i++) y->data[i] = a->data[i] * sigmoid(a->data[i]) * b->data[i];
+  Glu t = {.a = a->data, .b = b->data, .y = y->data};
+  slK_parallel_for(a->size, 16384, swiglu_range, &t);
+}
+
+static void swiglu_grad_range(void *ctx, size_t i0, size_t i1) {
+  const Glu *t = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    float v = t->a[i], s = sigmoid(v), gy = t->dy[i];
+    t->da[i] += gy * t->b[i] * s * (1 + v * (1 - s));
+    t->db[i] += gy * v * s;
+  }
 }
 
 static void swiglu_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
-  float *da = slM_input_grad(g, n, 0)->data, *db = slM_input_grad(g, n, 1)->data;
-  for (size_t i = 0; i < a->size; i++) {
-    float v = a->data[i], s = sigmoid(v), gy = n->gout->data[i];
-    da[i] += gy * b->data[i] * s * (1 + v * (1 - s));
-    db[i] += gy * v * s;
-  }
+  Glu t = {.a = a->data, .b = b->data, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
+           .db = slM_input_grad(g, n, 1)->data};
+  slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
 }
 
 /* query q keeps key k iff k <= q (numerics.md 7.4) */
@@ -320,18 +368,28 @@ static void token_ce_forward(slM_Graph *g, slM_Node *n) {
   slM_ensure(&n->out, 1, &one)->data[0] = (float)(loss / (double)rows);
 }
 
+typedef struct {
+  const float *p, *targets;
+  float *dz, scale;
+  int V;
+} CeGrad;
+
+static void ce_grad_rows(void *ctx, size_t r0, size_t r1) {
+  const CeGrad *t = ctx;
+  for (size_t r = r0; r < r1; r++) {
+    const float *p = t->p + r * t->V;
+    float *d = t->dz + r * t->V;
+    for (int c = 0; c < t->V; c++) d[c] += t->scale * p[c];
+    d[(size_t)t->targets[r]] -= t->scale;
+  }
+}
+
 static void token_ce_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *z = in(g, n, 0), *t = in(g, n, 1);
-  float *dz = slM_input_grad(g, n, 0)->data;
+  slM_Tensor *z = in(g, n, 0);
   int V = z->shape[z->ndim - 1];
   size_t rows = z->size / (size_t)V;
-  float scale = n->gout->data[0] / (float)rows;
-  for (size_t r = 0; r < rows; r++) {
-    const float *p = n->saved->data + r * V;
-    float *d = dz + r * V;
-    for (int c = 0; c < V; c++) d[c] += scale * p[c];
-    d[(size_t)t->data[r]] -= scale;
-  }
+  CeGrad t = {n->saved->data, in(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows, V};
+  slK_parallel_for(rows, 16384 / (size_t)V + 1, ce_grad_rows, &t);
 }
 
 static void ids_forward(slM_Graph *g, slM_Node *n, const int32_t *ids) {
