@@ -677,3 +677,5 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return e
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k) { return gin(g, n, k); }
 slM_Tensor *slM_param_grad(slM_Param *p) { return param_grad(p); }
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n) { softmax_rows(x, y, rows, n); }
+float slM_gelu(float x) { return gelu(x); }
+float slM_gelu_grad(float x) { return gelu_grad(x); }

@@ -29,10 +29,6 @@
 
 static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
 
-static float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
-static float gelu_grad(float x) {
-  return 0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
-}
 
 /* ------------------------------------------------------------ linear_act */
 
@@ -51,7 +47,7 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
     for (int j = 0; j < out_f; j++) {
       float v = bias ? row[j] + bias[j] : row[j];
       if (pre) pre[r * (size_t)out_f + (size_t)j] = v;
-      row[j] = n->act == OP_RELU ? (v > 0 ? v : 0) : n->act == OP_GELU ? gelu(v) : v;
+      row[j] = n->act == OP_RELU ? (v > 0 ? v : 0) : n->act == OP_GELU ? slM_gelu(v) : v;
     }
   }
 }
@@ -63,7 +59,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *d = slM_ensure(&n->saved2, dy->ndim, dy->shape);
   for (size_t i = 0; i < dy->size; i++)
     d->data[i] = n->act == OP_RELU ? (n->out->data[i] > 0 ? dy->data[i] : 0)
-               : n->act == OP_GELU ? dy->data[i] * gelu_grad(n->saved->data[i]) : dy->data[i];
+               : n->act == OP_GELU ? dy->data[i] * slM_gelu_grad(n->saved->data[i]) : dy->data[i];
   slM_Op from = g->nodes[n->inputs[0]].op;
   if (from != OP_INPUT && from != OP_PATCHIFY)
     slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, w->data, in_f, 1.0f,

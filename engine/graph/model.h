@@ -221,6 +221,8 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
 slM_Tensor *slM_param_grad(slM_Param *p);
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
+float slM_gelu(float x);        /* the exact (erf) GELU, and its slope */
+float slM_gelu_grad(float x);
 /* every product of a graph: OpenBLAS sgemm, with the inputs rounded to the
 ** graph's precision first (precision.c) */
 void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
