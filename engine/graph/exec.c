@@ -115,12 +115,15 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   }
 }
 
+/* element i is dropped when half (i & 1) of hash(base, i / 2) falls below p * 2^32 */
 static void dropout_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
   float keep = 1.0f / (1.0f - t->p);
+  uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
   for (size_t i = i0; i < i1; i++) {
-    slM_Rng r = {t->n + i * 0x9E3779B97F4A7C15ull};
-    t->z[i] = slM_rng_uniform(&r) < t->p ? 0.0f : keep;
+    slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};
+    uint64_t h = slM_rng_next(&r);
+    t->z[i] = ((h >> (32 * (i & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
     t->y[i] = t->a[i] * t->z[i];
   }
 }

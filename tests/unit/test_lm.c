@@ -212,6 +212,22 @@ static void test_adamw(void) {
       }
   }
   CHECK_EQ_INT(checked, 3 * 4103);
+  /* SGD with momentum, against the formula in float (the same operations: equal) */
+  slM_TrainConfig sgd = {1, 1, 0.05, 0.9, 0.01, SLM_SGD, SLM_CONSTANT, 0, 0};
+  slM_Param *w = g->nodes[slM_find_node(g, "fc1")].params[0];
+  slM_tensor_free(w->m);
+  w->m = NULL;
+  float *w0 = malloc(w->value->size * sizeof *w0), *m0;
+  memcpy(w0, w->value->data, w->value->size * sizeof *w0);
+  slM_optimizer_step(g, &sgd, sgd.lr, 0);
+  m0 = w->m->data;
+  int equal = 1;
+  for (size_t j = 0; j < w->value->size; j++) {
+    float m = 0.9f * 0.0f + w->grad->data[j] + 0.01f * w0[j];
+    equal &= m0[j] == m && w->value->data[j] == w0[j] - 0.05f * m;
+  }
+  CHECK(equal);
+  free(w0);
   slM_graph_free(g);
 }
 
