@@ -236,6 +236,7 @@ typedef struct sl_Domain {
 extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sleep, input, display... */
 extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, row, csv */
 extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
+extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machine, roofline, attention memory */
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
 extern const sl_Domain slM_systems_domain;   /* engine/graph/commands_lm.c: language models, memory, profiles, precision, fusion */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */

@@ -9,6 +9,7 @@
 ** even (rint), never round(). Exponents come from frexp, exactly, in
 ** binary64, so powers of two are not misjudged by a float log2.
 */
+#include "kernels/kernels.h"
 #include "quant.h"
 
 #include <math.h>
@@ -568,26 +569,10 @@ void slQ_mxint8_unpack(const int8_t *m, const uint8_t *scales, size_t n, int g, 
   }
 }
 
-float slQ_bf16_to_float(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
+/* the decode itself lives with the kernels that vectorise it (kernels/mxint8.c) */
+float slQ_bf16_to_float(uint16_t b) { return slK_bf16_to_f32(b); }
 
-uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e) {
-  if (e == 0) return 0x0000;
-  if (e == 0xFF) return 0x7FC0;
-  uint16_t sign = (uint16_t)(((uint8_t)m & 0x80) << 8), exp = (uint16_t)(e << 7);
-  int a = abs((int)m);
-  uint16_t frac = (uint16_t)((a & 0x3F) << 1);
-  float out = slQ_bf16_to_float((uint16_t)(sign | exp | frac));
-  float bias = slQ_bf16_to_float((uint16_t)(sign | exp));
-  float y = (a & 0x40) ? out : out - bias;
-  uint32_t u;
-  memcpy(&u, &y, sizeof u);
-  return (uint16_t)(u >> 16);
-}
+uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e) { return slK_mxint8_bf16_one(m, e); }
 
 /* ---------------------------------------------------------------- pruning */
 

@@ -181,6 +181,7 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
 
 static const char *const families[] = {"mlp", "transformer", NULL};
 static const char *const activations[] = {"relu", "gelu", "tanh", NULL};
+static const char *const attentions[] = {"naive", "fused", NULL};
 
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
   if (!g) return sl_error(call, "%s", err);
@@ -215,7 +216,8 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
   if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
   slM_TransformerSpec s = {side, side, classes, (int)sl_arg_number(call, "patch"), (int)sl_arg_number(call, "depth"),
                            (int)sl_arg_number(call, "width"), (int)sl_arg_number(call, "heads"),
-                           (int)sl_arg_number(call, "mlp_ratio"), dropout};
+                           (int)sl_arg_number(call, "mlp_ratio"), dropout,
+                           strcmp(sl_arg_string(call, "attention"), "fused") == 0};
   return finish_model(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
 }
 
@@ -270,6 +272,21 @@ static int cmd_remove_dropout(sl_Call *call, sl_Value *result) {
     return -1;
   }
   sl_printf(call, "removed %d dropout node%s\n", removed, removed == 1 ? "" : "s");
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
+static int cmd_set_attention(sl_Call *call, sl_Value *result) {
+  slM_Graph *from = arg_model(call, "model");
+  if (strcmp(from->family, "transformer") != 0) return sl_arg_error(call, "model", "only a transformer has attention");
+  int fused = !sl_arg_given(call, "attention") || strcmp(sl_arg_string(call, "attention"), "fused") == 0;
+  slM_Graph *g = slM_graph_copy(from, 0);
+  int changed = slM_set_attention(g, fused);
+  if (verified(call, g) != 0) {
+    slM_graph_free(g);
+    return -1;
+  }
+  sl_printf(call, "%d attention block%s now %s\n", changed, changed == 1 ? "" : "s", fused ? "fused" : "naive (op by op)");
   *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
@@ -329,7 +346,9 @@ static int cmd_meta(sl_Call *call, sl_Value *result) {
   sl_record_set(common, "flops", sl_number(n->flops));
   sl_record_set(hw, "device", sl_string(slK_gpu_count() > 0 ? "cuda" : "cpu"));
   sl_record_set(hw, "parallelism", sl_number(1));
-  sl_record_set(sw, "kernel", sl_string(n->op == OP_LINEAR || n->op == OP_SCORES || n->op == OP_CONTEXT ? "cblas_sgemm" : "loop"));
+  sl_record_set(sw, "kernel", sl_string(n->op == OP_ATTENTION                                               ? "flash_attention_2"
+                                        : n->op == OP_LINEAR || n->op == OP_SCORES || n->op == OP_CONTEXT ? "cblas_sgemm"
+                                                                                                          : "loop"));
   sl_record_set(sw, "trainable", sl_bool(n->nparams > 0 && !n->params[0]->frozen));
   sl_record_set(meta, "common", common);
   sl_record_set(meta, "hardware", hw);
@@ -515,10 +534,11 @@ static const Pass pass_table[] = {
   {"report", "analysis", "parameters, FLOPs and activation bytes per node", cmd_report},
   {"verify", "analysis", "structure and shape checks", cmd_verify},
   {"remove_dropout", "transform", "delete dropout nodes, rewiring their users", cmd_remove_dropout},
+  {"set_attention", "transform", "attention as one fused node (attention=fused) or op by op (naive)", cmd_set_attention},
   {"lora", "transform", "add low-rank adapters, freeze the rest", cmd_lora},
 };
 
-static const char *const pass_names[] = {"count_nodes", "report", "verify", "remove_dropout", "lora", NULL};
+static const char *const pass_names[] = {"count_nodes", "report", "verify", "remove_dropout", "set_attention", "lora", NULL};
 
 static int cmd_passes(sl_Call *call, sl_Value *result) {
   slT_Table *t = slT_new();
@@ -583,6 +603,7 @@ static const sl_Command slM_commands[] = {
     {"patch", SL_ARG_INT, 0, "7", "patch side in pixels; must divide the image side (transformer)"},
     {"labels", SL_ARG_BOOL, 0, "false", "trace with a label input: adds the loss node"},
     {"mask", SL_ARG_BOOL, 0, "false", "trace with an attention mask input (transformer)"},
+    {"attention", SL_ARG_ENUM, 0, "naive", "attention op by op, or one fused FlashAttention-2 node (transformer)", attentions},
     {"seed", SL_ARG_INT, 0, "0", "seed of the initial weights"},
     {NULL}}},
   {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",
@@ -600,6 +621,14 @@ static const sl_Command slM_commands[] = {
    "The result shares the weights; in evaluation it computes exactly what the original computes. The graph is "
    "verified after the transform.",
    "clean = remove_dropout m", cmd_remove_dropout, 0, {MODEL_ARG, {NULL}}},
+  {"set_attention", "graph", "Transform pass: a new graph whose attention runs fused (FlashAttention-2) or op by op.",
+   "attention=fused replaces each chain matmul_qk, [masked_fill,] softmax, dropout, matmul_pv by one "
+   "scaled_dot_product_attention node, which never forms the tokens x tokens matrix and saves only the row logsumexp "
+   "for the backward; attention=naive restores the chain. The fused node applies no dropout to the attention "
+   "probabilities (the other dropouts stay). The result shares the weights; outputs and gradients agree within "
+   "float32 rounding.",
+   "f = set_attention m attention=fused", cmd_set_attention, 0,
+   {MODEL_ARG, {"attention", SL_ARG_ENUM, 0, "fused", "fused or naive", attentions}, {NULL}}},
   {"verify", "graph", "Check a graph: acyclic, inputs defined, parameters present, shapes consistent.", "", "verify m",
    cmd_verify, 0, {MODEL_ARG, {NULL}}},
   {"report", "graph", "Analysis pass: parameters, FLOPs and activation bytes per node (per sample), with totals.", "",
@@ -647,6 +676,7 @@ static const sl_Command slM_commands[] = {
     {"by", SL_ARG_ENUM, 0, "op", "count_nodes: group by operator or kind", count_by},
     {"rank", SL_ARG_INT, 0, "4", "lora: rank"}, {"alpha", SL_ARG_NUMBER, 0, "8", "lora: scale numerator"},
     {"targets", SL_ARG_LIST, 0, "[]", "lora: parts of layer names"}, {"seed", SL_ARG_INT, 0, "0", "lora: seed"},
+    {"attention", SL_ARG_ENUM, 0, "fused", "set_attention: fused or naive", attentions},
     {NULL}}},
   {NULL},
 };

@@ -373,17 +373,19 @@ static slT_Table *profile_gemm(const slM_Graph *g, const slM_Profile *inf, const
 static slT_Table *profile_attention(const slM_Graph *g, const slM_Profile *inf) {
   const char *cols[] = {"part", "forward_ms", "time_share", "flop_share", NULL};
   slT_Table *t = table(cols);
-  const char *parts[3] = {"scores (q k^T)", "mask and softmax", "context (p v)"};
-  double ms[3] = {0}, fl[3] = {0}, tms = 0, tfl = 0;
+  const char *parts[4] = {"scores (q k^T)", "mask and softmax", "context (p v)", "fused attention"};
+  double ms[4] = {0}, fl[4] = {0}, tms = 0, tfl = 0;
   for (int i = 0; i < g->n; i++) {
     slM_Op op = g->nodes[i].op;
     int k = op == OP_SCORES ? 0 : op == OP_CONTEXT ? 2
-          : op == OP_SOFTMAX || op == OP_CAUSAL_MASK || op == OP_MASK_FILL || op == OP_MASKED_SOFTMAX ? 1 : -1;
+          : op == OP_SOFTMAX || op == OP_CAUSAL_MASK || op == OP_MASK_FILL || op == OP_MASKED_SOFTMAX ? 1
+          : op == OP_ATTENTION ? 3 : -1;
     if (k < 0) continue;
     ms[k] += inf->forward[i] / inf->steps, fl[k] += g->nodes[i].flops;
   }
-  for (int k = 0; k < 3; k++) tms += ms[k], tfl += fl[k];
-  for (int k = 0; k < 3 && tms > 0; k++) {
+  for (int k = 0; k < 4; k++) tms += ms[k], tfl += fl[k];
+  for (int k = 0; k < 4 && tms > 0; k++) {
+    if (k == 3 && ms[3] == 0) continue;
     size_t r = slT_add_row(t);
     sets(t, r, "part", parts[k]);
     setn(t, r, "forward_ms", ms[k] * 1e3);
@@ -597,7 +599,7 @@ static int cmd_memory_profile(sl_Call *call, sl_Value *result) {
 }
 
 /* the seed's accounting of attention's memory: formula against the tensors allocated */
-static int cmd_attention_memory(sl_Call *call, sl_Value *result) {
+static int cmd_attention_accounting(sl_Call *call, sl_Value *result) {
   int T = (int)sl_arg_number(call, "context"), D = (int)sl_arg_number(call, "d_model");
   int B = (int)sl_arg_number(call, "batch"), H = (int)sl_arg_number(call, "heads");
   if (T < 1 || D < 2 || B < 1 || H < 1 || D % H || (D / H) % 2)
@@ -752,13 +754,13 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
   slM_Graph *g = slM_graph_copy(model_of(call, "model"), 0);
   slM_FuseCounts c;
   char err[512];
-  if (slM_fuse(g, &c, err, sizeof err) != 0) {
+  if (slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
     slM_graph_free(g);
     return sl_error(call, "the fused graph is not valid: %s", err);
   }
-  sl_printf(call, "fused %d linear+activation, %d add+layer_norm, %d mask+softmax; %d attention block%s left for a "
-                  "fused attention kernel; buffer planning on\n",
-            c.linear_act, c.add_norm, c.masked_softmax, c.attention, c.attention == 1 ? "" : "s");
+  sl_printf(call, "fused %d attention block%s (FlashAttention-2), %d linear+activation, %d add+layer_norm, "
+                  "%d mask+softmax; buffer planning on\n",
+            c.attention, c.attention == 1 ? "" : "s", c.linear_act, c.add_norm, c.masked_softmax);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
@@ -781,7 +783,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
       char err[512];
-      if (fused && slM_fuse(g, &c, err, sizeof err) != 0) {
+      if (fused && slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
         slM_graph_free(g);
         slT_free(t);
         return sl_error(call, "%s", err);
@@ -879,8 +881,8 @@ static const sl_Command commands[] = {
    "mp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", cmd_memory_profile, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", runs},
     {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, {NULL}}},
-  {"attention_memory", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
-   "", "attention_memory context=1024 d_model=16 batch=8 heads=1", cmd_attention_memory, 0,
+  {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
+   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", cmd_attention_accounting, 0,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
@@ -900,12 +902,14 @@ static const sl_Command commands[] = {
   {"dtypes", "precision", "Each node's output dtype under fp32, bf16 and fp16 modes.", "", "dtypes m", cmd_dtypes, 0,
    {MODEL_ARG, {NULL}}},
   {"fuse", "fusion", "Fusion pass: a new graph with linear+activation, add+layer_norm and mask+softmax fused, and buffer planning.",
-   "The result shares the weights and computes the same numbers as the original (bit for bit in float32).",
-   "f = fuse m", cmd_fuse, 0, {MODEL_ARG, {NULL}}},
+   "The result shares the weights. Without attention fusion it computes the same numbers as the original, bit for "
+   "bit in float32; with it, each attention block runs FlashAttention-2, equal within float32 rounding.",
+   "f = fuse m\nexact = fuse m attention=false", cmd_fuse, 0,
+   {MODEL_ARG, {"attention", SL_ARG_BOOL, 0, "true", "also fuse each attention block into FlashAttention-2"}, {NULL}}},
   {"fusion_bench", "fusion", "Eager against fused: first call (with the pass) against steady state, time and peak memory.",
    "", "fusion_bench m batch=64", cmd_fusion_bench, 0,
-   {MODEL_ARG, BATCH_ARG("32"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "10", "timed steady-state steps"}, BUDGET_ARG,
-    {NULL}}},
+   {MODEL_ARG, BATCH_ARG("32"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "10", "timed steady-state steps"},
+    {"attention", SL_ARG_BOOL, 0, "true", "also fuse attention blocks into FlashAttention-2"}, BUDGET_ARG, {NULL}}},
   {NULL},
 };
 

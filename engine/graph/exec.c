@@ -7,10 +7,11 @@
 ** through the kernels layer (slK_sgemm, OpenBLAS): a linear layer over rows of any leading
 ** shape, and attention as one product per (sample, head) with strides that
 ** pick the head's columns out of the token rows, so heads are never copied
-** apart. Compression hooks (transform.h) change what a linear layer
+** apart; or, for a fused attention node, FlashAttention-2 in one call. Compression hooks (transform.h) change what a linear layer
 ** computes with; their gradient is the straight-through estimator.
 */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -395,6 +396,45 @@ static void context_backward(slM_Graph *g, slM_Node *n) {
     }
 }
 
+/* The fused node: FlashAttention-2 (kernels/attention.c) reads the heads
+** straight out of the token rows (strides), writes the merged context, and
+** keeps only the row logsumexp (batch x heads x tokens) for the backward. */
+static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  int B, T, D, dh;
+  attention_dims(q, n->heads, &B, &T, &D, &dh);
+  slK_Attn a;
+  slK_attention_contiguous(&a, B, n->heads, T, T, dh, 0);
+  a.q_row = a.k_row = D;
+  a.q_head = a.k_head = dh;
+  a.q_batch = a.k_batch = (long)T * D;
+  a.key_mask = n->ninputs > 3 ? in(g, n, 3)->data : NULL;
+  a.causal = n->causal;
+  return a;
+}
+
+static void attention_failed(const slM_Node *n) {
+  fprintf(stderr, "syslab: out of memory for the attention workspace of %s\n", n->name);
+  abort();
+}
+
+static void fused_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  slK_Attn a = fused_shape(g, n);
+  int lshape[3] = {a.batch, a.heads, a.nq};
+  slM_Tensor *o = ensure(&n->out, 3, q->shape), *lse = ensure(&n->saved, 3, lshape);
+  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, in(g, n, 1)->data, in(g, n, 2)->data, o->data, lse->data) != 0)
+    attention_failed(n);
+}
+
+static void fused_backward(slM_Graph *g, slM_Node *n) {
+  slK_Attn a = fused_shape(g, n);
+  slM_Tensor *dq = gin(g, n, 0), *dk = gin(g, n, 1), *dv = gin(g, n, 2);
+  if (slK_attention_backward(SLK_ATTN_FUSED, &a, in(g, n, 0)->data, in(g, n, 1)->data, in(g, n, 2)->data, n->out->data,
+                             n->gout->data, n->saved->data, dq->data, dk->data, dv->data) != 0)
+    attention_failed(n);
+}
+
 /* --------------------------------------------------------------- forward */
 
 static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_t *labels, int batch) {
@@ -481,6 +521,7 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
       break;
     }
     case OP_CONTEXT: context_forward(g, n); break;
+    case OP_ATTENTION: fused_forward(g, n); break;
     case OP_MEAN_TOKENS: {
       int B = a->shape[0], T = a->shape[1], D = a->shape[2];
       int shape[2] = {B, D};
@@ -590,6 +631,7 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
       break;
     }
     case OP_CONTEXT: context_backward(g, n); break;
+    case OP_ATTENTION: fused_backward(g, n); break;
     case OP_MEAN_TOKENS: {
       float *dx = gin(g, n, 0)->data;
       int B = a->shape[0], T = a->shape[1], D = a->shape[2];

@@ -9,10 +9,12 @@
 
 typedef struct slM_FuseCounts {
   int linear_act, add_norm, masked_softmax;
-  int attention;   /* blocks a fused attention kernel would take whole */
+  int attention;   /* blocks now one fused attention node */
 } slM_FuseCounts;
 
-/* rewrites g in place (run it on a copy); 0, or -1 with err if the result does not verify */
-int slM_fuse(slM_Graph *g, slM_FuseCounts *counts, char *err, size_t errlen);
+/* rewrites g in place (run it on a copy); attention: also each attention
+** block into the fused FlashAttention-2 node. 0, or -1 with err if the
+** result does not verify */
+int slM_fuse(slM_Graph *g, int attention, slM_FuseCounts *counts, char *err, size_t errlen);
 
 #endif

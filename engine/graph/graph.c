@@ -18,7 +18,8 @@
 
 static const char *const op_names[SLM_NUM_OPS] = {
   "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
-  "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "mean", "mul", "cross_entropy", "output",
+  "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul",
+  "cross_entropy", "output",
   "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask", "cross_entropy",
   "linear_act", "add_layer_norm", "masked_softmax",
 };
@@ -295,6 +296,7 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
   g->dropout = s->dropout;
   g->tokens = (s->height / s->patch) * (s->width_px / s->patch);
   g->with_mask = mask;
+  g->fused_attention = s->fused_attention;
   slM_Rng rng;
   slM_rng_seed(&rng, seed);
   slM_rng_seed(&g->rng, seed ^ 0xD50Full);
@@ -319,17 +321,24 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
     int q = linear(g, NAME("attention_query"), h, D, D, 1, &rng, 1.0);
     int k = linear(g, NAME("attention_key"), h, D, D, 1, &rng, 1.0);
     int v = linear(g, NAME("attention_value"), h, D, D, 1, &rng, 1.0);
-    int qk[2] = {q, k};
-    int sc = slM_add_node(g, NAME("attention_scores"), SLM_CALL_FUNCTION, OP_SCORES, qk, 2);
-    g->nodes[sc].heads = s->heads;
-    if (mask) {
-      int ins[2] = {sc, m};
-      sc = slM_add_node(g, NAME("attention_mask_fill"), SLM_CALL_FUNCTION, OP_MASK_FILL, ins, 2);
+    int c;
+    if (s->fused_attention) {
+      /* one node: the kernel computes scores, softmax and context without an N x N array */
+      int qkv[4] = {q, k, v, m};
+      c = slM_add_node(g, NAME("attention_sdpa"), SLM_CALL_FUNCTION, OP_ATTENTION, qkv, mask ? 4 : 3);
+    } else {
+      int qk[2] = {q, k};
+      int sc = slM_add_node(g, NAME("attention_scores"), SLM_CALL_FUNCTION, OP_SCORES, qk, 2);
+      g->nodes[sc].heads = s->heads;
+      if (mask) {
+        int ins[2] = {sc, m};
+        sc = slM_add_node(g, NAME("attention_mask_fill"), SLM_CALL_FUNCTION, OP_MASK_FILL, ins, 2);
+      }
+      int p = unary(g, NAME("attention_softmax"), SLM_CALL_FUNCTION, OP_SOFTMAX, sc);
+      p = dropout(g, NAME("attention_dropout"), p, s->dropout);
+      int pv[2] = {p, v};
+      c = slM_add_node(g, NAME("attention_context"), SLM_CALL_FUNCTION, OP_CONTEXT, pv, 2);
     }
-    int p = unary(g, NAME("attention_softmax"), SLM_CALL_FUNCTION, OP_SOFTMAX, sc);
-    p = dropout(g, NAME("attention_dropout"), p, s->dropout);
-    int pv[2] = {p, v};
-    int c = slM_add_node(g, NAME("attention_context"), SLM_CALL_FUNCTION, OP_CONTEXT, pv, 2);
     g->nodes[c].heads = s->heads;
     int o = linear(g, NAME("attention_output"), c, D, D, 1, &rng, 1.0);
     o = dropout(g, NAME("attention_output_dropout"), o, s->dropout);
@@ -350,9 +359,10 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
   h = linear(g, "classifier", h, D, s->classes, 1, &rng, 1.0);
   finish(g, h, labels);
   snprintf(g->description, sizeof g->description,
-           "transformer: %dx%d patches of %d pixels -> %d tokens, %d layers, width %d, %d heads, mlp ratio %d, dropout %g",
+           "transformer: %dx%d patches of %d pixels -> %d tokens, %d layers, width %d, %d heads, mlp ratio %d, dropout %g, "
+           "%s attention",
            s->height / s->patch, s->width_px / s->patch, s->patch * s->patch, T, s->depth, D, s->heads, s->mlp_ratio,
-           s->dropout);
+           s->dropout, s->fused_attention ? "fused" : "naive");
   if (slM_propagate(g, err, errlen) != 0) {
     slM_graph_free(g);
     return NULL;
@@ -382,7 +392,8 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
     c = slM_mlp(&s, 0, labels, err, errlen);
   } else {
     int side = (int)lround(sqrt((double)g->features));
-    slM_TransformerSpec s = {side, side, g->classes, g->patch, g->depth, g->width, g->heads, g->mlp_ratio, g->dropout};
+    slM_TransformerSpec s = {side, side, g->classes, g->patch, g->depth, g->width, g->heads, g->mlp_ratio, g->dropout,
+                             g->fused_attention};
     c = slM_transformer(&s, 0, labels, mask, err, errlen);
   }
   if (!c) return NULL;
@@ -437,6 +448,7 @@ static int arity(slM_Op op) {
     case OP_SCORES: case OP_MASK_FILL: case OP_CONTEXT: case OP_CROSS_ENTROPY: case OP_SWIGLU: case OP_TOKEN_CE:
     case OP_ADD_NORM: return 2;
     case OP_ADD: return -1;  /* one input and a parameter, or two inputs */
+    case OP_ATTENTION: return -3;  /* q, k, v and an optional mask */
     case OP_OUTPUT: return -2;
     default: return 1;
   }
@@ -484,6 +496,20 @@ int slM_propagate(slM_Graph *g, char *err, size_t errlen) {
         n->flops = 2.0 * T * T * D;
         break;
       }
+      case OP_ATTENTION: {
+        slM_Node *k = &g->nodes[n->inputs[1]], *v = &g->nodes[n->inputs[2]];
+        if (a->ndim != 3 || memcmp(a->shape, k->shape, sizeof a->shape) != 0 || memcmp(a->shape, v->shape, sizeof a->shape) != 0) {
+          snprintf(err, errlen, "%s: query, key and value shapes differ", n->name);
+          return -1;
+        }
+        if (n->heads < 1 || a->shape[2] % n->heads != 0) {
+          snprintf(err, errlen, "%s: %d heads do not divide width %d", n->name, n->heads, a->shape[2]);
+          return -1;
+        }
+        n->ndim = 3, memcpy(n->shape, a->shape, sizeof n->shape);
+        n->flops = 4.0 * a->shape[1] * a->shape[1] * a->shape[2];   /* QK^T and PV */
+        break;
+      }
       case OP_MEAN_TOKENS: n->ndim = 2, n->shape[0] = 1, n->shape[1] = a->shape[2]; break;
       case OP_CROSS_ENTROPY: n->ndim = 1, n->shape[0] = 1; break;
       case OP_OUTPUT: n->ndim = a->ndim, memcpy(n->shape, a->shape, sizeof n->shape); break;
@@ -513,7 +539,7 @@ int slM_verify(slM_Graph *g, char *err, size_t errlen) {
     slM_Node *n = &g->nodes[i];
     int want = arity(n->op);
     if ((want >= 0 && n->ninputs != want) || (want == -1 && n->ninputs + n->nparams != 2) ||
-        (want == -2 && n->ninputs < 1)) {
+        (want == -2 && n->ninputs < 1) || (want == -3 && n->ninputs != 3 && n->ninputs != 4)) {
       snprintf(err, errlen, "node %s (%s) has %d inputs", n->name, slM_op_name(n->op), n->ninputs);
       return -1;
     }
@@ -564,16 +590,6 @@ static void remove_node(slM_Graph *g, int i) {
 
 void slM_remove_node(slM_Graph *g, int i) { remove_node(g, i); }
 
-int slM_remove_dropout(slM_Graph *g) {
-  int removed = 0;
-  for (int i = g->n - 1; i >= 0; i--)
-    if (g->nodes[i].op == OP_DROPOUT) {
-      remove_node(g, i);
-      removed++;
-    }
-  return removed;
-}
-
 /* inserts a node at position `at`, shifting later nodes and their references */
 static int insert_node(slM_Graph *g, int at, const char *name, slM_Kind kind, slM_Op op, const int *inputs, int ninputs) {
   int last = slM_add_node(g, name, kind, op, inputs, ninputs);
@@ -585,6 +601,99 @@ static int insert_node(slM_Graph *g, int at, const char *name, slM_Kind kind, sl
       if (g->nodes[j].inputs[k] >= at) g->nodes[j].inputs[k]++;
   return at;
 }
+
+/* "encoder_0_attention_context" -> "encoder_0_attention_sdpa" (and back) */
+static void rename_suffix(slM_Node *n, const char *from, const char *to) {
+  size_t len = strlen(n->name), lf = strlen(from);
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "%.*s", (int)(len >= lf && strcmp(n->name + len - lf, from) == 0 ? len - lf : len), n->name);
+  snprintf(n->name, sizeof n->name, "%.40s%s", prefix, to);
+}
+
+static int single_user(const slM_Graph *g, int i) {
+  int count = 0;
+  for (int j = i + 1; j < g->n; j++)
+    for (int k = 0; k < g->nodes[j].ninputs; k++) count += g->nodes[j].inputs[k] == i;
+  return count == 1;
+}
+
+/* The op-by-op block is the chain scores(q, k) [-> mask_fill(., mask)] ->
+** softmax [-> dropout] -> context(., v); the fused block is one node
+** attention(q, k, v [, mask]). Parameters are untouched either way. */
+int slM_set_attention(slM_Graph *g, int fused) {
+  int changed = 0;
+  for (int c = 0; c < g->n; c++) {
+    slM_Node *n = &g->nodes[c];
+    if (fused && n->op == OP_CONTEXT) {
+      int chain[5], nchain = 0, x = n->inputs[0], v = n->inputs[1], mask = -1;
+      if (g->nodes[x].op == OP_DROPOUT) chain[nchain++] = x, x = g->nodes[x].inputs[0];
+      if (g->nodes[x].op != OP_SOFTMAX) continue;
+      chain[nchain++] = x, x = g->nodes[x].inputs[0];
+      if (g->nodes[x].op == OP_MASK_FILL) chain[nchain++] = x, mask = g->nodes[x].inputs[1], x = g->nodes[x].inputs[0];
+      int causal = g->nodes[x].op == OP_CAUSAL_MASK;   /* the language model's */
+      if (causal) chain[nchain++] = x, x = g->nodes[x].inputs[0];
+      if (g->nodes[x].op != OP_SCORES) continue;
+      chain[nchain++] = x;
+      int alone = 1;
+      for (int i = 0; i < nchain; i++) alone &= single_user(g, chain[i]);
+      if (!alone) continue;   /* something else reads the probabilities: leave the block as it is */
+      n->op = OP_ATTENTION;
+      n->causal = causal;
+      n->inputs[0] = g->nodes[x].inputs[0], n->inputs[1] = g->nodes[x].inputs[1], n->inputs[2] = v;
+      n->ninputs = 3;
+      if (mask >= 0) n->inputs[n->ninputs++] = mask;
+      rename_suffix(n, "attention_context", "attention_sdpa");
+      for (int i = 0; i < nchain; i++) remove_node(g, chain[i]);   /* chain[] runs from the highest index down */
+      c -= nchain;
+      changed++;
+    } else if (!fused && n->op == OP_ATTENTION) {
+      int q = n->inputs[0], k = n->inputs[1], v = n->inputs[2], mask = n->ninputs > 3 ? n->inputs[3] : -1, heads = n->heads;
+      char prefix[64], name[96];
+      snprintf(prefix, sizeof prefix, "%s", n->name);
+      size_t len = strlen(prefix), lf = strlen("attention_sdpa");
+      if (len >= lf && strcmp(prefix + len - lf, "attention_sdpa") == 0) prefix[len - lf] = 0;
+      int ins[2] = {q, k};
+      snprintf(name, sizeof name, "%sattention_scores", prefix);
+      int x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_SCORES, ins, 2);
+      g->nodes[x].heads = heads;
+      if (mask >= 0) {
+        int mi[2] = {x, mask};
+        snprintf(name, sizeof name, "%sattention_mask_fill", prefix);
+        x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_MASK_FILL, mi, 2);
+      }
+      if (g->nodes[c].causal) {
+        snprintf(name, sizeof name, "%sattention_causal_mask", prefix);
+        x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_CAUSAL_MASK, &x, 1);
+      }
+      snprintf(name, sizeof name, "%sattention_softmax", prefix);
+      x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_SOFTMAX, &x, 1);
+      if (!g->nodes[c].causal) {   /* the language model has no attention dropout */
+        snprintf(name, sizeof name, "%sattention_dropout", prefix);
+        x = insert_node(g, c++, name, SLM_CALL_MODULE, OP_DROPOUT, &x, 1);
+        g->nodes[x].p = g->dropout;
+      }
+      n = &g->nodes[c];
+      n->causal = 0;
+      n->op = OP_CONTEXT;
+      n->inputs[0] = x, n->inputs[1] = v, n->ninputs = 2;
+      rename_suffix(n, "attention_sdpa", "attention_context");
+      changed++;
+    }
+  }
+  g->fused_attention = fused;
+  return changed;
+}
+
+int slM_remove_dropout(slM_Graph *g) {
+  int removed = 0;
+  for (int i = g->n - 1; i >= 0; i--)
+    if (g->nodes[i].op == OP_DROPOUT) {
+      remove_node(g, i);
+      removed++;
+    }
+  return removed;
+}
+
 
 static int name_matches(const char *name, const char *const *targets, int ntargets) {
   if (!targets) return strcmp(name, "classifier") != 0;

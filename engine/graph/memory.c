@@ -194,6 +194,7 @@ static double saved_floats(const slM_Graph *g, const slM_Node *n, int batch, int
     case OP_TOKEN_CE: return elems(&g->nodes[n->inputs[0]], batch);
     case OP_ROPE: return (double)n->shape[1] * n->shape[2] / n->heads;
     case OP_LINEAR_ACT: return n->act == OP_GELU ? e : 0;   /* the pre-activation, for GELU's slope */
+    case OP_ATTENTION: return e / last * n->heads;           /* the row logsumexp: batch x heads x tokens */
     default: return 0;
   }
 }

@@ -89,6 +89,7 @@ typedef enum {
   OP_MASK_FILL,    /* scores where the mask is 0 become -1e9 */
   OP_SOFTMAX,      /* over the last dimension */
   OP_CONTEXT,      /* attention-weighted values, heads merged: batch x tokens x width */
+  OP_ATTENTION,    /* fused attention (FlashAttention-2) of q, k, v [, mask]: batch x tokens x width */
   OP_MEAN_TOKENS,  /* batch x tokens x width -> batch x width */
   OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
   OP_CROSS_ENTROPY,/* mean loss of logits against labels */
@@ -116,7 +117,7 @@ typedef struct slM_Param {
   int frozen;            /* not trained (LoRA base weights) */
 } slM_Param;
 
-#define SLM_MAX_INPUTS 3
+#define SLM_MAX_INPUTS 4
 #define SLM_MAX_PARAMS 2
 
 typedef struct slM_Node {
@@ -127,7 +128,8 @@ typedef struct slM_Node {
   int ninputs;
   slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
   int nparams;
-  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ROPE */
+  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ATTENTION, OP_ROPE */
+  int causal;           /* OP_ATTENTION: key k kept for query q iff k <= q (the language model) */
   int act;              /* OP_LINEAR_ACT: the activation folded in (OP_RELU, OP_GELU, or OP_OUTPUT for none) */
   int patch;            /* OP_PATCHIFY */
   float p;              /* dropout probability, layer-norm epsilon, or scale */
@@ -162,6 +164,7 @@ typedef struct slM_Graph {
   int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
   int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
+  int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
 } slM_Graph;
 
 enum { SLM_FP32, SLM_BF16, SLM_FP16 };
@@ -180,6 +183,7 @@ typedef struct slM_MlpSpec {
 typedef struct slM_TransformerSpec {
   int height, width_px, classes, patch, depth, width, heads, mlp_ratio;
   float dropout;
+  int fused_attention;   /* 1: one OP_ATTENTION node per layer (no dropout on the probabilities) */
 } slM_TransformerSpec;
 
 slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, size_t errlen);
@@ -242,6 +246,10 @@ void slM_node_end(slM_Graph *g, int node, int backward);
 
 /* deletes node i, rewiring its users to its first input */
 void slM_remove_node(slM_Graph *g, int i);
+/* rewrites every attention block as one fused node (fused = 1) or as the
+** op-by-op chain scores, [mask_fill,] softmax, dropout, context (fused = 0);
+** returns the number of blocks changed */
+int slM_set_attention(slM_Graph *g, int fused);
 /* removes every dropout node, rewiring its users to its input; returns the count */
 int slM_remove_dropout(slM_Graph *g);
 /* adds low-rank adapters to the linear nodes whose name contains one of

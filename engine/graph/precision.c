@@ -105,7 +105,7 @@ int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes) {
   switch (n->op) {
     case OP_LABELS: case OP_TOKENS: case OP_TARGETS: return SLM_INT64;
     case OP_INPUT: case OP_MASK: case OP_EMBEDDING: case OP_PATCHIFY: return SLM_FP32;
-    case OP_LINEAR: case OP_LINEAR_ACT: case OP_SCORES: case OP_CONTEXT: return g->precision;
+    case OP_LINEAR: case OP_LINEAR_ACT: case OP_SCORES: case OP_CONTEXT: case OP_ATTENTION: return g->precision;
     case OP_LAYERNORM: case OP_RMSNORM: case OP_ADD_NORM: case OP_SOFTMAX: case OP_MASKED_SOFTMAX:
     case OP_CROSS_ENTROPY: case OP_TOKEN_CE: case OP_MEAN_TOKENS:
       return SLM_FP32;
@@ -133,7 +133,7 @@ void slM_precision_after(slM_Graph *g, int i) {
   if (g->precision == SLM_FP32 || !n->out) return;
   int d;
   switch (n->op) {
-    case OP_LINEAR: case OP_LINEAR_ACT: case OP_SCORES: case OP_CONTEXT: d = g->precision; break;
+    case OP_LINEAR: case OP_LINEAR_ACT: case OP_SCORES: case OP_CONTEXT: case OP_ATTENTION: d = g->precision; break;
     case OP_RELU: case OP_GELU: case OP_TANH: case OP_SWIGLU: case OP_ROPE: case OP_DROPOUT: case OP_CAUSAL_MASK:
     case OP_SCALE: {
       int *dt = malloc((size_t)(i + 1) * sizeof *dt);

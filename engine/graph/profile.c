@@ -21,7 +21,7 @@ double slM_now(void) {
 }
 
 int slM_op_is_gemm(slM_Op op) {
-  return op == OP_LINEAR || op == OP_LINEAR_ACT || op == OP_SCORES || op == OP_CONTEXT;
+  return op == OP_LINEAR || op == OP_LINEAR_ACT || op == OP_SCORES || op == OP_CONTEXT || op == OP_ATTENTION;
 }
 
 slM_Profile *slM_profile_attach(slM_Graph *g) {

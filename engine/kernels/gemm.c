@@ -1,17 +1,212 @@
 /*
-** gemm.c - float32 matrix products for the graph's linear layers and
-** attention.
+** gemm.c - float32 matrix products: C = alpha op(A) op(B) + beta C.
 **
-** Today every product goes to OpenBLAS (cblas_sgemm); the dispatch exists so
-** that the graph names one entry point, and faster or GPU versions can be
-** added beside it without touching the callers.
+** Build: part of the engine; bench/bench_kernels.c times the versions side
+** by side (`build/bench_bench_kernels gemm 1024`), tests/unit/test_kernels.c
+** checks each against the naive one on odd shapes and every transposition.
+**
+**   v0 naive      the triple loop, the reference every version is checked
+**                 against
+**   v1 blocked    GotoBLAS/BLIS loop nest: B in blocks of KC x NC packed
+**                 into NR-wide panels, A in blocks of MC x KC packed into
+**                 MR-high panels, the 8 x 48 micro-kernel of simd.c on each
+**                 pair (AVX-512 when the CPU has it), edges through a small
+**                 tile; two threads split the columns (or the rows when
+**                 there are few columns). Transpositions cost nothing extra:
+**                 they only change the strides the packing reads with.
+**   v2 OpenBLAS   cblas_sgemm, what slK_sgemm (the graph's dispatch) calls
+**
+** The blocked driver also serves the MXINT8 linear layer: its B operand
+** can be packed MXINT8 weights, decoded into the panel as they are packed.
 */
-#include "kernels.h"
-
 #include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "simd.h"
+
+/* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
+#ifndef KC
+#define KC 192
+#endif
+#ifndef MC
+#define MC 144
+#endif
+#ifndef NC
+#define NC 1536
+#endif
 
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
               A, lda, B, ldb, beta, C, ldc);
+}
+
+const char *slK_gemm_name(slK_GemmImpl impl) {
+  static const char *const names[SLK_GEMM_NUM] = {"naive", "blocked", "openblas"};
+  return impl < SLK_GEMM_NUM ? names[impl] : "?";
+}
+
+/* ------------------------------------------------------------ v0: naive */
+
+static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
+                       float *C, long ldc) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float sum = 0;
+      for (int k = 0; k < K; k++) sum += A->p[i * A->rs + k * A->cs] * B->p[k * B->rs + j * B->cs];
+      C[i * ldc + j] = alpha * sum + (beta == 0 ? 0 : beta * C[i * ldc + j]);
+    }
+}
+
+/* ---------------------------------------------------------- v1: blocked */
+
+/* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded */
+static void pack_a(const slK_Operand *A, int i0, int mc, int k0, int kc, float alpha, float *dst) {
+  for (int p = 0; p < mc; p += SLK_MR, dst += SLK_MR * kc) {
+    int rows = mc - p < SLK_MR ? mc - p : SLK_MR;
+    for (int i = 0; i < SLK_MR; i++) {
+      if (i >= rows) {
+        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = 0;
+        continue;
+      }
+      const float *src = A->p + (long)(i0 + p + i) * A->rs + (long)k0 * A->cs;
+      for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * src[k * A->cs];
+    }
+  }
+}
+
+/* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded */
+static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *dst, float *row) {
+  const slK_Simd *simd = slK_simd();
+  for (int q = 0; q < nc; q += SLK_NR, dst += SLK_NR * kc) {
+    int cols = nc - q < SLK_NR ? nc - q : SLK_NR;
+    if (B->m) {
+      /* MXINT8 weights: row j of W is column j of op(B); decode kc of it, group by group */
+      for (int j = 0; j < SLK_NR; j++) {
+        if (j >= cols) {
+          for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = 0;
+          continue;
+        }
+        long r = j0 + q + j;
+        for (int k = 0; k < kc;) {
+          int kk = k0 + k, len = B->g - kk % B->g;
+          if (len > kc - k) len = kc - k;
+          simd->dequant_f32(B->m + r * B->mrs + kk, B->s[r * (B->mrs / B->g) + kk / B->g], (size_t)len, row + k);
+          k += len;
+        }
+        for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = row[k];
+      }
+    } else if (B->cs == 1 && cols == SLK_NR) {
+      for (int k = 0; k < kc; k++) memcpy(dst + k * SLK_NR, B->p + (long)(k0 + k) * B->rs + j0 + q, SLK_NR * sizeof *dst);
+    } else {
+      for (int k = 0; k < kc; k++) {
+        const float *src = B->p + (long)(k0 + k) * B->rs + (long)(j0 + q) * B->cs;
+        for (int j = 0; j < SLK_NR; j++) dst[k * SLK_NR + j] = j < cols ? src[j * B->cs] : 0;
+      }
+    }
+  }
+}
+
+/* one thread's product: C (M x N) from A (M x K) and B (K x N) */
+static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
+                        float *C, long ldc, float *abuf, float *bbuf, float *row) {
+  const slK_Simd *simd = slK_simd();
+  if (beta != 0 && beta != 1)
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) C[i * ldc + j] *= beta;
+  if (K == 0 && beta == 0)
+    for (int i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof *C);
+  float tile[SLK_MR * SLK_NR];
+  for (int jc = 0; jc < N; jc += NC) {
+    int nc = N - jc < NC ? N - jc : NC;
+    for (int pc = 0; pc < K; pc += KC) {
+      int kc = K - pc < KC ? K - pc : KC, acc = pc > 0 || beta != 0;
+      pack_b(B, pc, kc, jc, nc, bbuf, row);
+      for (int ic = 0; ic < M; ic += MC) {
+        int mc = M - ic < MC ? M - ic : MC;
+        pack_a(A, ic, mc, pc, kc, alpha, abuf);
+        for (int jr = 0; jr < nc; jr += SLK_NR) {
+          const float *bp = bbuf + (size_t)jr * kc;
+          int n = nc - jr < SLK_NR ? nc - jr : SLK_NR;
+          for (int ir = 0; ir < mc; ir += SLK_MR) {
+            const float *ap = abuf + (size_t)ir * kc;
+            int m = mc - ir < SLK_MR ? mc - ir : SLK_MR;
+            float *c = C + (long)(ic + ir) * ldc + jc + jr;
+            if (m == SLK_MR && n == SLK_NR) {
+              simd->micro(kc, ap, bp, c, ldc, acc);
+              continue;
+            }
+            simd->micro(kc, ap, bp, tile, SLK_NR, 0);
+            for (int i = 0; i < m; i++)
+              for (int j = 0; j < n; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + tile[i * SLK_NR + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+typedef struct {
+  int M, N, K, parts, by_rows;
+  float alpha, beta;
+  const slK_Operand *A, *B;
+  float *C;
+  long ldc;
+} Split;
+
+static void blocked_part(void *ctx, int part, int worker) {
+  Split *s = ctx;
+  int total = s->by_rows ? s->M : s->N, unit = s->by_rows ? SLK_MR : SLK_NR;
+  int units = (total + unit - 1) / unit, lo = units * part / s->parts * unit, hi = units * (part + 1) / s->parts * unit;
+  if (hi > total) hi = total;
+  if (lo >= hi) return;
+  slK_Operand a = *s->A, b = *s->B;
+  float *c = s->C;
+  int M = s->M, N = s->N;
+  if (s->by_rows) {
+    a.p += lo * a.rs;
+    c += lo * s->ldc;
+    M = hi - lo;
+  } else {
+    if (b.m) b.m += lo * b.mrs, b.s += lo * (b.mrs / b.g);
+    else b.p += lo * b.cs;
+    c += lo;
+    N = hi - lo;
+  }
+  int kc = s->K < KC ? s->K : KC;
+  float *abuf = slK_alloc(sizeof(float) * (size_t)(MC + SLK_MR) * (size_t)(kc + 1));
+  float *bbuf = slK_alloc(sizeof(float) * (size_t)(NC + SLK_NR) * (size_t)(kc + 1));
+  float *row = slK_alloc(sizeof(float) * (KC + 1));
+  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, bbuf, row);
+  slK_free(abuf);
+  slK_free(bbuf);
+  slK_free(row);
+  (void)worker;
+}
+
+void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
+                      float *C, long ldc, int threads) {
+  if (M <= 0 || N <= 0) return;
+  /* a thread is worth its start-up only with a few million multiply-adds each */
+  double work = (double)M * N * K;
+  if (threads > 1 && work < 2e6 * threads) threads = work < 4e6 ? 1 : 2;
+  Split s = {M, N, K, threads, 0, alpha, beta, A, B, C, ldc};
+  s.by_rows = N < SLK_NR * threads * 2 && M >= SLK_MR * threads * 2;
+  slK_parallel(threads, threads, blocked_part, &s);
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+void slK_sgemm_with(slK_GemmImpl impl, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                    int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  if (impl == SLK_GEMM_OPENBLAS) {
+    slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  slK_Operand a = {A, trans_a ? 1 : lda, trans_a ? lda : 1, NULL, NULL, 0, 0};
+  slK_Operand b = {B, trans_b ? 1 : ldb, trans_b ? ldb : 1, NULL, NULL, 0, 0};
+  if (impl == SLK_GEMM_NAIVE) gemm_naive(M, N, K, alpha, &a, &b, beta, C, ldc);
+  else slK_gemm_blocked(M, N, K, alpha, &a, &b, beta, C, ldc, slK_threads());
 }

@@ -3,7 +3,9 @@
 **
 ** OpenBLAS already runs the products on every core; the passes between
 ** them (activations, norms, softmax, dropout, the optimizer) ran on one.
-** A loop is cut into chunks; the caller and (threads - 1) workers claim
+** The kernels' own slK_parallel starts threads per call, right for
+** products that run for milliseconds; these loops run for tens of
+** microseconds, so the team is kept. A loop is cut into chunks; the caller and (threads - 1) workers claim
 ** chunks from a shared counter until none is left. Claiming, rather than
 ** handing each thread a fixed part, matters on a shared machine: a worker
 ** that the scheduler has not run yet simply gets no chunk, and the caller
@@ -20,8 +22,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <unistd.h>
 
+#include "kernels.h"
 #include "parallel.h"
 
 #define MAX_THREADS 8
@@ -32,8 +34,6 @@
 #else
 #define PAUSE() ((void)0)
 #endif
-
-int openblas_get_num_threads(void);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,9 +84,7 @@ static void *worker(void *arg) {
 }
 
 static void start(void) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int blas = openblas_get_num_threads();
-  nthreads = (int)(blas > 0 && blas < cores ? blas : cores);
+  nthreads = slK_threads();   /* the cores, or SYSLAB_THREADS (threads.c) */
   if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
   if (nthreads < 1) nthreads = 1;
   for (int i = 1; i < nthreads; i++) {
@@ -99,13 +97,9 @@ static void start(void) {
   }
 }
 
-int slK_threads(void) {
-  pthread_once(&once, start);
-  return nthreads;
-}
-
 void slK_parallel_for(size_t n, size_t min_chunk, slK_RangeFn fn, void *ctx) {
-  int t = slK_threads(), expected = 0;
+  pthread_once(&once, start);
+  int t = nthreads, expected = 0;
   if (min_chunk < 1) min_chunk = 1;
   if (t < 2 || n < 2 * min_chunk || !atomic_compare_exchange_strong(&busy, &expected, 1)) {
     if (n) fn(ctx, 0, n);

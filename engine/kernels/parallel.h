@@ -1,7 +1,8 @@
 /*
-** parallel.h - a loop split over the machine's cores (parallel.c), for the
-** passes between products: elementwise operations, norms, softmax, the
-** optimizer update.
+** parallel.h - a loop split over the machine's cores (parallel.c) by a
+** persistent thread team, for the short passes between products:
+** elementwise operations, norms, softmax, the optimizer update. The team
+** has slK_threads() threads (kernels.h).
 */
 #ifndef SYSLAB_PARALLEL_H
 #define SYSLAB_PARALLEL_H
@@ -14,7 +15,5 @@
 ** whose items are independent gives the same numbers however it is split. */
 typedef void (*slK_RangeFn)(void *ctx, size_t begin, size_t end);
 void slK_parallel_for(size_t n, size_t min_chunk, slK_RangeFn fn, void *ctx);
-/* threads a loop may use (the cores OpenBLAS uses, at most 8) */
-int slK_threads(void);
 
 #endif

@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* in the order of the layers: lang, table (and plotting on it), graph, compress */
-static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slM_domain, &slM_systems_domain, &slQ_domain};
+/* in the order of the layers: lang, table (and plotting on it), kernels, graph (and its systems commands), compress */
+static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slK_domain,
+                                           &slM_domain, &slM_systems_domain, &slQ_domain};
 
 #define NDOMAINS (sizeof domains / sizeof domains[0])
 

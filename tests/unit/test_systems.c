@@ -181,7 +181,7 @@ static void check_fused(slM_Graph *eager, const char *what, int batch, int T, in
   char err[256];
   slM_Graph *fused = slM_graph_copy(eager, 1);   /* own parameters, the same values */
   slM_FuseCounts c;
-  CHECK_MSG(slM_fuse(fused, &c, err, sizeof err) == 0, "%s", err);
+  CHECK_MSG(slM_fuse(fused, 0, &c, err, sizeof err) == 0, "%s", err);
   CHECK_MSG(c.linear_act + c.add_norm + c.masked_softmax == expect, "%s: %d fusions", what,
             c.linear_act + c.add_norm + c.masked_softmax);
   CHECK(fused->n < eager->n);
@@ -234,6 +234,62 @@ static void test_fusion(void) {
   check_fused(lm(SLM_FP32), "lm", 2, 12, 2);                  /* the masked softmax of each layer */
 }
 
+/* attention into FlashAttention-2: a different summation order, so a stated
+** tolerance (1e-4 relative) instead of equality; the T x T tensors are gone */
+static void check_fused_attention(slM_Graph *eager, const char *what, int batch, int T, int blocks) {
+  char err[256];
+  slM_Graph *fused = slM_graph_copy(eager, 1);
+  slM_FuseCounts c;
+  CHECK_MSG(slM_fuse(fused, 1, &c, err, sizeof err) == 0, "%s", err);
+  CHECK_EQ_INT(c.attention, blocks);
+  for (int i = 0; i < fused->n; i++) CHECK(fused->nodes[i].op != OP_SCORES && fused->nodes[i].op != OP_SOFTMAX);
+  slM_Batch b;
+  slM_batch_init(&b, eager, batch, T, 6);
+  double le = slM_run_step(eager, &b, 1, NULL, 0), lf = slM_run_step(fused, &b, 1, NULL, 0);
+  CHECK_NEAR(lf, le, 1e-4 * fabs(le));
+  double worst = 0;
+  for (int i = 0; i < eager->n; i++)
+    for (int k = 0; k < eager->nodes[i].nparams; k++) {
+      slM_Param *p = eager->nodes[i].params[k];
+      for (int j = 0; j < fused->n; j++)
+        for (int m = 0; m < fused->nodes[j].nparams; m++)
+          if (strcmp(fused->nodes[j].params[m]->name, p->name) == 0) {
+            double scale = 0, diff = 0;
+            for (size_t e = 0; e < p->grad->size; e++) {
+              scale = fmax(scale, fabs(p->grad->data[e]));
+              diff = fmax(diff, fabs(p->grad->data[e] - fused->nodes[j].params[m]->grad->data[e]));
+            }
+            /* a key bias's gradient is zero in exact arithmetic (softmax ignores a shift): an absolute floor */
+            worst = fmax(worst, diff / (1e-4 * scale + 1e-7));
+          }
+    }
+  printf("  %s with FlashAttention-2: loss %.9g vs %.9g, gradients within %.2g of the tolerance\n", what, lf, le,
+         worst);
+  CHECK(worst <= 1);   /* every gradient within 1e-4 of its parameter's largest entry, plus 1e-7 */
+  /* the prediction follows the fused graph: logsumexp rows instead of T x T tensors */
+  slM_MemPrediction pe, pf;
+  slM_mem_predict_graph(eager, batch, T, SLM_RUN_TRAIN, -1, &pe);
+  slM_mem_predict_graph(fused, batch, T, SLM_RUN_TRAIN, -1, &pf);
+  CHECK(pf.peak < pe.peak && pf.scores == 0);
+  slM_release_activations(fused);
+  slM_mem_reset();
+  size_t trainable, total;
+  slM_param_counts(fused, &trainable, &total);
+  size_t base = slM_mem_live() - 8 * total;   /* parameters and their gradients (shared names, own copies) */
+  slM_run_step(fused, &b, 1, NULL, 0);
+  size_t measured = slM_mem_total_peak() - base;
+  CHECK_MSG(fabs(pf.peak - (double)measured) <= 0.1 * (double)measured, "%s: predicted %.0f measured %zu", what, pf.peak,
+            measured);
+  slM_batch_free(&b);
+  slM_graph_free(fused);
+  slM_graph_free(eager);
+}
+
+static void test_fused_attention(void) {
+  check_fused_attention(lm(SLM_FP32), "lm", 2, 12, 2);
+  check_fused_attention(vit(), "image transformer", 3, 0, 2);
+}
+
 static void test_profile(void) {
   slM_Graph *g = lm(SLM_FP32);
   slM_Batch b;
@@ -258,6 +314,7 @@ int main(void) {
   RUN(test_accumulation_and_rounding);
   RUN(test_dtype_table);
   RUN(test_fusion);
+  RUN(test_fused_attention);
   RUN(test_profile);
   return check_summary();
 }

@@ -1,0 +1,127 @@
+/*
+** bench_kernels.c - the kernels side by side with their anchors, in one run,
+** through the same harness as the `bench` command (engine/kernels/bench.c).
+**
+**   cmake --build build --target bench_bench_kernels
+**   build/bench_bench_kernels gemm [n=1024]        blocked vs OpenBLAS; dispatch overhead
+**   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
+**   build/bench_bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
+**   build/bench_bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
+**
+** The load average is printed first: figures taken above about 0.7 on a
+** shared machine are not worth recording. Attention uses batch 1, 8 heads,
+** head dim 64 (SYSLAB_THREADS sets the threads, 2 by default here).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static slK_Result time_case(const char *name, int size, const slK_Attn *shape, int reps) {
+  slK_Result r;
+  char err[512];
+  if (slK_bench_run(slK_bench_find(name), size, shape, 1, reps, NULL, NULL, &r, err, sizeof err) != 0) {
+    fprintf(stderr, "%s at %d: %s\n", name, size, err);
+    exit(1);
+  }
+  return r;
+}
+
+static double gflops(const slK_Result *r) { return r->flops / r->t.median / 1e9; }
+
+static void load(void) {
+  double avg[3] = {0};
+  if (getloadavg(avg, 3) > 0) printf("load average %.2f %.2f %.2f%s\n", avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: do not record)" : "");
+}
+
+static void gemm(int n) {
+  const slK_Machine *m = slK_machine();
+  printf("GEMM n = %d, %d threads, inner loops %s; machine: OpenBLAS %.1f, blocked %.1f GFLOP/s at n = 1024\n", n,
+         slK_threads(), slK_isa(), m->openblas_gflops, m->blocked_gflops);
+  slK_Result b = time_case("gemm_blocked", n, NULL, 20), o = time_case("gemm_openblas", n, NULL, 20);
+  printf("%-16s %10s %10s\n", "version", "median ms", "GFLOP/s");
+  printf("%-16s %10.3f %10.1f\n", "blocked", b.t.median * 1e3, gflops(&b));
+  printf("%-16s %10.3f %10.1f\n", "openblas", o.t.median * 1e3, gflops(&o));
+  printf("blocked / OpenBLAS: %.2f of its rate\n", gflops(&b) / gflops(&o));
+  /* the dispatch's overhead is a constant per call: measured where calls are short, alternating the two */
+  int sizes[3] = {32, 128, n};
+  for (int s = 0; s < 3; s++) {
+    int reps = sizes[s] <= 128 ? 2000 : 30;
+    double d = 0, direct = 0;
+    for (int round = 0; round < 5; round++) {
+      slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, reps), c = time_case("gemm_openblas", sizes[s], NULL, reps);
+      d += a.t.median, direct += c.t.median;
+    }
+    printf("dispatch at n = %4d: %.4f ms against %.4f ms direct: %+.2f%%\n", sizes[s], d / 5 * 1e3, direct / 5 * 1e3,
+           100 * (d / direct - 1));
+  }
+}
+
+static void attention(int argc, char **argv, int csv) {
+  const slK_Machine *m = slK_machine();
+  slK_Attn shape;
+  slK_attention_contiguous(&shape, 1, 8, 0, 0, 64, 0);
+  int sizes[16] = {1024, 2048, 4096}, ns = 3;
+  if (argc > 0) {
+    ns = 0;
+    for (int i = 0; i < argc && i < 16; i++) sizes[ns++] = atoi(argv[i]);
+  }
+  if (csv) printf("impl,pass,L,median_s,min_s,gflops,of_peak,peak_bytes\n");
+  else
+    printf("attention, batch 1, 8 heads, dim 64, %d threads; sgemm peak %.1f GFLOP/s (n = 1024: OpenBLAS %.1f, blocked %.1f)\n",
+           slK_threads(), m->sgemm_gflops, m->openblas_gflops, m->blocked_gflops);
+  const char *names[4] = {"attention_fused", "attention_naive", "attention_fused_train", "attention_naive_train"};
+  for (int s = 0; s < ns; s++) {
+    slK_Result r[4];
+    for (int k = 0; k < 4; k++) {
+      r[k] = time_case(names[k], sizes[s], &shape, sizes[s] >= 4096 ? 3 : 5);
+      if (csv)
+        printf("%s,%s,%d,%.6f,%.6f,%.2f,%.4f,%zu\n", k % 2 ? "naive" : "fused", k < 2 ? "forward" : "forward+backward",
+               sizes[s], r[k].t.median, r[k].t.min, gflops(&r[k]), gflops(&r[k]) / m->sgemm_gflops, r[k].peak_bytes);
+    }
+    if (!csv)
+      for (int p = 0; p < 2; p++)
+        printf("L = %5d %-17s fused %9.2f ms (%5.1f GFLOP/s, %4.0f%% of peak, %7.1f MiB)  naive %9.2f ms (%5.1f GFLOP/s, "
+               "%7.1f MiB)  naive/fused %.2fx\n",
+               sizes[s], p ? "forward+backward" : "forward", r[2 * p].t.median * 1e3, gflops(&r[2 * p]),
+               100 * gflops(&r[2 * p]) / m->sgemm_gflops, r[2 * p].peak_bytes / 1048576.0, r[2 * p + 1].t.median * 1e3,
+               gflops(&r[2 * p + 1]), r[2 * p + 1].peak_bytes / 1048576.0, r[2 * p + 1].t.median / r[2 * p].t.median);
+  }
+}
+
+static void mxint8(int mib) {
+  int n = mib * 1048576 / 4;   /* float32 outputs of `mib` MiB */
+  slK_Result c = time_case("memcpy", n, NULL, 10), f = time_case("mxint8_dequant_f32", n, NULL, 10),
+             h = time_case("mxint8_dequant_bf16", n, NULL, 10), r = time_case("mxint8_dequant_ref", n, NULL, 5);
+  double copy = c.bytes / c.t.median / 1e9;
+  printf("MXINT8 decode of %d elements (%d MiB of float32), inner loops %s\n", n, mib, slK_isa());
+  printf("%-22s %10s %10s %10s\n", "kernel", "median ms", "GB/s", "of memcpy");
+  slK_Result *all[4] = {&c, &f, &h, &r};
+  const char *names[4] = {"memcpy", "dequant to float32", "dequant to bfloat16", "one at a time (ldexpf)"};
+  for (int i = 0; i < 4; i++) {
+    double gbs = all[i]->bytes / all[i]->t.median / 1e9;
+    printf("%-22s %10.3f %10.2f %9.0f%%\n", names[i], all[i]->t.median * 1e3, gbs, 100 * gbs / copy);
+  }
+  for (int size = 1024; size <= 4096; size *= 4) {
+    slK_Result a = time_case("mxint8_linear_fused", size, NULL, 10), b = time_case("mxint8_linear_unfused", size, NULL, 10);
+    printf("MXINT8 linear 128 x %d x %d: fused %.3f ms (%.1f GFLOP/s, peak %.2f MiB), unfused %.3f ms (%.1f GFLOP/s, "
+           "peak %.2f MiB); weights %.2f MiB packed against %.2f MiB float32\n",
+           size, size, a.t.median * 1e3, gflops(&a), a.peak_bytes / 1048576.0, b.t.median * 1e3, gflops(&b),
+           b.peak_bytes / 1048576.0, size * (double)size * (1 + 1.0 / 32) / 1048576, 4.0 * size * size / 1048576);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *what = argc > 1 ? argv[1] : "attention";
+  int csv = strcmp(what, "csv") == 0;
+  if (!csv) load();
+  if (strcmp(what, "gemm") == 0) gemm(argc > 2 ? atoi(argv[2]) : 1024);
+  else if (strcmp(what, "attention") == 0 || csv) attention(argc - 2, argv + 2, csv);
+  else if (strcmp(what, "mxint8") == 0) mxint8(argc > 2 ? atoi(argv[2]) : 64);
+  else {
+    fprintf(stderr, "usage: %s gemm [n] | attention [L ...] | mxint8 [MiB] | csv [L ...]\n", argv[0]);
+    return 2;
+  }
+  return 0;
+}

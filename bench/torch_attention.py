@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""torch_attention.py - syslab's fused and naive attention beside PyTorch's
+CPU scaled_dot_product_attention, in one run.
+
+    bench/venv.sh                                   # once: .bench-venv with torch
+    cmake --build build --target bench_bench_kernels
+    .bench-venv/bin/python bench/torch_attention.py [--lengths 1024 2048 4096] [--reps 5]
+
+Shapes: batch 1, 8 heads, head dim 64, float32, 2 threads (torch.set_num_threads
+and SYSLAB_THREADS). Forward, and forward+backward (loss = sum(O * dO) with a
+fixed dO). For each L the script times PyTorch (median of --reps after a
+warm-up), then runs build/bench_bench_kernels csv for the same lengths and prints
+the ratios and the fraction of the sgemm peak each reaches. FLOPs are counted
+the same for every implementation: 4 B H L^2 d forward, 3.5 times that for
+forward+backward.
+"""
+import argparse
+import csv
+import io
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def time_torch(L, train, reps, threads):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    shape = (1, 8, L, 64)
+    q, k, v = (torch.randn(shape, requires_grad=train) for _ in range(3))
+    grad = torch.randn(shape)
+
+    def step():
+        if train:
+            for t in (q, k, v):
+                t.grad = None
+            o = F.scaled_dot_product_attention(q, k, v)
+            o.backward(grad)
+        else:
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v)
+
+    step()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bench", default=os.path.join(ROOT, "build", "bench_bench_kernels"))
+    args = ap.parse_args()
+
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f}{'  (busy: do not record)' if load > 0.7 else ''}")
+    print(f"torch {torch.__version__}, {args.threads} threads, batch 1, 8 heads, dim 64")
+    env = dict(os.environ, SYSLAB_THREADS=str(args.threads))
+    out = subprocess.run([args.bench, "csv", *map(str, args.lengths)], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    ours = {(r["impl"], r["pass"], int(r["L"])): r for r in rows}
+    peak = None
+    for r in rows:
+        if float(r["of_peak"]) > 0:
+            peak = float(r["gflops"]) / float(r["of_peak"])
+            break
+    print(f"sgemm peak (n = 1024, the faster of OpenBLAS and the blocked kernel, measured in the same run): {peak:.1f} GFLOP/s")
+    print(f"{'L':>5} {'pass':17} {'torch ms':>9} {'fused ms':>9} {'naive ms':>9} {'torch/fused':>11} "
+          f"{'naive/fused':>11} {'torch %pk':>9} {'fused %pk':>9} {'naive %pk':>9}")
+    for L in args.lengths:
+        for train, name in ((False, "forward"), (True, "forward+backward")):
+            t = time_torch(L, train, args.reps, args.threads)
+            flops = 4.0 * 8 * L * L * 64 * (3.5 if train else 1.0)
+            f = float(ours[("fused", name, L)]["median_s"])
+            n = float(ours[("naive", name, L)]["median_s"])
+            pk = lambda s: 100 * flops / s / 1e9 / peak
+            print(f"{L:5d} {name:17} {t * 1e3:9.2f} {f * 1e3:9.2f} {n * 1e3:9.2f} {t / f:11.2f} {n / f:11.2f} "
+                  f"{pk(t):8.0f}% {pk(f):8.0f}% {pk(n):8.0f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,703 @@
+/*
+** kernels.cu - the GPU versions of the kernels: GEMM, attention, MXINT8.
+**
+** Build: part of the CMake build when nvcc is found (architectures 80 and
+** 90). Run: tests/unit/test_kernels.c checks every version against the CPU
+** references when a GPU is present (and says it skipped otherwise);
+** `bench gemm_cuda_tiled sizes=[4096]` and the other *_cuda kernels time
+** them with CUDA events (engine/kernels/bench.c).
+**
+**   GEMM (row-major C = A B)
+**     v0 naive        one thread per element of C, reading A and B from
+**                     global memory
+**     v1 tiled        64 x 64 tiles of C per block of 256 threads, 16-deep
+**                     slices of A and B staged in shared memory, 4 x 4
+**                     outputs per thread in registers
+**     v2 cuBLAS       cublasSgemm on the transposed problem (C^T = B^T A^T
+**                     in column-major terms); libcublas is opened at run
+**                     time with dlopen, so the binary starts without it
+**   attention (contiguous batch x heads x L x dim, dim = 64)
+**     naive           cuBLAS strided-batched S = QK^T, one kernel for scale,
+**                     causal mask, softmax and L, cuBLAS O = PV: the N x N
+**                     array goes through global memory
+**     fused forward   FlashAttention-2: a block owns 64 queries, walks key
+**                     tiles of 64 through shared memory; each thread holds a
+**                     4 x 4 piece of S and of O; row max and sum are reduced
+**                     across the 16 threads of a row with warp shuffles;
+**                     only L is written besides O
+**     fused backward  a block owns 64 keys (dK, dV in registers), walks the
+**                     query tiles, recomputes P = exp(S - L), and adds its
+**                     part of dQ with atomicAdd; D = rowsum(dO O) first
+**   MXINT8            one thread per element, the Lab 4 bit assembly
+**                     (numerics §5.4), 16-byte loads of mantissas
+**
+** Every entry point returns -1 with a message instead of failing hard; with
+** no device, slG_device_count() is 0 and the engine never calls in.
+*/
+#include "gpu.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                     \
+  do {                                                                               \
+    cudaError_t e_ = (call);                                                         \
+    if (e_ != cudaSuccess) {                                                         \
+      snprintf(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));                \
+      cudaGetLastError();                                                            \
+      goto fail;                                                                     \
+    }                                                                                \
+  } while (0)
+
+/* ================================================================ cuBLAS */
+
+typedef int (*CublasCreate)(void **);
+typedef int (*CublasSgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+                           const float *, float *, int);
+typedef int (*CublasSgemmBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
+                                  const float *, int, long long, const float *, float *, int, long long, int);
+
+static struct {
+  int tried;
+  void *lib, *handle;
+  CublasSgemm sgemm;
+  CublasSgemmBatched batched;
+  char why[256];
+} blas;
+
+enum { OP_N = 0, OP_T = 1 };  /* cublasOperation_t */
+
+static int cublas_open(char *err, size_t errlen) {
+  if (!blas.tried) {
+    blas.tried = 1;
+    const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
+    for (int i = 0; names[i] && !blas.lib; i++) blas.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!blas.lib) {
+      snprintf(blas.why, sizeof blas.why, "cuBLAS could not be loaded (libcublas.so.13): %s", dlerror());
+    } else {
+      CublasCreate create = (CublasCreate)dlsym(blas.lib, "cublasCreate_v2");
+      blas.sgemm = (CublasSgemm)dlsym(blas.lib, "cublasSgemm_v2");
+      blas.batched = (CublasSgemmBatched)dlsym(blas.lib, "cublasSgemmStridedBatched");
+      if (!create || !blas.sgemm || !blas.batched || create(&blas.handle) != 0) {
+        snprintf(blas.why, sizeof blas.why, "cuBLAS was loaded but could not be initialised");
+        blas.handle = NULL;
+      }
+    }
+  }
+  if (!blas.handle) snprintf(err, errlen, "%s", blas.why);
+  return blas.handle ? 0 : -1;
+}
+
+/* row-major C[M x N] = alpha A[M x K] B[K x N] + beta C, as column-major C^T = B^T A^T */
+static int cublas_rowmajor(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
+  return blas.sgemm(blas.handle, OP_N, OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N);
+}
+
+/* ================================================================== GEMM */
+
+__global__ void gemm_naive(int M, int N, int K, const float *A, const float *B, float *C) {
+  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= M || j >= N) return;
+  float sum = 0;
+  for (int k = 0; k < K; k++) sum += A[(size_t)i * K + k] * B[(size_t)k * N + j];
+  C[(size_t)i * N + j] = sum;
+}
+
+#define TM 64
+#define TK 16
+
+__global__ void __launch_bounds__(256) gemm_tiled(int M, int N, int K, const float *A, const float *B, float *C) {
+  __shared__ float As[TK][TM + 4];   /* A slice stored transposed: As[k][i] */
+  __shared__ float Bs[TK][TM + 4];
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, i0 = blockIdx.y * TM, j0 = blockIdx.x * TM;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += TK) {
+    for (int e = threadIdx.x; e < TM * TK; e += 256) {
+      int r = e / TK, c = e % TK;   /* A: 64 rows x 16 columns */
+      As[c][r] = i0 + r < M && k0 + c < K ? A[(size_t)(i0 + r) * K + k0 + c] : 0.0f;
+      int rb = e / TM, cb = e % TM; /* B: 16 rows x 64 columns */
+      Bs[rb][cb] = k0 + rb < K && j0 + cb < N ? B[(size_t)(k0 + rb) * N + j0 + cb] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TK; k++) {
+      float a[4], b[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) a[u] = As[k][ty * 4 + u], b[u] = Bs[k][tx * 4 + u];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int v = 0; v < 4; v++) acc[u][v] += a[u] * b[v];
+    }
+    __syncthreads();
+  }
+  for (int u = 0; u < 4; u++)
+    for (int v = 0; v < 4; v++) {
+      int i = i0 + ty * 4 + u, j = j0 + tx * 4 + v;
+      if (i < M && j < N) C[(size_t)i * N + j] = acc[u][v];
+    }
+}
+
+static int gemm_launch(int impl, int M, int N, int K, const float *A, const float *B, float *C, char *err,
+                       size_t errlen) {
+  if (impl == SLG_GEMM_NAIVE) {
+    dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
+    gemm_naive<<<grid, block>>>(M, N, K, A, B, C);
+  } else if (impl == SLG_GEMM_TILED) {
+    dim3 grid((N + TM - 1) / TM, (M + TM - 1) / TM);
+    gemm_tiled<<<grid, 256>>>(M, N, K, A, B, C);
+  } else {
+    if (cublas_open(err, errlen) != 0) return -1;
+    if (cublas_rowmajor(M, N, K, 1.0f, A, B, 0.0f, C) != 0) {
+      snprintf(err, errlen, "cublasSgemm failed");
+      return -1;
+    }
+  }
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "GEMM kernel launch: %s", cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+
+extern "C" int slG_sgemm(int impl, int M, int N, int K, const float *A, const float *B, float *C, char *err,
+                         size_t errlen) {
+  float *a = NULL, *b = NULL, *c = NULL;
+  size_t sa = sizeof(float) * (size_t)M * K, sb = sizeof(float) * (size_t)K * N, sc = sizeof(float) * (size_t)M * N;
+  int rc = -1;
+  CK(cudaMalloc(&a, sa));
+  CK(cudaMalloc(&b, sb));
+  CK(cudaMalloc(&c, sc));
+  CK(cudaMemcpy(a, A, sa, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b, B, sb, cudaMemcpyHostToDevice));
+  if (gemm_launch(impl, M, N, K, a, b, c, err, errlen) != 0) goto fail;
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(C, c, sc, cudaMemcpyDeviceToHost));
+  rc = 0;
+fail:
+  cudaFree(a), cudaFree(b), cudaFree(c);
+  return rc;
+}
+
+/* ============================================================= attention */
+
+#define D 64     /* features per head of the fused kernels */
+#define BR 64    /* queries per block */
+#define BC 64    /* keys per tile */
+#define PAD 4
+
+/* scale, causal mask, softmax and logsumexp of one row of S per block (the naive path) */
+__global__ void softmax_rows(float *S, float *L, int n, float scale, int causal) {
+  long row = blockIdx.x;
+  int q = (int)(row % n);
+  float *s = S + row * n;
+  __shared__ float red[32];
+  float m = -INFINITY;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    float v = causal && k > q ? -INFINITY : s[k] * scale;
+    s[k] = v;
+    m = fmaxf(m, v);
+  }
+  for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = -INFINITY;
+  for (int w = 0; w < (int)blockDim.x / 32; w++) m = fmaxf(m, red[w]);
+  __syncthreads();
+  float sum = 0;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) sum += s[k] = __expf(s[k] - m);
+  for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffff, sum, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = sum;
+  __syncthreads();
+  sum = 0;
+  for (int w = 0; w < (int)blockDim.x / 32; w++) sum += red[w];
+  float inv = 1.0f / sum;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) s[k] *= inv;
+  if (threadIdx.x == 0) L[row] = m + logf(sum);
+}
+
+static int attention_naive_launch(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
+                                  float *o, float *lse, float *S, char *err, size_t errlen) {
+  if (cublas_open(err, errlen) != 0) return -1;
+  float one = 1.0f, zero = 0.0f;
+  long long sx = (long long)n * dim, ss = (long long)n * n;
+  /* row-major S = Q K^T  <=>  column-major S^T = K Q^T */
+  if (blas.batched(blas.handle, OP_T, OP_N, n, n, dim, &one, k, dim, sx, q, dim, sx, &zero, S, n, ss, bh) != 0) {
+    snprintf(err, errlen, "cublasSgemmStridedBatched (scores) failed");
+    return -1;
+  }
+  softmax_rows<<<(unsigned)((long)bh * n), 256>>>(S, lse, n, 1.0f / sqrtf((float)dim), causal);
+  /* row-major O = P V  <=>  column-major O^T = V^T P^T */
+  if (blas.batched(blas.handle, OP_N, OP_N, dim, n, n, &one, v, dim, sx, S, n, ss, &zero, o, dim, sx, bh) != 0) {
+    snprintf(err, errlen, "cublasSgemmStridedBatched (context) failed");
+    return -1;
+  }
+  return 0;
+}
+
+/* Each of the 256 threads is (ty, tx) in 16 x 16: rows ty*4..ty*4+3 of the
+** query tile, and keys (for S) or features (for O) tx*4..tx*4+3. The 16
+** threads of one ty are one half-warp, so row statistics reduce with
+** shuffles over xor offsets 1..8. */
+__global__ void __launch_bounds__(256) attention_fused_fwd(const float *Q, const float *K, const float *V, float *O,
+                                                           float *Lse, int n, float scale, int causal) {
+  extern __shared__ float smem[];
+  float *Qs = smem, *Ks = Qs + BR * (D + PAD), *Vs = Ks + BC * (D + PAD), *Ps = Vs + BC * (D + PAD);
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, q0 = blockIdx.x * BR;
+  long head = (long)blockIdx.y * n * D;
+  for (int e = threadIdx.x; e < BR * D; e += 256) {
+    int r = e / D, f = e % D;
+    Qs[r * (D + PAD) + f] = q0 + r < n ? Q[head + (long)(q0 + r) * D + f] * scale : 0.0f;
+  }
+  float m[4], l[4], acc[4][4];
+  for (int u = 0; u < 4; u++) {
+    m[u] = -INFINITY, l[u] = 0;
+    for (int v = 0; v < 4; v++) acc[u][v] = 0;
+  }
+  int kend = causal ? min(n, q0 + BR) : n;
+  for (int k0 = 0; k0 < kend; k0 += BC) {
+    __syncthreads();
+    for (int e = threadIdx.x; e < BC * D; e += 256) {
+      int r = e / D, f = e % D;
+      bool in = k0 + r < n;
+      Ks[r * (D + PAD) + f] = in ? K[head + (long)(k0 + r) * D + f] : 0.0f;
+      Vs[r * (D + PAD) + f] = in ? V[head + (long)(k0 + r) * D + f] : 0.0f;
+    }
+    __syncthreads();
+    float s[4][4] = {};
+    for (int f = 0; f < D; f++) {
+      float a[4], b[4];
+      for (int u = 0; u < 4; u++) a[u] = Qs[(ty * 4 + u) * (D + PAD) + f], b[u] = Ks[(tx * 4 + u) * (D + PAD) + f];
+      for (int u = 0; u < 4; u++)
+        for (int v = 0; v < 4; v++) s[u][v] += a[u] * b[v];
+    }
+    for (int u = 0; u < 4; u++) {
+      int q = q0 + ty * 4 + u;
+      float mx = m[u];
+      for (int v = 0; v < 4; v++) {
+        int key = k0 + tx * 4 + v;
+        if (key >= n || (causal && key > q)) s[u][v] = -INFINITY;
+        mx = fmaxf(mx, s[u][v]);
+      }
+      for (int o = 1; o < 16; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
+      float safe = mx == -INFINITY ? 0.0f : mx, c = __expf(m[u] - safe), sum = 0;
+      for (int v = 0; v < 4; v++) {
+        float p = __expf(s[u][v] - safe);
+        Ps[(ty * 4 + u) * (BC + PAD) + tx * 4 + v] = p;
+        sum += p;
+      }
+      for (int o = 1; o < 16; o <<= 1) sum += __shfl_xor_sync(0xffffffff, sum, o);
+      l[u] = c * l[u] + sum;
+      m[u] = mx;
+      for (int v = 0; v < 4; v++) acc[u][v] *= c;
+    }
+    __syncthreads();
+    for (int key = 0; key < BC; key++) {
+      float b[4];
+      for (int v = 0; v < 4; v++) b[v] = Vs[key * (D + PAD) + tx * 4 + v];
+      for (int u = 0; u < 4; u++) {
+        float p = Ps[(ty * 4 + u) * (BC + PAD) + key];
+        for (int v = 0; v < 4; v++) acc[u][v] += p * b[v];
+      }
+    }
+  }
+  for (int u = 0; u < 4; u++) {
+    int q = q0 + ty * 4 + u;
+    if (q >= n) continue;
+    float inv = l[u] > 0 ? 1.0f / l[u] : 0.0f;
+    for (int v = 0; v < 4; v++) O[head + (long)q * D + tx * 4 + v] = acc[u][v] * inv;
+    if (tx == 0) Lse[(long)blockIdx.y * n + q] = l[u] > 0 ? m[u] + logf(l[u]) : 0.0f;
+  }
+}
+
+/* D = rowsum(dO O), one warp per row */
+__global__ void attention_rowdot(const float *dO, const float *O, float *Dv, long rows) {
+  long row = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  float s = 0;
+  for (int f = threadIdx.x % 32; f < D; f += 32) s += dO[row * D + f] * O[row * D + f];
+  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
+  if (threadIdx.x % 32 == 0) Dv[row] = s;
+}
+
+/* a block owns keys k0..k0+63; (ty, tx): keys ty*4.. for dK/dV rows and
+** features tx*4..; for S and dP it is queries ty*4.. and keys tx*4.. */
+__global__ void __launch_bounds__(256) attention_fused_bwd(const float *Q, const float *K, const float *V,
+                                                           const float *dO, const float *Lse, const float *Dv,
+                                                           float *dQ, float *dK, float *dV, int n, float scale,
+                                                           int causal) {
+  extern __shared__ float smem[];
+  float *Ks = smem, *Vs = Ks + BC * (D + PAD), *Qs = Vs + BC * (D + PAD), *dOs = Qs + BR * (D + PAD);
+  float *Ps = dOs + BR * (D + PAD), *dSs = Ps + BR * (BC + PAD), *Ls = dSs + BR * (BC + PAD), *Ds = Ls + BR;
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, k0 = blockIdx.x * BC;
+  long head = (long)blockIdx.y * n * D, lrow = (long)blockIdx.y * n;
+  for (int e = threadIdx.x; e < BC * D; e += 256) {
+    int r = e / D, f = e % D;
+    bool in = k0 + r < n;
+    Ks[r * (D + PAD) + f] = in ? K[head + (long)(k0 + r) * D + f] : 0.0f;
+    Vs[r * (D + PAD) + f] = in ? V[head + (long)(k0 + r) * D + f] : 0.0f;
+  }
+  float dk[4][4] = {}, dv[4][4] = {};
+  int qstart = causal ? k0 / BR * BR : 0;
+  for (int q0 = qstart; q0 < n; q0 += BR) {
+    __syncthreads();
+    for (int e = threadIdx.x; e < BR * D; e += 256) {
+      int r = e / D, f = e % D;
+      bool in = q0 + r < n;
+      Qs[r * (D + PAD) + f] = in ? Q[head + (long)(q0 + r) * D + f] : 0.0f;
+      dOs[r * (D + PAD) + f] = in ? dO[head + (long)(q0 + r) * D + f] : 0.0f;
+    }
+    for (int r = threadIdx.x; r < BR; r += 256) {
+      Ls[r] = q0 + r < n ? Lse[lrow + q0 + r] : INFINITY;
+      Ds[r] = q0 + r < n ? Dv[lrow + q0 + r] : 0.0f;
+    }
+    __syncthreads();
+    float s[4][4] = {}, dp[4][4] = {};
+    for (int f = 0; f < D; f++) {
+      float a[4], b[4], g[4], w[4];
+      for (int u = 0; u < 4; u++) {
+        a[u] = Qs[(ty * 4 + u) * (D + PAD) + f], g[u] = dOs[(ty * 4 + u) * (D + PAD) + f];
+        b[u] = Ks[(tx * 4 + u) * (D + PAD) + f], w[u] = Vs[(tx * 4 + u) * (D + PAD) + f];
+      }
+      for (int u = 0; u < 4; u++)
+        for (int v = 0; v < 4; v++) s[u][v] += a[u] * b[v], dp[u][v] += g[u] * w[v];
+    }
+    for (int u = 0; u < 4; u++) {
+      int qr = ty * 4 + u, q = q0 + qr;
+      for (int v = 0; v < 4; v++) {
+        int key = k0 + tx * 4 + v;
+        bool masked = key >= n || q >= n || (causal && key > q);
+        float p = masked ? 0.0f : __expf(s[u][v] * scale - Ls[qr]);
+        Ps[qr * (BC + PAD) + tx * 4 + v] = p;
+        dSs[qr * (BC + PAD) + tx * 4 + v] = p * (dp[u][v] - Ds[qr]);
+      }
+    }
+    __syncthreads();
+    /* dV += P^T dO, dK += scale dS^T Q: keys ty*4.., features tx*4.. */
+    for (int qr = 0; qr < BR; qr++) {
+      float g[4], a[4];
+      for (int v = 0; v < 4; v++) g[v] = dOs[qr * (D + PAD) + tx * 4 + v], a[v] = Qs[qr * (D + PAD) + tx * 4 + v];
+      for (int u = 0; u < 4; u++) {
+        float p = Ps[qr * (BC + PAD) + ty * 4 + u], ds = dSs[qr * (BC + PAD) + ty * 4 + u];
+        for (int v = 0; v < 4; v++) dv[u][v] += p * g[v], dk[u][v] += ds * a[v];
+      }
+    }
+    /* dQ += scale dS K: queries ty*4.., features tx*4.., added atomically across key blocks */
+    float dq[4][4] = {};
+    for (int key = 0; key < BC; key++) {
+      float b[4];
+      for (int v = 0; v < 4; v++) b[v] = Ks[key * (D + PAD) + tx * 4 + v];
+      for (int u = 0; u < 4; u++) {
+        float ds = dSs[(ty * 4 + u) * (BC + PAD) + key];
+        for (int v = 0; v < 4; v++) dq[u][v] += ds * b[v];
+      }
+    }
+    for (int u = 0; u < 4; u++) {
+      int q = q0 + ty * 4 + u;
+      if (q < n)
+        for (int v = 0; v < 4; v++) atomicAdd(&dQ[head + (long)q * D + tx * 4 + v], dq[u][v] * scale);
+    }
+  }
+  for (int u = 0; u < 4; u++) {
+    int key = k0 + ty * 4 + u;
+    if (key >= n) continue;
+    for (int v = 0; v < 4; v++) {
+      dK[head + (long)key * D + tx * 4 + v] = dk[u][v] * scale;
+      dV[head + (long)key * D + tx * 4 + v] = dv[u][v];
+    }
+  }
+}
+
+static const size_t FWD_SMEM = sizeof(float) * ((BR + 2 * BC) * (D + PAD) + BR * (BC + PAD));
+static const size_t BWD_SMEM = sizeof(float) * ((2 * BC + 2 * BR) * (D + PAD) + 2 * BR * (BC + PAD) + 2 * BR);
+
+static int fused_fwd_launch(int bh, int n, int causal, const float *q, const float *k, const float *v, float *o,
+                            float *lse, char *err, size_t errlen) {
+  cudaFuncSetAttribute(attention_fused_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)FWD_SMEM);
+  dim3 grid((n + BR - 1) / BR, bh);
+  attention_fused_fwd<<<grid, 256, FWD_SMEM>>>(q, k, v, o, lse, n, 1.0f / sqrtf((float)D), causal);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "fused attention forward: %s", cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+
+static int fused_bwd_launch(int bh, int n, int causal, const float *q, const float *k, const float *v, const float *o,
+                            const float *dout, const float *lse, float *Dv, float *dq, float *dk, float *dv, char *err,
+                            size_t errlen) {
+  long rows = (long)bh * n;
+  cudaMemset(dq, 0, sizeof(float) * rows * D);
+  attention_rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout, o, Dv, rows);
+  cudaFuncSetAttribute(attention_fused_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)BWD_SMEM);
+  dim3 grid((n + BC - 1) / BC, bh);
+  attention_fused_bwd<<<grid, 256, BWD_SMEM>>>(q, k, v, dout, lse, Dv, dq, dk, dv, n, 1.0f / sqrtf((float)D), causal);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "fused attention backward: %s", cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+
+static int check_dim(int dim, char *err, size_t errlen) {
+  if (dim == D) return 0;
+  snprintf(err, errlen, "the CUDA attention kernels are built for dim = %d, got %d", D, dim);
+  return -1;
+}
+
+extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
+                                     const float *k, const float *v, float *o, float *lse, char *err, size_t errlen) {
+  if (check_dim(dim, err, errlen)) return -1;
+  int bh = batch * heads, rc = -1;
+  size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
+  float *dq = NULL, *dk = NULL, *dv = NULL, *dO = NULL, *dl = NULL, *S = NULL;
+  CK(cudaMalloc(&dq, sx));
+  CK(cudaMalloc(&dk, sx));
+  CK(cudaMalloc(&dv, sx));
+  CK(cudaMalloc(&dO, sx));
+  CK(cudaMalloc(&dl, sl));
+  CK(cudaMemcpy(dq, q, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dk, k, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, v, sx, cudaMemcpyHostToDevice));
+  if (impl == SLG_ATTN_NAIVE) {
+    CK(cudaMalloc(&S, sizeof(float) * (size_t)bh * n * n));
+    if (attention_naive_launch(bh, n, dim, causal, dq, dk, dv, dO, dl, S, err, errlen) != 0) goto fail;
+  } else if (fused_fwd_launch(bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
+    goto fail;
+  }
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(o, dO, sx, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(lse, dl, sl, cudaMemcpyDeviceToHost));
+  rc = 0;
+fail:
+  cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dO), cudaFree(dl), cudaFree(S);
+  return rc;
+}
+
+extern "C" int slG_attention_backward(int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
+                                      const float *v, const float *o, const float *dout, const float *lse, float *dq,
+                                      float *dk, float *dv, char *err, size_t errlen) {
+  if (check_dim(dim, err, errlen)) return -1;
+  int bh = batch * heads, rc = -1;
+  size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
+  float *b[11] = {NULL};
+  for (int i = 0; i < 11; i++) CK(cudaMalloc(&b[i], i >= 9 ? sl : sx));
+  CK(cudaMemcpy(b[0], q, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b[1], k, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b[2], v, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b[3], o, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b[4], dout, sx, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b[9], lse, sl, cudaMemcpyHostToDevice));
+  if (fused_bwd_launch(bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], b[5], b[6], b[7], err, errlen) != 0)
+    goto fail;
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(dq, b[5], sx, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(dk, b[6], sx, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(dv, b[7], sx, cudaMemcpyDeviceToHost));
+  rc = 0;
+fail:
+  for (int i = 0; i < 11; i++) cudaFree(b[i]);
+  return rc;
+}
+
+/* ================================================================ MXINT8 */
+
+__device__ inline unsigned short mxint8_bf16(signed char m, unsigned char e) {
+  if (e == 0) return 0x0000;
+  if (e == 0xFF) return 0x7FC0;
+  unsigned short sign = (unsigned short)(((unsigned char)m & 0x80) << 8), ex = (unsigned short)(e << 7);
+  int a = abs((int)m);
+  unsigned short frac = (unsigned short)((a & 0x3F) << 1);
+  float out = __uint_as_float((unsigned)(sign | ex | frac) << 16), bias = __uint_as_float((unsigned)(sign | ex) << 16);
+  float y = (a & 0x40) ? out : out - bias;
+  return (unsigned short)(__float_as_uint(y) >> 16);
+}
+
+/* 16 elements per thread: one 16-byte load of mantissas, two 16-byte stores */
+__global__ void mxint8_dequant(const signed char *m, const unsigned char *s, size_t n, int g, unsigned short *out) {
+  size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 16;
+  if (i >= n) return;
+  if (i + 16 <= n && g % 16 == 0 && ((size_t)m % 16) == 0) {
+    int4 raw = *(const int4 *)(m + i);
+    const signed char *b = (const signed char *)&raw;
+    unsigned char e = s[i / g];
+    __align__(16) unsigned short r[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) r[j] = mxint8_bf16(b[j], e);
+    *(int4 *)(out + i) = *(int4 *)r;
+    *(int4 *)(out + i + 8) = *(int4 *)(r + 8);
+    return;
+  }
+  for (size_t j = i; j < i + 16 && j < n; j++) out[j] = mxint8_bf16(m[j], s[j / g]);
+}
+
+extern "C" int slG_mxint8_dequant_bf16(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out,
+                                       char *err, size_t errlen) {
+  signed char *dm = NULL;
+  unsigned char *ds = NULL;
+  unsigned short *dout = NULL;
+  size_t groups = (n + g - 1) / g;
+  int rc = -1;
+  CK(cudaMalloc(&dm, n + 16));
+  CK(cudaMalloc(&ds, groups));
+  CK(cudaMalloc(&dout, 2 * n + 32));
+  CK(cudaMemcpy(dm, m, n, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(ds, scales, groups, cudaMemcpyHostToDevice));
+  mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>(dm, ds, n, g, dout);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(out, dout, 2 * n, cudaMemcpyDeviceToHost));
+  rc = 0;
+fail:
+  cudaFree(dm), cudaFree(ds), cudaFree(dout);
+  return rc;
+}
+
+/* ===================================================== benchmark cases */
+
+typedef struct {
+  int kind, n, bh, dim, causal;
+  float *x[10];
+  void *raw[3];
+  cudaEvent_t start, stop;
+} Case;
+
+__global__ void fill_kernel(float *x, size_t n, unsigned seed) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned z = (unsigned)i * 2654435761u ^ seed;
+  z ^= z >> 13, z *= 0x5bd1e995u, z ^= z >> 15;
+  x[i] = (float)(z & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+static float *dev_fill(size_t n, unsigned seed) {
+  float *p = NULL;
+  if (cudaMalloc(&p, n * sizeof(float) + 64) != cudaSuccess) return NULL;
+  fill_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p, n, seed);
+  return p;
+}
+
+extern "C" void slG_case_free(void *p) {
+  Case *c = (Case *)p;
+  if (!c) return;
+  for (int i = 0; i < 10; i++) cudaFree(c->x[i]);
+  for (int i = 0; i < 3; i++) cudaFree(c->raw[i]);
+  if (c->start) cudaEventDestroy(c->start);
+  if (c->stop) cudaEventDestroy(c->stop);
+  free(c);
+}
+
+extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim, int causal, char *err, size_t errlen) {
+  Case *c = (Case *)calloc(1, sizeof *c);
+  c->kind = kind, c->n = size, c->bh = batch * heads, c->dim = dim, c->causal = causal;
+  size_t n = (size_t)size, nn = n * n, nx = (size_t)c->bh * n * dim, nl = (size_t)c->bh * n;
+  int ok = 1;
+  CK(cudaEventCreate(&c->start));
+  CK(cudaEventCreate(&c->stop));
+  switch (kind) {
+    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT:
+      if (kind >= SLG_GEMM_CUBLAS && cublas_open(err, errlen) != 0) goto fail;
+      ok = (c->x[0] = dev_fill(nn, 1)) && (c->x[1] = dev_fill(nn, 2)) && (c->x[2] = dev_fill(nn, 0));
+      break;
+    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN:
+      if (check_dim(dim, err, errlen)) goto fail;
+      if (kind == SLG_ATTN_NAIVE && cublas_open(err, errlen) != 0) goto fail;
+      ok = (c->x[0] = dev_fill(nx, 1)) && (c->x[1] = dev_fill(nx, 2)) && (c->x[2] = dev_fill(nx, 3)) &&
+           (c->x[3] = dev_fill(nx, 0)) && (c->x[4] = dev_fill(nl, 0));
+      if (ok && kind == SLG_ATTN_NAIVE) ok = (c->x[5] = dev_fill((size_t)c->bh * nn, 0)) != NULL;
+      if (ok && kind == SLG_ATTN_FUSED_TRAIN)
+        ok = (c->x[5] = dev_fill(nx, 4)) && (c->x[6] = dev_fill(nx, 0)) && (c->x[7] = dev_fill(nx, 0)) &&
+             (c->x[8] = dev_fill(nx, 0)) && (c->x[9] = dev_fill(nl, 0));
+      break;
+    case SLG_MXINT8_DEQUANT:
+      CK(cudaMalloc(&c->raw[0], n + 16));
+      CK(cudaMalloc(&c->raw[1], n / 32 + 1));
+      CK(cudaMalloc(&c->raw[2], 2 * n + 32));
+      CK(cudaMemset(c->raw[0], 37, n));
+      CK(cudaMemset(c->raw[1], 120, n / 32 + 1));
+      break;
+    case SLG_COPY:
+      ok = (c->x[0] = dev_fill(n, 1)) && (c->x[1] = dev_fill(n, 0));
+      break;
+    default:
+      snprintf(err, errlen, "unknown GPU kernel %d", kind);
+      goto fail;
+  }
+  if (!ok) {
+    snprintf(err, errlen, "could not allocate the device buffers (%s)", cudaGetErrorString(cudaGetLastError()));
+    goto fail;
+  }
+  CK(cudaDeviceSynchronize());
+  return c;
+fail:
+  slG_case_free(c);
+  return NULL;
+}
+
+extern "C" double slG_case_run(void *p) {
+  Case *c = (Case *)p;
+  char err[256];
+  size_t errlen = sizeof err;
+  int n = c->n;
+  float ms = -1;
+  cudaDeviceSynchronize();
+  cudaEventRecord(c->start);
+  switch (c->kind) {
+    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS:
+      gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
+      break;
+    case SLG_GEMM_CUBLAS_DIRECT: {
+      float one = 1.0f, zero = 0.0f;
+      blas.sgemm(blas.handle, OP_N, OP_N, n, n, n, &one, c->x[1], n, c->x[0], n, &zero, c->x[2], n);
+      break;
+    }
+    case SLG_ATTN_NAIVE:
+      attention_naive_launch(c->bh, n, c->dim, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], c->x[5], err, errlen);
+      break;
+    case SLG_ATTN_FUSED:
+      fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+      break;
+    case SLG_ATTN_FUSED_TRAIN:
+      fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+      fused_bwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4], c->x[9], c->x[6],
+                       c->x[7], c->x[8], err, errlen);
+      break;
+    case SLG_MXINT8_DEQUANT:
+      mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>((const signed char *)c->raw[0],
+                                                                 (const unsigned char *)c->raw[1], (size_t)n, 32,
+                                                                 (unsigned short *)c->raw[2]);
+      break;
+    case SLG_COPY:
+      cudaMemcpy(c->x[1], c->x[0], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice);
+      break;
+  }
+  cudaEventRecord(c->stop);
+  cudaEventSynchronize(c->stop);
+  cudaEventElapsedTime(&ms, c->start, c->stop);
+  return ms / 1e3;
+}
+
+extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
+  char err[256];
+  *sgemm_gflops = *copy_gbs = 0;
+  const int n = 4096, words = 64 << 20;
+  void *g = slG_case_new(SLG_GEMM_CUBLAS, n, 1, 1, 64, 0, err, sizeof err);
+  void *cp = slG_case_new(SLG_COPY, words, 1, 1, 64, 0, err, sizeof err);
+  double best_g = 1e30, best_c = 1e30;
+  for (int r = 0; r < 5; r++) {
+    if (g) best_g = fmin(best_g, slG_case_run(g));
+    if (cp) best_c = fmin(best_c, slG_case_run(cp));
+  }
+  if (g) *sgemm_gflops = 2.0 * n * n * (double)n / best_g / 1e9;
+  if (cp) *copy_gbs = 2.0 * 4 * words / best_c / 1e9;
+  slG_case_free(g);
+  slG_case_free(cp);
+  return g && cp ? 0 : -1;
+}

@@ -1,0 +1,529 @@
+/*
+** attention.c - multi-head scaled dot-product attention, float32, on the CPU.
+**
+** Build: part of the engine. tests/unit/test_kernels.c checks every version
+** against v0 (odd shapes, L = 1, causal or not, fully masked rows) and the
+** CS336 contract of numerics §7.6; bench/bench_kernels.c times them
+** (`build/bench_bench_kernels attention 1024`).
+**
+**   v0 naive   op by op, as PyTorch's eager code runs it: S = QK^T per
+**              (batch, head) through OpenBLAS into a batch x heads x N x N
+**              array, then one pass each to scale, to mask and to take the
+**              softmax into a second N x N array P (vector exp), and O = PV
+**              through OpenBLAS. The backward keeps P from the forward (the
+**              training step) or recomputes it from L (slK_attention_backward),
+**              then dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P)),
+**              dQ = t dS K, dK = t dS^T Q, each a separate pass or product.
+**   v1 fused   FlashAttention-2 (numerics §7.2-7.4): query tiles outside,
+**              key tiles inside, online softmax, O divided by l once, only
+**              L = m + ln l saved; nothing N x N exists. The backward
+**              recomputes P = exp(S - L) tile by tile, with D = rowsum(dO O).
+**
+** How v1 is laid out. Scores are computed transposed, S^T = K Q^T, into
+** "lane panels" of 48 queries (one AVX-512 vector lane per query, three
+** vectors per key row), so that the softmax's running max and sum are
+** vectors across queries, never horizontal reductions. Every product is the
+** 8 x 48 micro-kernel of simd.c on packed panels: K and V of a head are
+** packed once per worker and head; Q^T (scaled by 1/sqrt(d)) once per query
+** tile; P^T, in its lane panels, is already the packed B operand of
+** O^T += V^T P^T. The backward needs P and dS with keys as columns for dV^T
+** = dO^T P and dK^T = t Q^T dS, which one transposition per tile provides.
+** Jobs are (batch, head, query tile) in the forward and (batch, head) in the
+** backward (each job owns its head's dK and dV, as PyTorch's CPU kernel
+** does), spread over slK_threads() threads.
+*/
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "simd.h"
+
+#ifndef BQ
+#define BQ 96    /* queries per tile: two lane panels */
+#endif
+#ifndef BK
+#define BK 384   /* keys per tile: a multiple of 48 and of 8 */
+#endif
+#define LANES SLK_NR
+
+static int up(int x, int m) { return (x + m - 1) / m * m; }
+
+const char *slK_attention_name(slK_AttnImpl impl) {
+  static const char *const names[SLK_ATTN_NUM] = {"naive", "fused"};
+  return impl < SLK_ATTN_NUM ? names[impl] : "?";
+}
+
+void slK_attention_contiguous(slK_Attn *a, int batch, int heads, int nq, int nk, int dim, int causal) {
+  memset(a, 0, sizeof *a);
+  a->batch = batch, a->heads = heads, a->nq = nq, a->nk = nk, a->dim = dim, a->causal = causal;
+  a->q_row = a->k_row = dim;
+  a->q_head = (long)nq * dim, a->k_head = (long)nk * dim;
+  a->q_batch = a->q_head * heads, a->k_batch = a->k_head * heads;
+}
+
+static float scale_of(const slK_Attn *a) { return a->scale > 0 ? a->scale : 1.0f / sqrtf((float)a->dim); }
+
+static int kept(const slK_Attn *a, int b, int q, int k) {
+  if (a->causal && k > q) return 0;
+  return !a->key_mask || a->key_mask[(long)b * a->nk + k] != 0;
+}
+
+static int mask_any(const slK_Attn *a) { return a->causal || a->key_mask; }
+
+double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backward) {
+  double bh = (double)a->batch * a->heads, f = sizeof(float);
+  if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
+  double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
+  if (!backward) per = 2 * nk * d8 + (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ;
+  else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
+  int threads = slK_threads();
+  return threads * per * f;
+}
+
+/* ============================================================ v0: naive */
+
+/* a pass over the rows of batch x heads x nq, in 64 jobs across the threads */
+typedef struct Rows Rows;
+struct Rows {
+  const slK_Attn *a;
+  float *s, *p, *lse;
+  float scale;
+  void (*row)(Rows *R, long r, float *s);
+};
+
+static void row_scale(Rows *R, long r, float *s) {
+  for (int k = 0; k < R->a->nk; k++) s[k] *= R->scale;
+}
+
+static void row_mask(Rows *R, long r, float *s) {
+  const slK_Attn *a = R->a;
+  int q = (int)(r % a->nq), b = (int)(r / a->nq / a->heads);
+  for (int k = 0; k < a->nk; k++)
+    if (!kept(a, b, q, k)) s[k] = -INFINITY;
+}
+
+/* P = softmax(S) row by row, and L = max + ln(sum); a fully masked row gives P = 0, L = 0 */
+static void row_softmax(Rows *R, long r, float *s) {
+  int n = R->a->nk;
+  float *p = R->p + r * n, m = -INFINITY;
+  for (int k = 0; k < n; k++) m = s[k] > m ? s[k] : m;
+  if (m == -INFINITY) {
+    memset(p, 0, (size_t)n * sizeof *p);
+    R->lse[r] = 0;
+    return;
+  }
+  for (int k = 0; k < n; k++) p[k] = s[k] - m;
+  slK_vexp(p, p, (size_t)n);
+  double sum = 0;
+  for (int k = 0; k < n; k++) sum += p[k];
+  float inv = (float)(1.0 / sum);
+  for (int k = 0; k < n; k++) p[k] *= inv;
+  R->lse[r] = m + (float)log(sum);
+}
+
+/* backward recomputation: P = exp(S - L) */
+static void row_exp_lse(Rows *R, long r, float *s) {
+  for (int k = 0; k < R->a->nk; k++) s[k] -= R->lse[r];
+  slK_vexp(s, s, (size_t)R->a->nk);
+}
+
+/* softmax backward: dS = P (dP - rowsum(dP P)), in place in dP (held in s) */
+static void row_softmax_grad(Rows *R, long r, float *dp) {
+  const float *p = R->p + r * R->a->nk;
+  double dot = 0;
+  for (int k = 0; k < R->a->nk; k++) dot += (double)dp[k] * p[k];
+  for (int k = 0; k < R->a->nk; k++) dp[k] = p[k] * (dp[k] - (float)dot);
+}
+
+static void rows_job(void *ctx, int job, int worker) {
+  Rows *R = ctx;
+  long rows = (long)R->a->batch * R->a->heads * R->a->nq, per = (rows + 63) / 64;
+  for (long r = job * per; r < rows && r < (job + 1) * per; r++) R->row(R, r, R->s + r * R->a->nk);
+  (void)worker;
+}
+
+static void pass(void (*row)(Rows *, long, float *), Rows *R) {
+  R->row = row;
+  slK_parallel(64, slK_threads(), rows_job, R);
+}
+
+static const float *qh(const slK_Attn *a, const float *x, int b, int h) { return x + a->q_batch * b + a->q_head * h; }
+static const float *kh(const slK_Attn *a, const float *x, int b, int h) { return x + a->k_batch * b + a->k_head * h; }
+
+/* S = QK^T into s (batch x heads x nq x nk), one OpenBLAS product per head */
+static void naive_scores(const slK_Attn *a, const float *q, const float *k, float *s) {
+  for (int b = 0; b < a->batch; b++)
+    for (int h = 0; h < a->heads; h++)
+      slK_sgemm(SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, q, b, h), (int)a->q_row, kh(a, k, b, h),
+                (int)a->k_row, 0.0f, s + ((long)b * a->heads + h) * a->nq * a->nk, a->nk);
+}
+
+/* the forward; P is returned (caller frees with slK_free) when keep_p */
+static int naive_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse,
+                         float **keep_p) {
+  size_t nn = (size_t)a->batch * a->heads * a->nq * a->nk;
+  float *s = slK_alloc(nn * sizeof *s), *p = slK_alloc(nn * sizeof *p);
+  if (!s || !p) {
+    slK_free(s);
+    slK_free(p);
+    return -1;
+  }
+  Rows R = {a, s, p, lse, scale_of(a), NULL};
+  naive_scores(a, q, k, s);
+  pass(row_scale, &R);
+  if (mask_any(a)) pass(row_mask, &R);
+  pass(row_softmax, &R);
+  slK_free(s);
+  for (int b = 0; b < a->batch; b++)
+    for (int h = 0; h < a->heads; h++)
+      slK_sgemm(SLK_N, SLK_N, a->nq, a->dim, a->nk, 1.0f, p + ((long)b * a->heads + h) * a->nq * a->nk, a->nk,
+                kh(a, v, b, h), (int)a->k_row, 0.0f, (float *)qh(a, o, b, h), (int)a->q_row);
+  if (keep_p) *keep_p = p;
+  else slK_free(p);
+  return 0;
+}
+
+static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, const float *v, const float *dout,
+                            float *p, float *dq, float *dk, float *dv) {
+  size_t nn = (size_t)a->batch * a->heads * a->nq * a->nk;
+  float *dp = slK_alloc(nn * sizeof *dp), t = scale_of(a);
+  if (!dp) return -1;
+  for (int b = 0; b < a->batch; b++)
+    for (int h = 0; h < a->heads; h++) {
+      const float *ph = p + ((long)b * a->heads + h) * a->nq * a->nk;
+      float *dph = dp + ((long)b * a->heads + h) * a->nq * a->nk;
+      slK_sgemm(SLK_T, SLK_N, a->nk, a->dim, a->nq, 1.0f, ph, a->nk, qh(a, dout, b, h), (int)a->q_row, 1.0f,
+                (float *)kh(a, dv, b, h), (int)a->k_row);
+      slK_sgemm(SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, dout, b, h), (int)a->q_row, kh(a, v, b, h),
+                (int)a->k_row, 0.0f, dph, a->nk);
+    }
+  Rows R = {a, dp, p, NULL, t, NULL};
+  pass(row_softmax_grad, &R);
+  for (int b = 0; b < a->batch; b++)
+    for (int h = 0; h < a->heads; h++) {
+      const float *dsh = dp + ((long)b * a->heads + h) * a->nq * a->nk;
+      slK_sgemm(SLK_N, SLK_N, a->nq, a->dim, a->nk, t, dsh, a->nk, kh(a, k, b, h), (int)a->k_row, 1.0f,
+                (float *)qh(a, dq, b, h), (int)a->q_row);
+      slK_sgemm(SLK_T, SLK_N, a->nk, a->dim, a->nq, t, dsh, a->nk, qh(a, q, b, h), (int)a->q_row, 1.0f,
+                (float *)kh(a, dk, b, h), (int)a->k_row);
+    }
+  slK_free(dp);
+  return 0;
+}
+
+static int naive_backward(const slK_Attn *a, const float *q, const float *k, const float *v, const float *dout,
+                          const float *lse, float *dq, float *dk, float *dv) {
+  size_t nn = (size_t)a->batch * a->heads * a->nq * a->nk;
+  float *p = slK_alloc(nn * sizeof *p);
+  if (!p) return -1;
+  Rows R = {a, p, NULL, (float *)lse, scale_of(a), NULL};
+  naive_scores(a, q, k, p);
+  pass(row_scale, &R);
+  if (mask_any(a)) pass(row_mask, &R);
+  pass(row_exp_lse, &R);
+  int rc = naive_backward_p(a, q, k, v, dout, p, dq, dk, dv);
+  slK_free(p);
+  return rc;
+}
+
+/* the training step of eager code: the forward keeps P for the backward */
+int slK_attention_naive_step(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse,
+                             const float *dout, float *dq, float *dk, float *dv) {
+  float *p = NULL;
+  if (naive_forward(a, q, k, v, o, lse, &p) != 0) return -1;
+  int rc = naive_backward_p(a, q, k, v, dout, p, dq, dk, dv);
+  slK_free(p);
+  return rc;
+}
+
+/* ============================================================ v1: fused */
+
+/* K as A panels of 8 keys over the features: kp[(key/8)*8*d + f*8 + key%8] */
+static void pack_rows8(const float *x, long row, int n, int d, int n8, float *dst) {
+  for (int p = 0; p < n8; p += SLK_MR)
+    for (int f = 0; f < d; f++)
+      for (int i = 0; i < SLK_MR; i++) dst[(long)p * d + f * SLK_MR + i] = p + i < n ? x[(p + i) * row + f] : 0;
+}
+
+/* X^T as A panels of 8 features over n rows: dst[(f/8)*8*n8 + r*8 + f%8] */
+static void pack_cols8(const float *x, long row, int n, int n8, int d, float *dst, float alpha) {
+  int d8 = up(d, SLK_MR);
+  for (int fp = 0; fp < d8; fp += SLK_MR)
+    for (int r = 0; r < n8; r++)
+      for (int i = 0; i < SLK_MR; i++)
+        dst[(long)fp * n8 + r * SLK_MR + i] = r < n && fp + i < d ? alpha * x[r * row + fp + i] : 0;
+}
+
+/* X^T as B lane panels of 48 rows over the features: dst[(r/48)*48*d + f*48 + r%48] */
+static void pack_lanes(const float *x, long row, int n, int np, int d, float *dst, float alpha) {
+  for (int lp = 0; lp < np; lp++)
+    for (int f = 0; f < d; f++)
+      for (int j = 0; j < LANES; j++) {
+        int r = lp * LANES + j;
+        dst[((long)lp * d + f) * LANES + j] = r < n ? alpha * x[r * row + f] : 0;
+      }
+}
+
+/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows) */
+static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
+  int need = k0 + rows > a->nk || a->key_mask || (a->causal && k0 + rows - 1 > q0);
+  if (!need) return;
+  for (int r = 0; r < rows; r++) {
+    int key = k0 + r;
+    for (int j = 0; j < LANES; j++)
+      if (key >= a->nk || !kept(a, b, q0 + j, key)) s[r * LANES + j] = -INFINITY;
+  }
+}
+
+typedef struct {
+  int head;           /* (b * heads + h) whose K and V are packed, or -1 */
+  float *kp, *vt;     /* forward: K rows by 8, V^T features by 8 */
+  float *qt, *s, *ot, *m, *l, *c;
+} FwdWork;
+
+typedef struct {
+  const slK_Attn *a;
+  const float *q, *k, *v;
+  float *o, *lse;
+  int tiles, nk8;
+  FwdWork *w;
+} Fwd;
+
+static void fwd_job(void *ctx, int job, int worker) {
+  Fwd *F = ctx;
+  const slK_Attn *a = F->a;
+  const slK_Simd *simd = slK_simd();
+  FwdWork *w = &F->w[worker];
+  int bh = job / F->tiles, b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR), nk8 = F->nk8;
+  int q0 = job % F->tiles * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES;
+  const float *K = kh(a, F->k, b, h), *V = kh(a, F->v, b, h);
+  if (w->head != bh) {
+    pack_rows8(K, a->k_row, a->nk, d, nk8, w->kp);
+    pack_cols8(V, a->k_row, a->nk, nk8, d, w->vt, 1.0f);
+    w->head = bh;
+  }
+  pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a));
+  for (int i = 0; i < np * LANES; i++) w->m[i] = -INFINITY, w->l[i] = 0;
+  memset(w->ot, 0, sizeof(float) * (size_t)np * d8 * LANES);
+  int kend = a->nk;
+  if (a->causal && q0 + qn < kend) kend = q0 + qn;   /* key tiles past the last query are skipped */
+  for (int k0 = 0; k0 < kend; k0 += BK) {
+    int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR);
+    for (int lp = 0; lp < np; lp++) {
+      float *s = w->s + (size_t)lp * BK * LANES, *ot = w->ot + (size_t)lp * d8 * LANES;
+      const float *qt = w->qt + (size_t)lp * d * LANES;
+      for (int r = 0; r < kb; r += SLK_MR) simd->micro(d, w->kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
+      mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
+      simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
+      simd->scale_panel(ot, d8, w->c);
+      for (int fp = 0; fp < d8; fp += SLK_MR)
+        simd->micro(kb, w->vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, 1);
+    }
+  }
+  float *O = (float *)qh(a, F->o, b, h), *L = F->lse + (long)bh * a->nq;
+  for (int j = 0; j < qn; j++) {
+    int lp = j / LANES, lane = j % LANES;
+    float l = w->l[j], inv = l > 0 ? 1.0f / l : 0.0f;
+    const float *ot = w->ot + (size_t)lp * d8 * LANES + lane;
+    float *orow = O + (long)(q0 + j) * a->q_row;
+    for (int f = 0; f < d; f++) orow[f] = ot[f * LANES] * inv;
+    L[q0 + j] = l > 0 ? w->m[j] + logf(l) : 0.0f;
+  }
+}
+
+static int pick_threads(const slK_Attn *a, int jobs) {
+  double work = 4.0 * a->batch * a->heads * a->nq * a->nk * a->dim;
+  int t = work < 4e6 ? 1 : slK_threads();
+  return t < jobs ? t : jobs;
+}
+
+static void free_all(float **ptrs, int n) {
+  for (int i = 0; i < n; i++) slK_free(ptrs[i]);
+}
+
+static int fused_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse) {
+  int tiles = (a->nq + BQ - 1) / BQ, jobs = a->batch * a->heads * tiles;
+  if (jobs == 0) return 0;
+  int threads = pick_threads(a, jobs), nk8 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
+  FwdWork w[64];
+  for (int t = 0; t < threads; t++) {
+    w[t].head = -1;
+    float *p[8] = {
+      w[t].kp = slK_alloc(sizeof(float) * (size_t)nk8 * a->dim + 64),
+      w[t].vt = slK_alloc(sizeof(float) * (size_t)nk8 * d8 + 64),
+      w[t].qt = slK_alloc(sizeof(float) * (size_t)BQ * a->dim + 64),
+      w[t].s = slK_alloc(sizeof(float) * (size_t)BQ * BK),
+      w[t].ot = slK_alloc(sizeof(float) * (size_t)BQ * d8),
+      w[t].m = slK_alloc(sizeof(float) * BQ), w[t].l = slK_alloc(sizeof(float) * BQ),
+      w[t].c = slK_alloc(sizeof(float) * LANES)};
+    for (int i = 0; i < 8; i++) rc |= !p[i];
+  }
+  Fwd F = {a, q, k, v, o, lse, tiles, nk8, w};
+  if (rc == 0) slK_parallel(jobs, threads, fwd_job, &F);
+  for (int t = 0; t < threads; t++) {
+    float *p[8] = {w[t].kp, w[t].vt, w[t].qt, w[t].s, w[t].ot, w[t].m, w[t].l, w[t].c};
+    free_all(p, 8);
+  }
+  return rc ? -1 : 0;
+}
+
+/* --------------------------------------------------------- fused backward */
+
+typedef struct {
+  float *kp, *vp, *kt;        /* K and V rows by 8 over features; K^T features by 8 over keys */
+  float *dkt, *dvt;           /* dK^T, dV^T: [key/48][feature][48] */
+  float *qt, *dot, *qa, *doa; /* Q^T, dO^T lane panels (B); Q^T, dO^T features by 8 over queries (A) */
+  float *s, *dp, *pb, *dsb;   /* P^T, dS^T in lane panels; P, dS with keys as columns */
+  float *dqt, *lse, *dd;
+} BwdWork;
+
+typedef struct {
+  const slK_Attn *a;
+  const float *q, *k, *v, *o, *dout, *lse;
+  float *dq, *dk, *dv;
+  int groups, nk48;
+  BwdWork *w;
+  pthread_mutex_t lock;
+} Bwd;
+
+/* lane panels [np][rows][48] -> key columns [rows/48][np*48][48], 48 x 48 blocks at a time */
+static void transpose_panels(const slK_Simd *simd, const float *src, int np, int rows, float *dst) {
+  int nq = np * LANES;
+  for (int lp = 0; lp < np; lp++)
+    for (int r = 0; r < rows; r += LANES)
+      simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
+}
+
+static void bwd_job(void *ctx, int job, int worker) {
+  Bwd *B = ctx;
+  const slK_Attn *a = B->a;
+  const slK_Simd *simd = slK_simd();
+  BwdWork *w = &B->w[worker];
+  int bh = job / B->groups, g = job % B->groups, b = bh / a->heads, h = bh % a->heads;
+  int d = a->dim, d8 = up(d, SLK_MR), nk48 = B->nk48, tiles = (a->nq + BQ - 1) / BQ;
+  float t = scale_of(a);
+  const float *K = kh(a, B->k, b, h), *V = kh(a, B->v, b, h);
+  const float *Q = qh(a, B->q, b, h), *O = qh(a, B->o, b, h), *dO = qh(a, B->dout, b, h);
+  const float *L = B->lse + (long)bh * a->nq;
+  pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
+  pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
+  pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
+  memset(w->dkt, 0, sizeof(float) * (size_t)nk48 * d8);
+  memset(w->dvt, 0, sizeof(float) * (size_t)nk48 * d8);
+  for (int tile = g; tile < tiles; tile += B->groups) {
+    int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
+    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t);
+    pack_lanes(dO + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
+    pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
+    pack_cols8(dO + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
+    for (int j = 0; j < nqp; j++) {
+      const float *orow = O + (long)(q0 + j) * a->q_row, *grow = dO + (long)(q0 + j) * a->q_row;
+      double D = 0;
+      if (j < qn)
+        for (int f = 0; f < d; f++) D += (double)orow[f] * grow[f];
+      w->dd[j] = (float)D;
+      w->lse[j] = j < qn ? L[q0 + j] : INFINITY;   /* padded queries get P = 0 */
+    }
+    memset(w->dqt, 0, sizeof(float) * (size_t)np * d8 * LANES);
+    int kend = a->nk;
+    if (a->causal && q0 + qn < kend) kend = q0 + qn;
+    for (int k0 = 0; k0 < kend; k0 += BK) {
+      int kb = up(kend - k0 < BK ? kend - k0 : BK, LANES);
+      for (int lp = 0; lp < np; lp++) {
+        float *s = w->s + (size_t)lp * BK * LANES, *dp = w->dp + (size_t)lp * BK * LANES;
+        for (int r = 0; r < kb; r += SLK_MR) {
+          simd->micro(d, w->kp + (long)(k0 + r) * d, w->qt + (size_t)lp * d * LANES, s + r * LANES, LANES, 0);
+          simd->micro(d, w->vp + (long)(k0 + r) * d, w->dot + (size_t)lp * d * LANES, dp + r * LANES, LANES, 0);
+        }
+        mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
+        simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
+        simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
+        float *dqt = w->dqt + (size_t)lp * d8 * LANES;
+        for (int fp = 0; fp < d8; fp += SLK_MR)
+          simd->micro(kb, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
+      }
+      transpose_panels(simd, w->s, np, kb, w->pb);
+      transpose_panels(simd, w->dp, np, kb, w->dsb);
+      for (int kq = 0; kq < kb; kq += LANES) {
+        size_t col = (size_t)(kq / LANES) * nqp * LANES, acc = (size_t)(k0 + kq) / LANES * d8 * LANES;
+        for (int fp = 0; fp < d8; fp += SLK_MR) {
+          simd->micro(nqp, w->doa + (long)fp * nqp, w->pb + col, w->dvt + acc + fp * LANES, LANES, 1);
+          simd->micro(nqp, w->qa + (long)fp * nqp, w->dsb + col, w->dkt + acc + fp * LANES, LANES, 1);
+        }
+      }
+    }
+    float *dQ = (float *)qh(a, B->dq, b, h);
+    for (int j = 0; j < qn; j++) {
+      const float *src = w->dqt + (size_t)(j / LANES) * d8 * LANES + j % LANES;
+      float *row = dQ + (long)(q0 + j) * a->q_row;
+      for (int f = 0; f < d; f++) row[f] += t * src[f * LANES];
+    }
+  }
+  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
+  if (B->groups > 1) pthread_mutex_lock(&B->lock);
+  for (int key = 0; key < a->nk; key++) {
+    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
+    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
+    for (int f = 0; f < d; f++) {
+      kr[f] += w->dkt[base + (size_t)f * LANES];
+      vr[f] += w->dvt[base + (size_t)f * LANES];
+    }
+  }
+  if (B->groups > 1) pthread_mutex_unlock(&B->lock);
+}
+
+static int fused_backward(const slK_Attn *a, const float *q, const float *k, const float *v, const float *o,
+                          const float *dout, const float *lse, float *dq, float *dk, float *dv) {
+  int heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
+  if (heads == 0 || tiles == 0 || a->nk == 0) return 0;
+  int threads = pick_threads(a, heads * tiles);
+  /* one job per head when there are enough heads; else each head's query tiles in groups */
+  int groups = heads >= threads ? 1 : (threads + heads - 1) / heads;
+  if (groups > tiles) groups = tiles;
+  int nk48 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
+  size_t F = sizeof(float), kd = (size_t)nk48 * d8 + 64, qd = (size_t)BQ * d8 + 64, sk = (size_t)BQ * BK;
+  BwdWork w[64];
+  enum { NBUF = 16 };
+  for (int t = 0; t < threads; t++) {
+    float *p[NBUF] = {
+      w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd),
+      w[t].dkt = slK_alloc(F * kd), w[t].dvt = slK_alloc(F * kd),
+      w[t].qt = slK_alloc(F * qd), w[t].dot = slK_alloc(F * qd), w[t].qa = slK_alloc(F * qd),
+      w[t].doa = slK_alloc(F * qd),
+      w[t].s = slK_alloc(F * sk), w[t].dp = slK_alloc(F * sk), w[t].pb = slK_alloc(F * sk),
+      w[t].dsb = slK_alloc(F * sk),
+      w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ), w[t].dd = slK_alloc(F * BQ)};
+    for (int i = 0; i < NBUF; i++) rc |= !p[i];
+  }
+  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, w, PTHREAD_MUTEX_INITIALIZER};
+  if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
+  for (int t = 0; t < threads; t++) {
+    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot, w[t].qa,
+                      w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
+    free_all(p, NBUF);
+  }
+  return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+int slK_attention_forward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
+                          float *o, float *lse) {
+  if (a->nk == 0) {   /* every row fully masked */
+    for (int b = 0; b < a->batch; b++)
+      for (int h = 0; h < a->heads; h++)
+        for (int i = 0; i < a->nq; i++) memset((float *)qh(a, o, b, h) + i * a->q_row, 0, sizeof(float) * (size_t)a->dim);
+    memset(lse, 0, sizeof(float) * (size_t)a->batch * a->heads * a->nq);
+    return 0;
+  }
+  return impl == SLK_ATTN_NAIVE ? naive_forward(a, q, k, v, o, lse, NULL) : fused_forward(a, q, k, v, o, lse);
+}
+
+int slK_attention_backward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
+                           const float *o, const float *dout, const float *lse, float *dq, float *dk, float *dv) {
+  if (a->nk == 0 || a->nq == 0) return 0;
+  return impl == SLK_ATTN_NAIVE ? naive_backward(a, q, k, v, dout, lse, dq, dk, dv)
+                                : fused_backward(a, q, k, v, o, dout, lse, dq, dk, dv);
+}

@@ -1,0 +1,459 @@
+/*
+** bench.c - one benchmark harness for the CPU and GPU kernels, and the
+** table of kernels it can time.
+**
+** A case is a kernel at one size: set up (operands allocated through
+** slK_alloc and filled deterministically), run `warmup` times untimed, then
+** `reps` times timed, then torn down. Each run is timed by the harness's
+** clock, or, on the GPU, by CUDA events around the kernel after a
+** synchronisation (the case's run returns those seconds). Each kernel
+** declares its FLOPs and the bytes it must move at the least, so that
+** GFLOP/s, GB/s and the arithmetic intensity of the roofline follow from
+** the median time. The clock is a parameter so that the statistics can be
+** tested on a synthetic clock.
+**
+** Before a CPU kernel is timed at a size, the harness checks its output
+** against the naive version when that is cheap (test_kernels.c does the
+** thorough checks): a wrong kernel is never timed.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/gpu.h"
+#include "kernels.h"
+
+double slK_now(void *ud) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  (void)ud;
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void slK_stats(double *s, int n, slK_Stats *out) {
+  memset(out, 0, sizeof *out);
+  out->reps = n;
+  if (n <= 0) return;
+  qsort(s, (size_t)n, sizeof *s, by_value);
+  out->min = s[0];
+  out->median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += s[i];
+  out->mean = sum / n;
+  double var = 0;
+  for (int i = 0; i < n; i++) var += (s[i] - out->mean) * (s[i] - out->mean);
+  out->std = n > 1 ? sqrt(var / (n - 1)) : 0;
+}
+
+/* ------------------------------------------------------------- the cases */
+
+struct slK_Case {
+  const slK_Bench *bench;
+  int n;
+  slK_Attn a;
+  float *x[10];
+  int8_t *m;
+  uint8_t *s;
+  uint16_t *h;
+  void *gpu;
+};
+
+static void fill(float *x, size_t n, uint64_t seed) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i++) {
+    z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+    x[i] = (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+}
+
+static slK_Case *case_new(int n, const slK_Attn *shape) {
+  slK_Case *c = calloc(1, sizeof *c);
+  c->n = n;
+  if (shape) c->a = *shape;
+  return c;
+}
+
+static void case_free(slK_Case *c) {
+  if (!c) return;
+  for (int i = 0; i < 10; i++) slK_free(c->x[i]);
+  slK_free(c->m);
+  slK_free(c->s);
+  slK_free(c->h);
+  if (c->gpu) slG_case_free(c->gpu);
+  free(c);
+}
+
+/* allocates the operands; NULL with err when the memory is not there */
+static float *operand(slK_Case *c, int i, size_t n, uint64_t seed, char *err, size_t errlen) {
+  c->x[i] = slK_alloc(n * sizeof(float));
+  if (!c->x[i]) {
+    snprintf(err, errlen, "could not allocate %.1f MiB for the operands", n * 4.0 / 1048576);
+    return NULL;
+  }
+  if (seed) fill(c->x[i], n, seed);
+  else memset(c->x[i], 0, n * sizeof(float));
+  return c->x[i];
+}
+
+static int refuse(size_t need, const char *what, char *err, size_t errlen) {
+  size_t avail = slK_mem_available();
+  if (avail && need > avail / 10 * 8) {
+    snprintf(err, errlen, "%s needs %.2f GiB, more than the budget of %.2f GiB (80%% of the %.2f GiB available)", what,
+             need / 1073741824.0, avail / 10 * 8 / 1073741824.0, avail / 1073741824.0);
+    return -1;
+  }
+  return 0;
+}
+
+/* GEMM: n x n x n */
+static slK_GemmImpl gemm_impl(const slK_Bench *b) {
+  return strcmp(b->name, "gemm_naive") == 0 ? SLK_GEMM_NAIVE : strcmp(b->name, "gemm_blocked") == 0 ? SLK_GEMM_BLOCKED
+                                                                                                      : SLK_GEMM_OPENBLAS;
+}
+
+static slK_Case *gemm_setup_for(const slK_Bench *b, int n, char *err, size_t errlen) {
+  if (n < 1 || n > 32768) {
+    snprintf(err, errlen, "gemm size must be 1..32768, got %d", n);
+    return NULL;
+  }
+  if (refuse(3 * (size_t)n * n * 4, "this product", err, errlen)) return NULL;
+  slK_Case *c = case_new(n, NULL);
+  c->bench = b;
+  size_t nn = (size_t)n * n;
+  if (!operand(c, 0, nn, 1, err, errlen) || !operand(c, 1, nn, 2, err, errlen) || !operand(c, 2, nn, 0, err, errlen)) {
+    case_free(c);
+    return NULL;
+  }
+  if (gemm_impl(b) != SLK_GEMM_OPENBLAS && n <= 256) {
+    /* checked against OpenBLAS before it is timed */
+    float *ref = slK_alloc(nn * sizeof *ref);
+    slK_sgemm(SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, ref, n);
+    slK_sgemm_with(gemm_impl(b), SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+    double worst = 0;
+    for (size_t i = 0; i < nn; i++) worst = fmax(worst, fabs(ref[i] - c->x[2][i]));
+    slK_free(ref);
+    if (worst > 1e-3 * n) {
+      snprintf(err, errlen, "%s differs from OpenBLAS by %g at n = %d: not timed", b->name, worst, n);
+      case_free(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+static double gemm_run(slK_Case *c) {
+  int n = c->n;
+  if (strcmp(c->bench->name, "gemm_dispatch") == 0)
+    slK_sgemm(SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+  else if (strcmp(c->bench->name, "gemm_openblas") == 0)
+    slK_sgemm_with(SLK_GEMM_OPENBLAS, SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+  else slK_sgemm_with(gemm_impl(c->bench), SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+  return -1;
+}
+
+static double gemm_flops(int n, const slK_Attn *a) { return 2.0 * n * n * (double)n; }
+static double gemm_bytes(int n, const slK_Attn *a) { return 3.0 * 4.0 * n * (double)n; }
+
+/* attention: batch x heads x L x dim from the shape */
+static int is_train(const slK_Bench *b) { return strstr(b->name, "_train") != NULL; }
+static slK_AttnImpl attn_impl(const slK_Bench *b) { return strstr(b->name, "naive") ? SLK_ATTN_NAIVE : SLK_ATTN_FUSED; }
+
+static slK_Attn attn_shape(int L, const slK_Attn *s) {
+  slK_Attn a;
+  slK_attention_contiguous(&a, s ? s->batch : 1, s ? s->heads : 8, L, L, s ? s->dim : 64, s ? s->causal : 0);
+  return a;
+}
+
+static slK_Case *attn_setup_for(const slK_Bench *b, int L, const slK_Attn *shape, char *err, size_t errlen) {
+  slK_Attn a = attn_shape(L, shape);
+  if (L < 1 || a.batch < 1 || a.heads < 1 || a.dim < 1 || a.dim > 1024) {
+    snprintf(err, errlen, "attention needs L >= 1, batch >= 1, heads >= 1 and dim 1..1024");
+    return NULL;
+  }
+  size_t nx = (size_t)a.batch * a.heads * L * a.dim, nl = (size_t)a.batch * a.heads * L;
+  int train = is_train(b);
+  double need = (train ? 8.0 : 4.0) * nx * 4 + nl * 4 + slK_attention_workspace(attn_impl(b), &a, train);
+  char what[128];
+  snprintf(what, sizeof what, "%s attention at L = %d (%s)", slK_attention_name(attn_impl(b)), L,
+           train ? "forward and backward" : "forward");
+  if (refuse((size_t)need, what, err, errlen)) return NULL;
+  slK_Case *c = case_new(L, &a);
+  c->bench = b;
+  int ok = operand(c, 0, nx, 11, err, errlen) && operand(c, 1, nx, 12, err, errlen) && operand(c, 2, nx, 13, err, errlen) &&
+           operand(c, 3, nx, 0, err, errlen) && operand(c, 4, nl, 0, err, errlen);
+  if (ok && train)
+    ok = operand(c, 5, nx, 14, err, errlen) && operand(c, 6, nx, 0, err, errlen) && operand(c, 7, nx, 0, err, errlen) &&
+         operand(c, 8, nx, 0, err, errlen);
+  if (!ok) {
+    case_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static double attn_run(slK_Case *c) {
+  slK_Attn *a = &c->a;
+  float **x = c->x;
+  slK_AttnImpl impl = attn_impl(c->bench);
+  if (!is_train(c->bench)) {
+    slK_attention_forward(impl, a, x[0], x[1], x[2], x[3], x[4]);
+    return -1;
+  }
+  if (impl == SLK_ATTN_NAIVE) {
+    slK_attention_naive_step(a, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]);
+  } else {
+    slK_attention_forward(impl, a, x[0], x[1], x[2], x[3], x[4]);
+    slK_attention_backward(impl, a, x[0], x[1], x[2], x[3], x[5], x[4], x[6], x[7], x[8]);
+  }
+  return -1;
+}
+
+static double causal_part(const slK_Attn *a) { return a->causal ? (a->nk + 1.0) / (2.0 * a->nk) : 1.0; }
+
+/* FLOPs of the products: forward 4 B H L^2 d; the backward counted as 2.5 forwards (FlashAttention-2's
+** convention, recomputation included), the same for every version so that ratios are ratios of time */
+static double attn_flops_of(const slK_Bench *b, int L, const slK_Attn *s) {
+  slK_Attn a = attn_shape(L, s);
+  double f = 4.0 * a.batch * a.heads * (double)L * L * a.dim * causal_part(&a);
+  return is_train(b) ? 3.5 * f : f;
+}
+
+/* Q, K, V, O (and dO, dQ, dK, dV) once; the naive version also writes and reads its N x N arrays:
+** S written, scaled (read, write), softmax (read S, write P), PV (read P): 6 passes; backward 6 more */
+static double attn_bytes_of(const slK_Bench *b, int L, const slK_Attn *s) {
+  slK_Attn a = attn_shape(L, s);
+  double x = (double)a.batch * a.heads * L * a.dim * 4, nn = (double)a.batch * a.heads * L * L * 4;
+  double bytes = (is_train(b) ? 8 : 4) * x;
+  if (attn_impl(b) == SLK_ATTN_NAIVE) bytes += (is_train(b) ? 12 : 6) * nn;
+  return bytes;
+}
+
+/* MXINT8: n elements in groups of 32 */
+static slK_Case *mx_setup_for(const slK_Bench *b, int n, char *err, size_t errlen) {
+  if (n < 32) {
+    snprintf(err, errlen, "MXINT8 sizes count elements: at least 32, got %d", n);
+    return NULL;
+  }
+  if (refuse((size_t)n * 9, "this buffer", err, errlen)) return NULL;
+  slK_Case *c = case_new(n, NULL);
+  c->bench = b;
+  c->m = slK_alloc((size_t)n);
+  c->s = slK_alloc((size_t)n / 32 + 1);
+  c->h = slK_alloc((size_t)n * 2);
+  if (!c->m || !c->s || !c->h || !operand(c, 0, (size_t)n, 0, err, errlen) || !operand(c, 1, (size_t)n, 3, err, errlen)) {
+    snprintf(err, errlen, "could not allocate the MXINT8 buffers of %d elements", n);
+    case_free(c);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) c->m[i] = (int8_t)(i * 37 % 255 - 127);
+  for (int i = 0; i < n / 32 + 1; i++) c->s[i] = (uint8_t)(100 + i % 50);
+  return c;
+}
+
+static double mx_run(slK_Case *c) {
+  const char *name = c->bench->name;
+  size_t n = (size_t)c->n;
+  if (strcmp(name, "memcpy") == 0) memcpy(c->x[0], c->x[1], n * sizeof(float));
+  else if (strcmp(name, "mxint8_dequant_bf16") == 0) slK_mxint8_dequant_bf16(c->m, c->s, n, 32, c->h);
+  else if (strcmp(name, "mxint8_dequant_ref") == 0) slK_mxint8_dequant_f32_ref(c->m, c->s, n, 32, c->x[0]);
+  else slK_mxint8_dequant_f32(c->m, c->s, n, 32, c->x[0]);
+  return -1;
+}
+
+static double mx_flops(int n, const slK_Attn *a) { return n; }
+static double mx_bytes_of(const slK_Bench *b, int n) {
+  if (strcmp(b->name, "memcpy") == 0) return 8.0 * n;
+  return n * (1.0 + 1.0 / 32) + (strstr(b->name, "bf16") ? 2.0 : 4.0) * n;
+}
+
+/* MXINT8 linear: x [128 x n], W [n x n] */
+#define LINEAR_ROWS 128
+static slK_Case *mxl_setup_for(const slK_Bench *b, int n, char *err, size_t errlen) {
+  if (n < 32 || n % 32) {
+    snprintf(err, errlen, "the MXINT8 linear needs n a multiple of 32, got %d", n);
+    return NULL;
+  }
+  if (refuse((size_t)n * n * 5, "this layer", err, errlen)) return NULL;
+  slK_Case *c = case_new(n, NULL);
+  c->bench = b;
+  size_t nn = (size_t)n * n;
+  c->m = slK_alloc(nn);
+  c->s = slK_alloc(nn / 32);
+  if (!c->m || !c->s || !operand(c, 0, (size_t)LINEAR_ROWS * n, 5, err, errlen) ||
+      !operand(c, 1, (size_t)LINEAR_ROWS * n, 0, err, errlen)) {
+    snprintf(err, errlen, "could not allocate the MXINT8 layer of %d x %d", n, n);
+    case_free(c);
+    return NULL;
+  }
+  for (size_t i = 0; i < nn; i++) c->m[i] = (int8_t)(i * 37 % 255 - 127);
+  for (size_t i = 0; i < nn / 32; i++) c->s[i] = (uint8_t)(120 + i % 8);
+  return c;
+}
+
+static double mxl_run(slK_Case *c) {
+  int n = c->n;
+  slK_mxint8_linear(strstr(c->bench->name, "unfused") == NULL, LINEAR_ROWS, n, n, c->x[0], c->m, c->s, 32, NULL, c->x[1]);
+  return -1;
+}
+
+static double mxl_flops(int n, const slK_Attn *a) { return 2.0 * LINEAR_ROWS * n * (double)n; }
+static double mxl_bytes(int n, const slK_Attn *a) { return (double)n * n * (1 + 1.0 / 32) + 2.0 * 4 * LINEAR_ROWS * n; }
+
+/* GPU cases: cuda/ sets them up and times them with events */
+static int gpu_kind(const slK_Bench *b);
+static slK_Case *gpu_setup_for(const slK_Bench *b, int n, const slK_Attn *s, char *err, size_t errlen) {
+  if (slG_device_count() == 0) {
+    snprintf(err, errlen, "%s needs a GPU; %s", b->name, slG_describe());
+    return NULL;
+  }
+  slK_Case *c = case_new(n, s);
+  c->bench = b;
+  slK_Attn a = attn_shape(n, s);
+  c->gpu = slG_case_new(gpu_kind(b), n, a.batch, a.heads, a.dim, a.causal, err, errlen);
+  if (!c->gpu) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static double gpu_run(slK_Case *c) { return slG_case_run(c->gpu); }
+
+/* ------------------------------------------------------------- the table */
+
+#define CPU_SETUP(name, body) \
+  static slK_Case *name(int n, const slK_Attn *a, char *err, size_t errlen) { body }
+
+static const slK_Bench benches[];
+CPU_SETUP(setup_gemm_naive, return gemm_setup_for(&benches[0], n, err, errlen);)
+CPU_SETUP(setup_gemm_blocked, return gemm_setup_for(&benches[1], n, err, errlen);)
+CPU_SETUP(setup_gemm_openblas, return gemm_setup_for(&benches[2], n, err, errlen);)
+CPU_SETUP(setup_gemm_dispatch, return gemm_setup_for(&benches[3], n, err, errlen);)
+CPU_SETUP(setup_attn_naive, return attn_setup_for(&benches[4], n, a, err, errlen);)
+CPU_SETUP(setup_attn_fused, return attn_setup_for(&benches[5], n, a, err, errlen);)
+CPU_SETUP(setup_attn_naive_train, return attn_setup_for(&benches[6], n, a, err, errlen);)
+CPU_SETUP(setup_attn_fused_train, return attn_setup_for(&benches[7], n, a, err, errlen);)
+CPU_SETUP(setup_memcpy, return mx_setup_for(&benches[8], n, err, errlen);)
+CPU_SETUP(setup_mx_f32, return mx_setup_for(&benches[9], n, err, errlen);)
+CPU_SETUP(setup_mx_bf16, return mx_setup_for(&benches[10], n, err, errlen);)
+CPU_SETUP(setup_mx_ref, return mx_setup_for(&benches[11], n, err, errlen);)
+CPU_SETUP(setup_mxl_fused, return mxl_setup_for(&benches[12], n, err, errlen);)
+CPU_SETUP(setup_mxl_unfused, return mxl_setup_for(&benches[13], n, err, errlen);)
+#define GPU_FIRST 14
+#define GPU_SETUP(name, i) CPU_SETUP(name, return gpu_setup_for(&benches[i], n, a, err, errlen);)
+GPU_SETUP(setup_g0, 14)
+GPU_SETUP(setup_g1, 15)
+GPU_SETUP(setup_g2, 16)
+GPU_SETUP(setup_g3, 17)
+GPU_SETUP(setup_g4, 18)
+GPU_SETUP(setup_g5, 19)
+GPU_SETUP(setup_g6, 20)
+GPU_SETUP(setup_g7, 21)
+GPU_SETUP(setup_g8, 22)
+
+static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
+static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
+static double attn_bytes_naive(int n, const slK_Attn *a) { return attn_bytes_of(&benches[4], n, a); }
+static double attn_bytes_fused(int n, const slK_Attn *a) { return attn_bytes_of(&benches[5], n, a); }
+static double attn_bytes_naive_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[6], n, a); }
+static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[7], n, a); }
+static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[8], n); }
+static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[9], n); }
+static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[10], n); }
+static double copy_flops(int n, const slK_Attn *a) { return 0; }
+static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
+
+#define GEMM_SIZE "n (n x n times n x n)"
+#define ATTN_SIZE "L (sequence length; batch, heads, dim and causal from the arguments)"
+#define MX_SIZE "n (elements, groups of 32)"
+#define MXL_SIZE "n (x 128 x n, W n x n)"
+
+static const slK_Bench benches[] = {
+  {"gemm_naive", "cpu", "gemm", GEMM_SIZE, "triple loop, the reference", setup_gemm_naive, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_blocked", "cpu", "gemm", GEMM_SIZE, "packed panels, 8x48 micro-kernel (AVX-512 or portable), threads",
+   setup_gemm_blocked, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_openblas", "cpu", "gemm", GEMM_SIZE, "cblas_sgemm called directly", setup_gemm_openblas, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_dispatch", "cpu", "gemm", GEMM_SIZE, "slK_sgemm, the graph's entry point (OpenBLAS behind it)", setup_gemm_dispatch,
+   gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"attention_naive", "cpu", "attention", ATTN_SIZE, "forward op by op: QK^T, scale, mask, softmax, PV (N x N arrays)",
+   setup_attn_naive, attn_run, case_free, attn_flops, attn_bytes_naive},
+  {"attention_fused", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2: tiles, online softmax, only L saved",
+   setup_attn_fused, attn_run, case_free, attn_flops, attn_bytes_fused},
+  {"attention_naive_train", "cpu", "attention", ATTN_SIZE, "forward and backward op by op, P kept from the forward",
+   setup_attn_naive_train, attn_run, case_free, attn_flops_train, attn_bytes_naive_train},
+  {"attention_fused_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2 (recomputation)",
+   setup_attn_fused_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
+  {"memcpy", "cpu", "memory", MX_SIZE, "memcpy of n float32 (the bandwidth anchor)", setup_memcpy, mx_run, case_free, copy_flops, memcpy_bytes},
+  {"mxint8_dequant_f32", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32, vectorised", setup_mx_f32, mx_run, case_free, mx_flops, mx_f32_bytes},
+  {"mxint8_dequant_bf16", "cpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16, vectorised (the Lab 4 decode)", setup_mx_bf16, mx_run,
+   case_free, mx_flops, mx_bf16_bytes},
+  {"mxint8_dequant_ref", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32 one element at a time (ldexpf)", setup_mx_ref, mx_run,
+   case_free, mx_flops, mx_f32_bytes},
+  {"mxint8_linear_fused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded panel by panel inside the product",
+   setup_mxl_fused, mxl_run, case_free, mxl_flops, mxl_bytes},
+  {"mxint8_linear_unfused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded whole to float32, then OpenBLAS",
+   setup_mxl_unfused, mxl_run, case_free, mxl_flops, mxl_bytes},
+  {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_g0, gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 4x4 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_g2, gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_cublas_direct", "gpu", "gemm", GEMM_SIZE, "cublasSgemm called directly", setup_g3, gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"attention_cuda_naive", "gpu", "attention", ATTN_SIZE, "cuBLAS products and a softmax kernel", setup_g4, gpu_run, case_free,
+   attn_flops, attn_bytes_naive},
+  {"attention_cuda_fused", "gpu", "attention", ATTN_SIZE, "fused forward kernel, online softmax in shared memory", setup_g5,
+   gpu_run, case_free, attn_flops, attn_bytes_fused},
+  {"attention_cuda_fused_train", "gpu", "attention", ATTN_SIZE, "fused forward and backward kernels", setup_g6, gpu_run,
+   case_free, attn_flops_train, attn_bytes_fused_train},
+  {"mxint8_cuda_dequant", "gpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16 on the GPU", setup_g7, gpu_run, case_free, mx_flops,
+   mx_bf16_bytes},
+  {"copy_cuda", "gpu", "memory", MX_SIZE, "device-to-device cudaMemcpy of n float32", setup_g8, gpu_run, case_free, copy_flops,
+   gcopy_bytes},
+  {NULL},
+};
+
+static int gpu_kind(const slK_Bench *b) { return (int)(b - benches) - GPU_FIRST; }
+
+const slK_Bench *slK_bench_at(size_t i) {
+  return i < sizeof benches / sizeof benches[0] - 1 ? &benches[i] : NULL;
+}
+
+const slK_Bench *slK_bench_find(const char *name) {
+  for (size_t i = 0; benches[i].name; i++)
+    if (strcmp(benches[i].name, name) == 0) return &benches[i];
+  return NULL;
+}
+
+int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmup, int reps, slK_Clock clock,
+                  void *clock_ud, slK_Result *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  if (reps < 1 || reps > 100000 || warmup < 0) {
+    snprintf(err, errlen, "reps must be 1..100000 and warmup at least 0");
+    return -1;
+  }
+  if (!clock) clock = slK_now;
+  slK_mem_reset_peak();
+  slK_rss_reset_peak();
+  size_t base = slK_mem_live();
+  slK_Case *c = b->setup(size, shape, err, errlen);
+  if (!c) return -1;
+  double *t = malloc(sizeof *t * (size_t)reps);
+  for (int i = 0; i < warmup; i++) b->run(c);
+  for (int i = 0; i < reps; i++) {
+    double t0 = clock(clock_ud), own = b->run(c), t1 = clock(clock_ud);
+    t[i] = own >= 0 ? own : t1 - t0;
+  }
+  out->peak_bytes = slK_mem_peak() - base;
+  out->rss_peak = slK_rss_peak();
+  b->teardown(c);
+  slK_stats(t, reps, &out->t);
+  free(t);
+  out->flops = b->flops(size, shape);
+  out->bytes = b->bytes(size, shape);
+  return 0;
+}

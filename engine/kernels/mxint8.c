@@ -1,0 +1,81 @@
+/*
+** mxint8.c - MXINT8 (numerics §5.3-5.4) decoded on the CPU, and the MXINT8
+** linear layer.
+**
+** Build: part of the engine. tests/unit/test_kernels.c checks the decode of
+** every mantissa and scale byte against the one-element reference, and the
+** fused linear against decode-then-GEMM; bench/bench_kernels.c times them
+** beside memcpy (`build/bench_bench_kernels mxint8`).
+**
+**   v0 one element   slK_mxint8_bf16_one: the Lab 4 kernel's bit assembly
+**                    (sign | E << 7 | (|m| & 63) << 1, minus the implicit 1
+**                    when bit 6 of |m| is clear); slK_mxint8_f32_one:
+**                    m * 2^(E-133) by ldexpf
+**   v1 vectorised    16 elements at a time (simd.c): int8 -> int32 -> float
+**                    (exact), scalef by E - 133 (exact: the products have
+**                    at most 7 significant bits), the top half for bf16;
+**                    m = -128 reproduces the Lab 4 decode's +0.0
+**   linear unfused   decode all of W to float32, then OpenBLAS
+**   linear fused     the blocked product of gemm.c with W as its packed B
+**                    operand: each KC x 48 panel is decoded as it is packed,
+**                    so W stays 8.25 bits per weight in memory
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "simd.h"
+
+float slK_bf16_to_f32(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t slK_mxint8_bf16_one(int8_t m, uint8_t e) {
+  if (e == 0) return 0x0000;      /* syslab: E = 0 groups are all zero */
+  if (e == 0xFF) return 0x7FC0;   /* syslab: a NaN scale makes the group NaN */
+  uint16_t sign = (uint16_t)(((uint8_t)m & 0x80) << 8), exp = (uint16_t)(e << 7);
+  int a = abs((int)m);
+  uint16_t frac = (uint16_t)((a & 0x3F) << 1);
+  float out = slK_bf16_to_f32((uint16_t)(sign | exp | frac));
+  float bias = slK_bf16_to_f32((uint16_t)(sign | exp));
+  float y = (a & 0x40) ? out : out - bias;
+  uint32_t u;
+  memcpy(&u, &y, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+
+float slK_mxint8_f32_one(int8_t m, uint8_t e) { return e == 0 ? 0.0f : e == 0xFF ? NAN : ldexpf((float)m, e - 133); }
+
+void slK_mxint8_dequant_f32_ref(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
+  for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], scales[i / (size_t)g]);
+}
+
+void slK_mxint8_dequant_f32(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
+  const slK_Simd *simd = slK_simd();
+  for (size_t i = 0; i < n; i += (size_t)g) simd->dequant_f32(m + i, scales[i / (size_t)g], n - i < (size_t)g ? n - i : (size_t)g, out + i);
+}
+
+void slK_mxint8_dequant_bf16(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out) {
+  const slK_Simd *simd = slK_simd();
+  for (size_t i = 0; i < n; i += (size_t)g) simd->dequant_bf16(m + i, scales[i / (size_t)g], n - i < (size_t)g ? n - i : (size_t)g, out + i);
+}
+
+void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws,
+                       int g, const float *bias, float *y) {
+  if (fused) {
+    slK_Operand a = {x, in, 1, NULL, NULL, 0, 0}, b = {NULL, 0, 0, wm, ws, g, in};
+    slK_gemm_blocked(rows, out, in, 1.0f, &a, &b, 0.0f, y, out, slK_threads());
+  } else {
+    float *w = slK_alloc(sizeof(float) * (size_t)out * in);
+    slK_mxint8_dequant_f32(wm, ws, (size_t)out * in, g, w);
+    slK_sgemm(SLK_N, SLK_T, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    slK_free(w);
+  }
+  if (bias)
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < out; j++) y[(size_t)r * out + j] += bias[j];
+}

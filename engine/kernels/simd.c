@@ -1,0 +1,324 @@
+/*
+** simd.c - the kernels' inner loops: a portable C version of each, and an
+** AVX-512 version compiled with target attributes (the project builds for
+** x86-64-v2) and chosen at run time with __builtin_cpu_supports.
+**
+**   micro           the 8 x 48 micro-kernel of every blocked product:
+**                   24 accumulators (8 rows x 3 vectors of 16), one
+**                   broadcast of A and three loads of B per step of k
+**   vexp            exp by Cephes' expf: n = round(x log2 e), a degree-6
+**                   polynomial on x - n ln 2 (split in two constants), then
+**                   2^n; relative error under 2e-7 for x >= -87.3, exactly 0
+**                   below (so exp(-inf) = 0, which masking relies on)
+**   softmax_panel   FlashAttention's online softmax across a lane panel
+**   exp_sub_panel,  the backward's recomputed probabilities and
+**   ds_panel        dS = P (dP - D)
+**   transpose48     a 48 x 48 block, as nine 16 x 16 register transposes
+**   dequant_*       MXINT8 decode: m * 2^(E-133) through float conversion
+**                   and scalef, exact, then the top half for bfloat16
+**
+** The portable versions are the references: tests run both and compare
+** (slK_force_portable). No -ffast-math anywhere: MXINT8 decodes bf16
+** subnormals and must not flush them.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "simd.h"
+
+/* ================================================================ portable */
+
+static void micro_portable(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
+  float t[SLK_MR][SLK_NR];
+  memset(t, 0, sizeof t);
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR)
+    for (int i = 0; i < SLK_MR; i++)
+      for (int j = 0; j < SLK_NR; j++) t[i][j] += a[i] * b[j];
+  for (int i = 0; i < SLK_MR; i++)
+    for (int j = 0; j < SLK_NR; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];
+}
+
+static float exp_portable1(float x) {
+  if (!(x >= -87.3f)) return x != x ? x : 0.0f;  /* NaN stays NaN; -inf and underflow give 0 */
+  if (x > 88.3f) x = 88.3f;
+  float n = nearbyintf(x * 1.44269504088896341f);
+  float r = x - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return ldexpf(p, (int)n);
+}
+
+static void vexp_portable(const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = exp_portable1(x[i]);
+}
+
+static void softmax_panel_portable(float *s, int rows, float *m, float *l, float *c) {
+  for (int j = 0; j < SLK_NR; j++) {
+    float mx = m[j];
+    for (int r = 0; r < rows; r++) mx = s[r * SLK_NR + j] > mx ? s[r * SLK_NR + j] : mx;
+    float safe = mx == -INFINITY ? 0.0f : mx, sum = 0;
+    c[j] = exp_portable1(m[j] - safe);
+    for (int r = 0; r < rows; r++) sum += s[r * SLK_NR + j] = exp_portable1(s[r * SLK_NR + j] - safe);
+    l[j] = c[j] * l[j] + sum;
+    m[j] = mx;
+  }
+}
+
+static void scale_panel_portable(float *x, int rows, const float *c) {
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < SLK_NR; j++) x[r * SLK_NR + j] *= c[j];
+}
+
+static void exp_sub_panel_portable(float *s, int rows, const float *lse) {
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < SLK_NR; j++) s[r * SLK_NR + j] = exp_portable1(s[r * SLK_NR + j] - lse[j]);
+}
+
+static void ds_panel_portable(const float *p, float *dp, int rows, const float *d) {
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < SLK_NR; j++) dp[r * SLK_NR + j] = p[r * SLK_NR + j] * (dp[r * SLK_NR + j] - d[j]);
+}
+
+static void transpose48_portable(const float *src, float *dst) {
+  for (int i = 0; i < SLK_NR; i++)
+    for (int j = 0; j < SLK_NR; j++) dst[j * SLK_NR + i] = src[i * SLK_NR + j];
+}
+
+static void dequant_f32_portable(const int8_t *m, uint8_t e, size_t n, float *out) {
+  for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], e);
+}
+
+static void dequant_bf16_portable(const int8_t *m, uint8_t e, size_t n, uint16_t *out) {
+  for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], e);
+}
+
+static const slK_Simd portable = {
+  "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
+  exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
+};
+
+/* ================================================================= AVX-512 */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+
+AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
+  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) {
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) {
+    float *ci = c + i * ldc;
+    if (acc) {
+      c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
+      c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
+      c2[i] = _mm512_add_ps(c2[i], _mm512_loadu_ps(ci + 32));
+    }
+    _mm512_storeu_ps(ci, c0[i]);
+    _mm512_storeu_ps(ci + 16, c1[i]);
+    _mm512_storeu_ps(ci + 32, c2[i]);
+  }
+}
+
+AVX512 static inline __m512 exp512(__m512 x) {
+  __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NGE_UQ);  /* < -87.3 or NaN */
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  p = _mm512_scalef_ps(p, n);
+  p = _mm512_mask_mov_ps(p, under, _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(p, nan, x);
+}
+
+AVX512 static void vexp_avx512(const float *x, float *y, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp512(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, k, exp512(_mm512_maskz_loadu_ps(k, x + i)));
+  }
+}
+
+AVX512 static void softmax_panel_avx512(float *s, int rows, float *m, float *l, float *c) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  for (int v = 0; v < SLK_NR; v += 16) {
+    __m512 mo = _mm512_loadu_ps(m + v), mx = mo;
+    for (int r = 0; r < rows; r++) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + r * SLK_NR + v));
+    __m512 safe = _mm512_mask_mov_ps(mx, _mm512_cmp_ps_mask(mx, ninf, _CMP_EQ_OQ), _mm512_setzero_ps());
+    __m512 cc = exp512(_mm512_sub_ps(mo, safe)), sum = _mm512_setzero_ps();
+    for (int r = 0; r < rows; r++) {
+      __m512 p = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + r * SLK_NR + v), safe));
+      _mm512_storeu_ps(s + r * SLK_NR + v, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    _mm512_storeu_ps(l + v, _mm512_fmadd_ps(cc, _mm512_loadu_ps(l + v), sum));
+    _mm512_storeu_ps(m + v, mx);
+    _mm512_storeu_ps(c + v, cc);
+  }
+}
+
+AVX512 static void scale_panel_avx512(float *x, int rows, const float *c) {
+  __m512 c0 = _mm512_loadu_ps(c), c1 = _mm512_loadu_ps(c + 16), c2 = _mm512_loadu_ps(c + 32);
+  for (int r = 0; r < rows; r++, x += SLK_NR) {
+    _mm512_storeu_ps(x, _mm512_mul_ps(_mm512_loadu_ps(x), c0));
+    _mm512_storeu_ps(x + 16, _mm512_mul_ps(_mm512_loadu_ps(x + 16), c1));
+    _mm512_storeu_ps(x + 32, _mm512_mul_ps(_mm512_loadu_ps(x + 32), c2));
+  }
+}
+
+AVX512 static void exp_sub_panel_avx512(float *s, int rows, const float *lse) {
+  __m512 l0 = _mm512_loadu_ps(lse), l1 = _mm512_loadu_ps(lse + 16), l2 = _mm512_loadu_ps(lse + 32);
+  for (int r = 0; r < rows; r++, s += SLK_NR) {
+    _mm512_storeu_ps(s, exp512(_mm512_sub_ps(_mm512_loadu_ps(s), l0)));
+    _mm512_storeu_ps(s + 16, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + 16), l1)));
+    _mm512_storeu_ps(s + 32, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + 32), l2)));
+  }
+}
+
+AVX512 static void ds_panel_avx512(const float *p, float *dp, int rows, const float *d) {
+  __m512 d0 = _mm512_loadu_ps(d), d1 = _mm512_loadu_ps(d + 16), d2 = _mm512_loadu_ps(d + 32);
+  for (int r = 0; r < rows; r++, p += SLK_NR, dp += SLK_NR) {
+    _mm512_storeu_ps(dp, _mm512_mul_ps(_mm512_loadu_ps(p), _mm512_sub_ps(_mm512_loadu_ps(dp), d0)));
+    _mm512_storeu_ps(dp + 16, _mm512_mul_ps(_mm512_loadu_ps(p + 16), _mm512_sub_ps(_mm512_loadu_ps(dp + 16), d1)));
+    _mm512_storeu_ps(dp + 32, _mm512_mul_ps(_mm512_loadu_ps(p + 32), _mm512_sub_ps(_mm512_loadu_ps(dp + 32), d2)));
+  }
+}
+
+/* one 16 x 16 block: unpack pairs, then shuffle within and across 128-bit lanes */
+AVX512 static void transpose16(const float *src, float *dst) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * SLK_NR);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 16; h += 8)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * SLK_NR, r[i]);
+}
+
+AVX512 static void transpose48_avx512(const float *src, float *dst) {
+  for (int i = 0; i < SLK_NR; i += 16)
+    for (int j = 0; j < SLK_NR; j += 16) transpose16(src + i * SLK_NR + j, dst + j * SLK_NR + i);
+}
+
+/* 16 mantissas decoded exactly: float(m) * 2^(e-133); the caller handles e = 0 and 0xFF */
+AVX512 static inline __m512 decode16(__m128i m8, __m512 scale_exp) {
+  return _mm512_scalef_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(m8)), scale_exp);
+}
+
+AVX512 static void dequant_f32_avx512(const int8_t *m, uint8_t e, size_t n, float *out) {
+  size_t i = 0;
+  if (e == 0 || e == 0xFF) {
+    float v = e == 0 ? 0.0f : NAN;
+    for (; i < n; i++) out[i] = v;
+    return;
+  }
+  __m512 se = _mm512_set1_ps((float)(e - 133));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, decode16(_mm_loadu_si128((const __m128i *)(m + i)), se));
+  for (; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], e);
+}
+
+AVX512 static void dequant_bf16_avx512(const int8_t *m, uint8_t e, size_t n, uint16_t *out) {
+  size_t i = 0;
+  if (e == 0 || e == 0xFF) {
+    uint16_t v = e == 0 ? 0x0000 : 0x7FC0;
+    for (; i < n; i++) out[i] = v;
+    return;
+  }
+  __m512 se = _mm512_set1_ps((float)(e - 133));
+  for (; i + 16 <= n; i += 16) {
+    __m128i m8 = _mm_loadu_si128((const __m128i *)(m + i));
+    /* the Lab 4 decode turns m = -128 into +0.0 (numerics §5.4); reproduce it */
+    __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));
+    __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(decode16(m8, se)), 16);
+    bits = _mm512_mask_mov_epi32(bits, low, _mm512_setzero_si512());
+    _mm256_storeu_si256((__m256i *)(out + i), _mm512_cvtepi32_epi16(bits));
+  }
+  for (; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], e);
+}
+
+static const slK_Simd avx512 = {
+  "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
+  exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
+};
+
+static int have_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+#else
+static int have_avx512(void) { return 0; }
+static const slK_Simd avx512;
+#endif
+
+/* ================================================================ dispatch */
+
+static int forced_portable = -1;  /* -1: not decided yet (SYSLAB_PORTABLE=1 forces) */
+
+int slK_force_portable(int on) {
+  int old = forced_portable > 0;
+  forced_portable = on ? 1 : 0;
+  return old;
+}
+
+const slK_Simd *slK_simd(void) {
+  if (forced_portable < 0) {
+    const char *env = getenv("SYSLAB_PORTABLE");
+    forced_portable = env && *env && strcmp(env, "0") != 0;
+  }
+  static int avx = -1;
+  if (avx < 0) avx = have_avx512();
+  return avx && !forced_portable ? &avx512 : &portable;
+}
+
+const char *slK_isa(void) { return slK_simd()->isa; }
+
+void slK_vexp(const float *x, float *y, size_t n) { slK_simd()->vexp(x, y, n); }

@@ -1,0 +1,64 @@
+/*
+** simd.h - the inner loops of the kernels folder, each in a portable C
+** version and an AVX-512 version chosen at run time (simd.c).
+**
+** Panels. The blocked products work on packed operands: A in panels of
+** SLK_MR rows (element (i, k) of a panel at a[k*MR + i]) and B in panels of
+** SLK_NR columns (element (k, j) at b[k*NR + j]), zero-padded to whole
+** panels, so the micro-kernel reads both with unit stride. Attention keeps
+** its scores transposed, one "lane panel" of NR queries per row of keys
+** (s[key*NR + lane]), so that softmax statistics run across queries, one
+** vector lane per query.
+*/
+#ifndef SYSLAB_KERNELS_SIMD_H
+#define SYSLAB_KERNELS_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLK_MR 8
+#define SLK_NR 48
+
+typedef struct slK_Simd {
+  const char *isa;
+  /* C[MR x NR] (row stride ldc) = (acc ? C : 0) + A_panel * B_panel over kc */
+  void (*micro)(int kc, const float *a, const float *b, float *c, long ldc, int acc);
+  void (*vexp)(const float *x, float *y, size_t n);
+  /* forward online softmax over one lane panel s[rows][NR] (masked = -inf):
+  ** m, l are the running max and sum per lane; c receives exp(m_old - m_new);
+  ** s becomes P = exp(s - m_new) (0 where masked) */
+  void (*softmax_panel)(float *s, int rows, float *m, float *l, float *c);
+  /* x[rows][NR] *= c[lane] */
+  void (*scale_panel)(float *x, int rows, const float *c);
+  /* backward: s[rows][NR] = exp(s - lse[lane]) (0 where -inf) */
+  void (*exp_sub_panel)(float *s, int rows, const float *lse);
+  /* backward: dp[rows][NR] = p * (dp - d[lane]) */
+  void (*ds_panel)(const float *p, float *dp, int rows, const float *d);
+  /* dst[j][i] = src[i][j] for a 48 x 48 block, both with rows of 48 floats */
+  void (*transpose48)(const float *src, float *dst);
+  /* MXINT8 decode of n elements sharing one scale byte e */
+  void (*dequant_f32)(const int8_t *m, uint8_t e, size_t n, float *out);
+  void (*dequant_bf16)(const int8_t *m, uint8_t e, size_t n, uint16_t *out);
+} slK_Simd;
+
+/* An operand of the blocked product: element (r, c) of op(X) at
+** p[r*rs + c*cs]; or, for B only, MXINT8 weights W [N x K] packed as
+** mantissas m (row stride mrs) and one scale byte per g along K, so that
+** op(B)(k, j) = W[j][k] is decoded while it is packed (gemm.c). */
+typedef struct slK_Operand {
+  const float *p;
+  long rs, cs;
+  const int8_t *m;
+  const uint8_t *s;
+  int g;
+  long mrs;
+} slK_Operand;
+
+/* C = alpha op(A) op(B) + beta C with the micro-kernel, on `threads` threads */
+void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
+                      float *C, long ldc, int threads);
+
+/* the loops this machine runs (AVX-512 when the CPU has it) */
+const slK_Simd *slK_simd(void);
+
+#endif

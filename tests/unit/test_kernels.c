@@ -1,0 +1,562 @@
+/* test_kernels.c - every kernel version against its reference: GEMM (naive,
+** blocked on AVX-512 and portable loops, OpenBLAS), vector exp, attention
+** (fused against naive and against a binary64 formula, the CS336 contract
+** of numerics §7.6), MXINT8 decoding over every mantissa and scale byte, the
+** MXINT8 linear, the harness's statistics on a synthetic clock, the kernels
+** commands, and the GPU versions where a GPU exists (skipped otherwise). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "compress/quant.h"
+#include "cuda/gpu.h"
+#include "kernels/kernels.h"
+#include "syslab.h"
+
+static uint64_t rng_state;
+static void seed(uint64_t s) { rng_state = s * 0x9E3779B97F4A7C15ull + 7; }
+static double uniform(void) {
+  rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double normal(void) {
+  double u = 1 - uniform(), v = uniform();
+  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+static float *randn(size_t n) {
+  float *x = malloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = (float)normal();
+  return x;
+}
+static float *zeros(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+/* |a - b| <= atol + rtol |b| everywhere (torch.testing.assert_close) */
+static int close_all(const float *a, const float *b, size_t n, double rtol, double atol, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (!(fabs((double)a[i] - b[i]) <= atol + rtol * fabs((double)b[i]))) {
+      check_fail(__FILE__, __LINE__, "%s: element %zu is %.9g, expected %.9g", what, i, a[i], b[i]);
+      return 0;
+    }
+  return 1;
+}
+
+/* ------------------------------------------------------------------ GEMM */
+
+static void gemm_case(int ta, int tb, int M, int N, int K, float alpha, float beta) {
+  int lda = ta ? M : K, ldb = tb ? K : N;
+  float *A = randn((size_t)M * K), *B = randn((size_t)K * N), *C0 = randn((size_t)M * N);
+  float *want = malloc(sizeof(float) * M * N), *got = malloc(sizeof(float) * M * N);
+  /* the reference in binary64 */
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++) s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+      want[i * N + j] = (float)(alpha * s + (beta == 0 ? 0 : beta * C0[i * N + j]));
+    }
+  for (int impl = 0; impl < SLK_GEMM_NUM; impl++)
+    for (int portable = 0; portable < 2; portable++) {
+      slK_force_portable(portable);
+      memcpy(got, C0, sizeof(float) * M * N);
+      slK_sgemm_with((slK_GemmImpl)impl, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, got, N);
+      char what[128];
+      snprintf(what, sizeof what, "gemm %s%s %c%c %dx%dx%d", slK_gemm_name((slK_GemmImpl)impl),
+               portable ? " portable" : "", ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K);
+      close_all(got, want, (size_t)M * N, 1e-4, 1e-4 * sqrt((double)K + 1), what);
+    }
+  slK_force_portable(0);
+  free(A), free(B), free(C0), free(want), free(got);
+}
+
+static void test_gemm_versions(void) {
+  seed(1);
+  int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {8, 48, 16}, {33, 97, 65}, {130, 70, 200}, {200, 300, 250}, {5, 2000, 7}, {64, 1, 513}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int t = 0; t < 4; t++) gemm_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
+  gemm_case(0, 0, 50, 60, 70, 0.5f, 1.0f);
+  gemm_case(1, 0, 50, 60, 70, -2.0f, 0.25f);
+  gemm_case(0, 1, 9, 9, 0, 1.0f, 0.0f);   /* K = 0 writes beta C */
+}
+
+static void test_vexp(void) {
+  float x[1000], y[1000];
+  for (int i = 0; i < 1000; i++) x[i] = -87.0f + 175.0f * i / 999.0f;
+  for (int portable = 0; portable < 2; portable++) {
+    slK_force_portable(portable);
+    slK_vexp(x, y, 1000);
+    double worst = 0;
+    for (int i = 0; i < 1000; i++) worst = fmax(worst, fabs(y[i] - exp((double)x[i])) / exp((double)x[i]));
+    CHECK_MSG(worst < 3e-7, "%s exp: worst relative error %g", slK_isa(), worst);
+    float edge[5] = {-INFINITY, -100.0f, 0.0f, -1e-30f, 1.0f}, out[5];
+    slK_vexp(edge, out, 5);
+    CHECK(out[0] == 0.0f && out[1] == 0.0f && out[2] == 1.0f && out[3] == 1.0f);
+    CHECK_NEAR(out[4], 2.718281828, 1e-6);
+  }
+  slK_force_portable(0);
+}
+
+/* ------------------------------------------------------------- attention */
+
+typedef struct {
+  slK_Attn a;
+  float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv;
+  size_t nxq, nxk, nl;
+} Attn;
+
+/* heads interleaved in the rows, as the graph stores them: (b, t, h*dim + f) */
+static void attn_new(Attn *t, int B, int H, int nq, int nk, int d, int causal, int interleaved) {
+  memset(t, 0, sizeof *t);
+  slK_attention_contiguous(&t->a, B, H, nq, nk, d, causal);
+  if (interleaved) {
+    t->a.q_row = t->a.k_row = (long)H * d;
+    t->a.q_head = t->a.k_head = d;
+    t->a.q_batch = (long)nq * H * d, t->a.k_batch = (long)nk * H * d;
+  }
+  t->nxq = (size_t)B * H * nq * d, t->nxk = (size_t)B * H * nk * d, t->nl = (size_t)B * H * nq;
+  t->q = randn(t->nxq), t->k = randn(t->nxk), t->v = randn(t->nxk), t->dout = randn(t->nxq);
+  t->o = zeros(t->nxq), t->lse = zeros(t->nl);
+  t->dq = zeros(t->nxq), t->dk = zeros(t->nxk), t->dv = zeros(t->nxk);
+}
+
+static void attn_free(Attn *t) {
+  float *p[] = {t->q, t->k, t->v, t->o, t->lse, t->dout, t->dq, t->dk, t->dv};
+  for (int i = 0; i < 9; i++) free(p[i]);
+  free((void *)t->a.key_mask);
+}
+
+static long at(const slK_Attn *a, int b, int h, int i, int isq) {
+  return isq ? a->q_batch * b + a->q_head * h + a->q_row * i : a->k_batch * b + a->k_head * h + a->k_row * i;
+}
+
+/* the formulas of §7.1/7.3 in binary64, row by row: O, L, dQ, dK, dV */
+static void attn_reference(const Attn *t, float *o, float *lse, float *dq, float *dk, float *dv) {
+  const slK_Attn *a = &t->a;
+  double sc = 1.0 / sqrt((double)a->dim);
+  double *s = malloc(sizeof(double) * (a->nk + 1)), *dp = malloc(sizeof(double) * (a->nk + 1));
+  for (int b = 0; b < a->batch; b++)
+    for (int h = 0; h < a->heads; h++)
+      for (int i = 0; i < a->nq; i++) {
+        const float *qi = t->q + at(a, b, h, i, 1), *gi = t->dout + at(a, b, h, i, 1);
+        double m = -INFINITY;
+        for (int j = 0; j < a->nk; j++) {
+          int keep = !(a->causal && j > i) && (!a->key_mask || a->key_mask[(long)b * a->nk + j] != 0);
+          double x = 0;
+          for (int f = 0; f < a->dim; f++) x += (double)qi[f] * t->k[at(a, b, h, j, 0) + f];
+          s[j] = keep ? x * sc : -INFINITY;
+          m = fmax(m, s[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < a->nk; j++) sum += s[j] = m == -INFINITY ? 0 : exp(s[j] - m);
+        long oi = at(a, b, h, i, 1);
+        double D = 0;
+        for (int f = 0; f < a->dim; f++) {
+          double acc = 0;
+          for (int j = 0; j < a->nk; j++) acc += s[j] / (sum > 0 ? sum : 1) * t->v[at(a, b, h, j, 0) + f];
+          o[oi + f] = (float)acc;
+          D += acc * gi[f];
+        }
+        lse[((long)b * a->heads + h) * a->nq + i] = m == -INFINITY ? 0.0f : (float)(m + log(sum));
+        for (int j = 0; j < a->nk; j++) {
+          double p = sum > 0 ? s[j] / sum : 0, g = 0;
+          for (int f = 0; f < a->dim; f++) g += (double)gi[f] * t->v[at(a, b, h, j, 0) + f];
+          dp[j] = p * (g - D);
+          for (int f = 0; f < a->dim; f++) dv[at(a, b, h, j, 0) + f] += (float)(p * gi[f]);
+        }
+        for (int j = 0; j < a->nk; j++)
+          for (int f = 0; f < a->dim; f++) {
+            dq[oi + f] += (float)(sc * dp[j] * t->k[at(a, b, h, j, 0) + f]);
+            dk[at(a, b, h, j, 0) + f] += (float)(sc * dp[j] * qi[f]);
+          }
+      }
+  free(s), free(dp);
+}
+
+static void attn_check(int B, int H, int nq, int nk, int d, int causal, int interleaved, int masked) {
+  Attn t;
+  attn_new(&t, B, H, nq, nk, d, causal, interleaved);
+  if (masked) {
+    float *mask = malloc(sizeof(float) * (size_t)B * nk);
+    for (int i = 0; i < B * nk; i++) mask[i] = uniform() < 0.7;
+    for (int j = 0; j < nk; j++) mask[j] = 0;   /* batch 0: every key masked, every row fully masked */
+    t.a.key_mask = mask;
+  }
+  float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
+  attn_reference(&t, o, lse, dq, dk, dv);
+  for (int impl = 0; impl < SLK_ATTN_NUM; impl++)
+    for (int portable = 0; portable < 2; portable++) {
+      slK_force_portable(portable);
+      memset(t.o, 0, t.nxq * 4), memset(t.dq, 0, t.nxq * 4), memset(t.dk, 0, t.nxk * 4), memset(t.dv, 0, t.nxk * 4);
+      char what[160];
+      snprintf(what, sizeof what, "%s%s B%d H%d nq%d nk%d d%d%s%s%s", slK_attention_name((slK_AttnImpl)impl),
+               portable ? " portable" : "", B, H, nq, nk, d, causal ? " causal" : "", interleaved ? " interleaved" : "",
+               masked ? " masked" : "");
+      CHECK(slK_attention_forward((slK_AttnImpl)impl, &t.a, t.q, t.k, t.v, t.o, t.lse) == 0);
+      char w[200];
+      snprintf(w, sizeof w, "%s O", what);
+      close_all(t.o, o, t.nxq, 1e-4, 1e-4, w);
+      snprintf(w, sizeof w, "%s L", what);
+      close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
+      CHECK(slK_attention_backward((slK_AttnImpl)impl, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, t.dq, t.dk, t.dv) == 0);
+      snprintf(w, sizeof w, "%s dQ", what);
+      close_all(t.dq, dq, t.nxq, 1e-3, 1e-3, w);
+      snprintf(w, sizeof w, "%s dK", what);
+      close_all(t.dk, dk, t.nxk, 1e-3, 1e-3, w);
+      snprintf(w, sizeof w, "%s dV", what);
+      close_all(t.dv, dv, t.nxk, 1e-3, 1e-3, w);
+    }
+  slK_force_portable(0);
+  free(o), free(lse), free(dq), free(dk), free(dv);
+  attn_free(&t);
+}
+
+static void test_attention_versions(void) {
+  seed(2);
+  attn_check(1, 1, 1, 1, 8, 0, 0, 0);        /* L = 1 */
+  attn_check(1, 1, 1, 1, 8, 1, 0, 0);
+  attn_check(2, 3, 37, 37, 16, 0, 0, 0);     /* not a multiple of any tile */
+  attn_check(2, 3, 37, 37, 16, 1, 0, 0);
+  attn_check(1, 2, 100, 61, 24, 0, 1, 0);    /* nq != nk, heads interleaved, odd dim */
+  attn_check(1, 2, 61, 100, 24, 1, 1, 0);
+  attn_check(1, 1, 200, 450, 64, 1, 0, 0);   /* several query and key tiles, causal skipping */
+  attn_check(1, 1, 450, 200, 64, 0, 0, 0);
+  attn_check(2, 2, 50, 50, 32, 0, 1, 1);     /* key masks; batch 0 fully masked: O = 0, L = 0 */
+  attn_check(3, 1, 9, 7, 5, 1, 0, 1);
+}
+
+static void test_attention_online_softmax_example(void) {
+  /* numerics §7.1: scores [1, 2, 3, 4] and V = [1, 2, 3, 4]: O = 3.492653, L = 4.440190 */
+  slK_Attn a;
+  slK_attention_contiguous(&a, 1, 1, 1, 4, 1, 0);
+  a.scale = 1.0f;
+  float q[1] = {1}, k[4] = {1, 2, 3, 4}, v[4] = {1, 2, 3, 4}, o[1], lse[1];
+  for (int impl = 0; impl < SLK_ATTN_NUM; impl++) {
+    slK_attention_forward((slK_AttnImpl)impl, &a, q, k, v, o, lse);
+    CHECK_NEAR(o[0], 3.492653, 2e-6);
+    CHECK_NEAR(lse[0], 4.440190, 2e-6);
+  }
+  /* no keys at all: O = 0 and L = 0 */
+  slK_attention_contiguous(&a, 1, 1, 2, 0, 4, 0);
+  float q2[8] = {1, 2, 3, 4, 5, 6, 7, 8}, o2[8], l2[2] = {9, 9};
+  for (int impl = 0; impl < SLK_ATTN_NUM; impl++) {
+    memset(o2, 0xFF, sizeof o2);
+    slK_attention_forward((slK_AttnImpl)impl, &a, q2, NULL, NULL, o2, l2);
+    CHECK(o2[0] == 0 && o2[7] == 0 && l2[0] == 0 && l2[1] == 0);
+  }
+}
+
+/* numerics §7.6: batch 4, 128 x 64, rtol = atol = 1e-2, causal and not. The
+** reference masks with -inf where CS336's uses -1e6: no row is fully masked
+** here, so the two give the same numbers. */
+static void test_cs336_contract(void) {
+  seed(0);
+  for (int causal = 0; causal < 2; causal++) {
+    Attn t;
+    attn_new(&t, 4, 1, 128, 128, 64, causal, 0);
+    float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
+    attn_reference(&t, o, lse, dq, dk, dv);
+    CHECK(slK_attention_forward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.lse) == 0);
+    /* the forward saves exactly one tensor besides O: L of shape (batch, nq) */
+    CHECK_EQ_INT(t.nl, 4 * 128);
+    close_all(t.o, o, t.nxq, 1e-2, 1e-2, "CS336 O");
+    close_all(t.lse, lse, t.nl, 1e-2, 1e-2, "CS336 L");
+    CHECK(slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, t.dq, t.dk, t.dv) == 0);
+    close_all(t.dq, dq, t.nxq, 1e-2, 1e-2, "CS336 dQ");
+    close_all(t.dk, dk, t.nxk, 1e-2, 1e-2, "CS336 dK");
+    close_all(t.dv, dv, t.nxk, 1e-2, 1e-2, "CS336 dV");
+    free(o), free(lse), free(dq), free(dk), free(dv);
+    attn_free(&t);
+  }
+}
+
+static void test_attention_naive_step_equals_parts(void) {
+  seed(3);
+  Attn t;
+  attn_new(&t, 1, 2, 70, 70, 16, 1, 0);
+  float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
+  slK_attention_naive_step(&t.a, t.q, t.k, t.v, o, lse, t.dout, dq, dk, dv);
+  slK_attention_forward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.lse);
+  slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, t.dq, t.dk, t.dv);
+  close_all(t.o, o, t.nxq, 1e-4, 1e-5, "step O");
+  close_all(t.dq, dq, t.nxq, 1e-3, 1e-4, "step dQ");
+  close_all(t.dk, dk, t.nxk, 1e-3, 1e-4, "step dK");
+  close_all(t.dv, dv, t.nxk, 1e-3, 1e-4, "step dV");
+  free(o), free(lse), free(dq), free(dk), free(dv);
+  attn_free(&t);
+}
+
+static void test_attention_memory_is_linear(void) {
+  slK_Attn a, b;
+  slK_attention_contiguous(&a, 1, 8, 1024, 1024, 64, 0);
+  slK_attention_contiguous(&b, 1, 8, 4096, 4096, 64, 0);
+  double nf = slK_attention_workspace(SLK_ATTN_NAIVE, &a, 0), nf4 = slK_attention_workspace(SLK_ATTN_NAIVE, &b, 0);
+  double ff = slK_attention_workspace(SLK_ATTN_FUSED, &a, 1), ff4 = slK_attention_workspace(SLK_ATTN_FUSED, &b, 1);
+  CHECK_NEAR(nf4 / nf, 16.0, 1e-9);          /* N x N: 4x the length, 16x the bytes */
+  CHECK(ff4 / ff < 4.01);                      /* O(N) */
+  CHECK_NEAR(nf, 2.0 * 8 * 1024 * 1024 * 4, 1);
+  /* the allocator agrees with the prediction */
+  Attn t;
+  seed(4);
+  attn_new(&t, 1, 2, 300, 300, 32, 0, 0);
+  slK_mem_reset_peak();
+  size_t base = slK_mem_live();
+  slK_attention_forward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, t.o, t.lse);
+  CHECK_EQ_INT(slK_mem_peak() - base, (size_t)slK_attention_workspace(SLK_ATTN_NAIVE, &t.a, 0));
+  slK_mem_reset_peak();
+  slK_attention_forward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.lse);
+  CHECK(slK_mem_peak() - base <= (size_t)slK_attention_workspace(SLK_ATTN_FUSED, &t.a, 0) + 4096);
+  attn_free(&t);
+}
+
+/* ---------------------------------------------------------------- MXINT8 */
+
+static uint16_t bf16_of_exact(double v) {
+  float f = (float)v;   /* exact: every value checked has at most 8 significant bits */
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+
+static void test_mxint8_decode_exhaustive(void) {
+  int8_t m[256];
+  uint8_t scale[1];
+  uint16_t got[256];
+  float f32[256];
+  for (int i = 0; i < 256; i++) m[i] = (int8_t)(i - 128);
+  int bad_exact = 0, bad_vec = 0, bad_f32 = 0;
+  for (int portable = 0; portable < 2; portable++) {
+    slK_force_portable(portable);
+    for (int e = 0; e < 256; e++) {
+      scale[0] = (uint8_t)e;
+      slK_mxint8_dequant_bf16(m, scale, 256, 256, got);
+      slK_mxint8_dequant_f32(m, scale, 256, 256, f32);
+      for (int i = 0; i < 256; i++) {
+        int mm = i - 128;
+        uint16_t one = slK_mxint8_bf16_one((int8_t)mm, (uint8_t)e);
+        bad_vec += got[i] != one;
+        if (e >= 1 && e <= 254 && mm != -128) bad_exact += one != bf16_of_exact(ldexp(mm / 64.0, e - 127));
+        if (e == 0) bad_exact += one != 0;
+        if (e == 255) bad_exact += one != 0x7FC0;
+        if (mm == -128 && e != 255) bad_exact += one != 0;   /* the Lab 4 decode's +0.0 (§5.4) */
+        float want = e == 0 ? 0.0f : e == 255 ? NAN : (float)ldexp(mm, e - 133);
+        bad_f32 += !(f32[i] == want || (isnan(want) && isnan(f32[i])));
+        if (e == 0) bad_f32 += signbit(f32[i]) != 0;
+      }
+    }
+  }
+  slK_force_portable(0);
+  CHECK_EQ_INT(bad_exact, 0);
+  CHECK_EQ_INT(bad_vec, 0);
+  CHECK_EQ_INT(bad_f32, 0);
+  /* the worked examples of §5.4 */
+  CHECK_EQ_INT(slK_mxint8_bf16_one(64, 127), 0x3F80);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(127, 127), 0x3FFE);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(63, 127), 0x3F7C);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(1, 127), 0x3C80);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(0, 127), 0x0000);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(-96, 127), 0xBFC0);
+  CHECK_EQ_INT(slK_mxint8_bf16_one(-16, 130), 0xC000);
+}
+
+static void test_mxint8_groups_and_tails(void) {
+  /* groups of 16 and 32, lengths that are not multiples of 16 */
+  seed(5);
+  int8_t m[1000];
+  uint8_t s[64];
+  for (int i = 0; i < 1000; i++) m[i] = (int8_t)(uniform() * 255 - 127);
+  for (int i = 0; i < 64; i++) s[i] = (uint8_t)(uniform() * 256);
+  int gs[2] = {16, 32}, ns[4] = {1, 17, 33, 999};
+  for (int gi = 0; gi < 2; gi++)
+    for (int ni = 0; ni < 4; ni++) {
+      float a[1000], b[1000];
+      uint16_t h[1000];
+      slK_mxint8_dequant_f32(m, s, (size_t)ns[ni], gs[gi], a);
+      slK_mxint8_dequant_f32_ref(m, s, (size_t)ns[ni], gs[gi], b);
+      slK_mxint8_dequant_bf16(m, s, (size_t)ns[ni], gs[gi], h);
+      int bad = 0;
+      for (int i = 0; i < ns[ni]; i++) {
+        bad += memcmp(&a[i], &b[i], 4) != 0 && !(isnan(a[i]) && isnan(b[i]));
+        bad += h[i] != slK_mxint8_bf16_one(m[i], s[i / gs[gi]]);
+      }
+      CHECK_MSG(bad == 0, "g = %d, n = %d: %d elements differ", gs[gi], ns[ni], bad);
+    }
+}
+
+static void test_mxint8_linear(void) {
+  seed(6);
+  int rows = 37, in = 96, out = 53, g = 32;
+  float *w = randn((size_t)out * in), *x = randn((size_t)rows * in), *bias = randn((size_t)out);
+  int8_t *wm = malloc((size_t)out * in);
+  uint8_t *ws = malloc((size_t)out * in / g);
+  char err[128];
+  CHECK(slQ_mxint8_pack(w, (size_t)out * in, g, wm, ws, err, sizeof err) == 0);
+  float *fused = zeros((size_t)rows * out), *unfused = zeros((size_t)rows * out), *want = zeros((size_t)rows * out);
+  float *wd = zeros((size_t)out * in);
+  slK_mxint8_dequant_f32_ref(wm, ws, (size_t)out * in, g, wd);
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < out; j++) {
+      double s = bias[j];
+      for (int k = 0; k < in; k++) s += (double)x[r * in + k] * wd[j * in + k];
+      want[r * out + j] = (float)s;
+    }
+  for (int portable = 0; portable < 2; portable++) {
+    slK_force_portable(portable);
+    slK_mxint8_linear(1, rows, in, out, x, wm, ws, g, bias, fused);
+    slK_mxint8_linear(0, rows, in, out, x, wm, ws, g, bias, unfused);
+    close_all(fused, want, (size_t)rows * out, 1e-4, 1e-4, "MXINT8 linear fused");
+    close_all(unfused, want, (size_t)rows * out, 1e-4, 1e-4, "MXINT8 linear unfused");
+  }
+  slK_force_portable(0);
+  free(w), free(x), free(bias), free(wm), free(ws), free(fused), free(unfused), free(want), free(wd);
+}
+
+/* ---------------------------------------------------------- the harness */
+
+static double script[64];
+static int ticks, runs;
+static double fake_clock(void *ud) { return script[ticks++]; }
+static slK_Case *fake_setup(int size, const slK_Attn *a, char *err, size_t errlen) { return (slK_Case *)&runs; }
+static double fake_run(slK_Case *c) { runs++; return -1; }
+static double fake_gpu_run(slK_Case *c) { runs++; return 0.5; }
+static void fake_teardown(slK_Case *c) {}
+static double fake_flops(int n, const slK_Attn *a) { return 1e9; }
+static double fake_bytes(int n, const slK_Attn *a) { return 4e9; }
+
+static void test_harness_statistics(void) {
+  slK_Bench b = {"fake", "cpu", "test", "n", "synthetic", fake_setup, fake_run, fake_teardown, fake_flops, fake_bytes};
+  /* five timed runs of 3, 1, 2, 5, 4 seconds */
+  double d[5] = {3, 1, 2, 5, 4}, t = 100;
+  for (int i = 0; i < 5; i++) script[2 * i] = t, script[2 * i + 1] = t += d[i], t += 7;
+  ticks = runs = 0;
+  slK_Result r;
+  char err[128];
+  CHECK(slK_bench_run(&b, 1, NULL, 3, 5, fake_clock, NULL, &r, err, sizeof err) == 0);
+  CHECK_EQ_INT(runs, 8);     /* three warm-up runs, untimed */
+  CHECK_EQ_INT(ticks, 10);
+  CHECK_NEAR(r.t.min, 1, 1e-12);
+  CHECK_NEAR(r.t.median, 3, 1e-12);
+  CHECK_NEAR(r.t.mean, 3, 1e-12);
+  CHECK_NEAR(r.t.std, sqrt(2.5), 1e-12);
+  CHECK_NEAR(r.flops / r.t.median / 1e9, 1.0 / 3, 1e-12);
+  CHECK_NEAR(r.flops / r.bytes, 0.25, 1e-12);
+  /* an even count takes the mean of the middle two */
+  double e[4] = {4, 1, 3, 2};
+  slK_Stats st;
+  slK_stats(e, 4, &st);
+  CHECK_NEAR(st.median, 2.5, 1e-12);
+  /* a kernel that times itself (GPU events) is believed over the host clock */
+  b.run = fake_gpu_run;
+  ticks = runs = 0;
+  CHECK(slK_bench_run(&b, 1, NULL, 0, 5, fake_clock, NULL, &r, err, sizeof err) == 0);
+  CHECK_NEAR(r.t.median, 0.5, 1e-12);
+  CHECK(slK_bench_run(&b, 1, NULL, 0, 0, fake_clock, NULL, &r, err, sizeof err) != 0);
+}
+
+/* -------------------------------------------------------------- commands */
+
+static char out_text[65536];
+static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
+  size_t room = sizeof out_text - strlen(out_text) - 1;
+  strncat(out_text, t, n < room ? n : room);
+}
+static sl_Host host = {NULL, cap_write, NULL, NULL, NULL, NULL};
+
+static const char *run(sl_State *S, const char *code) {
+  static char text[65536];
+  sl_Value v;
+  sl_Error e;
+  out_text[0] = 0;
+  if (sl_execute(S, code, &host, &v, &e) != 0) {
+    snprintf(text, sizeof text, "%s: %s", e.ename, e.evalue);
+    sl_error_free(&e);
+    return text;
+  }
+  sl_Bundle b;
+  sl_show(v, &b);
+  const sl_MimePart *p = sl_bundle_get(&b, "text/markdown");
+  if (!p) p = sl_bundle_get(&b, "text/plain");
+  snprintf(text, sizeof text, "%s%s", out_text, p ? p->data : "");
+  sl_bundle_free(&b);
+  sl_release(v);
+  return text;
+}
+
+static void test_commands(void) {
+  sl_State *S = sl_new();
+  const char *t = run(S, "bench [\"gemm_blocked\", \"attention_fused\", \"mxint8_dequant_f32\"] sizes=[64] reps=3 warmup=1 heads=2 dim=16");
+  CHECK_CONTAINS(t, "gemm_blocked");
+  CHECK_CONTAINS(t, "attention_fused");
+  CHECK_CONTAINS(t, "syslab-timing");   /* timing columns are marked as measurements */
+  CHECK_CONTAINS(run(S, "bench nosuch"), "no kernel named 'nosuch'");
+  CHECK_CONTAINS(run(S, "bench gemm_blocked sizes=[0]"), "whole numbers from 1");
+  CHECK_CONTAINS(run(S, "bench attention_naive sizes=[1000000] heads=64"), "more than the budget");
+  if (slG_device_count() == 0) CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "needs a GPU");
+  t = run(S, "r = bench gemm_blocked sizes=[64, 128] reps=2\nrf = roofline r\nlen(rf.series)");
+  CHECK_MSG(atoi(t) >= 2 + 17, "roofline rows: %s", t);
+  t = run(S, "attention_memory sizes=[128, 4096] heads=2 dim=16 budget_gib=0.1");
+  CHECK_CONTAINS(t, "refused: needs");
+  CHECK_CONTAINS(t, "budget 0.10 GiB");
+  CHECK_CONTAINS(run(S, "machine"), "sgemm peak");
+  CHECK_MSG(atof(run(S, "machine get=sgemm_gflops")) > 0.5, "sgemm peak measured");
+  sl_free(S);
+}
+
+/* ------------------------------------------------------------------- GPU */
+
+static void test_gpu_versions(void) {
+  char err[256];
+  seed(7);
+  int M = 131, N = 77, K = 200;
+  float *A = randn((size_t)M * K), *B = randn((size_t)K * N), *want = zeros((size_t)M * N), *got = zeros((size_t)M * N);
+  slK_sgemm_with(SLK_GEMM_NAIVE, 0, 0, M, N, K, 1, A, K, B, N, 0, want, N);
+  for (int impl = SLG_GEMM_NAIVE; impl <= SLG_GEMM_CUBLAS; impl++) {
+    CHECK_MSG(slG_sgemm(impl, M, N, K, A, B, got, err, sizeof err) == 0, "%s", err);
+    close_all(got, want, (size_t)M * N, 1e-3, 1e-3, "GPU gemm");
+  }
+  free(A), free(B), free(want), free(got);
+  for (int causal = 0; causal < 2; causal++) {
+    Attn t;
+    attn_new(&t, 2, 3, 150, 150, 64, causal, 0);
+    float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
+    attn_reference(&t, o, lse, dq, dk, dv);
+    for (int impl = SLG_ATTN_NAIVE; impl <= SLG_ATTN_FUSED; impl++) {
+      CHECK_MSG(slG_attention_forward(impl, 2, 3, 150, 64, causal, t.q, t.k, t.v, t.o, t.lse, err, sizeof err) == 0, "%s", err);
+      close_all(t.o, o, t.nxq, 1e-2, 1e-2, "GPU attention O");
+      close_all(t.lse, lse, t.nl, 1e-2, 1e-2, "GPU attention L");
+    }
+    CHECK_MSG(slG_attention_backward(2, 3, 150, 64, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq, t.dk, t.dv, err,
+                                     sizeof err) == 0, "%s", err);
+    close_all(t.dq, dq, t.nxq, 1e-2, 1e-2, "GPU attention dQ");
+    close_all(t.dk, dk, t.nxk, 1e-2, 1e-2, "GPU attention dK");
+    close_all(t.dv, dv, t.nxk, 1e-2, 1e-2, "GPU attention dV");
+    free(o), free(lse), free(dq), free(dk), free(dv);
+    attn_free(&t);
+  }
+  int8_t m[256 * 32];
+  uint8_t s[256];
+  uint16_t h[256 * 32];
+  for (int i = 0; i < 256 * 32; i++) m[i] = (int8_t)(i % 256 - 128);
+  for (int e = 0; e < 256; e++) s[e] = (uint8_t)e;
+  CHECK_MSG(slG_mxint8_dequant_bf16(m, s, 256 * 32, 32, h, err, sizeof err) == 0, "%s", err);
+  int bad = 0;
+  for (int i = 0; i < 256 * 32; i++) bad += h[i] != slK_mxint8_bf16_one(m[i], s[i / 32]);
+  CHECK_EQ_INT(bad, 0);
+}
+
+int main(void) {
+  RUN(test_gemm_versions);
+  RUN(test_vexp);
+  RUN(test_attention_versions);
+  RUN(test_attention_online_softmax_example);
+  RUN(test_cs336_contract);
+  RUN(test_attention_naive_step_equals_parts);
+  RUN(test_attention_memory_is_linear);
+  RUN(test_mxint8_decode_exhaustive);
+  RUN(test_mxint8_groups_and_tails);
+  RUN(test_mxint8_linear);
+  RUN(test_harness_statistics);
+  RUN(test_commands);
+  if (slG_device_count() == 0) check_skip("test_gpu_versions", slG_describe());
+  else RUN(test_gpu_versions);
+  return check_summary();
+}
