@@ -93,4 +93,4 @@ def test_systems_notebook_runs_with_its_tables_and_figures():
     oom = cells["oom-train"].outputs[-1].data["text/plain"]
     assert "OOM" in oom and "OK" in oom
     fused = "".join(o.get("text", "") for o in cells["fuse"].outputs)
-    assert "mask+softmax" in fused
+    assert "attention blocks (FlashAttention-2)" in fused
