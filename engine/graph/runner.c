@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "lm.h"
 #include "precision.h"
 #include "profile.h"
@@ -59,23 +60,24 @@ double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig
   return loss;
 }
 
+/* the statistics are the kernels harness's (slK_stats), so model steps and
+** kernels are summarised the same way */
 void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps, slM_Timing *out) {
   memset(out, 0, sizeof *out);
-  double t0 = slM_now();
+  double t0 = slM_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
   for (int i = 0; i < warmup; i++) slM_run_step(g, b, train, NULL, i);
   out->warmup_seconds = warmup ? slM_now() - t0 : 0;
-  double sum = 0, sum2 = 0;
   for (int i = 0; i < steps; i++) {
     double s = slM_now();
     slM_run_step(g, b, train, NULL, warmup + i);
-    double dt = slM_now() - s;
-    if (i == 0) out->first = dt;
-    sum += dt;
-    sum2 += dt * dt;
+    samples[i] = slM_now() - s;
   }
+  out->first = steps ? samples[0] : 0;
   out->total_seconds = slM_now() - t0;
-  out->mean = steps ? sum / steps : 0;
-  out->std = steps > 1 ? sqrt(fmax(0, (sum2 - sum * sum / steps) / (steps - 1))) : 0;
+  slK_Stats st = {0};
+  if (steps) slK_stats(samples, steps, &st);
+  out->mean = st.mean, out->std = st.std, out->median = st.median;
+  free(samples);
 }
 
 size_t slM_measure_peak(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, int steps) {

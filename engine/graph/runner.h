@@ -26,7 +26,7 @@ double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig
 /* Times steps the way the seed's benchmark does: `warmup` untimed steps,
 ** then `steps` timed ones; mean and standard deviation in seconds. */
 typedef struct slM_Timing {
-  double warmup_seconds, total_seconds, mean, std, first;
+  double warmup_seconds, total_seconds, mean, std, median, first;
 } slM_Timing;
 void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps, slM_Timing *out);
 
