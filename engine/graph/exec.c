@@ -59,9 +59,31 @@ static slM_Tensor *param_grad(slM_Param *p) {
   return p->grad;
 }
 
-static float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
-static float gelu_grad(float x) {
-  return 0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
+/* erf as a rational function (the float32 approximation Eigen and XLA
+** use): within 4.3e-7 of erf over every float, against erff's 1e-7, with
+** no call, so GELU's loops vectorise. GELU is 14% of the image
+** transformer's training step with libm's erff. */
+static inline float erf_fast(float x) {
+  x = x < -4.0f ? -4.0f : x > 4.0f ? 4.0f : x;
+  float x2 = x * x;
+  float p = -2.72614225801306e-10f;
+  p = p * x2 + 2.77068142495902e-08f;
+  p = p * x2 - 2.10102402082508e-06f;
+  p = p * x2 - 5.69250639462346e-05f;
+  p = p * x2 - 7.34990630326855e-04f;
+  p = p * x2 - 2.95459980854025e-03f;
+  p = p * x2 - 1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * x2 - 2.13374055278905e-04f;
+  q = q * x2 - 1.68282697438203e-03f;
+  q = q * x2 - 7.37332916720468e-03f;
+  q = q * x2 - 1.42647390514189e-02f;
+  return x * p / q;
+}
+
+static inline float gelu(float x) { return 0.5f * x * (1.0f + erf_fast(x * 0.70710678f)); }
+static inline float gelu_grad(float x) {
+  return 0.5f * (1.0f + erf_fast(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
 }
 
 /* Loops between the products run over the cores in ranges (kernels/parallel.h).
@@ -99,6 +121,12 @@ static void softmax_rows(const float *x, float *y, size_t rows, int n) {
 
 static void activation_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
+  if (t->op == OP_GELU) {   /* its own loop, without the choice per element, so that it vectorises */
+    const float *a = t->a;
+    float *y = t->y;
+    for (size_t i = i0; i < i1; i++) y[i] = gelu(a[i]);
+    return;
+  }
   for (size_t i = i0; i < i1; i++) {
     float v = t->a[i];
     t->y[i] = t->op == OP_RELU ? (v > 0 ? v : 0) : t->op == OP_GELU ? gelu(v) : t->op == OP_TANH ? tanhf(v) : t->p * v;
