@@ -41,7 +41,7 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static int nthreads = 1;
 static _Atomic uint64_t state;      /* generation << 32 | next chunk */
 static atomic_uint done_chunks;
-static atomic_int busy;
+static atomic_int busy, sleepers;   /* workers asleep on the condition variable */
 
 static struct {
   slK_RangeFn fn;
@@ -74,7 +74,9 @@ static void *worker(void *arg) {
     }
     if ((uint32_t)(atomic_load(&state) >> 32) == seen) {
       pthread_mutex_lock(&lock);
+      atomic_fetch_add(&sleepers, 1);
       while ((uint32_t)(atomic_load(&state) >> 32) == seen) pthread_cond_wait(&wake, &lock);
+      atomic_fetch_sub(&sleepers, 1);
       pthread_mutex_unlock(&lock);
     }
     seen = (uint32_t)(atomic_load(&state) >> 32);
@@ -112,10 +114,15 @@ void slK_parallel_for(size_t n, size_t min_chunk, slK_RangeFn fn, void *ctx) {
   job.nchunks = (unsigned)((n + chunk - 1) / chunk);
   atomic_store_explicit(&done_chunks, 0, memory_order_relaxed);
   uint32_t gen = (uint32_t)(atomic_load(&state) >> 32) + 1;
-  pthread_mutex_lock(&lock);
-  atomic_store_explicit(&state, (uint64_t)gen << 32, memory_order_release);
-  pthread_cond_broadcast(&wake);
-  pthread_mutex_unlock(&lock);
+  atomic_store_explicit(&state, (uint64_t)gen << 32, memory_order_seq_cst);
+  /* a spinning worker sees the new generation by itself; only sleepers need
+  ** the system call. A worker counts itself a sleeper under the lock before
+  ** it checks the generation again, so none is missed. */
+  if (atomic_load_explicit(&sleepers, memory_order_seq_cst) > 0) {
+    pthread_mutex_lock(&lock);
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&lock);
+  }
   work(gen);
   while (atomic_load_explicit(&done_chunks, memory_order_acquire) < job.nchunks) PAUSE();
   atomic_store(&busy, 0);
