@@ -240,6 +240,7 @@ extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machin
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
 extern const sl_Domain slM_systems_domain;   /* engine/graph/commands_lm.c: language models, memory, profiles, precision, fusion */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
+extern const sl_Domain slS_domain;   /* engine/search/commands.c: studies, samplers, pruning of trials */
 
 /* the domains in layer order: i = 0, 1, ... until NULL */
 const sl_Domain *sl_domain_at(size_t i);

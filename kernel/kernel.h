@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "syslab.h"
 #include "wire.h"
@@ -38,7 +39,9 @@ typedef struct slk_Kernel {
   slk_Msg pending[64];    /* requests set aside while aborting, handled next */
   size_t npending;
   atomic_int executing;   /* a cell is running: SIGINT interrupts it */
-  atomic_int stopping;    /* shutdown_request received */
+  atomic_int stopping;    /* shutdown_request received, or the parent died */
+  atomic_int main_done;   /* the main loop has ended */
+  pid_t parent;           /* the process whose death ends the kernel, or 0 */
   int restart;
 } slk_Kernel;
 

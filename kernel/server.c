@@ -11,6 +11,15 @@
 **   heartbeat  echoes whatever arrives on the hb REP socket
 ** SIGINT is ignored while idle and interrupts the running cell otherwise;
 ** every blocking call retries on EINTR.
+**
+** A kernel must not outlive the client that started it. Like ipykernel,
+** when JPY_PARENT_PID is set (jupyter_client and `syslab report` set it)
+** the control thread checks every 100 ms whether its parent process has
+** changed, and if so shuts the kernel down; a cell that does not stop
+** within a second is not waited for. The parent's pid is polled rather
+** than asked for with prctl(PR_SET_PDEATHSIG), because that signal fires
+** when the *thread* that started the kernel ends, which in a threaded
+** client (a Python executor, say) is not the client's death.
 */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -29,6 +39,10 @@
 #define STOP_FRAME "syslab-publisher-stop"
 
 static slk_Kernel *the_kernel;  /* for the signal handler */
+/* the connection file, when the client made it for this kernel alone
+** (SYSLAB_REMOVE_CONNECTION_FILE=1, set by `syslab report`): it holds the
+** message key, so a kernel whose client died removes it and its folder */
+static char owned_connection_file[4096];
 
 void slk_log(const char *fmt, ...) {
   va_list ap;
@@ -179,6 +193,9 @@ static void *publisher_thread(void *arg) {
 
 /* ---------------------------------------------------------------- control */
 
+/* the parent has gone: the kernel was re-parented (to init or a subreaper) */
+static int orphaned(const slk_Kernel *K) { return K->parent > 0 && getppid() != K->parent; }
+
 static void handle_control(slk_Kernel *K, slk_Msg *req) {
   const char *type = slk_msg_type(req);
   void *push = K->publish_control;
@@ -206,6 +223,24 @@ static void handle_control(slk_Kernel *K, slk_Msg *req) {
 static void *control_thread(void *arg) {
   slk_Kernel *K = arg;
   while (!atomic_load(&K->stopping)) {
+    if (orphaned(K)) {
+      slk_log("the parent process %d has gone: shutting down", (int)K->parent);
+      atomic_store(&K->stopping, 1);
+      sl_interrupt();
+      zmq_send(K->wake_main, "", 0, ZMQ_DONTWAIT);
+      /* nobody is left to ask for a clean stop: give the cell a second */
+      for (int i = 0; i < 100 && !atomic_load(&K->main_done); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      if (owned_connection_file[0]) {
+        unlink(owned_connection_file);
+        char *slash = strrchr(owned_connection_file, '/');
+        if (slash && slash != owned_connection_file) *slash = '\0', rmdir(owned_connection_file);
+      }
+      if (!atomic_load(&K->main_done)) _exit(1);
+      break;
+    }
     zmq_pollitem_t item = {K->control, 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, POLL_MS);
     if (rc < 0) {
@@ -285,6 +320,12 @@ int slk_kernel_main(int argc, char **argv) {
     return 2;
   }
   slk_uuid(K->session);
+  /* as ipykernel: JPY_PARENT_PID names the parent to watch; if the kernel
+  ** was started through something else (a wrapper), that is watched */
+  const char *jpy = getenv("JPY_PARENT_PID");
+  if (jpy && atoi(jpy) > 1 && getppid() > 1) K->parent = getppid();
+  const char *owned = getenv("SYSLAB_REMOVE_CONNECTION_FILE");
+  if (owned && strcmp(owned, "1") == 0) snprintf(owned_connection_file, sizeof owned_connection_file, "%s", path);
   K->ctx = zmq_ctx_new();
   K->shell = open_socket(K, ZMQ_ROUTER, K->conn.shell_port, "shell");
   K->control = open_socket(K, ZMQ_ROUTER, K->conn.control_port, "control");
@@ -345,6 +386,7 @@ int slk_kernel_main(int argc, char **argv) {
   }
 
   atomic_store(&K->stopping, 1);
+  atomic_store(&K->main_done, 1);
   pthread_join(ctl_tid, NULL);
   zmq_send(K->publish_main, STOP_FRAME, strlen(STOP_FRAME), 0);
   pthread_join(pub_tid, NULL);

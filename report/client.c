@@ -9,6 +9,13 @@
 ** arrived: streams are merged as nbformat expects, display ids are followed
 ** so update_display_data rewrites earlier outputs, and clear_output honours
 ** wait=true by clearing just before the next output.
+**
+** The kernel gets JPY_PARENT_PID, as jupyter_client gives it, so it exits
+** if this process dies, and its own process group, so stopping it also
+** stops what it started (gnuplot). SIGINT, SIGTERM and SIGHUP only set a
+** flag (slR_catch_stop_signals): every wait here polls at least every
+** 100 ms, sees it, and returns, so the caller shuts the kernel down and
+** removes its connection file (which holds the message key) before exiting.
 */
 #include "client.h"
 
@@ -29,6 +36,22 @@
 #include "kernel/wire.h"
 
 extern char **environ;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+void slR_catch_stop_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;  /* no SA_RESTART: a blocking wait returns at once */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+int slR_stop_requested(void) { return stop_signal; }
 
 struct slR_Kernel {
   pid_t pid;
@@ -131,8 +154,28 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
   int n = 0;
   for (; argv[n] && n < 15; n++) args[n] = strcmp(argv[n], "{connection_file}") == 0 ? k->conn_path : (char *)argv[n];
   args[n] = NULL;
-  if (posix_spawn(&k->pid, args[0], NULL, NULL, args, environ) != 0) {
-    snprintf(err, errlen, "cannot start the kernel %s: %s", args[0], strerror(errno));
+  /* the environment, with JPY_PARENT_PID naming this process, and the
+  ** connection file the kernel's to remove should this process die */
+  size_t nenv = 0;
+  while (environ[nenv]) nenv++;
+  char **env = calloc(nenv + 3, sizeof *env), parent[64];
+  size_t nkeep = 0;
+  for (size_t i = 0; i < nenv; i++)
+    if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0 && strncmp(environ[i], "SYSLAB_REMOVE_CONNECTION_FILE=", 30) != 0)
+      env[nkeep++] = environ[i];
+  snprintf(parent, sizeof parent, "JPY_PARENT_PID=%d", (int)getpid());
+  env[nkeep++] = parent;
+  env[nkeep++] = "SYSLAB_REMOVE_CONNECTION_FILE=1";  /* if this process dies, the kernel removes it */
+  env[nkeep] = NULL;
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int src = posix_spawn(&k->pid, args[0], NULL, &attr, args, env);
+  posix_spawnattr_destroy(&attr);
+  free(env);
+  if (src != 0) {
+    snprintf(err, errlen, "cannot start the kernel %s: %s", args[0], strerror(src));
     unlink(k->conn_path);
     rmdir(k->dir);
     free(k);
@@ -145,7 +188,7 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
   /* ask until it answers, as jupyter_client does: the first request may
   ** reach the socket before the kernel has bound it */
   double deadline = now() + timeout;
-  while (!k->info && now() < deadline && alive(k)) {
+  while (!k->info && now() < deadline && alive(k) && !stop_signal) {
     char id[64];
     send_request(k, k->shell, "kernel_info_request", NULL, id);
     double until = now() + 0.5;
@@ -156,7 +199,10 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
     }
   }
   if (!k->info) {
-    snprintf(err, errlen, "the kernel %s", alive(k) ? "did not answer within its start-up time" : "exited while starting");
+    snprintf(err, errlen, "the kernel %s",
+             stop_signal ? "was stopped by a signal while starting"
+             : alive(k)  ? "did not answer within its start-up time"
+                         : "exited while starting");
     slR_kernel_stop(k);
     return NULL;
   }
@@ -276,6 +322,10 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
   slR_CellStatus status = SLR_CELL_OK;
   double deadline = now() + timeout;
   while (!(idle && replied)) {
+    if (stop_signal) {
+      status = SLR_CELL_STOPPED;
+      break;
+    }
     if (!alive(k)) {
       status = SLR_CELL_DIED;
       break;
@@ -314,14 +364,17 @@ void slR_kernel_stop(slR_Kernel *k) {
   if (!k) return;
   if (alive(k)) {
     send_request(k, k->control, "shutdown_request", json_pack("{s:b}", "restart", 0), NULL);
-    double until = now() + 3;
+    /* when stopping for a signal, the kernel gets a moment, not three seconds */
+    double until = now() + (stop_signal ? 0.5 : 3);
     while (alive(k) && now() < until) {
       struct timespec ts = {0, 2 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }
     if (alive(k)) {
+      kill(-k->pid, SIGKILL);  /* its process group: gnuplot too */
       kill(k->pid, SIGKILL);
-      waitpid(k->pid, NULL, 0);
+      while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   if (k->ctx) {

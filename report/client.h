@@ -20,8 +20,16 @@ typedef enum {
   SLR_CELL_OK = 0,
   SLR_CELL_ERROR = 1,     /* the cell raised an error (an error output was added) */
   SLR_CELL_TIMEOUT = 2,   /* the cell ran past its time limit and was interrupted */
-  SLR_CELL_DIED = 3       /* the kernel process died */
+  SLR_CELL_DIED = 3,      /* the kernel process died */
+  SLR_CELL_STOPPED = 4    /* SIGINT, SIGTERM or SIGHUP reached this process */
 } slR_CellStatus;
+
+/* SIGINT, SIGTERM and SIGHUP set a flag that every wait of the client and
+** of the PDF export checks, instead of killing the process, so kernels are
+** stopped and their connection files removed; the caller then exits */
+void slR_catch_stop_signals(void);
+/* the signal that asked to stop, or 0 */
+int slR_stop_requested(void);
 
 /* Runs code; returns the cell's nbformat outputs (new reference) in
 ** *outputs and its execution count. */

@@ -26,7 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "notebook.h"
+#include "sanitize.h"
 #include "syslab.h"
 
 extern char **environ;
@@ -43,28 +45,25 @@ static void slug(const char *title, char *out, size_t size) {
   out[n] = '\0';
 }
 
-/* the notebook's first Markdown heading, or its file name */
+/* the notebook's section heading in the report: the first line of its first
+** Markdown cell when that is a heading, else its file name (what
+** slR_export_markdown writes as the section's heading) */
 static void notebook_title(json_t *nb, const char *stem, char *out, size_t size) {
   size_t i;
   json_t *cell;
+  snprintf(out, size, "%s", stem);
   json_array_foreach(json_object_get(nb, "cells"), i, cell) {
     if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "markdown") != 0) continue;
     char *src = slR_cell_source(cell);
-    for (char *line = src; line && *line;) {
-      char *eol = strchr(line, '\n');
-      if (line[0] == '#') {
-        char *t = line;
-        while (*t == '#') t++;
-        while (*t == ' ') t++;
-        snprintf(out, size, "%.*s", (int)(eol ? eol - t : (long)strlen(t)), t);
-        free(src);
-        return;
-      }
-      line = eol ? eol + 1 : NULL;
+    if (src[0] == '#') {
+      char *t = src, *eol = strchr(src, '\n');
+      while (*t == '#') t++;
+      while (*t == ' ') t++;
+      snprintf(out, size, "%.*s", (int)(eol ? eol - t : (long)strlen(t)), t);
     }
     free(src);
+    return;
   }
-  snprintf(out, size, "%s", stem);
 }
 
 static int is_progress(json_t *out) {
@@ -155,20 +154,24 @@ static int decode_base64(const char *b64, unsigned char **out, size_t *len) {
   return 0;
 }
 
-int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, char **markdown, char *err,
-                        size_t errlen) {
+static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t count, char (*anchors)[256]);
+
+int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, char **markdown,
+                        char *err, size_t errlen) {
   char figdir[4200];
   snprintf(figdir, sizeof figdir, "%s/figures", outdir);
   if (slR_mkdirs(figdir) != 0) {
     snprintf(err, errlen, "cannot create %s: %s", figdir, strerror(errno));
     return -1;
   }
-  /* first pass: number the figures so references can point forward too */
-  json_t *labels = json_object();
+  /* first pass: number the figures so references can point forward too;
+  ** a label names a figure within its own notebook */
+  json_t *labels = json_array();
   int figure = 0;
   for (size_t k = 0; k < count; k++) {
     size_t i;
-    json_t *cell;
+    json_t *cell, *mine = json_object();
+    json_array_append_new(labels, mine);
     json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
       if (slR_cell_has_tag(cell, "remove-cell") || slR_cell_has_tag(cell, "remove-output")) continue;
       size_t j;
@@ -181,7 +184,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
         if (first) {
           char *src = slR_cell_source(cell), label[128];
           slR_cell_option(src, "label", label, sizeof label);
-          if (label[0]) json_object_set_new(labels, label, json_integer(figure));
+          if (label[0]) json_object_set_new(mine, label, json_integer(figure));
           free(src);
           first = 0;
         }
@@ -189,14 +192,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     }
   }
   slU_Text t = {0};
-  slU_add(&t, "# Lab report\n\n## Contents\n\n");
-  for (size_t k = 0; k < count; k++) {
-    char title[256], anchor[256];
-    notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
-    slug(title, anchor, sizeof anchor);
-    slU_add(&t, "%zu. [%s](#%s)\n", k + 1, title, anchor);
-  }
-  slU_add(&t, "\n");
+  slU_add_len(&t, "", 0);
   figure = 0;
   int rc = 0;
   for (size_t k = 0; k < count && rc == 0; k++) {
@@ -217,7 +213,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
       const char *type = json_string_value(json_object_get(cell, "cell_type"));
       char *src = slR_cell_source(cell);
       if (strcmp(type, "markdown") == 0) {
-        add_markdown_cell(&t, src, labels);
+        add_markdown_cell(&t, src, json_array_get(labels, k));
         free(src);
         continue;
       }
@@ -260,7 +256,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
           if (png || svg) {
             figure++;
             char name[512], path[4800];
-            if (label[0]) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
+            if (label[0] && slR_label_valid(label)) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
             else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem, i + 1, nfig ? "-" : "", nfig, png ? "png" : "svg");
             nfig++;
             snprintf(path, sizeof path, "%s/%s", figdir, name);
@@ -304,20 +300,54 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
   slU_add_len(&clean, "", 0);
   strip_ansi(&clean, t.s);
   free(t.s);
-  *markdown = clean.s;
+  t = clean;
+  /* the contents come last, once the headings they point to are known */
+  slU_Text doc = {0};
+  slU_add(&doc, "# Lab report\n\n");
+  if (json_array_size(failures) > 0) {
+    slU_add(&doc, "> **Incomplete report:** %zu problem%s; notebooks that failed are left out.\n>\n",
+            json_array_size(failures), json_array_size(failures) == 1 ? "" : "s");
+    size_t i;
+    json_t *f;
+    json_array_foreach(failures, i, f) slU_add(&doc, "> - %s\n", json_string_value(f));
+    slU_add(&doc, "\n");
+  }
+  slU_add(&doc, "## Contents\n\n");
+  size_t head = doc.n;
+  slU_add(&doc, "%s", t.s);
+  char (*anchors)[256] = calloc(count ? count : 1, sizeof *anchors);
+  toc_anchors(doc.s, nbs, count, anchors);
+  slU_Text toc = {0};
+  slU_add_len(&toc, doc.s, head);
+  for (size_t k = 0; k < count; k++) {
+    char title[256];
+    notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
+    slU_add(&toc, "%zu. [%s](#%s)\n", k + 1, title, anchors[k]);
+  }
+  slU_add(&toc, "\n%s", t.s);
+  free(anchors);
+  free(doc.s);
+  free(t.s);
+  *markdown = toc.s;
   return 0;
 }
 
 /* ------------------------------------------------------------------ HTML */
 
 /* Math is kept away from the Markdown parser, which would read the _ and *
-** of TeX as emphasis, and put back verbatim for KaTeX to typeset. */
+** of TeX as emphasis, and put back verbatim for KaTeX to typeset. The
+** control characters \1 and \2 mark headings for their ids below, so any
+** in the input are dropped (they have no place in HTML anyway). */
 static char *protect_math(const char *md, json_t *stash) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
   int in_fence = 0;
   for (const char *p = md; *p;) {
     if ((p == md || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
+    if (*p == '\1' || *p == '\2') {
+      p++;
+      continue;
+    }
     if (!in_fence && *p == '$') {
       int display = p[1] == '$';
       const char *close = display ? strstr(p + 2, "$$") : strchr(p + 1, '$');
@@ -336,25 +366,127 @@ static char *protect_math(const char *md, json_t *stash) {
   return t.s;
 }
 
-static char *restore_math(const char *html, json_t *stash) {
+/* The placeholders replaced: in HTML by a span that the report's script
+** typesets with KaTeX (the TeX escaped, as text); in plain text by the TeX. */
+static char *restore_math(const char *s, json_t *stash, int html) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
-  for (const char *p = html; *p;) {
+  for (const char *p = s; *p;) {
     if (strncmp(p, "SYSLABMATH", 10) == 0) {
       char *end;
       long i = strtol(p + 10, &end, 10);
       if (*end == 'X' && i >= 0 && (size_t)i < json_array_size(stash)) {
-        for (const char *m = json_string_value(json_array_get(stash, (size_t)i)); *m; m++) {
+        const char *m = json_string_value(json_array_get(stash, (size_t)i));
+        if (!html) {
+          slU_add(&t, "%s", m);
+          p = end + 1;
+          continue;
+        }
+        slU_add(&t, "<span class=\"syslab-math%s\">", m[1] == '$' ? " syslab-display" : "");
+        for (; *m; m++) {
           if (*m == '<') slU_add(&t, "&lt;");
           else if (*m == '>') slU_add(&t, "&gt;");
           else if (*m == '&') slU_add(&t, "&amp;");
           else slU_add_len(&t, m, 1);
         }
+        slU_add(&t, "</span>");
         p = end + 1;
         continue;
       }
     }
     slU_add_len(&t, p++, 1);
+  }
+  return t.s;
+}
+
+static cmark_node *parse_markdown(const char *markdown, json_t *stash, cmark_parser **parser) {
+  cmark_gfm_core_extensions_ensure_registered();
+  *parser = cmark_parser_new(CMARK_OPT_UNSAFE);
+  const char *exts[] = {"table", "strikethrough", "autolink"};
+  for (int i = 0; i < 3; i++) cmark_parser_attach_syntax_extension(*parser, cmark_find_syntax_extension(exts[i]));
+  char *protected = protect_math(markdown, stash);
+  cmark_parser_feed(*parser, protected, strlen(protected));
+  free(protected);
+  return cmark_parser_finish(*parser);
+}
+
+/* Every heading's id, in document order, as [text, id] pairs: GitHub's rule
+** (the heading's text in lower case, spaces to '-', punctuation dropped,
+** -1, -2, ... added to repeats), so report.md's links work on GitHub too. */
+static json_t *heading_ids(cmark_node *doc, json_t *stash) {
+  json_t *ids = json_array(), *used = json_object();
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *n = cmark_iter_get_node(it);
+    if (ev != CMARK_EVENT_ENTER || cmark_node_get_type(n) != CMARK_NODE_HEADING) continue;
+    char *plain = cmark_render_plaintext(n, CMARK_OPT_DEFAULT, 0);
+    char *text = restore_math(plain, stash, 0);
+    size_t len = strlen(text);
+    while (len > 0 && isspace((unsigned char)text[len - 1])) text[--len] = '\0';
+    char base[200], id[256];
+    slug(text, base, sizeof base);
+    snprintf(id, sizeof id, "%s", base[0] ? base : "section");
+    for (int k = 1; json_object_get(used, id); k++) snprintf(id, sizeof id, "%s-%d", base[0] ? base : "section", k);
+    json_object_set_new(used, id, json_true());
+    json_array_append_new(ids, json_pack("[s,s]", text, id));
+    free(text);
+    free(plain);
+  }
+  cmark_iter_free(it);
+  json_decref(used);
+  return ids;
+}
+
+/* the id of each notebook's section heading in the finished Markdown: the
+** first heading, after the previous notebook's, whose text is the title */
+static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t count, char (*anchors)[256]) {
+  json_t *stash = json_array();
+  cmark_parser *parser;
+  cmark_node *doc = parse_markdown(markdown, stash, &parser);
+  json_t *ids = heading_ids(doc, stash);
+  size_t next = 2;  /* after "Lab report" and "Contents" */
+  for (size_t k = 0; k < count; k++) {
+    char title[256], heading[300];
+    notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
+    snprintf(heading, sizeof heading, "# %s\n", title);
+    json_t *tstash = json_array();
+    cmark_parser *tparser;
+    cmark_node *tdoc = parse_markdown(heading, tstash, &tparser);
+    json_t *tids = heading_ids(tdoc, tstash);
+    const char *want = json_string_value(json_array_get(json_array_get(tids, 0), 0));
+    size_t j = next;
+    while (j < json_array_size(ids) && (!want || strcmp(json_string_value(json_array_get(json_array_get(ids, j), 0)), want) != 0)) j++;
+    if (j == json_array_size(ids)) j = next < j ? next : 0;  /* not found: the next heading, so the link still lands */
+    snprintf(anchors[k], 256, "%s", json_string_value(json_array_get(json_array_get(ids, j), 1)));
+    if (j >= next) next = j + 1;
+    json_decref(tids);
+    json_decref(tstash);
+    cmark_node_free(tdoc);
+    cmark_parser_free(tparser);
+  }
+  json_decref(ids);
+  json_decref(stash);
+  cmark_node_free(doc);
+  cmark_parser_free(parser);
+}
+
+/* "<hN>\1k\2" as cmark renders a marked heading becomes <hN id="..."> */
+static char *place_heading_ids(const char *html, json_t *ids) {
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  for (const char *p = html; *p;) {
+    if (p[0] == '<' && p[1] == 'h' && p[2] >= '1' && p[2] <= '6' && p[3] == '>' && p[4] == '\1') {
+      char *end;
+      long k = strtol(p + 5, &end, 10);
+      if (*end == '\2') {
+        slU_add(&t, "<h%c id=\"%s\">", p[2], json_string_value(json_array_get(json_array_get(ids, (size_t)k), 1)));
+        p = end + 1;
+        continue;
+      }
+    }
+    if (*p != '\1' && *p != '\2') slU_add_len(&t, p, 1);
+    p++;
   }
   return t.s;
 }
@@ -367,37 +499,97 @@ static const char *const css =
     "table{border-collapse:collapse;margin:1em 0;font-size:8pt;max-width:100%}th,td{border:1px solid #bbb;padding:.2em .4em;overflow-wrap:anywhere}"
     "th{background:#eee}img{max-width:85%;display:block;margin:1em auto}"
     "p>em:only-child{display:block;text-align:center;font-size:.95em}"
+    "blockquote{border-left:4px solid #c33;margin:1em 0;padding:.2em 1em;background:#fdf3f3}"
+    ".syslab-display{display:block;text-align:center;margin:.8em 0}"
     "@page{size:A4;margin:18mm}";
 
+/* the report's only script after KaTeX itself: typeset the math spans */
+static const char *const typeset =
+    "document.querySelectorAll('.syslab-math').forEach(function (e) {"
+    "var d = e.classList.contains('syslab-display'), t = e.textContent;"
+    "t = d ? t.slice(2, -2) : t.slice(1, -1);"
+    "try { katex.render(t, e, {displayMode: d, throwOnError: false}); } catch (x) {}"
+    "});";
+
+static void sha256_base64(const char *s, size_t n, char out[64]) {
+  unsigned char md[32];
+  unsigned len = 0;
+  EVP_Digest(s, n, md, &len, EVP_sha256(), NULL);
+  EVP_EncodeBlock((unsigned char *)out, md, 32);
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  char buf[16384];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) slU_add_len(&t, buf, n);
+  fclose(f);
+  return t.s;
+}
+
+/* The page carries its own policy: scripts run only if their text hashes to
+** KaTeX's or the typesetting script's, nothing is fetched, framed or
+** embedded, and images come only from files (the sanitiser keeps those to
+** relative paths) or data: URLs. KaTeX is inlined because Chromium cannot
+** check a hash on a file:// script, and allowing file: scripts would allow
+** any script on the disk. */
 int slR_export_html(const char *markdown, const char *outdir, char *err, size_t errlen) {
-  cmark_gfm_core_extensions_ensure_registered();
-  cmark_parser *parser = cmark_parser_new(CMARK_OPT_UNSAFE);
-  const char *exts[] = {"table", "strikethrough", "autolink"};
-  for (int i = 0; i < 3; i++) cmark_parser_attach_syntax_extension(parser, cmark_find_syntax_extension(exts[i]));
+  char *katex = read_file(SLR_KATEX_DIR "/katex.min.js");
+  if (!katex || strstr(katex, "</script") || strstr(katex, "<!--")) {
+    snprintf(err, errlen, "cannot use %s/katex.min.js (install the Debian package libjs-katex); report.md was written",
+             SLR_KATEX_DIR);
+    free(katex);
+    return -1;
+  }
   json_t *stash = json_array();
-  char *protected = protect_math(markdown, stash);
-  cmark_parser_feed(parser, protected, strlen(protected));
-  cmark_node *doc = cmark_parser_finish(parser);
+  cmark_parser *parser;
+  cmark_node *doc = parse_markdown(markdown, stash, &parser);
+  json_t *ids = heading_ids(doc, stash);
+  /* mark each heading with its number, so its id can be placed after rendering */
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  size_t nheading = 0;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *n = cmark_iter_get_node(it);
+    if (ev != CMARK_EVENT_ENTER || cmark_node_get_type(n) != CMARK_NODE_HEADING) continue;
+    char mark[32];
+    snprintf(mark, sizeof mark, "\1%zu\2", nheading++);
+    cmark_node *m = cmark_node_new(CMARK_NODE_TEXT);
+    cmark_node_set_literal(m, mark);
+    cmark_node_prepend_child(n, m);
+  }
+  cmark_iter_free(it);
   char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE, cmark_parser_get_syntax_extensions(parser));
-  char *restored = restore_math(body, stash);
+  char *clean = slR_sanitize_html(body);
+  char *with_ids = place_heading_ids(clean, ids);
+  char *restored = restore_math(with_ids, stash, 1);
+  char katex_hash[64], typeset_hash[64];
+  sha256_base64(katex, strlen(katex), katex_hash);
+  sha256_base64(typeset, strlen(typeset), typeset_hash);
   slU_Text t = {0};
   slU_add(&t,
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Lab report</title>\n"
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'sha256-%s' "
+      "'sha256-%s'; style-src 'unsafe-inline' file:; font-src file:; img-src file: data:; base-uri 'none'; "
+      "form-action 'none'\">\n<title>Lab report</title>\n"
       "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
-      "<script src=\"file://" SLR_KATEX_DIR "/katex.min.js\"></script>\n"
-      "<script src=\"file://" SLR_KATEX_DIR "/contrib/auto-render.js\"></script>\n"
-      "<style>%s</style></head>\n<body>\n%s\n"
-      "<script>if (window.renderMathInElement) renderMathInElement(document.body, {delimiters: ["
-      "{left: '$$', right: '$$', display: true}, {left: '$', right: '$', display: false}], throwOnError: false});"
-      "</script>\n</body></html>\n",
-      css, restored);
+      "<style>%s</style></head>\n<body>\n%s\n<script>",
+      katex_hash, typeset_hash, css, restored);
+  slU_add(&t, "%s", katex);
+  slU_add(&t, "</script>\n<script>%s</script>\n</body></html>\n", typeset);
   char path[4200];
   snprintf(path, sizeof path, "%s/report.html", outdir);
   int rc = slR_write_atomic(path, t.s, t.n, err, errlen);
   free(t.s);
   free(restored);
+  free(with_ids);
+  free(clean);
   free(body);
-  free(protected);
+  free(katex);
+  json_decref(ids);
   json_decref(stash);
   cmark_node_free(doc);
   cmark_parser_free(parser);
@@ -438,14 +630,33 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   }
   char profile_arg[128];
   snprintf(profile_arg, sizeof profile_arg, "--user-data-dir=%s", profile);
-  char *argv[] = {(char *)browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-                  "--allow-file-access-from-files", "--virtual-time-budget=5000", profile_arg, out_arg, url, NULL};
+  /* No --allow-file-access-from-files: the page may not read files with
+  ** fetch or XHR. Chromium's sandbox stays on, except as root, where
+  ** Chromium refuses to start with it (crbug.com/638180). */
+  char *argv[12];
+  int argc = 0;
+  argv[argc++] = (char *)browser;
+  argv[argc++] = "--headless";
+  if (geteuid() == 0) argv[argc++] = "--no-sandbox";
+  argv[argc++] = "--disable-gpu";
+  argv[argc++] = "--no-pdf-header-footer";
+  argv[argc++] = "--virtual-time-budget=5000";
+  argv[argc++] = profile_arg;
+  argv[argc++] = out_arg;
+  argv[argc++] = url;
+  argv[argc] = NULL;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  /* its own process group, so a stop takes its helper processes too */
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int rc = posix_spawn(&pid, browser, &fa, NULL, argv, environ);
+  int rc = posix_spawn(&pid, browser, &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     snprintf(err, errlen, "cannot start %s: %s", browser, strerror(rc));
@@ -454,7 +665,7 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   }
   double deadline = now() + timeout;
   int status = 0, done = 0;
-  while (!done && now() < deadline) {
+  while (!done && now() < deadline && !slR_stop_requested()) {
     if (waitpid(pid, &status, WNOHANG) == pid) done = 1;
     else {
       struct timespec ts = {0, 20 * 1000 * 1000};
@@ -462,8 +673,10 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
     }
   }
   if (!done) {
+    kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   /* the browser's profile folder is scratch */
   char cmd_dir[200];
@@ -479,7 +692,8 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   }
   if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(magic, "%PDF", 4) != 0) {
     unlink(tmp);
-    snprintf(err, errlen, "%s could not print report.html to PDF%s", browser, done ? "" : " in time");
+    snprintf(err, errlen, "%s could not print report.html to PDF%s", browser,
+             done ? "" : slR_stop_requested() ? " (stopped by a signal)" : " in time");
     return -1;
   }
   if (rename(tmp, final) != 0) {

@@ -4,6 +4,7 @@
 */
 #include "notebook.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,14 @@ void slR_cell_option(const char *source, const char *key, char *out, size_t size
     if (!eol) break;
     p = eol + 1;
   }
+}
+
+int slR_label_valid(const char *label) {
+  size_t n = strlen(label);
+  if (n == 0 || n > 100) return 0;
+  for (const char *p = label; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_') return 0;
+  return 1;
 }
 
 int slR_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen) {

@@ -15,6 +15,8 @@ char *slR_cell_source(json_t *cell);
 int slR_cell_has_tag(json_t *cell, const char *tag);
 /* Quarto-style cell options: "#| key: value" lines at the top of a code cell */
 void slR_cell_option(const char *source, const char *key, char *out, size_t size);
+/* a label may name a figure file: letters, digits, '-' and '_', 1 to 100 of them */
+int slR_label_valid(const char *label);
 
 /* writes to PATH.tmpPID and renames, so readers never see half a file */
 int slR_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);

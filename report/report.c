@@ -12,10 +12,21 @@
 ** source, parameters and syslab version are unchanged since its last
 ** successful run is taken from DIR/.cache instead of running again (like
 ** Quarto's freeze); --no-cache runs everything.
+**
+** Notebooks may come from anyone (a class's submissions), so nothing is
+** written before the whole run has been checked: the output folder must be
+** named, must not be /, and must be empty or an earlier report (--force
+** overrides the latter); figure labels must be unique in their notebook
+** and usable as file names. The previous run's report.md, report.html and
+** report.pdf are removed before anything runs, so a failed run never
+** leaves an old report looking current. SIGINT, SIGTERM and SIGHUP stop the
+** run with its kernel shut down (see client.c), then end the process with
+** that signal.
 */
 #include "report.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -35,7 +46,7 @@ typedef struct {
   size_t count;
   const char *outdir;
   json_t *params;          /* name -> source text of the value */
-  int allow_errors, use_cache, pdf;
+  int allow_errors, use_cache, pdf, force;
   double timeout;
 } Options;
 
@@ -47,7 +58,7 @@ static double now(void) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]\n"
-             "                     [--timeout SECONDS] [--no-cache] [--no-pdf]\n\n"
+             "                     [--timeout SECONDS] [--no-cache] [--no-pdf] [--force]\n\n"
              "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
              "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
              "executed notebooks in DIR/notebooks. Notebooks themselves are never modified.\n\n"
@@ -56,7 +67,8 @@ static void usage(FILE *f) {
              "  --allow-errors    keep going after a cell fails (otherwise the notebook stops there)\n"
              "  --timeout S       stop a cell that runs longer than S seconds (default 600)\n"
              "  --no-cache        run every notebook even if nothing changed\n"
-             "  --no-pdf          write report.md and report.html only\n");
+             "  --no-pdf          write report.md and report.html only\n"
+             "  --force           write into DIR even if it holds files that are not an earlier report\n");
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -107,7 +119,13 @@ static int parse_args(int argc, char **argv, Options *o) {
   o->timeout = 600;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) o->outdir = argv[++i];
+    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        fprintf(stderr, "syslab report: %s needs the name of a folder for the report (an empty name is refused)\n", a);
+        return 2;
+      }
+      o->outdir = argv[++i];
+    }
     else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
       const char *kv = argv[++i], *eq = strchr(kv, '=');
       if (!eq || eq == kv) {
@@ -122,6 +140,7 @@ static int parse_args(int argc, char **argv, Options *o) {
     } else if (strcmp(a, "--allow-errors") == 0) o->allow_errors = 1;
     else if (strcmp(a, "--no-cache") == 0) o->use_cache = 0;
     else if (strcmp(a, "--no-pdf") == 0) o->pdf = 0;
+    else if (strcmp(a, "--force") == 0) o->force = 1;
     else if (strcmp(a, "--timeout") == 0 && i + 1 < argc) {
       o->timeout = atof(argv[++i]);
       if (!(o->timeout > 0)) {
@@ -297,41 +316,211 @@ static int execute_notebook(const char *path, json_t *nb, const Options *o, int 
   return rc;
 }
 
+/* ----------------------------------------------------------- the folder */
+
+/* what a report folder holds; anything else means it is someone's folder */
+static int report_entry(const char *name) {
+  static const char *const names[] = {".", "..", "report.md", "report.html", "report.pdf", "figures", "notebooks",
+                                      ".cache", NULL};
+  for (int i = 0; names[i]; i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  /* a temporary file left by an interrupted earlier run */
+  return strncmp(name, "report.", 7) == 0 && strstr(name, ".tmp") != NULL;
+}
+
+/* 0 when the report may be written to outdir; nothing is written here */
+static int check_outdir(const Options *o) {
+  char abs[4096];
+  if (realpath(o->outdir, abs) && strcmp(abs, "/") == 0) {
+    fprintf(stderr, "syslab report: refusing to write the report into / (-o %s); name a folder of its own\n", o->outdir);
+    return -1;
+  }
+  struct stat st;
+  if (stat(o->outdir, &st) != 0) return 0;  /* created later */
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "syslab report: %s exists and is not a folder; -o takes a folder\n", o->outdir);
+    return -1;
+  }
+  if (o->force) return 0;
+  DIR *d = opendir(o->outdir);
+  if (!d) {
+    fprintf(stderr, "syslab report: cannot read %s: %s\n", o->outdir, strerror(errno));
+    return -1;
+  }
+  char found[600] = "";
+  int foreign = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (report_entry(e->d_name)) continue;
+    if (foreign++ < 3) {
+      size_t l = strlen(found);
+      snprintf(found + l, sizeof found - l, "%s'%s'", l ? ", " : "", e->d_name);
+    }
+  }
+  closedir(d);
+  if (!foreign) return 0;
+  fprintf(stderr,
+          "syslab report: %s is not empty and does not look like an earlier report: it holds %s%s (a report folder "
+          "holds only report.md, report.html, report.pdf, figures/, notebooks/ and .cache/). Choose another folder "
+          "with -o, or pass --force to write into it anyway\n",
+          o->outdir, found, foreign > 3 ? " and more" : "");
+  return -1;
+}
+
+/* the previous run's report goes before anything runs, so that a run that
+** fails cannot leave it looking like this run's; figures are rewritten */
+static void remove_previous(const char *outdir) {
+  static const char *const names[] = {"report.md", "report.html", "report.pdf", NULL};
+  char path[4400];
+  for (int i = 0; names[i]; i++) {
+    snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/figures", outdir);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n > 4 && (strcmp(e->d_name + n - 4, ".png") == 0 || strcmp(e->d_name + n - 4, ".svg") == 0)) {
+      char file[4700];
+      snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+      unlink(file);
+    }
+  }
+  if (d) closedir(d);
+}
+
+/* ------------------------------------------------------------- labels */
+
+static void stem_of(const char *path, char *stem, size_t size) {
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  snprintf(stem, size, "%s", base);
+  char *dot = strrchr(stem, '.');
+  if (dot && strcmp(dot, ".ipynb") == 0) *dot = '\0';
+}
+
+/* Labels name figure files (<notebook>-<label>.png) and @references, so in
+** one notebook each must be unique and a plain name; checked before any
+** cell runs. Returns the number of problems, each printed. */
+static int check_labels(const char *path, json_t *nb) {
+  json_t *seen = json_object();
+  int problems = 0;
+  size_t i;
+  json_t *cell;
+  json_array_foreach(json_object_get(nb, "cells"), i, cell) {
+    if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") != 0) continue;
+    char *src = slR_cell_source(cell), label[256];
+    slR_cell_option(src, "label", label, sizeof label);
+    free(src);
+    if (!label[0]) continue;
+    if (!slR_label_valid(label)) {
+      fprintf(stderr, "  error: %s, cell %zu: the label '%s' may only use letters, digits, '-' and '_' (at most 100)\n",
+              path, i + 1, label);
+      problems++;
+      continue;
+    }
+    json_t *first = json_object_get(seen, label);
+    if (first) {
+      fprintf(stderr, "  error: %s: cells %d and %zu both have the label '%s'; a label names one figure, so each "
+              "must be unique in its notebook\n", path, (int)json_integer_value(first), i + 1, label);
+      problems++;
+    } else {
+      json_object_set_new(seen, label, json_integer((json_int_t)(i + 1)));
+    }
+  }
+  json_decref(seen);
+  return problems;
+}
+
+/* a signal stopped the run: the kernel is already shut down; end the way
+** the signal would have ended the process */
+static void die_of_signal(int sig) {
+  fprintf(stderr, "syslab report: stopped by signal %d (%s); the kernel was shut down\n", sig, strsignal(sig));
+  signal(sig, SIG_DFL);
+  raise(sig);
+  exit(128 + sig);
+}
+
+static void free_options(Options *o) {
+  for (size_t i = 0; i < o->count; i++) free(o->notebooks[i]);
+  free(o->notebooks);
+  json_decref(o->params);
+}
+
 int slR_main(int argc, char **argv) {
   Options o;
   memset(&o, 0, sizeof o);
   int prc = parse_args(argc, argv, &o);
   if (prc != 0) {
-    json_decref(o.params);
-    for (size_t i = 0; i < o.count; i++) free(o.notebooks[i]);
-    free(o.notebooks);
+    free_options(&o);
     return prc == 1 ? 0 : prc;
   }
   double start = now();
   char dir[4200], err[2048];
+  if (check_outdir(&o) != 0) {
+    free_options(&o);
+    return 2;
+  }
+  /* every notebook read and its labels checked before anything is written or run */
+  json_t **read = calloc(o.count, sizeof *read);
+  json_t *read_errors = json_array();  /* per notebook: why it cannot be read, or null */
+  json_t *failures = json_array();     /* what went wrong, for the report's notice */
+  int refused = 0;
+  for (size_t i = 0; i < o.count; i++) {
+    char stem[256];
+    stem_of(o.notebooks[i], stem, sizeof stem);
+    for (size_t j = 0; j < i; j++) {
+      char other[256];
+      stem_of(o.notebooks[j], other, sizeof other);
+      if (strcmp(stem, other) == 0) {
+        fprintf(stderr, "syslab report: %s and %s have the same name '%s'; the executed notebooks and figures are "
+                "named after it, so rename one\n", o.notebooks[j], o.notebooks[i], stem);
+        refused++;
+        break;
+      }
+    }
+    read[i] = slR_notebook_read(o.notebooks[i], err, sizeof err);
+    json_array_append_new(read_errors, read[i] ? json_null() : json_string(err));
+    if (read[i]) refused += check_labels(o.notebooks[i], read[i]);
+  }
+  if (refused) {
+    fprintf(stderr, "syslab report: nothing was run; fix the %s above first\n", refused == 1 ? "problem" : "problems");
+    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
+    free(read);
+    json_decref(failures);
+    json_decref(read_errors);
+    free_options(&o);
+    return 1;
+  }
   snprintf(dir, sizeof dir, "%s/notebooks", o.outdir);
   char cache_dir[4200];
   snprintf(cache_dir, sizeof cache_dir, "%s/.cache", o.outdir);
   if (slR_mkdirs(dir) != 0 || slR_mkdirs(cache_dir) != 0) {
     fprintf(stderr, "syslab report: cannot create %s: %s\n", o.outdir, strerror(errno));
+    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
+    free(read);
+    json_decref(failures);
+    json_decref(read_errors);
+    free_options(&o);
     return 1;
   }
+  remove_previous(o.outdir);
+  slR_catch_stop_signals();
   slR_Notebook *done = calloc(o.count, sizeof *done);
   size_t ndone = 0;
-  int failures = 0, cells = 0, cached = 0;
-  for (size_t i = 0; i < o.count; i++) {
+  int cells = 0, cached = 0;
+  for (size_t i = 0; i < o.count && !slR_stop_requested(); i++) {
     const char *path = o.notebooks[i];
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     char stem[256];
-    snprintf(stem, sizeof stem, "%s", base);
-    char *dot = strrchr(stem, '.');
-    if (dot && strcmp(dot, ".ipynb") == 0) *dot = '\0';
+    stem_of(path, stem, sizeof stem);
     fprintf(stderr, "syslab report: %s\n", path);
     double t0 = now();
-    json_t *nb = slR_notebook_read(path, err, sizeof err);
+    json_t *nb = read[i];
+    read[i] = NULL;
     if (!nb) {
-      fprintf(stderr, "  error: %s\n", err);
-      failures++;
+      const char *why = json_string_value(json_array_get(read_errors, i));
+      fprintf(stderr, "  error: %s\n", why);
+      json_array_append_new(failures, json_string(why));
       continue;
     }
     char key[65], key_path[4600], executed[4600];
@@ -369,7 +558,7 @@ int slR_main(int argc, char **argv) {
     }
     if (rc != 0) {
       fprintf(stderr, "  error: %s\n", err);
-      failures++;
+      json_array_append_new(failures, json_string(err));
       json_decref(nb);
       continue;
     }
@@ -379,35 +568,49 @@ int slR_main(int argc, char **argv) {
     snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
     done[ndone++].nb = nb;
   }
+  for (size_t i = 0; i < o.count; i++) json_decref(read[i]);  /* those a stop left unread */
+  free(read);
+  json_decref(read_errors);
+  int stopped = slR_stop_requested();
   char *md = NULL;
   char md_path[4200];
   snprintf(md_path, sizeof md_path, "%s/report.md", o.outdir);
-  int pdf_ok = 0;
-  if (ndone > 0 && slR_export_markdown(done, ndone, o.outdir, &md, err, sizeof err) == 0 &&
-      slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0 &&
-      slR_export_html(md, o.outdir, err, sizeof err) == 0) {
-    if (o.pdf) {
-      pdf_ok = slR_export_pdf(o.outdir, 120, err, sizeof err) == 0;
-      if (!pdf_ok) {
-        fprintf(stderr, "syslab report: %s\n", err);
-        failures++;
-      }
-    }
-  } else if (ndone > 0) {
-    fprintf(stderr, "syslab report: %s\n", err);
-    failures++;
+  int md_ok = 0, pdf_ok = 0;
+  size_t failed_before = json_array_size(failures);
+  if (!stopped && ndone > 0 && slR_export_markdown(done, ndone, o.outdir, failures, &md, err, sizeof err) == 0 &&
+      slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0) {
+    md_ok = 1;
+    if (slR_export_html(md, o.outdir, err, sizeof err) != 0) json_array_append_new(failures, json_string(err));
+    else if (o.pdf && !(pdf_ok = slR_export_pdf(o.outdir, 120, err, sizeof err) == 0))
+      json_array_append_new(failures, json_string(err));
+  } else if (!stopped && ndone > 0) {
+    json_array_append_new(failures, json_string(err));
   }
+  for (size_t i = failed_before; i < json_array_size(failures); i++)
+    fprintf(stderr, "syslab report: %s\n", json_string_value(json_array_get(failures, i)));
   free(md);
-  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %d error%s, %.1f s\n", o.count,
-          o.count == 1 ? "" : "s", cached, cells, failures, failures == 1 ? "" : "s", now() - start);
-  if (ndone > 0) {
-    printf("%s\n", md_path);
-    if (pdf_ok) printf("%s/report.pdf\n", o.outdir);
+  stopped = slR_stop_requested();
+  if (stopped) {
+    /* whatever was half made goes: this run wrote no report */
+    const char *names[] = {"report.md", "report.html", "report.pdf"};
+    for (int i = 0; i < 3; i++) {
+      char path[4300];
+      snprintf(path, sizeof path, "%s/%s", o.outdir, names[i]);
+      unlink(path);
+    }
+    md_ok = pdf_ok = 0;
   }
+  size_t nfail = json_array_size(failures);
+  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s, %.1f s\n", o.count,
+          o.count == 1 ? "" : "s", cached, cells, nfail, nfail == 1 ? "" : "s", now() - start);
+  /* only the paths of files this run wrote */
+  if (md_ok) printf("%s\n", md_path);
+  if (pdf_ok) printf("%s/report.pdf\n", o.outdir);
+  fflush(stdout);
   for (size_t i = 0; i < ndone; i++) json_decref(done[i].nb);
   free(done);
-  for (size_t i = 0; i < o.count; i++) free(o.notebooks[i]);
-  free(o.notebooks);
-  json_decref(o.params);
-  return failures ? 1 : 0;
+  json_decref(failures);
+  free_options(&o);
+  if (stopped) die_of_signal(stopped);
+  return nfail ? 1 : 0;
 }

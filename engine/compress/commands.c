@@ -156,9 +156,16 @@ static int check_sparsity(sl_Call *call, double s) {
   return 0;
 }
 
+/* MT19937 takes seeds of 32 bits, as numpy's RandomState does */
+static int check_seed(sl_Call *call) {
+  double seed = sl_arg_number(call, "seed");
+  if (!(seed >= 0 && seed <= 4294967295.0)) return sl_arg_error(call, "seed", "must be between 0 and 2^32 - 1, got %.9g", seed);
+  return 0;
+}
+
 static int cmd_prune_values(sl_Call *call, sl_Value *result) {
   double s = sl_arg_number(call, "sparsity");
-  if (check_sparsity(call, s) != 0) return -1;
+  if (check_sparsity(call, s) != 0 || check_seed(call) != 0) return -1;
   float *x;
   size_t n, row;
   if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
@@ -257,14 +264,15 @@ static int cmd_model_size(sl_Call *call, sl_Value *result) {
 typedef struct {
   double sparsity;
   int l1;
-  uint64_t seed, calls;
+  uint64_t seed;
+  slM_Mt rng;   /* random: seeded once per layer, a fresh subset every forward */
 } ActivationPrune;
 
 static void prune_activations(const slM_Transform *t, const float *in, float *out, size_t n) {
   ActivationPrune *a = t->state;
   unsigned char *mask = malloc(n ? n : 1);
   if (a->l1) slQ_prune_l1(in, n, a->sparsity, mask);
-  else slQ_prune_random(n, a->sparsity, a->seed + a->calls++, mask);
+  else slQ_prune_random_stream(&a->rng, n, a->sparsity, mask);
   for (size_t i = 0; i < n; i++) out[i] = mask[i] ? in[i] : 0.0f;
   free(mask);
 }
@@ -284,7 +292,10 @@ static slM_Transform *clone_pruner(const slM_Transform *t) {
 static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
   slM_Transform *t = calloc(1, sizeof *t);
   ActivationPrune *a = calloc(1, sizeof *a);
-  *a = (ActivationPrune){s, l1, seed, 0};
+  a->sparsity = s;
+  a->l1 = l1;
+  a->seed = seed;
+  slM_mt_seed(&a->rng, (uint32_t)seed);
   t->apply = prune_activations;
   t->free = free_transform;
   t->clone = clone_pruner;
@@ -298,7 +309,7 @@ static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
 /* prunes a copy of src as the call's settings say */
 static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   double s = sl_arg_number(call, "sparsity"), as = sl_arg_number(call, "activation_sparsity");
-  if (check_sparsity(call, s) != 0 || check_layers(call, src) != 0) return -1;
+  if (check_sparsity(call, s) != 0 || check_seed(call) != 0 || check_layers(call, src) != 0) return -1;
   if (!(as >= 0 && as <= 1)) return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %.9g", as);
   int l1 = strcmp(sl_arg_string(call, "method"), "l1") == 0;
   int global = strcmp(sl_arg_string(call, "scope"), "global") == 0;

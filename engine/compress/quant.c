@@ -332,6 +332,105 @@ static void mxint8_block_fast(const float *in, float *out, size_t n) {
   }
 }
 
+/* Minifloat and log formats without libm calls: the same binary64
+** arithmetic as the reference, with frexp and ldexp replaced by reading and
+** writing exponent bits (exact for normal doubles), so the loop has no
+** calls and runs several times faster. Used when every power of two the
+** format needs is a normal double; tests/unit/test_quant_fast.c checks it
+** bit for bit against the reference. */
+static double pow2d(int k) {
+  uint64_t bits = (uint64_t)(k + 1023) << 52;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/* floor(log2 v) and whether v is a power of two, for a normal v > 0 */
+static int exponent_bits(double v, uint64_t *mantissa) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  *mantissa = bits & 0xFFFFFFFFFFFFFull;
+  return (int)((bits >> 52) & 0x7FF) - 1023;
+}
+
+static int fast_exponents_fit(const slQ_Format *f) {
+  int B, emax, M = f->width - f->exponent_width - 1;
+  if (f->kind == SLQ_LOG) {
+    B = f->has_bias ? f->exponent_bias : default_bias(f->width - 1);
+    emax = (1 << (f->width - 1)) - 1 - B;
+    M = 0;
+  } else {
+    if (f->exponent_width > 10) return 0;
+    B = f->has_bias ? f->exponent_bias : default_bias(f->exponent_width);
+    emax = (1 << f->exponent_width) - 1 - B;
+  }
+  return abs(B) + abs(emax) + M + 2 <= 1000 && M >= 0 && M <= 52;
+}
+
+static void minifloat_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
+  int E = f->exponent_width, M = f->width - E - 1, ieee = f->kind == SLQ_MINIFLOAT_IEEE;
+  int B = f->has_bias ? f->exponent_bias : default_bias(E);
+  int emin = -B, emax = (1 << E) - 1 - B;
+  double two_m = pow2d(M), top = two_m - 1, half_m = pow2d(M - 1), sub = pow2d(1 - B - M);
+  double inf_q = ieee ? (2 - pow2d(-M)) * pow2d(emax) : top * pow2d(emax - M);
+  for (size_t i = 0; i < n; i++) {
+    float x = in[i];
+    if (isnan(x) || fabsf(x) <= 1e-8f) {
+      out[i] = x;
+      continue;
+    }
+    double a = fabs((double)x), q;
+    uint64_t mant;
+    if (isinf(a)) {
+      q = inf_q;
+    } else if (ieee) {
+      int e = exponent_bits(a + 1e-9, &mant);
+      e = e < emin ? emin : e > emax ? emax : e;
+      double r = a * pow2d(-e);
+      if (e > -B) q = (1 + clampd(rint(r * two_m - two_m), 0, top) / two_m) * pow2d(e);
+      else q = clampd(rint(r * half_m), 0, top) * sub;
+    } else {
+      int e = exponent_bits(a + 1e-9, &mant);
+      e += mant != 0;  /* clog2 */
+      e = e < emin ? emin : e > emax ? emax : e;
+      q = clampd(rint(a * pow2d(M - e)), 0, top) * pow2d(e - M);
+    }
+    out[i] = (float)(x < 0 ? -q : q);
+  }
+}
+
+static void log_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
+  int Eb = f->width - 1;
+  int B = f->has_bias ? f->exponent_bias : default_bias(Eb);
+  int emin = -B, emax = (1 << Eb) - 1 - B;
+  double tau = 0.1 * pow2d(emin);
+  for (size_t i = 0; i < n; i++) {
+    float x = in[i];
+    if (isnan(x)) {
+      out[i] = x;
+      continue;
+    }
+    double s = (double)x + tau;
+    if (s == 0) {
+      out[i] = 0.0f;
+      continue;
+    }
+    double a = fabs((double)x) + tau;
+    int e;
+    if (isinf(a)) {
+      e = emax;
+    } else {
+      uint64_t mant;
+      e = exponent_bits(a, &mant);  /* nlog2: up when the mantissa 1.m is at least sqrt 2 */
+      double m = a * pow2d(-e);
+      e += m >= 2 * M_SQRT1_2;
+      e = e < emin ? emin : e > emax ? emax : e;
+    }
+    double q = pow2d(e);
+    out[i] = (float)(s < 0 ? -q : q);
+  }
+}
+
 /* ---------------------------------------------------------------- api */
 
 int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
@@ -415,6 +514,14 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
 void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
   if (f->kind == SLQ_INTEGER && f->width <= 24 && f->frac_width >= -100 && f->frac_width <= 100) {
     integer_fast(f, in, out, n);
+    return;
+  }
+  if ((f->kind == SLQ_MINIFLOAT_DENORM || f->kind == SLQ_MINIFLOAT_IEEE) && fast_exponents_fit(f)) {
+    minifloat_fast(f, in, out, n);
+    return;
+  }
+  if (f->kind == SLQ_LOG && fast_exponents_fit(f)) {
+    log_fast(f, in, out, n);
     return;
   }
   if (f->kind == SLQ_MXINT8) {
@@ -599,20 +706,18 @@ void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask
   free(order);
 }
 
-void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask) {
+/* numpy RandomState(seed).permutation(n)[:k] (numerics §4 decision 6) */
+void slQ_prune_random_stream(slM_Mt *rng, size_t n, double sparsity, unsigned char *mask) {
   size_t *perm = malloc((n ? n : 1) * sizeof *perm);
   for (size_t i = 0; i < n; i++) perm[i] = i, mask[i] = 1;
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = n; i > 1; i--) {  /* Fisher-Yates with splitmix64 */
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    size_t j = (size_t)(z % i), t = perm[i - 1];
-    perm[i - 1] = perm[j];
-    perm[j] = t;
-  }
+  slM_mt_shuffle(rng, perm, n);
   size_t k = prune_count(n, sparsity);
   for (size_t i = 0; i < k && i < n; i++) mask[perm[i]] = 0;
   free(perm);
+}
+
+void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask) {
+  slM_Mt rng;
+  slM_mt_seed(&rng, (uint32_t)seed);
+  slQ_prune_random_stream(&rng, n, sparsity, mask);
 }

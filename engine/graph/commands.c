@@ -291,6 +291,27 @@ static int cmd_set_attention(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+static int cmd_identity(sl_Call *call, sl_Value *result) {
+  sl_Value layers = sl_arg(call, "layers");
+  size_t n = sl_list_len(layers);
+  const char **names = malloc((n ? n : 1) * sizeof *names);
+  for (size_t i = 0; i < n; i++)
+    if (!(names[i] = sl_str(sl_list_get(layers, i)))) {
+      free(names);
+      return sl_arg_error(call, "layers", "must be a list of layer names");
+    }
+  slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 0);
+  char err[512];
+  int rc = slM_identity_layers(g, names, (int)n, err, sizeof err);
+  free(names);
+  if (rc != 0 || verified(call, g) != 0) {
+    slM_graph_free(g);
+    return rc != 0 ? sl_arg_error(call, "layers", "%s", err) : -1;
+  }
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
 static int cmd_verify(sl_Call *call, sl_Value *result) {
   if (verified(call, arg_model(call, "model")) != 0) return -1;
   *result = sl_bool(1);
@@ -629,6 +650,11 @@ static const sl_Command slM_commands[] = {
    "float32 rounding.",
    "f = set_attention m attention=fused", cmd_set_attention, 0,
    {MODEL_ARG, {"attention", SL_ARG_ENUM, 0, "fused", "fused or naive", attentions}, {NULL}}},
+  {"identity", "graph", "Transform pass: a new graph where the named square linear layers are the identity.",
+   "Lab 2's per-layer choice of layer type (linear or identity): each named layer is removed and its users read "
+   "its input. The result shares the other weights. A layer whose input and output widths differ is refused.",
+   "lean = identity t layers=[\"encoder_0_attention_output\", \"encoder_1_attention_query\"]", cmd_identity, 0,
+   {MODEL_ARG, {"layers", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "names of square linear layers"}, {NULL}}},
   {"verify", "graph", "Check a graph: acyclic, inputs defined, parameters present, shapes consistent.", "", "verify m",
    cmd_verify, 0, {MODEL_ARG, {NULL}}},
   {"report", "graph", "Analysis pass: parameters, FLOPs and activation bytes per node (per sample), with totals.", "",

@@ -590,6 +590,24 @@ static void remove_node(slM_Graph *g, int i) {
 
 void slM_remove_node(slM_Graph *g, int i) { remove_node(g, i); }
 
+int slM_identity_layers(slM_Graph *g, const char *const *names, int n, char *err, size_t errlen) {
+  for (int k = 0; k < n; k++) {
+    int i = slM_find_node(g, names[k]);
+    if (i < 0 || g->nodes[i].op != OP_LINEAR) {
+      snprintf(err, errlen, "'%s' is not a linear layer of this model (see model.node_names)", names[k]);
+      return -1;
+    }
+    const slM_Tensor *w = g->nodes[i].params[0]->value;
+    if (w->shape[0] != w->shape[1]) {
+      snprintf(err, errlen, "'%s' maps %d features to %d: only a square linear layer can become the identity", names[k],
+               w->shape[1], w->shape[0]);
+      return -1;
+    }
+    remove_node(g, i);
+  }
+  return slM_propagate(g, err, errlen);
+}
+
 /* inserts a node at position `at`, shifting later nodes and their references */
 static int insert_node(slM_Graph *g, int at, const char *name, slM_Kind kind, slM_Op op, const int *inputs, int ninputs) {
   int last = slM_add_node(g, name, kind, op, inputs, ninputs);

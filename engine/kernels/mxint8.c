@@ -55,13 +55,11 @@ void slK_mxint8_dequant_f32_ref(const int8_t *m, const uint8_t *scales, size_t n
 }
 
 void slK_mxint8_dequant_f32(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
-  const slK_Simd *simd = slK_simd();
-  for (size_t i = 0; i < n; i += (size_t)g) simd->dequant_f32(m + i, scales[i / (size_t)g], n - i < (size_t)g ? n - i : (size_t)g, out + i);
+  slK_simd()->dequant_f32_n(m, scales, n, g, out);
 }
 
 void slK_mxint8_dequant_bf16(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out) {
-  const slK_Simd *simd = slK_simd();
-  for (size_t i = 0; i < n; i += (size_t)g) simd->dequant_bf16(m + i, scales[i / (size_t)g], n - i < (size_t)g ? n - i : (size_t)g, out + i);
+  slK_simd()->dequant_bf16_n(m, scales, n, g, out);
 }
 
 void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws,

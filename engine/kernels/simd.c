@@ -15,7 +15,10 @@
 **   ds_panel        dS = P (dP - D)
 **   transpose48     a 48 x 48 block, as nine 16 x 16 register transposes
 **   dequant_*       MXINT8 decode: m * 2^(E-133) through float conversion
-**                   and scalef, exact, then the top half for bfloat16
+**                   and scalef, exact, then the top half for bfloat16; the
+**                   whole-array versions write large outputs with streaming
+**                   stores (no read for ownership of lines about to be
+**                   overwritten), as memcpy does
 **
 ** The portable versions are the references: tests run both and compare
 ** (slK_force_portable). No -ffast-math anywhere: MXINT8 decodes bf16
@@ -99,9 +102,18 @@ static void dequant_bf16_portable(const int8_t *m, uint8_t e, size_t n, uint16_t
   for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], e);
 }
 
+static void dequant_f32_n_portable(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
+  for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], scales[i / (size_t)g]);
+}
+
+static void dequant_bf16_n_portable(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out) {
+  for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], scales[i / (size_t)g]);
+}
+
 static const slK_Simd portable = {
   "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
   exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
+  dequant_f32_n_portable, dequant_bf16_n_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -284,9 +296,62 @@ AVX512 static void dequant_bf16_avx512(const int8_t *m, uint8_t e, size_t n, uin
   for (; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], e);
 }
 
+/* streaming stores pay off once the output is well past the caches */
+#define STREAM_BYTES (8u << 20)
+
+/* 16 values of one group: exact floats, NaN for E = 0xFF, 0 for E = 0 */
+AVX512 static inline __m512 decode16_e(const int8_t *m, uint8_t e) {
+  if (e == 0) return _mm512_setzero_ps();
+  if (e == 0xFF) return _mm512_set1_ps(NAN);
+  return decode16(_mm_loadu_si128((const __m128i *)m), _mm512_set1_ps((float)(e - 133)));
+}
+
+AVX512 static void dequant_f32_n_avx512(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
+  if (g % 16 != 0) {
+    dequant_f32_n_portable(m, scales, n, g, out);
+    return;
+  }
+  int stream = n * 4 >= STREAM_BYTES && ((uintptr_t)out & 63) == 0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = decode16_e(m + i, scales[i / (size_t)g]);
+    if (stream) _mm512_stream_ps(out + i, v);
+    else _mm512_storeu_ps(out + i, v);
+  }
+  if (stream) _mm_sfence();
+  for (; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], scales[i / (size_t)g]);
+}
+
+AVX512 static inline __m256i bf16_16(const int8_t *m, uint8_t e) {
+  if (e == 0) return _mm256_setzero_si256();
+  if (e == 0xFF) return _mm256_set1_epi16(0x7FC0);
+  __m128i m8 = _mm_loadu_si128((const __m128i *)m);
+  __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));   /* the Lab 4 decode's +0.0 */
+  __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(decode16(m8, _mm512_set1_ps((float)(e - 133)))), 16);
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(bits, low, _mm512_setzero_si512()));
+}
+
+AVX512 static void dequant_bf16_n_avx512(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out) {
+  if (g % 16 != 0) {
+    dequant_bf16_n_portable(m, scales, n, g, out);
+    return;
+  }
+  int stream = n * 2 >= STREAM_BYTES && ((uintptr_t)out & 63) == 0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i lo = bf16_16(m + i, scales[i / (size_t)g]), hi = bf16_16(m + i + 16, scales[(i + 16) / (size_t)g]);
+    __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    if (stream) _mm512_stream_si512((__m512i *)(out + i), v);
+    else _mm512_storeu_si512(out + i, v);
+  }
+  if (stream) _mm_sfence();
+  for (; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], scales[i / (size_t)g]);
+}
+
 static const slK_Simd avx512 = {
   "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
   exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
+  dequant_f32_n_avx512, dequant_bf16_n_avx512,
 };
 
 static int have_avx512(void) {

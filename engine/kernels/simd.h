@@ -39,6 +39,10 @@ typedef struct slK_Simd {
   /* MXINT8 decode of n elements sharing one scale byte e */
   void (*dequant_f32)(const int8_t *m, uint8_t e, size_t n, float *out);
   void (*dequant_bf16)(const int8_t *m, uint8_t e, size_t n, uint16_t *out);
+  /* whole arrays: n elements in groups of g (16 or 32; scales[i / g]); large
+  ** outputs go out by streaming stores, past the caches */
+  void (*dequant_f32_n)(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out);
+  void (*dequant_bf16_n)(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out);
 } slK_Simd;
 
 /* An operand of the blocked product: element (r, c) of op(X) at

@@ -382,6 +382,27 @@ static void test_mxint8_groups_and_tails(void) {
     }
 }
 
+/* outputs past 8 MiB go out by streaming stores: the same bits */
+static void test_mxint8_large_streaming(void) {
+  size_t n = (4u << 20) + 17;
+  int8_t *m = malloc(n);
+  uint8_t *s = malloc(n / 32 + 1);
+  float *f = slK_alloc(n * sizeof *f);
+  uint16_t *h = slK_alloc(n * sizeof *h);
+  for (size_t i = 0; i < n; i++) m[i] = (int8_t)(i * 37 % 256);
+  for (size_t i = 0; i < n / 32 + 1; i++) s[i] = (uint8_t)(i * 13 % 256);
+  slK_mxint8_dequant_f32(m, s, n, 32, f);
+  slK_mxint8_dequant_bf16(m, s, n, 32, h);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float want = slK_mxint8_f32_one(m[i], s[i / 32]);
+    bad += memcmp(&f[i], &want, 4) != 0 && !(isnan(want) && isnan(f[i]));
+    bad += h[i] != slK_mxint8_bf16_one(m[i], s[i / 32]);
+  }
+  CHECK_EQ_INT(bad, 0);
+  free(m), free(s), slK_free(f), slK_free(h);
+}
+
 static void test_mxint8_linear(void) {
   seed(6);
   int rows = 37, in = 96, out = 53, g = 32;
@@ -553,6 +574,7 @@ int main(void) {
   RUN(test_attention_memory_is_linear);
   RUN(test_mxint8_decode_exhaustive);
   RUN(test_mxint8_groups_and_tails);
+  RUN(test_mxint8_large_streaming);
   RUN(test_mxint8_linear);
   RUN(test_harness_statistics);
   RUN(test_commands);

@@ -1,0 +1,76 @@
+/*
+** bench_qat.c - one epoch of quantisation-aware training per number format
+** beside one float32 epoch of the same model, in one run.
+**
+**   cmake --build build --target bench_bench_qat && build/bench_bench_qat [train=10000] [runs=2]
+**
+** An MLP 784-256-128-10 on the first `train` Fashion-MNIST images, batch
+** 128, SGD. Every format quantises the inputs, weights and biases of all
+** three linear layers (the labs' QAT); formats without a gradient
+** (block_minifloat, binary_residual) cannot train and are left out. The
+** table gives seconds per epoch (the best of `runs`) and the ratio to the
+** float32 epoch; the target is at most 2.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "syslab.h"
+
+static void quiet(void *ud, sl_Stream s, const char *t, size_t n) {}
+
+static sl_Host host = {NULL, quiet, NULL, NULL, NULL, NULL};
+
+static double run_number(sl_State *S, const char *code) {
+  sl_Value v;
+  sl_Error e;
+  if (sl_execute(S, code, &host, &v, &e) != 0) {
+    fprintf(stderr, "%s: %s\n%s\n", e.ename, e.evalue, code);
+    sl_error_free(&e);
+    exit(1);
+  }
+  double x = v.type == SL_NUMBER ? v.u.n : -1;
+  sl_release(v);
+  return x;
+}
+
+int main(int argc, char **argv) {
+  int train = argc > 1 ? atoi(argv[1]) : 10000, runs = argc > 2 ? atoi(argv[2]) : 2;
+  const char *formats[][2] = {
+    {"float32", ""},
+    {"integer", "format=integer width=8 frac=4"},
+    {"minifloat_denorm", "format=minifloat_denorm width=8 exponent_width=4"},
+    {"minifloat_ieee", "format=minifloat_ieee width=8 exponent_width=4"},
+    {"log", "format=log width=8"},
+    {"block_fp", "format=block_fp width=8 exponent_width=8 block=16"},
+    {"block_log", "format=block_log width=8 block=16"},
+    {"mxint8", "format=mxint8"},
+    {"mxfp8_e4m3", "format=mxfp8_e4m3"},
+    {"mxfp4_e2m1", "format=mxfp4_e2m1"},
+    {"binary", "format=binary"},
+    {"ternary", "format=ternary"},
+  };
+  size_t nf = sizeof formats / sizeof formats[0];
+  sl_State *S = sl_new();
+  char code[1024];
+  snprintf(code, sizeof code, "data = dataset fashion_mnist train=%d test=1000\nbase = model mlp hidden=[256, 128] seed=1\n0",
+           train);
+  run_number(S, code);
+  double base = 0;
+  printf("MLP 784-256-128-10, %d training images, batch 128, best of %d runs\n\n", train, runs);
+  printf("| format | seconds per epoch | ratio to float32 |\n|---|---:|---:|\n");
+  for (size_t f = 0; f < nf; f++) {
+    double best = 1e30;
+    for (int r = 0; r < runs; r++) {
+      if (f == 0) snprintf(code, sizeof code, "q = copy base\n(train q data epochs=1 seed=1).seconds[0]");
+      else snprintf(code, sizeof code, "q = quantize_model base %s\n(train q data epochs=1 seed=1).seconds[0]", formats[f][1]);
+      double s = run_number(S, code);
+      if (s < best) best = s;
+    }
+    if (f == 0) base = best;
+    printf("| %s | %.3f | %.2f |\n", formats[f][0], best, best / base);
+    fflush(stdout);
+  }
+  sl_free(S);
+  return 0;
+}

@@ -1,0 +1,171 @@
+/*
+** search.h - studies, trials and samplers: what the search folder's files
+** share (docs/search.md describes the language and the exact semantics).
+**
+** A study is a list of trials and the search space their suggestions
+** built. Parameters are kept in Optuna's internal form: the value itself
+** for int and float parameters (not its logarithm), the index of the
+** choice for categorical ones. Every sampler draws from MT19937 streams
+** (graph/mt19937.h) seeded as Optuna seeds numpy's RandomState, so the
+** random and grid samplers, and TPE's start-up trials, propose exactly what
+** Optuna 4.2 proposes for the same seed.
+*/
+#ifndef SYSLAB_SEARCH_H
+#define SYSLAB_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/mt19937.h"
+#include "syslab.h"
+
+#define SLS_MAX_OBJECTIVES 8
+#define SLS_NAME_MAX 64
+
+typedef enum { SLS_FLOAT, SLS_INT, SLS_CATEGORICAL } slS_Kind;
+
+typedef struct slS_Dist {
+  slS_Kind kind;
+  double low, high, step;   /* step 0: a continuous float */
+  int log;
+  sl_Value choices;         /* categorical: a list of strings, numbers, booleans or nil (owned) */
+  int nchoices;
+} slS_Dist;
+
+typedef struct slS_Param {
+  char name[SLS_NAME_MAX];
+  slS_Dist dist;
+} slS_Param;
+
+typedef enum { SLS_RUNNING, SLS_COMPLETE, SLS_PRUNED, SLS_FAILED } slS_State;
+
+typedef struct slS_Trial {
+  int number;
+  slS_State state;
+  int nparams, capparams;
+  int *param;               /* index into the study's space, in suggestion order */
+  double *internal;         /* the value in internal form */
+  int nvalues;
+  double values[SLS_MAX_OBJECTIVES];
+  int ninter, capinter;
+  int *steps;               /* intermediate reports, in report order */
+  double *inter;
+  double seconds;
+  char *message;            /* failed: why */
+  long grid_id;             /* grid sampler: the grid point, or -1 */
+  uint64_t draws[2];        /* sampler streams' positions after the trial (journal) */
+} slS_Trial;
+
+enum { SLS_RANDOM, SLS_GRID, SLS_TPE, SLS_NSGA2 };
+enum { SLS_NO_PRUNER, SLS_MEDIAN };
+
+typedef struct slS_Study {
+  int nobj;
+  int maximize[SLS_MAX_OBJECTIVES];
+  char objnames[SLS_MAX_OBJECTIVES][SLS_NAME_MAX];
+  slS_Param *space;
+  int nspace, capspace;
+  slS_Trial *trials;
+  int ntrials, captrials;
+  /* sampler */
+  int sampler;
+  uint32_t seed;
+  slM_Mt rng;               /* the sampler's RandomState(seed) */
+  slM_Mt rng2;              /* TPE and NSGA-II: their inner RandomSampler(seed) */
+  int startup;              /* TPE: n_startup_trials */
+  int ei_candidates;        /* TPE: n_ei_candidates */
+  int population;           /* NSGA-II */
+  double mutation_prob;     /* NSGA-II: < 0 means 1 / number of parameters */
+  double crossover_prob, swapping_prob;
+  /* grid: names sorted, their value lists, and the shuffled order of points */
+  int ngrid;
+  char (*grid_names)[SLS_NAME_MAX];
+  sl_Value *grid_values;    /* lists (owned) */
+  size_t grid_size;
+  size_t *grid_order;
+  /* NSGA-II: the child proposed for trial child_for (parameters in the space) */
+  int child_for, nchild;
+  int *child_param;
+  double *child_value;
+  /* pruner */
+  int pruner;
+  int prune_startup, prune_warmup, prune_interval, prune_min_trials;
+  /* run */
+  char *journal;
+  double seconds;           /* wall time of every trial together */
+  double elapsed;           /* wall time of the search command, sampling and bookkeeping included */
+} slS_Study;
+
+extern const sl_Class slS_study_class;
+
+/* ---------------------------------------------------------------- study.c */
+slS_Study *slS_study_new(void);
+void slS_study_free(slS_Study *st);
+slS_Trial *slS_trial_new(slS_Study *st);    /* appends a RUNNING trial */
+void slS_trial_drop_last(slS_Study *st);    /* removes the last (unfinished) trial */
+/* the index of name in the space, or -1 */
+int slS_space_find(const slS_Study *st, const char *name);
+/* adds name with d (taking d's choices reference) or checks it matches the
+** recorded one; -1 with err naming both when they differ */
+int slS_space_add(slS_Study *st, const char *name, slS_Dist *d, char *err, size_t errlen);
+void slS_dist_free(slS_Dist *d);
+/* "int 16..256 step 16", "float 1e-05..0.1 log", "categorical [a, b]" */
+void slS_dist_describe(const slS_Dist *d, char *out, size_t size);
+int slS_dist_equal(const slS_Dist *a, const slS_Dist *b);
+int slS_dist_single(const slS_Dist *d);
+/* the internal value of a trial's parameter p; 0 if the trial lacks it */
+int slS_trial_param(const slS_Trial *t, int p, double *internal);
+void slS_trial_set_param(slS_Trial *t, int p, double internal);
+void slS_trial_report(slS_Trial *t, int step, double value);
+/* the external value (number, or the choice) of an internal one; a new reference */
+sl_Value slS_external(const slS_Dist *d, double internal);
+/* better(a, b) for objective k: strictly better */
+int slS_better(const slS_Study *st, int k, double a, double b);
+/* the best COMPLETE trial (single objective), or NULL */
+const slS_Trial *slS_best(const slS_Study *st);
+/* a dominates b (COMPLETE trials, all objectives) */
+int slS_dominates(const slS_Study *st, const double *a, const double *b);
+const char *slS_state_name(slS_State s);
+const char *slS_sampler_name(int sampler);
+/* the study's tables; new references */
+sl_Value slS_trials_table(const slS_Study *st);
+sl_Value slS_running_best(const slS_Study *st);
+sl_Value slS_pareto_table(const slS_Study *st);
+sl_Value slS_params_record(const slS_Study *st, const slS_Trial *t);
+
+/* ------------------------------------------------------------- samplers.c */
+/* seeds the streams (and shuffles the grid); grid lists must be set first */
+void slS_sampler_init(slS_Study *st);
+/* called when trial t starts (grid: assigns its point) */
+void slS_before_trial(slS_Study *st, slS_Trial *t);
+/* the internal value of parameter p for trial t; -1 with err (grid: a name not in the grid) */
+int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen);
+/* the grid sampler's value for a name, as the grid lists hold it (borrowed), or nil */
+sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
+/* grid: no unvisited point is left */
+int slS_grid_exhausted(const slS_Study *st);
+/* Optuna's RandomSampler draw for one parameter (numerics §6.3) */
+double slS_random_draw(slM_Mt *rng, const slS_Dist *d);
+
+/* ------------------------------------------------------------------ tpe.c */
+double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p);
+
+/* ---------------------------------------------------------------- nsga2.c */
+double slS_nsga2_sample(slS_Study *st, slS_Trial *t, int p);
+
+/* --------------------------------------------------------------- pruner.c */
+/* median pruner (numerics §6.5): 1 when trial t should stop now */
+int slS_should_prune(const slS_Study *st, const slS_Trial *t);
+/* nan-aware linear-interpolation percentile (numpy nanpercentile) of x[0..n) */
+double slS_percentile(double *x, int n, double q);
+
+/* -------------------------------------------------------------- journal.c */
+/* opens or creates the journal: loads its finished trials into st (which
+** must have its options set); -1 with err for a foreign or unreadable file.
+** *warning receives a malloc'd note about a torn last line, or NULL. */
+int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err, size_t errlen);
+/* appends a finished trial, or one intermediate report, and fsyncs */
+int slS_journal_trial(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen);
+int slS_journal_report(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,12 @@
+/*
+** sanitize.h - notebook HTML reduced to an allow-list of inert tags and
+** attributes before it goes into report.html (see sanitize.c).
+*/
+#ifndef SYSLAB_SANITIZE_H
+#define SYSLAB_SANITIZE_H
+
+/* the HTML with scripts, frames, embedded objects, event handlers and URLs
+** reaching outside the report's folder removed; caller frees */
+char *slR_sanitize_html(const char *html);
+
+#endif
