@@ -28,11 +28,47 @@
 #include <string.h>
 
 #include "fuse.h"
+#include "kernels/parallel.h"
 
 static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
 
 
 /* ------------------------------------------------------------ linear_act */
+
+/* the sweeps run on the thread team in rows or columns, each item computed
+** as the eager nodes compute it, so the numbers stay the same */
+typedef struct {
+  const float *bias, *a, *b;
+  float *y, *pre;
+  int act;
+  size_t cols, rows;
+} Sweep;
+
+static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
+  const Sweep *t = ctx;
+  for (size_t r = r0; r < r1; r++) {
+    float *row = t->y + r * t->cols;
+    for (size_t j = 0; j < t->cols; j++) {
+      float v = t->bias ? row[j] + t->bias[j] : row[j];
+      if (t->pre) t->pre[r * t->cols + j] = v;
+      row[j] = t->act == OP_RELU ? (v > 0 ? v : 0) : t->act == OP_GELU ? slM_gelu(v) : v;
+    }
+  }
+}
+
+/* a = output (ReLU) or pre-activation (GELU), b = output gradient, y = pre-activation gradient */
+static void act_grad_items(void *ctx, size_t i0, size_t i1) {
+  const Sweep *t = ctx;
+  for (size_t i = i0; i < i1; i++)
+    t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slM_gelu_grad(t->a[i]) : t->b[i];
+}
+
+/* y[j] += the rows of a, in order */
+static void column_sums(void *ctx, size_t j0, size_t j1) {
+  const Sweep *t = ctx;
+  for (size_t r = 0; r < t->rows; r++)
+    for (size_t j = j0; j < j1; j++) t->y[j] += t->a[r * t->cols + j];
+}
 
 static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
@@ -42,16 +78,9 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *y = slM_ensure(&n->out, x->ndim, shape);
   size_t rows = x->size / (size_t)in_f;
   slM_gemm(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, x->data, in_f, w->data, in_f, 0.0f, y->data, out_f);
-  const float *bias = n->nparams > 1 ? n->params[1]->value->data : NULL;
-  float *pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL;
-  for (size_t r = 0; r < rows; r++) {
-    float *row = y->data + r * (size_t)out_f;
-    for (int j = 0; j < out_f; j++) {
-      float v = bias ? row[j] + bias[j] : row[j];
-      if (pre) pre[r * (size_t)out_f + (size_t)j] = v;
-      row[j] = n->act == OP_RELU ? (v > 0 ? v : 0) : n->act == OP_GELU ? slM_gelu(v) : v;
-    }
-  }
+  Sweep t = {.bias = n->nparams > 1 ? n->params[1]->value->data : NULL, .y = y->data, .act = n->act,
+             .pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL, .cols = (size_t)out_f};
+  slK_parallel_for(rows, 16384 / (size_t)out_f + 1, bias_act_rows, &t);
 }
 
 static void linear_act_backward(slM_Graph *g, slM_Node *n) {
@@ -59,9 +88,8 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
   int out_f = w->shape[0], in_f = w->shape[1];
   size_t rows = x->size / (size_t)in_f;
   slM_Tensor *d = slM_ensure(&n->saved2, dy->ndim, dy->shape);
-  for (size_t i = 0; i < dy->size; i++)
-    d->data[i] = n->act == OP_RELU ? (n->out->data[i] > 0 ? dy->data[i] : 0)
-               : n->act == OP_GELU ? dy->data[i] * slM_gelu_grad(n->saved->data[i]) : dy->data[i];
+  Sweep t = {.a = n->act == OP_GELU ? n->saved->data : n->out->data, .b = dy->data, .y = d->data, .act = n->act};
+  slK_parallel_for(dy->size, 16384, act_grad_items, &t);
   slM_Op from = g->nodes[n->inputs[0]].op;
   if (from != OP_INPUT && from != OP_PATCHIFY)
     slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, w->data, in_f, 1.0f,
@@ -70,65 +98,97 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
     slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, d->data, out_f, x->data, in_f, 1.0f,
              slM_param_grad(n->params[0])->data, in_f);
   if (n->nparams > 1 && !n->params[1]->frozen) {
-    float *db = slM_param_grad(n->params[1])->data;
-    for (size_t r = 0; r < rows; r++)
-      for (int j = 0; j < out_f; j++) db[j] += d->data[r * (size_t)out_f + (size_t)j];
+    Sweep c = {.a = d->data, .y = slM_param_grad(n->params[1])->data, .cols = (size_t)out_f, .rows = rows};
+    slK_parallel_for((size_t)out_f, 64, column_sums, &c);
   }
 }
 
 /* ---------------------------------------------------------- add_layer_norm */
 
-/* saved: mean and 1/std per row; saved2: the residual sum */
-static void add_norm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
-  slM_Tensor *y = slM_ensure(&n->out, a->ndim, a->shape), *sum = slM_ensure(&n->saved2, a->ndim, a->shape);
-  int d = a->shape[a->ndim - 1], rows = (int)(a->size / (size_t)d), two = 2 * rows;
-  slM_Tensor *stats = slM_ensure(&n->saved, 1, &two);
-  const float *gamma = n->params[0]->value->data, *beta = n->params[1]->value->data;
-  for (int r = 0; r < rows; r++) {
-    const float *pa = a->data + (size_t)r * d, *pb = b->data + (size_t)r * d;
-    float *s = sum->data + (size_t)r * d, *o = y->data + (size_t)r * d;
+/* saved: mean and 1/std per row; saved2: the residual sum. Rows on the
+** thread team; the gain and shift gradients by columns, rows in order. */
+typedef struct {
+  const float *a, *b, *gamma, *beta, *dy;
+  float *sum, *y, *stats, *da, *db, *dgamma, *dbeta;
+  int d;
+  size_t rows;
+  float eps;
+} AddNorm;
+
+static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
+  const AddNorm *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *pa = t->a + r * d, *pb = t->b + r * d;
+    float *s = t->sum + r * d, *o = t->y + r * d;
     double m = 0, v = 0;
     for (int j = 0; j < d; j++) m += s[j] = pa[j] + pb[j];
     m /= d;
     for (int j = 0; j < d; j++) v += (s[j] - m) * (s[j] - m);
     v /= d;
-    float rs = (float)(1.0 / sqrt(v + n->p));
-    stats->data[2 * r] = (float)m;
-    stats->data[2 * r + 1] = rs;
-    for (int j = 0; j < d; j++) o[j] = ((s[j] - (float)m) * rs) * gamma[j] + beta[j];
+    float rs = (float)(1.0 / sqrt(v + t->eps));
+    t->stats[2 * r] = (float)m;
+    t->stats[2 * r + 1] = rs;
+    for (int j = 0; j < d; j++) o[j] = ((s[j] - (float)m) * rs) * t->gamma[j] + t->beta[j];
   }
 }
 
-static void add_norm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = n->saved2, *dy = n->gout;
-  int d = x->shape[x->ndim - 1];
-  size_t rows = x->size / (size_t)d;
-  const float *gamma = n->params[0]->value->data;
-  float *dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data;
-  float *dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data;
-  float *da = slM_input_grad(g, n, 0)->data, *db = slM_input_grad(g, n, 1)->data;
+static void add_norm_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *y = slM_ensure(&n->out, a->ndim, a->shape), *sum = slM_ensure(&n->saved2, a->ndim, a->shape);
+  int d = a->shape[a->ndim - 1], rows = (int)(a->size / (size_t)d), two = 2 * rows;
+  AddNorm t = {.a = a->data, .b = b->data, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data,
+               .sum = sum->data, .y = y->data, .stats = slM_ensure(&n->saved, 1, &two)->data, .d = d, .eps = n->p};
+  slK_parallel_for((size_t)rows, 16384 / (size_t)d + 1, add_norm_rows, &t);
+}
+
+static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
+  const AddNorm *t = ctx;
+  int d = t->d;
   float *row = malloc((size_t)d * sizeof *row);
-  for (size_t r = 0; r < rows; r++) {
-    const float *s = x->data + r * d, *gy = dy->data + r * d;
-    float m = n->saved->data[2 * r], rs = n->saved->data[2 * r + 1];
+  for (size_t r = r0; r < r1; r++) {
+    const float *s = t->sum + r * d, *gy = t->dy + r * d;
+    float m = t->stats[2 * r], rs = t->stats[2 * r + 1];
     double sum_g = 0, sum_gx = 0;
     for (int j = 0; j < d; j++) {
-      float xhat = (s[j] - m) * rs, gxhat = gy[j] * gamma[j];
+      float xhat = (s[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
       sum_g += gxhat;
       sum_gx += gxhat * xhat;
-      if (dgamma) dgamma[j] += gy[j] * xhat;
-      if (dbeta) dbeta[j] += gy[j];
     }
     float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
     for (int j = 0; j < d; j++) {
       float xhat = (s[j] - m) * rs;
-      row[j] = 0.0f + rs * (gy[j] * gamma[j] - mg - xhat * mgx);
+      row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);   /* as eager: into a zeroed gradient */
     }
-    for (int j = 0; j < d; j++) da[r * d + j] += row[j];
-    for (int j = 0; j < d; j++) db[r * d + j] += row[j];
+    for (int j = 0; j < d; j++) t->da[r * d + j] += row[j];
+    for (int j = 0; j < d; j++) t->db[r * d + j] += row[j];
   }
   free(row);
+}
+
+static void add_norm_grad_columns(void *ctx, size_t j0, size_t j1) {
+  const AddNorm *t = ctx;
+  for (size_t r = 0; r < t->rows; r++) {
+    const float *s = t->sum + r * t->d, *gy = t->dy + r * t->d;
+    float m = t->stats[2 * r], rs = t->stats[2 * r + 1];
+    for (size_t j = j0; j < j1; j++) {
+      float xhat = (s[j] - m) * rs;
+      if (t->dgamma) t->dgamma[j] += gy[j] * xhat;
+      if (t->dbeta) t->dbeta[j] += gy[j];
+    }
+  }
+}
+
+static void add_norm_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = n->saved2;
+  int d = x->shape[x->ndim - 1];
+  AddNorm t = {.gamma = n->params[0]->value->data, .dy = n->gout->data, .sum = x->data, .stats = n->saved->data,
+               .da = slM_input_grad(g, n, 0)->data, .db = slM_input_grad(g, n, 1)->data, .d = d,
+               .rows = x->size / (size_t)d,
+               .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
+               .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
+  slK_parallel_for(t.rows, 16384 / (size_t)d + 1, add_norm_grad_rows, &t);
+  if (t.dgamma || t.dbeta) slK_parallel_for((size_t)d, 16, add_norm_grad_columns, &t);
 }
 
 /* ---------------------------------------------------------- masked_softmax */
