@@ -304,6 +304,7 @@ extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, 
 extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
 extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machine, roofline, attention memory */
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
+extern const sl_Domain slM_systems_domain;   /* engine/graph/commands_lm.c: language models, memory, profiles, precision, fusion */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
 extern const sl_Domain slS_domain;   /* engine/search/commands.c: studies, samplers, pruning of trials */
 

@@ -13,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "lm.h"
+#include "memory.h"
 
 static const char *const op_names[SLM_NUM_OPS] = {
   "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
   "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul",
   "cross_entropy", "output",
+  "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask", "cross_entropy",
+  "linear_act", "add_layer_norm", "masked_softmax",
 };
 
 const char *slM_op_name(slM_Op op) { return op < SLM_NUM_OPS ? op_names[op] : "?"; }
@@ -35,6 +38,7 @@ slM_Param *slM_param_new(const char *name, int ndim, const int *shape) {
   p->refs = 1;
   snprintf(p->name, sizeof p->name, "%s", name);
   p->value = slM_tensor_new(ndim, shape);
+  slM_mem_retag(p->value, SLM_MEM_PARAM);
   return p;
 }
 
@@ -117,7 +121,7 @@ int slM_output_node(const slM_Graph *g) {
 
 int slM_logits_node(const slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
-    if (g->nodes[i].op == OP_CROSS_ENTROPY) return g->nodes[i].inputs[0];
+    if (g->nodes[i].op == OP_CROSS_ENTROPY || g->nodes[i].op == OP_TOKEN_CE) return g->nodes[i].inputs[0];
   int o = slM_output_node(g);
   return o >= 0 ? g->nodes[o].inputs[0] : g->n - 1;
 }
@@ -370,7 +374,15 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
 ** forward(); the new graph then takes the original's parameters by name. */
 slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size_t errlen) {
   slM_Graph *c;
-  if (strcmp(g->family, "mlp") == 0) {
+  if (strcmp(g->family, "lm") == 0) {
+    if (!labels || mask) {
+      snprintf(err, errlen, "a language model is traced with its targets and no attention mask (it is causal)");
+      return NULL;
+    }
+    slM_LmSpec s;
+    slM_lm_spec_of(g, &s);
+    c = slM_lm(&s, 0, err, errlen);
+  } else if (strcmp(g->family, "mlp") == 0) {
     if (mask) {
       snprintf(err, errlen, "an mlp has no attention, so it takes no attention mask");
       return NULL;
@@ -403,11 +415,13 @@ static slM_Transform *clone_transform(const slM_Transform *t) { return t && t->c
 slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   slM_Graph *c = malloc(sizeof *c);
   *c = *g;
+  c->profile = NULL;
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &c->nodes[i];
     *n = g->nodes[i];
     n->out = n->gout = n->saved = n->saved2 = NULL;
+    n->gout_live = 0;
     for (int k = 0; k < n->nparams; k++) {
       if (deep) n->params[k] = param_clone(g->nodes[i].params[k]);
       else n->params[k]->refs++;
@@ -430,8 +444,9 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
 
 static int arity(slM_Op op) {
   switch (op) {
-    case OP_INPUT: case OP_LABELS: case OP_MASK: return 0;
-    case OP_SCORES: case OP_MASK_FILL: case OP_CONTEXT: case OP_CROSS_ENTROPY: return 2;
+    case OP_INPUT: case OP_LABELS: case OP_MASK: case OP_TOKENS: case OP_TARGETS: return 0;
+    case OP_SCORES: case OP_MASK_FILL: case OP_CONTEXT: case OP_CROSS_ENTROPY: case OP_SWIGLU: case OP_TOKEN_CE:
+    case OP_ADD_NORM: return 2;
     case OP_ADD: return -1;  /* one input and a parameter, or two inputs */
     case OP_ATTENTION: return -3;  /* q, k, v and an optional mask */
     case OP_OUTPUT: return -2;
@@ -444,11 +459,12 @@ int slM_propagate(slM_Graph *g, char *err, size_t errlen) {
     slM_Node *n = &g->nodes[i];
     slM_Node *a = n->ninputs > 0 ? &g->nodes[n->inputs[0]] : NULL;
     n->flops = 0;
+    if (slM_lm_propagate(g, n)) continue;
     switch (n->op) {
       case OP_INPUT: n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->features; break;
       case OP_LABELS: n->ndim = 1, n->shape[0] = 1; break;
       case OP_MASK: n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->tokens; break;
-      case OP_LINEAR: {
+      case OP_LINEAR: case OP_LINEAR_ACT: {
         slM_Tensor *w = n->params[0]->value;
         if (a->shape[a->ndim - 1] != w->shape[1]) {
           snprintf(err, errlen, "%s: input has %d features but the weight expects %d", n->name, a->shape[a->ndim - 1],
@@ -508,7 +524,8 @@ int slM_propagate(slM_Graph *g, char *err, size_t errlen) {
         memcpy(n->shape, a->shape, sizeof n->shape);
         size_t elems = 1;
         for (int d = 0; d < n->ndim; d++) elems *= (size_t)n->shape[d];
-        n->flops = n->op == OP_LAYERNORM || n->op == OP_SOFTMAX ? 5.0 * (double)elems
+        n->flops = n->op == OP_LAYERNORM || n->op == OP_SOFTMAX || n->op == OP_RMSNORM || n->op == OP_ADD_NORM ||
+                   n->op == OP_MASKED_SOFTMAX ? 5.0 * (double)elems
                  : n->op == OP_DROPOUT ? 0 : (double)elems;
         break;
     }
@@ -571,6 +588,8 @@ static void remove_node(slM_Graph *g, int i) {
     }
 }
 
+void slM_remove_node(slM_Graph *g, int i) { remove_node(g, i); }
+
 int slM_identity_layers(slM_Graph *g, const char *const *names, int n, char *err, size_t errlen) {
   for (int k = 0; k < n; k++) {
     int i = slM_find_node(g, names[k]);
@@ -624,17 +643,20 @@ int slM_set_attention(slM_Graph *g, int fused) {
   for (int c = 0; c < g->n; c++) {
     slM_Node *n = &g->nodes[c];
     if (fused && n->op == OP_CONTEXT) {
-      int chain[4], nchain = 0, x = n->inputs[0], v = n->inputs[1], mask = -1;
+      int chain[5], nchain = 0, x = n->inputs[0], v = n->inputs[1], mask = -1;
       if (g->nodes[x].op == OP_DROPOUT) chain[nchain++] = x, x = g->nodes[x].inputs[0];
       if (g->nodes[x].op != OP_SOFTMAX) continue;
       chain[nchain++] = x, x = g->nodes[x].inputs[0];
       if (g->nodes[x].op == OP_MASK_FILL) chain[nchain++] = x, mask = g->nodes[x].inputs[1], x = g->nodes[x].inputs[0];
+      int causal = g->nodes[x].op == OP_CAUSAL_MASK;   /* the language model's */
+      if (causal) chain[nchain++] = x, x = g->nodes[x].inputs[0];
       if (g->nodes[x].op != OP_SCORES) continue;
       chain[nchain++] = x;
       int alone = 1;
       for (int i = 0; i < nchain; i++) alone &= single_user(g, chain[i]);
       if (!alone) continue;   /* something else reads the probabilities: leave the block as it is */
       n->op = OP_ATTENTION;
+      n->causal = causal;
       n->inputs[0] = g->nodes[x].inputs[0], n->inputs[1] = g->nodes[x].inputs[1], n->inputs[2] = v;
       n->ninputs = 3;
       if (mask >= 0) n->inputs[n->ninputs++] = mask;
@@ -657,12 +679,19 @@ int slM_set_attention(slM_Graph *g, int fused) {
         snprintf(name, sizeof name, "%sattention_mask_fill", prefix);
         x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_MASK_FILL, mi, 2);
       }
+      if (g->nodes[c].causal) {
+        snprintf(name, sizeof name, "%sattention_causal_mask", prefix);
+        x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_CAUSAL_MASK, &x, 1);
+      }
       snprintf(name, sizeof name, "%sattention_softmax", prefix);
       x = insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_SOFTMAX, &x, 1);
-      snprintf(name, sizeof name, "%sattention_dropout", prefix);
-      x = insert_node(g, c++, name, SLM_CALL_MODULE, OP_DROPOUT, &x, 1);
-      g->nodes[x].p = g->dropout;
+      if (!g->nodes[c].causal) {   /* the language model has no attention dropout */
+        snprintf(name, sizeof name, "%sattention_dropout", prefix);
+        x = insert_node(g, c++, name, SLM_CALL_MODULE, OP_DROPOUT, &x, 1);
+        g->nodes[x].p = g->dropout;
+      }
       n = &g->nodes[c];
+      n->causal = 0;
       n->op = OP_CONTEXT;
       n->inputs[0] = x, n->inputs[1] = v, n->ninputs = 2;
       rename_suffix(n, "attention_sdpa", "attention_context");

@@ -26,6 +26,7 @@ typedef struct slM_Tensor {
   int shape[SLM_MAX_DIMS];
   size_t size;
   float *data;
+  int category, node;   /* what it is and which node made it (memory.c) */
 } slM_Tensor;
 
 slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
@@ -97,6 +98,19 @@ typedef enum {
   OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
   OP_CROSS_ENTROPY,/* mean loss of logits against labels */
   OP_OUTPUT,
+  /* the language-model family (lm.c) */
+  OP_TOKENS,       /* placeholder: token ids (batch x context) */
+  OP_TARGETS,      /* placeholder: next-token ids (batch x context) */
+  OP_EMBEDDING,    /* token ids -> rows of a vocab x width table */
+  OP_RMSNORM,      /* over the last dimension, with a gain */
+  OP_ROPE,         /* rotary position embedding of each head's pairs of features */
+  OP_SWIGLU,       /* silu(a) * b */
+  OP_CAUSAL_MASK,  /* scores of later keys become -inf */
+  OP_TOKEN_CE,     /* mean cross-entropy of every position's logits against its target */
+  /* fused operators, made only by the fusion pass (fuse.c) */
+  OP_LINEAR_ACT,   /* linear layer with its bias and activation in one pass */
+  OP_ADD_NORM,     /* residual add and layer norm in one pass */
+  OP_MASKED_SOFTMAX, /* causal mask and softmax in one pass */
   SLM_NUM_OPS
 } slM_Op;
 
@@ -118,7 +132,9 @@ typedef struct slM_Node {
   int ninputs;
   slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
   int nparams;
-  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ATTENTION */
+  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ATTENTION, OP_ROPE */
+  int causal;           /* OP_ATTENTION: key k kept for query q iff k <= q (the language model) */
+  int act;              /* OP_LINEAR_ACT: the activation folded in (OP_RELU, OP_GELU, or OP_OUTPUT for none) */
   int patch;            /* OP_PATCHIFY */
   float p;              /* dropout probability, layer-norm epsilon, or scale */
   slM_NodeTransforms comp;
@@ -128,6 +144,7 @@ typedef struct slM_Node {
   double flops;              /* per sample */
   /* run time */
   slM_Tensor *out, *gout;
+  int gout_live;        /* gout holds this backward pass's gradient (exec.c) */
   slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
 } slM_Node;
@@ -144,8 +161,17 @@ typedef struct slM_Graph {
   /* for capture: the builder's arguments */
   int hidden[8], nhidden, activation, depth, width, heads, mlp_ratio, patch;
   float dropout;
+  /* the language-model family: builder arguments, and the batch being run */
+  int vocab, context, d_ff, layers;
+  const int32_t *tok, *tgt;   /* set by slM_lm_forward for its placeholders */
+  int batch_rows, context_now;  /* their shape */
+  int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
+  int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
+  struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
 } slM_Graph;
+
+enum { SLM_FP32, SLM_BF16, SLM_FP16 };
 
 extern const sl_Class slM_model_class;
 
@@ -210,8 +236,32 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch);
 void slM_zero_grads(slM_Graph *g);
 void slM_release_activations(slM_Graph *g);
 
+/* helpers the operator files share (exec.c) */
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse, or reallocate on a new shape */
+slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
+slM_Tensor *slM_param_grad(slM_Param *p);
+void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
+float slM_gelu(float x);        /* the exact (erf) GELU, and its slope */
+float slM_gelu_grad(float x);
+/* every product of a graph: OpenBLAS sgemm, with the inputs rounded to the
+** graph's precision first (precision.c) */
+void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+/* operators defined outside exec.c: 1 when handled */
+int slM_lm_node_forward(slM_Graph *g, slM_Node *n);
+int slM_lm_node_backward(slM_Graph *g, slM_Node *n);
+int slM_lm_propagate(slM_Graph *g, slM_Node *n);
+int slM_fused_node_forward(slM_Graph *g, slM_Node *n);
+int slM_fused_node_backward(slM_Graph *g, slM_Node *n);
+/* hooks of the profiler and the memory tagger around each node; the node
+** index is negative outside any node */
+void slM_node_begin(slM_Graph *g, int node, int backward);
+void slM_node_end(slM_Graph *g, int node, int backward);
+
 /* ------------------------------------------------------ transform passes */
 
+/* deletes node i, rewiring its users to its first input */
+void slM_remove_node(slM_Graph *g, int i);
 /* rewrites every attention block as one fused node (fused = 1) or as the
 ** op-by-op chain scores, [mask_fill,] softmax, dropout, context (fused = 0);
 ** returns the number of blocks changed */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "memory.h"
 
 static size_t live_bytes, peak_bytes;
 
@@ -34,6 +34,7 @@ slM_Tensor *slM_tensor_new(int ndim, const int *shape) {
   }
   live_bytes += t->size * sizeof(float);
   if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+  slM_mem_on_alloc(t);
   return t;
 }
 
@@ -48,6 +49,7 @@ slM_Tensor *slM_tensor_copy(const slM_Tensor *t) {
 void slM_tensor_free(slM_Tensor *t) {
   if (!t) return;
   live_bytes -= t->size * sizeof(float);
+  slM_mem_on_free(t);
   free(t->data);
   free(t);
 }

@@ -33,6 +33,8 @@ typedef struct slM_EpochStats {
   double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
 } slM_EpochStats;
 
+/* one update of every trainable parameter from its gradient (step counts from 0) */
+void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step);
 /* trains; fills stats[0..epochs-1]; returns the number of epochs recorded */
 int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
               slM_EpochStats *stats);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "kernels.h"
 #include "simd.h"
 
@@ -39,6 +40,7 @@
 
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc) {
+  slK_blas_init();   /* OpenBLAS's kernels for this CPU, once (blas.c) */
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
               A, lda, B, ldb, beta, C, ldc);
 }

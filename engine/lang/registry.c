@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* in the order of the layers: lang, table (and plotting on it), kernels, graph, compress, search */
+/* in the order of the layers: lang, table (and plotting on it), kernels, graph (and its systems commands),
+** compress, search */
 static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slK_domain,
-                                           &slM_domain, &slQ_domain, &slS_domain};
+                                           &slM_domain, &slM_systems_domain, &slQ_domain, &slS_domain};
 
 #define NDOMAINS (sizeof domains / sizeof domains[0])
 

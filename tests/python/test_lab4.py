@@ -27,6 +27,9 @@ def test_lab4_notebook_runs_and_shows_the_lab():
         return "".join(out)
 
     assert "sgemm peak" in text("machine") and "syslab-timing" in text("machine")
+    assert "fused 2 attention blocks (FlashAttention-2)" in text("parta-fuse")  # part A: eager against fused
+    for cid in ("parta-mlp", "parta-vit", "parta-lm"):
+        assert "first_call_ms" in text(cid) and "fused" in text(cid) and "syslab-timing" in text(cid)
     times = text("times")
     assert "attention_fused_train" in times and "syslab-timing" in times
     assert "speedup" in text("speedups")

@@ -81,3 +81,20 @@ def test_lab1_notebook_reproduces_the_lab_shapes():
     row = next(line.split() for line in sizes.splitlines() if line.startswith("mxint8"))
     bits, saving, size = float(row[1]), float(row[2]), row[3]
     assert 8.25 < bits < 8.26 and round(saving * 100, 1) == 74.2 and "." not in size
+
+
+def test_systems_notebook_runs_with_its_tables_and_figures():
+    cells = run_notebook("systems.ipynb")
+    accumulation = cells["accumulation"].outputs[-1].data["text/plain"]
+    for printed in ("10.0001", "9.9531", "10.0021"):
+        assert printed in accumulation
+    for cid in ("profile-plot", "timeline"):
+        kinds = [set(o.get("data", {})) for o in cells[cid].outputs]
+        assert any({"image/png", "image/svg+xml"} <= k for k in kinds), cid
+    check = cells["memory-check"].outputs[-1].data["text/plain"]
+    ratios = [float(line.split()[-1]) for line in check.splitlines() if line.startswith(("forward", "train"))]
+    assert len(ratios) == 2 and all(0.9 <= r <= 1.1 for r in ratios)  # predicted within 10% of measured
+    oom = cells["oom-train"].outputs[-1].data["text/plain"]
+    assert "OOM" in oom and "OK" in oom
+    fused = "".join(o.get("text", "") for o in cells["fuse"].outputs)
+    assert "attention blocks (FlashAttention-2)" in fused

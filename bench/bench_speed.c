@@ -1,0 +1,97 @@
+/*
+** bench_speed.c - training speed of the engine against the machine's own
+** sgemm rate, measured in the same run: the MLP and the image transformer
+** on the full Fashion-MNIST (the configurations of bench_train.c).
+**
+**   cmake --build build --target bench_bench_speed
+**   build/bench_bench_speed [epochs=2] [mlp|transformer|all]
+**
+** Peak: the OpenBLAS sgemm rate the `machine` command measures (n = 1024,
+** best of several, all threads), after OpenBLAS's kernel choice
+** (kernels/blas.c). The
+** MLP's rate counts 6 x parameters FLOPs per sample (forward 2, backward 4)
+** against its fastest epoch. The products of the MLP's step are also timed
+** alone, to show how far the shapes themselves are from the peak.
+** bench/torch_train.py runs the same two models in PyTorch.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model.h"
+#include "graph/profile.h"
+#include "graph/train.h"
+#include "kernels/blas.h"
+#include "kernels/kernels.h"
+
+static double gemm_rate(int ta, int tb, int M, int N, int K, int reps) {
+  float *a = calloc((size_t)M * K, 4), *b = calloc((size_t)K * N, 4), *c = calloc((size_t)M * N, 4);
+  for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
+  for (size_t i = 0; i < (size_t)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
+  double best = 0;
+  for (int r = 0; r < 5; r++) {
+    double t0 = slM_now();
+    for (int k = 0; k < reps; k++)
+      slK_sgemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, 0, c, N);
+    double g = 2.0 * M * N * (double)K * reps / (slM_now() - t0) / 1e9;
+    if (g > best) best = g;
+  }
+  free(a), free(b), free(c);
+  return best;
+}
+
+static double run(const char *label, slM_Graph *g, slM_Dataset *d, slM_TrainConfig *c) {
+  slM_EpochStats *stats = calloc((size_t)c->epochs, sizeof *stats);
+  int n = slM_train(g, d, c, NULL, stats);
+  double fastest = 0;
+  for (int e = 0; e < n; e++)
+    if (stats[e].samples_per_second > fastest) fastest = stats[e].samples_per_second;
+  printf("%-44s %8.0f samples/s (best of %d epochs), final test accuracy %.4f\n", label, fastest, n,
+         stats[n - 1].test_accuracy);
+  free(stats);
+  return fastest;
+}
+
+int main(int argc, char **argv) {
+  int epochs = argc > 1 ? atoi(argv[1]) : 2;
+  const char *which = argc > 2 ? argv[2] : "all";
+  char err[512];
+  slK_blas_init();
+  printf("OpenBLAS kernels: %s; loop threads: %d\n", slK_blas_core(), slK_threads());
+  double peak = slK_machine()->openblas_gflops;   /* the `machine` command's OpenBLAS figure */
+  printf("OpenBLAS sgemm 1024x1024x1024 (machine): %.1f GFLOP/s (the peak below)\n", peak);
+  printf("MLP step products alone (batch 128): fc1 fwd %.1f, fc1 dW %.1f, fc2 fwd %.1f, fc2 dx %.1f GFLOP/s\n",
+         gemm_rate(SLK_N, SLK_T, 128, 256, 784, 20), gemm_rate(SLK_T, SLK_N, 256, 784, 128, 20),
+         gemm_rate(SLK_N, SLK_T, 128, 128, 256, 50), gemm_rate(SLK_N, SLK_N, 128, 256, 128, 50));
+  slM_Dataset *d = slM_fashion_mnist("/usr/share/datasets/fashion-mnist", 0, 0, err, sizeof err);
+  if (!d) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  if (strcmp(which, "transformer") != 0) {
+    slM_MlpSpec ms = {784, 10, {256, 128}, 2, OP_RELU, 0.1f};
+    slM_Graph *mlp = slM_mlp(&ms, 0, 0, err, sizeof err);
+    size_t trainable, total;
+    slM_param_counts(mlp, &trainable, &total);
+    slM_TrainConfig mc = {epochs, 128, 0.05, 0.9, 1e-4, SLM_SGD, SLM_COSINE, 0, 0};
+    double sps = run("mlp 784-256-128-10, SGD, batch 128", mlp, d, &mc);
+    double rate = sps * 6.0 * (double)total / 1e9;
+    printf("  %zu parameters: %.1f GFLOP/s = %.0f%% of the sgemm peak\n", total, rate, 100 * rate / peak);
+    slM_graph_free(mlp);
+    mlp = slM_mlp(&ms, 0, 0, err, sizeof err);
+    slM_TrainConfig ma = {epochs, 128, 0.001, 0, 1e-4, SLM_ADAMW, SLM_COSINE, 0, 0};
+    sps = run("mlp 784-256-128-10, AdamW, batch 128", mlp, d, &ma);
+    rate = sps * 6.0 * (double)total / 1e9;
+    printf("  %.1f GFLOP/s = %.0f%% of the sgemm peak\n", rate, 100 * rate / peak);
+    slM_graph_free(mlp);
+  }
+  if (strcmp(which, "mlp") != 0) {
+    slM_TransformerSpec ts = {28, 28, 10, 7, 2, 64, 2, 2, 0.1f};
+    slM_Graph *tf = slM_transformer(&ts, 0, 0, 0, err, sizeof err);
+    slM_TrainConfig tc = {epochs, 128, 0.002, 0, 0.01, SLM_ADAMW, SLM_COSINE, 200, 0};
+    run("transformer 2x64, 2 heads, AdamW, batch 128", tf, d, &tc);
+    slM_graph_free(tf);
+  }
+  slM_dataset_free(d);
+  return 0;
+}

@@ -1,0 +1,87 @@
+/*
+** runner.c - steps of any model on random data, timed or measured.
+**
+** Benchmarks and profiles use random inputs, as the CS336 benchmarking
+** script does: uniform token ids for a language model, standard normal
+** pixels and uniform labels for the image models. Data come from the seed,
+** so two runs step through the same batches.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "lm.h"
+#include "precision.h"
+#include "profile.h"
+#include "runner.h"
+
+static int is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
+
+void slM_batch_init(slM_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed) {
+  memset(b, 0, sizeof *b);
+  b->batch = batch;
+  b->T = T;
+  slM_rng_seed(&b->rng, seed);
+  if (is_lm(g)) {
+    b->tok = malloc((size_t)batch * T * sizeof *b->tok);
+    b->tgt = malloc((size_t)batch * T * sizeof *b->tgt);
+    slM_lm_random_batch(&b->rng, g->vocab, batch, T, b->tok, b->tgt);
+  } else {
+    b->x = malloc((size_t)batch * g->features * sizeof *b->x);
+    b->y = malloc((size_t)batch);
+    for (size_t i = 0; i < (size_t)batch * g->features; i++) b->x[i] = (float)slM_rng_normal(&b->rng);
+    for (int i = 0; i < batch; i++) b->y[i] = (uint8_t)(slM_rng_next(&b->rng) % (uint64_t)g->classes);
+  }
+}
+
+void slM_batch_free(slM_Batch *b) {
+  free(b->tok), free(b->tgt), free(b->x), free(b->y);
+  memset(b, 0, sizeof *b);
+}
+
+double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, long step) {
+  double loss = 0;
+  if (is_lm(g)) {
+    slM_lm_forward(g, b->tok, b->tgt, b->batch, b->T, train);
+    loss = slM_lm_loss(g);
+    if (train) {
+      slM_zero_grads(g);
+      loss = slM_backward(g, NULL, b->batch);
+    }
+  } else {
+    slM_forward(g, b->x, b->y, b->batch, train);
+    if (train) {
+      slM_zero_grads(g);
+      loss = slM_backward(g, b->y, b->batch);
+    }
+  }
+  if (train && opt) slM_optimizer_step(g, opt, opt->lr, step);
+  return loss;
+}
+
+/* the statistics are the kernels harness's (slK_stats), so model steps and
+** kernels are summarised the same way */
+void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps, slM_Timing *out) {
+  memset(out, 0, sizeof *out);
+  double t0 = slM_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
+  for (int i = 0; i < warmup; i++) slM_run_step(g, b, train, NULL, i);
+  out->warmup_seconds = warmup ? slM_now() - t0 : 0;
+  for (int i = 0; i < steps; i++) {
+    double s = slM_now();
+    slM_run_step(g, b, train, NULL, warmup + i);
+    samples[i] = slM_now() - s;
+  }
+  out->first = steps ? samples[0] : 0;
+  out->total_seconds = slM_now() - t0;
+  slK_Stats st = {0};
+  if (steps) slK_stats(samples, steps, &st);
+  out->mean = st.mean, out->std = st.std, out->median = st.median;
+  free(samples);
+}
+
+size_t slM_measure_peak(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, int steps) {
+  slM_mem_reset();
+  for (int i = 0; i < steps; i++) slM_run_step(g, b, train, opt, i);
+  return slM_mem_total_peak();
+}

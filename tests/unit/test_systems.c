@@ -1,0 +1,320 @@
+/* test_systems.c - memory prediction against measured peaks and OOM
+** refusal; mixed precision (accumulation, rounding, dtype table); fused
+** against eager graphs; the profiler. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "graph/fuse.h"
+#include "graph/lm.h"
+#include "graph/memory.h"
+#include "graph/precision.h"
+#include "graph/profile.h"
+#include "graph/runner.h"
+#include "graph/train.h"
+
+static slM_Graph *mlp(void) {
+  char err[256];
+  slM_MlpSpec s = {20, 5, {16, 12}, 2, OP_RELU, 0.0f};
+  return slM_mlp(&s, 1, 0, err, sizeof err);
+}
+
+static slM_Graph *vit(void) {
+  char err[256];
+  slM_TransformerSpec s = {8, 8, 4, 4, 2, 8, 2, 2, 0.0f};
+  return slM_transformer(&s, 2, 1, 0, err, sizeof err);
+}
+
+static slM_Graph *lm(int precision) {
+  char err[256];
+  slM_LmSpec s = {"", 50, 12, 16, 24, 2, 2};
+  slM_Graph *g = slM_lm(&s, 3, err, sizeof err);
+  g->precision = precision;
+  return g;
+}
+
+/* measured: the tagged allocator's peak over two full training steps (the
+** second has the optimizer state), and over a forward pass of a fresh model */
+static void check_prediction(slM_Graph *g, const char *what, int batch, int T) {
+  slM_TrainConfig c = {1, batch, 1e-3, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
+  slM_Batch b;
+  slM_batch_init(&b, g, batch, T, 4);
+  slM_MemPrediction fwd, train, spec;
+  slM_mem_predict_graph(g, batch, T, SLM_RUN_FORWARD, SLM_ADAMW, &fwd);
+  slM_mem_predict_graph(g, batch, T, SLM_RUN_TRAIN, SLM_ADAMW, &train);
+  slM_precision_release();
+  /* other tests' tensors are freed: what is live now is this model's parameters, counted apart */
+  size_t trainable, total;
+  slM_param_counts(g, &trainable, &total);
+  size_t base = slM_mem_live() - 4 * total;
+  size_t measured_fwd = slM_measure_peak(g, &b, 0, NULL, 1) - base;
+  slM_release_activations(g);
+  slM_precision_release();
+  size_t measured_train = slM_measure_peak(g, &b, 1, &c, 2) - base;
+  printf("  %s: forward predicted %.0f measured %zu; training predicted %.0f measured %zu\n", what, fwd.peak,
+         measured_fwd, train.peak, measured_train);
+  CHECK_MSG(fabs(fwd.peak - (double)measured_fwd) <= 0.10 * (double)measured_fwd, "%s forward", what);
+  CHECK_MSG(fabs(train.peak - (double)measured_train) <= 0.10 * (double)measured_train, "%s training", what);
+  if (strcmp(g->family, "lm") == 0) {   /* the configuration-only formula agrees with the graph walk */
+    slM_LmSpec s;
+    slM_lm_spec_of(g, &s);
+    slM_mem_predict_lm(&s, batch, T, SLM_RUN_TRAIN, SLM_ADAMW, g->precision, &spec);
+    CHECK_NEAR(spec.peak, train.peak, 1e-6 * train.peak);
+    CHECK_NEAR(spec.activations, train.activations, 1);
+  }
+  size_t by[SLM_MEM_NCAT];
+  slM_mem_live_by(by);
+  CHECK(by[SLM_MEM_OPTIM] > 0 && by[SLM_MEM_GRAD] > 0 && by[SLM_MEM_ACT] > 0 && by[SLM_MEM_PARAM] > 0);
+  slM_batch_free(&b);
+  slM_graph_free(g);
+  slM_precision_release();
+}
+
+static void test_memory_prediction(void) {
+  check_prediction(mlp(), "mlp", 8, 0);
+  check_prediction(vit(), "image transformer", 4, 0);
+  check_prediction(lm(SLM_FP32), "lm fp32", 3, 12);
+  check_prediction(lm(SLM_BF16), "lm bf16", 3, 12);
+}
+
+static void test_budget_and_refusal(void) {
+  char err[256], msg[512];
+  CHECK_NEAR(slM_mem_budget("80GB", err, sizeof err), 80e9, 1);
+  CHECK_NEAR(slM_mem_budget("512 MiB", err, sizeof err), 512.0 * 1048576, 1);
+  CHECK(slM_mem_budget("", err, sizeof err) > 1e6);   /* MemAvailable */
+  CHECK(slM_mem_budget("lots", err, sizeof err) == 0);
+  CHECK_CONTAINS(err, "GiB");
+  slM_LmSpec s;
+  slM_lm_preset("2.7B", &s);
+  slM_MemPrediction p;
+  slM_mem_predict_lm(&s, 4, 256, SLM_RUN_TRAIN, SLM_ADAMW, SLM_FP32, &p);
+  /* parameters, gradients and two Adam moments: 16 bytes per parameter */
+  CHECK(p.params > 10e9 && p.optim == 2 * p.params && p.peak > 4 * p.params);
+  slM_mem_refusal(&p, 24e9, msg, sizeof msg);
+  CHECK_CONTAINS(msg, "OOM: predicted peak");
+  CHECK_CONTAINS(msg, "budget of 24.00 GB");
+}
+
+static void test_tags_and_timeline(void) {
+  slM_Graph *g = lm(SLM_FP32);
+  slM_Batch b;
+  slM_batch_init(&b, g, 2, 12, 1);
+  slM_mem_record(1);
+  slM_mem_reset();
+  slM_run_step(g, &b, 1, NULL, 0);
+  size_t n, na;
+  const slM_MemEvent *ev = slM_mem_timeline(&n);
+  const slM_MemAlloc *al = slM_mem_allocations(&na);
+  CHECK(n > (size_t)g->n);   /* forward and backward marks */
+  int scores = 0;
+  for (size_t i = 0; i < na; i++)
+    if (strcmp(al[i].op, "matmul_qk") == 0 && al[i].category == SLM_MEM_ACT && !al[i].backward) {
+      scores++;
+      CHECK_STREQ(al[i].shape, "[2, 2, 12, 12]");
+    }
+  CHECK_EQ_INT(scores, 2);
+  size_t max_fwd = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!ev[i].backward && ev[i].live > max_fwd) max_fwd = ev[i].live;
+  CHECK(ev[n - 1].live > max_fwd);   /* backward adds the gradients on top */
+  slM_mem_record(0);
+  slM_batch_free(&b);
+  slM_graph_free(g);
+}
+
+static void test_accumulation_and_rounding(void) {
+  double v[3];
+  slM_accumulation(v);
+  char buf[3][16];
+  for (int i = 0; i < 3; i++) snprintf(buf[i], sizeof buf[i], "%.4f", v[i]);
+  CHECK_STREQ(buf[0], "10.0001");
+  CHECK_STREQ(buf[1], "9.9531");
+  CHECK_STREQ(buf[2], "10.0021");
+  CHECK(slM_round_bf16(1.0f) == 1.0f);
+  CHECK(slM_round_bf16(1.00390625f) == 1.0f);        /* halfway: ties to even */
+  CHECK(slM_round_bf16(1.01171875f) == 1.015625f);   /* halfway: ties to even, up */
+  CHECK(slM_round_fp16(65520.0f) == INFINITY);
+  CHECK(slM_round_fp16(0.1f) == 0.0999755859375f);
+  CHECK(isnan(slM_round_bf16(NAN)));
+}
+
+static void test_dtype_table(void) {
+  slM_Graph *g = mlp();
+  int *dt = malloc((size_t)g->n * sizeof *dt);
+  for (int mode = 0; mode < 3; mode++) {
+    g->precision = mode;
+    slM_dtypes(g, dt);
+    int fc1 = slM_find_node(g, "fc1"), relu = slM_find_node(g, "relu_1");
+    CHECK_EQ_INT(dt[fc1], mode);
+    CHECK_EQ_INT(dt[relu], mode);   /* an activation of a 16-bit product stays 16-bit, as autocast's relu */
+  }
+  free(dt);
+  slM_graph_free(g);
+  g = lm(SLM_BF16);
+  dt = malloc((size_t)g->n * sizeof *dt);
+  slM_dtypes(g, dt);
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "layers_0_ln1")]), "float32");
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "layers_0_attn_softmax")]), "float32");
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "layers_0_attn_scores")]), "bfloat16");
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "lm_head")]), "bfloat16");
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "loss")]), "float32");
+  CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "layers_0_attn_residual")]), "float32");
+  /* a bf16 run stores bf16 values in its products and trains within a stated tolerance of fp32 */
+  slM_Batch b;
+  slM_batch_init(&b, g, 2, 12, 3);
+  double l16 = slM_run_step(g, &b, 1, NULL, 0);
+  slM_Tensor *q = g->nodes[slM_find_node(g, "layers_0_attn_q_proj")].out;
+  for (size_t i = 0; i < q->size; i++) CHECK(slM_round_bf16(q->data[i]) == q->data[i]);
+  g->precision = SLM_FP32;
+  double l32 = slM_run_step(g, &b, 1, NULL, 0);
+  CHECK(l16 != l32);
+  CHECK_NEAR(l16, l32, 0.02 * l32);
+  slM_batch_free(&b);
+  free(dt);
+  slM_graph_free(g);
+  slM_precision_release();
+}
+
+/* eager and fused: the same numbers bit for bit, forward and every gradient */
+static void check_fused(slM_Graph *eager, const char *what, int batch, int T, int expect) {
+  char err[256];
+  slM_Graph *fused = slM_graph_copy(eager, 1);   /* own parameters, the same values */
+  slM_FuseCounts c;
+  CHECK_MSG(slM_fuse(fused, 0, &c, err, sizeof err) == 0, "%s", err);
+  CHECK_MSG(c.linear_act + c.add_norm + c.masked_softmax == expect, "%s: %d fusions", what,
+            c.linear_act + c.add_norm + c.masked_softmax);
+  CHECK(fused->n < eager->n);
+  slM_Batch b;
+  slM_batch_init(&b, eager, batch, T, 5);
+  double le = slM_run_step(eager, &b, 1, NULL, 0), lf = slM_run_step(fused, &b, 1, NULL, 0);
+  CHECK_MSG(le == lf, "%s: loss %.9g vs %.9g", what, le, lf);
+  int lo_e = slM_logits_node(eager), lo_f = slM_logits_node(fused);
+  CHECK(memcmp(eager->nodes[lo_e].out->data, fused->nodes[lo_f].out->data,
+               eager->nodes[lo_e].out->size * sizeof(float)) == 0);
+  int params = 0, differ = 0;
+  for (int i = 0; i < eager->n; i++)
+    for (int k = 0; k < eager->nodes[i].nparams; k++) {
+      slM_Param *p = eager->nodes[i].params[k];
+      for (int j = 0; j < fused->n; j++)
+        for (int m = 0; m < fused->nodes[j].nparams; m++)
+          if (strcmp(fused->nodes[j].params[m]->name, p->name) == 0) {
+            params++;
+            differ += memcmp(p->grad->data, fused->nodes[j].params[m]->grad->data, p->grad->size * sizeof(float)) != 0;
+          }
+    }
+  size_t trainable, total;
+  slM_param_counts(eager, &trainable, &total);
+  int nparams = 0;
+  for (int i = 0; i < eager->n; i++) nparams += eager->nodes[i].nparams;
+  CHECK_EQ_INT(params, nparams);
+  CHECK_MSG(differ == 0, "%s: %d gradients differ", what, differ);
+  /* inference with buffer planning: same logits, lower peak */
+  slM_release_activations(eager);
+  slM_release_activations(fused);
+  slM_mem_reset();
+  size_t base = slM_mem_live();
+  slM_run_step(eager, &b, 0, NULL, 0);
+  size_t peak_e = slM_mem_total_peak() - base;
+  slM_release_activations(eager);
+  slM_mem_reset();
+  base = slM_mem_live();
+  slM_run_step(fused, &b, 0, NULL, 0);
+  size_t peak_f = slM_mem_total_peak() - base;
+  printf("  %s: %d fused nodes; inference peak eager %zu B, fused and planned %zu B\n", what, expect, peak_e, peak_f);
+  CHECK(peak_f < peak_e);
+  slM_batch_free(&b);
+  slM_graph_free(fused);
+  slM_graph_free(eager);
+}
+
+static void test_fusion(void) {
+  check_fused(mlp(), "mlp", 6, 0, 2);
+  check_fused(vit(), "image transformer", 3, 0, 2 + 2 * 2);   /* gelu per layer; two add+norm per layer */
+  check_fused(lm(SLM_FP32), "lm", 2, 12, 2);                  /* the masked softmax of each layer */
+}
+
+/* attention into FlashAttention-2: a different summation order, so a stated
+** tolerance (1e-4 relative) instead of equality; the T x T tensors are gone */
+static void check_fused_attention(slM_Graph *eager, const char *what, int batch, int T, int blocks) {
+  char err[256];
+  slM_Graph *fused = slM_graph_copy(eager, 1);
+  slM_FuseCounts c;
+  CHECK_MSG(slM_fuse(fused, 1, &c, err, sizeof err) == 0, "%s", err);
+  CHECK_EQ_INT(c.attention, blocks);
+  for (int i = 0; i < fused->n; i++) CHECK(fused->nodes[i].op != OP_SCORES && fused->nodes[i].op != OP_SOFTMAX);
+  slM_Batch b;
+  slM_batch_init(&b, eager, batch, T, 6);
+  double le = slM_run_step(eager, &b, 1, NULL, 0), lf = slM_run_step(fused, &b, 1, NULL, 0);
+  CHECK_NEAR(lf, le, 1e-4 * fabs(le));
+  double worst = 0;
+  for (int i = 0; i < eager->n; i++)
+    for (int k = 0; k < eager->nodes[i].nparams; k++) {
+      slM_Param *p = eager->nodes[i].params[k];
+      for (int j = 0; j < fused->n; j++)
+        for (int m = 0; m < fused->nodes[j].nparams; m++)
+          if (strcmp(fused->nodes[j].params[m]->name, p->name) == 0) {
+            double scale = 0, diff = 0;
+            for (size_t e = 0; e < p->grad->size; e++) {
+              scale = fmax(scale, fabs(p->grad->data[e]));
+              diff = fmax(diff, fabs(p->grad->data[e] - fused->nodes[j].params[m]->grad->data[e]));
+            }
+            /* a key bias's gradient is zero in exact arithmetic (softmax ignores a shift): an absolute floor */
+            worst = fmax(worst, diff / (1e-4 * scale + 1e-7));
+          }
+    }
+  printf("  %s with FlashAttention-2: loss %.9g vs %.9g, gradients within %.2g of the tolerance\n", what, lf, le,
+         worst);
+  CHECK(worst <= 1);   /* every gradient within 1e-4 of its parameter's largest entry, plus 1e-7 */
+  /* the prediction follows the fused graph: logsumexp rows instead of T x T tensors */
+  slM_MemPrediction pe, pf;
+  slM_mem_predict_graph(eager, batch, T, SLM_RUN_TRAIN, -1, &pe);
+  slM_mem_predict_graph(fused, batch, T, SLM_RUN_TRAIN, -1, &pf);
+  CHECK(pf.peak < pe.peak && pf.scores == 0);
+  slM_release_activations(fused);
+  slM_mem_reset();
+  size_t trainable, total;
+  slM_param_counts(fused, &trainable, &total);
+  size_t base = slM_mem_live() - 8 * total;   /* parameters and their gradients (shared names, own copies) */
+  slM_run_step(fused, &b, 1, NULL, 0);
+  size_t measured = slM_mem_total_peak() - base;
+  CHECK_MSG(fabs(pf.peak - (double)measured) <= 0.1 * (double)measured, "%s: predicted %.0f measured %zu", what, pf.peak,
+            measured);
+  slM_batch_free(&b);
+  slM_graph_free(fused);
+  slM_graph_free(eager);
+}
+
+static void test_fused_attention(void) {
+  check_fused_attention(lm(SLM_FP32), "lm", 2, 12, 2);
+  check_fused_attention(vit(), "image transformer", 3, 0, 2);
+}
+
+static void test_profile(void) {
+  slM_Graph *g = lm(SLM_FP32);
+  slM_Batch b;
+  slM_batch_init(&b, g, 2, 12, 1);
+  slM_Profile *p = slM_profile_attach(g);
+  slM_run_step(g, &b, 1, NULL, 0);
+  slM_profile_detach(g);
+  double fwd = 0, bwd = 0;
+  for (int i = 0; i < p->n; i++) fwd += p->forward[i], bwd += p->backward[i];
+  CHECK(fwd > 0 && bwd > 0);
+  CHECK(p->forward[slM_find_node(g, "lm_head")] > 0);
+  CHECK(p->backward[slM_find_node(g, "tokens")] == 0);
+  slM_profile_free(p);
+  slM_batch_free(&b);
+  slM_graph_free(g);
+}
+
+int main(void) {
+  RUN(test_memory_prediction);
+  RUN(test_budget_and_refusal);
+  RUN(test_tags_and_timeline);
+  RUN(test_accumulation_and_rounding);
+  RUN(test_dtype_table);
+  RUN(test_fusion);
+  RUN(test_fused_attention);
+  RUN(test_profile);
+  return check_summary();
+}
