@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static char description[256];
 
@@ -25,8 +26,14 @@ extern "C" const char *slG_describe(void) {
   int n = 0;
   cudaError_t rc = cudaGetDeviceCount(&n);
   if (rc != cudaSuccess || n == 0) {
-    snprintf(description, sizeof description, "no GPU: %s",
-             rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device");
+    /* Without NVIDIA's driver the runtime says its version is "insufficient",
+    ** which reads as if a driver were there but old: say what is missing. */
+    int driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+    const char *why = rc == cudaSuccess || rc == cudaErrorNoDevice ? "no CUDA device was found"
+                      : rc == cudaErrorInsufficientDriver && !driver
+                          ? "this machine has no NVIDIA driver (no NVIDIA GPU)"
+                          : cudaGetErrorString(rc);
+    snprintf(description, sizeof description, "no GPU: %s", why);
     cudaGetLastError();
     return description;
   }

@@ -46,7 +46,42 @@ float slM_round_bf16(float x) {
   return x;
 }
 
-float slM_round_fp16(float x) { return (float)(_Float16)x; }
+/* IEEE binary16 by hand rather than _Float16, which not every compiler this
+** code is built with supports on x86 (clang 14 does not): round to nearest,
+** ties to even, overflow to infinity, subnormals kept. */
+static uint16_t fp16_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a >= 0x47800000u) return (uint16_t)(sign | (a > 0x7F800000u ? 0x7E00u : 0x7C00u)); /* >= 65536, Inf, NaN */
+  if (a < 0x38800000u) {  /* below 2^-14: subnormal; adding 0.5 lines the half's ulp up with the float's */
+    float f;
+    memcpy(&f, &a, sizeof f);
+    f += 0.5f;
+    memcpy(&a, &f, sizeof a);
+    return (uint16_t)(sign | (a - 0x3F000000u));
+  }
+  a += 0xC8000FFFu + ((a >> 13) & 1u);  /* rebias the exponent by -112, round to nearest even */
+  return (uint16_t)(sign | (a >> 13));
+}
+
+static float fp16_value(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+  if (e == 0) {
+    float f = (float)m * 0x1p-24f;
+    memcpy(&u, &f, sizeof u);
+    u |= sign;
+  } else if (e == 31) {
+    u = sign | 0x7F800000u | (m << 13);
+  } else {
+    u = sign | ((e + 112) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+float slM_round_fp16(float x) { return fp16_value(fp16_bits(x)); }
 
 void slM_round_array(int precision, const float *in, float *out, size_t n) {
   if (precision == SLM_BF16)
@@ -153,10 +188,12 @@ void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes) {
 
 /* the seed's experiment: 1000 additions of 0.01 */
 void slM_accumulation(double out[3]) {
-  volatile float s32 = 0, s_mixed = 0;
-  volatile _Float16 s16 = 0;
+  volatile float s32 = 0, s_mixed = 0, s16 = 0;
+  float h = slM_round_fp16(0.01f);
   for (int i = 0; i < 1000; i++) s32 += 0.01f;
-  for (int i = 0; i < 1000; i++) s16 += (_Float16)0.01f;
-  for (int i = 0; i < 1000; i++) s_mixed += (float)(_Float16)0.01f;
+  /* two halves add exactly in float (their exponents are close), so one
+  ** rounding gives the correctly rounded float16 sum */
+  for (int i = 0; i < 1000; i++) s16 = slM_round_fp16(s16 + h);
+  for (int i = 0; i < 1000; i++) s_mixed += h;
   out[0] = s32, out[1] = (double)s16, out[2] = s_mixed;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "compress/quant.h"
@@ -564,7 +565,18 @@ static void test_gpu_versions(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* `version` on a machine without NVIDIA's driver said "CUDA driver version
+** is insufficient", as if an old driver were installed */
+static void test_gpu_description_names_what_is_missing(void) {
+  const char *d = sl_gpu_describe();
+  CHECK(d && *d);
+  if (slG_device_count() > 0) return;
+  CHECK_CONTAINS(d, "no GPU");
+  if (access("/proc/driver/nvidia/version", F_OK) != 0) CHECK_MSG(!strstr(d, "insufficient"), "got \"%s\"", d);
+}
+
 int main(void) {
+  RUN(test_gpu_description_names_what_is_missing);
   RUN(test_gemm_versions);
   RUN(test_vexp);
   RUN(test_attention_versions);
