@@ -2,7 +2,10 @@
 ** fuzz_eval.c - libFuzzer target: the evaluator, on code that calls only
 ** commands which touch no files, processes or clocks (a host that captures
 ** output stands in for the kernel). Inputs naming another command are
-** skipped, so every execution is fast and repeatable.
+** skipped, so every execution is fast and repeatable. Only the language,
+** table and compression domains are fuzzed here: the others build models,
+** run benchmarks or searches, which take seconds by design; new commands
+** there are excluded without this file knowing their names.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(code);
       return 0;
     }
+  for (size_t i = 0; sl_command_at(i); i++) {
+    const sl_Command *c = sl_command_at(i);
+    const sl_Domain *d = sl_command_domain(c);
+    if (d == &slB_domain || d == &slT_domain || d == &slQ_domain) continue;
+    if (strstr(code, c->name)) {
+      free(code);
+      return 0;
+    }
+  }
   setenv("SYSLAB_MEMORY_BUDGET", "256M", 1);
   sl_State *S = sl_new();
   sl_Value v;
