@@ -110,10 +110,17 @@ void slK_parallel_for(size_t n, size_t min_chunk, slK_RangeFn fn, void *ctx) {
   /* four chunks a thread, none below min_chunk: late workers leave less to wait for */
   size_t chunk = n / ((size_t)t * 4);
   if (chunk < min_chunk) chunk = min_chunk;
+  /* Close the claims before the job changes: a worker still holding the
+  ** previous generation's exhausted state must not read the new job's
+  ** chunk count and claim a chunk under the old generation (it would run
+  ** the new job with a half-written ctx, and count a chunk twice so that
+  ** this call could return while a chunk still runs). A closed state has
+  ** its own generation and a chunk index no job reaches. */
+  uint32_t gen = (uint32_t)(atomic_load(&state) >> 32) + 2;
+  atomic_store_explicit(&state, (uint64_t)(gen - 1) << 32 | 0xFFFFFFFFu, memory_order_seq_cst);
   job.fn = fn, job.ctx = ctx, job.n = n, job.chunk = chunk;
   job.nchunks = (unsigned)((n + chunk - 1) / chunk);
   atomic_store_explicit(&done_chunks, 0, memory_order_relaxed);
-  uint32_t gen = (uint32_t)(atomic_load(&state) >> 32) + 1;
   atomic_store_explicit(&state, (uint64_t)gen << 32, memory_order_seq_cst);
   /* a spinning worker sees the new generation by itself; only sleepers need
   ** the system call. A worker counts itself a sleeper under the lock before
