@@ -70,6 +70,18 @@ static int is_progress(json_t *out) {
   return json_is_true(json_object_get(json_object_get(json_object_get(out, "metadata"), "syslab"), "progress"));
 }
 
+/* the same test in both passes, so figure numbers and files agree */
+static int is_figure(json_t *out) {
+  const char *otype = json_string_value(json_object_get(out, "output_type"));
+  if (!otype || (strcmp(otype, "display_data") != 0 && strcmp(otype, "execute_result") != 0) || is_progress(out))
+    return 0;
+  json_t *data = json_object_get(out, "data");
+  char *png = slR_multiline(json_object_get(data, "image/png")), *svg = slR_multiline(json_object_get(data, "image/svg+xml"));
+  int yes = png || svg;
+  free(png), free(svg);
+  return yes;
+}
+
 static void strip_ansi(slU_Text *t, const char *s) {
   while (*s) {
     if (*s == '\033' && s[1] == '[') {
@@ -178,8 +190,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
       json_t *out;
       int first = 1;
       json_array_foreach(json_object_get(cell, "outputs"), j, out) {
-        json_t *data = json_object_get(out, "data");
-        if (!json_object_get(data, "image/png") && !json_object_get(data, "image/svg+xml")) continue;
+        if (!is_figure(out)) continue;
         figure++;
         if (first) {
           char *src = slR_cell_source(cell), label[128];
@@ -237,22 +248,29 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
       int nfig = 0;
       json_array_foreach(json_object_get(cell, "outputs"), j, out) {
         const char *otype = json_string_value(json_object_get(out, "output_type"));
-        if (is_progress(out)) continue;
+        /* outputs come from the kernel, or from an executed notebook in the
+        ** cache that Jupyter may have saved again (text as lists of lines);
+        ** anything else nbformat does not define is left out */
+        if (!otype || is_progress(out)) continue;
         if (strcmp(otype, "stream") == 0) {
-          fenced(&t, "text", json_string_value(json_object_get(out, "text")));
+          char *text = slR_multiline(json_object_get(out, "text"));
+          if (text) fenced(&t, "text", text);
+          free(text);
         } else if (strcmp(otype, "error") == 0) {
+          const char *ename = json_string_value(json_object_get(out, "ename"));
+          const char *evalue = json_string_value(json_object_get(out, "evalue"));
           slU_Text e = {0};
-          slU_add(&e, "%s: %s\n", json_string_value(json_object_get(out, "ename")), json_string_value(json_object_get(out, "evalue")));
+          slU_add(&e, "%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
           fenced(&t, "text", e.s);
           free(e.s);
-        } else {
+        } else if (strcmp(otype, "display_data") == 0 || strcmp(otype, "execute_result") == 0) {
           json_t *data = json_object_get(out, "data");
-          const char *png = json_string_value(json_object_get(data, "image/png"));
-          const char *svg = json_string_value(json_object_get(data, "image/svg+xml"));
-          const char *md = json_string_value(json_object_get(data, "text/markdown"));
-          const char *latex = json_string_value(json_object_get(data, "text/latex"));
-          const char *html = json_string_value(json_object_get(data, "text/html"));
-          const char *plain = json_string_value(json_object_get(data, "text/plain"));
+          char *png = slR_multiline(json_object_get(data, "image/png"));
+          char *svg = slR_multiline(json_object_get(data, "image/svg+xml"));
+          char *md = slR_multiline(json_object_get(data, "text/markdown"));
+          char *latex = slR_multiline(json_object_get(data, "text/latex"));
+          char *html = slR_multiline(json_object_get(data, "text/html"));
+          char *plain = slR_multiline(json_object_get(data, "text/plain"));
           if (png || svg) {
             figure++;
             char name[512], path[4800];
@@ -266,17 +284,18 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
               if (decode_base64(png, &bytes, &len) != 0) {
                 snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path, i + 1);
                 rc = -1;
-                break;
+              } else {
+                rc = slR_write_atomic(path, bytes, len, err, errlen);
+                free(bytes);
               }
-              rc = slR_write_atomic(path, bytes, len, err, errlen);
-              free(bytes);
             } else {
               rc = slR_write_atomic(path, svg, strlen(svg), err, errlen);
             }
-            if (rc != 0) break;
-            const char *cap = caption[0] ? caption : "";
-            slU_add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
-                figure, cap[0] ? ": " : "", cap);
+            if (rc == 0) {
+              const char *cap = caption[0] ? caption : "";
+              slU_add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
+                  figure, cap[0] ? ": " : "", cap);
+            }
           } else if (md) {
             slU_add(&t, "%s\n\n", md);
           } else if (latex) {
@@ -286,6 +305,8 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
           } else if (plain) {
             fenced(&t, "text", plain);
           }
+          free(png), free(svg), free(md), free(latex), free(html), free(plain);
+          if (rc != 0) break;
         }
       }
     }

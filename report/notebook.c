@@ -61,20 +61,28 @@ json_t *slR_notebook_read(const char *path, char *err, size_t errlen) {
   return nb;
 }
 
-char *slR_cell_source(json_t *cell) {
-  json_t *src = json_object_get(cell, "source");
-  if (json_is_string(src)) return strdup(json_string_value(src));
+char *slR_multiline(json_t *value) {
+  if (json_is_string(value)) return strdup(json_string_value(value));
+  if (!json_is_array(value)) return NULL;
   size_t n = 0, i;
   json_t *line;
-  json_array_foreach(src, i, line) n += json_string_length(line);
+  json_array_foreach(value, i, line) {
+    if (!json_is_string(line)) return NULL;
+    n += json_string_length(line);
+  }
   char *s = malloc(n + 1), *p = s;
-  json_array_foreach(src, i, line) {
+  json_array_foreach(value, i, line) {
     size_t l = json_string_length(line);
-    memcpy(p, json_string_value(line) ? json_string_value(line) : "", l);
+    memcpy(p, json_string_value(line), l);
     p += l;
   }
   *p = '\0';
   return s;
+}
+
+char *slR_cell_source(json_t *cell) {
+  char *s = slR_multiline(json_object_get(cell, "source"));
+  return s ? s : strdup("");
 }
 
 int slR_cell_has_tag(json_t *cell, const char *tag) {

@@ -10,7 +10,10 @@
 
 /* reads and checks a notebook; NULL with err naming the file and the problem */
 json_t *slR_notebook_read(const char *path, char *err, size_t errlen);
-/* a cell's source as one string (sources may be lists of lines); caller frees */
+/* nbformat's multiline string (a string, or a list of strings written by
+** Jupyter when it saves) as one string; NULL for anything else. Caller frees */
+char *slR_multiline(json_t *value);
+/* a cell's source as one string ("" if it has none); caller frees */
 char *slR_cell_source(json_t *cell);
 int slR_cell_has_tag(json_t *cell, const char *tag);
 /* Quarto-style cell options: "#| key: value" lines at the top of a code cell */

@@ -729,8 +729,9 @@ int slR_main(int argc, char **argv) {
         if (!fgets(old, sizeof old, f)) old[0] = '\0';
         fclose(f);
       }
-      json_error_t jerr;
-      json_t *prev = strcmp(old, key) == 0 ? json_load_file(executed, 0, &jerr) : NULL;
+      /* read as any notebook is: it may have been opened and saved since */
+      char cerr[512];
+      json_t *prev = strcmp(old, key) == 0 ? slR_notebook_read(executed, cerr, sizeof cerr) : NULL;
       if (prev) {
         fprintf(stderr, "syslab report: %s\n  unchanged since the last run: taken from the cache\n", path);
         json_decref(nb);

@@ -15,7 +15,10 @@ one() {
   t=$1
   mkdir -p "$build/corpus/$t"
   dict=""
-  case $t in parse|eval) dict="-dict=$here/syslab.dict" ;; esac
+  case $t in
+    parse|eval) dict="-dict=$here/syslab.dict" ;;
+    notebook|markdown) dict="-dict=$here/notebook.dict" ;;
+  esac
   log="$build/fuzz-$t.log"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   if ! "$build/fuzz_$t" -runs=0 $dict "$here/corpus/$t" > "$log.replay" 2>&1; then

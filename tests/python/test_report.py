@@ -214,3 +214,31 @@ def test_missing_tools_are_named(tmp_path):
     assert r.returncode == 1
     assert "gnuplot is not installed: install the Debian package gnuplot-nox" in r.stderr
     assert "cell 4" in r.stderr
+
+
+def test_cached_notebook_saved_again_by_jupyter(tmp_path):
+    """An executed notebook opened and saved in Jupyter stores its outputs'
+    text as lists of lines; taken from the cache, it must give the same report
+    (the exporter used to read a NULL string and crash)."""
+    nb = tmp_path / "resaved.ipynb"
+    shutil.copy(SECOND_NB, nb)
+    out = tmp_path / "out"
+    first = report(str(nb), "-o", str(out), "--no-pdf")
+    assert first.returncode == 0, first.stderr
+    md_before = strip_timing((out / "report.md").read_text())
+    executed = out / "notebooks" / "resaved.ipynb"
+    saved = nbformat.read(str(executed), as_version=4)
+    nbformat.write(saved, str(executed))  # as Jupyter saves: multiline strings split into lists
+    raw = json.loads(executed.read_text())
+    assert any(isinstance(o.get("text"), list) or any(isinstance(v, list) for v in o.get("data", {}).values())
+               for c in raw["cells"] for o in c.get("outputs", []))
+    second = report(str(nb), "-o", str(out), "--no-pdf")
+    assert second.returncode == 0, second.stderr
+    assert "taken from the cache" in second.stderr
+    assert strip_timing((out / "report.md").read_text()) == md_before
+    # a cached notebook that no longer reads as one is run again, not trusted
+    executed.write_text("{ not json")
+    third = report(str(nb), "-o", str(out), "--no-pdf")
+    assert third.returncode == 0, third.stderr
+    assert "[1/1]" in third.stderr
+    assert strip_timing((out / "report.md").read_text()) == md_before
