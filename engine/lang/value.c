@@ -314,7 +314,14 @@ void sl_format_number(double x, char *out, size_t size) {
   else snprintf(out, size, "%.9g", x);
 }
 
-static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth) {
+/* A displayed list longer than this shows its first and last SHOW_EDGE
+** items and a count, as tables show their head and tail: a cell that ends
+** in a list of a million numbers should answer at once, not format ten
+** megabytes that the output cap then drops. print and str give every item. */
+#define SHOW_LIST_MAX 1000
+#define SHOW_EDGE 20
+
+static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth, int brief) {
   char num[64];
   if (depth > 32) {
     slU_add(b, "%s", "...");
@@ -342,9 +349,16 @@ static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth) 
       break;
     case SL_LIST: {
       slU_add(b, "%s", "[");
-      for (size_t i = 0; i < sl_list_len(v); i++) {
+      size_t n = sl_list_len(v);
+      int elide = brief && n > SHOW_LIST_MAX;
+      for (size_t i = 0; i < n; i++) {
+        if (elide && i == SHOW_EDGE) {
+          slU_add(b, ", ... %zu more ...", n - 2 * SHOW_EDGE);
+          i = n - SHOW_EDGE - 1;
+          continue;
+        }
         if (i) slU_add(b, "%s", ", ");
-        format_value(b, sl_list_get(v, i), 1, depth + 1);
+        format_value(b, sl_list_get(v, i), 1, depth + 1, brief);
       }
       slU_add(b, "%s", "]");
       break;
@@ -355,7 +369,7 @@ static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth) 
         if (i) slU_add(b, "%s", ", ");
         slU_add(b, "%s", sl_record_key(v, i));
         slU_add(b, "%s", ": ");
-        format_value(b, sl_record_value(v, i), 1, depth + 1);
+        format_value(b, sl_record_value(v, i), 1, depth + 1, brief);
       }
       slU_add(b, "%s", "}");
       break;
@@ -382,14 +396,14 @@ static void format_value(slU_Text *b, sl_Value v, int quote_strings, int depth) 
 char *sl_tostring(sl_Value v) {
   slU_Text b = {0};
   slU_add_len(&b, "", 0);
-  format_value(&b, v, 0, 0);
+  format_value(&b, v, 0, 0, 0);
   return b.s;
 }
 
 char *sl_repr(sl_Value v) {
   slU_Text b = {0};
   slU_add_len(&b, "", 0);
-  format_value(&b, v, 1, 0);
+  format_value(&b, v, 1, 0, 0);
   return b.s;
 }
 
@@ -453,9 +467,11 @@ int sl_show(sl_Value v, sl_Bundle *out) {
     }
     sl_bundle_free(out);
   }
-  char *s = v.type == SL_STRING ? sl_repr(v) : sl_tostring(v);
-  sl_bundle_add(out, "text/plain", s, strlen(s));
-  free(s);
+  slU_Text s = {0};
+  slU_add_len(&s, "", 0);
+  format_value(&s, v, v.type == SL_STRING, 0, 1);
+  sl_bundle_add(out, "text/plain", s.s, s.n);
+  free(s.s);
   return 0;
 }
 
