@@ -14,6 +14,7 @@
 */
 #include "interp.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -589,6 +590,30 @@ static int compare(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *o
   return 0;
 }
 
+/* Ranges with decimal steps give the numbers as written: 0.1..0.9 step 0.1
+** holds 0.3, not 0.30000000000000004. When the start and the step are
+** whole multiples of 10^-d (d up to 12) and every scaled value stays an
+** exact integer in a double, each value is an integer divided by 10^d:
+** one correctly rounded division, the same double as the decimal text.
+** Otherwise (a step of 1/3, values past 2^53) it is from + i * step. */
+static double range_scale(double from, double step, double count) {
+  double scale = 1;
+  for (int d = 0; d <= 12; d++, scale *= 10) {
+    double f = from * scale, s = step * scale;
+    if (fabs(f - nearbyint(f)) <= 8 * DBL_EPSILON * fmax(1, fabs(f)) &&
+        fabs(s - nearbyint(s)) <= 8 * DBL_EPSILON * fmax(1, fabs(s))) {
+      double last = fabs(nearbyint(f)) + fabs(nearbyint(s)) * count;
+      return last < 9007199254740992.0 ? scale : 0;
+    }
+  }
+  return 0;
+}
+
+static double range_value(double from, double step, double i, double scale) {
+  if (scale <= 1) return from + i * step; /* whole numbers are exact as they are */
+  return (nearbyint(from * scale) + i * nearbyint(step * scale)) / scale;
+}
+
 static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
   sl_Value a, b, c = sl_number(1);
   if (slV_eval(S, n->a, &a) != 0) return -1;
@@ -614,6 +639,7 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
   if (count > MAX_RANGE)
     return slV_error(S, "ValueError", n->line, n->col, "range has %.4g values; at most %d are allowed", count,
                      MAX_RANGE);
+  double scale = range_scale(from, step, count);
   *out = sl_list_new();
   for (long i = 0; i < (long)count; i++) {
     if ((i & 65535) == 65535 && sl_interrupted()) {
@@ -621,11 +647,7 @@ static int eval_range(sl_State *S, slY_Node *n, sl_Value *out) {
       *out = sl_nil();
       return slV_error(S, "Interrupt", n->line, n->col, "interrupted by the user");
     }
-    double x = from + (double)i * step;
-    /* print 0.3 rather than 0.30000000000000004 for decimal steps */
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.12g", x);
-    sl_list_push(*out, sl_number(strtod(buf, NULL)));
+    sl_list_push(*out, sl_number(range_value(from, step, (double)i, scale)));
   }
   return 0;
 }
