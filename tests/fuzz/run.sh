@@ -6,7 +6,9 @@
 # with new inputs kept in BUILD/corpus/TARGET (outside the source tree). A
 # crash leaves its input in BUILD/crash-* and fails the run. Figures (runs,
 # coverage, time) go to BUILD/fuzz-TARGET.log; the last line of each log is
-# printed.
+# printed. FUZZ_TIMEOUT (default 10) is the wall-clock seconds one input may
+# take before it counts as a hang; long runs beside other work at a low
+# priority need more.
 set -u
 build=$1 seconds=$2
 shift 2
@@ -25,7 +27,7 @@ one() {
     echo "fuzz_$t: replaying the corpus failed:"; tail -30 "$log.replay"; return 1
   fi
   start=$(date +%s)
-  if ! "$build/fuzz_$t" $dict -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  if ! "$build/fuzz_$t" $dict -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=8192 \
       -artifact_prefix="$build/crash-$t-" -print_final_stats=1 "$build/corpus/$t" "$here/corpus/$t" > "$log" 2>&1; then
     echo "fuzz_$t: FAILED after $(( $(date +%s) - start )) s:"; grep -A30 "ERROR\|runtime error\|timeout\|out-of-memory" "$log" | head -40
     return 1
