@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/softmax.h"
 #include "memory.h"
 #include "precision.h"
 
@@ -101,17 +102,7 @@ typedef struct {
 
 static void softmax_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  int n = (int)t->n;
-  for (size_t r = r0; r < r1; r++) {
-    const float *a = t->a + r * (size_t)n;
-    float *b = t->y + r * (size_t)n;
-    float m = a[0];
-    for (int j = 1; j < n; j++) m = a[j] > m ? a[j] : m;
-    double sum = 0;
-    for (int j = 0; j < n; j++) sum += b[j] = expf(a[j] - m);
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < n; j++) b[j] *= inv;
-  }
+  for (size_t r = r0; r < r1; r++) slK_softmax_row(t->a + r * t->n, t->y + r * t->n, (int)t->n);
 }
 
 static void softmax_rows(const float *x, float *y, size_t rows, int n) {
@@ -175,13 +166,7 @@ static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
 /* a = softmax output, b = its gradient; y += input gradient */
 static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  size_t d = t->n;
-  for (size_t r = r0; r < r1; r++) {
-    const float *y = t->a + r * d, *gy = t->b + r * d;
-    double dot = 0;
-    for (size_t j = 0; j < d; j++) dot += gy[j] * y[j];
-    for (size_t j = 0; j < d; j++) t->y[r * d + j] += y[j] * (gy[j] - (float)dot);
-  }
+  for (size_t r = r0; r < r1; r++) slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n);
 }
 
 /* ------------------------------------------------------------ linear */

@@ -29,6 +29,7 @@
 
 #include "fuse.h"
 #include "kernels/parallel.h"
+#include "kernels/softmax.h"
 
 static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
 
@@ -199,15 +200,9 @@ static void masked_softmax_forward(slM_Graph *g, slM_Node *n) {
   size_t mats = s->size / ((size_t)T * T);
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
-      const float *a = s->data + (m * T + i) * T;
-      float *b = y->data + (m * T + i) * T;
-      float mx = a[0];
-      for (int j = 1; j <= i; j++) mx = a[j] > mx ? a[j] : mx;
-      double sum = 0;
-      for (int j = 0; j <= i; j++) sum += b[j] = expf(a[j] - mx);
-      float inv = (float)(1.0 / sum);
-      for (int j = 0; j <= i; j++) b[j] *= inv;
-      for (int j = i + 1; j < T; j++) b[j] = 0;
+      size_t off = (m * T + i) * T;
+      slK_softmax_row(s->data + off, y->data + off, i + 1);
+      for (int j = i + 1; j < T; j++) y->data[off + j] = 0;
     }
 }
 
@@ -218,10 +213,7 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
       size_t off = (m * T + i) * T;
-      const float *y = n->out->data + off, *gy = n->gout->data + off;
-      double dot = 0;
-      for (int j = 0; j <= i; j++) dot += gy[j] * y[j];
-      for (int j = 0; j <= i; j++) dx[off + j] += y[j] * (gy[j] - (float)dot);
+      slK_softmax_grad_row(n->out->data + off, n->gout->data + off, dx + off, i + 1);
     }
 }
 
