@@ -180,6 +180,11 @@ static unsigned char *read_bytes(const char *path, size_t *n, char *err, size_t 
   return buf;
 }
 
+static int interrupted(void *ud) {
+  (void)ud;
+  return sl_interrupted();
+}
+
 static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
   if (!slM_sys_is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
@@ -217,12 +222,16 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
   double t0 = slM_now(), sum = 0;
   int seen = 0;
+  g->stop = interrupted;   /* an interrupt inside a step skips its update */
   for (int s = 0; s < steps && !sl_interrupted(); s++) {
     if (bytes) slM_lm_stream_batch(&rng, bytes, n, batch, T, tok, tgt);
     else slM_lm_random_batch(&rng, g->vocab, batch, T, tok, tgt);
     slM_lm_forward(g, tok, tgt, batch, T, 1);
+    if (g->stopped) break;
     slM_zero_grads(g);
-    sum += slM_backward(g, NULL, batch);
+    double loss = slM_backward(g, NULL, batch);
+    if (g->stopped) break;
+    sum += loss;
     slM_optimizer_step(g, &c, lr, s);
     seen++;
     if ((s + 1) % every == 0 || s + 1 == steps) {
@@ -238,6 +247,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
       sum = 0, seen = 0;
     }
   }
+  g->stop = NULL, g->stopped = 0;
   sl_progress_end(bar);
   free(tok), free(tgt), free(bytes);
   slT_mark_timing(t, 2);

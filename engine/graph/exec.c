@@ -578,8 +578,16 @@ static void free_dead_inputs(slM_Graph *g, int i, const int *last_use) {
   }
 }
 
+/* A pass polls the stop hook between nodes: the longest wait is one node,
+** not one batch (a transformer batch of 65536 images runs for seconds). The
+** pass only computes activations and gradients; the weights change in the
+** optimizer step alone, which a stopped step skips, so an interrupted step
+** leaves every weight as it was. */
+static int stop_now(slM_Graph *g) { return g->stop && (g->stopped = g->stop(g->stop_ud) != 0); }
+
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
   g->training = training;
+  g->stopped = 0;
   int logits = slM_logits_node(g), *last_use = NULL;
   if (g->plan && !training) {
     last_use = malloc((size_t)g->n * sizeof *last_use);
@@ -589,7 +597,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
     for (int i = 0; i < g->n; i++)
       if (g->nodes[i].op == OP_OUTPUT) last_use[g->nodes[i].inputs[0]] = g->n;
   }
-  for (int i = 0; i < g->n; i++) {
+  for (int i = 0; i < g->n && !stop_now(g); i++) {
     slM_node_begin(g, i, 0);
     node_forward(g, &g->nodes[i], x, labels, batch);
     if (g->precision != SLM_FP32) slM_precision_after(g, i);
@@ -669,6 +677,7 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
 }
 
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
+  g->stopped = 0;
   for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = -1;
   for (int i = 0; i < g->n; i++)
@@ -700,7 +709,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
     loss /= batch;
   }
   slM_node_end(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
-  for (int i = g->n - 1; i >= 0; i--)
+  for (int i = g->n - 1; i >= 0 && !stop_now(g); i--)
     if (g->nodes[i].gout_live) {
       slM_node_begin(g, i, 1);
       node_backward(g, &g->nodes[i]);

@@ -169,6 +169,13 @@ typedef struct slM_Graph {
   int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
+  /* Asked between the nodes of a pass while training runs (set by the
+  ** training loops, NULL otherwise): non-zero cuts the pass short and sets
+  ** `stopped`, so the caller skips the update and one large batch stops
+  ** within a node's time instead of at its end (exec.c). */
+  int (*stop)(void *ud);
+  void *stop_ud;
+  int stopped;           /* the last forward or backward pass was cut short */
 } slM_Graph;
 
 enum { SLM_FP32, SLM_BF16, SLM_FP16 };
