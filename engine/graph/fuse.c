@@ -49,6 +49,12 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
   const Sweep *t = ctx;
   for (size_t r = r0; r < r1; r++) {
     float *row = t->y + r * t->cols;
+    if (t->act == OP_GELU) {   /* the pre-activation is kept: GELU reads it back, eight at a time */
+      float *pre = t->pre + r * t->cols;
+      for (size_t j = 0; j < t->cols; j++) pre[j] = t->bias ? row[j] + t->bias[j] : row[j];
+      slM_gelu_items(pre, row, 0, t->cols);
+      continue;
+    }
     for (size_t j = 0; j < t->cols; j++) {
       float v = t->bias ? row[j] + t->bias[j] : row[j];
       if (t->pre) t->pre[r * t->cols + j] = v;
@@ -60,6 +66,10 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
 /* a = output (ReLU) or pre-activation (GELU), b = output gradient, y = pre-activation gradient */
 static void act_grad_items(void *ctx, size_t i0, size_t i1) {
   const Sweep *t = ctx;
+  if (t->act == OP_GELU) {
+    slM_gelu_grad_items(t->a, t->b, t->y, i0, i1, 0);
+    return;
+  }
   for (size_t i = i0; i < i1; i++)
     t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slM_gelu_grad(t->a[i]) : t->b[i];
 }
