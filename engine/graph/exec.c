@@ -415,6 +415,44 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
 
 /* --------------------------------------------------------- layer norm */
 
+/* The row sums of layer norm (here and in the fused add + layer norm,
+** fuse.c, so the two give the same numbers) are in double, in four
+** interleaved partial sums: one running sum is a chain of dependent adds,
+** four times slower, and it was most of layer norm's time. */
+static void norm_moments(const float *x, int d, double *mean, double *var) {
+  double s[4] = {0, 0, 0, 0}, v[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) s[k] += x[j + k];
+  for (; j < d; j++) s[0] += x[j];
+  double m = ((s[0] + s[1]) + (s[2] + s[3])) / d;
+  for (j = 0; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) v[k] += (x[j + k] - m) * (x[j + k] - m);
+  for (; j < d; j++) v[0] += (x[j] - m) * (x[j] - m);
+  *mean = m;
+  *var = ((v[0] + v[1]) + (v[2] + v[3])) / d;
+}
+
+/* the means over the row of g = gy * gamma and of g * xhat */
+static void norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                            float *mgx) {
+  double s[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) {
+      float xhat = (x[j + k] - m) * rs, gxhat = gy[j + k] * gamma[j + k];
+      s[k] += gxhat;
+      sx[k] += gxhat * xhat;
+    }
+  for (; j < d; j++) {
+    float xhat = (x[j] - m) * rs, gxhat = gy[j] * gamma[j];
+    s[0] += gxhat;
+    sx[0] += gxhat * xhat;
+  }
+  *mg = (float)(((s[0] + s[1]) + (s[2] + s[3])) / d);
+  *mgx = (float)(((sx[0] + sx[1]) + (sx[2] + sx[3])) / d);
+}
+
 /* forward rows: a = x, b = gamma, c = beta, y = out, z = saved (mean), and saved2 (1/std) in d */
 typedef struct {
   const float *x, *gamma, *beta, *dy;
@@ -430,11 +468,8 @@ static void layernorm_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *a = t->x + r * (size_t)d;
     float *b = t->y + r * (size_t)d;
-    double m = 0, v = 0;
-    for (int j = 0; j < d; j++) m += a[j];
-    m /= d;
-    for (int j = 0; j < d; j++) v += (a[j] - m) * (a[j] - m);
-    v /= d;
+    double m, v;
+    norm_moments(a, d, &m, &v);
     float rs = (float)(1.0 / sqrt(v + t->eps));
     t->mean[r] = (float)m;
     t->rstd[r] = rs;
@@ -459,14 +494,8 @@ static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
     float *gx = t->dx + r * (size_t)d;
-    float m = t->mean[r], rs = t->rstd[r];
-    double sum_g = 0, sum_gx = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = (a[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
-      sum_g += gxhat;
-      sum_gx += gxhat * xhat;
-    }
-    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    float m = t->mean[r], rs = t->rstd[r], mg, mgx;
+    norm_grad_means(a, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (a[j] - m) * rs;
       gx[j] += rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);
@@ -901,6 +930,11 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return e
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k) { return gin(g, n, k); }
 slM_Tensor *slM_param_grad(slM_Param *p) { return param_grad(p); }
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n) { softmax_rows(x, y, rows, n); }
+void slM_norm_moments(const float *x, int d, double *mean, double *var) { norm_moments(x, d, mean, var); }
+void slM_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx) {
+  norm_grad_means(x, m, rs, gamma, gy, d, mg, mgx);
+}
 float slM_gelu(float x) { return gelu(x); }
 float slM_gelu_grad(float x) { return gelu_grad(x); }
 void slM_gelu_items(const float *x, float *y, size_t i0, size_t i1) { gelu_items(x, y, i0, i1); }

@@ -132,11 +132,9 @@ static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *pa = t->a + r * d, *pb = t->b + r * d;
     float *s = t->sum + r * d, *o = t->y + r * d;
-    double m = 0, v = 0;
-    for (int j = 0; j < d; j++) m += s[j] = pa[j] + pb[j];
-    m /= d;
-    for (int j = 0; j < d; j++) v += (s[j] - m) * (s[j] - m);
-    v /= d;
+    double m, v;
+    for (int j = 0; j < d; j++) s[j] = pa[j] + pb[j];
+    slM_norm_moments(s, d, &m, &v);
     float rs = (float)(1.0 / sqrt(v + t->eps));
     t->stats[2 * r] = (float)m;
     t->stats[2 * r + 1] = rs;
@@ -159,14 +157,8 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
   float *row = malloc((size_t)d * sizeof *row);
   for (size_t r = r0; r < r1; r++) {
     const float *s = t->sum + r * d, *gy = t->dy + r * d;
-    float m = t->stats[2 * r], rs = t->stats[2 * r + 1];
-    double sum_g = 0, sum_gx = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = (s[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
-      sum_g += gxhat;
-      sum_gx += gxhat * xhat;
-    }
-    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    float m = t->stats[2 * r], rs = t->stats[2 * r + 1], mg, mgx;
+    slM_norm_grad_means(s, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (s[j] - m) * rs;
       row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);   /* as eager: into a zeroed gradient */

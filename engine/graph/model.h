@@ -248,6 +248,12 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
 slM_Tensor *slM_param_grad(slM_Param *p);
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
+/* layer norm's row sums (exec.c), shared by the fused add + layer norm:
+** the mean and variance of x[0..d); the means of gy * gamma and of that
+** times (x - m) * rs */
+void slM_norm_moments(const float *x, int d, double *mean, double *var);
+void slM_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx);
 float slM_gelu(float x);        /* the exact (erf) GELU, and its slope */
 float slM_gelu_grad(float x);
 /* the same over items [i0, i1), eight at a time where the CPU has AVX2, with
