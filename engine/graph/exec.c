@@ -95,9 +95,10 @@ static inline float gelu_grad(float x) {
 }
 
 /* GELU and its slope eight floats at a time: the scalar functions above
-** operation for operation (multiplies and adds apart, never fused), so the
-** numbers are the same whichever loop computes an item. GELU was 16% of the image transformer's
-** training step as a scalar loop. Each returns where the scalar tail starts. */
+** operation for operation (multiplies and adds apart, never fused), so an
+** item's value does not depend on which loop computes it. GELU was 16% of
+** the image transformer's training step as a scalar loop. Each returns
+** where the scalar tail starts. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define V8 __attribute__((target("avx2"))) static inline
