@@ -58,56 +58,64 @@ static void *interrupt_later(void *arg) {
   return NULL;
 }
 
-/* trains on d (one batch per epoch when d holds BATCH samples), interrupted
-** `delay` seconds after the start; returns the seconds from the interrupt to
-** the trainer's return, and the epochs it recorded in *epochs */
-static double interrupted_train(slM_Graph *g, const slM_Dataset *d, int epochs_wanted, double delay, int *epochs) {
-  slM_TrainConfig c = {epochs_wanted, BATCH, 0.002, 0, 0.01, SLM_ADAMW, SLM_COSINE, 0, 7};
-  slM_TrainHooks hooks = {NULL, NULL, on_stop};
-  slM_EpochStats *stats = calloc((size_t)epochs_wanted, sizeof *stats);
-  Timer t = {delay, 0};
-  pthread_t th;
-  sl_clear_interrupt();
-  pthread_create(&th, NULL, interrupt_later, &t);
-  *epochs = slM_train(g, d, &c, &hooks, stats);
-  double end = slM_now();
-  pthread_join(th, NULL);
-  CHECK(sl_interrupted());
-  sl_clear_interrupt();
-  free(stats);
-  return t.at > 0 ? end - t.at : -1;
+/* Four batches of BATCH; after the second, an interrupt is sent 40% of that
+** step's time later, so it lands inside the third (or, if the load changes,
+** the fourth). The weights are copied after every step: at the end they
+** must be the last copy's, and the interrupt must have been answered
+** within a node's time, not at the batch's end. */
+typedef struct {
+  int done;
+  double last, step;
+  float *copy;
+  size_t n;
+  slM_Graph *g;
+  Timer timer;
+  pthread_t thread;
+} Watch;
+
+static void watch_step(void *ud, int epoch, double fraction, double loss) {
+  (void)epoch, (void)fraction, (void)loss;
+  Watch *w = ud;
+  double now = slM_now();
+  free(w->copy);
+  w->copy = weights(w->g, &w->n);
+  if (++w->done == 2) {
+    w->step = now - w->last;
+    w->timer.delay = 0.4 * w->step;
+    pthread_create(&w->thread, NULL, interrupt_later, &w->timer);
+  }
+  w->last = slM_now();
 }
 
 static void test_interrupt_lands_inside_a_batch(void) {
-  slM_Dataset *d = slM_synthetic(BATCH, 64, 784, 10, 1.0, 5);
+  slM_Dataset *d = slM_synthetic(4 * BATCH, 64, 784, 10, 1.0, 5);
   slM_Graph *g = model();
-  /* one full step, timed: the interrupt must come well inside the next one */
   slM_TrainConfig c = {1, BATCH, 0.002, 0, 0.01, SLM_ADAMW, SLM_COSINE, 0, 7};
   slM_EpochStats st;
-  double t0 = slM_now();
-  CHECK_EQ_INT(slM_train(g, d, &c, NULL, &st), 1);
-  double step = slM_now() - t0;
-  size_t n, n2;
-  float *before = weights(g, &n);
-  double worst = 0, best = 1e9;
-  for (int k = 0; k < 2; k++) {   /* two moments inside the batch: 30% and 60% of its time */
-    int epochs = -1;
-    double latency = interrupted_train(g, d, 1, step * (k ? 0.6 : 0.3), &epochs);
-    CHECK_MSG(latency >= 0, "the interrupt came after the step had finished (step %.3f s)", step);
-    CHECK_EQ_INT(epochs, 0);   /* the batch was cut: no epoch recorded */
-    worst = latency > worst ? latency : worst;
-    best = latency < best ? latency : best;
-  }
-  printf("  one step of batch %d: %.0f ms; interrupt answered in %.1f-%.1f ms\n", BATCH, step * 1e3, best * 1e3,
-         worst * 1e3);
-  /* on a loaded machine one moment may lose a scheduling slice */
-  CHECK_MSG(best < 0.1, "interrupts took %.0f and %.0f ms", best * 1e3, worst * 1e3);
-  CHECK_MSG(worst < 0.25, "an interrupt took %.0f ms", worst * 1e3);
-  CHECK_MSG(worst < step / 2, "an interrupt waited for most of the batch (%.0f of %.0f ms)", worst * 1e3, step * 1e3);
-  float *after = weights(g, &n2);
-  CHECK_EQ_INT(n, n2);
-  CHECK_MSG(memcmp(before, after, n * sizeof *before) == 0, "a cut step changed the weights");
-  free(before), free(after);
+  Watch w = {.g = g};
+  slM_TrainHooks hooks = {&w, watch_step, on_stop};
+  sl_clear_interrupt();
+  w.last = slM_now();
+  slM_train(g, d, &c, &hooks, &st);
+  double end = slM_now();
+  if (w.done >= 2) pthread_join(w.thread, NULL);
+  CHECK(sl_interrupted());
+  sl_clear_interrupt();
+  CHECK_MSG(w.done == 2 || w.done == 3, "%d of 4 steps finished", w.done);
+  double latency = end - w.timer.at;
+  printf("  a step of batch %d: %.0f ms; the interrupt, sent %.0f ms into the next, answered in %.1f ms\n", BATCH,
+         w.step * 1e3, w.timer.delay * 1e3, latency * 1e3);
+  /* within 100 ms on a quiet machine (a node of this batch takes a few ms);
+  ** under load every node stretches with the step, so the bound grows with
+  ** it, staying well under the 60% of a step the batch's end would take */
+  double bound = w.step / 5 > 0.1 ? w.step / 5 : 0.1;
+  CHECK_MSG(latency < bound, "the interrupt took %.0f ms (bound %.0f ms, a step %.0f ms)", latency * 1e3, bound * 1e3,
+            w.step * 1e3);
+  size_t n;
+  float *now = weights(g, &n);
+  CHECK_EQ_INT(n, w.n);
+  CHECK_MSG(w.copy && memcmp(now, w.copy, n * sizeof *now) == 0, "the cut step changed the weights");
+  free(now), free(w.copy);
   slM_graph_free(g);
   slM_dataset_free(d);
 }
