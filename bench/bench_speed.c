@@ -1,18 +1,24 @@
 /*
 ** bench_speed.c - training speed of the engine against the machine's own
-** sgemm rate, measured in the same run: the MLP and the image transformer
-** on the full Fashion-MNIST (the configurations of bench_train.c).
+** sgemm rate and against PyTorch on the same cores, measured in one run:
+** the MLP and the image transformer on the full Fashion-MNIST (the
+** configurations of bench_train.c).
 **
 **   cmake --build build --target bench_bench_speed
-**   build/bench_bench_speed [epochs=2] [mlp|transformer|all]
+**   BENCH_VENV=/path/to/.bench-venv build/bench_bench_speed [epochs=2] [mlp|transformer|all]
 **
 ** Peak: the OpenBLAS sgemm rate the `machine` command measures (n = 1024,
 ** best of several, all threads), after OpenBLAS's kernel choice
-** (kernels/blas.c). The
-** MLP's rate counts 6 x parameters FLOPs per sample (forward 2, backward 4)
-** against its fastest epoch. The products of the MLP's step are also timed
-** alone, to show how far the shapes themselves are from the peak.
-** bench/torch_train.py runs the same two models in PyTorch.
+** (kernels/blas.c), in this run. The MLP's rate counts 6 x parameters FLOPs
+** per sample (forward 2, backward 4) against its fastest epoch. The
+** products of the MLP's step are also timed alone, to show how far the
+** shapes themselves are from the peak.
+**
+** With BENCH_VENV set (a venv with torch, bench/venv.sh), each model's run
+** is followed by the same model in PyTorch (bench/torch_train.py: same
+** architecture, batch, optimizer, schedule, data and threads), back to back
+** so both see the same machine, and the ratios are printed at the end with
+** both parameter counts. Without it only the engine's side runs.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +54,47 @@ static double run(const char *label, slM_Graph *g, slM_Dataset *d, slM_TrainConf
     if (stats[e].samples_per_second > fastest) fastest = stats[e].samples_per_second;
   printf("%-44s %8.0f samples/s (best of %d epochs), final test accuracy %.4f\n", label, fastest, n,
          stats[n - 1].test_accuracy);
+  fflush(stdout);
   free(stats);
   return fastest;
 }
 
+/* one result of each side, for the ratios at the end */
+typedef struct {
+  const char *key;
+  size_t params;
+  double ours, torch;
+  size_t torch_params;
+} Pair;
+
+/* runs bench/torch_train.py for `which` (mlp: both optimizers), echoing
+** its output and reading its RESULT lines into the pairs */
+static void torch_side(const char *venv, int epochs, const char *which, Pair *pairs, int np) {
+  char cmd[1024], line[512];
+  snprintf(cmd, sizeof cmd, "%s/bin/python bench/torch_train.py %d %s 2>&1", venv, epochs, which);
+  FILE *p = popen(cmd, "r");
+  if (!p) {
+    fprintf(stderr, "cannot run %s\n", cmd);
+    return;
+  }
+  while (fgets(line, sizeof line, p)) {
+    char key[64];
+    size_t params;
+    double sps;
+    if (sscanf(line, "RESULT %63s %zu %lf", key, &params, &sps) == 3) {
+      for (int i = 0; i < np; i++)
+        if (strcmp(pairs[i].key, key) == 0) pairs[i].torch = sps, pairs[i].torch_params = params;
+    } else {
+      printf("  torch | %s", line);
+    }
+    fflush(stdout);
+  }
+  if (pclose(p) != 0) fprintf(stderr, "%s failed\n", cmd);
+}
+
 int main(int argc, char **argv) {
   int epochs = argc > 1 ? atoi(argv[1]) : 2;
-  const char *which = argc > 2 ? argv[2] : "all";
+  const char *which = argc > 2 ? argv[2] : "all", *venv = getenv("BENCH_VENV");
   char err[512];
   slK_blas_init();
   printf("OpenBLAS kernels: %s; loop threads: %d\n", slK_blas_core(), slK_threads());
@@ -68,30 +108,46 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
+  Pair pairs[3] = {{"mlp_sgd", 0, 0, 0, 0}, {"mlp_adamw", 0, 0, 0, 0}, {"transformer", 0, 0, 0, 0}};
+  double mlp_rate = 0;
+  size_t trainable, total;
   if (strcmp(which, "transformer") != 0) {
     slM_MlpSpec ms = {784, 10, {256, 128}, 2, OP_RELU, 0.1f};
     slM_Graph *mlp = slM_mlp(&ms, 0, 0, err, sizeof err);
-    size_t trainable, total;
     slM_param_counts(mlp, &trainable, &total);
+    pairs[0].params = pairs[1].params = total;
     slM_TrainConfig mc = {epochs, 128, 0.05, 0.9, 1e-4, SLM_SGD, SLM_COSINE, 0, 0};
-    double sps = run("mlp 784-256-128-10, SGD, batch 128", mlp, d, &mc);
-    double rate = sps * 6.0 * (double)total / 1e9;
-    printf("  %zu parameters: %.1f GFLOP/s = %.0f%% of the sgemm peak\n", total, rate, 100 * rate / peak);
+    double sps = pairs[0].ours = run("mlp 784-256-128-10, SGD, batch 128", mlp, d, &mc);
+    mlp_rate = sps * 6.0 * (double)total / 1e9;
+    printf("  %zu parameters: %.1f GFLOP/s = %.0f%% of the sgemm peak\n", total, mlp_rate, 100 * mlp_rate / peak);
     slM_graph_free(mlp);
     mlp = slM_mlp(&ms, 0, 0, err, sizeof err);
     slM_TrainConfig ma = {epochs, 128, 0.001, 0, 1e-4, SLM_ADAMW, SLM_COSINE, 0, 0};
-    sps = run("mlp 784-256-128-10, AdamW, batch 128", mlp, d, &ma);
-    rate = sps * 6.0 * (double)total / 1e9;
+    sps = pairs[1].ours = run("mlp 784-256-128-10, AdamW, batch 128", mlp, d, &ma);
+    double rate = sps * 6.0 * (double)total / 1e9;
     printf("  %.1f GFLOP/s = %.0f%% of the sgemm peak\n", rate, 100 * rate / peak);
     slM_graph_free(mlp);
+    if (venv) torch_side(venv, epochs, "mlp", pairs, 3);
   }
   if (strcmp(which, "mlp") != 0) {
-    slM_TransformerSpec ts = {28, 28, 10, 7, 2, 64, 2, 2, 0.1f};
+    slM_TransformerSpec ts = {28, 28, 10, 7, 2, 64, 2, 2, 0.1f, 0};
     slM_Graph *tf = slM_transformer(&ts, 0, 0, 0, err, sizeof err);
+    slM_param_counts(tf, &trainable, &total);
+    pairs[2].params = total;
     slM_TrainConfig tc = {epochs, 128, 0.002, 0, 0.01, SLM_ADAMW, SLM_COSINE, 200, 0};
-    run("transformer 2x64, 2 heads, AdamW, batch 128", tf, d, &tc);
+    pairs[2].ours = run("transformer 2x64, 2 heads, AdamW, batch 128", tf, d, &tc);
     slM_graph_free(tf);
+    if (venv) torch_side(venv, epochs, "transformer", pairs, 3);
   }
   slM_dataset_free(d);
+  printf("\nsummary (same run): sgemm peak %.1f GFLOP/s", peak);
+  if (mlp_rate > 0) printf("; MLP SGD step %.1f GFLOP/s = %.0f%% of it", mlp_rate, 100 * mlp_rate / peak);
+  printf("\n");
+  if (!venv) printf("(set BENCH_VENV to a venv with torch for the ratios against PyTorch)\n");
+  for (int i = 0; i < 3; i++)
+    if (pairs[i].ours > 0 && pairs[i].torch > 0)
+      printf("%-12s syslab %8.0f /s  torch %8.0f /s  ratio %.2fx  parameters %zu / %zu%s\n", pairs[i].key,
+             pairs[i].ours, pairs[i].torch, pairs[i].ours / pairs[i].torch, pairs[i].params, pairs[i].torch_params,
+             pairs[i].params == pairs[i].torch_params ? "" : "  (MISMATCH)");
   return 0;
 }

@@ -4,6 +4,10 @@ epoch, evaluation excluded).
 
     BENCH_VENV=.bench-venv $BENCH_VENV/bin/python bench/torch_train.py [epochs] [mlp|transformer|all]
 
+bench/bench_speed.c runs it beside its own runs when BENCH_VENV is set and
+prints the ratios; each result ends in a line "RESULT key parameters
+samples/s" for it.
+
 Needs torch and numpy in the bench venv (never in the test venv). Prints the
 parameter counts so they can be checked against syslab's (`params m`).
 """
@@ -89,7 +93,7 @@ class Vit(nn.Module):
         return self.classifier(self.drop(torch.tanh(self.pool(x.mean(1)))))
 
 
-def train(name, model, opt, sched, data, epochs, batch=128):
+def train(key, name, model, opt, sched, data, epochs, batch=128):
     x, y, tx, ty = data
     params = sum(p.numel() for p in model.parameters())
     g = torch.Generator().manual_seed(0)
@@ -114,6 +118,8 @@ def train(name, model, opt, sched, data, epochs, batch=128):
         print(f"  {name} epoch {e + 1}: {sps:.0f} samples/s, test accuracy {acc:.4f}", flush=True)
     print(f"{name}: {params} parameters, {best:.0f} samples/s (best epoch), torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", flush=True)
+    # read by bench/bench_speed.c, which runs this script beside its own models
+    print(f"RESULT {key} {params} {best:.1f}", flush=True)
 
 
 def cosine(opt, total, warmup=0):
@@ -135,14 +141,14 @@ def main():
     if which != "transformer":
         m = Mlp()
         opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-        train("mlp 784-256-128-10, SGD", m, opt, cosine(opt, steps), data, epochs)
+        train("mlp_sgd", "mlp 784-256-128-10, SGD", m, opt, cosine(opt, steps), data, epochs)
         m = Mlp()
         opt = torch.optim.AdamW(m.parameters(), lr=0.001, weight_decay=1e-4)
-        train("mlp 784-256-128-10, AdamW", m, opt, cosine(opt, steps), data, epochs)
+        train("mlp_adamw", "mlp 784-256-128-10, AdamW", m, opt, cosine(opt, steps), data, epochs)
     if which != "mlp":
         m = Vit()
         opt = torch.optim.AdamW(m.parameters(), lr=0.002, weight_decay=0.01)
-        train("transformer 2x64, 2 heads, AdamW", m, opt, cosine(opt, steps, 200), data, epochs)
+        train("transformer", "transformer 2x64, 2 heads, AdamW", m, opt, cosine(opt, steps, 200), data, epochs)
 
 
 if __name__ == "__main__":

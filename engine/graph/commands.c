@@ -328,15 +328,25 @@ static int verified(sl_Call *call, slM_Graph *g) {
   return 0;
 }
 
+/* The end every transform command shares: the pass ran on `g`, a copy of
+** the model (rc < 0: it failed with `err`, an error about argument `arg`,
+** or about the call when arg is NULL); the copy is verified and becomes the
+** result, or is freed, so the caller's model is never touched. */
+static int transformed(sl_Call *call, slM_Graph *g, int rc, const char *arg, const char *err, sl_Value *result) {
+  if (rc < 0 || verified(call, g) != 0) {
+    slM_graph_free(g);
+    if (rc >= 0) return -1;
+    return arg ? sl_arg_error(call, arg, "%s", err) : sl_error(call, "%s", err);
+  }
+  *result = sl_object_new(&slM_model_class, g);
+  return 0;
+}
+
 static int cmd_remove_dropout(sl_Call *call, sl_Value *result) {
   slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 0);
   int removed = slM_remove_dropout(g);
-  if (verified(call, g) != 0) {
-    slM_graph_free(g);
-    return -1;
-  }
+  if (transformed(call, g, 0, NULL, NULL, result) != 0) return -1;
   sl_printf(call, "removed %d dropout node%s\n", removed, removed == 1 ? "" : "s");
-  *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
 
@@ -346,12 +356,8 @@ static int cmd_set_attention(sl_Call *call, sl_Value *result) {
   int fused = !sl_arg_given(call, "attention") || strcmp(sl_arg_string(call, "attention"), "fused") == 0;
   slM_Graph *g = slM_graph_copy(from, 0);
   int changed = slM_set_attention(g, fused);
-  if (verified(call, g) != 0) {
-    slM_graph_free(g);
-    return -1;
-  }
+  if (transformed(call, g, 0, NULL, NULL, result) != 0) return -1;
   sl_printf(call, "%d attention block%s now %s\n", changed, changed == 1 ? "" : "s", fused ? "fused" : "naive (op by op)");
-  *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
 
@@ -368,12 +374,7 @@ static int cmd_identity(sl_Call *call, sl_Value *result) {
   char err[512];
   int rc = slM_identity_layers(g, names, (int)n, err, sizeof err);
   free(names);
-  if (rc != 0 || verified(call, g) != 0) {
-    slM_graph_free(g);
-    return rc != 0 ? sl_arg_error(call, "layers", "%s", err) : -1;
-  }
-  *result = sl_object_new(&slM_model_class, g);
-  return 0;
+  return transformed(call, g, rc, "layers", err, result);
 }
 
 static int cmd_verify(sl_Call *call, sl_Value *result) {
@@ -475,12 +476,8 @@ static int cmd_lora(sl_Call *call, sl_Value *result) {
   int n = slM_add_lora(g, rank, alpha, nt ? names : NULL, (int)nt,
                        (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   free(names);
-  if (n < 0 || verified(call, g) != 0) {
-    slM_graph_free(g);
-    return n < 0 ? sl_error(call, "%s", err) : -1;
-  }
+  if (transformed(call, g, n, NULL, err, result) != 0) return -1;
   sl_printf(call, "added LoRA adapters to %d linear layer%s\n", n, n == 1 ? "" : "s");
-  *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
 

@@ -1,8 +1,10 @@
 /*
 ** commands_lm.c - the systems commands: the language-model family and its
-** training, benchmarks with warm-up, the per-node profile, memory
-** prediction, measurement and profiling, mixed precision, and fused against
-** eager execution (CS336 assignment 2, Lab 4 part A).
+** training, benchmarks with warm-up, mixed precision, and fused against
+** eager execution (CS336 assignment 2, Lab 4 part A); the registry of the
+** whole domain, whose profiling and memory commands are in
+** commands_memory.c, and the argument helpers both files share
+** (commands_lm.h).
 **
 ** They form their own domain beside the graph domain (commands.c), listed
 ** right after it: they act on the same model objects. Every command that
@@ -15,47 +17,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands_lm.h"
 #include "fuse.h"
 #include "precision.h"
 #include "profile.h"
 #include "runner.h"
-#include "table/table.h"
 
-static const slM_Graph *model_of(sl_Call *call, const char *name) {
+const slM_Graph *slM_sys_model_of(sl_Call *call, const char *name) {
   return sl_arg_object(call, name, &slM_model_class);
 }
 
 /* a table with the given columns */
-static slT_Table *table(const char *const *cols) {
+slT_Table *slM_sys_table(const char *const *cols) {
   slT_Table *t = slT_new();
   for (int c = 0; cols[c]; c++) slT_add_column(t, cols[c]);
   return t;
 }
 
-static void setn(slT_Table *t, size_t r, const char *col, double v) {
+void slM_sys_setn(slT_Table *t, size_t r, const char *col, double v) {
   slT_set(t, r, (size_t)slT_column(t, col), isnan(v) ? sl_nil() : sl_number(v));
 }
-static void sets(slT_Table *t, size_t r, const char *col, const char *v) {
+void slM_sys_sets(slT_Table *t, size_t r, const char *col, const char *v) {
   slT_set(t, r, (size_t)slT_column(t, col), sl_string(v));
 }
 
-static int budget_of(sl_Call *call, double *budget) {
+int slM_sys_budget_of(sl_Call *call, double *budget) {
   char err[256];
   *budget = slM_mem_budget(sl_arg_given(call, "budget") ? sl_arg_string(call, "budget") : NULL, err, sizeof err);
   return *budget > 0 ? 0 : sl_arg_error(call, "budget", "%s", err);
 }
 
-static int precision_arg(sl_Call *call) {
+int slM_sys_precision_arg(sl_Call *call) {
   const char *p = sl_arg_string(call, "precision");
   return strcmp(p, "bf16") == 0 ? SLM_BF16 : strcmp(p, "fp16") == 0 ? SLM_FP16 : SLM_FP32;
 }
 
-static int is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
+int slM_sys_is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
 
 /* the prediction for a built model on this batch: by formula for a language
 ** model (any context), by walking the graph for the others */
-static void predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slM_MemPrediction *p) {
-  if (is_lm(g)) {
+void slM_sys_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slM_MemPrediction *p) {
+  if (slM_sys_is_lm(g)) {
     slM_LmSpec s;
     slM_lm_spec_of(g, &s);
     slM_mem_predict_lm(&s, batch, T, run, optimizer, g->precision, p);
@@ -65,17 +67,17 @@ static void predict(const slM_Graph *g, int batch, int T, int run, int optimizer
 }
 
 /* batch and tokens per sample from the call; T = 0 for image models */
-static int batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T) {
+int slM_sys_batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T) {
   *batch = (int)sl_arg_number(call, "batch");
-  *T = is_lm(g) ? (sl_arg_given(call, "context") ? (int)sl_arg_number(call, "context") : g->context) : 0;
+  *T = slM_sys_is_lm(g) ? (sl_arg_given(call, "context") ? (int)sl_arg_number(call, "context") : g->context) : 0;
   if (*batch < 1 || *batch > 65536) return sl_arg_error(call, "batch", "must be between 1 and 65536");
-  if (is_lm(g) && (*T < 1 || *T > g->context))
+  if (slM_sys_is_lm(g) && (*T < 1 || *T > g->context))
     return sl_arg_error(call, "context", "must be between 1 and the model's context length %d", g->context);
   return 0;
 }
 
 /* gradients and optimizer state a model already holds from earlier training */
-static void state_bytes(const slM_Graph *g, double *grads, double *optim) {
+void slM_sys_state_bytes(const slM_Graph *g, double *grads, double *optim) {
   *grads = *optim = 0;
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
@@ -85,11 +87,45 @@ static void state_bytes(const slM_Graph *g, double *grads, double *optim) {
     }
 }
 
-static int refuse_if_over(sl_Call *call, const slM_MemPrediction *p, double budget) {
+int slM_sys_refuse_if_over(sl_Call *call, const slM_MemPrediction *p, double budget) {
   if (p->peak <= budget) return 0;
   char msg[512];
   slM_mem_refusal(p, budget, msg, sizeof msg);
   return sl_error(call, "%s", msg);
+}
+
+const char *const slM_sys_runs[] = {"forward", "train", NULL};
+const char *const slM_sys_optimizers[] = {"adamw", "sgd", "none", NULL};
+
+int slM_sys_optimizer_arg(sl_Call *call) {
+  const char *o = sl_arg_string(call, "optimizer");
+  return strcmp(o, "adamw") == 0 ? SLM_ADAMW : strcmp(o, "sgd") == 0 ? SLM_SGD : -1;
+}
+
+int slM_sys_list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi) {
+  sl_Value l = sl_arg(call, name);
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > max) return sl_arg_error(call, name, "must list 1 to %d whole numbers", max), -1;
+  for (int i = 0; i < n; i++) {
+    sl_Value v = sl_list_get(l, (size_t)i);
+    if (v.type != SL_NUMBER || v.u.n != floor(v.u.n) || v.u.n < lo || v.u.n > hi)
+      return sl_arg_error(call, name, "must list whole numbers between %d and %d", lo, hi), -1;
+    out[i] = (int)v.u.n;
+  }
+  return n;
+}
+
+int slM_sys_preset_list(sl_Call *call, slM_LmSpec *out, int max) {
+  sl_Value l = sl_arg(call, "presets");
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > max) return sl_arg_error(call, "presets", "must list 1 to %d presets", max), -1;
+  for (int i = 0; i < n; i++) {
+    const char *name = sl_str(sl_list_get(l, (size_t)i));
+    if (!name || slM_lm_preset(name, &out[i]) != 0)
+      return sl_arg_error(call, "presets", "'%s' is not a preset: tiny, small, medium, large, xl or 2.7B",
+                          name ? name : "?"), -1;
+  }
+  return n;
 }
 
 /* ------------------------------------------------------------- the model */
@@ -107,7 +143,7 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
   char err[512];
   if (slM_lm_check(&s, err, sizeof err) != 0) return sl_error(call, "%s", err);
   double budget;
-  if (budget_of(call, &budget) != 0) return -1;
+  if (slM_sys_budget_of(call, &budget) != 0) return -1;
   slM_MemPrediction p;
   slM_mem_predict_lm(&s, 1, 1, SLM_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
   if (p.params > budget)
@@ -120,8 +156,8 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
 }
 
 static int cmd_precision(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(model_of(call, "model"), 0);
-  g->precision = precision_arg(call);
+  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
+  g->precision = slM_sys_precision_arg(call);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
@@ -144,11 +180,16 @@ static unsigned char *read_bytes(const char *path, size_t *n, char *err, size_t 
   return buf;
 }
 
+static int interrupted(void *ud) {
+  (void)ud;
+  return sl_interrupted();
+}
+
 static int cmd_lm_train(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)model_of(call, "model");
-  if (!is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
+  slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
+  if (!slM_sys_is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
   int batch, T, steps = (int)sl_arg_number(call, "steps"), every = (int)sl_arg_number(call, "every");
-  if (batch_args(call, g, &batch, &T) != 0) return -1;
+  if (slM_sys_batch_args(call, g, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000000) return sl_arg_error(call, "steps", "must be between 1 and 1000000");
   if (every < 1) return sl_arg_error(call, "every", "must be at least 1");
   double lr = sl_arg_number(call, "lr");
@@ -158,9 +199,9 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
                        (uint64_t)sl_arg_number(call, "seed")};
   double budget;
   slM_MemPrediction p;
-  if (budget_of(call, &budget) != 0) return -1;
-  predict(g, batch, T, SLM_RUN_TRAIN, c.optimizer, &p);
-  if (refuse_if_over(call, &p, budget) != 0) return -1;
+  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  slM_sys_predict(g, batch, T, SLM_RUN_TRAIN, c.optimizer, &p);
+  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *data = sl_arg_string(call, "data");
   unsigned char *bytes = NULL;
   size_t n = 0;
@@ -177,31 +218,36 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   slM_Rng rng;
   slM_rng_seed(&rng, c.seed);
   const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", NULL};
-  slT_Table *t = table(cols);
+  slT_Table *t = slM_sys_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
   double t0 = slM_now(), sum = 0;
   int seen = 0;
+  g->stop = interrupted;   /* an interrupt inside a step skips its update */
   for (int s = 0; s < steps && !sl_interrupted(); s++) {
     if (bytes) slM_lm_stream_batch(&rng, bytes, n, batch, T, tok, tgt);
     else slM_lm_random_batch(&rng, g->vocab, batch, T, tok, tgt);
     slM_lm_forward(g, tok, tgt, batch, T, 1);
+    if (g->stopped) break;
     slM_zero_grads(g);
-    sum += slM_backward(g, NULL, batch);
+    double loss = slM_backward(g, NULL, batch);
+    if (g->stopped) break;
+    sum += loss;
     slM_optimizer_step(g, &c, lr, s);
     seen++;
     if ((s + 1) % every == 0 || s + 1 == steps) {
       double el = slM_now() - t0;
       size_t r = slT_add_row(t);
-      setn(t, r, "step", s + 1);
-      setn(t, r, "loss", sum / seen);
-      setn(t, r, "seconds", el);
-      setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
+      slM_sys_setn(t, r, "step", s + 1);
+      slM_sys_setn(t, r, "loss", sum / seen);
+      slM_sys_setn(t, r, "seconds", el);
+      slM_sys_setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
       char detail[64];
       snprintf(detail, sizeof detail, "loss %.4f", sum / seen);
       sl_progress_update(bar, s + 1, detail);
       sum = 0, seen = 0;
     }
   }
+  g->stop = NULL, g->stopped = 0;
   sl_progress_end(bar);
   free(tok), free(tgt), free(bytes);
   slT_mark_timing(t, 2);
@@ -212,47 +258,21 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
 
 /* ----------------------------------------------------------- benchmarking */
 
-static int list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi) {
-  sl_Value l = sl_arg(call, name);
-  int n = (int)sl_list_len(l);
-  if (n < 1 || n > max) return sl_arg_error(call, name, "must list 1 to %d whole numbers", max), -1;
-  for (int i = 0; i < n; i++) {
-    sl_Value v = sl_list_get(l, (size_t)i);
-    if (v.type != SL_NUMBER || v.u.n != floor(v.u.n) || v.u.n < lo || v.u.n > hi)
-      return sl_arg_error(call, name, "must list whole numbers between %d and %d", lo, hi), -1;
-    out[i] = (int)v.u.n;
-  }
-  return n;
-}
-
-static int preset_list(sl_Call *call, slM_LmSpec *out, int max) {
-  sl_Value l = sl_arg(call, "presets");
-  int n = (int)sl_list_len(l);
-  if (n < 1 || n > max) return sl_arg_error(call, "presets", "must list 1 to %d presets", max), -1;
-  for (int i = 0; i < n; i++) {
-    const char *name = sl_str(sl_list_get(l, (size_t)i));
-    if (!name || slM_lm_preset(name, &out[i]) != 0)
-      return sl_arg_error(call, "presets", "'%s' is not a preset: tiny, small, medium, large, xl or 2.7B",
-                          name ? name : "?"), -1;
-  }
-  return n;
-}
-
 static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   slM_LmSpec specs[8];
   int contexts[16], warmups[8];
-  int np = preset_list(call, specs, 8), nc = list_ints(call, "contexts", contexts, 16, 1, 65536);
-  int nw = list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
-  int batch = (int)sl_arg_number(call, "batch"), precision = precision_arg(call);
+  int np = slM_sys_preset_list(call, specs, 8), nc = slM_sys_list_ints(call, "contexts", contexts, 16, 1, 65536);
+  int nw = slM_sys_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
+  int batch = (int)sl_arg_number(call, "batch"), precision = slM_sys_precision_arg(call);
   if (np < 0 || nc < 0 || nw < 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (budget_of(call, &budget) != 0) return -1;
+  if (slM_sys_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
                         "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
-  slT_Table *t = table(cols);
+  slT_Table *t = slM_sys_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_bench", np * nc);
   for (int p = 0; p < np && !sl_interrupted(); p++) {
     slM_LmSpec s = specs[p];
@@ -272,15 +292,15 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
       }
       for (int w = 0; w < nw; w++) {
         size_t r = slT_add_row(t);
-        sets(t, r, "config", specs[p].name);
-        setn(t, r, "context", contexts[c]);
-        setn(t, r, "warmup", warmups[w]);
-        setn(t, r, "d_model", s.d_model), setn(t, r, "d_ff", s.d_ff);
-        setn(t, r, "layers", s.layers), setn(t, r, "heads", s.heads);
-        sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
-        sets(t, r, "status_train", fits_t ? "OK" : "OOM");
-        setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
-        setn(t, r, "predicted_gb_train", pt.peak / 1e9);
+        slM_sys_sets(t, r, "config", specs[p].name);
+        slM_sys_setn(t, r, "context", contexts[c]);
+        slM_sys_setn(t, r, "warmup", warmups[w]);
+        slM_sys_setn(t, r, "d_model", s.d_model), slM_sys_setn(t, r, "d_ff", s.d_ff);
+        slM_sys_setn(t, r, "layers", s.layers), slM_sys_setn(t, r, "heads", s.heads);
+        slM_sys_sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
+        slM_sys_sets(t, r, "status_train", fits_t ? "OK" : "OOM");
+        slM_sys_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
+        slM_sys_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
         for (int train = 0; train < 2; train++) {
           if (!(train ? fits_t : fits_f)) continue;
           slM_Batch b;
@@ -289,9 +309,9 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
           slM_release_activations(g);   /* each row starts cold, as a fresh process would */
           slM_time_steps(g, &b, train, warmups[w], steps, &tm);
           slM_batch_free(&b);
-          setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
-          setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
-          setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+          slM_sys_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
+          slM_sys_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
+          slM_sys_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
         }
       }
       sl_progress_update(bar, p * nc + c + 1, specs[p].name);
@@ -305,406 +325,6 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }
 
-/* --------------------------------------------------------------- profile */
-
-static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, const slM_Profile *tr) {
-  const char *cols[] = {"op", "nodes", "inference_ms", "train_forward_ms", "train_backward_ms", "train_share",
-                        "flop_share", NULL};
-  slT_Table *t = table(cols);
-  double total = 0, flops = 0;
-  for (int i = 0; i < g->n; i++) total += tr->forward[i] + tr->backward[i], flops += g->nodes[i].flops;
-  for (int i = 0; i < g->n; i++) {
-    const char *op = slM_op_name(g->nodes[i].op);
-    size_t r = 0;
-    while (r < t->nrows && strcmp(sl_str(slT_get(t, r, 0)), op) != 0) r++;
-    if (r == t->nrows) {
-      slT_add_row(t);
-      sets(t, r, "op", op);
-      for (int c = 1; c < 7; c++) slT_set(t, r, (size_t)c, sl_number(0));
-    }
-    double add[6] = {1, 1e3 * inf->forward[i] / inf->steps, 1e3 * tr->forward[i] / tr->steps,
-                     1e3 * tr->backward[i] / tr->steps, total > 0 ? (tr->forward[i] + tr->backward[i]) / total : 0,
-                     flops > 0 ? g->nodes[i].flops / flops : 0};
-    for (int c = 0; c < 6; c++) slT_set(t, r, (size_t)c + 1, sl_number(slT_get(t, r, (size_t)c + 1).u.n + add[c]));
-  }
-  for (int c = 2; c <= 5; c++) slT_mark_timing(t, c);
-  return t;
-}
-
-static slT_Table *profile_by_node(const slM_Graph *g, const slM_Profile *tr) {
-  const char *cols[] = {"node", "op", "forward_ms", "backward_ms", "gflop", NULL};
-  slT_Table *t = table(cols);
-  for (int i = 0; i < g->n; i++) {
-    size_t r = slT_add_row(t);
-    sets(t, r, "node", g->nodes[i].name);
-    sets(t, r, "op", slM_op_name(g->nodes[i].op));
-    setn(t, r, "forward_ms", 1e3 * tr->forward[i] / tr->steps);
-    setn(t, r, "backward_ms", 1e3 * tr->backward[i] / tr->steps);
-    setn(t, r, "gflop", g->nodes[i].flops / 1e9);
-  }
-  slT_mark_timing(t, 2);
-  slT_mark_timing(t, 3);
-  return t;
-}
-
-static slT_Table *profile_gemm(const slM_Graph *g, const slM_Profile *inf, const slM_Profile *tr) {
-  const char *cols[] = {"run", "gemm_ms", "other_ms", "gemm_share", NULL};
-  slT_Table *t = table(cols);
-  for (int k = 0; k < 3; k++) {
-    double gemm = 0, other = 0;
-    for (int i = 0; i < g->n; i++) {
-      double v = k == 0 ? inf->forward[i] / inf->steps : k == 1 ? tr->forward[i] / tr->steps : tr->backward[i] / tr->steps;
-      if (slM_op_is_gemm(g->nodes[i].op)) gemm += v;
-      else other += v;
-    }
-    size_t r = slT_add_row(t);
-    sets(t, r, "run", k == 0 ? "inference" : k == 1 ? "training forward" : "training backward");
-    setn(t, r, "gemm_ms", gemm * 1e3);
-    setn(t, r, "other_ms", other * 1e3);
-    setn(t, r, "gemm_share", gemm + other > 0 ? gemm / (gemm + other) : 0);
-  }
-  slT_mark_timing(t, 1);
-  slT_mark_timing(t, 2);
-  slT_mark_timing(t, 3);
-  return t;
-}
-
-/* inside attention: the two products against the softmax (with its mask) */
-static slT_Table *profile_attention(const slM_Graph *g, const slM_Profile *inf) {
-  const char *cols[] = {"part", "forward_ms", "time_share", "flop_share", NULL};
-  slT_Table *t = table(cols);
-  const char *parts[4] = {"scores (q k^T)", "mask and softmax", "context (p v)", "fused attention"};
-  double ms[4] = {0}, fl[4] = {0}, tms = 0, tfl = 0;
-  for (int i = 0; i < g->n; i++) {
-    slM_Op op = g->nodes[i].op;
-    int k = op == OP_SCORES ? 0 : op == OP_CONTEXT ? 2
-          : op == OP_SOFTMAX || op == OP_CAUSAL_MASK || op == OP_MASK_FILL || op == OP_MASKED_SOFTMAX ? 1
-          : op == OP_ATTENTION ? 3 : -1;
-    if (k < 0) continue;
-    ms[k] += inf->forward[i] / inf->steps, fl[k] += g->nodes[i].flops;
-  }
-  for (int k = 0; k < 4; k++) tms += ms[k], tfl += fl[k];
-  for (int k = 0; k < 4 && tms > 0; k++) {
-    if (k == 3 && ms[3] == 0) continue;
-    size_t r = slT_add_row(t);
-    sets(t, r, "part", parts[k]);
-    setn(t, r, "forward_ms", ms[k] * 1e3);
-    setn(t, r, "time_share", ms[k] / tms);
-    setn(t, r, "flop_share", tfl > 0 ? fl[k] / tfl : 0);
-  }
-  slT_mark_timing(t, 1);
-  slT_mark_timing(t, 2);
-  return t;
-}
-
-static int cmd_profile(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)model_of(call, "model");
-  int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (batch_args(call, g, &batch, &T) != 0) return -1;
-  if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
-  double budget;
-  slM_MemPrediction p;
-  if (budget_of(call, &budget) != 0) return -1;
-  predict(g, batch, T, SLM_RUN_TRAIN, -1, &p);
-  if (refuse_if_over(call, &p, budget) != 0) return -1;
-  slM_Batch b;
-  slM_batch_init(&b, g, batch, T, 1);
-  slM_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
-  slM_Profile *inf = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slM_run_step(g, &b, 0, NULL, 0);
-  inf->steps = steps;
-  slM_Profile *tr = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slM_run_step(g, &b, 1, NULL, 0);
-  tr->steps = steps;
-  slM_profile_detach(g);
-  slM_release_activations(g);
-  slM_batch_free(&b);
-  sl_Value rec = sl_record_new();
-  sl_record_set(rec, "by_op", slT_value(profile_by_kind(g, inf, tr)));
-  sl_record_set(rec, "by_node", slT_value(profile_by_node(g, tr)));
-  sl_record_set(rec, "gemm", slT_value(profile_gemm(g, inf, tr)));
-  sl_record_set(rec, "attention", slT_value(profile_attention(g, inf)));
-  slM_profile_free(inf);
-  slM_profile_free(tr);
-  *result = rec;
-  return 0;
-}
-
-/* ---------------------------------------------------------------- memory */
-
-static const char *const runs[] = {"forward", "train", NULL};
-static const char *const optimizers[] = {"adamw", "sgd", "none", NULL};
-
-static int optimizer_arg(sl_Call *call) {
-  const char *o = sl_arg_string(call, "optimizer");
-  return strcmp(o, "adamw") == 0 ? SLM_ADAMW : strcmp(o, "sgd") == 0 ? SLM_SGD : -1;
-}
-
-static void prediction_row(slT_Table *t, size_t r, const slM_MemPrediction *p, double budget) {
-  setn(t, r, "params_gb", p->params / 1e9);
-  setn(t, r, "grads_gb", p->grads / 1e9);
-  setn(t, r, "optimizer_gb", p->optim / 1e9);
-  setn(t, r, "activations_gb", p->activations / 1e9);
-  setn(t, r, "activation_grads_gb", p->act_grads / 1e9);
-  setn(t, r, "scratch_gb", p->scratch / 1e9);
-  setn(t, r, "peak_gb", p->peak / 1e9);
-  setn(t, r, "residual_stream_mb", p->residual / 1e6);
-  setn(t, r, "attention_scores_gb", p->scores / 1e9);
-  setn(t, r, "budget_gb", budget / 1e9);
-  sets(t, r, "status", p->peak <= budget ? "OK" : "OOM");
-}
-
-static int cmd_memory_predict(sl_Call *call, sl_Value *result) {
-  slM_LmSpec specs[8];
-  int contexts[16];
-  int np = preset_list(call, specs, 8), nc = list_ints(call, "contexts", contexts, 16, 1, 1 << 20);
-  if (np < 0 || nc < 0) return -1;
-  int batch = (int)sl_arg_number(call, "batch"), run = strcmp(sl_arg_string(call, "run"), "train") == 0;
-  if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
-  double budget;
-  if (budget_of(call, &budget) != 0) return -1;
-  const char *cols[] = {"config", "context", "run", "precision", "params_gb", "grads_gb", "optimizer_gb",
-                        "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "residual_stream_mb",
-                        "attention_scores_gb", "budget_gb", "status", NULL};
-  slT_Table *t = table(cols);
-  for (int p = 0; p < np; p++)
-    for (int c = 0; c < nc; c++) {
-      slM_MemPrediction m;
-      slM_mem_predict_lm(&specs[p], batch, contexts[c], run, optimizer_arg(call), precision_arg(call), &m);
-      size_t r = slT_add_row(t);
-      sets(t, r, "config", specs[p].name);
-      setn(t, r, "context", contexts[c]);
-      sets(t, r, "run", runs[run]);
-      sets(t, r, "precision", sl_arg_string(call, "precision"));
-      prediction_row(t, r, &m, budget);
-    }
-  *result = slT_value(t);
-  return 0;
-}
-
-/* predicted against measured, for a model that fits */
-static int cmd_memory_check(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)model_of(call, "model");
-  int batch, T;
-  if (batch_args(call, g, &batch, &T) != 0) return -1;
-  double budget;
-  if (budget_of(call, &budget) != 0) return -1;
-  const char *cols[] = {"run", "predicted_mb", "measured_mb", "ratio", NULL};
-  slT_Table *t = table(cols);
-  slM_TrainConfig c = {1, batch, 1e-3, 0.9, 0, optimizer_arg(call) == SLM_SGD ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0, 0};
-  for (int run = 0; run < 2; run++) {
-    slM_MemPrediction p;
-    predict(g, batch, T, run, run ? c.optimizer : SLM_ADAMW, &p);
-    if (refuse_if_over(call, &p, budget) != 0) {
-      slT_free(t);
-      return -1;
-    }
-    slM_Batch b;
-    slM_batch_init(&b, g, batch, T, 1);
-    slM_release_activations(g);
-    slM_precision_release();
-    size_t trainable, total;
-    slM_param_counts(g, &trainable, &total);
-    /* the live bytes beyond this model's parameters and optimizer state belong to other objects */
-    size_t own = 0, live = slM_mem_live();
-    for (int i = 0; i < g->n; i++)
-      for (int k = 0; k < g->nodes[i].nparams; k++) {
-        slM_Param *q = g->nodes[i].params[k];
-        own += (q->grad ? q->grad->size : 0) + (q->m ? q->m->size : 0) + (q->v ? q->v->size : 0);
-      }
-    size_t base = live - 4 * (total + own);
-    size_t peak = slM_measure_peak(g, &b, run, run ? &c : NULL, run ? 2 : 1) - base;
-    if (run == 0) peak -= 4 * own;   /* forward alone: gradients of an earlier training are not its own */
-    slM_batch_free(&b);
-    size_t r = slT_add_row(t);
-    sets(t, r, "run", run ? "train (AdamW step)" : "forward");
-    setn(t, r, "predicted_mb", p.peak / 1e6);
-    setn(t, r, "measured_mb", (double)peak / 1e6);
-    setn(t, r, "ratio", p.peak / (double)peak);
-  }
-  slM_release_activations(g);
-  slM_precision_release();
-  *result = slT_value(t);
-  return 0;
-}
-
-static int cmd_memory_profile(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)model_of(call, "model");
-  int batch, T, train = strcmp(sl_arg_string(call, "run"), "train") == 0, top = (int)sl_arg_number(call, "top");
-  if (batch_args(call, g, &batch, &T) != 0) return -1;
-  double budget;
-  slM_MemPrediction p;
-  if (budget_of(call, &budget) != 0) return -1;
-  predict(g, batch, T, train, -1, &p);
-  if (refuse_if_over(call, &p, budget) != 0) return -1;
-  slM_Batch b;
-  slM_batch_init(&b, g, batch, T, 1);
-  slM_release_activations(g);
-  slM_mem_record(1);
-  slM_mem_reset();
-  slM_run_step(g, &b, train, NULL, 0);
-  size_t n, na, peak[SLM_MEM_NCAT];
-  const slM_MemEvent *ev = slM_mem_timeline(&n);
-  const slM_MemAlloc *al = slM_mem_allocations(&na);
-  slM_mem_peak_by(peak);
-  double grads, optim;   /* held from earlier steps: live through this one too */
-  state_bytes(g, &grads, &optim);
-  double predicted = p.peak + optim + (train ? 0 : grads);
-  const char *ccols[] = {"category", "mb_at_peak", NULL};
-  slT_Table *cat = table(ccols);
-  for (int c = 0; c < SLM_MEM_NCAT; c++) {
-    size_t r = slT_add_row(cat);
-    sets(cat, r, "category", slM_mem_category_names[c]);
-    setn(cat, r, "mb_at_peak", (double)peak[c] / 1e6);
-  }
-  const char *tcols[] = {"index", "phase", "node", "live_mb", NULL};
-  slT_Table *tl = table(tcols);
-  for (size_t i = 0; i < n; i++) {
-    size_t r = slT_add_row(tl);
-    setn(tl, r, "index", (double)i);
-    sets(tl, r, "phase", ev[i].backward ? "backward" : "forward");
-    sets(tl, r, "node", ev[i].node >= 0 && ev[i].node < g->n ? g->nodes[ev[i].node].name : "");
-    setn(tl, r, "live_mb", (double)ev[i].live / 1e6);
-  }
-  /* the largest allocations: a selection sort of the first `top` */
-  const char *acols[] = {"rank", "mb", "category", "node", "op", "phase", "shape", NULL};
-  slT_Table *at = table(acols);
-  char *taken = calloc(na ? na : 1, 1);
-  for (int k = 0; k < top && (size_t)k < na; k++) {
-    size_t best = na;
-    for (size_t i = 0; i < na; i++)
-      if (!taken[i] && (best == na || al[i].bytes > al[best].bytes)) best = i;
-    taken[best] = 1;
-    size_t r = slT_add_row(at);
-    setn(at, r, "rank", k + 1);
-    setn(at, r, "mb", (double)al[best].bytes / 1e6);
-    sets(at, r, "category", slM_mem_category_names[al[best].category]);
-    sets(at, r, "node", al[best].node_name);
-    sets(at, r, "op", al[best].op);
-    sets(at, r, "phase", al[best].backward ? "backward" : "forward");
-    sets(at, r, "shape", al[best].shape);
-  }
-  free(taken);
-  slM_mem_record(0);
-  slM_batch_free(&b);
-  sl_Value rec = sl_record_new();
-  sl_record_set(rec, "peak_mb", sl_number((double)slM_mem_total_peak() / 1e6));
-  sl_record_set(rec, "predicted_mb", sl_number(predicted / 1e6));
-  sl_record_set(rec, "categories", slT_value(cat));
-  sl_record_set(rec, "top", slT_value(at));
-  sl_record_set(rec, "timeline", slT_value(tl));
-  slM_release_activations(g);
-  *result = rec;
-  return 0;
-}
-
-/* the seed's accounting of attention's memory: formula against the tensors allocated */
-static int cmd_attention_accounting(sl_Call *call, sl_Value *result) {
-  int T = (int)sl_arg_number(call, "context"), D = (int)sl_arg_number(call, "d_model");
-  int B = (int)sl_arg_number(call, "batch"), H = (int)sl_arg_number(call, "heads");
-  if (T < 1 || D < 2 || B < 1 || H < 1 || D % H || (D / H) % 2)
-    return sl_error(call, "need context >= 1, batch >= 1, and heads dividing d_model into even widths");
-  slM_LmSpec s = {"", 16, T, D, 2 * D, 1, H};
-  double budget;
-  slM_MemPrediction p;
-  if (budget_of(call, &budget) != 0) return -1;
-  slM_mem_predict_lm(&s, B, T, SLM_RUN_FORWARD, -1, SLM_FP32, &p);
-  if (refuse_if_over(call, &p, budget) != 0) return -1;
-  char err[256];
-  slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
-  slM_Batch b;
-  slM_batch_init(&b, g, B, T, 1);
-  slM_run_step(g, &b, 0, NULL, 0);
-  struct { const char *what, *formula, *node; double count; } rows[] = {
-    {"input (residual stream)", "B x S x D x 4", "token_embeddings", (double)B * T * D},
-    {"Q, K, V", "3 x B x S x D x 4", "layers_0_attn_q_proj", 3.0 * B * T * D},
-    {"attention scores (Q K^T)", "B x H x S x S x 4", "layers_0_attn_scores", (double)B * H * T * T},
-    {"masked scores", "B x H x S x S x 4", "layers_0_attn_causal_mask", (double)B * H * T * T},
-    {"attention weights (softmax)", "B x H x S x S x 4", "layers_0_attn_softmax", (double)B * H * T * T},
-    {"attention output", "B x S x D x 4", "layers_0_attn_context", (double)B * T * D},
-  };
-  const char *cols[] = {"component", "formula", "formula_mb", "measured_mb", NULL};
-  slT_Table *t = table(cols);
-  double ft = 0, mt = 0;
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    slM_Node *n = &g->nodes[slM_find_node(g, rows[i].node)];
-    double measured = 4.0 * (double)n->out->size * (i == 1 ? 3 : 1);
-    size_t r = slT_add_row(t);
-    sets(t, r, "component", rows[i].what);
-    sets(t, r, "formula", rows[i].formula);
-    setn(t, r, "formula_mb", 4 * rows[i].count / 1e6);
-    setn(t, r, "measured_mb", measured / 1e6);
-    ft += 4 * rows[i].count, mt += measured;
-  }
-  size_t r = slT_add_row(t);
-  sets(t, r, "component", "total");
-  setn(t, r, "formula_mb", ft / 1e6);
-  setn(t, r, "measured_mb", mt / 1e6);
-  slM_batch_free(&b);
-  slM_graph_free(g);
-  *result = slT_value(t);
-  return 0;
-}
-
-/* attention alone over sequence length x width: forward and backward time
-** of its nodes (from the profiler) and the memory live before backward */
-static int cmd_attention_bench(sl_Call *call, sl_Value *result) {
-  int contexts[16], widths[16];
-  int nc = list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = list_ints(call, "widths", widths, 16, 2, 16384);
-  int B = (int)sl_arg_number(call, "batch"), steps = (int)sl_arg_number(call, "steps");
-  if (nc < 0 || nw < 0) return -1;
-  if (B < 1 || steps < 1) return sl_error(call, "batch and steps must be at least 1");
-  double budget;
-  if (budget_of(call, &budget) != 0) return -1;
-  const char *cols[] = {"context", "d_model", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
-                        "predicted_mb", NULL};
-  slT_Table *t = table(cols);
-  for (int c = 0; c < nc && !sl_interrupted(); c++)
-    for (int w = 0; w < nw && !sl_interrupted(); w++) {
-      slM_LmSpec s = {"", 16, contexts[c], widths[w] % 2 ? widths[w] + 1 : widths[w], widths[w], 1, 1};
-      slM_MemPrediction p;
-      slM_mem_predict_lm(&s, B, contexts[c], SLM_RUN_TRAIN, -1, SLM_FP32, &p);
-      size_t r = slT_add_row(t);
-      setn(t, r, "context", contexts[c]);
-      setn(t, r, "d_model", widths[w]);
-      setn(t, r, "predicted_mb", p.peak / 1e6);
-      if (p.peak > budget) {
-        sets(t, r, "status", "OOM");
-        continue;
-      }
-      char err[256];
-      slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
-      slM_Batch b;
-      slM_batch_init(&b, g, B, contexts[c], 1);
-      slM_run_step(g, &b, 1, NULL, 0);
-      slM_Profile *pr = slM_profile_attach(g);
-      for (int k = 0; k < steps; k++) slM_run_step(g, &b, 1, NULL, 0);
-      slM_profile_detach(g);
-      double f = 0, bw = 0, mem = 0;
-      for (int i = 0; i < g->n; i++) {
-        slM_Op op = g->nodes[i].op;
-        int part = op == OP_SCORES || op == OP_CAUSAL_MASK || op == OP_SOFTMAX || op == OP_CONTEXT ||
-                   op == OP_MASKED_SOFTMAX || op == OP_ROPE || (op == OP_LINEAR && strstr(g->nodes[i].name, "attn_") &&
-                                                                !strstr(g->nodes[i].name, "output"));
-        if (!part) continue;
-        f += pr->forward[i], bw += pr->backward[i];
-        if (g->nodes[i].out) mem += 4.0 * (double)g->nodes[i].out->size;
-        if (g->nodes[i].saved) mem += 4.0 * (double)g->nodes[i].saved->size;
-      }
-      sets(t, r, "status", "OK");
-      setn(t, r, "forward_ms", 1e3 * f / steps);
-      setn(t, r, "backward_ms", 1e3 * bw / steps);
-      setn(t, r, "memory_before_backward_mb", mem / 1e6);
-      slM_profile_free(pr);
-      slM_batch_free(&b);
-      slM_graph_free(g);
-    }
-  slT_mark_timing(t, 3);
-  slT_mark_timing(t, 4);
-  *result = slT_value(t);
-  return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
-}
-
 /* ------------------------------------------------------- mixed precision */
 
 static int cmd_accumulation(sl_Call *call, sl_Value *result) {
@@ -712,24 +332,24 @@ static int cmd_accumulation(sl_Call *call, sl_Value *result) {
   slM_accumulation(v);
   const char *cols[] = {"accumulator", "addend", "sum", "printed", NULL};
   const char *acc[3] = {"float32", "float16", "float32"}, *add[3] = {"float32", "float16", "float16"};
-  slT_Table *t = table(cols);
+  slT_Table *t = slM_sys_table(cols);
   for (int i = 0; i < 3; i++) {
     size_t r = slT_add_row(t);
     char buf[32];
     snprintf(buf, sizeof buf, "%.4f", v[i]);
-    sets(t, r, "accumulator", acc[i]);
-    sets(t, r, "addend", add[i]);
-    setn(t, r, "sum", v[i]);
-    sets(t, r, "printed", buf);
+    slM_sys_sets(t, r, "accumulator", acc[i]);
+    slM_sys_sets(t, r, "addend", add[i]);
+    slM_sys_setn(t, r, "sum", v[i]);
+    slM_sys_sets(t, r, "printed", buf);
   }
   *result = slT_value(t);
   return 0;
 }
 
 static int cmd_dtypes(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(model_of(call, "model"), 0);
+  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
   const char *cols[] = {"node", "op", "fp32", "bf16", "fp16", NULL};
-  slT_Table *t = table(cols);
+  slT_Table *t = slM_sys_table(cols);
   int *dt[3];
   for (int m = 0; m < 3; m++) {
     g->precision = m;
@@ -738,9 +358,9 @@ static int cmd_dtypes(sl_Call *call, sl_Value *result) {
   }
   for (int i = 0; i < g->n; i++) {
     size_t r = slT_add_row(t);
-    sets(t, r, "node", g->nodes[i].name);
-    sets(t, r, "op", slM_op_name(g->nodes[i].op));
-    for (int m = 0; m < 3; m++) sets(t, r, slM_precision_names[m], slM_dtype_name(dt[m][i]));
+    slM_sys_sets(t, r, "node", g->nodes[i].name);
+    slM_sys_sets(t, r, "op", slM_op_name(g->nodes[i].op));
+    for (int m = 0; m < 3; m++) slM_sys_sets(t, r, slM_precision_names[m], slM_dtype_name(dt[m][i]));
   }
   for (int m = 0; m < 3; m++) free(dt[m]);
   slM_graph_free(g);
@@ -751,7 +371,7 @@ static int cmd_dtypes(sl_Call *call, sl_Value *result) {
 /* ----------------------------------------------------------------- fusion */
 
 static int cmd_fuse(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(model_of(call, "model"), 0);
+  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
   slM_FuseCounts c;
   char err[512];
   if (slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
@@ -766,17 +386,17 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
 }
 
 static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
-  const slM_Graph *m = model_of(call, "model");
+  const slM_Graph *m = slM_sys_model_of(call, "model");
   int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (batch_args(call, m, &batch, &T) != 0) return -1;
+  if (slM_sys_batch_args(call, m, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slM_MemPrediction p;
-  if (budget_of(call, &budget) != 0) return -1;
-  predict(m, batch, T, SLM_RUN_TRAIN, -1, &p);
-  if (refuse_if_over(call, &p, budget) != 0) return -1;
+  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  slM_sys_predict(m, batch, T, SLM_RUN_TRAIN, -1, &p);
+  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *cols[] = {"mode", "run", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb", NULL};
-  slT_Table *t = table(cols);
+  slT_Table *t = slM_sys_table(cols);
   for (int train = 0; train < 2; train++)
     for (int fused = 0; fused < 2; fused++) {
       double t0 = slM_now();
@@ -792,7 +412,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_batch_init(&b, g, batch, T, 1);
       /* gradients made by an earlier run of the shared weights count as this step's own */
       double grads, optim;
-      state_bytes(g, &grads, &optim);
+      slM_sys_state_bytes(g, &grads, &optim);
       slM_mem_reset();
       size_t base = slM_mem_live();
       slM_run_step(g, &b, train, NULL, 0);
@@ -801,12 +421,12 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_Timing tm;
       slM_time_steps(g, &b, train, 0, steps, &tm);
       size_t r = slT_add_row(t);
-      sets(t, r, "mode", fused ? "fused" : "eager");
-      sets(t, r, "run", train ? "forward+backward" : "inference");
-      setn(t, r, "first_call_ms", first * 1e3);
-      setn(t, r, "steady_ms", tm.mean * 1e3);
-      setn(t, r, "steady_std_ms", tm.std * 1e3);
-      setn(t, r, "peak_mb", (double)peak / 1e6);
+      slM_sys_sets(t, r, "mode", fused ? "fused" : "eager");
+      slM_sys_sets(t, r, "run", train ? "forward+backward" : "inference");
+      slM_sys_setn(t, r, "first_call_ms", first * 1e3);
+      slM_sys_setn(t, r, "steady_ms", tm.mean * 1e3);
+      slM_sys_setn(t, r, "steady_std_ms", tm.std * 1e3);
+      slM_sys_setn(t, r, "peak_mb", (double)peak / 1e6);
       slM_batch_free(&b);
       slM_graph_free(g);
     }
@@ -845,7 +465,7 @@ static const sl_Command commands[] = {
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
     {"lr", SL_ARG_NUMBER, 0, "0.003", "learning rate"},
-    {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", optimizers},
+    {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", slM_sys_optimizers},
     {"weight_decay", SL_ARG_NUMBER, 0, "0", "decoupled weight decay"},
     {"every", SL_ARG_INT, 0, "10", "steps per row (mean loss over them)"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, {NULL}}},
@@ -862,37 +482,37 @@ static const sl_Command commands[] = {
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "
    "time share against FLOP share).",
-   "m = lm tiny context=64\np = profile m batch=4\np.gemm", cmd_profile, 0,
+   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slM_cmd_profile, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "3", "profiled steps of each kind"}, BUDGET_ARG,
     {NULL}}},
   {"memory_predict", "memory", "Predicted memory of language-model presets, by category, against a budget.",
    "Parameters, gradients, optimizer state, activations, activation gradients and scratch, and the peak, computed "
    "from the configuration alone (nothing is allocated). status is OOM when the peak exceeds the budget.",
-   "memory_predict presets=[\"small\", \"2.7B\"] contexts=[128, 256] run=train budget=\"80GB\"", cmd_memory_predict, 0,
+   "memory_predict presets=[\"small\", \"2.7B\"] contexts=[128, 256] run=train budget=\"80GB\"", slM_cmd_memory_predict, 0,
    {{"presets", SL_ARG_LIST, 0, "[\"small\"]", "preset names"}, {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
-    BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", runs},
-    {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", optimizers},
+    BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", slM_sys_runs},
+    {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slM_sys_optimizers},
     PRECISION_ARG, BUDGET_ARG, {NULL}}},
   {"memory_check", "memory", "Predicted against measured peak memory of a model's forward pass and training step.",
    "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch) over the run.",
-   "m = lm tiny context=64\nmemory_check m batch=4", cmd_memory_check, 0,
-   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", optimizers},
+   "m = lm tiny context=64\nmemory_check m batch=4", slM_cmd_memory_check, 0,
+   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slM_sys_optimizers},
     BUDGET_ARG, {NULL}}},
   {"memory_profile", "memory", "Memory profile of one step: bytes by category at the peak, the largest allocations, and a timeline.",
    "Returns a record: peak_mb, predicted_mb, categories, top (size, category, node, operator, shape) and timeline "
    "(live bytes after every node, forward then backward) for plotting.",
-   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", cmd_memory_profile, 0,
-   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", runs},
+   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slM_cmd_memory_profile, 0,
+   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slM_sys_runs},
     {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, {NULL}}},
   {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
-   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", cmd_attention_accounting, 0,
+   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slM_cmd_attention_accounting, 0,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
    "One head, batch 8 by default (the CS336 attention benchmark). Times are the profiler's for the attention nodes "
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
    "backward pass. Over-budget configurations are OOM with their predicted peak.",
-   "attention_bench contexts=[64, 128] widths=[16, 32]", cmd_attention_bench, 0,
+   "attention_bench contexts=[64, 128] widths=[16, 32]", slM_cmd_attention_bench, 0,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
     BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",

@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/softmax.h"
 #include "memory.h"
 #include "precision.h"
 
@@ -82,8 +83,97 @@ static inline float erf_fast(float x) {
 }
 
 static inline float gelu(float x) { return 0.5f * x * (1.0f + erf_fast(x * 0.70710678f)); }
+/* e = exp(-x^2 / 2), from the kernels' exp (slK_vexp), which the loops
+** below call on whole chunks: one exp for both, so the same numbers */
+static inline float gelu_grad_of(float x, float e) {
+  return 0.5f * (1.0f + erf_fast(x * 0.70710678f)) + x * e * 0.39894228f;
+}
 static inline float gelu_grad(float x) {
-  return 0.5f * (1.0f + erf_fast(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f;
+  float t = -0.5f * x * x, e;
+  slK_vexp(&t, &e, 1);
+  return gelu_grad_of(x, e);
+}
+
+/* GELU and its slope eight floats at a time: the scalar functions above
+** operation for operation (multiplies and adds apart, never fused), so an
+** item's value does not depend on which loop computes it. GELU was 16% of
+** the image transformer's training step as a scalar loop. Each returns
+** where the scalar tail starts. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define V8 __attribute__((target("avx2"))) static inline
+V8 __m256 erf8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_max_ps(_mm256_set1_ps(-4.0f), x));   /* NaN stays NaN */
+  __m256 x2 = _mm256_mul_ps(x, x);
+  static const float pc[] = {2.77068142495902e-08f, -2.10102402082508e-06f, -5.69250639462346e-05f,
+                             -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
+  static const float qc[] = {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f,
+                             -1.42647390514189e-02f};
+  __m256 p = _mm256_set1_ps(-2.72614225801306e-10f), q = _mm256_set1_ps(-1.45660718464996e-05f);
+  for (int k = 0; k < 6; k++) p = _mm256_add_ps(_mm256_mul_ps(p, x2), _mm256_set1_ps(pc[k]));
+  for (int k = 0; k < 4; k++) q = _mm256_add_ps(_mm256_mul_ps(q, x2), _mm256_set1_ps(qc[k]));
+  return _mm256_div_ps(_mm256_mul_ps(x, p), q);
+}
+
+V8 __m256 half_one_plus_erf8(__m256 x) {
+  return _mm256_add_ps(_mm256_set1_ps(1.0f), erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678f))));
+}
+
+__attribute__((target("avx2"))) static size_t gelu_avx2(const float *a, float *y, size_t i0, size_t i1) {
+  size_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    __m256 x = _mm256_loadu_ps(a + i);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), half_one_plus_erf8(x)));
+  }
+  return i;
+}
+
+/* y += dy * gelu'(a), or y = dy * gelu'(a) when !accumulate; e[i - i0] = exp(-a^2 / 2) */
+__attribute__((target("avx2"))) static size_t gelu_grad_avx2(const float *a, const float *e0, const float *dy, float *y,
+                                                             size_t i0, size_t i1, int accumulate) {
+  size_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    __m256 x = _mm256_loadu_ps(a + i), e = _mm256_loadu_ps(e0 + (i - i0));
+    __m256 g = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), half_one_plus_erf8(x)),
+                             _mm256_mul_ps(_mm256_mul_ps(x, e), _mm256_set1_ps(0.39894228f)));
+    g = _mm256_mul_ps(_mm256_loadu_ps(dy + i), g);
+    _mm256_storeu_ps(y + i, accumulate ? _mm256_add_ps(_mm256_loadu_ps(y + i), g) : g);
+  }
+  return i;
+}
+#endif
+
+static int have_avx2(void) {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return 0;
+#endif
+}
+
+/* y[i0..i1) = gelu(a); y += dy * gelu'(a) (or y = when !accumulate) */
+static void gelu_items(const float *a, float *y, size_t i0, size_t i1) {
+#if defined(__x86_64__)
+  if (have_avx2()) i0 = gelu_avx2(a, y, i0, i1);
+#endif
+  for (size_t i = i0; i < i1; i++) y[i] = gelu(a[i]);
+}
+
+static void gelu_grad_items(const float *a, const float *dy, float *y, size_t i0, size_t i1, int accumulate) {
+  enum { CHUNK = 256 };
+  float t[CHUNK], e[CHUNK];
+  for (size_t c0 = i0; c0 < i1; c0 += CHUNK) {
+    size_t c1 = i1 - c0 < CHUNK ? i1 : c0 + CHUNK, i = c0;
+    for (size_t k = c0; k < c1; k++) t[k - c0] = -0.5f * a[k] * a[k];
+    slK_vexp(t, e, c1 - c0);
+#if defined(__x86_64__)
+    if (have_avx2()) i = gelu_grad_avx2(a, e, dy, y, c0, c1, accumulate);
+#endif
+    for (; i < c1; i++) {
+      float g = dy[i] * gelu_grad_of(a[i], e[i - c0]);
+      y[i] = accumulate ? y[i] + g : g;
+    }
+  }
 }
 
 /* Loops between the products run over the cores in ranges (kernels/parallel.h).
@@ -101,17 +191,7 @@ typedef struct {
 
 static void softmax_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  int n = (int)t->n;
-  for (size_t r = r0; r < r1; r++) {
-    const float *a = t->a + r * (size_t)n;
-    float *b = t->y + r * (size_t)n;
-    float m = a[0];
-    for (int j = 1; j < n; j++) m = a[j] > m ? a[j] : m;
-    double sum = 0;
-    for (int j = 0; j < n; j++) sum += b[j] = expf(a[j] - m);
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < n; j++) b[j] *= inv;
-  }
+  for (size_t r = r0; r < r1; r++) slK_softmax_row(t->a + r * t->n, t->y + r * t->n, (int)t->n);
 }
 
 static void softmax_rows(const float *x, float *y, size_t rows, int n) {
@@ -122,9 +202,7 @@ static void softmax_rows(const float *x, float *y, size_t rows, int n) {
 static void activation_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
   if (t->op == OP_GELU) {   /* its own loop, without the choice per element, so that it vectorises */
-    const float *a = t->a;
-    float *y = t->y;
-    for (size_t i = i0; i < i1; i++) y[i] = gelu(a[i]);
+    gelu_items(t->a, t->y, i0, i1);
     return;
   }
   for (size_t i = i0; i < i1; i++) {
@@ -136,6 +214,10 @@ static void activation_range(void *ctx, size_t i0, size_t i1) {
 /* a = input, b = output gradient, c = output; y += input gradient */
 static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
+  if (t->op == OP_GELU) {
+    gelu_grad_items(t->a, t->b, t->y, i0, i1, 1);
+    return;
+  }
   for (size_t i = i0; i < i1; i++) {
     float v = t->a[i], gy = t->b[i];
     t->y[i] += t->op == OP_RELU ? (v > 0 ? gy : 0)
@@ -144,17 +226,64 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   }
 }
 
-/* element i is dropped when half (i & 1) of hash(base, i / 2) falls below p * 2^32 */
-static void dropout_range(void *ctx, size_t i0, size_t i1) {
-  const Task *t = ctx;
-  float keep = 1.0f / (1.0f - t->p);
-  uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
+/* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
+** falls below p * 2^32 */
+static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
   for (size_t i = i0; i < i1; i++) {
     slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};
     uint64_t h = slM_rng_next(&r);
     t->z[i] = ((h >> (32 * (i & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
     t->y[i] = t->a[i] * t->z[i];
   }
+}
+
+/* Sixteen elements at a time: eight splitmix64 hashes (slM_rng_next) in
+** 64-bit lanes, whose 32-bit halves are, in order, the words of elements
+** 2k and 2k + 1; the same integers as the scalar loop, so the same mask. */
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512dq"))) static size_t dropout_avx512(const Task *t, size_t i0, size_t i1,
+                                                                       float keep, uint32_t threshold) {
+  const uint64_t gold = 0x9E3779B97F4A7C15ull;
+  size_t i = i0;
+  if (i & 1) return i;   /* the caller's scalar loop reaches an even start first */
+  __m512i step = _mm512_set1_epi64((long long)(8 * gold));
+  __m512i state = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  state = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_add_epi64(state, _mm512_set1_epi64((long long)(i >> 1))),
+                                              _mm512_set1_epi64((long long)gold)),
+                           _mm512_set1_epi64((long long)(t->n + gold)));
+  __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull), m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
+  __m512i thr = _mm512_set1_epi32((int)threshold);
+  __m512 kv = _mm512_set1_ps(keep), zero = _mm512_setzero_ps();
+  for (; i + 16 <= i1; i += 16) {
+    __m512i z = state;
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
+    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    __mmask16 dropped = _mm512_cmplt_epu32_mask(z, thr);
+    __m512 scale = _mm512_mask_blend_ps(dropped, kv, zero);
+    _mm512_storeu_ps(t->z + i, scale);
+    _mm512_storeu_ps(t->y + i, _mm512_mul_ps(_mm512_loadu_ps(t->a + i), scale));
+    state = _mm512_add_epi64(state, step);
+  }
+  return i;
+}
+#endif
+
+static void dropout_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  float keep = 1.0f / (1.0f - t->p);
+  uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+    size_t start = i0 + (i0 & 1), end = start;
+    if (start < i1) end = dropout_avx512(t, start, i1, keep, (uint32_t)threshold);
+    if (end > start) {   /* the element before the even start, then the tail */
+      dropout_scalar(t, i0, start, keep, threshold);
+      i0 = end;
+    }
+  }
+#endif
+  dropout_scalar(t, i0, i1, keep, threshold);
 }
 
 static void add_range(void *ctx, size_t i0, size_t i1) {
@@ -175,13 +304,7 @@ static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
 /* a = softmax output, b = its gradient; y += input gradient */
 static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  size_t d = t->n;
-  for (size_t r = r0; r < r1; r++) {
-    const float *y = t->a + r * d, *gy = t->b + r * d;
-    double dot = 0;
-    for (size_t j = 0; j < d; j++) dot += gy[j] * y[j];
-    for (size_t j = 0; j < d; j++) t->y[r * d + j] += y[j] * (gy[j] - (float)dot);
-  }
+  for (size_t r = r0; r < r1; r++) slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n);
 }
 
 /* ------------------------------------------------------------ linear */
@@ -273,6 +396,44 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
 
 /* --------------------------------------------------------- layer norm */
 
+/* The row sums of layer norm (here and in the fused add + layer norm,
+** fuse.c, so the two give the same numbers) are in double, in four
+** interleaved partial sums: one running sum is a chain of dependent adds,
+** four times slower, and it was most of layer norm's time. */
+static void norm_moments(const float *x, int d, double *mean, double *var) {
+  double s[4] = {0, 0, 0, 0}, v[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) s[k] += x[j + k];
+  for (; j < d; j++) s[0] += x[j];
+  double m = ((s[0] + s[1]) + (s[2] + s[3])) / d;
+  for (j = 0; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) v[k] += (x[j + k] - m) * (x[j + k] - m);
+  for (; j < d; j++) v[0] += (x[j] - m) * (x[j] - m);
+  *mean = m;
+  *var = ((v[0] + v[1]) + (v[2] + v[3])) / d;
+}
+
+/* the means over the row of g = gy * gamma and of g * xhat */
+static void norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                            float *mgx) {
+  double s[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) {
+      float xhat = (x[j + k] - m) * rs, gxhat = gy[j + k] * gamma[j + k];
+      s[k] += gxhat;
+      sx[k] += gxhat * xhat;
+    }
+  for (; j < d; j++) {
+    float xhat = (x[j] - m) * rs, gxhat = gy[j] * gamma[j];
+    s[0] += gxhat;
+    sx[0] += gxhat * xhat;
+  }
+  *mg = (float)(((s[0] + s[1]) + (s[2] + s[3])) / d);
+  *mgx = (float)(((sx[0] + sx[1]) + (sx[2] + sx[3])) / d);
+}
+
 /* forward rows: a = x, b = gamma, c = beta, y = out, z = saved (mean), and saved2 (1/std) in d */
 typedef struct {
   const float *x, *gamma, *beta, *dy;
@@ -288,11 +449,8 @@ static void layernorm_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *a = t->x + r * (size_t)d;
     float *b = t->y + r * (size_t)d;
-    double m = 0, v = 0;
-    for (int j = 0; j < d; j++) m += a[j];
-    m /= d;
-    for (int j = 0; j < d; j++) v += (a[j] - m) * (a[j] - m);
-    v /= d;
+    double m, v;
+    norm_moments(a, d, &m, &v);
     float rs = (float)(1.0 / sqrt(v + t->eps));
     t->mean[r] = (float)m;
     t->rstd[r] = rs;
@@ -317,14 +475,8 @@ static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
     float *gx = t->dx + r * (size_t)d;
-    float m = t->mean[r], rs = t->rstd[r];
-    double sum_g = 0, sum_gx = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = (a[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
-      sum_g += gxhat;
-      sum_gx += gxhat * xhat;
-    }
-    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    float m = t->mean[r], rs = t->rstd[r], mg, mgx;
+    norm_grad_means(a, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (a[j] - m) * rs;
       gx[j] += rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);
@@ -593,8 +745,16 @@ static void free_dead_inputs(slM_Graph *g, int i, const int *last_use) {
   }
 }
 
+/* A pass polls the stop hook between nodes: the longest wait is one node,
+** not one batch (a transformer batch of 65536 images runs for seconds). The
+** pass only computes activations and gradients; the weights change in the
+** optimizer step alone, which a stopped step skips, so an interrupted step
+** leaves every weight as it was. */
+static int stop_now(slM_Graph *g) { return g->stop && (g->stopped = g->stop(g->stop_ud) != 0); }
+
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
   g->training = training;
+  g->stopped = 0;
   int logits = slM_logits_node(g), *last_use = NULL;
   if (g->plan && !training) {
     last_use = malloc((size_t)g->n * sizeof *last_use);
@@ -604,7 +764,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
     for (int i = 0; i < g->n; i++)
       if (g->nodes[i].op == OP_OUTPUT) last_use[g->nodes[i].inputs[0]] = g->n;
   }
-  for (int i = 0; i < g->n; i++) {
+  for (int i = 0; i < g->n && !stop_now(g); i++) {
     slM_node_begin(g, i, 0);
     node_forward(g, &g->nodes[i], x, labels, batch);
     if (g->precision != SLM_FP32) slM_precision_after(g, i);
@@ -684,6 +844,7 @@ static void node_backward(slM_Graph *g, slM_Node *n) {
 }
 
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
+  g->stopped = 0;
   for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = -1;
   for (int i = 0; i < g->n; i++)
@@ -715,7 +876,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
     loss /= batch;
   }
   slM_node_end(g, loss_node >= 0 ? loss_node : slM_logits_node(g), 1);
-  for (int i = g->n - 1; i >= 0; i--)
+  for (int i = g->n - 1; i >= 0 && !stop_now(g); i--)
     if (g->nodes[i].gout_live) {
       slM_node_begin(g, i, 1);
       node_backward(g, &g->nodes[i]);
@@ -750,5 +911,14 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return e
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k) { return gin(g, n, k); }
 slM_Tensor *slM_param_grad(slM_Param *p) { return param_grad(p); }
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n) { softmax_rows(x, y, rows, n); }
+void slM_norm_moments(const float *x, int d, double *mean, double *var) { norm_moments(x, d, mean, var); }
+void slM_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx) {
+  norm_grad_means(x, m, rs, gamma, gy, d, mg, mgx);
+}
 float slM_gelu(float x) { return gelu(x); }
 float slM_gelu_grad(float x) { return gelu_grad(x); }
+void slM_gelu_items(const float *x, float *y, size_t i0, size_t i1) { gelu_items(x, y, i0, i1); }
+void slM_gelu_grad_items(const float *x, const float *dy, float *dx, size_t i0, size_t i1, int accumulate) {
+  gelu_grad_items(x, dy, dx, i0, i1, accumulate);
+}

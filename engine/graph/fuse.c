@@ -29,6 +29,7 @@
 
 #include "fuse.h"
 #include "kernels/parallel.h"
+#include "kernels/softmax.h"
 
 static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
 
@@ -48,6 +49,12 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
   const Sweep *t = ctx;
   for (size_t r = r0; r < r1; r++) {
     float *row = t->y + r * t->cols;
+    if (t->act == OP_GELU) {   /* the pre-activation is kept: GELU reads it back, eight at a time */
+      float *pre = t->pre + r * t->cols;
+      for (size_t j = 0; j < t->cols; j++) pre[j] = t->bias ? row[j] + t->bias[j] : row[j];
+      slM_gelu_items(pre, row, 0, t->cols);
+      continue;
+    }
     for (size_t j = 0; j < t->cols; j++) {
       float v = t->bias ? row[j] + t->bias[j] : row[j];
       if (t->pre) t->pre[r * t->cols + j] = v;
@@ -59,6 +66,10 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
 /* a = output (ReLU) or pre-activation (GELU), b = output gradient, y = pre-activation gradient */
 static void act_grad_items(void *ctx, size_t i0, size_t i1) {
   const Sweep *t = ctx;
+  if (t->act == OP_GELU) {
+    slM_gelu_grad_items(t->a, t->b, t->y, i0, i1, 0);
+    return;
+  }
   for (size_t i = i0; i < i1; i++)
     t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slM_gelu_grad(t->a[i]) : t->b[i];
 }
@@ -121,11 +132,9 @@ static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *pa = t->a + r * d, *pb = t->b + r * d;
     float *s = t->sum + r * d, *o = t->y + r * d;
-    double m = 0, v = 0;
-    for (int j = 0; j < d; j++) m += s[j] = pa[j] + pb[j];
-    m /= d;
-    for (int j = 0; j < d; j++) v += (s[j] - m) * (s[j] - m);
-    v /= d;
+    double m, v;
+    for (int j = 0; j < d; j++) s[j] = pa[j] + pb[j];
+    slM_norm_moments(s, d, &m, &v);
     float rs = (float)(1.0 / sqrt(v + t->eps));
     t->stats[2 * r] = (float)m;
     t->stats[2 * r + 1] = rs;
@@ -148,14 +157,8 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
   float *row = malloc((size_t)d * sizeof *row);
   for (size_t r = r0; r < r1; r++) {
     const float *s = t->sum + r * d, *gy = t->dy + r * d;
-    float m = t->stats[2 * r], rs = t->stats[2 * r + 1];
-    double sum_g = 0, sum_gx = 0;
-    for (int j = 0; j < d; j++) {
-      float xhat = (s[j] - m) * rs, gxhat = gy[j] * t->gamma[j];
-      sum_g += gxhat;
-      sum_gx += gxhat * xhat;
-    }
-    float mg = (float)(sum_g / d), mgx = (float)(sum_gx / d);
+    float m = t->stats[2 * r], rs = t->stats[2 * r + 1], mg, mgx;
+    slM_norm_grad_means(s, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (s[j] - m) * rs;
       row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);   /* as eager: into a zeroed gradient */
@@ -199,15 +202,9 @@ static void masked_softmax_forward(slM_Graph *g, slM_Node *n) {
   size_t mats = s->size / ((size_t)T * T);
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
-      const float *a = s->data + (m * T + i) * T;
-      float *b = y->data + (m * T + i) * T;
-      float mx = a[0];
-      for (int j = 1; j <= i; j++) mx = a[j] > mx ? a[j] : mx;
-      double sum = 0;
-      for (int j = 0; j <= i; j++) sum += b[j] = expf(a[j] - mx);
-      float inv = (float)(1.0 / sum);
-      for (int j = 0; j <= i; j++) b[j] *= inv;
-      for (int j = i + 1; j < T; j++) b[j] = 0;
+      size_t off = (m * T + i) * T;
+      slK_softmax_row(s->data + off, y->data + off, i + 1);
+      for (int j = i + 1; j < T; j++) y->data[off + j] = 0;
     }
 }
 
@@ -218,10 +215,7 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
       size_t off = (m * T + i) * T;
-      const float *y = n->out->data + off, *gy = n->gout->data + off;
-      double dot = 0;
-      for (int j = 0; j <= i; j++) dot += gy[j] * y[j];
-      for (int j = 0; j <= i; j++) dx[off + j] += y[j] * (gy[j] - (float)dot);
+      slK_softmax_grad_row(n->out->data + off, n->gout->data + off, dx + off, i + 1);
     }
 }
 

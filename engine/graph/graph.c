@@ -415,6 +415,7 @@ static slM_Transform *clone_transform(const slM_Transform *t) { return t && t->c
 slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   slM_Graph *c = malloc(sizeof *c);
   *c = *g;
+  c->stop = NULL, c->stop_ud = NULL, c->stopped = 0;
   c->profile = NULL;
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);
   for (int i = 0; i < g->n; i++) {

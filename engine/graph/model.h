@@ -169,6 +169,13 @@ typedef struct slM_Graph {
   int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
+  /* Asked between the nodes of a pass while training runs (set by the
+  ** training loops, NULL otherwise): non-zero cuts the pass short and sets
+  ** `stopped`, so the caller skips the update and one large batch stops
+  ** within a node's time instead of at its end (exec.c). */
+  int (*stop)(void *ud);
+  void *stop_ud;
+  int stopped;           /* the last forward or backward pass was cut short */
 } slM_Graph;
 
 enum { SLM_FP32, SLM_BF16, SLM_FP16 };
@@ -241,8 +248,18 @@ slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse
 slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
 slM_Tensor *slM_param_grad(slM_Param *p);
 void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
+/* layer norm's row sums (exec.c), shared by the fused add + layer norm:
+** the mean and variance of x[0..d); the means of gy * gamma and of that
+** times (x - m) * rs */
+void slM_norm_moments(const float *x, int d, double *mean, double *var);
+void slM_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx);
 float slM_gelu(float x);        /* the exact (erf) GELU, and its slope */
 float slM_gelu_grad(float x);
+/* the same over items [i0, i1), eight at a time where the CPU has AVX2, with
+** the same numbers: y = gelu(x); dx += dy * gelu'(x) (dx = when !accumulate) */
+void slM_gelu_items(const float *x, float *y, size_t i0, size_t i1);
+void slM_gelu_grad_items(const float *x, const float *dy, float *dx, size_t i0, size_t i1, int accumulate);
 /* every product of a graph: OpenBLAS sgemm, with the inputs rounded to the
 ** graph's precision first (precision.c) */
 void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,

@@ -136,6 +136,7 @@ void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doub
     if (sl_interrupted()) break;  /* the caller reports it */
     int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
     slM_Tensor *logits = slM_forward(g, x + start * (size_t)features, y + start, b, 0);
+    if (g->stopped) break;   /* cut short: the logits are not this batch's */
     int C = logits->shape[1];
     for (int i = 0; i < b; i++) {
       const float *row = logits->data + (size_t)i * C;
@@ -165,6 +166,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   slM_Rng rng;
   slM_rng_seed(&rng, c->seed);
   slM_rng_seed(&g->rng, c->seed ^ 0xD50Full);
+  g->stop = hooks ? hooks->stop : NULL;
+  g->stop_ud = hooks ? hooks->ud : NULL;
   long steps_per_epoch = (long)((n + (size_t)B - 1) / (size_t)B), step = 0, total = steps_per_epoch * c->epochs;
   int done = 0, stopped = 0;
   for (int e = 0; e < c->epochs && !stopped; e++) {
@@ -187,6 +190,10 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         by[i] = d->train_y[order[start + i]];
       }
       slM_Tensor *logits = slM_forward(g, bx, by, b, 1);
+      if (g->stopped) {   /* inside the batch: its update is skipped, the weights are the last step's */
+        stopped = 1;
+        break;
+      }
       int C = logits->shape[1];
       for (int i = 0; i < b; i++) {
         const float *row = logits->data + (size_t)i * C;
@@ -197,6 +204,10 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       }
       slM_zero_grads(g);
       double loss = slM_backward(g, by, b);
+      if (g->stopped) {
+        stopped = 1;
+        break;
+      }
       if (!isfinite(loss)) {  /* diverged: stop before the update spreads it into every weight */
         stats[done].diverged = step - steps_per_epoch * e + 1;
         loss_sum = loss;
@@ -222,6 +233,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     else slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
     done++;
   }
+  g->stop = NULL, g->stop_ud = NULL, g->stopped = 0;
   slM_release_activations(g);
   free(order);
   free(bx);

@@ -22,7 +22,9 @@ typedef struct slM_TrainHooks {
   void *ud;
   /* fraction of the epoch done, running mean loss */
   void (*progress)(void *ud, int epoch, double fraction, double loss);
-  /* asked before every batch: non-zero stops training there */
+  /* asked before every batch and between the nodes of its forward and
+  ** backward passes: non-zero stops training there, skipping the cut
+  ** batch's update (it may be asked many times: it should only look) */
   int (*stop)(void *ud);
 } slM_TrainHooks;
 
