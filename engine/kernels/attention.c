@@ -30,10 +30,11 @@
 ** = dO^T P and dK^T = t Q^T dS, which one transposition per tile provides.
 ** Jobs are (batch, head, query tile) in the forward and (batch, head) in the
 ** backward (each job owns its head's dK and dV, as PyTorch's CPU kernel
-** does), spread over slK_threads() threads.
+** does), spread over slK_threads() threads of the thread team (parallel.c).
+** With fewer heads than threads a head's query tiles are split into groups,
+** each with its own dK, dV accumulators, added in group order afterwards.
 */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,8 +79,13 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
   if (!backward) per = 2 * nk * d8 + (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ;
   else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
-  int threads = slK_threads();
-  return threads * per * f;
+  int threads = slK_threads(), heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
+  double split = 0;   /* the backward's per-group dK, dV when there are fewer heads than threads */
+  if (backward && heads > 0 && heads < threads) {
+    int groups = (threads + heads - 1) / heads;
+    split = 2.0 * (nk * d8 + 64) * heads * (groups < tiles ? groups : tiles);
+  }
+  return (threads * per + split) * f;
 }
 
 /* ============================================================ v0: naive */
@@ -384,8 +390,9 @@ typedef struct {
   const float *q, *k, *v, *o, *dout, *lse;
   float *dq, *dk, *dv;
   int groups, nk48;
+  size_t kd;          /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
-  pthread_mutex_t lock;
+  float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
 } Bwd;
 
 /* lane panels [np][rows][48] -> key columns [rows/48][np*48][48], 48 x 48 blocks at a time */
@@ -394,6 +401,21 @@ static void transpose_panels(const slK_Simd *simd, const float *src, int np, int
   for (int lp = 0; lp < np; lp++)
     for (int r = 0; r < rows; r += LANES)
       simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
+}
+
+/* dK, dV of head bh += the accumulators dK^T, dV^T ([key/48][feature][48]) */
+static void add_keys(const Bwd *B, int bh, const float *dkt, const float *dvt) {
+  const slK_Attn *a = B->a;
+  int b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR);
+  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
+  for (int key = 0; key < a->nk; key++) {
+    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
+    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
+    for (int f = 0; f < d; f++) {
+      kr[f] += dkt[base + (size_t)f * LANES];
+      vr[f] += dvt[base + (size_t)f * LANES];
+    }
+  }
 }
 
 static void bwd_job(void *ctx, int job, int worker) {
@@ -410,8 +432,9 @@ static void bwd_job(void *ctx, int job, int worker) {
   pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
   pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
   pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
-  memset(w->dkt, 0, sizeof(float) * (size_t)nk48 * d8);
-  memset(w->dvt, 0, sizeof(float) * (size_t)nk48 * d8);
+  float *dkt = B->part ? B->part + (size_t)job * 2 * B->kd : w->dkt, *dvt = B->part ? dkt + B->kd : w->dvt;
+  memset(dkt, 0, sizeof(float) * (size_t)nk48 * d8);
+  memset(dvt, 0, sizeof(float) * (size_t)nk48 * d8);
   for (int tile = g; tile < tiles; tile += B->groups) {
     int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
     pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t);
@@ -449,8 +472,8 @@ static void bwd_job(void *ctx, int job, int worker) {
       for (int kq = 0; kq < kb; kq += LANES) {
         size_t col = (size_t)(kq / LANES) * nqp * LANES, acc = (size_t)(k0 + kq) / LANES * d8 * LANES;
         for (int fp = 0; fp < d8; fp += SLK_MR) {
-          simd->micro(nqp, w->doa + (long)fp * nqp, w->pb + col, w->dvt + acc + fp * LANES, LANES, 1);
-          simd->micro(nqp, w->qa + (long)fp * nqp, w->dsb + col, w->dkt + acc + fp * LANES, LANES, 1);
+          simd->micro(nqp, w->doa + (long)fp * nqp, w->pb + col, dvt + acc + fp * LANES, LANES, 1);
+          simd->micro(nqp, w->qa + (long)fp * nqp, w->dsb + col, dkt + acc + fp * LANES, LANES, 1);
         }
       }
     }
@@ -461,17 +484,7 @@ static void bwd_job(void *ctx, int job, int worker) {
       for (int f = 0; f < d; f++) row[f] += t * src[f * LANES];
     }
   }
-  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
-  if (B->groups > 1) pthread_mutex_lock(&B->lock);
-  for (int key = 0; key < a->nk; key++) {
-    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
-    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
-    for (int f = 0; f < d; f++) {
-      kr[f] += w->dkt[base + (size_t)f * LANES];
-      vr[f] += w->dvt[base + (size_t)f * LANES];
-    }
-  }
-  if (B->groups > 1) pthread_mutex_unlock(&B->lock);
+  if (!B->part) add_keys(B, bh, dkt, dvt);
 }
 
 static int fused_backward(const slK_Attn *a, const float *q, const float *k, const float *v, const float *o,
@@ -497,8 +510,14 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
       w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ), w[t].dd = slK_alloc(F * BQ)};
     for (int i = 0; i < NBUF; i++) rc |= !p[i];
   }
-  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, w, PTHREAD_MUTEX_INITIALIZER};
+  /* split heads add their groups' dK, dV afterwards in group order, so the sums never depend on timing */
+  float *part = groups > 1 ? slK_alloc(F * kd * 2 * (size_t)heads * groups) : NULL;
+  rc |= groups > 1 && !part;
+  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, kd, w, part};
   if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
+  if (rc == 0 && part)
+    for (int job = 0; job < heads * groups; job++) add_keys(&B, job / groups, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
+  slK_free(part);
   for (int t = 0; t < threads; t++) {
     float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot, w[t].qa,
                       w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
