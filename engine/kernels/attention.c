@@ -77,7 +77,7 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
   double bh = (double)a->batch * a->heads, f = sizeof(float);
   if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
-  if (!backward) per = 2 * nk * d8 + (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ;
+  if (!backward) per = (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ + SLK_MR * a->dim + 64;
   else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
   int threads = slK_threads(), heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
   double split = 0;   /* the backward's per-group dK, dV when there are fewer heads than threads */
@@ -85,7 +85,10 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
     int groups = (threads + heads - 1) / heads;
     split = 2.0 * (nk * d8 + 64) * heads * (groups < tiles ? groups : tiles);
   }
-  return (threads * per + split) * f;
+  /* the forward reads K and V in place, or (dim not a multiple of 8) packs
+  ** them once per head, shared by the threads */
+  double shared = backward || a->dim % SLK_MR == 0 ? 0 : (double)heads * (nk * a->dim + nk * d8 + 128);
+  return (threads * per + split + shared) * f;
 }
 
 /* ============================================================ v0: naive */
@@ -246,30 +249,49 @@ int slK_attention_naive_step(const slK_Attn *a, const float *q, const float *k, 
 
 /* ============================================================ v1: fused */
 
-/* K as A panels of 8 keys over the features: kp[(key/8)*8*d + f*8 + key%8] */
+/* The packers read each row of X once, contiguously, and write the panel
+** with a short stride that stays in L1; padding is written apart, so the
+** copy loops carry no bounds tests. */
+
+/* X as A panels of 8 rows over the features: dst[(r/8)*8*d + f*8 + r%8] */
 static void pack_rows8(const float *x, long row, int n, int d, int n8, float *dst) {
-  for (int p = 0; p < n8; p += SLK_MR)
-    for (int f = 0; f < d; f++)
-      for (int i = 0; i < SLK_MR; i++) dst[(long)p * d + f * SLK_MR + i] = p + i < n ? x[(p + i) * row + f] : 0;
+  for (int r = 0; r < n8; r++) {
+    float *p = dst + (long)(r / SLK_MR) * SLK_MR * d + r % SLK_MR;
+    if (r >= n) {
+      for (int f = 0; f < d; f++) p[f * SLK_MR] = 0;
+      continue;
+    }
+    const float *src = x + (long)r * row;
+    for (int f = 0; f < d; f++) p[f * SLK_MR] = src[f];
+  }
 }
 
 /* X^T as A panels of 8 features over n rows: dst[(f/8)*8*n8 + r*8 + f%8] */
 static void pack_cols8(const float *x, long row, int n, int n8, int d, float *dst, float alpha) {
   int d8 = up(d, SLK_MR);
-  for (int fp = 0; fp < d8; fp += SLK_MR)
-    for (int r = 0; r < n8; r++)
-      for (int i = 0; i < SLK_MR; i++)
-        dst[(long)fp * n8 + r * SLK_MR + i] = r < n && fp + i < d ? alpha * x[r * row + fp + i] : 0;
+  for (int r = 0; r < n8; r++) {
+    const float *src = x + (long)r * row;
+    for (int fp = 0; fp < d8; fp += SLK_MR) {
+      float *p = dst + (long)fp * n8 + r * SLK_MR;
+      if (r < n && fp + SLK_MR <= d)
+        for (int i = 0; i < SLK_MR; i++) p[i] = alpha * src[fp + i];
+      else
+        for (int i = 0; i < SLK_MR; i++) p[i] = r < n && fp + i < d ? alpha * src[fp + i] : 0;
+    }
+  }
 }
 
 /* X^T as B lane panels of 48 rows over the features: dst[(r/48)*48*d + f*48 + r%48] */
 static void pack_lanes(const float *x, long row, int n, int np, int d, float *dst, float alpha) {
-  for (int lp = 0; lp < np; lp++)
-    for (int f = 0; f < d; f++)
-      for (int j = 0; j < LANES; j++) {
-        int r = lp * LANES + j;
-        dst[((long)lp * d + f) * LANES + j] = r < n ? alpha * x[r * row + f] : 0;
-      }
+  for (int r = 0; r < np * LANES; r++) {
+    float *p = dst + (long)(r / LANES) * LANES * d + r % LANES;
+    if (r >= n) {
+      for (int f = 0; f < d; f++) p[f * LANES] = 0;
+      continue;
+    }
+    const float *src = x + (long)r * row;
+    for (int f = 0; f < d; f++) p[f * LANES] = alpha * src[f];
+  }
 }
 
 /* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows) */
@@ -284,9 +306,8 @@ static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int
 }
 
 typedef struct {
-  int head;           /* (b * heads + h) whose K and V are packed, or -1 */
-  float *kp, *vt;     /* forward: K rows by 8, V^T features by 8 */
   float *qt, *s, *ot, *m, *l, *c;
+  float *ktail;       /* the last keys of a head, short of a panel of 8, packed */
 } FwdWork;
 
 typedef struct {
@@ -294,8 +315,23 @@ typedef struct {
   const float *q, *k, *v;
   float *o, *lse;
   int tiles, nk8;
+  int direct;         /* K and V read in place (dim a multiple of 8); else packed: */
+  float *kp, *vt;     /* every head's K rows by 8 and V^T features by 8, packed once */
   FwdWork *w;
 } Fwd;
+
+static size_t kp_floats(const Fwd *F) { return (size_t)F->nk8 * F->a->dim + 64; }
+static size_t vt_floats(const Fwd *F) { return (size_t)F->nk8 * up(F->a->dim, SLK_MR) + 64; }
+
+/* the first pass: K and V of head `job`, packed for all the tiles that use them */
+static void fwd_pack_job(void *ctx, int job, int worker) {
+  Fwd *F = ctx;
+  const slK_Attn *a = F->a;
+  int b = job / a->heads, h = job % a->heads;
+  pack_rows8(kh(a, F->k, b, h), a->k_row, a->nk, a->dim, F->nk8, F->kp + (size_t)job * kp_floats(F));
+  pack_cols8(kh(a, F->v, b, h), a->k_row, a->nk, F->nk8, a->dim, F->vt + (size_t)job * vt_floats(F), 1.0f);
+  (void)worker;
+}
 
 static void fwd_job(void *ctx, int job, int worker) {
   Fwd *F = ctx;
@@ -304,28 +340,33 @@ static void fwd_job(void *ctx, int job, int worker) {
   FwdWork *w = &F->w[worker];
   int bh = job / F->tiles, b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR), nk8 = F->nk8;
   int q0 = job % F->tiles * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES;
-  const float *K = kh(a, F->k, b, h), *V = kh(a, F->v, b, h);
-  if (w->head != bh) {
-    pack_rows8(K, a->k_row, a->nk, d, nk8, w->kp);
-    pack_cols8(V, a->k_row, a->nk, nk8, d, w->vt, 1.0f);
-    w->head = bh;
-  }
-  pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a));
+  const float *K = kh(a, F->k, b, h), *V = kh(a, F->v, b, h), *kp = NULL, *vt = NULL;
+  if (!F->direct) kp = F->kp + (size_t)bh * kp_floats(F), vt = F->vt + (size_t)bh * vt_floats(F);
+  pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a) * (float)M_LOG2E);
   for (int i = 0; i < np * LANES; i++) w->m[i] = -INFINITY, w->l[i] = 0;
-  memset(w->ot, 0, sizeof(float) * (size_t)np * d8 * LANES);
   int kend = a->nk;
   if (a->causal && q0 + qn < kend) kend = q0 + qn;   /* key tiles past the last query are skipped */
   for (int k0 = 0; k0 < kend; k0 += BK) {
-    int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR);
+    int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR), kc = kend - k0 < kb ? kend - k0 : kb;
     for (int lp = 0; lp < np; lp++) {
       float *s = w->s + (size_t)lp * BK * LANES, *ot = w->ot + (size_t)lp * d8 * LANES;
       const float *qt = w->qt + (size_t)lp * d * LANES;
-      for (int r = 0; r < kb; r += SLK_MR) simd->micro(d, w->kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
+      for (int r = 0; r < kb; r += SLK_MR) {
+        int key = k0 + r;
+        if (!F->direct) simd->micro(d, kp + (long)key * d, qt, s + r * LANES, LANES, 0);
+        else if (key + SLK_MR <= a->nk) simd->micro_a(d, K + key * a->k_row, a->k_row, 1, qt, s + r * LANES, LANES, 0);
+        else {
+          pack_rows8(K + key * a->k_row, a->k_row, a->nk - key, d, SLK_MR, w->ktail);
+          simd->micro(d, w->ktail, qt, s + r * LANES, LANES, 0);
+        }
+      }
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
-      simd->scale_panel(ot, d8, w->c);
+      if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
+      /* O^T += V^T P^T over the keys that exist (past them P is 0) */
       for (int fp = 0; fp < d8; fp += SLK_MR)
-        simd->micro(kb, w->vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, 1);
+        if (F->direct) simd->micro_a(kc, V + k0 * a->k_row + fp, 1, a->k_row, s, ot + fp * LANES, LANES, k0 > 0);
+        else simd->micro(kc, vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, k0 > 0);
     }
   }
   float *O = (float *)qh(a, F->o, b, h), *L = F->lse + (long)bh * a->nq;
@@ -335,9 +376,12 @@ static void fwd_job(void *ctx, int job, int worker) {
     const float *ot = w->ot + (size_t)lp * d8 * LANES + lane;
     float *orow = O + (long)(q0 + j) * a->q_row;
     for (int f = 0; f < d; f++) orow[f] = ot[f * LANES] * inv;
-    L[q0 + j] = l > 0 ? w->m[j] + logf(l) : 0.0f;
+    L[q0 + j] = l > 0 ? (w->m[j] + log2f(l)) * (float)M_LN2 : 0.0f;   /* m and l are in base 2 */
   }
 }
+
+/* K and V can be read in place when every panel of 8 features is whole */
+static int direct_ok(const slK_Attn *a) { return a->dim % SLK_MR == 0; }
 
 static int pick_threads(const slK_Attn *a, int jobs) {
   double work = 4.0 * a->batch * a->heads * a->nq * a->nk * a->dim;
@@ -355,23 +399,29 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
   int threads = pick_threads(a, jobs), nk8 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
   FwdWork w[64];
   for (int t = 0; t < threads; t++) {
-    w[t].head = -1;
-    float *p[8] = {
-      w[t].kp = slK_alloc(sizeof(float) * (size_t)nk8 * a->dim + 64),
-      w[t].vt = slK_alloc(sizeof(float) * (size_t)nk8 * d8 + 64),
+    float *p[7] = {
       w[t].qt = slK_alloc(sizeof(float) * (size_t)BQ * a->dim + 64),
       w[t].s = slK_alloc(sizeof(float) * (size_t)BQ * BK),
       w[t].ot = slK_alloc(sizeof(float) * (size_t)BQ * d8),
       w[t].m = slK_alloc(sizeof(float) * BQ), w[t].l = slK_alloc(sizeof(float) * BQ),
-      w[t].c = slK_alloc(sizeof(float) * LANES)};
-    for (int i = 0; i < 8; i++) rc |= !p[i];
+      w[t].c = slK_alloc(sizeof(float) * LANES), w[t].ktail = slK_alloc(sizeof(float) * (size_t)SLK_MR * a->dim + 64)};
+    for (int i = 0; i < 7; i++) rc |= !p[i];
   }
-  Fwd F = {a, q, k, v, o, lse, tiles, nk8, w};
+  int heads = a->batch * a->heads;
+  Fwd F = {a, q, k, v, o, lse, tiles, nk8, direct_ok(a), NULL, NULL, w};
+  if (!F.direct) {
+    /* K and V packed once per head, not once per thread that meets the head */
+    F.kp = slK_alloc(sizeof(float) * kp_floats(&F) * heads);
+    F.vt = slK_alloc(sizeof(float) * vt_floats(&F) * heads);
+    rc |= !F.kp || !F.vt;
+    if (rc == 0) slK_parallel(heads, threads, fwd_pack_job, &F);
+  }
   if (rc == 0) slK_parallel(jobs, threads, fwd_job, &F);
   for (int t = 0; t < threads; t++) {
-    float *p[8] = {w[t].kp, w[t].vt, w[t].qt, w[t].s, w[t].ot, w[t].m, w[t].l, w[t].c};
-    free_all(p, 8);
+    float *p[7] = {w[t].qt, w[t].s, w[t].ot, w[t].m, w[t].l, w[t].c, w[t].ktail};
+    free_all(p, 7);
   }
+  slK_free(F.kp), slK_free(F.vt);
   return rc ? -1 : 0;
 }
 
@@ -437,7 +487,7 @@ static void bwd_job(void *ctx, int job, int worker) {
   memset(dvt, 0, sizeof(float) * (size_t)nk48 * d8);
   for (int tile = g; tile < tiles; tile += B->groups) {
     int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
-    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t);
+    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t * (float)M_LOG2E);   /* scores in base 2 */
     pack_lanes(dO + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
     pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
     pack_cols8(dO + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
@@ -447,7 +497,7 @@ static void bwd_job(void *ctx, int job, int worker) {
       if (j < qn)
         for (int f = 0; f < d; f++) D += (double)orow[f] * grow[f];
       w->dd[j] = (float)D;
-      w->lse[j] = j < qn ? L[q0 + j] : INFINITY;   /* padded queries get P = 0 */
+      w->lse[j] = j < qn ? L[q0 + j] * (float)M_LOG2E : INFINITY;   /* base 2; padded queries get P = 0 */
     }
     memset(w->dqt, 0, sizeof(float) * (size_t)np * d8 * LANES);
     int kend = a->nk;
