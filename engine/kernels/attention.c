@@ -78,6 +78,7 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
   if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
   if (!backward) per = (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ + SLK_MR * a->dim + 64;
+  else if (a->dim % SLK_MR == 0) per = 2 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ + 2.0 * SLK_MR * a->dim;
   else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
   int threads = slK_threads(), heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
   double split = 0;   /* the backward's per-group dK, dV when there are fewer heads than threads */
@@ -294,15 +295,35 @@ static void pack_lanes(const float *x, long row, int n, int np, int d, float *ds
   }
 }
 
-/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows) */
+/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows)
+** for the queries [q0, q0+48); only the rows that can hold a masked score are visited */
 static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
-  int need = k0 + rows > a->nk || a->key_mask || (a->causal && k0 + rows - 1 > q0);
-  if (!need) return;
-  for (int r = 0; r < rows; r++) {
+  int from = a->nk - k0;   /* rows at and after this one are past the keys */
+  if (a->key_mask) from = 0;
+  else if (a->causal && q0 + 1 - k0 < from) from = q0 + 1 - k0;   /* key > q0: masked for some query */
+  for (int r = from < 0 ? 0 : from; r < rows; r++) {
     int key = k0 + r;
-    for (int j = 0; j < LANES; j++)
-      if (key >= a->nk || !kept(a, b, q0 + j, key)) s[r * LANES + j] = -INFINITY;
+    float *row = s + r * LANES;
+    if (key >= a->nk || (a->key_mask && a->key_mask[(long)b * a->nk + key] == 0)) {
+      for (int j = 0; j < LANES; j++) row[j] = -INFINITY;
+      continue;
+    }
+    if (a->causal)
+      for (int j = 0; j < LANES && q0 + j < key; j++) row[j] = -INFINITY;
   }
+}
+
+/* rows [key, key+8) of S^T = X B for a lane panel B: X (keys as rows, row
+** stride `row`, n rows) read in place, or its last rows packed into tail
+** with zeros past n */
+static void rows_times(const slK_Simd *simd, const float *X, long row, int n, int key, int d, const float *bp,
+                       float *out, float *tail) {
+  if (key + SLK_MR <= n) {
+    simd->micro_a(d, X + (long)key * row, row, 1, bp, out, LANES, 0);
+    return;
+  }
+  pack_rows8(X + (long)key * row, row, n - key, d, SLK_MR, tail);
+  simd->micro(d, tail, bp, out, LANES, 0);
 }
 
 typedef struct {
@@ -351,15 +372,9 @@ static void fwd_job(void *ctx, int job, int worker) {
     for (int lp = 0; lp < np; lp++) {
       float *s = w->s + (size_t)lp * BK * LANES, *ot = w->ot + (size_t)lp * d8 * LANES;
       const float *qt = w->qt + (size_t)lp * d * LANES;
-      for (int r = 0; r < kb; r += SLK_MR) {
-        int key = k0 + r;
-        if (!F->direct) simd->micro(d, kp + (long)key * d, qt, s + r * LANES, LANES, 0);
-        else if (key + SLK_MR <= a->nk) simd->micro_a(d, K + key * a->k_row, a->k_row, 1, qt, s + r * LANES, LANES, 0);
-        else {
-          pack_rows8(K + key * a->k_row, a->k_row, a->nk - key, d, SLK_MR, w->ktail);
-          simd->micro(d, w->ktail, qt, s + r * LANES, LANES, 0);
-        }
-      }
+      for (int r = 0; r < kb; r += SLK_MR)
+        if (F->direct) rows_times(simd, K, a->k_row, a->nk, k0 + r, d, qt, s + r * LANES, w->ktail);
+        else simd->micro(d, kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
       if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
@@ -428,7 +443,8 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
 /* --------------------------------------------------------- fused backward */
 
 typedef struct {
-  float *kp, *vp, *kt;        /* K and V rows by 8 over features; K^T features by 8 over keys */
+  float *kp, *vp, *kt;        /* dim not a multiple of 8: K and V rows by 8 over features; K^T features by 8 over keys */
+  float *ktail, *vtail;       /* else K and V are read in place, but for their last keys short of 8 */
   float *dkt, *dvt;           /* dK^T, dV^T: [key/48][feature][48] */
   float *qt, *dot, *qa, *doa; /* Q^T, dO^T lane panels (B); Q^T, dO^T features by 8 over queries (A) */
   float *s, *dp, *pb, *dsb;   /* P^T, dS^T in lane panels; P, dS with keys as columns */
@@ -439,7 +455,7 @@ typedef struct {
   const slK_Attn *a;
   const float *q, *k, *v, *o, *dout, *lse;
   float *dq, *dk, *dv;
-  int groups, nk48;
+  int groups, nk48, direct;
   size_t kd;          /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
   float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
@@ -479,9 +495,11 @@ static void bwd_job(void *ctx, int job, int worker) {
   const float *K = kh(a, B->k, b, h), *V = kh(a, B->v, b, h);
   const float *Q = qh(a, B->q, b, h), *O = qh(a, B->o, b, h), *dO = qh(a, B->dout, b, h);
   const float *L = B->lse + (long)bh * a->nq;
-  pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
-  pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
-  pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
+  if (!B->direct) {
+    pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
+    pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
+    pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
+  }
   float *dkt = B->part ? B->part + (size_t)job * 2 * B->kd : w->dkt, *dvt = B->part ? dkt + B->kd : w->dvt;
   memset(dkt, 0, sizeof(float) * (size_t)nk48 * d8);
   memset(dvt, 0, sizeof(float) * (size_t)nk48 * d8);
@@ -503,19 +521,26 @@ static void bwd_job(void *ctx, int job, int worker) {
     int kend = a->nk;
     if (a->causal && q0 + qn < kend) kend = q0 + qn;
     for (int k0 = 0; k0 < kend; k0 += BK) {
-      int kb = up(kend - k0 < BK ? kend - k0 : BK, LANES);
+      int kb = up(kend - k0 < BK ? kend - k0 : BK, LANES), kc = kend - k0 < kb ? kend - k0 : kb;
       for (int lp = 0; lp < np; lp++) {
         float *s = w->s + (size_t)lp * BK * LANES, *dp = w->dp + (size_t)lp * BK * LANES;
-        for (int r = 0; r < kb; r += SLK_MR) {
-          simd->micro(d, w->kp + (long)(k0 + r) * d, w->qt + (size_t)lp * d * LANES, s + r * LANES, LANES, 0);
-          simd->micro(d, w->vp + (long)(k0 + r) * d, w->dot + (size_t)lp * d * LANES, dp + r * LANES, LANES, 0);
-        }
+        const float *qt = w->qt + (size_t)lp * d * LANES, *dot = w->dot + (size_t)lp * d * LANES;
+        for (int r = 0; r < kb; r += SLK_MR)
+          if (B->direct) {
+            rows_times(simd, K, a->k_row, a->nk, k0 + r, d, qt, s + r * LANES, w->ktail);
+            rows_times(simd, V, a->k_row, a->nk, k0 + r, d, dot, dp + r * LANES, w->vtail);
+          } else {
+            simd->micro(d, w->kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
+            simd->micro(d, w->vp + (long)(k0 + r) * d, dot, dp + r * LANES, LANES, 0);
+          }
         mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
         simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
         simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
         float *dqt = w->dqt + (size_t)lp * d8 * LANES;
+        /* dQ^T += K^T dS^T over the keys that exist (past them dS is 0) */
         for (int fp = 0; fp < d8; fp += SLK_MR)
-          simd->micro(kb, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
+          if (B->direct) simd->micro_a(kc, K + (long)k0 * a->k_row + fp, 1, a->k_row, dp, dqt + fp * LANES, LANES, 1);
+          else simd->micro(kc, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
       }
       transpose_panels(simd, w->s, np, kb, w->pb);
       transpose_panels(simd, w->dp, np, kb, w->dsb);
@@ -548,29 +573,34 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
   int nk48 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
   size_t F = sizeof(float), kd = (size_t)nk48 * d8 + 64, qd = (size_t)BQ * d8 + 64, sk = (size_t)BQ * BK;
   BwdWork w[64];
-  enum { NBUF = 16 };
+  enum { NBUF = 18 };
+  int direct = direct_ok(a), packed = !direct;
+  size_t tail = (size_t)SLK_MR * a->dim + 64;
   for (int t = 0; t < threads; t++) {
-    float *p[NBUF] = {
-      w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd),
+    w[t].kp = w[t].vp = w[t].kt = w[t].ktail = w[t].vtail = NULL;
+    if (packed) w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd);
+    else w[t].ktail = slK_alloc(F * tail), w[t].vtail = slK_alloc(F * tail);
+    rc |= packed ? !w[t].kp || !w[t].vp || !w[t].kt : !w[t].ktail || !w[t].vtail;
+    float *p[NBUF - 5] = {
       w[t].dkt = slK_alloc(F * kd), w[t].dvt = slK_alloc(F * kd),
       w[t].qt = slK_alloc(F * qd), w[t].dot = slK_alloc(F * qd), w[t].qa = slK_alloc(F * qd),
       w[t].doa = slK_alloc(F * qd),
       w[t].s = slK_alloc(F * sk), w[t].dp = slK_alloc(F * sk), w[t].pb = slK_alloc(F * sk),
       w[t].dsb = slK_alloc(F * sk),
       w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ), w[t].dd = slK_alloc(F * BQ)};
-    for (int i = 0; i < NBUF; i++) rc |= !p[i];
+    for (int i = 0; i < NBUF - 5; i++) rc |= !p[i];
   }
   /* split heads add their groups' dK, dV afterwards in group order, so the sums never depend on timing */
   float *part = groups > 1 ? slK_alloc(F * kd * 2 * (size_t)heads * groups) : NULL;
   rc |= groups > 1 && !part;
-  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, kd, w, part};
+  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, direct, kd, w, part};
   if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
   if (rc == 0 && part)
     for (int job = 0; job < heads * groups; job++) add_keys(&B, job / groups, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
   slK_free(part);
   for (int t = 0; t < threads; t++) {
-    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot, w[t].qa,
-                      w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
+    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].ktail, w[t].vtail, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot,
+                      w[t].qa, w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
     free_all(p, NBUF);
   }
   return rc ? -1 : 0;
