@@ -23,11 +23,15 @@
 ** "lane panels" of 48 queries (one AVX-512 vector lane per query, three
 ** vectors per key row), so that the softmax's running max and sum are
 ** vectors across queries, never horizontal reductions. Every product is the
-** 8 x 48 micro-kernel of simd.c on packed panels: K and V of a head are
-** packed once per worker and head; Q^T (scaled by 1/sqrt(d)) once per query
-** tile; P^T, in its lane panels, is already the packed B operand of
-** O^T += V^T P^T. The backward needs P and dS with keys as columns for dV^T
-** = dO^T P and dK^T = t Q^T dS, which one transposition per tile provides.
+** 8 x 48 micro-kernel of simd.c. K and V are read in place (micro_a: eight
+** key rows of K, or eight features of each key row for V^T and K^T), only a
+** head's last keys short of 8 packed with zeros; a head dimension that is
+** not a multiple of 8 packs K and V instead (once per head in the forward).
+** Q^T (scaled by log2(e)/sqrt(d)) is packed once per query tile; P^T, in its
+** lane panels, is already the packed B operand of O^T += V^T P^T. The
+** softmax runs in base 2 (2^x is cheaper than e^x; L is stored in natural
+** log). The backward needs P and dS with keys as columns for dV^T = dO^T P
+** and dK^T = t Q^T dS, which one transposition per tile provides.
 ** Jobs are (batch, head, query tile) in the forward and (batch, head) in the
 ** backward (each job owns its head's dK and dV, as PyTorch's CPU kernel
 ** does), spread over slK_threads() threads of the thread team (parallel.c).
