@@ -143,20 +143,23 @@ static const slK_Simd portable = {
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
-AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
-  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
-  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-#pragma GCC unroll 8
-    for (int i = 0; i < SLK_MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[i]);
-      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);
-    }
-  }
+/* One step of k of the 8 x 48 micro-kernel: three vectors of B, and row i
+** of the tile gets A_I (element i of A's column) times them. A macro, so
+** that each kernel below names where its A elements lie. */
+#define MICRO_STEP(A_I)                                                         \
+  do {                                                                          \
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32); \
+    _Pragma("GCC unroll 8") for (int i = 0; i < SLK_MR; i++) {                  \
+      __m512 ai = _mm512_set1_ps(A_I);                                          \
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                   \
+      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                   \
+      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);                                   \
+    }                                                                           \
+  } while (0)
+
+/* the tile out to C: C = tile, or C += tile */
+AVX512 static inline __attribute__((always_inline)) void tile_out(__m512 *c0, __m512 *c1, __m512 *c2, float *c,
+                                                                    long ldc, int acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) {
     float *ci = c + i * ldc;
@@ -171,6 +174,14 @@ AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c
   }
 }
 
+AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
+  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) MICRO_STEP(a[i]);
+  tile_out(c0, c1, c2, c, ldc, acc);
+}
+
 AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc,
                                   int acc) {
   __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
@@ -181,41 +192,12 @@ AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, co
     const float *ap[SLK_MR];
 #pragma GCC unroll 8
     for (int i = 0; i < SLK_MR; i++) ap[i] = a + i * ars;
-    for (int k = 0; k < kc; k++, b += SLK_NR) {
-      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-#pragma GCC unroll 8
-      for (int i = 0; i < SLK_MR; i++) {
-        __m512 ai = _mm512_set1_ps(ap[i][k]);
-        c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-        c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-        c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);
-      }
-    }
+    for (int k = 0; k < kc; k++, b += SLK_NR) MICRO_STEP(ap[i][k]);
   } else {
-    /* eight consecutive elements per step (V^T, K^T: eight features of one key row) */
-    for (int k = 0; k < kc; k++, a += acs, b += SLK_NR) {
-      __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-#pragma GCC unroll 8
-      for (int i = 0; i < SLK_MR; i++) {
-        __m512 ai = _mm512_set1_ps(a[i * ars]);
-        c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-        c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-        c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);
-      }
-    }
+    /* eight elements a step, ars apart (V^T, K^T: eight features of one key row) */
+    for (int k = 0; k < kc; k++, a += acs, b += SLK_NR) MICRO_STEP(a[i * ars]);
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) {
-    float *ci = c + i * ldc;
-    if (acc) {
-      c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
-      c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
-      c2[i] = _mm512_add_ps(c2[i], _mm512_loadu_ps(ci + 32));
-    }
-    _mm512_storeu_ps(ci, c0[i]);
-    _mm512_storeu_ps(ci + 16, c1[i]);
-    _mm512_storeu_ps(ci + 32, c2[i]);
-  }
+  tile_out(c0, c1, c2, c, ldc, acc);
 }
 
 AVX512 static inline __m512 exp512(__m512 x) {
