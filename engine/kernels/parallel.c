@@ -170,8 +170,8 @@ void slK_parallel(int njobs, int threads, slK_JobFn fn, void *ctx) {
   }
   work(gen, 0);
   /* the last pieces run elsewhere: spin a little, then give the core to them */
-  for (int spins = 0; atomic_load_explicit(&done_pieces, memory_order_acquire) < (unsigned)njobs; spins++)
-    if (spins < SPIN_ROUNDS) PAUSE();
+  for (int spins = 0; atomic_load_explicit(&done_pieces, memory_order_acquire) < (unsigned)njobs;)
+    if (spins < SPIN_ROUNDS) PAUSE(), spins++;
     else sched_yield();
   atomic_store(&busy, 0);
 }
