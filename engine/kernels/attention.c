@@ -23,17 +23,22 @@
 ** "lane panels" of 48 queries (one AVX-512 vector lane per query, three
 ** vectors per key row), so that the softmax's running max and sum are
 ** vectors across queries, never horizontal reductions. Every product is the
-** 8 x 48 micro-kernel of simd.c on packed panels: K and V of a head are
-** packed once per worker and head; Q^T (scaled by 1/sqrt(d)) once per query
-** tile; P^T, in its lane panels, is already the packed B operand of
-** O^T += V^T P^T. The backward needs P and dS with keys as columns for dV^T
-** = dO^T P and dK^T = t Q^T dS, which one transposition per tile provides.
+** 8 x 48 micro-kernel of simd.c. K and V are read in place (micro_a: eight
+** key rows of K, or eight features of each key row for V^T and K^T), only a
+** head's last keys short of 8 packed with zeros; a head dimension that is
+** not a multiple of 8 packs K and V instead (once per head in the forward).
+** Q^T (scaled by log2(e)/sqrt(d)) is packed once per query tile; P^T, in its
+** lane panels, is already the packed B operand of O^T += V^T P^T. The
+** softmax runs in base 2 (2^x is cheaper than e^x; L is stored in natural
+** log). The backward needs P and dS with keys as columns for dV^T = dO^T P
+** and dK^T = t Q^T dS, which one transposition per tile provides.
 ** Jobs are (batch, head, query tile) in the forward and (batch, head) in the
 ** backward (each job owns its head's dK and dV, as PyTorch's CPU kernel
-** does), spread over slK_threads() threads.
+** does), spread over slK_threads() threads of the thread team (parallel.c).
+** With fewer heads than threads a head's query tiles are split into groups,
+** each with its own dK, dV accumulators, added in group order afterwards.
 */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,10 +81,19 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
   double bh = (double)a->batch * a->heads, f = sizeof(float);
   if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
-  if (!backward) per = 2 * nk * d8 + (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ;
+  if (!backward) per = (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ + SLK_MR * a->dim + 64;
+  else if (a->dim % SLK_MR == 0) per = 2 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ + 2.0 * SLK_MR * a->dim;
   else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
-  int threads = slK_threads();
-  return threads * per * f;
+  int threads = slK_threads(), heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
+  double split = 0;   /* the backward's per-group dK, dV when there are fewer heads than threads */
+  if (backward && heads > 0 && heads < threads) {
+    int groups = (threads + heads - 1) / heads;
+    split = 2.0 * (nk * d8 + 64) * heads * (groups < tiles ? groups : tiles);
+  }
+  /* the forward reads K and V in place, or (dim not a multiple of 8) packs
+  ** them once per head, shared by the threads */
+  double shared = backward || a->dim % SLK_MR == 0 ? 0 : (double)heads * (nk * a->dim + nk * d8 + 128);
+  return (threads * per + split + shared) * f;
 }
 
 /* ============================================================ v0: naive */
@@ -240,47 +254,85 @@ int slK_attention_naive_step(const slK_Attn *a, const float *q, const float *k, 
 
 /* ============================================================ v1: fused */
 
-/* K as A panels of 8 keys over the features: kp[(key/8)*8*d + f*8 + key%8] */
+/* The packers read each row of X once, contiguously, and write the panel
+** with a short stride that stays in L1; padding is written apart, so the
+** copy loops carry no bounds tests. */
+
+/* X as A panels of 8 rows over the features: dst[(r/8)*8*d + f*8 + r%8] */
 static void pack_rows8(const float *x, long row, int n, int d, int n8, float *dst) {
-  for (int p = 0; p < n8; p += SLK_MR)
-    for (int f = 0; f < d; f++)
-      for (int i = 0; i < SLK_MR; i++) dst[(long)p * d + f * SLK_MR + i] = p + i < n ? x[(p + i) * row + f] : 0;
+  for (int r = 0; r < n8; r++) {
+    float *p = dst + (long)(r / SLK_MR) * SLK_MR * d + r % SLK_MR;
+    if (r >= n) {
+      for (int f = 0; f < d; f++) p[f * SLK_MR] = 0;
+      continue;
+    }
+    const float *src = x + (long)r * row;
+    for (int f = 0; f < d; f++) p[f * SLK_MR] = src[f];
+  }
 }
 
 /* X^T as A panels of 8 features over n rows: dst[(f/8)*8*n8 + r*8 + f%8] */
 static void pack_cols8(const float *x, long row, int n, int n8, int d, float *dst, float alpha) {
   int d8 = up(d, SLK_MR);
-  for (int fp = 0; fp < d8; fp += SLK_MR)
-    for (int r = 0; r < n8; r++)
-      for (int i = 0; i < SLK_MR; i++)
-        dst[(long)fp * n8 + r * SLK_MR + i] = r < n && fp + i < d ? alpha * x[r * row + fp + i] : 0;
+  for (int r = 0; r < n8; r++) {
+    const float *src = x + (long)r * row;
+    for (int fp = 0; fp < d8; fp += SLK_MR) {
+      float *p = dst + (long)fp * n8 + r * SLK_MR;
+      if (r < n && fp + SLK_MR <= d)
+        for (int i = 0; i < SLK_MR; i++) p[i] = alpha * src[fp + i];
+      else
+        for (int i = 0; i < SLK_MR; i++) p[i] = r < n && fp + i < d ? alpha * src[fp + i] : 0;
+    }
+  }
 }
 
 /* X^T as B lane panels of 48 rows over the features: dst[(r/48)*48*d + f*48 + r%48] */
 static void pack_lanes(const float *x, long row, int n, int np, int d, float *dst, float alpha) {
-  for (int lp = 0; lp < np; lp++)
-    for (int f = 0; f < d; f++)
-      for (int j = 0; j < LANES; j++) {
-        int r = lp * LANES + j;
-        dst[((long)lp * d + f) * LANES + j] = r < n ? alpha * x[r * row + f] : 0;
-      }
-}
-
-/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows) */
-static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
-  int need = k0 + rows > a->nk || a->key_mask || (a->causal && k0 + rows - 1 > q0);
-  if (!need) return;
-  for (int r = 0; r < rows; r++) {
-    int key = k0 + r;
-    for (int j = 0; j < LANES; j++)
-      if (key >= a->nk || !kept(a, b, q0 + j, key)) s[r * LANES + j] = -INFINITY;
+  for (int r = 0; r < np * LANES; r++) {
+    float *p = dst + (long)(r / LANES) * LANES * d + r % LANES;
+    if (r >= n) {
+      for (int f = 0; f < d; f++) p[f * LANES] = 0;
+      continue;
+    }
+    const float *src = x + (long)r * row;
+    for (int f = 0; f < d; f++) p[f * LANES] = alpha * src[f];
   }
 }
 
+/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows)
+** for the queries [q0, q0+48); only the rows that can hold a masked score are visited */
+static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
+  int from = a->nk - k0;   /* rows at and after this one are past the keys */
+  if (a->key_mask) from = 0;
+  else if (a->causal && q0 + 1 - k0 < from) from = q0 + 1 - k0;   /* key > q0: masked for some query */
+  for (int r = from < 0 ? 0 : from; r < rows; r++) {
+    int key = k0 + r;
+    float *row = s + r * LANES;
+    if (key >= a->nk || (a->key_mask && a->key_mask[(long)b * a->nk + key] == 0)) {
+      for (int j = 0; j < LANES; j++) row[j] = -INFINITY;
+      continue;
+    }
+    if (a->causal)
+      for (int j = 0; j < LANES && q0 + j < key; j++) row[j] = -INFINITY;
+  }
+}
+
+/* rows [key, key+8) of S^T = X B for a lane panel B: X (keys as rows, row
+** stride `row`, n rows) read in place, or its last rows packed into tail
+** with zeros past n */
+static void rows_times(const slK_Simd *simd, const float *X, long row, int n, int key, int d, const float *bp,
+                       float *out, float *tail) {
+  if (key + SLK_MR <= n) {
+    simd->micro_a(d, X + (long)key * row, row, 1, bp, out, LANES, 0);
+    return;
+  }
+  pack_rows8(X + (long)key * row, row, n - key, d, SLK_MR, tail);
+  simd->micro(d, tail, bp, out, LANES, 0);
+}
+
 typedef struct {
-  int head;           /* (b * heads + h) whose K and V are packed, or -1 */
-  float *kp, *vt;     /* forward: K rows by 8, V^T features by 8 */
   float *qt, *s, *ot, *m, *l, *c;
+  float *ktail;       /* the last keys of a head, short of a panel of 8, packed */
 } FwdWork;
 
 typedef struct {
@@ -288,8 +340,23 @@ typedef struct {
   const float *q, *k, *v;
   float *o, *lse;
   int tiles, nk8;
+  int direct;         /* K and V read in place (dim a multiple of 8); else packed: */
+  float *kp, *vt;     /* every head's K rows by 8 and V^T features by 8, packed once */
   FwdWork *w;
 } Fwd;
+
+static size_t kp_floats(const Fwd *F) { return (size_t)F->nk8 * F->a->dim + 64; }
+static size_t vt_floats(const Fwd *F) { return (size_t)F->nk8 * up(F->a->dim, SLK_MR) + 64; }
+
+/* the first pass: K and V of head `job`, packed for all the tiles that use them */
+static void fwd_pack_job(void *ctx, int job, int worker) {
+  Fwd *F = ctx;
+  const slK_Attn *a = F->a;
+  int b = job / a->heads, h = job % a->heads;
+  pack_rows8(kh(a, F->k, b, h), a->k_row, a->nk, a->dim, F->nk8, F->kp + (size_t)job * kp_floats(F));
+  pack_cols8(kh(a, F->v, b, h), a->k_row, a->nk, F->nk8, a->dim, F->vt + (size_t)job * vt_floats(F), 1.0f);
+  (void)worker;
+}
 
 static void fwd_job(void *ctx, int job, int worker) {
   Fwd *F = ctx;
@@ -298,28 +365,27 @@ static void fwd_job(void *ctx, int job, int worker) {
   FwdWork *w = &F->w[worker];
   int bh = job / F->tiles, b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR), nk8 = F->nk8;
   int q0 = job % F->tiles * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES;
-  const float *K = kh(a, F->k, b, h), *V = kh(a, F->v, b, h);
-  if (w->head != bh) {
-    pack_rows8(K, a->k_row, a->nk, d, nk8, w->kp);
-    pack_cols8(V, a->k_row, a->nk, nk8, d, w->vt, 1.0f);
-    w->head = bh;
-  }
-  pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a));
+  const float *K = kh(a, F->k, b, h), *V = kh(a, F->v, b, h), *kp = NULL, *vt = NULL;
+  if (!F->direct) kp = F->kp + (size_t)bh * kp_floats(F), vt = F->vt + (size_t)bh * vt_floats(F);
+  pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a) * (float)M_LOG2E);
   for (int i = 0; i < np * LANES; i++) w->m[i] = -INFINITY, w->l[i] = 0;
-  memset(w->ot, 0, sizeof(float) * (size_t)np * d8 * LANES);
   int kend = a->nk;
   if (a->causal && q0 + qn < kend) kend = q0 + qn;   /* key tiles past the last query are skipped */
   for (int k0 = 0; k0 < kend; k0 += BK) {
-    int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR);
+    int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR), kc = kend - k0 < kb ? kend - k0 : kb;
     for (int lp = 0; lp < np; lp++) {
       float *s = w->s + (size_t)lp * BK * LANES, *ot = w->ot + (size_t)lp * d8 * LANES;
       const float *qt = w->qt + (size_t)lp * d * LANES;
-      for (int r = 0; r < kb; r += SLK_MR) simd->micro(d, w->kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
+      for (int r = 0; r < kb; r += SLK_MR)
+        if (F->direct) rows_times(simd, K, a->k_row, a->nk, k0 + r, d, qt, s + r * LANES, w->ktail);
+        else simd->micro(d, kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
-      simd->scale_panel(ot, d8, w->c);
+      if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
+      /* O^T += V^T P^T over the keys that exist (past them P is 0) */
       for (int fp = 0; fp < d8; fp += SLK_MR)
-        simd->micro(kb, w->vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, 1);
+        if (F->direct) simd->micro_a(kc, V + k0 * a->k_row + fp, 1, a->k_row, s, ot + fp * LANES, LANES, k0 > 0);
+        else simd->micro(kc, vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, k0 > 0);
     }
   }
   float *O = (float *)qh(a, F->o, b, h), *L = F->lse + (long)bh * a->nq;
@@ -329,9 +395,12 @@ static void fwd_job(void *ctx, int job, int worker) {
     const float *ot = w->ot + (size_t)lp * d8 * LANES + lane;
     float *orow = O + (long)(q0 + j) * a->q_row;
     for (int f = 0; f < d; f++) orow[f] = ot[f * LANES] * inv;
-    L[q0 + j] = l > 0 ? w->m[j] + logf(l) : 0.0f;
+    L[q0 + j] = l > 0 ? (w->m[j] + log2f(l)) * (float)M_LN2 : 0.0f;   /* m and l are in base 2 */
   }
 }
+
+/* K and V can be read in place when every panel of 8 features is whole */
+static int direct_ok(const slK_Attn *a) { return a->dim % SLK_MR == 0; }
 
 static int pick_threads(const slK_Attn *a, int jobs) {
   double work = 4.0 * a->batch * a->heads * a->nq * a->nk * a->dim;
@@ -349,30 +418,37 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
   int threads = pick_threads(a, jobs), nk8 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
   FwdWork w[64];
   for (int t = 0; t < threads; t++) {
-    w[t].head = -1;
-    float *p[8] = {
-      w[t].kp = slK_alloc(sizeof(float) * (size_t)nk8 * a->dim + 64),
-      w[t].vt = slK_alloc(sizeof(float) * (size_t)nk8 * d8 + 64),
+    float *p[7] = {
       w[t].qt = slK_alloc(sizeof(float) * (size_t)BQ * a->dim + 64),
       w[t].s = slK_alloc(sizeof(float) * (size_t)BQ * BK),
       w[t].ot = slK_alloc(sizeof(float) * (size_t)BQ * d8),
       w[t].m = slK_alloc(sizeof(float) * BQ), w[t].l = slK_alloc(sizeof(float) * BQ),
-      w[t].c = slK_alloc(sizeof(float) * LANES)};
-    for (int i = 0; i < 8; i++) rc |= !p[i];
+      w[t].c = slK_alloc(sizeof(float) * LANES), w[t].ktail = slK_alloc(sizeof(float) * (size_t)SLK_MR * a->dim + 64)};
+    for (int i = 0; i < 7; i++) rc |= !p[i];
   }
-  Fwd F = {a, q, k, v, o, lse, tiles, nk8, w};
+  int heads = a->batch * a->heads;
+  Fwd F = {a, q, k, v, o, lse, tiles, nk8, direct_ok(a), NULL, NULL, w};
+  if (!F.direct) {
+    /* K and V packed once per head, not once per thread that meets the head */
+    F.kp = slK_alloc(sizeof(float) * kp_floats(&F) * heads);
+    F.vt = slK_alloc(sizeof(float) * vt_floats(&F) * heads);
+    rc |= !F.kp || !F.vt;
+    if (rc == 0) slK_parallel(heads, threads, fwd_pack_job, &F);
+  }
   if (rc == 0) slK_parallel(jobs, threads, fwd_job, &F);
   for (int t = 0; t < threads; t++) {
-    float *p[8] = {w[t].kp, w[t].vt, w[t].qt, w[t].s, w[t].ot, w[t].m, w[t].l, w[t].c};
-    free_all(p, 8);
+    float *p[7] = {w[t].qt, w[t].s, w[t].ot, w[t].m, w[t].l, w[t].c, w[t].ktail};
+    free_all(p, 7);
   }
+  slK_free(F.kp), slK_free(F.vt);
   return rc ? -1 : 0;
 }
 
 /* --------------------------------------------------------- fused backward */
 
 typedef struct {
-  float *kp, *vp, *kt;        /* K and V rows by 8 over features; K^T features by 8 over keys */
+  float *kp, *vp, *kt;        /* dim not a multiple of 8: K and V rows by 8 over features; K^T features by 8 over keys */
+  float *ktail, *vtail;       /* else K and V are read in place, but for their last keys short of 8 */
   float *dkt, *dvt;           /* dK^T, dV^T: [key/48][feature][48] */
   float *qt, *dot, *qa, *doa; /* Q^T, dO^T lane panels (B); Q^T, dO^T features by 8 over queries (A) */
   float *s, *dp, *pb, *dsb;   /* P^T, dS^T in lane panels; P, dS with keys as columns */
@@ -383,9 +459,10 @@ typedef struct {
   const slK_Attn *a;
   const float *q, *k, *v, *o, *dout, *lse;
   float *dq, *dk, *dv;
-  int groups, nk48;
+  int groups, nk48, direct;
+  size_t kd;          /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
-  pthread_mutex_t lock;
+  float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
 } Bwd;
 
 /* lane panels [np][rows][48] -> key columns [rows/48][np*48][48], 48 x 48 blocks at a time */
@@ -394,6 +471,21 @@ static void transpose_panels(const slK_Simd *simd, const float *src, int np, int
   for (int lp = 0; lp < np; lp++)
     for (int r = 0; r < rows; r += LANES)
       simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
+}
+
+/* dK, dV of head bh += the accumulators dK^T, dV^T ([key/48][feature][48]) */
+static void add_keys(const Bwd *B, int bh, const float *dkt, const float *dvt) {
+  const slK_Attn *a = B->a;
+  int b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR);
+  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
+  for (int key = 0; key < a->nk; key++) {
+    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
+    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
+    for (int f = 0; f < d; f++) {
+      kr[f] += dkt[base + (size_t)f * LANES];
+      vr[f] += dvt[base + (size_t)f * LANES];
+    }
+  }
 }
 
 static void bwd_job(void *ctx, int job, int worker) {
@@ -407,14 +499,17 @@ static void bwd_job(void *ctx, int job, int worker) {
   const float *K = kh(a, B->k, b, h), *V = kh(a, B->v, b, h);
   const float *Q = qh(a, B->q, b, h), *O = qh(a, B->o, b, h), *dO = qh(a, B->dout, b, h);
   const float *L = B->lse + (long)bh * a->nq;
-  pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
-  pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
-  pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
-  memset(w->dkt, 0, sizeof(float) * (size_t)nk48 * d8);
-  memset(w->dvt, 0, sizeof(float) * (size_t)nk48 * d8);
+  if (!B->direct) {
+    pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
+    pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
+    pack_cols8(K, a->k_row, a->nk, nk48, d, w->kt, 1.0f);
+  }
+  float *dkt = B->part ? B->part + (size_t)job * 2 * B->kd : w->dkt, *dvt = B->part ? dkt + B->kd : w->dvt;
+  memset(dkt, 0, sizeof(float) * (size_t)nk48 * d8);
+  memset(dvt, 0, sizeof(float) * (size_t)nk48 * d8);
   for (int tile = g; tile < tiles; tile += B->groups) {
     int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
-    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t);
+    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t * (float)M_LOG2E);   /* scores in base 2 */
     pack_lanes(dO + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
     pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
     pack_cols8(dO + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
@@ -424,33 +519,40 @@ static void bwd_job(void *ctx, int job, int worker) {
       if (j < qn)
         for (int f = 0; f < d; f++) D += (double)orow[f] * grow[f];
       w->dd[j] = (float)D;
-      w->lse[j] = j < qn ? L[q0 + j] : INFINITY;   /* padded queries get P = 0 */
+      w->lse[j] = j < qn ? L[q0 + j] * (float)M_LOG2E : INFINITY;   /* base 2; padded queries get P = 0 */
     }
     memset(w->dqt, 0, sizeof(float) * (size_t)np * d8 * LANES);
     int kend = a->nk;
     if (a->causal && q0 + qn < kend) kend = q0 + qn;
     for (int k0 = 0; k0 < kend; k0 += BK) {
-      int kb = up(kend - k0 < BK ? kend - k0 : BK, LANES);
+      int kb = up(kend - k0 < BK ? kend - k0 : BK, LANES), kc = kend - k0 < kb ? kend - k0 : kb;
       for (int lp = 0; lp < np; lp++) {
         float *s = w->s + (size_t)lp * BK * LANES, *dp = w->dp + (size_t)lp * BK * LANES;
-        for (int r = 0; r < kb; r += SLK_MR) {
-          simd->micro(d, w->kp + (long)(k0 + r) * d, w->qt + (size_t)lp * d * LANES, s + r * LANES, LANES, 0);
-          simd->micro(d, w->vp + (long)(k0 + r) * d, w->dot + (size_t)lp * d * LANES, dp + r * LANES, LANES, 0);
-        }
+        const float *qt = w->qt + (size_t)lp * d * LANES, *dot = w->dot + (size_t)lp * d * LANES;
+        for (int r = 0; r < kb; r += SLK_MR)
+          if (B->direct) {
+            rows_times(simd, K, a->k_row, a->nk, k0 + r, d, qt, s + r * LANES, w->ktail);
+            rows_times(simd, V, a->k_row, a->nk, k0 + r, d, dot, dp + r * LANES, w->vtail);
+          } else {
+            simd->micro(d, w->kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
+            simd->micro(d, w->vp + (long)(k0 + r) * d, dot, dp + r * LANES, LANES, 0);
+          }
         mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
         simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
         simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
         float *dqt = w->dqt + (size_t)lp * d8 * LANES;
+        /* dQ^T += K^T dS^T over the keys that exist (past them dS is 0) */
         for (int fp = 0; fp < d8; fp += SLK_MR)
-          simd->micro(kb, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
+          if (B->direct) simd->micro_a(kc, K + (long)k0 * a->k_row + fp, 1, a->k_row, dp, dqt + fp * LANES, LANES, 1);
+          else simd->micro(kc, w->kt + (long)fp * nk48 + (long)k0 * SLK_MR, dp, dqt + fp * LANES, LANES, 1);
       }
       transpose_panels(simd, w->s, np, kb, w->pb);
       transpose_panels(simd, w->dp, np, kb, w->dsb);
       for (int kq = 0; kq < kb; kq += LANES) {
         size_t col = (size_t)(kq / LANES) * nqp * LANES, acc = (size_t)(k0 + kq) / LANES * d8 * LANES;
         for (int fp = 0; fp < d8; fp += SLK_MR) {
-          simd->micro(nqp, w->doa + (long)fp * nqp, w->pb + col, w->dvt + acc + fp * LANES, LANES, 1);
-          simd->micro(nqp, w->qa + (long)fp * nqp, w->dsb + col, w->dkt + acc + fp * LANES, LANES, 1);
+          simd->micro(nqp, w->doa + (long)fp * nqp, w->pb + col, dvt + acc + fp * LANES, LANES, 1);
+          simd->micro(nqp, w->qa + (long)fp * nqp, w->dsb + col, dkt + acc + fp * LANES, LANES, 1);
         }
       }
     }
@@ -461,17 +563,7 @@ static void bwd_job(void *ctx, int job, int worker) {
       for (int f = 0; f < d; f++) row[f] += t * src[f * LANES];
     }
   }
-  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
-  if (B->groups > 1) pthread_mutex_lock(&B->lock);
-  for (int key = 0; key < a->nk; key++) {
-    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
-    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
-    for (int f = 0; f < d; f++) {
-      kr[f] += w->dkt[base + (size_t)f * LANES];
-      vr[f] += w->dvt[base + (size_t)f * LANES];
-    }
-  }
-  if (B->groups > 1) pthread_mutex_unlock(&B->lock);
+  if (!B->part) add_keys(B, bh, dkt, dvt);
 }
 
 static int fused_backward(const slK_Attn *a, const float *q, const float *k, const float *v, const float *o,
@@ -485,23 +577,34 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
   int nk48 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
   size_t F = sizeof(float), kd = (size_t)nk48 * d8 + 64, qd = (size_t)BQ * d8 + 64, sk = (size_t)BQ * BK;
   BwdWork w[64];
-  enum { NBUF = 16 };
+  enum { NBUF = 18 };
+  int direct = direct_ok(a), packed = !direct;
+  size_t tail = (size_t)SLK_MR * a->dim + 64;
   for (int t = 0; t < threads; t++) {
-    float *p[NBUF] = {
-      w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd),
+    w[t].kp = w[t].vp = w[t].kt = w[t].ktail = w[t].vtail = NULL;
+    if (packed) w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd);
+    else w[t].ktail = slK_alloc(F * tail), w[t].vtail = slK_alloc(F * tail);
+    rc |= packed ? !w[t].kp || !w[t].vp || !w[t].kt : !w[t].ktail || !w[t].vtail;
+    float *p[NBUF - 5] = {
       w[t].dkt = slK_alloc(F * kd), w[t].dvt = slK_alloc(F * kd),
       w[t].qt = slK_alloc(F * qd), w[t].dot = slK_alloc(F * qd), w[t].qa = slK_alloc(F * qd),
       w[t].doa = slK_alloc(F * qd),
       w[t].s = slK_alloc(F * sk), w[t].dp = slK_alloc(F * sk), w[t].pb = slK_alloc(F * sk),
       w[t].dsb = slK_alloc(F * sk),
       w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ), w[t].dd = slK_alloc(F * BQ)};
-    for (int i = 0; i < NBUF; i++) rc |= !p[i];
+    for (int i = 0; i < NBUF - 5; i++) rc |= !p[i];
   }
-  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, w, PTHREAD_MUTEX_INITIALIZER};
+  /* split heads add their groups' dK, dV afterwards in group order, so the sums never depend on timing */
+  float *part = groups > 1 ? slK_alloc(F * kd * 2 * (size_t)heads * groups) : NULL;
+  rc |= groups > 1 && !part;
+  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, direct, kd, w, part};
   if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
+  if (rc == 0 && part)
+    for (int job = 0; job < heads * groups; job++) add_keys(&B, job / groups, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
+  slK_free(part);
   for (int t = 0; t < threads; t++) {
-    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot, w[t].qa,
-                      w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
+    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].ktail, w[t].vtail, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot,
+                      w[t].qa, w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
     free_all(p, NBUF);
   }
   return rc ? -1 : 0;

@@ -36,6 +36,12 @@ static double round_to(double x, int digits) {
   return round(x * p) / p;
 }
 
+/* three significant digits: a small positive value stays positive (a log axis needs it) */
+static double round_sig(double x) {
+  if (!(x > 0)) return x;
+  return round_to(x, 2 - (int)floor(log10(x)));
+}
+
 /* ------------------------------------------------------------ machine */
 
 static const char *const machine_fields[] = {"table", "sgemm_gflops", "openblas_gflops", "blocked_gflops",
@@ -302,12 +308,13 @@ static int cmd_roofline(sl_Call *call, sl_Value *result) {
         size_t o = slT_add_row(t);
         slT_set(t, o, 0, sl_string(roofs[k].name));
         slT_set(t, o, 1, sl_number(round_to(knee, 3)));
-        slT_set(t, o, 2, sl_number(round_to(roofs[k].peak, 1)));
+        slT_set(t, o, 2, sl_number(round_sig(roofs[k].peak)));
       }
       size_t o = slT_add_row(t);
       slT_set(t, o, 0, sl_string(roofs[k].name));
       slT_set(t, o, 1, sl_number(x));
-      slT_set(t, o, 2, sl_number(round_to(fmin(roofs[k].peak, roofs[k].bw * x), 1)));
+      /* significant digits, not decimals: on a slow machine bw x 2^-4 can be under 0.05 */
+      slT_set(t, o, 2, sl_number(round_sig(fmin(roofs[k].peak, roofs[k].bw * x))));
     }
   }
   slT_mark_timing(t, 2);

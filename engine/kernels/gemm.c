@@ -191,7 +191,7 @@ static void blocked_part(void *ctx, int part, int worker) {
 void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
                       float *C, long ldc, int threads) {
   if (M <= 0 || N <= 0) return;
-  /* a thread is worth its start-up only with a few million multiply-adds each */
+  /* a second worker pays for its wake-up and its own packing only with a few million multiply-adds each */
   double work = (double)M * N * K;
   if (threads > 1 && work < 2e6 * threads) threads = work < 4e6 ? 1 : 2;
   Split s = {M, N, K, threads, 0, alpha, beta, A, B, C, ldc};

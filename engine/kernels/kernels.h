@@ -14,7 +14,7 @@
 **   attention.c  scaled dot-product attention: naive op by op, fused
 **                FlashAttention-2 forward and backward
 **   mxint8.c     MXINT8 decode to bfloat16 and float32, the MXINT8 linear
-**   threads.c    the parallel loop every threaded kernel uses
+**   parallel.c   the one thread team every threaded kernel and loop runs on
 **   bench.c      the benchmark harness and the table of benchmarked kernels
 **   machine.c    what this machine can do (CPU, sgemm peak, bandwidth, GPU)
 **   commands.c   the kernels domain: bench, machine, roofline, kernels
@@ -56,9 +56,17 @@ void slK_sgemm_with(slK_GemmImpl impl, int trans_a, int trans_b, int M, int N, i
 
 /* threads the kernels use (2 on the development machine; SYSLAB_THREADS overrides) */
 int slK_threads(void);
-/* runs fn(ctx, job, worker) for job = 0 .. njobs-1 on up to `threads`
-** workers (the caller is worker 0); jobs are handed out in order */
-void slK_parallel(int njobs, int threads, void (*fn)(void *ctx, int job, int worker), void *ctx);
+/* the thread team's size: slK_threads(), fewer if threads could not be started */
+int slK_team_size(void);
+/* Runs fn(ctx, job, worker) once for each job = 0 .. njobs-1 and returns
+** when all have finished. Up to `threads` workers of the persistent team
+** (parallel.c) take part; the caller is worker 0, and worker < threads
+** names a scratch slot no other running job uses. Jobs are claimed in
+** order, by whichever worker is free: a job's result must depend only on
+** its number. A call made from inside a job, or while another thread's
+** call runs, runs its jobs in order on its own caller as worker 0. */
+typedef void (*slK_JobFn)(void *ctx, int job, int worker);
+void slK_parallel(int njobs, int threads, slK_JobFn fn, void *ctx);
 
 /* ------------------------------------------------------------ inner loops */
 

@@ -14,7 +14,10 @@
 **   v1 vectorised    16 elements at a time (simd.c): int8 -> int32 -> float
 **                    (exact), scalef by E - 133 (exact: the products have
 **                    at most 7 significant bits), the top half for bf16;
-**                    m = -128 reproduces the Lab 4 decode's +0.0
+**                    m = -128 reproduces the Lab 4 decode's +0.0. Arrays of
+**                    a million elements and more are cut into one part per
+**                    thread of the team (parallel.c), on whole groups, so
+**                    that each core streams its own share of the bandwidth
 **   linear unfused   decode all of W to float32, then OpenBLAS
 **   linear fused     the blocked product of gemm.c with W as its packed B
 **                    operand: each KC x 48 panel is decoded as it is packed,
@@ -54,12 +57,42 @@ void slK_mxint8_dequant_f32_ref(const int8_t *m, const uint8_t *scales, size_t n
   for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], scales[i / (size_t)g]);
 }
 
+/* below this many elements one thread decodes: a part must outweigh waking a worker */
+#define SPLIT_MIN (1u << 20)
+
+typedef struct {
+  const int8_t *m;
+  const uint8_t *s;
+  size_t n;
+  int g, bf16, parts;
+  void *out;
+} Decode;
+
+/* part p of the array: bounds on multiples of 16 groups, so each part starts
+** a group and (for an aligned output) a 64-byte line */
+static void decode_part(void *ctx, int part, int worker) {
+  Decode *D = ctx;
+  size_t unit = 16 * (size_t)D->g, units = (D->n + unit - 1) / unit;
+  size_t lo = units * part / D->parts * unit, hi = units * (part + 1) / D->parts * unit;
+  if (hi > D->n) hi = D->n;
+  if (lo < hi) {
+    if (D->bf16) slK_simd()->dequant_bf16_n(D->m + lo, D->s + lo / D->g, hi - lo, D->g, (uint16_t *)D->out + lo);
+    else slK_simd()->dequant_f32_n(D->m + lo, D->s + lo / D->g, hi - lo, D->g, (float *)D->out + lo);
+  }
+  (void)worker;
+}
+
+static void decode(const int8_t *m, const uint8_t *scales, size_t n, int g, void *out, int bf16) {
+  Decode D = {m, scales, n, g, bf16, n >= SPLIT_MIN ? slK_threads() : 1, out};
+  slK_parallel(D.parts, D.parts, decode_part, &D);
+}
+
 void slK_mxint8_dequant_f32(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
-  slK_simd()->dequant_f32_n(m, scales, n, g, out);
+  decode(m, scales, n, g, out, 0);
 }
 
 void slK_mxint8_dequant_bf16(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out) {
-  slK_simd()->dequant_bf16_n(m, scales, n, g, out);
+  decode(m, scales, n, g, out, 1);
 }
 
 void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws,

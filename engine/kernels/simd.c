@@ -6,13 +6,20 @@
 **   micro           the 8 x 48 micro-kernel of every blocked product:
 **                   24 accumulators (8 rows x 3 vectors of 16), one
 **                   broadcast of A and three loads of B per step of k
+**   micro_a         the same with A read in place through strides, so that
+**                   attention multiplies by K and V (and V^T, K^T) where
+**                   they lie instead of packing a copy of every head
 **   vexp            exp by Cephes' expf: n = round(x log2 e), a degree-6
 **                   polynomial on x - n ln 2 (split in two constants), then
 **                   2^n; relative error under 2e-7 for x >= -87.3, exactly 0
 **                   below (so exp(-inf) = 0, which masking relies on)
-**   softmax_panel   FlashAttention's online softmax across a lane panel
-**   exp_sub_panel,  the backward's recomputed probabilities and
-**   ds_panel        dS = P (dP - D)
+**   softmax_panel   FlashAttention's online softmax across a lane panel,
+**                   in base 2 (scores arrive multiplied by log2 e, as in
+**                   FlashAttention-2's kernels): 2^x as 2^round(x) times a
+**                   degree-5 polynomial in x - round(x), relative error
+**                   2.4e-7, ten vector operations where exp takes twenty
+**   exp_sub_panel,  the backward's recomputed probabilities (base 2 too)
+**   ds_panel        and dS = P (dP - D)
 **   transpose48     a 48 x 48 block, as nine 16 x 16 register transposes
 **   dequant_*       MXINT8 decode: m * 2^(E-133) through float conversion
 **                   and scalef, exact, then the top half for bfloat16; the
@@ -58,17 +65,30 @@ static float exp_portable1(float x) {
   return ldexpf(p, (int)n);
 }
 
+static void micro_a_portable(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc, int acc) {
+  float t[SLK_MR][SLK_NR];
+  memset(t, 0, sizeof t);
+  for (int k = 0; k < kc; k++, b += SLK_NR)
+    for (int i = 0; i < SLK_MR; i++)
+      for (int j = 0; j < SLK_NR; j++) t[i][j] += a[i * ars + k * acs] * b[j];
+  for (int i = 0; i < SLK_MR; i++)
+    for (int j = 0; j < SLK_NR; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + t[i][j];
+}
+
 static void vexp_portable(const float *x, float *y, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = exp_portable1(x[i]);
 }
+
+/* 2^x in the attention panels: 0 below -126 (and for -inf), so masked scores vanish */
+static float exp2_panel1(float x) { return x >= -126.0f ? exp2f(x) : 0.0f; }
 
 static void softmax_panel_portable(float *s, int rows, float *m, float *l, float *c) {
   for (int j = 0; j < SLK_NR; j++) {
     float mx = m[j];
     for (int r = 0; r < rows; r++) mx = s[r * SLK_NR + j] > mx ? s[r * SLK_NR + j] : mx;
     float safe = mx == -INFINITY ? 0.0f : mx, sum = 0;
-    c[j] = exp_portable1(m[j] - safe);
-    for (int r = 0; r < rows; r++) sum += s[r * SLK_NR + j] = exp_portable1(s[r * SLK_NR + j] - safe);
+    c[j] = exp2_panel1(m[j] - safe);
+    for (int r = 0; r < rows; r++) sum += s[r * SLK_NR + j] = exp2_panel1(s[r * SLK_NR + j] - safe);
     l[j] = c[j] * l[j] + sum;
     m[j] = mx;
   }
@@ -81,7 +101,7 @@ static void scale_panel_portable(float *x, int rows, const float *c) {
 
 static void exp_sub_panel_portable(float *s, int rows, const float *lse) {
   for (int r = 0; r < rows; r++)
-    for (int j = 0; j < SLK_NR; j++) s[r * SLK_NR + j] = exp_portable1(s[r * SLK_NR + j] - lse[j]);
+    for (int j = 0; j < SLK_NR; j++) s[r * SLK_NR + j] = exp2_panel1(s[r * SLK_NR + j] - lse[j]);
 }
 
 static void ds_panel_portable(const float *p, float *dp, int rows, const float *d) {
@@ -113,7 +133,7 @@ static void dequant_bf16_n_portable(const int8_t *m, const uint8_t *scales, size
 static const slK_Simd portable = {
   "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
   exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
-  dequant_f32_n_portable, dequant_bf16_n_portable,
+  dequant_f32_n_portable, dequant_bf16_n_portable, micro_a_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -123,20 +143,23 @@ static const slK_Simd portable = {
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
-AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
-  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
-  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-#pragma GCC unroll 8
-    for (int i = 0; i < SLK_MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[i]);
-      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);
-    }
-  }
+/* One step of k of the 8 x 48 micro-kernel: three vectors of B, and row i
+** of the tile gets A_I (element i of A's column) times them. A macro, so
+** that each kernel below names where its A elements lie. */
+#define MICRO_STEP(A_I)                                                         \
+  do {                                                                          \
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32); \
+    _Pragma("GCC unroll 8") for (int i = 0; i < SLK_MR; i++) {                  \
+      __m512 ai = _mm512_set1_ps(A_I);                                          \
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                   \
+      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                   \
+      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);                                   \
+    }                                                                           \
+  } while (0)
+
+/* the tile out to C: C = tile, or C += tile */
+AVX512 static inline __attribute__((always_inline)) void tile_out(__m512 *c0, __m512 *c1, __m512 *c2, float *c,
+                                                                    long ldc, int acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) {
     float *ci = c + i * ldc;
@@ -149,6 +172,32 @@ AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c
     _mm512_storeu_ps(ci + 16, c1[i]);
     _mm512_storeu_ps(ci + 32, c2[i]);
   }
+}
+
+AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
+  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) MICRO_STEP(a[i]);
+  tile_out(c0, c1, c2, c, ldc, acc);
+}
+
+AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc,
+                                  int acc) {
+  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  if (acs == 1) {
+    /* rows of A in place (K with keys as rows): eight row pointers */
+    const float *ap[SLK_MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++) ap[i] = a + i * ars;
+    for (int k = 0; k < kc; k++, b += SLK_NR) MICRO_STEP(ap[i][k]);
+  } else {
+    /* eight elements a step, ars apart (V^T, K^T: eight features of one key row) */
+    for (int k = 0; k < kc; k++, a += acs, b += SLK_NR) MICRO_STEP(a[i * ars]);
+  }
+  tile_out(c0, c1, c2, c, ldc, acc);
 }
 
 AVX512 static inline __m512 exp512(__m512 x) {
@@ -180,21 +229,62 @@ AVX512 static void vexp_avx512(const float *x, float *y, size_t n) {
   }
 }
 
+/* 2^x for the panels, x <= 0 in practice (scores minus their running max
+** or their logsumexp): 0 below -126, for -inf and for NaN; the polynomial
+** is a minimax fit of 2^r on [-1/2, 1/2] */
+AVX512 static inline __m512 exp2_panel(__m512 x) {
+  __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.32764713e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.67554189e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.55071309e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.40221202e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.93146944e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.00000012f));
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
+/* Row by row over all three vectors of a 48-lane row (the panel is read
+** in address order), with the running maxima in six independent chains:
+** one chain would wait on each vmaxps's latency. */
 AVX512 static void softmax_panel_avx512(float *s, int rows, float *m, float *l, float *c) {
-  const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  for (int v = 0; v < SLK_NR; v += 16) {
-    __m512 mo = _mm512_loadu_ps(m + v), mx = mo;
-    for (int r = 0; r < rows; r++) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + r * SLK_NR + v));
-    __m512 safe = _mm512_mask_mov_ps(mx, _mm512_cmp_ps_mask(mx, ninf, _CMP_EQ_OQ), _mm512_setzero_ps());
-    __m512 cc = exp512(_mm512_sub_ps(mo, safe)), sum = _mm512_setzero_ps();
-    for (int r = 0; r < rows; r++) {
-      __m512 p = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + r * SLK_NR + v), safe));
-      _mm512_storeu_ps(s + r * SLK_NR + v, p);
-      sum = _mm512_add_ps(sum, p);
+  __m512 mo[3], mx[6], safe[3], sum[3];
+#pragma GCC unroll 3
+  for (int v = 0; v < 3; v++) mo[v] = mx[v] = mx[v + 3] = _mm512_loadu_ps(m + 16 * v);
+  int r = 0;
+  for (; r + 2 <= rows; r += 2) {
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; v++) {
+      mx[v] = _mm512_max_ps(mx[v], _mm512_loadu_ps(s + r * SLK_NR + 16 * v));
+      mx[v + 3] = _mm512_max_ps(mx[v + 3], _mm512_loadu_ps(s + (r + 1) * SLK_NR + 16 * v));
     }
-    _mm512_storeu_ps(l + v, _mm512_fmadd_ps(cc, _mm512_loadu_ps(l + v), sum));
-    _mm512_storeu_ps(m + v, mx);
-    _mm512_storeu_ps(c + v, cc);
+  }
+  for (; r < rows; r++) {
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; v++) mx[v] = _mm512_max_ps(mx[v], _mm512_loadu_ps(s + r * SLK_NR + 16 * v));
+  }
+#pragma GCC unroll 3
+  for (int v = 0; v < 3; v++) {
+    mx[v] = _mm512_max_ps(mx[v], mx[v + 3]);
+    safe[v] = _mm512_mask_mov_ps(mx[v], _mm512_cmp_ps_mask(mx[v], _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ),
+                                 _mm512_setzero_ps());
+    sum[v] = _mm512_setzero_ps();
+  }
+  for (r = 0; r < rows; r++) {
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; v++) {
+      __m512 p = exp2_panel(_mm512_sub_ps(_mm512_loadu_ps(s + r * SLK_NR + 16 * v), safe[v]));
+      _mm512_storeu_ps(s + r * SLK_NR + 16 * v, p);
+      sum[v] = _mm512_add_ps(sum[v], p);
+    }
+  }
+#pragma GCC unroll 3
+  for (int v = 0; v < 3; v++) {
+    __m512 cc = exp2_panel(_mm512_sub_ps(mo[v], safe[v]));
+    _mm512_storeu_ps(l + 16 * v, _mm512_fmadd_ps(cc, _mm512_loadu_ps(l + 16 * v), sum[v]));
+    _mm512_storeu_ps(m + 16 * v, mx[v]);
+    _mm512_storeu_ps(c + 16 * v, cc);
   }
 }
 
@@ -210,9 +300,9 @@ AVX512 static void scale_panel_avx512(float *x, int rows, const float *c) {
 AVX512 static void exp_sub_panel_avx512(float *s, int rows, const float *lse) {
   __m512 l0 = _mm512_loadu_ps(lse), l1 = _mm512_loadu_ps(lse + 16), l2 = _mm512_loadu_ps(lse + 32);
   for (int r = 0; r < rows; r++, s += SLK_NR) {
-    _mm512_storeu_ps(s, exp512(_mm512_sub_ps(_mm512_loadu_ps(s), l0)));
-    _mm512_storeu_ps(s + 16, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + 16), l1)));
-    _mm512_storeu_ps(s + 32, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + 32), l2)));
+    _mm512_storeu_ps(s, exp2_panel(_mm512_sub_ps(_mm512_loadu_ps(s), l0)));
+    _mm512_storeu_ps(s + 16, exp2_panel(_mm512_sub_ps(_mm512_loadu_ps(s + 16), l1)));
+    _mm512_storeu_ps(s + 32, exp2_panel(_mm512_sub_ps(_mm512_loadu_ps(s + 32), l2)));
   }
 }
 
@@ -351,7 +441,7 @@ AVX512 static void dequant_bf16_n_avx512(const int8_t *m, const uint8_t *scales,
 static const slK_Simd avx512 = {
   "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
   exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
-  dequant_f32_n_avx512, dequant_bf16_n_avx512,
+  dequant_f32_n_avx512, dequant_bf16_n_avx512, micro_a_avx512,
 };
 
 static int have_avx512(void) {

@@ -24,13 +24,14 @@ typedef struct slK_Simd {
   /* C[MR x NR] (row stride ldc) = (acc ? C : 0) + A_panel * B_panel over kc */
   void (*micro)(int kc, const float *a, const float *b, float *c, long ldc, int acc);
   void (*vexp)(const float *x, float *y, size_t n);
-  /* forward online softmax over one lane panel s[rows][NR] (masked = -inf):
-  ** m, l are the running max and sum per lane; c receives exp(m_old - m_new);
-  ** s becomes P = exp(s - m_new) (0 where masked) */
+  /* forward online softmax over one lane panel s[rows][NR] (masked = -inf),
+  ** in base 2 (the scores come multiplied by log2 e): m, l are the running
+  ** max and sum per lane; c receives 2^(m_old - m_new); s becomes
+  ** P = 2^(s - m_new) (0 where masked) */
   void (*softmax_panel)(float *s, int rows, float *m, float *l, float *c);
   /* x[rows][NR] *= c[lane] */
   void (*scale_panel)(float *x, int rows, const float *c);
-  /* backward: s[rows][NR] = exp(s - lse[lane]) (0 where -inf) */
+  /* backward: s[rows][NR] = 2^(s - lse[lane]) (0 where -inf), lse in base 2 */
   void (*exp_sub_panel)(float *s, int rows, const float *lse);
   /* backward: dp[rows][NR] = p * (dp - d[lane]) */
   void (*ds_panel)(const float *p, float *dp, int rows, const float *d);
@@ -43,6 +44,9 @@ typedef struct slK_Simd {
   ** outputs go out by streaming stores, past the caches */
   void (*dequant_f32_n)(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out);
   void (*dequant_bf16_n)(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out);
+  /* micro with A unpacked: element (i, k) of the 8 x kc block at a[i*ars + k*acs]
+  ** (acs == 1: eight rows; otherwise ars == 1 and eight consecutive floats a step) */
+  void (*micro_a)(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc, int acc);
 } slK_Simd;
 
 /* An operand of the blocked product: element (r, c) of op(X) at

@@ -286,6 +286,41 @@ static void test_attention_naive_step_equals_parts(void) {
   attn_free(&t);
 }
 
+/* Threaded results do not depend on which thread ran what: the fused
+** backward of a single head (its query tiles split between the threads,
+** each group with its own dK, dV added in group order) and the blocked GEMM,
+** run again and again, give the same bits. */
+static void test_threaded_results_repeat_bitwise(void) {
+  seed(5);
+  Attn t;
+  attn_new(&t, 1, 1, 600, 600, 64, 0, 0);
+  float *o = zeros(t.nxq), *lse = zeros(t.nl), *dk0 = randn(t.nxk), *dv0 = randn(t.nxk);
+  float *dq1 = zeros(t.nxq), *dk1 = zeros(t.nxk), *dv1 = zeros(t.nxk);
+  CHECK(slK_attention_forward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, o, lse) == 0);
+  for (int run = 0; run < 12; run++) {
+    float *dq = run ? t.dq : dq1, *dk = run ? t.dk : dk1, *dv = run ? t.dv : dv1;
+    memset(dq, 0, sizeof(float) * t.nxq);
+    memcpy(dk, dk0, sizeof(float) * t.nxk);   /* the backward adds: start from values, so the order shows */
+    memcpy(dv, dv0, sizeof(float) * t.nxk);
+    CHECK(slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, o, t.dout, lse, dq, dk, dv) == 0);
+    if (run == 0) continue;
+    CHECK_MSG(memcmp(t.dq, dq1, sizeof(float) * t.nxq) == 0, "dQ differs in run %d", run);
+    CHECK_MSG(memcmp(t.dk, dk1, sizeof(float) * t.nxk) == 0, "dK differs in run %d", run);
+    CHECK_MSG(memcmp(t.dv, dv1, sizeof(float) * t.nxk) == 0, "dV differs in run %d", run);
+  }
+  free(o), free(lse), free(dk0), free(dv0), free(dq1), free(dk1), free(dv1);
+  attn_free(&t);
+  int n = 300;
+  float *A = randn((size_t)n * n), *B = randn((size_t)n * n), *C = zeros((size_t)n * n), *C1 = zeros((size_t)n * n);
+  slK_sgemm_with(SLK_GEMM_BLOCKED, 0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C1, n);
+  for (int run = 0; run < 12; run++) {
+    slK_sgemm_with(SLK_GEMM_BLOCKED, 0, 1, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    slK_sgemm_with(SLK_GEMM_BLOCKED, 0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    CHECK_MSG(memcmp(C, C1, sizeof(float) * n * n) == 0, "blocked GEMM differs in run %d", run);
+  }
+  free(A), free(B), free(C), free(C1);
+}
+
 static void test_attention_memory_is_linear(void) {
   slK_Attn a, b;
   slK_attention_contiguous(&a, 1, 8, 1024, 1024, 64, 0);
@@ -584,6 +619,7 @@ int main(void) {
   RUN(test_cs336_contract);
   RUN(test_attention_naive_step_equals_parts);
   RUN(test_attention_memory_is_linear);
+  RUN(test_threaded_results_repeat_bitwise);
   RUN(test_mxint8_decode_exhaustive);
   RUN(test_mxint8_groups_and_tails);
   RUN(test_mxint8_large_streaming);
