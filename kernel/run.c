@@ -201,8 +201,13 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
 }
 
 int slk_run_main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: syslab run FILE   (FILE may be - for standard input)\n");
+  const slk_Option *opt = argc == 2 ? slk_option("run", argv[1]) : NULL;
+  if (opt && strcmp(opt->name, "-h") == 0) {
+    slk_usage(stdout, "run");
+    return 0;
+  }
+  if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
+    slk_usage(stderr, "run");
     return 2;
   }
   const char *path = argv[1];

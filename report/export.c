@@ -264,7 +264,8 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
               unsigned char *bytes;
               size_t len;
               if (decode_base64(png, &bytes, &len) != 0) {
-                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path, i + 1);
+                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path,
+                         slR_cell_number(json_object_get(nbs[k].nb, "cells"), i));
                 rc = -1;
                 break;
               }
