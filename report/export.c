@@ -257,7 +257,9 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
             figure++;
             char name[512], path[4800];
             if (label[0] && slR_label_valid(label)) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
-            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem, i + 1, nfig ? "-" : "", nfig, png ? "png" : "svg");
+            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem,
+                          slR_cell_number(json_object_get(nbs[k].nb, "cells"), i), nfig ? "-" : "", nfig,
+                          png ? "png" : "svg");
             nfig++;
             snprintf(path, sizeof path, "%s/%s", figdir, name);
             if (png) {

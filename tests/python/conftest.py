@@ -46,6 +46,10 @@ def run(kc, code, timeout=60, **kwargs):
     messages of the request up to idle, status messages left out)."""
     msg_id = kc.execute(code, **kwargs)
     reply = kc.get_shell_msg(timeout=timeout)
+    # on a loaded machine wait_for_ready may have asked kernel_info twice:
+    # the second reply is still queued
+    while reply["msg_type"] == "kernel_info_reply" and reply["parent_header"]["msg_id"] != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
     assert reply["parent_header"]["msg_id"] == msg_id
     outputs = []
     while True:

@@ -88,3 +88,14 @@ def test_allow_errors_counts_and_numbers_failed_cells_as_the_notebook_shows_them
     assert "parameters (injected)" in stop.stderr and "[3/5] cell 4: " in stop.stderr
     assert f"{nb}, cell 4, line 1, column 5: NameError: name 'nope' is not defined" in stop.stderr
     assert "3 cells run, 1 error," in stop.stderr
+
+
+def test_figure_names_keep_the_cell_number_when_parameters_are_injected(tmp_path):
+    nb = tmp_path / "fig.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        markdown(0, "# Figures"), code(1, "t = table x=[1, 2, 3] y=[1, 4, 9]\nplot t x=x y=y")]}))
+    for args in ([], ["-p", "n=1"]):
+        out = tmp_path / f"out{len(args)}"
+        r = syslab("report", str(nb), "-o", str(out), "--no-pdf", *args, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert [p.name for p in (out / "figures").iterdir()] == ["fig-cell2.png"], args
