@@ -184,6 +184,7 @@ def test_kernel_death_is_reported(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 20
     killed = False
+    seen = {}  # kernel pid -> when first seen: killed once its cell runs, not while it starts
     while time.time() < deadline and not killed:
         time.sleep(0.3)
         for pid in os.listdir("/proc"):
@@ -194,7 +195,8 @@ def test_kernel_death_is_reported(tmp_path):
             except OSError:
                 continue
             if len(cmd) > 3 and cmd[1] == b"kernel" and b"/syslab-report-" in cmd[3] and \
-                    int(open(f"/proc/{pid}/stat").read().split()[3]) == proc.pid:
+                    int(open(f"/proc/{pid}/stat").read().split()[3]) == proc.pid and \
+                    time.time() - seen.setdefault(pid, time.time()) > 3:  # the cell sleeps 20 s
                 os.kill(int(pid), signal.SIGKILL)
                 killed = True
     out, err = proc.communicate(timeout=60)
