@@ -95,10 +95,20 @@ int slk_install_main(int argc, char **argv) {
   const char *home = getenv("HOME");
   const char *xdg = getenv("XDG_DATA_HOME");
   for (int i = 1; i < argc; i++) {
+    const slk_Option *opt = slk_option("install", argv[i]);
+    if (opt && strcmp(opt->name, "-h") == 0) {
+      slk_usage(stdout, "install");
+      return 0;
+    }
+    if (!opt || (opt->arg && i + 1 >= argc)) {
+      fprintf(stderr, "syslab install: %s '%s'\n\n", opt ? "a folder must follow" : "unknown option", argv[i]);
+      slk_usage(stderr, "install");
+      return 2;
+    }
     if (strcmp(argv[i], "--user") == 0) {
       if (xdg && *xdg) snprintf(base, sizeof base, "%s/jupyter/kernels", xdg);
       else snprintf(base, sizeof base, "%s/.local/share/jupyter/kernels", home ? home : ".");
-    } else if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc) {
+    } else if (strcmp(argv[i], "--prefix") == 0) {
       snprintf(base, sizeof base, "%s/share/jupyter/kernels", argv[++i]);
     } else if (strcmp(argv[i], "--sys-prefix") == 0) {
       const char *prefix = getenv("VIRTUAL_ENV");
@@ -109,9 +119,6 @@ int slk_install_main(int argc, char **argv) {
         return 2;
       }
       snprintf(base, sizeof base, "%s/share/jupyter/kernels", prefix);
-    } else {
-      fprintf(stderr, "usage: syslab install [--user | --prefix DIR | --sys-prefix]\n");
-      return 2;
     }
   }
   if (!base[0]) {

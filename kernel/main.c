@@ -5,9 +5,12 @@
 **   syslab install [--user | --prefix DIR | --sys-prefix]
 **   syslab run FILE | -                 run a script, outputs as text
 **   syslab report [...]                 execute the notebooks, export the report
-**   syslab help [--commands-markdown]   usage, or the command reference
+**   syslab help [COMMAND | --commands-markdown]   usage, or the command reference
 **   syslab worker                       (started by a search with workers=N)
 **   syslab --version
+**
+** The options of each are listed once, in cli.c, for the parsers and the
+** help text alike.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,25 +21,9 @@
 #include "report/report.h"
 #include "syslab.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: syslab COMMAND [ARGS]\n"
-          "\n"
-          "  kernel -f CONNECTION_FILE   run as a Jupyter kernel (started by Jupyter)\n"
-          "  install [--user | --prefix DIR | --sys-prefix]\n"
-          "                              install the kernelspec so Jupyter finds syslab\n"
-          "  run FILE                    run a script (FILE may be - for standard input)\n"
-          "  report [NOTEBOOK ...] [-o DIR]\n"
-          "                              execute lab notebooks and export the lab report\n"
-          "  help [--commands-markdown]  this text, or the reference of every command\n"
-          "  --version                   print the version\n"
-          "\n"
-          "Inside the language, type `help` for the list of commands.\n");
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
+    slk_usage_all(stderr);
     return 2;
   }
   const char *cmd = argv[1];
@@ -45,13 +32,22 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    if (argc > 2 && !slk_option("help", argv[2]) && slk_command(argv[2])) {
+      slk_usage(stdout, argv[2]);  /* syslab help report */
+      return 0;
+    }
+    if (argc > 2 && !slk_option("help", argv[2])) {
+      fprintf(stderr, "syslab help: unknown command or option '%s'\n\n", argv[2]);
+      slk_usage_all(stderr);
+      return 2;
+    }
     if (argc > 2 && strcmp(argv[2], "--commands-markdown") == 0) {
       char *md = sl_registry_markdown();
       fputs(md, stdout);
       free(md);
       return 0;
     }
-    usage(stdout);
+    slk_usage_all(stdout);
     return 0;
   }
   if (strcmp(cmd, "run") == 0) return slk_run_main(argc - 1, argv + 1);
@@ -68,6 +64,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
-  usage(stderr);
+  slk_usage_all(stderr);
   return 2;
 }

@@ -112,12 +112,24 @@ static char *read_all(FILE *f, size_t *len) {
 }
 
 /* A NUL byte would silently end the program there: name its place instead. */
-static int check_no_nul(const char *path, const char *code, size_t len) {
+int slk_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size) {
   const char *nul = memchr(code, '\0', len);
   if (!nul) return 0;
-  int line = 1;
-  for (const char *p = code; p < nul; p++) line += *p == '\n';
-  fprintf(stderr, "syslab run: '%s' line %d holds a NUL byte: it is not a text file\n", path, line);
+  *line = 1, *col = 1;
+  for (const char *p = code; p < nul; p++) {
+    if (*p == '\n') *line += 1, *col = 1;
+    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
+  }
+  snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
+           *line, *col);
+  return 1;
+}
+
+static int check_no_nul(const char *path, const char *code, size_t len) {
+  int line, col;
+  char msg[160];
+  if (!slk_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
+  fprintf(stderr, "syslab run: %s: %s\n", path, msg);
   return -1;
 }
 
@@ -162,7 +174,7 @@ static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char
 /* A notebook runs cell by cell, in order, stopping at the first error. */
 static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const char *path, const char *text) {
   json_error_t jerr;
-  json_t *nb = json_loads(text, 0, &jerr);
+  json_t *nb = json_loads(text, JSON_ALLOW_NUL, &jerr);  /* a NUL in a cell is refused below, by cell */
   json_t *cells = nb ? json_object_get(nb, "cells") : NULL;
   if (!json_is_array(cells)) {
     fprintf(stderr, "syslab run: '%s' is not a notebook (%s)\n", path, nb ? "no cells list" : jerr.text);
@@ -181,18 +193,24 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
     const char *type = json_string_value(json_object_get(cell, "cell_type"));
     if (!type || strcmp(type, "code") != 0) continue;
     json_t *src = json_object_get(cell, "source");
-    char *code;
+    slU_Text code_text = {0};
+    slU_add_len(&code_text, "", 0);
     if (json_is_string(src)) {
-      code = strdup(json_string_value(src));
+      slU_add_len(&code_text, json_string_value(src), json_string_length(src));
     } else {
-      size_t n = 0, k;
+      size_t k;
       json_t *line;
-      json_array_foreach(src, k, line) n += json_string_length(line);
-      code = calloc(n + 1, 1);
-      json_array_foreach(src, k, line) if (json_is_string(line)) strcat(code, json_string_value(line));
+      json_array_foreach(src, k, line) slU_add_len(&code_text, json_string_value(line) ? json_string_value(line) : "",
+                                                   json_string_length(line));
     }
+    char *code = code_text.s;
     char where[4096];
     snprintf(where, sizeof where, "%s, cell %zu", path, i + 1);
+    if (check_no_nul(where, code, code_text.n) != 0) {
+      free(code);
+      rc = -1;
+      break;
+    }
     rc = run_code(S, term, host, code, where);
     free(code);
   }
@@ -201,8 +219,13 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
 }
 
 int slk_run_main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: syslab run FILE   (FILE may be - for standard input)\n");
+  const slk_Option *opt = argc == 2 ? slk_option("run", argv[1]) : NULL;
+  if (opt && strcmp(opt->name, "-h") == 0) {
+    slk_usage(stdout, "run");
+    return 0;
+  }
+  if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
+    slk_usage(stderr, "run");
     return 2;
   }
   const char *path = argv[1];

@@ -303,13 +303,18 @@ static void *connect_push(slk_Kernel *K) {
 
 int slk_kernel_main(int argc, char **argv) {
   const char *path = NULL;
+  /* other arguments are left alone: a kernelspec may pass more (as ipykernel's do) */
   for (int i = 1; i < argc; i++) {
-    if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--connection-file") == 0) && i + 1 < argc) path = argv[++i];
+    const slk_Option *opt = slk_option("kernel", argv[i]);
+    if (opt && strcmp(opt->name, "-h") == 0) {
+      slk_usage(stdout, "kernel");
+      return 0;
+    }
+    if (opt && strcmp(opt->name, "-f") == 0 && i + 1 < argc) path = argv[++i];
     else if (strncmp(argv[i], "--connection-file=", 18) == 0) path = argv[i] + 18;
   }
   if (!path) {
-    fprintf(stderr, "usage: syslab kernel -f CONNECTION_FILE\n"
-                    "(Jupyter starts the kernel this way; see `syslab install`.)\n");
+    slk_usage(stderr, "kernel");
     return 2;
   }
   static slk_Kernel kernel;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "cli.h"
 #include "kernel.h"
 
 /* ------------------------------------------------------ code-point offsets */
@@ -254,6 +255,32 @@ static json_t *user_expressions(slk_Kernel *K, json_t *exprs) {
   return out;
 }
 
+/* A NUL arrives as "\u0000" in the request's JSON; the C string would end
+** there and run only the code before it. It is the same error as in a
+** file given to `syslab run`, with the usual traceback (the NUL shown as
+** the symbol U+2400). Returns 1 with err filled, or 0. */
+static int nul_error(const char *code, size_t len, sl_Error *err) {
+  int line, col;
+  char msg[160];
+  memset(err, 0, sizeof *err);
+  if (!slk_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
+  snprintf(err->ename, sizeof err->ename, "SyntaxError");
+  err->evalue = strdup(msg);
+  err->line = line, err->col = col;
+  const char *p = code, *end = code + len;
+  for (int l = 1; l < line; l++) p = memchr(p, '\n', (size_t)(end - p)) + 1;
+  const char *eol = memchr(p, '\n', (size_t)(end - p));
+  slU_Text tb = {0};
+  slU_add(&tb, "line %d, column %d:\n    ", line, col);
+  for (const char *q = p; q < (eol ? eol : end); q++) {
+    if (*q == '\0') slU_add(&tb, "\u2400");
+    else slU_add_len(&tb, q, 1);
+  }
+  slU_add(&tb, "\n    %*s^\nSyntaxError: %s", col - 1, "", msg);
+  err->traceback = tb.s;
+  return 1;
+}
+
 static int execute(slk_Kernel *K, slk_Msg *req) {
   json_t *c = req->content;
   const char *code = json_string_value(json_object_get(c, "code"));
@@ -271,7 +298,7 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   if (!silent) {
     K->execution_count++;
     slk_publish(K, K->publish_main, req, "execute_input",
-                json_pack("{s:s, s:i}", "code", code, "execution_count", K->execution_count));
+                json_pack("{s:O, s:i}", "code", json_object_get(c, "code"), "execution_count", K->execution_count));
   }
 
   Exec x;
@@ -289,7 +316,8 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   sl_Value result;
   sl_Error err;
   atomic_store(&K->executing, 1);
-  int rc = sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
+  int rc = nul_error(code, json_string_length(json_object_get(c, "code")), &err) ? -1
+           : sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
   atomic_store(&K->executing, 0);
   if (x.dropped > 0) {
     char note[256];

@@ -273,7 +273,9 @@ slk_Status slk_recv(void *socket, const slk_Key *key, int flags, slk_Msg *msg, c
   static const char *names[4] = {"header", "parent_header", "metadata", "content"};
   for (int i = 0; i < 4; i++) {
     json_error_t jerr;
-    *dicts[i] = json_loadb(parts[i], lens[i], 0, &jerr);
+    /* content may hold "\u0000" (a NUL in a cell's code): it is read, and
+    ** refused where it matters with a clear error, not dropped unanswered */
+    *dicts[i] = json_loadb(parts[i], lens[i], i == 3 ? JSON_ALLOW_NUL : 0, &jerr);
     if (!*dicts[i] || !json_is_object(*dicts[i])) {
       snprintf(err, errlen, "malformed message: %s is not a JSON object (%s)", names[i],
                *dicts[i] ? "another JSON type" : jerr.text);

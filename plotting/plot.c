@@ -23,6 +23,10 @@
 #define MAX_POINTS 200000
 /* gnuplot's axis arithmetic overflows near the ends of the double range */
 #define MAX_MAGNITUDE 1e300
+/* What one plotted value costs on its way to gnuplot and back: about 25
+** bytes as text in the script's data block (%.17g), with room for the
+** buffer's growth, its row index, and its share of the SVG drawing. */
+#define PLOT_BYTES_PER_VALUE 64
 /* categories are labelled one by one on the x axis */
 #define MAX_CATEGORIES 1000
 
@@ -154,6 +158,12 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   double width = sl_arg_number(call, "width"), height = sl_arg_number(call, "height");
   if (width < 100 || width > 4000) return sl_arg_error(call, "width", "must be between 100 and 4000 pixels");
   if (height < 100 || height > 4000) return sl_arg_error(call, "height", "must be between 100 and 4000 pixels");
+
+  /* every row of every y column goes into the script as x, y, error */
+  char what[160];
+  snprintf(what, sizeof what, "this plot's data (%zu rows x %zu columns x %d bytes per value)", t->nrows, 3 * nys,
+           PLOT_BYTES_PER_VALUE);
+  if (sl_memory_check(call, "table", (double)t->nrows * 3.0 * (double)nys * PLOT_BYTES_PER_VALUE, what) != 0) return -1;
 
   /* series in order of first appearance, or one per y column */
   Series series[MAX_SERIES];

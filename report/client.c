@@ -126,7 +126,7 @@ static const char *parent_id(const slk_Msg *m) {
   return s ? s : "";
 }
 
-slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err, size_t errlen) {
+static slR_Kernel *start_once(const char *const *argv, double timeout, int *exited, char *err, size_t errlen) {
   slR_Kernel *k = calloc(1, sizeof *k);
   snprintf(k->dir, sizeof k->dir, "/tmp/syslab-report-XXXXXX");
   if (!mkdtemp(k->dir)) {
@@ -199,6 +199,7 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
     }
   }
   if (!k->info) {
+    *exited = !stop_signal && !alive(k);
     snprintf(err, errlen, "the kernel %s",
              stop_signal ? "was stopped by a signal while starting"
              : alive(k)  ? "did not answer within its start-up time"
@@ -212,6 +213,17 @@ slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err,
   if (receive(k, k->iopub, 2.0, &m)) slk_msg_free(&m);
   while (receive(k, k->iopub, 0, &m)) slk_msg_free(&m);
   return k;
+}
+
+/* A port found free can be taken by another program before the kernel
+** binds it, and the kernel then exits: it is started again on new ports,
+** as jupyter_client's restarter does (three tries in all). */
+slR_Kernel *slR_kernel_start(const char *const *argv, double timeout, char *err, size_t errlen) {
+  for (int attempt = 1;; attempt++) {
+    int exited = 0;
+    slR_Kernel *k = start_once(argv, timeout, &exited, err, errlen);
+    if (k || !exited || attempt == 3) return k;
+  }
 }
 
 json_t *slR_kernel_info(slR_Kernel *k) { return k->info; }

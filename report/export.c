@@ -275,14 +275,17 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
             figure++;
             char name[512], path[4800];
             if (label[0] && slR_label_valid(label)) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
-            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem, i + 1, nfig ? "-" : "", nfig, png ? "png" : "svg");
+            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem,
+                          slR_cell_number(json_object_get(nbs[k].nb, "cells"), i), nfig ? "-" : "", nfig,
+                          png ? "png" : "svg");
             nfig++;
             snprintf(path, sizeof path, "%s/%s", figdir, name);
             if (png) {
               unsigned char *bytes;
               size_t len;
               if (decode_base64(png, &bytes, &len) != 0) {
-                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path, i + 1);
+                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path,
+                         slR_cell_number(json_object_get(nbs[k].nb, "cells"), i));
                 rc = -1;
               } else {
                 rc = slR_write_atomic(path, bytes, len, err, errlen);

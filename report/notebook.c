@@ -93,6 +93,25 @@ int slR_cell_has_tag(json_t *cell, const char *tag) {
   return 0;
 }
 
+/* The cell the reader sees: its place in the notebook's file, from 1,
+** Markdown and raw cells included (the order JupyterLab lists them in);
+** the cell the report injects for -p is not the reader's, so it does
+** not count. */
+size_t slR_cell_number(json_t *cells, size_t index) {
+  size_t n = 0, i;
+  json_t *cell;
+  json_array_foreach(cells, i, cell) {
+    if (i > index) break;
+    if (!slR_cell_injected(cell)) n++;
+  }
+  return n;
+}
+
+int slR_cell_injected(json_t *cell) {
+  const char *id = json_string_value(json_object_get(cell, "id"));
+  return id && strcmp(id, "injected-parameters") == 0 && slR_cell_has_tag(cell, "injected-parameters");
+}
+
 void slR_cell_option(const char *source, const char *key, char *out, size_t size) {
   out[0] = '\0';
   size_t klen = strlen(key);

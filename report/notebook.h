@@ -16,6 +16,11 @@ char *slR_multiline(json_t *value);
 /* a cell's source as one string ("" if it has none); caller frees */
 char *slR_cell_source(json_t *cell);
 int slR_cell_has_tag(json_t *cell, const char *tag);
+/* the number a reader gives cells[index]: its place in the file from 1,
+** Markdown included, the cell injected for -p left out (docs/report.md) */
+size_t slR_cell_number(json_t *cells, size_t index);
+/* the cell `syslab report -p` injected */
+int slR_cell_injected(json_t *cell);
 /* Quarto-style cell options: "#| key: value" lines at the top of a code cell */
 void slR_cell_option(const char *source, const char *key, char *out, size_t size);
 /* a label may name a figure file: letters, digits, '-' and '_', 1 to 100 of them */

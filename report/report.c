@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "kernel/cli.h"
 #include "export.h"
 #include "notebook.h"
 #include "syslab.h"
@@ -70,23 +71,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void usage(FILE *f) {
-  fprintf(f, "usage: syslab report [NOTEBOOK ...] [-o DIR] [-p NAME=VALUE ...] [--allow-errors]\n"
-             "                     [--timeout SECONDS] [--no-cache] [--no-pdf] [--force] [-j N]\n\n"
-             "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
-             "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
-             "executed notebooks in DIR/notebooks. Notebooks themselves are never modified.\n\n"
-             "  -o DIR            output folder\n"
-             "  -p NAME=VALUE     override a variable of the cell tagged `parameters` (repeatable)\n"
-             "  --allow-errors    keep going after a cell fails (otherwise the notebook stops there)\n"
-             "  --timeout S       stop a cell that runs longer than S seconds (default 600)\n"
-             "  --no-cache        run every notebook even if nothing changed\n"
-             "  --no-pdf          write report.md and report.html only\n"
-             "  --force           write into DIR even if it holds files that are not an earlier report\n"
-             "  -j N              run N notebooks at once, each in its own kernel (default 1)\n\n"
-             "Under mpirun (mpirun -n N syslab report ...) the notebooks are spread over the ranks and\n"
-             "rank 0 writes the report.\n");
-}
+static void usage(FILE *f) { slk_usage(f, "report"); }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -136,53 +121,67 @@ static int parse_args(int argc, char **argv, Options *o) {
   o->jobs = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+    if (a[0] != '-') {
+      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
+      o->notebooks[o->count++] = strdup(a);
+      continue;
+    }
+    if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {  /* -j4 */
+      o->jobs = atoi(a + 2);
+      if (o->jobs > 256) o->jobs = 256;
+      continue;
+    }
+    /* only what the table in kernel/cli.c lists, so `--help` shows every option */
+    const slk_Option *opt = slk_option("report", a);
+    if (!opt) {
+      fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
+      usage(stderr);
+      return 2;
+    }
+    const char *name = opt->name, *v = NULL;
+    if (opt->arg) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "syslab report: %s needs %s\n", a, opt->arg);
+        return 2;
+      }
+      v = argv[++i];
+    }
+    if (strcmp(name, "-o") == 0) {
+      if (v[0] == '\0') {
         fprintf(stderr, "syslab report: %s needs the name of a folder for the report (an empty name is refused)\n", a);
         return 2;
       }
-      o->outdir = argv[++i];
-    }
-    else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
-      const char *kv = argv[++i], *eq = strchr(kv, '=');
-      if (!eq || eq == kv) {
-        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", kv);
+      o->outdir = v;
+    } else if (strcmp(name, "-p") == 0) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v) {
+        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", v);
         return 2;
       }
-      char name[128];
-      snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
+      char pname[128];
+      snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
       char *src = value_source(eq + 1);
-      json_object_set_new(o->params, name, json_string(src));
+      json_object_set_new(o->params, pname, json_string(src));
       free(src);
-    } else if (strcmp(a, "--allow-errors") == 0) o->allow_errors = 1;
-    else if (strcmp(a, "--no-cache") == 0) o->use_cache = 0;
-    else if (strcmp(a, "--no-pdf") == 0) o->pdf = 0;
-    else if (strcmp(a, "--force") == 0) o->force = 1;
-    else if (strcmp(a, "--timeout") == 0 && i + 1 < argc) {
-      o->timeout = atof(argv[++i]);
+    } else if (strcmp(name, "--allow-errors") == 0) o->allow_errors = 1;
+    else if (strcmp(name, "--no-cache") == 0) o->use_cache = 0;
+    else if (strcmp(name, "--no-pdf") == 0) o->pdf = 0;
+    else if (strcmp(name, "--force") == 0) o->force = 1;
+    else if (strcmp(name, "--timeout") == 0) {
+      o->timeout = atof(v);
       if (!(o->timeout > 0)) {
         fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
         return 2;
       }
-    } else if ((strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0) && i + 1 < argc) {
-      o->jobs = atoi(argv[++i]);
+    } else if (strcmp(name, "-j") == 0) {
+      o->jobs = atoi(v);
       if (o->jobs < 1 || o->jobs > 256) {
         fprintf(stderr, "syslab report: -j takes a number of notebooks to run at once, 1 to 256\n");
         return 2;
       }
-    } else if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {
-      o->jobs = atoi(a + 2);
-      if (o->jobs > 256) o->jobs = 256;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    } else if (strcmp(name, "-h") == 0) {
       usage(stdout);
       return 1;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    } else {
-      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
-      o->notebooks[o->count++] = strdup(a);
     }
   }
   if (o->count == 0) default_notebooks(o);
@@ -271,6 +270,37 @@ static const char *first_line(json_t *outputs) {
   return "";
 }
 
+/* "ename: evalue" of a cell's error output */
+static void error_summary(json_t *outputs, char *out, size_t size) {
+  size_t i;
+  json_t *o;
+  out[0] = '\0';
+  json_array_foreach(outputs, i, o) if (strcmp(json_string_value(json_object_get(o, "output_type")), "error") == 0) {
+    snprintf(out, size, "%s: %s", json_string_value(json_object_get(o, "ename")),
+             json_string_value(json_object_get(o, "evalue")));
+    return;
+  }
+}
+
+/* The errors an executed notebook records: cells with an error output that
+** were not expected to fail (raises-exception). Without --allow-errors the
+** first such cell stops the notebook; with it they are counted here, from
+** the notebook itself, so a notebook from the cache counts the same. */
+static size_t recorded_errors(json_t *nb, const char *path, int print) {
+  size_t n = 0, i;
+  json_t *cell, *cells = json_object_get(nb, "cells");
+  json_array_foreach(cells, i, cell) {
+    char what[600];
+    if (slR_cell_has_tag(cell, "raises-exception")) continue;
+    error_summary(json_object_get(cell, "outputs"), what, sizeof what);
+    if (!what[0]) continue;
+    n++;
+    if (print) fprintf(stderr, "syslab report: %s, cell %zu: error (kept going: --allow-errors): %s\n", path,
+                       slR_cell_number(cells, i), what);
+  }
+  return n;
+}
+
 /* runs every code cell; returns 0, or -1 with err naming notebook and cell */
 /* progress lines: to stderr as they come, or kept in log to be printed together */
 static void say(slU_Text *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -308,10 +338,14 @@ static int execute_notebook(const char *path, json_t *nb, const Options *o, int 
   json_array_foreach(cells, i, cell) {
     if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") != 0) continue;
     done++;
+    /* progress and errors name a cell by the same number, the reader's */
+    char which[64];
+    if (slR_cell_injected(cell)) snprintf(which, sizeof which, "parameters (injected)");
+    else snprintf(which, sizeof which, "cell %zu", slR_cell_number(cells, i));
     json_object_set_new(cell, "outputs", json_array());
     json_object_set_new(cell, "execution_count", json_null());
     if (slR_cell_has_tag(cell, "skip-execution")) {
-      say(log, "  [%d/%zu] skipped (skip-execution)\n", done, total);
+      say(log, "  [%d/%zu] %s: skipped (skip-execution)\n", done, total, which);
       continue;
     }
     char *src = slR_cell_source(cell);
@@ -323,30 +357,27 @@ static int execute_notebook(const char *path, json_t *nb, const Options *o, int 
     json_object_set_new(cell, "outputs", outputs);
     json_object_set_new(cell, "execution_count", count > 0 ? json_integer(count) : json_null());
     (*ncells)++;
-    say(log, "  [%d/%zu] %.2f s%s\n", done, total, now() - t0,
-            st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error" : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died");
+    char what[600] = "";
+    if (st == SLR_CELL_ERROR) error_summary(outputs, what, sizeof what);
+    say(log, "  [%d/%zu] %s: %.2f s%s%s\n", done, total, which, now() - t0,
+        st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error: " : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died",
+        what);
     if (st == SLR_CELL_DIED) {
-      snprintf(err, errlen, "%s, cell %zu: the kernel died while running it", path, i + 1);
+      snprintf(err, errlen, "%s, %s: the kernel died while running it", path, which);
       rc = -1;
       break;
     }
     if (st == SLR_CELL_TIMEOUT) {
-      snprintf(err, errlen, "%s, cell %zu: still running after %g seconds (--timeout); it was interrupted", path, i + 1,
+      snprintf(err, errlen, "%s, %s: still running after %g seconds (--timeout); it was interrupted", path, which,
                o->timeout);
       rc = -1;
       break;
     }
     if (st == SLR_CELL_ERROR && !o->allow_errors && !slR_cell_has_tag(cell, "raises-exception")) {
-      snprintf(err, errlen, "%s, cell %zu, %s", path, i + 1, first_line(json_object_get(cell, "outputs")));
-      json_t *o2 = json_object_get(cell, "outputs");
-      size_t j;
-      json_t *out;
-      json_array_foreach(o2, j, out) if (strcmp(json_string_value(json_object_get(out, "output_type")), "error") == 0) {
-        size_t l = strlen(err);
-        snprintf(err + l, errlen - l, ": %s: %s", json_string_value(json_object_get(out, "ename")),
-                 json_string_value(json_object_get(out, "evalue")));
-        break;
-      }
+      const char *where = first_line(outputs);
+      size_t wl = strlen(where);
+      if (wl && where[wl - 1] == ':') wl--;  /* "line 2, column 9:" */
+      snprintf(err, errlen, "%s, %s, %.*s: %s", path, which, (int)wl, where, what);
       rc = -1;
       break;
     }
@@ -791,6 +822,10 @@ int slR_main(int argc, char **argv) {
   }
   ndone = kept;
   free(runs);
+  /* the errors the report's notebooks record count as errors too, even
+  ** though --allow-errors let the notebooks go on */
+  size_t cell_errors = 0;
+  for (size_t i = 0; i < ndone; i++) cell_errors += recorded_errors(done[i].nb, done[i].path, 1);
   int stopped = slR_stop_requested();
   char *md = NULL;
   char md_path[4200];
@@ -820,9 +855,13 @@ int slR_main(int argc, char **argv) {
     }
     md_ok = pdf_ok = 0;
   }
-  size_t nfail = json_array_size(failures);
-  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s, %.1f s\n", o.count,
-          o.count == 1 ? "" : "s", cached, cells, nfail, nfail == 1 ? "" : "s", now() - start);
+  size_t nfail = json_array_size(failures), nerr = nfail + cell_errors;
+  char kept_going[96] = "";
+  if (cell_errors)
+    snprintf(kept_going, sizeof kept_going, " (%zu in cell%s, kept going: --allow-errors)", cell_errors,
+             cell_errors == 1 ? "" : "s");
+  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o.count,
+          o.count == 1 ? "" : "s", cached, cells, nerr, nerr == 1 ? "" : "s", kept_going, now() - start);
   /* only the paths of files this run wrote */
   if (md_ok) printf("%s\n", md_path);
   if (pdf_ok) printf("%s/report.pdf\n", o.outdir);

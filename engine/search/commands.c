@@ -287,6 +287,12 @@ static int configure(sl_Call *call, slS_Study *st) {
       }
     }
     free(order);
+    /* the grid sampler keeps every point's index twice (its order and a scratch list) */
+    double points = 1;
+    for (size_t i = 0; i < n; i++) points *= (double)sl_list_len(st->grid_values[i]);
+    char what[160];
+    snprintf(what, sizeof what, "the grid's %.0f points (x %zu bytes per point)", points, 2 * sizeof(size_t));
+    if (sl_memory_check(call, NULL, points * 2 * (double)sizeof(size_t), what) != 0) return -1;
   }
   return 0;
 }

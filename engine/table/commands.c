@@ -98,6 +98,14 @@ static int cmd_row(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------------ sweep */
 
+/* a sweep's table, rows x columns x bytes per value, against the memory budget */
+static int sweep_fits(sl_Call *call, double rows, size_t cols) {
+  char what[160];
+  snprintf(what, sizeof what, "this sweep's table (%.0f rows x %zu columns x %zu bytes per value)", rows, cols,
+           sizeof(sl_Value));
+  return sl_memory_check(call, NULL, rows * (double)cols * (double)sizeof(sl_Value), what);
+}
+
 static int cmd_sweep(sl_Call *call, sl_Value *result) {
   size_t n = sl_call_extra_count(call);
   if (n == 0) return sl_error(call, "give at least one name=[values] to sweep over");
@@ -111,6 +119,9 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
     total *= (double)sl_list_len(v);
   }
   if (total > MAX_SWEEP_RUNS) return sl_error(call, "%.0f combinations; at most %d are allowed", total, MAX_SWEEP_RUNS);
+  /* the table it fills: one row per combination, a column per name at the
+  ** least (what `row` adds is known after the first run, checked again there) */
+  if (sweep_fits(call, total, n) != 0) return -1;
 
   slT_Table *t = slT_new();
   sl_Value table = slT_value(t);
@@ -153,6 +164,8 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
       for (size_t i = 0; i < n; i++)
         if (slT_get(t, r, i).type == SL_NIL)
           slT_set(t, r, i, cell_of(sl_list_get(sl_call_extra_value(call, i), index[i])));
+    if (run == 0 && (t->ncols > n || t->nrows > 1) && (rc = sweep_fits(call, total * (double)t->nrows, t->ncols)) != 0)
+      break;
     sl_progress_update(p, (double)run + 1, detail);
     for (size_t i = n; i-- > 0;) {  /* the last name varies fastest */
       if (++index[i] < sl_list_len(sl_call_extra_value(call, i))) break;

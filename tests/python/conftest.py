@@ -39,3 +39,31 @@ def kernel():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def run(kc, code, timeout=60, **kwargs):
+    """Executes code through a client; returns (reply content, the IOPub
+    messages of the request up to idle, status messages left out)."""
+    msg_id = kc.execute(code, **kwargs)
+    reply = kc.get_shell_msg(timeout=timeout)
+    # on a loaded machine wait_for_ready may have asked kernel_info twice:
+    # the second reply is still queued
+    while reply["msg_type"] == "kernel_info_reply" and reply["parent_header"]["msg_id"] != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    outputs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status":
+            if msg["content"]["execution_state"] == "idle":
+                break
+            continue
+        outputs.append(msg)
+    return reply["content"], outputs
+
+
+def stream_text(outputs, name="stdout"):
+    """The text of one stream (stdout or stderr) among run's outputs."""
+    return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == name)

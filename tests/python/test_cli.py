@@ -10,7 +10,7 @@ def test_version_and_help(syslab_bin):
     r = syslab("--version")
     assert r.returncode == 0 and r.stdout.startswith("syslab ")
     r = syslab("help")
-    assert r.returncode == 0 and "install" in r.stdout and "kernel -f" in r.stdout
+    assert r.returncode == 0 and "install" in r.stdout and "--connection-file CONNECTION_FILE" in r.stdout
     r = syslab("frobnicate")
     assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
 

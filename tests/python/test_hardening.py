@@ -10,28 +10,7 @@ import signal
 import statistics
 import time
 
-from conftest import syslab
-
-
-def run(kc, code, timeout=60, **kwargs):
-    """Executes code; returns (reply content, IOPub messages up to idle)."""
-    msg_id = kc.execute(code, **kwargs)
-    reply = kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    outputs = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-        if msg["msg_type"] != "status":
-            outputs.append(msg)
-    return reply["content"], outputs
-
-
-def text_of(outputs, name):
-    return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == name)
+from conftest import run, stream_text, syslab
 
 
 def kernel_pid(km):
@@ -127,14 +106,14 @@ def test_cell_output_is_capped(kernel):
     start = time.monotonic()
     content, outputs = run(kc, code, timeout=120)
     assert content["status"] == "ok"
-    out, err = text_of(outputs, "stdout"), text_of(outputs, "stderr")
+    out, err = stream_text(outputs, "stdout"), stream_text(outputs, "stderr")
     assert 10 * 2**20 - 50000 <= len(out) <= 10 * 2**20
     assert "[output truncated: " in err and "more bytes were not shown" in err
     dropped = int(err.split("[output truncated: ")[1].split()[0])
     assert dropped + len(out) == 1230 * 40961
     print(f"\n50 MB output: {time.monotonic() - start:.1f} s, {len(outputs)} messages")
     content, outputs = run(kc, 'print "next cell"')
-    assert text_of(outputs, "stdout") == "next cell\n"
+    assert stream_text(outputs, "stdout") == "next cell\n"
 
 
 def test_short_soak_keeps_memory_flat(kernel):
@@ -177,7 +156,7 @@ def test_run_refuses_what_is_not_a_script(tmp_path):
     nul = tmp_path / "nul.sl"
     nul.write_bytes(b'print 1\nprint 2\0print 3\n')
     r = syslab("run", str(nul))
-    assert r.returncode == 2 and "line 2 holds a NUL byte" in r.stderr
+    assert r.returncode == 2 and "line 2, column 8 holds a NUL byte (U+0000)" in r.stderr
     py = tmp_path / "python.ipynb"
     py.write_text(json.dumps({
         "cells": [{"cell_type": "code", "source": "print 'hello'", "metadata": {}, "outputs": [], "execution_count": None}],

@@ -8,33 +8,13 @@ import time
 import zmq
 from jupyter_client.session import Session
 
-
-def run(kc, code, timeout=15, **kwargs):
-    """Executes code; returns (reply content, list of IOPub messages up to idle)."""
-    msg_id = kc.execute(code, **kwargs)
-    reply = kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    outputs = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "status":
-            if msg["content"]["execution_state"] == "idle":
-                break
-            continue
-        outputs.append(msg)
-    return reply["content"], outputs
+from conftest import run, stream_text
 
 
 def alive(kc):
     kc.kernel_info()
     reply = kc.get_shell_msg(timeout=10)
     return reply["msg_type"] == "kernel_info_reply" and reply["content"]["status"] == "ok"
-
-
-def stdout_of(outputs):
-    return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
 
 
 def test_interrupt_request_stops_sleep(kernel):
@@ -92,7 +72,7 @@ def test_stdin_round_trip(kernel):
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
         outputs.append(msg)
-    assert "hello Ada" in stdout_of(outputs)
+    assert "hello Ada" in stream_text(outputs)
 
 
 def test_input_without_stdin_fails_clearly(kernel):

@@ -1,7 +1,9 @@
-/* check.c - the unit-test harness behind check.h. */
+/* check.c - the unit-test harness behind check.h, and the in-memory host
+** the tests of the language share. */
 #include "check.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 
 int check_failures_in_test;
 static int passed, failed, skipped;
@@ -40,4 +42,89 @@ int check_summary(void) {
   else
     printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
+}
+
+/* ------------------------------------------------- running the language */
+
+check_Capture check_cap;
+
+static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
+  slU_add_len(s == SL_STDERR ? &check_cap.err : &check_cap.out, t, n);
+  if (check_cap.on_write) check_cap.on_write(s);
+}
+
+static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
+  if (update) check_cap.updates++;
+  if (id) return;  /* a progress bar */
+  check_cap.displays++;
+  sl_bundle_free(&check_cap.last);
+  for (int i = 0; i < b->n; i++) sl_bundle_add(&check_cap.last, b->parts[i].mime, b->parts[i].data, b->parts[i].len);
+  snprintf(check_cap.last_mime, sizeof check_cap.last_mime, "%s", b->n ? b->parts[b->n - 1].mime : "");
+}
+
+static void cap_clear(void *ud, int wait) { check_cap.clears++; }
+
+static int cap_input(void *ud, const char *prompt, int password, char **answer) {
+  *answer = strdup(check_cap.answer ? check_cap.answer : "forty-two");
+  return 0;
+}
+
+static void cap_page(void *ud, const char *text) { snprintf(check_cap.page, sizeof check_cap.page, "%s", text); }
+
+sl_Host check_host = {NULL, cap_write, cap_display, cap_clear, cap_input, cap_page};
+
+void check_reset(void) {
+  free(check_cap.out.s), free(check_cap.err.s);
+  sl_bundle_free(&check_cap.last);
+  void (*on_write)(sl_Stream) = check_cap.on_write;
+  const char *answer = check_cap.answer;
+  memset(&check_cap, 0, sizeof check_cap);
+  slU_add_len(&check_cap.out, "", 0), slU_add_len(&check_cap.err, "", 0);
+  check_cap.on_write = on_write, check_cap.answer = answer;  /* a test's settings stay */
+}
+
+static char *text;
+
+/* 0 with *v the result, or -1 with text "Ename: message" */
+static int execute(sl_State *S, const char *code, sl_Value *v) {
+  sl_Error e;
+  free(text);
+  text = NULL;
+  check_reset();
+  if (sl_execute(S, code, &check_host, v, &e) == 0) return 0;
+  size_t n = strlen(e.ename) + strlen(e.evalue) + 3;
+  text = malloc(n);
+  snprintf(text, n, "%s: %s", e.ename, e.evalue);
+  sl_error_free(&e);
+  return -1;
+}
+
+const char *check_eval(sl_State *S, const char *code) {
+  sl_Value v;
+  if (execute(S, code, &v) != 0) return text;
+  text = v.type == SL_STRING ? sl_repr(v) : sl_tostring(v);
+  sl_release(v);
+  return text;
+}
+
+const char *check_show(sl_State *S, const char *code, const char *mime) {
+  sl_Value v;
+  if (execute(S, code, &v) != 0) return text;
+  sl_Bundle b;
+  sl_show(v, &b);
+  const sl_MimePart *p = sl_bundle_get(&b, mime);
+  if (!p) p = sl_bundle_get(&b, "text/plain");
+  slU_Text t = {0};
+  slU_add(&t, "%s%s", check_cap.out.s, p ? p->data : "");
+  text = t.s;
+  sl_bundle_free(&b);
+  sl_release(v);
+  return text;
+}
+
+const char *check_fails(sl_State *S, const char *code) {
+  sl_Value v;
+  if (execute(S, code, &v) != 0) return text;
+  sl_release(v);
+  return NULL;
 }

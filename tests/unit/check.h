@@ -5,6 +5,10 @@
 ** calls RUN(test_x) for each, then `return check_summary();`. A failed CHECK
 ** records the file:line and the test goes on, so one run shows every failure.
 ** The summary line "N passed, N failed" is the one CI reads.
+**
+** Tests of the language run code through check_eval (or check_show,
+** check_fails) against check_host, an in-memory host: each call starts
+** a fresh capture of what the code writes, displays, clears and pages.
 */
 #ifndef CHECK_H
 #define CHECK_H
@@ -48,5 +52,35 @@ int check_summary(void);
 
 /* a GPU test that cannot run here says so, and counts as skipped */
 void check_skip(const char *name, const char *why);
+
+/* ------------------------------------------------- running the language */
+
+#include "syslab.h"
+
+typedef struct {
+  slU_Text out, err;       /* everything written ("" when nothing), however long */
+  sl_Bundle last;          /* the last display, progress bars (which have an id) left out */
+  char last_mime[64];      /* the last part of that display */
+  int displays;            /* displays, progress bars left out */
+  int updates, clears;     /* display updates (progress), clear_output */
+  char page[4096];         /* a pager payload (NAME?) */
+  const char *answer;      /* what `input` gets; "forty-two" when NULL */
+  /* called after each write, e.g. to interrupt when something is printed */
+  void (*on_write)(sl_Stream stream);
+} check_Capture;
+
+extern check_Capture check_cap;
+extern sl_Host check_host;
+
+/* empties check_cap (each check_eval, check_show and check_fails does) */
+void check_reset(void);
+/* runs code; the result as the language writes it (strings quoted), or
+** "Ename: message". The text lives until the next call. */
+const char *check_eval(sl_State *S, const char *code);
+/* runs code; what a notebook shows: the standard output, then the result
+** as `mime` (text/plain when it has no such part), or "Ename: message" */
+const char *check_show(sl_State *S, const char *code, const char *mime);
+/* runs code; NULL when it ran, else "Ename: message" */
+const char *check_fails(sl_State *S, const char *code);
 
 #endif

@@ -17,24 +17,6 @@
 
 static char tmpdir[256];
 
-static void quiet_write(void *ud, sl_Stream s, const char *t, size_t n) {}
-static void quiet_display(void *ud, const sl_Bundle *b, const char *id, int update) {}
-static sl_Host host = {NULL, quiet_write, quiet_display, NULL, NULL, NULL};
-
-/* runs code; returns NULL on success, else "Ename: message" (static) */
-static const char *run(sl_State *S, const char *code) {
-  static char text[4096];
-  sl_Value v;
-  sl_Error e;
-  if (sl_execute(S, code, &host, &v, &e) != 0) {
-    snprintf(text, sizeof text, "%s: %s", e.ename, e.evalue);
-    sl_error_free(&e);
-    return text;
-  }
-  sl_release(v);
-  return NULL;
-}
-
 static slM_Graph *model_var(sl_State *S, const char *name) {
   return sl_object_as(sl_state_get(S, name), &slM_model_class);
 }
@@ -57,7 +39,7 @@ static void test_trained_model_round_trip_bit_exact(void) {
            "save m \"%s/m.slm\"\n"
            "m2 = load \"%s/m.slm\"\n",
            tmpdir, tmpdir);
-  const char *e = run(S, code);
+  const char *e = check_fails(S, code);
   CHECK_MSG(e == NULL, "%s", e);
   slM_Graph *a = model_var(S, "m"), *b = model_var(S, "m2");
   CHECK(a && b);
@@ -75,7 +57,7 @@ static void test_trained_model_round_trip_bit_exact(void) {
   for (int i = 0; i < a->n && i < b->n; i++) CHECK(a->nodes[i].flops == b->nodes[i].flops);
   slM_tensor_free(la);
   /* training both once more (Adam state and dropout stream travelled) keeps them equal */
-  e = run(S, "h1 = train m data epochs=1 batch=32 optimizer=adamw lr=0.01\n"
+  e = check_fails(S, "h1 = train m data epochs=1 batch=32 optimizer=adamw lr=0.01\n"
              "h2 = train m2 data epochs=1 batch=32 optimizer=adamw lr=0.01\n");
   CHECK_MSG(e == NULL, "%s", e);
   ea = encoded(sl_state_get(S, "m"), &na), eb = encoded(sl_state_get(S, "m2"), &nb);
@@ -95,7 +77,7 @@ static void test_transformer_lora_and_pruned_round_trip(void) {
            "save p \"%s/t.slm\"\n"
            "p2 = load \"%s/t.slm\"\n",
            tmpdir, tmpdir);
-  const char *e = run(S, code);
+  const char *e = check_fails(S, code);
   CHECK_MSG(e == NULL, "%s", e);
   if (e) return sl_free(S);
   size_t na, nb;
@@ -128,7 +110,7 @@ static void test_compressed_models_round_trip(void) {
            "save q \"%s/q.slm\"\nsave x \"%s/x.slm\"\nsave p \"%s/p.slm\"\n"
            "q2 = load \"%s/q.slm\"\nx2 = load \"%s/x.slm\"\np2 = load \"%s/p.slm\"\n",
            tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
-  const char *e = run(S, code);
+  const char *e = check_fails(S, code);
   CHECK_MSG(e == NULL, "%s", e);
   if (e) return sl_free(S);
   slM_Dataset *d = sl_object_as(sl_state_get(S, "data"), &slM_dataset_class);
@@ -178,29 +160,29 @@ static void test_bad_files_refused(void) {
   snprintf(path, sizeof path, "%s/small.slm", tmpdir);
   snprintf(bad, sizeof bad, "%s/bad.slm", tmpdir);
   snprintf(code, sizeof code, "m = model mlp inputs=8 classes=2 hidden=[4]\nsave m \"%s\"", path);
-  CHECK(run(S, code) == NULL);
+  CHECK(check_fails(S, code) == NULL);
   size_t n;
   char *bytes = read_bytes(path, &n);
   /* truncated: every cut is refused, never crashes */
   for (size_t cut = 0; cut < n; cut += cut < 64 ? 1 : 97) {
     write_bytes(bad, bytes, cut);
     snprintf(code, sizeof code, "x = load \"%s\"", bad);
-    const char *e = run(S, code);
+    const char *e = check_fails(S, code);
     CHECK_MSG(e != NULL, "a file cut at %zu of %zu bytes was accepted", cut, n);
   }
   write_bytes(bad, bytes, n - 10);
   snprintf(code, sizeof code, "x = load \"%s\"", bad);
-  CHECK_CONTAINS(run(S, code), "is truncated: the header promises");
+  CHECK_CONTAINS(check_fails(S, code), "is truncated: the header promises");
   /* one flipped bit in the weights */
   bytes[n - 3] ^= 4;
   write_bytes(bad, bytes, n);
-  CHECK_CONTAINS(run(S, code), "is damaged: its checksum does not match");
+  CHECK_CONTAINS(check_fails(S, code), "is damaged: its checksum does not match");
   /* a foreign file */
   static const char foreign[] = "PK\003\004 not ours at all";
   write_bytes(bad, foreign, sizeof foreign - 1);
-  CHECK_CONTAINS(run(S, code), "is not a syslab file");
+  CHECK_CONTAINS(check_fails(S, code), "is not a syslab file");
   snprintf(code, sizeof code, "x = load \"%s/missing.slm\"", tmpdir);
-  CHECK_CONTAINS(run(S, code), "cannot open");
+  CHECK_CONTAINS(check_fails(S, code), "cannot open");
   free(bytes);
   sl_free(S);
 }
@@ -215,7 +197,7 @@ static void test_values_tables_datasets_round_trip(void) {
            "save v \"%s/v.slm\"\nsave data \"%s/d.slm\"\n"
            "v2 = load \"%s/v.slm\"\nd2 = load \"%s/d.slm\"\n",
            tmpdir, tmpdir, tmpdir, tmpdir);
-  const char *e = run(S, code);
+  const char *e = check_fails(S, code);
   CHECK_MSG(e == NULL, "%s", e);
   if (e) return sl_free(S);
   size_t na, nb;

@@ -15,47 +15,6 @@
 #include "compress/quant.h"
 #include "syslab.h"
 
-/* a host that keeps all output, however long */
-static slU_Text out, err;
-static int displays;
-static char *last_display;
-
-static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) { slU_add_len(s == SL_STDERR ? &err : &out, t, n); }
-static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
-  const sl_MimePart *p = sl_bundle_get(b, "text/plain");
-  displays++;
-  free(last_display);
-  last_display = p ? strdup(p->data) : NULL;
-}
-static sl_Host host = {NULL, cap_write, cap_display, NULL, NULL, NULL};
-
-static void reset(void) {
-  free(out.s), free(err.s), free(last_display);
-  memset(&out, 0, sizeof out), memset(&err, 0, sizeof err);
-  slU_add_len(&out, "", 0), slU_add_len(&err, "", 0);
-  last_display = NULL;
-  displays = 0;
-}
-
-/* the result's text, or "ename: evalue" */
-static char *run(sl_State *S, const char *code) {
-  static char *text;
-  free(text);
-  reset();
-  sl_Value v;
-  sl_Error e;
-  if (sl_execute(S, code, &host, &v, &e) != 0) {
-    size_t n = strlen(e.ename) + strlen(e.evalue) + 3;
-    text = malloc(n);
-    snprintf(text, n, "%s: %s", e.ename, e.evalue);
-    sl_error_free(&e);
-    return text;
-  }
-  text = v.type == SL_STRING ? sl_repr(v) : sl_tostring(v);
-  sl_release(v);
-  return text;
-}
-
 static char *repeat(const char *s, size_t n, const char *middle, const char *close) {
   slU_Text t = {0};
   for (size_t i = 0; i < n; i++) slU_add(&t, "%s", s);
@@ -71,20 +30,20 @@ static char *repeat(const char *s, size_t n, const char *middle, const char *clo
 static void test_deep_nesting_is_a_syntax_error(void) {
   sl_State *S = sl_new();
   char *code = repeat("(", 50000, "1", ")");
-  CHECK_CONTAINS(run(S, code), "SyntaxError: the code is nested more than 200 levels deep");
+  CHECK_CONTAINS(check_eval(S, code), "SyntaxError: the code is nested more than 200 levels deep");
   free(code);
   code = repeat("if true { ", 300000, "x = 1", "}");
-  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  CHECK_CONTAINS(check_eval(S, code), "nested more than 200 levels deep");
   free(code);
   code = repeat("-", 100000, "1", NULL);
-  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  CHECK_CONTAINS(check_eval(S, code), "nested more than 200 levels deep");
   free(code);
   code = repeat("[", 50000, "", "]");
-  CHECK_CONTAINS(run(S, code), "nested more than 200 levels deep");
+  CHECK_CONTAINS(check_eval(S, code), "nested more than 200 levels deep");
   free(code);
   /* nesting below the limit still works, and the session survives */
   code = repeat("(", 150, "7", ")");
-  CHECK_STREQ(run(S, code), "7");
+  CHECK_STREQ(check_eval(S, code), "7");
   free(code);
   sl_free(S);
 }
@@ -96,17 +55,17 @@ static void test_long_flat_expressions_evaluate(void) {
   slU_Text t = {0};
   slU_add(&t, "1");
   for (int i = 1; i < 100000; i++) slU_add(&t, " + 1");
-  CHECK_STREQ(run(S, t.s), "100000");
+  CHECK_STREQ(check_eval(S, t.s), "100000");
   free(t.s);
   memset(&t, 0, sizeof t);
   slU_add(&t, "true");
   for (int i = 1; i < 100000; i++) slU_add(&t, " and true");
-  CHECK_STREQ(run(S, t.s), "true");
+  CHECK_STREQ(check_eval(S, t.s), "true");
   free(t.s);
   memset(&t, 0, sizeof t);
   slU_add(&t, "x = [1]\nx");
   for (int i = 1; i < 100000; i++) slU_add(&t, "[0]");
-  CHECK_CONTAINS(run(S, t.s), "nested more than 200 levels deep");
+  CHECK_CONTAINS(check_eval(S, t.s), "nested more than 200 levels deep");
   free(t.s);
   sl_free(S);
 }
@@ -114,9 +73,9 @@ static void test_long_flat_expressions_evaluate(void) {
 /* lists built a million levels deep in a loop crashed when freed */
 static void test_deep_values_are_refused(void) {
   sl_State *S = sl_new();
-  CHECK_CONTAINS(run(S, "x = []\nfor i in 1..5000 { x = [x] }"), "lists nested more than 1000 deep");
-  CHECK_STREQ(run(S, "len x"), "1");
-  CHECK_STREQ(run(S, "x = 0\nx"), "0");
+  CHECK_CONTAINS(check_eval(S, "x = []\nfor i in 1..5000 { x = [x] }"), "lists nested more than 1000 deep");
+  CHECK_STREQ(check_eval(S, "len x"), "1");
+  CHECK_STREQ(check_eval(S, "x = 0\nx"), "0");
   sl_free(S);
 }
 
@@ -129,8 +88,8 @@ static void test_caret_on_long_lines(void) {
   slU_add(&t, " + y");
   sl_Value v;
   sl_Error e;
-  reset();
-  CHECK(sl_execute(S, t.s, &host, &v, &e) != 0);
+  check_reset();
+  CHECK(sl_execute(S, t.s, &check_host, &v, &e) != 0);
   const char *src = strstr(e.traceback, "\n    ") + 5, *caret = strchr(src, '\n') + 1;
   size_t at = strcspn(caret, "^");
   /* both lines start with the 4-space indent, which src has skipped */
@@ -145,20 +104,20 @@ static void test_caret_on_long_lines(void) {
 static void test_memory_budget_refuses_large_work(void) {
   sl_State *S = sl_new();
   setenv("SYSLAB_MEMORY_BUDGET", "64M", 1);
-  CHECK_CONTAINS(run(S, "m = model mlp inputs=1000000000"), "inputs: must be between 1 and 10000000");
-  CHECK_CONTAINS(run(S, "m = model mlp classes=1000000000"), "classes: must be between 2 and 100000");
-  const char *r = run(S, "m = model mlp inputs=100000 hidden=[4096]");
+  CHECK_CONTAINS(check_eval(S, "m = model mlp inputs=1000000000"), "inputs: must be between 1 and 10000000");
+  CHECK_CONTAINS(check_eval(S, "m = model mlp classes=1000000000"), "classes: must be between 2 and 100000");
+  const char *r = check_eval(S, "m = model mlp inputs=100000 hidden=[4096]");
   CHECK_CONTAINS(r, "the model's parameters would need 1.5");
   CHECK_CONTAINS(r, "more than the memory budget of 64.0 MiB (SYSLAB_MEMORY_BUDGET)");
-  CHECK_CONTAINS(run(S, "m = model transformer width=4096 depth=24 mlp_ratio=16"), "would need 54.1 GiB");
-  CHECK_CONTAINS(run(S, "d = dataset synthetic train=1000000000"), "train: this data set would need");
-  CHECK_CONTAINS(run(S, "d = dataset synthetic train=100 test=10 features=4\n"
+  CHECK_CONTAINS(check_eval(S, "m = model transformer width=4096 depth=24 mlp_ratio=16"), "would need 54.1 GiB");
+  CHECK_CONTAINS(check_eval(S, "d = dataset synthetic train=1000000000"), "train: this data set would need");
+  CHECK_CONTAINS(check_eval(S, "d = dataset synthetic train=100 test=10 features=4\n"
                         "m = model mlp data=d hidden=[65536, 65536]"), "would need 16.0 GiB");
-  CHECK_CONTAINS(run(S, "m = model mlp data=d hidden=[1024]\ntrain m d batch=65536"), "training this model would need");
-  CHECK_CONTAINS(run(S, "m = model mlp hidden=[1e999]"), "hidden sizes must be between 1 and 65536, got inf");
-  CHECK_CONTAINS(run(S, "m = model transformer width=0"), "width: must be between 2 and 4096, got 0");
+  CHECK_CONTAINS(check_eval(S, "m = model mlp data=d hidden=[1024]\ntrain m d batch=65536"), "training this model would need");
+  CHECK_CONTAINS(check_eval(S, "m = model mlp hidden=[1e999]"), "hidden sizes must be between 1 and 65536, got inf");
+  CHECK_CONTAINS(check_eval(S, "m = model transformer width=0"), "width: must be between 2 and 4096, got 0");
   unsetenv("SYSLAB_MEMORY_BUDGET");
-  CHECK_STREQ(run(S, "m = model mlp data=d hidden=[8]\nm.params"), "67");
+  CHECK_STREQ(check_eval(S, "m = model mlp data=d hidden=[8]\nm.params"), "67");
   sl_free(S);
 }
 
@@ -167,17 +126,17 @@ static void test_memory_budget_refuses_large_work(void) {
 /* NaN passed every `x < lo || x > hi` check: sleep of NaN never returned */
 static void test_nan_fails_range_checks(void) {
   sl_State *S = sl_new();
-  run(S, "nan = 1e999 - 1e999\nd = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
-  CHECK_CONTAINS(run(S, "sleep nan"), "seconds: must be between 0 and 86400, got nan");
-  CHECK_CONTAINS(run(S, "sleep 1e999"), "seconds: must be between 0 and 86400, got inf");
-  CHECK_CONTAINS(run(S, "model mlp dropout=nan"), "dropout: must be in [0, 1)");
-  CHECK_CONTAINS(run(S, "train m d momentum=nan"), "momentum: must be in [0, 1)");
-  CHECK_CONTAINS(run(S, "train m d weight_decay=1e300"), "weight_decay: must be between 0 and 1");
-  CHECK_CONTAINS(run(S, "train m d lr=nan"), "lr: must be above 0");
-  CHECK_CONTAINS(run(S, "train m d epochs=1e15"), "epochs: must be between 1 and 1000");
-  CHECK_CONTAINS(run(S, "lora m alpha=nan"), "alpha: must be a finite number");
-  CHECK_CONTAINS(run(S, "dataset synthetic train=10 spread=nan"), "spread: must be between 0 and 1e6");
-  CHECK_CONTAINS(run(S, "countdown 2 delay=nan"), "delay: must be between 0 and 10");
+  check_eval(S, "nan = 1e999 - 1e999\nd = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
+  CHECK_CONTAINS(check_eval(S, "sleep nan"), "seconds: must be between 0 and 86400, got nan");
+  CHECK_CONTAINS(check_eval(S, "sleep 1e999"), "seconds: must be between 0 and 86400, got inf");
+  CHECK_CONTAINS(check_eval(S, "model mlp dropout=nan"), "dropout: must be in [0, 1)");
+  CHECK_CONTAINS(check_eval(S, "train m d momentum=nan"), "momentum: must be in [0, 1)");
+  CHECK_CONTAINS(check_eval(S, "train m d weight_decay=1e300"), "weight_decay: must be between 0 and 1");
+  CHECK_CONTAINS(check_eval(S, "train m d lr=nan"), "lr: must be above 0");
+  CHECK_CONTAINS(check_eval(S, "train m d epochs=1e15"), "epochs: must be between 1 and 1000");
+  CHECK_CONTAINS(check_eval(S, "lora m alpha=nan"), "alpha: must be a finite number");
+  CHECK_CONTAINS(check_eval(S, "dataset synthetic train=10 spread=nan"), "spread: must be between 0 and 1e6");
+  CHECK_CONTAINS(check_eval(S, "countdown 2 delay=nan"), "delay: must be between 0 and 10");
   sl_free(S);
 }
 
@@ -185,18 +144,18 @@ static void test_nan_fails_range_checks(void) {
 
 static void test_ranges_and_powers(void) {
   sl_State *S = sl_new();
-  CHECK_CONTAINS(run(S, "1..(1e999 - 1e999)"), "ValueError: a range needs finite numbers, got 1..nan");
-  CHECK_CONTAINS(run(S, "1..1e999"), "a range needs finite numbers");
-  CHECK_CONTAINS(run(S, "0 ** -1"), "ZeroDivisionError: 0 cannot be raised to a negative power");
-  CHECK_STREQ(run(S, "0 ** 0"), "1");
-  CHECK_STREQ(run(S, "2 ** -1"), "0.5");
+  CHECK_CONTAINS(check_eval(S, "1..(1e999 - 1e999)"), "ValueError: a range needs finite numbers, got 1..nan");
+  CHECK_CONTAINS(check_eval(S, "1..1e999"), "a range needs finite numbers");
+  CHECK_CONTAINS(check_eval(S, "0 ** -1"), "ZeroDivisionError: 0 cannot be raised to a negative power");
+  CHECK_STREQ(check_eval(S, "0 ** 0"), "1");
+  CHECK_STREQ(check_eval(S, "2 ** -1"), "0.5");
   sl_free(S);
 }
 
 /* lr=5 went on with loss NaN and evaluate reported 0.11 for NaN weights */
 static void test_diverging_training_stops(void) {
   sl_State *S = sl_new();
-  const char *r = run(S, "d = dataset fashion_mnist train=2000 test=100\n"
+  const char *r = check_eval(S, "d = dataset fashion_mnist train=2000 test=100\n"
                          "m = model mlp data=d\ntrain m d lr=5 epochs=2");
   CHECK_CONTAINS(r, "training diverged: the loss became");
   CHECK_CONTAINS(r, "Use a smaller learning rate than 5");
@@ -214,7 +173,7 @@ static double seconds_since(const struct timespec *t0) {
 ** interrupted; it is shown as head and tail, and save still writes it all */
 static void test_long_tables_show_head_and_tail(void) {
   sl_State *S = sl_new();
-  CHECK_STREQ(run(S, "t = sweep i=1..100000 { row sq=i * i }\nt.nrows"), "100000");
+  CHECK_STREQ(check_eval(S, "t = sweep i=1..100000 { row sq=i * i }\nt.nrows"), "100000");
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   sl_Bundle b;
@@ -232,7 +191,7 @@ static void test_long_tables_show_head_and_tail(void) {
   CHECK(mkdtemp(path) != NULL);
   char code[256];
   snprintf(code, sizeof code, "save t \"%s/t.csv\"\nu = load \"%s/t.csv\"\n[u.nrows, u.sq[49999]]", path, path);
-  CHECK_STREQ(run(S, code), "[100000, 2500000000]");
+  CHECK_STREQ(check_eval(S, code), "[100000, 2500000000]");
   snprintf(code, sizeof code, "rm -rf %s", path);
   CHECK(system(code) == 0);
   sl_free(S);
@@ -255,9 +214,9 @@ static void test_csv_loading(void) {
   snprintf(path, sizeof path, "%s/odd.csv", dir);
   write_file(path, "\xEF\xBB\xBF" "a,b,c\n0x10,nan,inf\n\"a\"b,\"\",\n\"12\",12,-1.5e3\n");
   snprintf(code, sizeof code, "u = load \"%s\"\n[u.columns, u.a, u.b, u.c]", path);
-  CHECK_STREQ(run(S, code), "[[\"a\", \"b\", \"c\"], [\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
+  CHECK_STREQ(check_eval(S, code), "[[\"a\", \"b\", \"c\"], [\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
   snprintf(code, sizeof code, "save u \"%s/again.csv\"\nv = load \"%s/again.csv\"\n[v.a, v.b, v.c]", dir, dir);
-  CHECK_STREQ(run(S, code), "[[\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
+  CHECK_STREQ(check_eval(S, code), "[[\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
 
   snprintf(path, sizeof path, "%s/wide.csv", dir);
   FILE *f = fopen(path, "w");
@@ -269,18 +228,18 @@ static void test_csv_loading(void) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   snprintf(code, sizeof code, "w = load \"%s\"\n[w.ncols, w.c99999[0]]", path);
-  CHECK_STREQ(run(S, code), "[100000, 99999]");
+  CHECK_STREQ(check_eval(S, code), "[100000, 99999]");
   CHECK_MSG(seconds_since(&t0) < 2, "loading 100,000 columns took %.2f s", seconds_since(&t0));
   write_file(path, "a,b,a\n1,2,3\n");
   snprintf(code, sizeof code, "load \"%s\"", path);
-  CHECK_CONTAINS(run(S, code), "column 3 of the header is a duplicate name: a");
+  CHECK_CONTAINS(check_eval(S, code), "column 3 of the header is a duplicate name: a");
 
   snprintf(path, sizeof path, "%s/fifo", dir);
   CHECK(mkfifo(path, 0600) == 0);
   snprintf(code, sizeof code, "load \"%s\"", path);
-  CHECK_CONTAINS(run(S, code), "is not a regular file (a pipe, socket or device)");
+  CHECK_CONTAINS(check_eval(S, code), "is not a regular file (a pipe, socket or device)");
   snprintf(code, sizeof code, "load \"%s\"", dir);
-  CHECK_CONTAINS(run(S, code), "is a folder, not a CSV file");
+  CHECK_CONTAINS(check_eval(S, code), "is a folder, not a CSV file");
   snprintf(code, sizeof code, "rm -rf %s", dir);
   CHECK(system(code) == 0);
   sl_free(S);
@@ -302,34 +261,34 @@ static void test_number_grammar(void) {
 ** categories overdrew silently; y could name one column only */
 static void test_plot_checks(void) {
   sl_State *S = sl_new();
-  run(S, "t = table x=[1, 2, 3] a=[1, 4, 9] b=[2, 3, 5] c=[\"p\", \"q\", \"p\"] h=[1, 1e308, 2] n=[1, 1e999 - 1e999, 2]");
-  CHECK_STREQ(run(S, "plot t x=x y=a title=\"f''(x) isn't `echo x` $HOME\" xlabel=\"'\" ylabel=\"''''\""), "nil");
-  CHECK_CONTAINS(last_display, "f''(x) isn't `echo x` $HOME");
-  CHECK_STREQ(err.s, "");
-  CHECK_STREQ(run(S, "plot t x=x y=[\"a\", \"b\"]"), "nil");
-  CHECK_CONTAINS(last_display, "plot of a, b against x: 2 series");
-  CHECK_CONTAINS(run(S, "plot t x=x y=[\"a\", \"zz\"]"), "the table has no column 'zz'");
-  CHECK_CONTAINS(run(S, "plot t x=x y=h"), "column 'h' holds 1e+308 in row 2: a plot needs finite numbers");
-  CHECK_CONTAINS(run(S, "plot t x=x y=n"), "column 'n' holds nan in row 2");
-  CHECK_EQ_INT(displays, 0);
-  CHECK_CONTAINS(run(S, "plot t x=c y=a kind=bars"), "rows 1 and 3 have the same c (p): their bars would be drawn over each other");
-  run(S, "big = sweep i=1..200001 { }");
+  check_eval(S, "t = table x=[1, 2, 3] a=[1, 4, 9] b=[2, 3, 5] c=[\"p\", \"q\", \"p\"] h=[1, 1e308, 2] n=[1, 1e999 - 1e999, 2]");
+  CHECK_STREQ(check_eval(S, "plot t x=x y=a title=\"f''(x) isn't `echo x` $HOME\" xlabel=\"'\" ylabel=\"''''\""), "nil");
+  CHECK_CONTAINS(sl_bundle_get(&check_cap.last, "text/plain")->data, "f''(x) isn't `echo x` $HOME");
+  CHECK_STREQ(check_cap.err.s, "");
+  CHECK_STREQ(check_eval(S, "plot t x=x y=[\"a\", \"b\"]"), "nil");
+  CHECK_CONTAINS(sl_bundle_get(&check_cap.last, "text/plain")->data, "plot of a, b against x: 2 series");
+  CHECK_CONTAINS(check_eval(S, "plot t x=x y=[\"a\", \"zz\"]"), "the table has no column 'zz'");
+  CHECK_CONTAINS(check_eval(S, "plot t x=x y=h"), "column 'h' holds 1e+308 in row 2: a plot needs finite numbers");
+  CHECK_CONTAINS(check_eval(S, "plot t x=x y=n"), "column 'n' holds nan in row 2");
+  CHECK_EQ_INT(check_cap.displays, 0);
+  CHECK_CONTAINS(check_eval(S, "plot t x=c y=a kind=bars"), "rows 1 and 3 have the same c (p): their bars would be drawn over each other");
+  check_eval(S, "big = sweep i=1..200001 { }");
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  CHECK_CONTAINS(run(S, "plot big x=i y=i"), "the table has 200001 rows; a plot draws at most 200000 points");
+  CHECK_CONTAINS(check_eval(S, "plot big x=i y=i"), "the table has 200001 rows; a plot draws at most 200000 points");
   CHECK(seconds_since(&t0) < 1);
-  CHECK_EQ_INT(displays, 0);
+  CHECK_EQ_INT(check_cap.displays, 0);
   sl_free(S);
 }
 
 /* "x\0y" printed x while len said 3; len counted bytes; \u{D800} was a string */
 static void test_strings_hold_characters(void) {
   sl_State *S = sl_new();
-  CHECK_CONTAINS(run(S, "\"x\\0y\""), "SyntaxError: invalid escape in string");
-  CHECK_CONTAINS(run(S, "\"\\u{D800}\""), "not a surrogate (D800-DFFF)");
-  CHECK_CONTAINS(run(S, "\"\\u{0}\""), "invalid \\u{...} escape");
-  CHECK_STREQ(run(S, "len \"h\\u{e9}llo \\u{1F600}\""), "7");
-  CHECK_STREQ(run(S, "len \"héllo\""), "5");
+  CHECK_CONTAINS(check_eval(S, "\"x\\0y\""), "SyntaxError: invalid escape in string");
+  CHECK_CONTAINS(check_eval(S, "\"\\u{D800}\""), "not a surrogate (D800-DFFF)");
+  CHECK_CONTAINS(check_eval(S, "\"\\u{0}\""), "invalid \\u{...} escape");
+  CHECK_STREQ(check_eval(S, "len \"h\\u{e9}llo \\u{1F600}\""), "7");
+  CHECK_STREQ(check_eval(S, "len \"héllo\""), "5");
   sl_free(S);
 }
 
@@ -339,26 +298,26 @@ static void test_strings_hold_characters(void) {
 ** column a; len of a table */
 static void test_language_errors_and_gaps(void) {
   sl_State *S = sl_new();
-  CHECK_STREQ(run(S, "type nil"), "\"nil\"");
-  CHECK_CONTAINS(run(S, "x = [1, 2"), "SyntaxError: this '[' is never closed: add ']'");
-  CHECK_CONTAINS(run(S, "x = (1 + 2"), "SyntaxError: this '(' is never closed: add ')'");
-  CHECK_CONTAINS(run(S, "x = round(1"), "SyntaxError: this '(' is never closed: add ')'");
-  CHECK_CONTAINS(run(S, "if true {"), "this '{' is never closed: add '}'");
+  CHECK_STREQ(check_eval(S, "type nil"), "\"nil\"");
+  CHECK_CONTAINS(check_eval(S, "x = [1, 2"), "SyntaxError: this '[' is never closed: add ']'");
+  CHECK_CONTAINS(check_eval(S, "x = (1 + 2"), "SyntaxError: this '(' is never closed: add ')'");
+  CHECK_CONTAINS(check_eval(S, "x = round(1"), "SyntaxError: this '(' is never closed: add ')'");
+  CHECK_CONTAINS(check_eval(S, "if true {"), "this '{' is never closed: add '}'");
   CHECK(sl_is_complete("x = [1,", NULL, 0) == SL_INCOMPLETE);
-  CHECK_STREQ(run(S, "x = [1, 2]\nx[1e300 - 1e300 + 1]"), "2");
-  CHECK_CONTAINS(run(S, "x[1e300]"), "index 1e+300 is out of range");
-  CHECK_CONTAINS(run(S, "1..1e300"), "range has 1e+300 values");
-  CHECK_CONTAINS(run(S, "sweep a=[1] a=[2, 3] { }"), "sweep: a is given twice");
-  CHECK_CONTAINS(run(S, "row into=(table a=[1]) a=1 a=2"), "row: a is given twice");
-  CHECK_CONTAINS(run(S, "sweep a=[1, 2] { row a=5 }"), "row: a is swept");
-  CHECK_STREQ(run(S, "t = sweep a=[1, 2] { sweep b=[3] { row c=a } }\nt.columns"), "[\"a\"]");
-  CHECK_STREQ(run(S, "t = sweep a=[1, 2] { row b=a * 10 }\n[len(t), t.b]"), "[2, [10, 20]]");
-  run(S, "d = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
-  CHECK_STREQ(run(S, "(train m d schedule=step).nrows"), "1");
-  CHECK_STREQ(run(S, "1..5 step 2"), "[1, 3, 5]");
-  CHECK_CONTAINS(run(S, "dataset fashion_mnist train=100000"), "Fashion-MNIST has 60000 training and 10000 test items");
-  CHECK_CONTAINS(run(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open /tmp/train-images-idx3-ubyte.gz");
-  CHECK(strstr(run(S, "dataset fashion_mnist path=\"/tmp\""), "Debian package") == NULL);
+  CHECK_STREQ(check_eval(S, "x = [1, 2]\nx[1e300 - 1e300 + 1]"), "2");
+  CHECK_CONTAINS(check_eval(S, "x[1e300]"), "index 1e+300 is out of range");
+  CHECK_CONTAINS(check_eval(S, "1..1e300"), "range has 1e+300 values");
+  CHECK_CONTAINS(check_eval(S, "sweep a=[1] a=[2, 3] { }"), "sweep: a is given twice");
+  CHECK_CONTAINS(check_eval(S, "row into=(table a=[1]) a=1 a=2"), "row: a is given twice");
+  CHECK_CONTAINS(check_eval(S, "sweep a=[1, 2] { row a=5 }"), "row: a is swept");
+  CHECK_STREQ(check_eval(S, "t = sweep a=[1, 2] { sweep b=[3] { row c=a } }\nt.columns"), "[\"a\"]");
+  CHECK_STREQ(check_eval(S, "t = sweep a=[1, 2] { row b=a * 10 }\n[len(t), t.b]"), "[2, [10, 20]]");
+  check_eval(S, "d = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
+  CHECK_STREQ(check_eval(S, "(train m d schedule=step).nrows"), "1");
+  CHECK_STREQ(check_eval(S, "1..5 step 2"), "[1, 3, 5]");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist train=100000"), "Fashion-MNIST has 60000 training and 10000 test items");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open /tmp/train-images-idx3-ubyte.gz");
+  CHECK(strstr(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "Debian package") == NULL);
   sl_free(S);
 }
 
@@ -371,9 +330,9 @@ static void test_image_checks(void) {
   CHECK(write(fd, "\x89PNG\r\n\x1a\n" "garbage garbage garbage garbage garbage garbage", 55) == 55);
   close(fd);
   snprintf(code, sizeof code, "image \"%s\"", path);
-  CHECK_CONTAINS(run(S, code), "starts like a PNG image but is not a whole one");
+  CHECK_CONTAINS(check_eval(S, code), "starts like a PNG image but is not a whole one");
   unlink(path);
-  CHECK_CONTAINS(run(S, "image \"/tmp\""), "'/tmp' is not a regular file");
+  CHECK_CONTAINS(check_eval(S, "image \"/tmp\""), "'/tmp' is not a regular file");
   sl_free(S);
 }
 
@@ -417,17 +376,17 @@ static void test_block_formats_nan_rule(void) {
 ** frac = max(4, w - 2)), a table indexed by row and column, len of a table */
 static void test_aggregates_and_table_indexing(void) {
   sl_State *S = sl_new();
-  CHECK_STREQ(run(S, "w = 6\nfrac = max(4, w - 2)\nfrac"), "4");
-  CHECK_STREQ(run(S, "[max(4, 9 - 2), min([3, 1, 2]), sum(1, 2, 3), mean([1, 2, 3, 4]), sum([])]"), "[7, 1, 6, 2.5, 0]");
-  CHECK_STREQ(run(S, "max [1, 1e999 - 1e999, 3]"), "nan");
-  CHECK_CONTAINS(run(S, "max []"), "needs at least one number");
-  CHECK_CONTAINS(run(S, "sum [1, \"a\"]"), "item 2 is a string, not a number");
-  run(S, "t = table a=[1, 2, 3] b=[\"x\", \"y\", \"z\"]");
-  CHECK_STREQ(run(S, "[t[0], t[-1], t[\"b\"], mean(t.a), len(t)]"), "[{a: 1, b: \"x\"}, {a: 3, b: \"z\"}, [\"x\", \"y\", \"z\"], 2, 3]");
-  CHECK_STREQ(run(S, "t[1].b"), "\"y\"");
-  CHECK_CONTAINS(run(S, "t[3]"), "IndexError: row 3 is out of range for a table of 3 rows");
-  CHECK_CONTAINS(run(S, "t[\"c\"]"), "the table has no column 'c' (columns: a, b)");
-  CHECK_CONTAINS(run(S, "t[0.5]"), "a table is indexed by a row number");
+  CHECK_STREQ(check_eval(S, "w = 6\nfrac = max(4, w - 2)\nfrac"), "4");
+  CHECK_STREQ(check_eval(S, "[max(4, 9 - 2), min([3, 1, 2]), sum(1, 2, 3), mean([1, 2, 3, 4]), sum([])]"), "[7, 1, 6, 2.5, 0]");
+  CHECK_STREQ(check_eval(S, "max [1, 1e999 - 1e999, 3]"), "nan");
+  CHECK_CONTAINS(check_eval(S, "max []"), "needs at least one number");
+  CHECK_CONTAINS(check_eval(S, "sum [1, \"a\"]"), "item 2 is a string, not a number");
+  check_eval(S, "t = table a=[1, 2, 3] b=[\"x\", \"y\", \"z\"]");
+  CHECK_STREQ(check_eval(S, "[t[0], t[-1], t[\"b\"], mean(t.a), len(t)]"), "[{a: 1, b: \"x\"}, {a: 3, b: \"z\"}, [\"x\", \"y\", \"z\"], 2, 3]");
+  CHECK_STREQ(check_eval(S, "t[1].b"), "\"y\"");
+  CHECK_CONTAINS(check_eval(S, "t[3]"), "IndexError: row 3 is out of range for a table of 3 rows");
+  CHECK_CONTAINS(check_eval(S, "t[\"c\"]"), "the table has no column 'c' (columns: a, b)");
+  CHECK_CONTAINS(check_eval(S, "t[0.5]"), "a table is indexed by a row number");
   sl_free(S);
 }
 
@@ -436,21 +395,21 @@ static void test_aggregates_and_table_indexing(void) {
 ** sparsity; MX formats ignored widths; operands could not differ in format */
 static void test_model_size_and_operand_formats(void) {
   sl_State *S = sl_new();
-  run(S, "m = model mlp hidden=[64]");
+  check_eval(S, "m = model mlp hidden=[64]");
   /* 784 -> 64 -> 10: rows of 784 have 25 blocks of 32, rows of 64 two, the biases one row each */
   double want = 64 * 784 + 64 * 25 + 64 + 2 + 10 * 64 + 10 * 2 + 10 + 1;
   char expect[64];
   snprintf(expect, sizeof expect, "%.0f", want);
-  CHECK_STREQ(run(S, "(model_size (quantize_model m format=mxint8)).bytes"), expect);
-  CHECK_STREQ(run(S, "(model_size (prune m sparsity=0.5)).sparsity"), "0.5");
-  CHECK_STREQ(run(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"), "50890");
-  CHECK_CONTAINS(run(S, "quantize_model m format=mxfp4_e2m1 data_in_width=8"),
+  CHECK_STREQ(check_eval(S, "(model_size (quantize_model m format=mxint8)).bytes"), expect);
+  CHECK_STREQ(check_eval(S, "(model_size (prune m sparsity=0.5)).sparsity"), "0.5");
+  CHECK_STREQ(check_eval(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"), "50890");
+  CHECK_CONTAINS(check_eval(S, "quantize_model m format=mxfp4_e2m1 data_in_width=8"),
                  "data_in_width: mxfp4_e2m1 has a fixed element width (4 bits)");
-  CHECK_CONTAINS(run(S, "quantize_model m format=integer width=4 weight_format=mxint8 weight_width=4"),
+  CHECK_CONTAINS(check_eval(S, "quantize_model m format=integer width=4 weight_format=mxint8 weight_width=4"),
                  "weight_width: mxint8 has a fixed element width (8 bits)");
   /* the plain width is shared by the formats of a sweep, and MX formats leave it be */
-  CHECK_STREQ(run(S, "type (quantize_model m format=mxint8 width=8)"), "\"model\"");
-  CHECK_STREQ(run(S, "type (quantize_model m format=integer width=4 weight_format=mxint8)"), "\"model\"");
+  CHECK_STREQ(check_eval(S, "type (quantize_model m format=mxint8 width=8)"), "\"model\"");
+  CHECK_STREQ(check_eval(S, "type (quantize_model m format=integer width=4 weight_format=mxint8)"), "\"model\"");
   sl_free(S);
 }
 
@@ -458,10 +417,10 @@ static void test_model_size_and_operand_formats(void) {
 ** put the numbers back into rows */
 static void test_quantize_refuses_ragged_input(void) {
   sl_State *S = sl_new();
-  CHECK_CONTAINS(run(S, "quantize [1, [2, 3]]"), "must be a list of numbers, or a matrix");
-  CHECK_CONTAINS(run(S, "quantize [[1, 2], 3]"), "must be a list of numbers, or a matrix");
-  CHECK_CONTAINS(run(S, "quantize [[], [1]]"), "non-empty rows");
-  CHECK_STREQ(run(S, "quantize [[1, 2], [3, 4]] format=integer width=8 frac=0"), "[[1, 2], [3, 4]]");
+  CHECK_CONTAINS(check_eval(S, "quantize [1, [2, 3]]"), "must be a list of numbers, or a matrix");
+  CHECK_CONTAINS(check_eval(S, "quantize [[1, 2], 3]"), "must be a list of numbers, or a matrix");
+  CHECK_CONTAINS(check_eval(S, "quantize [[], [1]]"), "non-empty rows");
+  CHECK_STREQ(check_eval(S, "quantize [[1, 2], [3, 4]] format=integer width=8 frac=0"), "[[1, 2], [3, 4]]");
   sl_free(S);
 }
 
@@ -485,7 +444,6 @@ int main(void) {
   RUN(test_aggregates_and_table_indexing);
   RUN(test_model_size_and_operand_formats);
   RUN(test_quantize_refuses_ragged_input);
-  reset();
-  free(out.s), free(err.s);
+  check_reset();
   return check_summary();
 }

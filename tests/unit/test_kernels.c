@@ -511,32 +511,8 @@ static void test_harness_statistics(void) {
 
 /* -------------------------------------------------------------- commands */
 
-static char out_text[65536];
-static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
-  size_t room = sizeof out_text - strlen(out_text) - 1;
-  strncat(out_text, t, n < room ? n : room);
-}
-static sl_Host host = {NULL, cap_write, NULL, NULL, NULL, NULL};
-
-static const char *run(sl_State *S, const char *code) {
-  static char text[65536];
-  sl_Value v;
-  sl_Error e;
-  out_text[0] = 0;
-  if (sl_execute(S, code, &host, &v, &e) != 0) {
-    snprintf(text, sizeof text, "%s: %s", e.ename, e.evalue);
-    sl_error_free(&e);
-    return text;
-  }
-  sl_Bundle b;
-  sl_show(v, &b);
-  const sl_MimePart *p = sl_bundle_get(&b, "text/markdown");
-  if (!p) p = sl_bundle_get(&b, "text/plain");
-  snprintf(text, sizeof text, "%s%s", out_text, p ? p->data : "");
-  sl_bundle_free(&b);
-  sl_release(v);
-  return text;
-}
+/* what a notebook shows: the printed text, then the result as Markdown */
+static const char *run(sl_State *S, const char *code) { return check_show(S, code, "text/markdown"); }
 
 static void test_commands(void) {
   sl_State *S = sl_new();

@@ -10,52 +10,6 @@
 #include "lang/parse.h"
 #include "syslab.h"
 
-/* a host that keeps everything in memory */
-typedef struct {
-  char out[8192], err[8192];
-  int displays, updates, clears;
-  char last_mime[64];
-  char page[4096];
-} Captured;
-
-static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
-  Captured *c = ud;
-  char *dst = s == SL_STDERR ? c->err : c->out;
-  strncat(dst, t, n < sizeof c->out - strlen(dst) - 1 ? n : sizeof c->out - strlen(dst) - 1);
-}
-static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
-  Captured *c = ud;
-  if (update) c->updates++;
-  else c->displays++;
-  snprintf(c->last_mime, sizeof c->last_mime, "%s", b->n ? b->parts[b->n - 1].mime : "");
-}
-static void cap_clear(void *ud, int wait) { ((Captured *)ud)->clears++; }
-static int cap_input(void *ud, const char *prompt, int pw, char **answer) {
-  *answer = strdup("forty-two");
-  return 0;
-}
-static void cap_page(void *ud, const char *text) { snprintf(((Captured *)ud)->page, 4096, "%s", text); }
-
-static Captured cap;
-static sl_Host host = {&cap, cap_write, cap_display, cap_clear, cap_input, cap_page};
-
-/* runs code in S; returns the result's text (static buffer) or the error "ename: evalue" */
-static const char *run(sl_State *S, const char *code) {
-  static char text[4096];
-  sl_Value v;
-  sl_Error e;
-  if (sl_execute(S, code, &host, &v, &e) != 0) {
-    snprintf(text, sizeof text, "%s: %s", e.ename, e.evalue);
-    sl_error_free(&e);
-    return text;
-  }
-  char *s = v.type == SL_STRING ? sl_repr(v) : sl_tostring(v);
-  snprintf(text, sizeof text, "%s", s);
-  free(s);
-  sl_release(v);
-  return text;
-}
-
 static void test_lexer_tokens_and_positions(void) {
   const char *src = "x = 3.5e2 # note\n  print \"a\\tb\" [1..4]\n";
   slX_Lexer L;
@@ -99,53 +53,52 @@ static void test_parser_syntax_errors_carry_position(void) {
 
 static void test_arithmetic_and_precedence(void) {
   sl_State *S = sl_new();
-  CHECK_STREQ(run(S, "1 + 2 * 3"), "7");
-  CHECK_STREQ(run(S, "(1 + 2) * 3"), "9");
-  CHECK_STREQ(run(S, "2 ** 3 ** 2"), "512");
-  CHECK_STREQ(run(S, "-2 ** 2"), "-4");
-  CHECK_STREQ(run(S, "7 % 3"), "1");
-  CHECK_STREQ(run(S, "-7 % 3"), "2");
-  CHECK_STREQ(run(S, "1 / 3"), "0.333333333");
-  CHECK_STREQ(run(S, "1 < 2 and 2 < 3"), "true");
-  CHECK_STREQ(run(S, "not 1 == 2"), "true");
-  CHECK_STREQ(run(S, "\"a\" + 1"), "\"a1\"");
-  CHECK_STREQ(run(S, "[1] + [2, 3]"), "[1, 2, 3]");
-  CHECK_STREQ(run(S, "1 / 0"), "ZeroDivisionError: division by zero");
-  CHECK_STREQ(run(S, "0.1..0.5 step 0.1"), "[0.1, 0.2, 0.3, 0.4, 0.5]");
-  CHECK_STREQ(run(S, "4..1 step -1"), "[4, 3, 2, 1]");
-  CHECK_CONTAINS(run(S, "1..4 step -1"), "never reaches its end");
+  CHECK_STREQ(check_eval(S, "1 + 2 * 3"), "7");
+  CHECK_STREQ(check_eval(S, "(1 + 2) * 3"), "9");
+  CHECK_STREQ(check_eval(S, "2 ** 3 ** 2"), "512");
+  CHECK_STREQ(check_eval(S, "-2 ** 2"), "-4");
+  CHECK_STREQ(check_eval(S, "7 % 3"), "1");
+  CHECK_STREQ(check_eval(S, "-7 % 3"), "2");
+  CHECK_STREQ(check_eval(S, "1 / 3"), "0.333333333");
+  CHECK_STREQ(check_eval(S, "1 < 2 and 2 < 3"), "true");
+  CHECK_STREQ(check_eval(S, "not 1 == 2"), "true");
+  CHECK_STREQ(check_eval(S, "\"a\" + 1"), "\"a1\"");
+  CHECK_STREQ(check_eval(S, "[1] + [2, 3]"), "[1, 2, 3]");
+  CHECK_STREQ(check_eval(S, "1 / 0"), "ZeroDivisionError: division by zero");
+  CHECK_STREQ(check_eval(S, "0.1..0.5 step 0.1"), "[0.1, 0.2, 0.3, 0.4, 0.5]");
+  CHECK_STREQ(check_eval(S, "4..1 step -1"), "[4, 3, 2, 1]");
+  CHECK_CONTAINS(check_eval(S, "1..4 step -1"), "never reaches its end");
   sl_free(S);
 }
 
 static void test_variables_lists_and_control_flow(void) {
   sl_State *S = sl_new();
-  memset(&cap, 0, sizeof cap);
-  CHECK_STREQ(run(S, "xs = [10, 20, 30]\nxs[1] + xs[-1]"), "50");
-  CHECK_STREQ(run(S, "total = 0\nfor x in xs { total = total + x }\ntotal"), "60");
-  CHECK_STREQ(run(S, "if total > 100 { r = \"big\" } else if total > 50 { r = \"mid\" } else { r = \"small\" }\nr"), "\"mid\"");
-  CHECK_STREQ(run(S, "v = version\nv.syslab"), "\"" SYSLAB_VERSION "\"");
-  CHECK_CONTAINS(run(S, "v.nope"), "AttributeError: a record has no field 'nope'");
-  CHECK_CONTAINS(run(S, "xs[3]"), "IndexError");
-  CHECK_STREQ(run(S, "print \"a\" xs (len xs)"), "nil");
-  CHECK_STREQ(cap.out, "a [10, 20, 30] 3\n");
-  CHECK_STREQ(run(S, "round(3.14159, 2)"), "3.14");
+    CHECK_STREQ(check_eval(S, "xs = [10, 20, 30]\nxs[1] + xs[-1]"), "50");
+  CHECK_STREQ(check_eval(S, "total = 0\nfor x in xs { total = total + x }\ntotal"), "60");
+  CHECK_STREQ(check_eval(S, "if total > 100 { r = \"big\" } else if total > 50 { r = \"mid\" } else { r = \"small\" }\nr"), "\"mid\"");
+  CHECK_STREQ(check_eval(S, "v = version\nv.syslab"), "\"" SYSLAB_VERSION "\"");
+  CHECK_CONTAINS(check_eval(S, "v.nope"), "AttributeError: a record has no field 'nope'");
+  CHECK_CONTAINS(check_eval(S, "xs[3]"), "IndexError");
+  CHECK_STREQ(check_eval(S, "print \"a\" xs (len xs)"), "nil");
+  CHECK_STREQ(check_cap.out.s, "a [10, 20, 30] 3\n");
+  CHECK_STREQ(check_eval(S, "round(3.14159, 2)"), "3.14");
   sl_free(S);
 }
 
 static void test_errors_suggest_and_keep_the_session(void) {
   sl_State *S = sl_new();
-  run(S, "width = 8");
-  CHECK_STREQ(run(S, "wdith + 1"), "NameError: name 'wdith' is not defined; did you mean 'width'?");
-  CHECK_STREQ(run(S, "sleeep 1"), "SyntaxError: 'sleeep' is not a command; did you mean 'sleep'?");
-  CHECK_CONTAINS(run(S, "countdown 3 dealy=0"), "did you mean 'delay'?");
-  CHECK_CONTAINS(run(S, "sleep \"x\""), "TypeError: sleep: seconds must be a number, got a string");
-  CHECK_CONTAINS(run(S, "countdown 2.5"), "must be a whole number");
-  CHECK_CONTAINS(run(S, "sleep"), "sleep needs seconds");
-  CHECK_CONTAINS(run(S, "sleep = 3"), "is a command and cannot be assigned");
-  CHECK_STREQ(run(S, "width"), "8");  /* the session survived every error */
+  check_eval(S, "width = 8");
+  CHECK_STREQ(check_eval(S, "wdith + 1"), "NameError: name 'wdith' is not defined; did you mean 'width'?");
+  CHECK_STREQ(check_eval(S, "sleeep 1"), "SyntaxError: 'sleeep' is not a command; did you mean 'sleep'?");
+  CHECK_CONTAINS(check_eval(S, "countdown 3 dealy=0"), "did you mean 'delay'?");
+  CHECK_CONTAINS(check_eval(S, "sleep \"x\""), "TypeError: sleep: seconds must be a number, got a string");
+  CHECK_CONTAINS(check_eval(S, "countdown 2.5"), "must be a whole number");
+  CHECK_CONTAINS(check_eval(S, "sleep"), "sleep needs seconds");
+  CHECK_CONTAINS(check_eval(S, "sleep = 3"), "is a command and cannot be assigned");
+  CHECK_STREQ(check_eval(S, "width"), "8");  /* the session survived every error */
   sl_Value v;
   sl_Error e;
-  CHECK(sl_execute(S, "x = 1\ny = x + nope", &host, &v, &e) != 0);
+  CHECK(sl_execute(S, "x = 1\ny = x + nope", &check_host, &v, &e) != 0);
   CHECK_EQ_INT(e.line, 2);
   CHECK_EQ_INT(e.col, 9);
   CHECK_CONTAINS(e.traceback, "    y = x + nope\n            ^\n");
@@ -155,24 +108,22 @@ static void test_errors_suggest_and_keep_the_session(void) {
 
 static void test_displays_input_and_help(void) {
   sl_State *S = sl_new();
-  memset(&cap, 0, sizeof cap);
-  run(S, "html \"<b>x</b>\"");
-  CHECK_STREQ(cap.last_mime, "text/html");
-  run(S, "markdown \"# t\"");
-  CHECK_STREQ(cap.last_mime, "text/markdown");
-  CHECK_CONTAINS(run(S, "image \"/nonexistent.png\""), "cannot open");
-  run(S, "clear wait=true");
-  CHECK_EQ_INT(cap.clears, 1);
-  CHECK_STREQ(run(S, "input \"q? \""), "\"forty-two\"");
-  run(S, "sleep?");
-  CHECK_CONTAINS(cap.page, "sleep seconds");
-  CHECK_CONTAINS(cap.page, "Example:");
-  int before = cap.displays;
-  run(S, "help countdown");
-  CHECK_EQ_INT(cap.displays, before + 1);
-  CHECK_CONTAINS(run(S, "help nosuch"), "no command named 'nosuch'");
-  run(S, "countdown 3 delay=0");
-  CHECK(cap.updates >= 1);
+    check_eval(S, "html \"<b>x</b>\"");
+  CHECK_STREQ(check_cap.last_mime, "text/html");
+  check_eval(S, "markdown \"# t\"");
+  CHECK_STREQ(check_cap.last_mime, "text/markdown");
+  CHECK_CONTAINS(check_eval(S, "image \"/nonexistent.png\""), "cannot open");
+  check_eval(S, "clear wait=true");
+  CHECK_EQ_INT(check_cap.clears, 1);
+  CHECK_STREQ(check_eval(S, "input \"q? \""), "\"forty-two\"");
+  check_eval(S, "sleep?");
+  CHECK_CONTAINS(check_cap.page, "sleep seconds");
+  CHECK_CONTAINS(check_cap.page, "Example:");
+  check_eval(S, "help countdown");
+  CHECK_EQ_INT(check_cap.displays, 1);  /* each run starts a fresh capture */
+  CHECK_CONTAINS(check_eval(S, "help nosuch"), "no command named 'nosuch'");
+  check_eval(S, "countdown 3 delay=0");
+  CHECK(check_cap.updates >= 1);
   sl_free(S);
 }
 
@@ -188,13 +139,13 @@ static void test_interrupt_stops_sleep_and_loops(void) {
   pthread_t t;
   pthread_create(&t, NULL, interrupt_soon, NULL);
   time_t start = time(NULL);
-  CHECK_CONTAINS(run(S, "sleep 20"), "Interrupt");
+  CHECK_CONTAINS(check_eval(S, "sleep 20"), "Interrupt");
   pthread_join(t, NULL);
   CHECK(time(NULL) - start < 5);
   pthread_create(&t, NULL, interrupt_soon, NULL);
-  CHECK_CONTAINS(run(S, "n = 0\nfor i in 1..5000000 { n = n + 1 }"), "Interrupt: interrupted by the user");
+  CHECK_CONTAINS(check_eval(S, "n = 0\nfor i in 1..5000000 { n = n + 1 }"), "Interrupt: interrupted by the user");
   pthread_join(t, NULL);
-  CHECK_STREQ(run(S, "1 + 1"), "2"); /* the flag is cleared for the next cell */
+  CHECK_STREQ(check_eval(S, "1 + 1"), "2"); /* the flag is cleared for the next cell */
   sl_free(S);
 }
 
@@ -218,7 +169,7 @@ static int has(const sl_Completion *c, const char *m) {
 
 static void test_completion(void) {
   sl_State *S = sl_new();
-  run(S, "results = version\nresolution = 3");
+  check_eval(S, "results = version\nresolution = 3");
   sl_Completion c;
   sl_complete(S, "cou", 3, &c);
   CHECK(has(&c, "countdown") && c.start == 0 && c.end == 3);
@@ -251,7 +202,7 @@ static void test_inspection(void) {
   CHECK(sl_inspect(S, "countdown 3 delay=1", 14, 0, &b) == 1);
   CHECK_CONTAINS(sl_bundle_get(&b, "text/plain")->data, "seconds per step");
   sl_bundle_free(&b);
-  run(S, "widths = [4, 8]");
+  check_eval(S, "widths = [4, 8]");
   CHECK(sl_inspect(S, "widths", 6, 0, &b) == 1);
   CHECK_CONTAINS(sl_bundle_get(&b, "text/plain")->data, "widths: list\n[4, 8]");
   sl_bundle_free(&b);

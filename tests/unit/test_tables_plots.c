@@ -11,52 +11,8 @@
 #include "syslab.h"
 #include "table/table.h"
 
-typedef struct {
-  char out[16384], err[4096];
-  sl_Bundle last;   /* the last display */
-  int displays;
-} Captured;
-
-static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
-  Captured *c = ud;
-  char *dst = s == SL_STDERR ? c->err : c->out;
-  size_t room = (s == SL_STDERR ? sizeof c->err : sizeof c->out) - strlen(dst) - 1;
-  strncat(dst, t, n < room ? n : room);
-}
-
-static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
-  Captured *c = ud;
-  if (id) return;  /* progress bars */
-  sl_bundle_free(&c->last);
-  for (int i = 0; i < b->n; i++) sl_bundle_add(&c->last, b->parts[i].mime, b->parts[i].data, b->parts[i].len);
-  c->displays++;
-}
-
-static Captured cap;
-static sl_Host host = {&cap, cap_write, cap_display, NULL, NULL, NULL};
-
-static const char *run(sl_State *S, const char *code) {
-  static char text[8192];
-  sl_Value v;
-  sl_Error e;
-  if (sl_execute(S, code, &host, &v, &e) != 0) {
-    snprintf(text, sizeof text, "%s: %s", e.ename, e.evalue);
-    sl_error_free(&e);
-    return text;
-  }
-  sl_Bundle b;
-  sl_show(v, &b);
-  const sl_MimePart *p = sl_bundle_get(&b, "text/plain");
-  snprintf(text, sizeof text, "%s", p ? p->data : "");
-  sl_bundle_free(&b);
-  sl_release(v);
-  return text;
-}
-
-static void reset(void) {
-  sl_bundle_free(&cap.last);
-  memset(&cap, 0, sizeof cap);
-}
+/* the result as a notebook shows it in plain text */
+static const char *run(sl_State *S, const char *code) { return check_show(S, code, "text/plain"); }
 
 static void test_csv_round_trip(void) {
   slT_Table *t = slT_new();
@@ -100,7 +56,6 @@ static void test_csv_round_trip(void) {
 
 static void test_renderings(void) {
   sl_State *S = sl_new();
-  reset();
   run(S, "t = table kernel=[\"naive\", \"fused|flash\"] ms=[12.5, 3]");
   sl_Value t = sl_state_get(S, "t");
   sl_Bundle b;
@@ -117,7 +72,6 @@ static void test_renderings(void) {
 
 static void test_sweep_order_rows_and_scope(void) {
   sl_State *S = sl_new();
-  reset();
   run(S, "width = \"kept\"");
   const char *r = run(S, "s = sweep width=[4, 8] mode=[\"a\", \"b\", \"c\"] { row bits=width * 2 }\ns");
   CHECK_CONTAINS(r, "width  mode  bits\n    4  a        8\n    4  b        8\n    4  c        8\n    8  a       16\n");
@@ -140,13 +94,12 @@ static void *interrupt_later(void *arg) {
 
 static void test_sweep_interrupt_keeps_partial_rows(void) {
   sl_State *S = sl_new();
-  reset();
   pthread_t th;
   pthread_create(&th, NULL, interrupt_later, NULL);
   const char *r = run(S, "s = sweep i=1..100 { sleep 0.1\nrow done=1 }");
   pthread_join(th, NULL);
   CHECK_CONTAINS(r, "Interrupt");
-  CHECK_CONTAINS(cap.err, "kept in the variable sweep_partial");
+  CHECK_CONTAINS(check_cap.err.s, "kept in the variable sweep_partial");
   int rows = atoi(run(S, "sweep_partial.nrows"));
   CHECK_MSG(rows >= 2 && rows <= 5, "partial rows: %d", rows);
   CHECK_CONTAINS(run(S, "s"), "NameError");  /* the assignment did not happen */
@@ -155,7 +108,6 @@ static void test_sweep_interrupt_keeps_partial_rows(void) {
 
 static void test_query_commands(void) {
   sl_State *S = sl_new();
-  reset();
   run(S, "t = table k=[\"a\", \"b\", \"a\", \"b\", \"a\"] v=[1, 10, 3, 30, 2]");
   CHECK_CONTAINS(run(S, "where t v \">\" 2"), "(3 rows)");
   CHECK_CONTAINS(run(S, "where t k \"==\" \"b\""), "b  10\nb  30\n");
@@ -173,13 +125,12 @@ static void test_query_commands(void) {
 
 static void test_plot_png_and_svg(void) {
   sl_State *S = sl_new();
-  reset();
   run(S, "t = sweep s=[\"x\", \"y\", \"z\"] n=1..100 { row value=n * n }");
   CHECK_STREQ(run(S, "plot t x=n y=value series=s width=500 height=300 title=\"three series\""), "nil");
-  CHECK_EQ_INT(cap.displays, 1);
-  const sl_MimePart *png = sl_bundle_get(&cap.last, "image/png");
-  const sl_MimePart *svg = sl_bundle_get(&cap.last, "image/svg+xml");
-  const sl_MimePart *text = sl_bundle_get(&cap.last, "text/plain");
+  CHECK_EQ_INT(check_cap.displays, 1);
+  const sl_MimePart *png = sl_bundle_get(&check_cap.last, "image/png");
+  const sl_MimePart *svg = sl_bundle_get(&check_cap.last, "image/svg+xml");
+  const sl_MimePart *text = sl_bundle_get(&check_cap.last, "text/plain");
   CHECK(png && svg && text);
   unsigned w = 0, h = 0;
   CHECK(png && slP_png_size(png->data, png->len, &w, &h));
@@ -202,7 +153,6 @@ static void test_plot_png_and_svg(void) {
 
 static void test_plot_text_cannot_run_commands(void) {
   sl_State *S = sl_new();
-  reset();
   unlink("/tmp/syslab-pwned-1");
   unlink("/tmp/syslab-pwned-2");
   unlink("/tmp/syslab-pwned-3");
@@ -215,14 +165,13 @@ static void test_plot_text_cannot_run_commands(void) {
   CHECK(stat("/tmp/syslab-pwned-1", &st) != 0);
   CHECK(stat("/tmp/syslab-pwned-2", &st) != 0);
   CHECK(stat("/tmp/syslab-pwned-3", &st) != 0);
-  const sl_MimePart *svg = sl_bundle_get(&cap.last, "image/svg+xml");
+  const sl_MimePart *svg = sl_bundle_get(&check_cap.last, "image/svg+xml");
   CHECK(svg && strstr(svg->data, "system("));  /* the title was drawn as text */
   sl_free(S);
 }
 
 static void test_missing_gnuplot_is_a_clear_error(void) {
   sl_State *S = sl_new();
-  reset();
   char *path = strdup(getenv("PATH") ? getenv("PATH") : "");
   setenv("PATH", "/nonexistent", 1);
   run(S, "t = table a=[1, 2] b=[3, 4]");
@@ -230,7 +179,7 @@ static void test_missing_gnuplot_is_a_clear_error(void) {
   setenv("PATH", path, 1);
   free(path);
   CHECK_CONTAINS(r, "gnuplot is not installed: install the Debian package gnuplot-nox");
-  CHECK(sl_bundle_get(&cap.last, "text/markdown") != NULL);  /* the table was still shown */
+  CHECK(sl_bundle_get(&check_cap.last, "text/markdown") != NULL);  /* the table was still shown */
   sl_free(S);
 }
 
@@ -243,6 +192,5 @@ int main(void) {
   RUN(test_plot_png_and_svg);
   RUN(test_plot_text_cannot_run_commands);
   RUN(test_missing_gnuplot_is_a_clear_error);
-  sl_bundle_free(&cap.last);
-  return check_summary();
+    return check_summary();
 }

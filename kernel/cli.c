@@ -1,0 +1,133 @@
+/*
+** cli.c - the table of the `syslab` program's subcommands and their
+** options, and the help text made from it.
+**
+** One table serves both sides: each subcommand's parser accepts only the
+** options it finds here (slk_option), and `syslab help`, `syslab --help`
+** and `syslab COMMAND --help` print this same table. An option cannot be
+** parsed without being listed, so the help cannot fall behind the parser
+** (tests/python/test_cli_help.py checks both directions).
+*/
+#include "cli.h"
+
+#include <string.h>
+
+static const slk_Option kernel_options[] = {
+    {"-f", "--connection-file", "CONNECTION_FILE", "the connection file Jupyter wrote (also --connection-file=FILE)"},
+    {"-h", "--help", NULL, "this text"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const slk_Option install_options[] = {
+    {"--user", NULL, NULL, "into the user's Jupyter folder (the default; $XDG_DATA_HOME/jupyter or ~/.local/share/jupyter)"},
+    {"--prefix", NULL, "DIR", "into DIR/share/jupyter/kernels"},
+    {"--sys-prefix", NULL, NULL, "into the active virtualenv or conda environment"},
+    {"-h", "--help", NULL, "this text"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const slk_Option run_options[] = {
+    {"-h", "--help", NULL, "this text"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const slk_Option report_options[] = {
+    {"-o", "--output", "DIR", "output folder (default out/report)"},
+    {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable)"},
+    {"--allow-errors", NULL, NULL, "keep going after a cell fails (otherwise the notebook stops there); failed cells "
+                                   "still count as errors"},
+    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS (default 600)"},
+    {"--no-cache", NULL, NULL, "run every notebook even if nothing changed"},
+    {"--no-pdf", NULL, NULL, "write report.md and report.html only"},
+    {"--force", NULL, NULL, "write into DIR even if it holds files that are not an earlier report"},
+    {"-j", "--jobs", "N", "run N notebooks at once, each in its own kernel (default 1; also -jN)"},
+    {"-h", "--help", NULL, "this text"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const slk_Option help_options[] = {
+    {"--commands-markdown", NULL, NULL, "the reference of every command of the language, as Markdown"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const slk_Option no_options[] = {{NULL, NULL, NULL, NULL}};
+
+const slk_Command slk_commands[] = {
+    {"kernel", NULL, "run as a Jupyter kernel (Jupyter starts it this way; see `syslab install`)", NULL, kernel_options},
+    {"install", NULL, "install the kernelspec so Jupyter finds syslab", NULL, install_options},
+    {"run", "FILE", "run a script or a notebook's code cells, outputs as text (FILE may be - for standard input)", NULL,
+     run_options},
+    {"report", "[NOTEBOOK ...]", "execute lab notebooks and export the lab report",
+     "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
+     "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
+     "executed notebooks in DIR/notebooks. Notebooks themselves are never modified. Cells are named by\n"
+     "their place in the notebook, from 1, Markdown cells included.\n\n"
+     "Under mpirun (mpirun -n N syslab report ...) the notebooks are spread over the ranks and\n"
+     "rank 0 writes the report.\n",
+     report_options},
+    {"help", "[COMMAND]", "this text, one command's help, or the reference of every command", NULL, help_options},
+    {"worker", NULL, "a worker process, started by a search with workers=N (not run by hand)", NULL, no_options},
+    {"--version", NULL, "print the version (also `syslab version`)", NULL, no_options},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+const slk_Command *slk_command(const char *name) {
+  for (const slk_Command *c = slk_commands; c->name; c++)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+const slk_Option *slk_option(const char *command, const char *arg) {
+  const slk_Command *c = slk_command(command);
+  for (const slk_Option *o = c ? c->options : no_options; o->name; o++)
+    if (strcmp(o->name, arg) == 0 || (o->alias && strcmp(o->alias, arg) == 0)) return o;
+  return NULL;
+}
+
+/* "[-o DIR]" pieces, wrapped under "usage: syslab NAME" */
+static void synopsis(FILE *f, const slk_Command *c) {
+  char head[64];
+  int col = snprintf(head, sizeof head, "usage: syslab %s", c->name), indent = col;
+  fputs(head, f);
+  if (c->args) col += fprintf(f, " %s", c->args);
+  for (const slk_Option *o = c->options; o->name; o++) {
+    if (strcmp(o->name, "-h") == 0) continue;
+    char piece[128];
+    int n = snprintf(piece, sizeof piece, " [%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    if (col + n > 100) col = fprintf(f, "\n%*s", indent, "") - 1;
+    col += fprintf(f, "%s", piece);
+  }
+  fputc('\n', f);
+}
+
+static void options(FILE *f, const slk_Command *c, int indent) {
+  for (const slk_Option *o = c->options; o->name; o++) {
+    char left[96];
+    snprintf(left, sizeof left, "%s%s%s%s%s", o->name, o->alias ? ", " : "", o->alias ? o->alias : "",
+             o->arg ? " " : "", o->arg ? o->arg : "");
+    if ((int)strlen(left) > 26) fprintf(f, "%*s%s\n%*s%s\n", indent, "", left, indent + 28, "", o->help);
+    else fprintf(f, "%*s%-26s  %s\n", indent, "", left, o->help);
+  }
+}
+
+void slk_usage(FILE *f, const char *command) {
+  const slk_Command *c = slk_command(command);
+  if (!c) return;
+  synopsis(f, c);
+  if (c->details) fprintf(f, "\n%s", c->details);  /* ends with its own newline */
+  else fprintf(f, "\n%s\n", c->summary);
+  if (c->options[0].name) {
+    fputc('\n', f);
+    options(f, c, 2);
+  }
+}
+
+void slk_usage_all(FILE *f) {
+  fprintf(f, "usage: syslab COMMAND [ARGS]\n");
+  for (const slk_Command *c = slk_commands; c->name; c++) {
+    fprintf(f, "\n  %s%s%s\n      %s\n", c->name, c->args ? " " : "", c->args ? c->args : "", c->summary);
+    options(f, c, 6);
+  }
+  fprintf(f, "\n`syslab COMMAND --help` explains one command. Inside the language, type `help` for the list of "
+             "commands.\n");
+}

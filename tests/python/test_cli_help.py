@@ -1,0 +1,101 @@
+"""The `syslab` program's help against its parsers, and `syslab report
+--allow-errors` counting and numbering failed cells as the notebook shows
+them. The options live in one table (kernel/cli.c) that the parsers and the
+help read; these tests hold both sides to it."""
+import json
+import re
+
+from conftest import ROOT, syslab
+
+OPTION = re.compile(r"^\s+(-[-\w]+)(?:, (--[-\w]+))?(?: ([A-Z_=]+))?(?:\s{2,}|\n|$)", re.M)
+COMMANDS = ["kernel", "install", "run", "report"]
+
+
+def options_of(text):
+    """[(name, alias, argument)] of the option lines of a help text."""
+    return [m.groups() for m in OPTION.finditer(text)]
+
+
+def test_every_subcommand_lists_its_options_in_syslab_help():
+    overall = syslab("help")
+    assert overall.returncode == 0
+    assert syslab("--help").stdout == overall.stdout
+    sections = re.split(r"\n  (?=\S)", overall.stdout)
+    for cmd in COMMANDS:
+        own = syslab(cmd, "--help")
+        assert own.returncode == 0, (cmd, own.stderr)
+        assert own.stdout.startswith(f"usage: syslab {cmd}")
+        assert syslab("help", cmd).stdout == own.stdout
+        listed = options_of(own.stdout)
+        assert listed, cmd
+        section = next(s for s in sections if s.split()[0] == cmd)
+        assert sorted(options_of(section)) == sorted(listed), cmd
+
+
+def test_report_help_names_every_option_the_parser_takes():
+    text = syslab("report", "--help").stdout
+    listed = options_of(text)
+    names = {n for opt in listed for n in opt[:2] if n}
+    # what the help lists, the parser accepts (an option before --help is parsed first)
+    for name, alias, arg in listed:
+        for spelling in filter(None, (name, alias)):
+            args = [spelling] + (["x=1" if "=" in arg else "2"] if arg else []) + ["--help"]
+            r = syslab("report", *args)
+            assert r.returncode == 0 and r.stdout.startswith("usage: syslab report"), (spelling, r.stderr)
+            if arg:  # and every option in the synopsis
+                assert f"[{name} {arg}]" in text or name == "-h"
+    # what the parser takes, the help lists: the options report.c looks at
+    source = (ROOT / "report" / "report.c").read_text()
+    parse = source[source.index("static int parse_args"):source.index("/* ---", source.index("static int parse_args"))]
+    parsed = set(re.findall(r'strcmp\(name, "(-[-\w]+)"\)', parse))
+    assert parsed and parsed <= names, parsed - names
+    table = (ROOT / "kernel" / "cli.c").read_text()
+    table = table[table.index("report_options[]"):]
+    table = table[:table.index("};")]
+    assert {n for n in re.findall(r'"(-[-\w]+)"', table)} == names
+    refused = syslab("report", "--no-such-option")
+    assert refused.returncode == 2 and "unknown option '--no-such-option'" in refused.stderr
+    assert "--allow-errors" in refused.stderr  # with the usage
+
+
+def code(i, src):
+    return {"cell_type": "code", "id": f"c{i}", "metadata": {}, "outputs": [], "execution_count": None, "source": src}
+
+
+def markdown(i, src):
+    return {"cell_type": "markdown", "id": f"m{i}", "metadata": {}, "source": src}
+
+
+def test_allow_errors_counts_and_numbers_failed_cells_as_the_notebook_shows_them(tmp_path):
+    # code cells 2 and 4 fail; Markdown between them: they are cells 4 and 7 of the notebook
+    nb = tmp_path / "fails.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        markdown(0, "# Title"), code(1, "x = 1"), markdown(1, "text"), code(2, "y = nope"), markdown(2, "more"),
+        code(3, "print x"), code(4, "z = 1 / 0")]}))
+    out = tmp_path / "out"
+    r = syslab("report", str(nb), "-o", str(out), "--no-pdf", "--allow-errors", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[2/4] cell 4: " in r.stderr and "[4/4] cell 7: " in r.stderr  # progress names the notebook's cells
+    assert f"{nb}, cell 4: error (kept going: --allow-errors): NameError" in r.stderr
+    assert f"{nb}, cell 7: error (kept going: --allow-errors): ZeroDivisionError" in r.stderr
+    assert "4 cells run, 2 errors (2 in cells, kept going: --allow-errors)" in r.stderr
+    # from the cache: the same errors, counted the same
+    again = syslab("report", str(nb), "-o", str(out), "--no-pdf", "--allow-errors", timeout=300)
+    assert "taken from the cache" in again.stderr and "0 cells run, 2 errors" in again.stderr
+    # without --allow-errors: stops at cell 4, named as in the progress line; with -p the injected cell is not counted
+    stop = syslab("report", str(nb), "-o", str(tmp_path / "out2"), "--no-pdf", "-p", "n=1", timeout=300)
+    assert stop.returncode == 1
+    assert "parameters (injected)" in stop.stderr and "[3/5] cell 4: " in stop.stderr
+    assert f"{nb}, cell 4, line 1, column 5: NameError: name 'nope' is not defined" in stop.stderr
+    assert "3 cells run, 1 error," in stop.stderr
+
+
+def test_figure_names_keep_the_cell_number_when_parameters_are_injected(tmp_path):
+    nb = tmp_path / "fig.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        markdown(0, "# Figures"), code(1, "t = table x=[1, 2, 3] y=[1, 4, 9]\nplot t x=x y=y")]}))
+    for args in ([], ["-p", "n=1"]):
+        out = tmp_path / f"out{len(args)}"
+        r = syslab("report", str(nb), "-o", str(out), "--no-pdf", *args, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert [p.name for p in (out / "figures").iterdir()] == ["fig-cell2.png"], args
