@@ -211,11 +211,33 @@ static void test_inspection(void) {
   sl_free(S);
 }
 
+/* decimal steps give the numbers as written, whole numbers stay exact past
+** 12 digits (they were printed to 12 digits and parsed back), and a long
+** list is displayed as head and tail while print gives every item */
+static void test_ranges_and_long_lists(void) {
+  sl_State *S = sl_new();
+  CHECK_STREQ(check_eval(S, "-0.3..0.3 step 0.1"), "[-0.3, -0.2, -0.1, 0, 0.1, 0.2, 0.3]");
+  CHECK_STREQ(check_eval(S, "(0..1 step 0.1)[3] == 0.3"), "true");
+  CHECK_STREQ(check_eval(S, "(0.08..10)[9] == 9.08"), "true");
+  CHECK_STREQ(check_eval(S, "10000000000001..10000000000003"), "[10000000000001, 10000000000002, 10000000000003]");
+  CHECK_STREQ(check_eval(S, "0..1 step 0.3333333333333333"), "[0, 0.333333333, 0.666666667, 1]");
+  const char *shown = check_show(S, "1..2000", "text/plain");
+  CHECK_CONTAINS(shown, "[1, 2, 3,");
+  CHECK_CONTAINS(shown, "19, 20, ... 1960 more ..., 1981, 1982,");
+  CHECK_CONTAINS(shown, "1999, 2000]");
+  CHECK_MSG(strlen(shown) < 400, "the display of 2000 items is %zu bytes", strlen(shown));
+  CHECK(!strstr(check_show(S, "1..1000", "text/plain"), "more"));
+  CHECK_CONTAINS(check_show(S, "[[1..1001]]", "text/plain"), "... 961 more ...");
+  CHECK_CONTAINS(check_show(S, "print (1..2000)", "text/plain"), "999, 1000, 1001, 1002");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_lexer_tokens_and_positions);
   RUN(test_lexer_errors);
   RUN(test_parser_syntax_errors_carry_position);
   RUN(test_arithmetic_and_precedence);
+  RUN(test_ranges_and_long_lists);
   RUN(test_variables_lists_and_control_flow);
   RUN(test_errors_suggest_and_keep_the_session);
   RUN(test_displays_input_and_help);
