@@ -376,7 +376,7 @@ static void minifloat_fast(const slQ_Format *f, const float *in, float *out, siz
   int emin = -B, emax = (1 << E) - 1 - B;
   double two_m = pow2d(M), top = two_m - 1, half_m = pow2d(M - 1), sub = pow2d(1 - B - M);
   double inf_q = ieee ? (2 - pow2d(-M)) * pow2d(emax) : top * pow2d(emax - M);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q); i < n; i++) {
     float x = in[i];
     if (isnan(x) || fabsf(x) <= 1e-8f) {
       out[i] = x;

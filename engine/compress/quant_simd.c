@@ -15,6 +15,9 @@
 **                  product k * 2^s is one correctly rounded float multiply,
 **                  the same single rounding as the reference's cast. quant.c
 **                  calls these only where both powers of two are floats.
+**   minifloat,     binary64, four lanes: quant.c's call-free minifloat
+**                  loop op for op (x + 1e-9, the scalings, rint, the
+**                  clamps), exponents read from and written to bits.
 **   log            binary64, four lanes: the reference's own additions
 **                  (x + tau), with frexp replaced by reading the exponent
 **                  and mantissa bits of a normal double, and 2^e built from
@@ -27,6 +30,7 @@
 */
 #include "quant_simd.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -90,6 +94,52 @@ AVX2 static size_t log4(const float *in, float *out, size_t n, double tau_, int 
   return i;
 }
 
+/* 2^e for 64-bit lanes of e, as a double (e within the normal range) */
+AVX2 static __m256d pow2_pd(__m256i e) { return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52)); }
+
+AVX2 static __m256i clamp_epi64(__m256i e, __m256i lo, __m256i hi) {
+  e = _mm256_blendv_epi8(e, lo, _mm256_cmpgt_epi64(lo, e));
+  return _mm256_blendv_epi8(e, hi, _mm256_cmpgt_epi64(e, hi));
+}
+
+AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q_) {
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), signmask = _mm256_set1_pd(-0.0);
+  const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), zero = _mm256_setzero_si256();
+  const __m256i vlo = _mm256_set1_epi64x(-B), vhi = _mm256_set1_epi64x(emax), vm = _mm256_set1_epi64x(M);
+  const __m256d eps = _mm256_set1_pd(1e-9), two_m = _mm256_set1_pd(ldexp(1.0, M)), inv_m = _mm256_set1_pd(ldexp(1.0, -M));
+  const __m256d top = _mm256_set1_pd(ldexp(1.0, M) - 1), half_m = _mm256_set1_pd(ldexp(1.0, M - 1));
+  const __m256d sub = _mm256_set1_pd(ldexp(1.0, 1 - B - M)), one = _mm256_set1_pd(1.0), dzero = _mm256_setzero_pd();
+  const __m256d inf_q = _mm256_set1_pd(inf_q_), inf = _mm256_set1_pd(__builtin_inf());
+  const __m128 fabsmask = _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF)), tiny = _mm_set1_ps(1e-8f);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 xf = _mm_loadu_ps(in + i);
+    __m128 pass = _mm_or_ps(_mm_cmpunord_ps(xf, xf), _mm_cmple_ps(_mm_and_ps(xf, fabsmask), tiny));
+    __m256d x = _mm256_cvtps_pd(xf), a = _mm256_and_pd(x, absmask), q;
+    __m256i bits = _mm256_castpd_si256(_mm256_add_pd(a, eps));
+    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(1023));
+    if (ieee) {
+      e = clamp_epi64(e, vlo, vhi);
+      __m256d r = _mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(zero, e)));
+      __m256d k = _mm256_round_pd(_mm256_sub_pd(_mm256_mul_pd(r, two_m), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d normal = _mm256_mul_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), inv_m)), pow2_pd(e));
+      __m256d ks = _mm256_round_pd(_mm256_mul_pd(r, half_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d subnormal = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(ks, dzero), top), sub);
+      q = _mm256_blendv_pd(subnormal, normal, _mm256_castsi256_pd(_mm256_cmpgt_epi64(e, vlo)));
+    } else {
+      /* clog2: one up unless a power of two */
+      e = _mm256_sub_epi64(e, _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(bits, mantmask), zero), _mm256_set1_epi64x(-1)));
+      e = clamp_epi64(e, vlo, vhi);
+      __m256d k = _mm256_round_pd(_mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), pow2_pd(_mm256_sub_epi64(e, vm)));
+    }
+    q = _mm256_blendv_pd(q, inf_q, _mm256_cmp_pd(a, inf, _CMP_EQ_OQ));
+    q = _mm256_or_pd(q, _mm256_and_pd(x, signmask));
+    _mm_storeu_ps(out + i, _mm_blendv_ps(_mm256_cvtpd_ps(q), xf, pass));
+  }
+  return i;
+}
+
 AVX2 static size_t mxfp8(const float *in, float *out, size_t n, float unscale_, float scale_, int mbits, int bias,
                          float max_normal) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
@@ -126,6 +176,9 @@ size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float 
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) {
   return slQ_simd_available() ? log4(in, out, n, tau, emin, emax) : 0;
 }
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) {
+  return slQ_simd_available() ? minifloat4(in, out, n, M, B, emax, ieee, inf_q) : 0;
+}
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
                      float max_normal) {
   return slQ_simd_available() ? mxfp8(in, out, n, unscale, scale, mbits, bias, max_normal) : 0;
@@ -142,5 +195,6 @@ size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin,
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
                      float max_normal) { return 0; }
 size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) { return 0; }
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 
 #endif

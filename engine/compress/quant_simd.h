@@ -18,6 +18,9 @@ size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float 
 /* log elements with bias -emin, in binary64 as the reference: 2^clamp(nlog2(|x| + tau)) with
 ** the sign of x + tau, 0 where x + tau is 0 */
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax);
+/* minifloat_ieee (ieee) or minifloat_denorm elements with M mantissa bits, bias B and
+** largest exponent emax, as quant.c's minifloat_fast; inf_q: what infinity becomes */
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q);
 /* MX floating-point elements of one finite block: p = |x| * unscale, e = max(flog2 p, 1 - bias),
 ** min(rint(p 2^(mbits - e)) 2^(e - mbits), max_normal) * scale with x's sign */
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
