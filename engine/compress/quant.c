@@ -298,16 +298,21 @@ static float pow2f(int k) {
 
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row);
 
-static void mxint8_block_fast(const float *in, float *out, size_t n) {
-  /* the largest magnitude as an integer maximum over the bit patterns with
-  ** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
+/* the largest magnitude as an integer maximum over the bit patterns with
+** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
+static uint32_t abs_bits_max(const float *x, size_t n) {
   uint32_t top = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
-    memcpy(&u, &in[i], sizeof u);
+    memcpy(&u, &x[i], sizeof u);
     u &= 0x7FFFFFFFu;
     top = u > top ? u : top;
   }
+  return top;
+}
+
+static void mxint8_block_fast(const float *in, float *out, size_t n) {
+  uint32_t top = abs_bits_max(in, n);
   if (top >= 0x7F800000u) {
     for (size_t i = 0; i < n; i++) out[i] = NAN;
     return;
@@ -517,13 +522,7 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
 /* MX floating-point block: AVX2 where the block's largest magnitude is a
 ** normal float (its exponent bits are flog2), the reference otherwise */
 static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
-  uint32_t top = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u;
-    memcpy(&u, &in[i], sizeof u);
-    u &= 0x7FFFFFFFu;
-    top = u > top ? u : top;
-  }
+  uint32_t top = abs_bits_max(in, n);
   if (top >= 0x7F800000u || top < 0x00800000u) {  /* NaN or infinity, zero or subnormal: rare */
     q_mx_block(f, in, out, n);
     return;
@@ -544,13 +543,7 @@ static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, d
       if (b * k + len > row) len = row - b * k;
       if (start >= n) len = 0;
       else if (start + len > n) len = n - start;
-      uint32_t top = 0;
-      for (size_t i = 0; i < len; i++) {
-        uint32_t u;
-        memcpy(&u, &in[start + i], sizeof u);
-        u &= 0x7FFFFFFFu;
-        top = u > top ? u : top;
-      }
+      uint32_t top = abs_bits_max(in + start, len);
       float mf;
       memcpy(&mf, &top, sizeof mf);
       m[r * per_row + b] = top > 0x7F800000u ? NAN : (double)mf;
