@@ -8,6 +8,13 @@
 ** a model can run with them unchanged. Rounding is to nearest with ties to
 ** even (rint), never round(). Exponents come from frexp, exactly, in
 ** binary64, so powers of two are not misjudged by a float log2.
+**
+** Those binary64 loops, one value at a time, are the reference
+** (slQ_apply_reference). slQ_apply, which the graph and the commands call,
+** runs optimised loops that give the same bits (the section "optimised
+** versions" and the AVX2 loops of quant_simd.c), split over the thread
+** team by rows; tests/unit/test_quant_simd.c and test_quant_fast.c compare
+** them with the reference value by value.
 */
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -273,10 +280,10 @@ static void binary_rows(const slQ_Format *f, const float *in, float *out, size_t
 /* ------------------------------------------------- optimised versions */
 
 /* The loops above are the reference: one value at a time, in binary64.
-** These two do the same arithmetic in float32 where it is exact (integer
-** products below 2^24, scaling by powers of two), so a compiler can
-** vectorise them; tests/unit/test_quant.c checks them bit for bit against
-** the reference. */
+** integer and MXINT8 do the same arithmetic in float32 where it is exact
+** (integer products below 2^24, scaling by powers of two);
+** tests/unit/test_quant.c and test_quant_simd.c check them bit for bit
+** against the reference. */
 static void integer_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
   float scale = ldexpf(1.0f, f->frac_width), inv = ldexpf(1.0f, -f->frac_width);
   float qmin = f->is_signed ? -ldexpf(1.0f, f->width - 1) : 0.0f;
