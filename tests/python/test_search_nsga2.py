@@ -7,31 +7,19 @@ import pytest
 optuna = pytest.importorskip("optuna")
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
-from test_search import optuna_params, run_search, syslab_params  # noqa: E402
+from test_search import MIXED_SPACE, optuna_mixed, optuna_params, run_search, syslab_params  # noqa: E402
 
-SPACE = """
-  w = suggest "width" int 16 256 by=16
-  n = suggest "layers" int 1 64 log=true
-  lr = suggest "lr" float 1e-5 1e-1 log=true
-  d = suggest "dropout" float 0 0.5
-  q = suggest "q" float 0 1 by=0.1
-  a = suggest "act" categorical ["relu", "gelu", "tanh"]
-  one = suggest "fixed" int 3 3
-  ab = 0
+# the mixed space of the other sampler tests, with two objectives
+SPACE = MIXED_SPACE + """  ab = 0
   if a == "gelu" { ab = 1 }
   objective [(d - 0.2) ** 2 + w / 256 + ab, n / 64 - q + lr * 10]
 """
 
 
 def optuna_objective(t):
-    w = t.suggest_int("width", 16, 256, step=16)
-    n = t.suggest_int("layers", 1, 64, log=True)
-    lr = t.suggest_float("lr", 1e-5, 1e-1, log=True)
-    d = t.suggest_float("dropout", 0, 0.5)
-    q = t.suggest_float("q", 0, 1, step=0.1)
-    a = t.suggest_categorical("act", ["relu", "gelu", "tanh"])
-    t.suggest_int("fixed", 3, 3)
-    return (d - 0.2) ** 2 + w / 256 + (a == "gelu"), n / 64 - q + lr * 10
+    optuna_mixed(t)
+    p = t.params
+    return (p["dropout"] - 0.2) ** 2 + p["width"] / 256 + (p["act"] == "gelu"), p["layers"] / 64 - p["q"] + p["lr"] * 10
 
 
 @pytest.mark.parametrize("seed,population,directions", [
