@@ -82,7 +82,7 @@ static slQ_Format format(slQ_Kind k) {
 static const size_t ROWS[] = {0, 784, 128, 100, 37};
 
 static void test_block_fp_equals_reference(void) {
-  size_t n = 50000;
+  size_t n = 12000;
   for (int span = 8; span <= 280; span += 136) {
     float *x = values(n, span, 3 + (uint32_t)span);
     int blocks[] = {16, 7, 32, 1, 100};
@@ -100,7 +100,7 @@ static void test_block_fp_equals_reference(void) {
 }
 
 static void test_block_log_and_minifloat_equal_reference(void) {
-  size_t n = 30000;
+  size_t n = 10000;
   float *x = values(n, 80, 5);
   int blocks[] = {16, 5, 33};
   for (int w = 2; w <= 12; w++)
@@ -118,7 +118,7 @@ static void test_block_log_and_minifloat_equal_reference(void) {
 }
 
 static void test_mx_formats_equal_reference(void) {
-  size_t n = 40000;
+  size_t n = 12000;
   for (int span = 10; span <= 300; span += 290) {
     float *x = values(n, span, 7 + (uint32_t)span);
     int blocks[] = {32, 16, 7, 1, 50};
@@ -133,7 +133,7 @@ static void test_mx_formats_equal_reference(void) {
 }
 
 static void test_elementwise_formats_equal_reference(void) {
-  size_t n = 70000;  /* several chunks of the thread split */
+  size_t n = 40000;  /* more than one chunk of the thread split */
   float *x = values(n, 90, 9);
   for (int w = 2; w <= 12; w++) {
     slQ_Format f = format(SLQ_LOG);
@@ -155,7 +155,7 @@ static void test_elementwise_formats_equal_reference(void) {
 }
 
 static void test_binary_and_ternary_rows_equal_reference(void) {
-  size_t n = 30000;
+  size_t n = 10000;
   float *x = values(n, 30, 11);
   for (size_t r = 0; r < 5; r++)
     for (int v = 0; v < 2; v++) {
@@ -179,6 +179,18 @@ static void test_binary_and_ternary_rows_equal_reference(void) {
   free(x);
 }
 
+/* enough rows of 128 for slQ_apply to split them over the thread team */
+static void test_thread_split_equals_reference(void) {
+  size_t n = 70000;
+  float *x = values(n, 40, 13);
+  slQ_Kind kinds[] = {SLQ_BLOCK_FP, SLQ_BLOCK_LOG, SLQ_MXFP8_E4M3, SLQ_MXINT8, SLQ_TERNARY, SLQ_BINARY, SLQ_INTEGER};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    slQ_Format f = format(kinds[k]);
+    same(&f, x, n, 128);
+  }
+  free(x);
+}
+
 int main(void) {
   if (!slQ_simd_available()) check_skip("AVX2 loops", "this CPU has no AVX2: slQ_apply runs the scalar loops, still compared");
   RUN(test_block_fp_equals_reference);
@@ -186,5 +198,6 @@ int main(void) {
   RUN(test_mx_formats_equal_reference);
   RUN(test_elementwise_formats_equal_reference);
   RUN(test_binary_and_ternary_rows_equal_reference);
+  RUN(test_thread_split_equals_reference);
   return check_summary();
 }
