@@ -12,6 +12,7 @@ bookkeeping) over N; Optuna's is study.optimize with N trials, over N.
 The median of --runs runs is reported.
 """
 import argparse
+import os
 import pathlib
 import statistics
 import subprocess
@@ -23,7 +24,7 @@ import optuna
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SYSLAB = str(ROOT / "build" / "syslab")
+SYSLAB = os.environ.get("SYSLAB_BIN", str(ROOT / "build" / "syslab"))
 
 BODY = """
   x = suggest "x" float (-5) 5

@@ -65,6 +65,9 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   return 0;
 }
 
+/* long lists poll the interrupt every POLL values (a few milliseconds) */
+enum { POLL = 1 << 16 };
+
 /* a list of numbers, or of lists of numbers (a small matrix), flattened */
 static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t *row) {
   *n = 0;
@@ -92,6 +95,10 @@ static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t 
         free(*out);
         return sl_arg_error(call, "values", "must hold numbers only, found a %s", sl_typename(x));
       }
+      if ((*n & (POLL - 1)) == POLL - 1 && sl_interrupted()) {
+        free(*out);
+        return sl_interrupted_error(call);
+      }
       if (*n == cap) *out = realloc(*out, (cap *= 2) * sizeof **out);
       (*out)[(*n)++] = (float)x.u.n;
     }
@@ -103,17 +110,19 @@ static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t 
   return 0;
 }
 
-/* back to the shape the values came in */
+/* back to the shape the values came in; nil if interrupted on the way */
 static sl_Value shaped(const float *x, size_t n, size_t row) {
-  sl_Value out = sl_list_new();
-  if (!row) {
-    for (size_t i = 0; i < n; i++) sl_list_push(out, sl_number(x[i]));
-    return out;
-  }
-  for (size_t r = 0; r < n; r += row) {
-    sl_Value line = sl_list_new();
-    for (size_t i = r; i < r + row; i++) sl_list_push(line, sl_number(x[i]));
-    sl_list_push(out, line);
+  sl_Value out = sl_list_new(), line = out;
+  for (size_t i = 0; i < n; i++) {
+    if (row && i % row == 0) {
+      line = sl_list_new();
+      sl_list_push(out, line);
+    }
+    sl_list_push(line, sl_number(x[i]));
+    if ((i & (POLL - 1)) == POLL - 1 && sl_interrupted()) {
+      sl_release(out);
+      return sl_nil();
+    }
   }
   return out;
 }
@@ -124,10 +133,10 @@ static int cmd_quantize(sl_Call *call, sl_Value *result) {
   float *x;
   size_t n, row;
   if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
-  slQ_apply(&f, x, x, n, row ? row : n);
+  slQ_apply(&f, x, x, n, row ? row : n);  /* fast: about a nanosecond a value */
   *result = shaped(x, n, row);
   free(x);
-  return 0;
+  return result->type == SL_NIL ? sl_interrupted_error(call) : 0;
 }
 
 static void hex16(uint16_t v, char out[8]) { snprintf(out, 8, "0x%04X", v); }
@@ -193,7 +202,7 @@ static int cmd_prune_values(sl_Call *call, sl_Value *result) {
     if (!mask[i]) x[i] = 0;
   *result = shaped(x, n, row);
   free(x), free(mask);
-  return 0;
+  return result->type == SL_NIL ? sl_interrupted_error(call) : 0;
 }
 
 /* ------------------------------------------------------------- models */

@@ -8,9 +8,18 @@
 ** a model can run with them unchanged. Rounding is to nearest with ties to
 ** even (rint), never round(). Exponents come from frexp, exactly, in
 ** binary64, so powers of two are not misjudged by a float log2.
+**
+** Those binary64 loops, one value at a time, are the reference
+** (slQ_apply_reference). slQ_apply, which the graph and the commands call,
+** runs optimised loops that give the same bits (the section "optimised
+** versions" and the AVX2 loops of quant_simd.c), split over the thread
+** team by rows; tests/unit/test_quant_simd.c and test_quant_fast.c compare
+** them with the reference value by value.
 */
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "quant.h"
+#include "quant_simd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -130,6 +139,21 @@ static MxElem mx_elem(slQ_Kind k) {
   }
 }
 
+/* one element of a finite MX block with shared exponent `shared` */
+static float mx_elem_q(MxElem el, int is_int, int shared, float x) {
+  double p = ldexp((double)x, -shared), q;
+  if (is_int) {
+    q = clampd(rint(p * 64), -127, 127) / 64;
+    return q == 0 ? 0.0f : (float)ldexp(q, shared);  /* an int8 mantissa 0 decodes to +0 */
+  }
+  double a = fabs(p);
+  int e = a > 0 ? flog2(a) : 1 - el.bias;
+  if (e < 1 - el.bias) e = 1 - el.bias;
+  q = rint(a * ldexp(1.0, el.mbits - e)) * ldexp(1.0, e - el.mbits);
+  if (q > el.max_normal) q = el.max_normal;
+  return (float)ldexp(p < 0 || (p == 0 && signbit(p)) ? -q : q, shared);
+}
+
 static void q_mx_block(const slQ_Format *f, const float *in, float *out, size_t n) {
   MxElem el = mx_elem(f->kind);
   double amax = 0;
@@ -148,20 +172,7 @@ static void q_mx_block(const slQ_Format *f, const float *in, float *out, size_t 
     return;
   }
   int shared = clampi(flog2(amax) - el.emax, -127, 127);
-  for (size_t i = 0; i < n; i++) {
-    double p = ldexp((double)in[i], -shared), q;
-    if (is_int) {
-      q = clampd(rint(p * 64), -127, 127) / 64;
-      out[i] = q == 0 ? 0.0f : (float)ldexp(q, shared);  /* an int8 mantissa 0 decodes to +0 */
-    } else {
-      double a = fabs(p);
-      int e = a > 0 ? flog2(a) : 1 - el.bias;
-      if (e < 1 - el.bias) e = 1 - el.bias;
-      q = rint(a * ldexp(1.0, el.mbits - e)) * ldexp(1.0, e - el.mbits);
-      if (q > el.max_normal) q = el.max_normal;
-      out[i] = (float)ldexp(p < 0 || (p == 0 && signbit(p)) ? -q : q, shared);
-    }
-  }
+  for (size_t i = 0; i < n; i++) out[i] = mx_elem_q(el, is_int, shared, in[i]);
 }
 
 /* ------------------------------------------------ shared-exponent blocks */
@@ -184,48 +195,43 @@ static double *block_maxima(const float *in, size_t n, size_t row, size_t k, siz
   return m;
 }
 
+/* one element of a block whose largest magnitude is mb */
+static float block_elem(const slQ_Format *f, double mb, float x) {
+  /* numerics §1: a NaN makes every non-passthrough element of its block
+  ** NaN. block_fp and block_minifloat pass |x| <= 1e-8 through; block_log
+  ** has no passthrough, so a zero in a NaN block is NaN too. */
+  int passthrough = f->kind != SLQ_BLOCK_LOG && fabsf(x) <= 1e-8f;
+  if (isnan(mb) && !passthrough) return NAN;
+  if (f->kind == SLQ_BLOCK_FP) {
+    if (isnan(x) || fabsf(x) <= 1e-8f) return x;
+    int M = f->width - 1, E = f->exponent_width;
+    int B = f->has_bias ? f->exponent_bias : default_bias(E);
+    int es = isinf(mb) ? (1 << E) - 1 - B : clampi(clog2(mb), -B, (1 << E) - 1 - B);
+    float a = fabsf(x) + 1e-9f;  /* in binary32, as the reference does */
+    double q = clampd(rint((double)a * ldexp(1.0, M - es)), 0, ldexp(1.0, M) - 1) * ldexp(1.0, es - M);
+    return (float)(x < 0 ? -q : q);
+  } else if (f->kind == SLQ_BLOCK_MINIFLOAT) {
+    slQ_Format e = *f;
+    e.kind = SLQ_MINIFLOAT_IEEE;
+    e.has_bias = 1;
+    e.exponent_bias = isinf(mb) ? (1 << f->bias_width) - 1 : clampi(flog2(mb), 0, (1 << f->bias_width) - 1);
+    return q_minifloat_ieee(&e, x);
+  } else {  /* block_log */
+    slQ_Format e = *f;
+    int Eb = f->width - 1;
+    e.kind = SLQ_LOG;
+    e.has_bias = 1;
+    e.exponent_bias = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
+    return q_log(&e, x);
+  }
+}
+
 static void block_formats(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
   size_t k = (size_t)f->block, nb;
   if (row == 0) row = n;
   double *m = block_maxima(in, n, row, k, &nb);
   size_t per_row = (row + k - 1) / k;
-  for (size_t i = 0; i < n; i++) {
-    double mb = m[(i / row) * per_row + (i % row) / k];
-    float x = in[i];
-    /* numerics §1: a NaN makes every non-passthrough element of its block
-    ** NaN. block_fp and block_minifloat pass |x| <= 1e-8 through; block_log
-    ** has no passthrough, so a zero in a NaN block is NaN too. */
-    int passthrough = f->kind != SLQ_BLOCK_LOG && fabsf(x) <= 1e-8f;
-    if (isnan(mb) && !passthrough) {
-      out[i] = NAN;
-      continue;
-    }
-    if (f->kind == SLQ_BLOCK_FP) {
-      if (isnan(x) || fabsf(x) <= 1e-8f) {
-        out[i] = x;
-        continue;
-      }
-      int M = f->width - 1, E = f->exponent_width;
-      int B = f->has_bias ? f->exponent_bias : default_bias(E);
-      int es = isinf(mb) ? (1 << E) - 1 - B : clampi(clog2(mb), -B, (1 << E) - 1 - B);
-      float a = fabsf(x) + 1e-9f;  /* in binary32, as the reference does */
-      double q = clampd(rint((double)a * ldexp(1.0, M - es)), 0, ldexp(1.0, M) - 1) * ldexp(1.0, es - M);
-      out[i] = (float)(x < 0 ? -q : q);
-    } else if (f->kind == SLQ_BLOCK_MINIFLOAT) {
-      slQ_Format e = *f;
-      e.kind = SLQ_MINIFLOAT_IEEE;
-      e.has_bias = 1;
-      e.exponent_bias = isinf(mb) ? (1 << f->bias_width) - 1 : clampi(flog2(mb), 0, (1 << f->bias_width) - 1);
-      out[i] = q_minifloat_ieee(&e, x);
-    } else {  /* block_log */
-      slQ_Format e = *f;
-      int Eb = f->width - 1;
-      e.kind = SLQ_LOG;
-      e.has_bias = 1;
-      e.exponent_bias = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
-      out[i] = q_log(&e, x);
-    }
-  }
+  for (size_t i = 0; i < n; i++) out[i] = block_elem(f, m[(i / row) * per_row + (i % row) / k], in[i]);
   free(m);
 }
 
@@ -274,10 +280,10 @@ static void binary_rows(const slQ_Format *f, const float *in, float *out, size_t
 /* ------------------------------------------------- optimised versions */
 
 /* The loops above are the reference: one value at a time, in binary64.
-** These two do the same arithmetic in float32 where it is exact (integer
-** products below 2^24, scaling by powers of two), so a compiler can
-** vectorise them; tests/unit/test_quant.c checks them bit for bit against
-** the reference. */
+** integer and MXINT8 do the same arithmetic in float32 where it is exact
+** (integer products below 2^24, scaling by powers of two);
+** tests/unit/test_quant.c and test_quant_simd.c check them bit for bit
+** against the reference. */
 static void integer_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
   float scale = ldexpf(1.0f, f->frac_width), inv = ldexpf(1.0f, -f->frac_width);
   float qmin = f->is_signed ? -ldexpf(1.0f, f->width - 1) : 0.0f;
@@ -299,16 +305,21 @@ static float pow2f(int k) {
 
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row);
 
-static void mxint8_block_fast(const float *in, float *out, size_t n) {
-  /* the largest magnitude as an integer maximum over the bit patterns with
-  ** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
+/* the largest magnitude as an integer maximum over the bit patterns with
+** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
+static uint32_t abs_bits_max(const float *x, size_t n) {
   uint32_t top = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
-    memcpy(&u, &in[i], sizeof u);
+    memcpy(&u, &x[i], sizeof u);
     u &= 0x7FFFFFFFu;
     top = u > top ? u : top;
   }
+  return top;
+}
+
+static void mxint8_block_fast(const float *in, float *out, size_t n) {
+  uint32_t top = abs_bits_max(in, n);
   if (top >= 0x7F800000u) {
     for (size_t i = 0; i < n; i++) out[i] = NAN;
     return;
@@ -329,7 +340,7 @@ static void mxint8_block_fast(const float *in, float *out, size_t n) {
   }
   float up = pow2f(6 - shared), down = pow2f(shared - 6);
   /* |x * up| < 2^7 * 2 here, so the integer conversion cannot overflow */
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = slQ_simd_mxint8(in, out, n, up, down); i < n; i++) {
     int v = (int)lrintf(in[i] * up);
     v = v < -127 ? -127 : v > 127 ? 127 : v;
     out[i] = (float)v * down;
@@ -377,7 +388,7 @@ static void minifloat_fast(const slQ_Format *f, const float *in, float *out, siz
   int emin = -B, emax = (1 << E) - 1 - B;
   double two_m = pow2d(M), top = two_m - 1, half_m = pow2d(M - 1), sub = pow2d(1 - B - M);
   double inf_q = ieee ? (2 - pow2d(-M)) * pow2d(emax) : top * pow2d(emax - M);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q); i < n; i++) {
     float x = in[i];
     if (isnan(x) || fabsf(x) <= 1e-8f) {
       out[i] = x;
@@ -515,31 +526,170 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
   return 0;
 }
 
-void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+/* MX floating-point block: AVX2 where the block's largest magnitude is a
+** normal float (its exponent bits are flog2), the reference otherwise */
+static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
+  uint32_t top = abs_bits_max(in, n);
+  if (top >= 0x7F800000u || top < 0x00800000u) {  /* NaN or infinity, zero or subnormal: rare */
+    q_mx_block(f, in, out, n);
+    return;
+  }
+  MxElem el = mx_elem(f->kind);
+  int shared = clampi((int)(top >> 23) - 127 - el.emax, -127, 127);
+  size_t i = slQ_simd_mxfp(in, out, n, ldexpf(1.0f, -shared), ldexpf(1.0f, shared), el.mbits, el.bias, (float)el.max_normal);
+  for (; i < n; i++) out[i] = mx_elem_q(el, 0, shared, in[i]);
+}
+
+/* the largest magnitude of each block, as block_maxima, from the bit
+** patterns (an integer maximum; above 0x7F800000 is a NaN) */
+static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, double *m, size_t r0, size_t r1) {
+  size_t per_row = (row + k - 1) / k;
+  for (size_t r = r0; r < r1; r++)
+    for (size_t b = 0; b < per_row; b++) {
+      size_t start = r * row + b * k, len = k;
+      if (b * k + len > row) len = row - b * k;
+      if (start >= n) len = 0;
+      else if (start + len > n) len = n - start;
+      uint32_t top = abs_bits_max(in + start, len);
+      float mf;
+      memcpy(&mf, &top, sizeof mf);
+      m[r * per_row + b] = top > 0x7F800000u ? NAN : (double)mf;
+    }
+}
+
+/* one block of block_fp or block_log through AVX2, the rest of it (and
+** block_minifloat, which QAT never runs) one value at a time */
+static void block_run(const slQ_Format *f, double mb, const float *in, float *out, size_t n) {
+  size_t i = 0;
+  if (f->kind == SLQ_BLOCK_FP) {
+    int M = f->width - 1, E = f->exponent_width;
+    int B = f->has_bias ? f->exponent_bias : default_bias(E), emax = (1 << E) - 1 - B;
+    int es = isnan(mb) ? M : isinf(mb) ? emax : clampi(clog2(mb), -B, emax);
+    if (abs(M - es) <= 127) i = slQ_simd_block_fp(in, out, n, ldexpf(1.0f, M - es), ldexpf(1.0f, es - M), ldexpf(1.0f, M) - 1, isnan(mb));
+  } else if (f->kind == SLQ_BLOCK_LOG && !isnan(mb)) {
+    int Eb = f->width - 1;
+    int B = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
+    i = slQ_simd_log(in, out, n, 0.1 * ldexp(1.0, -B), -B, (1 << Eb) - 1 - B);
+  }
+  for (; i < n; i++) out[i] = block_elem(f, mb, in[i]);
+}
+
+/* binary and ternary rows without data-dependent branches: the sums run in
+** the reference's order (the same rounding), adding 0.0 for a value left
+** out changes nothing, and x > delta for a float x is x > t with t the
+** largest float not above delta */
+static float float_below(double d) {
+  float t = (float)d;
+  return (double)t > d ? nextafterf(t, -INFINITY) : t;
+}
+
+static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_t len) {
+  if (f->kind == SLQ_BINARY) {
+    double alpha = 0;
+    for (size_t i = 0; i < len; i++) alpha += fabs((double)x[i]);
+    float a = (float)(alpha / (double)len);
+    if (f->bipolar)
+      for (size_t i = 0; i < len; i++) y[i] = x[i] >= 0 ? 1.0f : -1.0f;
+    else
+      for (size_t i = 0; i < len; i++) y[i] = x[i] > 0 ? a : 0.0f;
+    return;
+  }
+  double mean = 0, kept = 0;
+  size_t nk = 0;
+  for (size_t i = 0; i < len; i++) mean += fabs((double)x[i]);
+  double delta = 0.75 * mean / (double)len;
+  for (size_t i = 0; i < len; i++) {
+    double a = fabs((double)x[i]);
+    int in = a > delta;
+    kept += in ? a : 0.0;
+    nk += (size_t)in;
+  }
+  float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
+  for (size_t i = 0; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
+}
+
+typedef struct {
+  const slQ_Format *f;
+  const float *in;
+  float *out;
+  size_t n, row;
+  double *m;  /* block maxima, per_row to a row */
+  int pass;   /* blocked formats: 0 finds the maxima, 1 applies */
+} Apply;
+
+static void apply_elements(const slQ_Format *f, const float *in, float *out, size_t n) {
   if (f->kind == SLQ_INTEGER && f->width <= 24 && f->frac_width >= -100 && f->frac_width <= 100) {
     integer_fast(f, in, out, n);
-    return;
-  }
-  if ((f->kind == SLQ_MINIFLOAT_DENORM || f->kind == SLQ_MINIFLOAT_IEEE) && fast_exponents_fit(f)) {
+  } else if ((f->kind == SLQ_MINIFLOAT_DENORM || f->kind == SLQ_MINIFLOAT_IEEE) && fast_exponents_fit(f)) {
     minifloat_fast(f, in, out, n);
+  } else if (f->kind == SLQ_LOG && fast_exponents_fit(f)) {
+    int B = f->has_bias ? f->exponent_bias : default_bias(f->width - 1);
+    size_t i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, (1 << (f->width - 1)) - 1 - B);
+    log_fast(f, in + i, out + i, n - i);
+  } else {
+    slQ_apply_reference(f, in, out, n, n);
+  }
+}
+
+static void apply_range(void *ctx, size_t r0, size_t r1) {
+  const Apply *a = ctx;
+  const slQ_Format *f = a->f;
+  if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {  /* elementwise: a range of values */
+    apply_elements(f, a->in + r0, a->out + r0, r1 - r0);
     return;
   }
-  if (f->kind == SLQ_LOG && fast_exponents_fit(f)) {
-    log_fast(f, in, out, n);
+  size_t row = a->row, k = (size_t)f->block, per_row = (row + k - 1) / k;
+  if (a->pass == 0) {
+    block_maxima_rows(a->in, a->n, row, k, a->m, r0, r1);
     return;
   }
-  if (f->kind == SLQ_MXINT8) {
-    if (row == 0) row = n;
-    for (size_t r = 0; r < n; r += row)
-      for (size_t b = 0; b < row && r + b < n; b += (size_t)f->block) {
-        size_t len = (size_t)f->block;
-        if (b + len > row) len = row - b;
-        if (r + b + len > n) len = n - r - b;
-        mxint8_block_fast(in + r + b, out + r + b, len);
+  for (size_t r = r0; r < r1; r++) {
+    size_t start = r * row, len = start + row <= a->n ? row : a->n - start;
+    const float *x = a->in + start;
+    float *y = a->out + start;
+    if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
+      binary_row_fast(f, x, y, len);
+    } else if (f->kind >= SLQ_BINARY) {
+      binary_rows(f, x, y, len, len);
+    } else {
+      for (size_t b = 0; b < per_row && b * k < len; b++) {
+        size_t bl = b * k + k <= len ? k : len - b * k;
+        if (f->kind == SLQ_MXINT8) mxint8_block_fast(x + b * k, y + b * k, bl);
+        else if (is_mx(f->kind)) mxfp_block_fast(f, x + b * k, y + b * k, bl);
+        else block_run(f, a->m[r * per_row + b], x + b * k, y + b * k, bl);
       }
+    }
+  }
+}
+
+/* The fast path: the loops above, split over the thread team by rows (by
+** values for the elementwise formats), which are independent, so the
+** numbers do not depend on the split. */
+void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
+  if (n == 0) return;
+  if (row == 0 || row > n) row = n;
+  Apply a = {f, in, out, n, row, NULL, 1};
+  enum { CHUNK = 16384 };
+  if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {
+    slK_parallel_for(n, CHUNK, apply_range, &a);
     return;
   }
-  slQ_apply_reference(f, in, out, n, row);
+  size_t rows = (n + row - 1) / row, min_rows = CHUNK / row + 1;
+  if (slQ_is_blocked(f->kind) && !is_mx(f->kind)) {
+    /* the zero-block fix needs every block's maximum first (block_maxima) */
+    size_t per_row = (row + (size_t)f->block - 1) / (size_t)f->block, nb = per_row * rows;
+    a.m = malloc(nb * sizeof *a.m);
+    a.pass = 0;
+    slK_parallel_for(rows, min_rows, apply_range, &a);
+    double smallest = INFINITY;
+    for (size_t b = 0; b < nb; b++)
+      if (a.m[b] > 0 && a.m[b] < smallest) smallest = a.m[b];
+    for (size_t b = 0; b < nb; b++)
+      if (a.m[b] == 0) a.m[b] = isinf(smallest) ? 1 : smallest;
+    a.pass = 1;
+  }
+  slK_parallel_for(rows, min_rows, apply_range, &a);
+  free(a.m);
 }
 
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
@@ -559,6 +709,7 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
       for (size_t b = 0; b < row && r + b < n; b += (size_t)f->block) {
         size_t len = (size_t)f->block;
         if (b + len > row) len = row - b;
+        if (r + b + len > n) len = n - r - b;
         q_mx_block(f, in + r + b, out + r + b, len);
       }
     return;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/parallel.h"
 #include "search.h"
 
 #define PRIOR_WEIGHT 1.0
@@ -119,6 +120,9 @@ typedef struct {
   int nchoices;
   double low, high, step;  /* in the transformed space; step 0: continuous */
   double *logz, *logsigma, *logw;  /* per component, what does not depend on x */
+  /* stepped: components with the same mean and sigma (repeated integers)
+  ** have the same mass at every x; group[c] names the first of them */
+  int *group, ngroups, *rep;
 } Estimator;
 
 static void estimator_free(Estimator *e) {
@@ -129,6 +133,8 @@ static void estimator_free(Estimator *e) {
   free(e->logz);
   free(e->logsigma);
   free(e->logw);
+  free(e->group);
+  free(e->rep);
 }
 
 static int numeric_log(const slS_Dist *d) { return d->kind != SLS_CATEGORICAL && d->log; }
@@ -145,15 +151,72 @@ static void linspace(double start, double stop, int num, double *out) {
   out[num - 1] = stop;
 }
 
-/* Sorting the means for their sigmas: ties keep observation order here;
-** numpy's argsort (SIMD sorts on modern x86) orders ties in a way that
-** depends on the machine, so with repeated values (ints, steps) the sigmas
-** of tied kernels, and then the suggestions, may differ from Optuna's. */
-static const double *sort_keys;
-static int by_key(const void *a, const void *b) {
-  int i = *(const int *)a, j = *(const int *)b;
-  if (sort_keys[i] != sort_keys[j]) return sort_keys[i] < sort_keys[j] ? -1 : 1;
-  return (i > j) - (i < j);
+/* Sorting by a key, ties in index order: a merge sort of (key, index)
+** pairs with the comparison inline, several times faster than qsort through
+** a comparator on the thousands of keys each trial sorts. Keys are never
+** NaN here (a NaN objective fails its trial), so the order is total and
+** equals any correct sort's. Ties keep observation order; numpy's argsort
+** (SIMD sorts on modern x86) orders ties in a way that depends on the
+** machine, so with repeated values (ints, steps) the sigmas of tied
+** kernels, and then the suggestions, may differ from Optuna's. */
+typedef struct {
+  double key;
+  int idx;
+} Keyed;
+
+static int keyed_before(const Keyed *a, const Keyed *b) { return a->key < b->key || (a->key == b->key && a->idx < b->idx); }
+
+static void sort_keyed(Keyed *a, int n) {
+  if (n < 2) return;
+  Keyed *tmp = malloc((size_t)n * sizeof *tmp), *src = a, *dst = tmp;
+  for (int i = 1; i < n; i += 2)  /* runs of two, then merges of doubling width */
+    if (keyed_before(&a[i], &a[i - 1])) {
+      Keyed t = a[i];
+      a[i] = a[i - 1], a[i - 1] = t;
+    }
+  for (int width = 2; width < n; width *= 2) {
+    for (int lo = 0; lo < n; lo += 2 * width) {
+      int mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n, i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) dst[k++] = keyed_before(&src[j], &src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    Keyed *t = src;
+    src = dst, dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+  free(tmp);
+}
+
+/* order[i]: the index of the i-th smallest of keys[0..n) */
+static void argsort(const double *keys, int n, int *order) {
+  Keyed *k = malloc((size_t)(n ? n : 1) * sizeof *k);
+  for (int i = 0; i < n; i++) k[i].key = keys[i], k[i].idx = i;
+  sort_keyed(k, n);
+  for (int i = 0; i < n; i++) order[i] = k[i].idx;
+  free(k);
+}
+
+/* stepped estimators: group the components by (mean, sigma), walking them
+** in order of the mean; within a run of equal means the few sigmas are
+** compared one by one. rep[g] is the first component of group g. */
+static void group_components(Estimator *e, const int *order, int m) {
+  if (e->step == 0) return;
+  e->group = malloc((size_t)m * sizeof *e->group);
+  e->rep = malloc((size_t)m * sizeof *e->rep);
+  e->ngroups = 0;
+  int run = 0;  /* the first group of the current run of equal means */
+  for (int i = 0; i < m; i++) {
+    int c = order[i], g = -1;
+    if (i == 0 || e->mu[c] != e->mu[order[i - 1]]) run = e->ngroups;
+    for (int h = run; h < e->ngroups && g < 0; h++)
+      if (e->sigma[e->rep[h]] == e->sigma[c]) g = h;
+    if (g < 0) {
+      g = e->ngroups++;
+      e->rep[g] = c;
+    }
+    e->group[c] = g;
+  }
 }
 
 static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
@@ -204,9 +267,7 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
   e->mu[k] = prior_mu;
   int *order = malloc((size_t)m * sizeof *order);
   double *ends = malloc((size_t)(m + 2) * sizeof *ends), *sorted_sigma = malloc((size_t)m * sizeof *sorted_sigma);
-  for (int i = 0; i < m; i++) order[i] = i;
-  sort_keys = e->mu;
-  qsort(order, (size_t)m, sizeof *order, by_key);
+  argsort(e->mu, m, order);
   ends[0] = low - step / 2;
   for (int i = 0; i < m; i++) ends[i + 1] = e->mu[order[i]];
   ends[m + 1] = high + step / 2;
@@ -225,8 +286,11 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
   e->logz = malloc((size_t)m * sizeof *e->logz);
   e->logsigma = malloc((size_t)m * sizeof *e->logsigma);
   e->logw = malloc((size_t)m * sizeof *e->logw);
+  group_components(e, order, m);
   for (int c = 0; c < m; c++) {  /* many components share a sigma or a weight: reuse the logarithm */
-    e->logz[c] = log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
+    int r = e->group ? e->rep[e->group[c]] : c;
+    if (r != c) e->logz[c] = e->logz[r];  /* the same mean and sigma: the same function of the same numbers */
+    else e->logz[c] = log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
     e->logsigma[c] = c > 0 && e->sigma[c] == e->sigma[c - 1] ? e->logsigma[c - 1] : log(e->sigma[c]);
     e->logw[c] = c > 0 && e->w[c] == e->w[c - 1] ? e->logw[c - 1] : log(e->w[c]);
   }
@@ -238,7 +302,16 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
 /* log l(x): the log-sum-exp over components of log w + log p(x); the
 ** terms that do not depend on x were computed once (build) */
 static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
-  double *terms = malloc((size_t)e->n * sizeof *terms), top = -INFINITY;
+  double *terms = malloc((size_t)e->n * sizeof *terms), top = -INFINITY, *mass = NULL;
+  if (d->kind != SLS_CATEGORICAL && e->step != 0) {  /* the mass of x's step, once per group */
+    double lo = e->low - e->step / 2, hi = e->high + e->step / 2;
+    double xl = fmax(x - e->step / 2, lo), xu = fmin(x + e->step / 2, hi);
+    mass = malloc((size_t)e->ngroups * sizeof *mass);
+    for (int g = 0; g < e->ngroups; g++) {
+      int c = e->rep[g];
+      mass[g] = log_gauss_mass((xl - e->mu[c]) / e->sigma[c], (xu - e->mu[c]) / e->sigma[c]);
+    }
+  }
   for (int c = 0; c < e->n; c++) {
     double t;
     if (d->kind == SLS_CATEGORICAL) {
@@ -247,9 +320,7 @@ static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
       double z = (x - e->mu[c]) / e->sigma[c];
       t = x < e->low || x > e->high ? -INFINITY : -(z * z) / 2.0 - LOG_SQRT_2PI - e->logz[c] - e->logsigma[c] + e->logw[c];
     } else {
-      double lo = e->low - e->step / 2, hi = e->high + e->step / 2;
-      double xl = fmax(x - e->step / 2, lo), xu = fmin(x + e->step / 2, hi);
-      t = log_gauss_mass((xl - e->mu[c]) / e->sigma[c], (xu - e->mu[c]) / e->sigma[c]) - e->logz[c] + e->logw[c];
+      t = mass[e->group[c]] - e->logz[c] + e->logw[c];
     }
     terms[c] = t;
     if (t > top) top = t;
@@ -259,6 +330,7 @@ static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
     terms[c] = terms[c] - top < -746 ? 0.0 : exp(terms[c] - top);
   double sum = pairwise_sum(terms, e->n);
   free(terms);
+  free(mass);
   return log(sum) + top;
 }
 
@@ -308,14 +380,6 @@ static void sample(const Estimator *e, const slS_Dist *d, slM_Mt *rng, int count
 /* ----------------------------------------------------------------- split */
 
 static const slS_Study *split_study;
-static int by_value(const void *a, const void *b) {
-  const slS_Trial *x = &split_study->trials[*(const int *)a], *y = &split_study->trials[*(const int *)b];
-  double u = x->values[0], v = y->values[0];
-  if (split_study->maximize[0]) u = -u, v = -v;
-  if (u != v) return u < v ? -1 : 1;
-  return (x->number > y->number) - (x->number < y->number);  /* Python's sort is stable */
-}
-
 static void pruned_score(const slS_Study *st, const slS_Trial *t, double *s0, double *s1) {
   if (t->ninter == 0) {
     *s0 = 1, *s1 = 0;
@@ -350,13 +414,41 @@ static void split(const slS_Study *st, int n, unsigned char *below) {
     else if (st->trials[i].state == SLS_PRUNED) pruned[np_++] = i;
   }
   split_study = st;
-  qsort(complete, (size_t)nc, sizeof *complete, by_value);
+  /* by value (the better first), ties in trial order as Python's stable sort;
+  ** trials are stored in number order */
+  Keyed *byv = malloc((size_t)(nc ? nc : 1) * sizeof *byv);
+  for (int i = 0; i < nc; i++) {
+    double v = st->trials[complete[i]].values[0];
+    byv[i].key = st->maximize[0] ? -v : v, byv[i].idx = complete[i];
+  }
+  sort_keyed(byv, nc);
+  for (int i = 0; i < nc; i++) complete[i] = byv[i].idx;
+  free(byv);
   for (int i = 0; i < nc && i < n_below; i++) below[complete[i]] = 1;
   n_below -= nc < n_below ? nc : n_below;
   qsort(pruned, (size_t)np_, sizeof *pruned, by_pruned_score);
   for (int i = 0; i < np_ && i < n_below; i++) below[pruned[i]] = 1;
   free(complete);
   free(pruned);
+}
+
+/* the densities of the candidates to score: item 2j is l(x), 2j + 1 is g(x)
+** of candidate todo[j], scored where it lands (log of a log-scale value) */
+typedef struct {
+  const Estimator *below, *above;
+  const slS_Dist *d;
+  const double *ext;
+  const int *todo;
+  double *dens;
+} Scoring;
+
+static void score_range(void *ctx, size_t i0, size_t i1) {
+  const Scoring *s = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    int c = s->todo[i / 2];
+    double at = numeric_log(s->d) ? log(s->ext[c]) : s->ext[c];
+    s->dens[2 * c + i % 2] = log_pdf(i % 2 ? s->above : s->below, s->d, at);
+  }
 }
 
 double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
@@ -391,8 +483,11 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   double *cand = malloc((size_t)count * sizeof *cand), *ext = malloc((size_t)count * sizeof *ext);
   double *scores = malloc((size_t)count * sizeof *scores);
   sample(&lb, d, &st->rng, count, cand);
-  int best = 0;
-  double best_score = -INFINITY;
+  /* snapped candidates repeat, and a repeated value has the same score:
+  ** the distinct ones are scored, both densities of each on the thread
+  ** team (independent, so the split changes no number), then the argmax
+  ** runs in order */
+  int *first = malloc((size_t)count * sizeof *first), *todo = malloc((size_t)count * sizeof *todo), ntodo = 0;
   for (int i = 0; i < count; i++) {
     double x = cand[i];
     if (d->kind != SLS_CATEGORICAL && d->log) x = exp(x);
@@ -401,19 +496,21 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
       x = x < d->low ? d->low : x > d->high ? d->high : x;
     }
     ext[i] = x;
-    double score;
-    int seen = -1;  /* snapped candidates repeat: a repeated value has the same score */
-    for (int j = 0; j < i && seen < 0; j++)
-      if (ext[j] == x) seen = j;
-    if (seen >= 0) {
-      score = scores[seen];
-    } else {
-      double at = numeric_log(d) ? log(x) : x;
-      score = log_pdf(&lb, d, at) - log_pdf(&la, d, at);
-    }
-    scores[i] = score;
+    first[i] = i;
+    for (int j = 0; j < i && first[i] == i; j++)
+      if (ext[j] == x) first[i] = j;
+    if (first[i] == i) todo[ntodo++] = i;
+  }
+  double *dens = malloc(2 * (size_t)count * sizeof *dens);
+  Scoring job = {&lb, &la, d, ext, todo, dens};
+  slK_parallel_for(2 * (size_t)ntodo, 1, score_range, &job);
+  int best = 0;
+  double best_score = -INFINITY;
+  for (int i = 0; i < count; i++) {
+    double score = scores[i] = first[i] == i ? dens[2 * i] - dens[2 * i + 1] : scores[first[i]];
     if (i == 0 || score > best_score) best_score = score, best = i;  /* argmax: the first of equals */
   }
+  free(first), free(todo), free(dens);
   double x = ext[best];
   estimator_free(&lb);
   estimator_free(&la);

@@ -1,0 +1,200 @@
+/*
+** quant_simd.c - AVX2 versions of the number formats' element loops.
+**
+** The project builds for x86-64-v2, so these are compiled with target
+** attributes and chosen at run time (__builtin_cpu_supports), as
+** kernels/simd.c does. The reference stays the binary64 code of quant.c;
+** every loop here gives the same bits, by construction:
+**
+**   block_fp, MX   float32 arithmetic. The reference scales a float by a
+**                  power of two in binary64 (exact), rounds to an integer,
+**                  clamps and scales back, then rounds once to float. In
+**                  float32 the scaled value is exact while it is normal;
+**                  when it overflows it clamps to the same top value, and
+**                  when it falls below 2^-126 both round it to 0. The final
+**                  product k * 2^s is one correctly rounded float multiply,
+**                  the same single rounding as the reference's cast. quant.c
+**                  calls these only where both powers of two are floats.
+**   minifloat,     binary64, four lanes: quant.c's call-free minifloat
+**                  loop op for op (x + 1e-9, the scalings, rint, the
+**                  clamps), exponents read from and written to bits.
+**   log            binary64, four lanes: the reference's own additions
+**                  (x + tau), with frexp replaced by reading the exponent
+**                  and mantissa bits of a normal double, and 2^e built from
+**                  bits (e clamped to [-150, 128] first, which rounds to
+**                  float the same way: 0 below, infinity above).
+**
+** tests/unit/test_quant_simd.c compares each with the reference over
+** random and special values (NaN, infinities, zeros, subnormals, ties) and
+** block sizes that do not divide the row.
+*/
+#include "quant_simd.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+int slQ_simd_available(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+AVX2 static __m256 pow2_ps(__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); }
+
+AVX2 static size_t block_fp8(const float *in, float *out, size_t n, float up_, float down_, float top_, int nan_block) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
+  const __m256 up = _mm256_set1_ps(up_), down = _mm256_set1_ps(down_), top = _mm256_set1_ps(top_);
+  const __m256 tiny = _mm256_set1_ps(1e-8f), eps = _mm256_set1_ps(1e-9f), nan = _mm256_set1_ps(__builtin_nanf(""));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(in + i), ax = _mm256_and_ps(x, absmask);
+    __m256 pass = _mm256_cmp_ps(ax, tiny, _CMP_LE_OQ), r;
+    if (nan_block) {
+      r = _mm256_blendv_ps(nan, x, pass);
+    } else {
+      __m256 a = _mm256_add_ps(ax, eps);
+      __m256 k = _mm256_round_ps(_mm256_mul_ps(a, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      k = _mm256_min_ps(k, top);
+      __m256 q = _mm256_or_ps(_mm256_mul_ps(k, down), _mm256_and_ps(x, sign));
+      r = _mm256_blendv_ps(q, x, _mm256_or_ps(pass, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+    }
+    _mm256_storeu_ps(out + i, r);
+  }
+  return i;
+}
+
+AVX2 static size_t log4(const float *in, float *out, size_t n, double tau_, int emin, int emax) {
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d signmask = _mm256_set1_pd(-0.0), tau = _mm256_set1_pd(tau_), zero = _mm256_setzero_pd();
+  const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), bias = _mm256_set1_epi64x(1023);
+  /* nlog2 rounds up when the mantissa 1.m is at least 2 sqrt(1/2), as the reference's frexp test */
+  double sqrt2 = 2 * 0.70710678118654752440;
+  int64_t sqrt2_bits;
+  __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
+  const __m256i sqrt2_m1 = _mm256_set1_epi64x((sqrt2_bits & 0xFFFFFFFFFFFFFll) - 1);
+  int lo = emin < -150 ? -150 : emin > 128 ? 128 : emin, hi = emax < -150 ? -150 : emax > 128 ? 128 : emax;
+  const __m256i vlo = _mm256_set1_epi64x(lo), vhi = _mm256_set1_epi64x(hi);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 xf = _mm_loadu_ps(in + i);
+    __m256d x = _mm256_cvtps_pd(xf);
+    __m256d s = _mm256_add_pd(x, tau), a = _mm256_add_pd(_mm256_and_pd(x, absmask), tau);
+    __m256i bits = _mm256_castpd_si256(a);
+    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), bias);
+    e = _mm256_sub_epi64(e, _mm256_cmpgt_epi64(_mm256_and_si256(bits, mantmask), sqrt2_m1));
+    e = _mm256_blendv_epi8(e, vlo, _mm256_cmpgt_epi64(vlo, e));
+    e = _mm256_blendv_epi8(e, vhi, _mm256_cmpgt_epi64(e, vhi));
+    __m256d q = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, bias), 52));
+    q = _mm256_or_pd(q, _mm256_and_pd(s, signmask));
+    q = _mm256_andnot_pd(_mm256_cmp_pd(s, zero, _CMP_EQ_OQ), q);
+    __m128 r = _mm256_cvtpd_ps(q);
+    _mm_storeu_ps(out + i, _mm_blendv_ps(r, xf, _mm_cmpunord_ps(xf, xf)));
+  }
+  return i;
+}
+
+/* 2^e for 64-bit lanes of e, as a double (e within the normal range) */
+AVX2 static __m256d pow2_pd(__m256i e) { return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52)); }
+
+AVX2 static __m256i clamp_epi64(__m256i e, __m256i lo, __m256i hi) {
+  e = _mm256_blendv_epi8(e, lo, _mm256_cmpgt_epi64(lo, e));
+  return _mm256_blendv_epi8(e, hi, _mm256_cmpgt_epi64(e, hi));
+}
+
+AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q_) {
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), signmask = _mm256_set1_pd(-0.0);
+  const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), zero = _mm256_setzero_si256();
+  const __m256i vlo = _mm256_set1_epi64x(-B), vhi = _mm256_set1_epi64x(emax), vm = _mm256_set1_epi64x(M);
+  const __m256d eps = _mm256_set1_pd(1e-9), two_m = _mm256_set1_pd(ldexp(1.0, M)), inv_m = _mm256_set1_pd(ldexp(1.0, -M));
+  const __m256d top = _mm256_set1_pd(ldexp(1.0, M) - 1), half_m = _mm256_set1_pd(ldexp(1.0, M - 1));
+  const __m256d sub = _mm256_set1_pd(ldexp(1.0, 1 - B - M)), one = _mm256_set1_pd(1.0), dzero = _mm256_setzero_pd();
+  const __m256d inf_q = _mm256_set1_pd(inf_q_), inf = _mm256_set1_pd(__builtin_inf());
+  const __m128 fabsmask = _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF)), tiny = _mm_set1_ps(1e-8f);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 xf = _mm_loadu_ps(in + i);
+    __m128 pass = _mm_or_ps(_mm_cmpunord_ps(xf, xf), _mm_cmple_ps(_mm_and_ps(xf, fabsmask), tiny));
+    __m256d x = _mm256_cvtps_pd(xf), a = _mm256_and_pd(x, absmask), q;
+    __m256i bits = _mm256_castpd_si256(_mm256_add_pd(a, eps));
+    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(1023));
+    if (ieee) {
+      e = clamp_epi64(e, vlo, vhi);
+      __m256d r = _mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(zero, e)));
+      __m256d k = _mm256_round_pd(_mm256_sub_pd(_mm256_mul_pd(r, two_m), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d normal = _mm256_mul_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), inv_m)), pow2_pd(e));
+      __m256d ks = _mm256_round_pd(_mm256_mul_pd(r, half_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d subnormal = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(ks, dzero), top), sub);
+      q = _mm256_blendv_pd(subnormal, normal, _mm256_castsi256_pd(_mm256_cmpgt_epi64(e, vlo)));
+    } else {
+      /* clog2: one up unless a power of two */
+      e = _mm256_sub_epi64(e, _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(bits, mantmask), zero), _mm256_set1_epi64x(-1)));
+      e = clamp_epi64(e, vlo, vhi);
+      __m256d k = _mm256_round_pd(_mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), pow2_pd(_mm256_sub_epi64(e, vm)));
+    }
+    q = _mm256_blendv_pd(q, inf_q, _mm256_cmp_pd(a, inf, _CMP_EQ_OQ));
+    q = _mm256_or_pd(q, _mm256_and_pd(x, signmask));
+    _mm_storeu_ps(out + i, _mm_blendv_ps(_mm256_cvtpd_ps(q), xf, pass));
+  }
+  return i;
+}
+
+AVX2 static size_t mxfp8(const float *in, float *out, size_t n, float unscale_, float scale_, int mbits, int bias,
+                         float max_normal) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
+  const __m256 unscale = _mm256_set1_ps(unscale_), scale = _mm256_set1_ps(scale_), maxn = _mm256_set1_ps(max_normal);
+  const __m256i emin = _mm256_set1_epi32(1 - bias), mb = _mm256_set1_epi32(mbits);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(in + i);
+    __m256 p = _mm256_mul_ps(_mm256_and_ps(x, absmask), unscale);
+    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(p), 23), _mm256_set1_epi32(127));
+    e = _mm256_max_epi32(e, emin);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(p, pow2_ps(_mm256_sub_epi32(mb, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 q = _mm256_min_ps(_mm256_mul_ps(k, pow2_ps(_mm256_sub_epi32(e, mb))), maxn);
+    _mm256_storeu_ps(out + i, _mm256_or_ps(_mm256_mul_ps(q, scale), _mm256_and_ps(x, sign)));
+  }
+  return i;
+}
+
+AVX2 static size_t mxint8_8(const float *in, float *out, size_t n, float up_, float down_) {
+  const __m256 up = _mm256_set1_ps(up_), down = _mm256_set1_ps(down_);
+  const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f), zero = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(in + i), up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    k = _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(k, hi), lo), zero);  /* -0 + 0 = +0: a zero mantissa is +0 */
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(k, down));
+  }
+  return i;
+}
+
+size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) {
+  return slQ_simd_available() ? block_fp8(in, out, n, up, down, top, nan_block) : 0;
+}
+size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) {
+  return slQ_simd_available() ? log4(in, out, n, tau, emin, emax) : 0;
+}
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) {
+  return slQ_simd_available() ? minifloat4(in, out, n, M, B, emax, ieee, inf_q) : 0;
+}
+size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
+                     float max_normal) {
+  return slQ_simd_available() ? mxfp8(in, out, n, unscale, scale, mbits, bias, max_normal) : 0;
+}
+size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) {
+  return slQ_simd_available() ? mxint8_8(in, out, n, up, down) : 0;
+}
+
+#else
+
+int slQ_simd_available(void) { return 0; }
+size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) { return 0; }
+size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) { return 0; }
+size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
+                     float max_normal) { return 0; }
+size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) { return 0; }
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
+
+#endif

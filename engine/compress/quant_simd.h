@@ -1,0 +1,31 @@
+/*
+** quant_simd.h - AVX2 inner loops of the number formats (quant_simd.c).
+** Each takes a run of values that share their block parameters, does as
+** many as it can eight (or four) at a time and returns how many it did;
+** quant.c finishes the rest with the scalar code. On a machine without
+** AVX2 each returns 0.
+*/
+#ifndef SYSLAB_QUANT_SIMD_H
+#define SYSLAB_QUANT_SIMD_H
+
+#include <stddef.h>
+
+int slQ_simd_available(void);
+
+/* block_fp elements of one block: q = min(rint((|x| + 1e-9f) * up), top) * down
+** with x's sign; |x| <= 1e-8f passes through; nan_block: every other value is NaN */
+size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block);
+/* log elements with bias -emin, in binary64 as the reference: 2^clamp(nlog2(|x| + tau)) with
+** the sign of x + tau, 0 where x + tau is 0 */
+size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax);
+/* minifloat_ieee (ieee) or minifloat_denorm elements with M mantissa bits, bias B and
+** largest exponent emax, as quant.c's minifloat_fast; inf_q: what infinity becomes */
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q);
+/* MX floating-point elements of one finite block: p = |x| * unscale, e = max(flog2 p, 1 - bias),
+** min(rint(p 2^(mbits - e)) 2^(e - mbits), max_normal) * scale with x's sign */
+size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
+                     float max_normal);
+/* MXINT8 elements of one finite block: clamp(rint(x * up), -127, 127) * down, +0 for a zero mantissa */
+size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down);
+
+#endif

@@ -1,0 +1,203 @@
+/* test_quant_simd.c - slQ_apply (AVX2 loops, threads, branch-free binary
+** and ternary rows) equals the binary64 reference slQ_apply_reference bit
+** for bit, for every format, over random values and the hard ones: NaN,
+** infinities, signed zeros, subnormals, ties, the 1e-8 passthrough edge,
+** blocks holding a NaN or only zeros, block sizes that do not divide the
+** row and rows that do not divide the length. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "compress/quant.h"
+#include "compress/quant_simd.h"
+#include "graph/mt19937.h"
+
+/* n values: mostly log-uniform magnitudes over `span` binades around 1,
+** with ties, specials and whole special blocks mixed in */
+static float *values(size_t n, int span, uint32_t seed) {
+  float *x = malloc(n * sizeof *x);
+  const float special[] = {0.0f, -0.0f, 1e-9f, -1e-9f, 1e-8f, -1e-8f, 1.0000001e-8f, 0x1p-149f, -0x1p-149f, 0x1p-127f,
+                           0x1p-126f, 0x1.fffffep-127f, INFINITY, -INFINITY, NAN, -NAN, 3.4e38f, -3.4e38f,
+                           0.5f, 1.5f, 2.5f, -0.5f, 0.25f, 1.4142135f, 1.4142137f, 0.70710677f, 448.0f, 6.0f};
+  size_t ns = sizeof special / sizeof special[0];
+  slM_Mt m;
+  slM_mt_seed(&m, seed);
+  for (size_t i = 0; i < n; i++) {
+    double u = slM_mt_double(&m);
+    int e = (int)floor(-span / 2.0 + span * slM_mt_double(&m));
+    double v = ldexp(1.0 + slM_mt_double(&m), e);
+    if (u < 0.02) v = special[(size_t)(slM_mt_double(&m) * (double)ns)];
+    else if (u < 0.10) v = ldexp(floor(slM_mt_double(&m) * 64) + 0.5, e - 6);  /* halfway cases */
+    else if (u < 0.14) v = ldexp(1.0, e);                                     /* powers of two */
+    x[i] = (float)(slM_mt_double(&m) < 0.5 ? -v : v);
+  }
+  /* whole blocks of zeros, of tiny values, and one with a single NaN */
+  for (size_t i = 0; i + 200 < n; i += 997) {
+    size_t len = 40 + i % 50;
+    for (size_t j = 0; j < len; j++) x[i + j] = (i / 997) % 3 == 0 ? 0.0f : (i / 997) % 3 == 1 ? 1e-30f * (float)j : x[i + j];
+    if ((i / 997) % 3 == 2) x[i + len / 2] = NAN;
+  }
+  return x;
+}
+
+static size_t differences(const slQ_Format *f, const float *x, size_t n, size_t row, size_t *first, float *fast, float *ref) {
+  slQ_apply(f, x, fast, n, row);
+  slQ_apply_reference(f, x, ref, n, row);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&fast[i], &ref[i], sizeof *fast) != 0 && !(isnan(fast[i]) && isnan(ref[i]))) {
+      if (!bad) *first = i;
+      bad++;
+    }
+  return bad;
+}
+
+static void same(const slQ_Format *f, const float *x, size_t n, size_t row) {
+  char err[160];
+  CHECK_MSG(slQ_check(f, err, sizeof err) == 0, "a format the test meant to be valid: %s", err);
+  float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  size_t first = 0, bad = differences(f, x, n, row, &first, a, b);
+  char name[96];
+  slQ_describe(f, name, sizeof name);
+  CHECK_MSG(bad == 0, "%s row %zu: %zu of %zu values differ, first x[%zu]=%a fast=%a reference=%a", name, row, bad, n,
+            first, x[first], a[first], b[first]);
+  /* in place, as the graph applies weights */
+  float *c = malloc(n * sizeof *c);
+  memcpy(c, x, n * sizeof *c);
+  slQ_apply(f, c, c, n, row);
+  size_t bad2 = 0;
+  for (size_t i = 0; i < n; i++) bad2 += memcmp(&c[i], &a[i], sizeof *c) != 0 && !(isnan(c[i]) && isnan(a[i]));
+  CHECK_MSG(bad2 == 0, "%s row %zu: in place differs in %zu values", name, row, bad2);
+  free(a), free(b), free(c);
+}
+
+static slQ_Format format(slQ_Kind k) {
+  slQ_Format f = {k, 8, 4, 4, 0, 0, 1, 16, 4, 2, 0, 1};
+  if (k >= SLQ_MXINT8 && k <= SLQ_MXFP4_E2M1) f.block = 32;
+  return f;
+}
+
+static const size_t ROWS[] = {0, 784, 128, 100, 37};
+
+static void test_block_fp_equals_reference(void) {
+  size_t n = 12000;
+  for (int span = 8; span <= 280; span += 136) {
+    float *x = values(n, span, 3 + (uint32_t)span);
+    int blocks[] = {16, 7, 32, 1, 100};
+    for (int w = 2; w <= 24; w += 3)
+      for (int e = 2; e <= 10; e += 3)
+        for (int bi = 0; bi < 5; bi++)
+          for (int bias = 0; bias < 2; bias++) {
+            slQ_Format f = format(SLQ_BLOCK_FP);
+            f.width = w, f.exponent_width = e, f.block = blocks[bi];
+            if (bias) f.has_bias = 1, f.exponent_bias = 3;
+            same(&f, x, n, ROWS[(size_t)(w + bi) % 5]);
+          }
+    free(x);
+  }
+}
+
+static void test_block_log_and_minifloat_equal_reference(void) {
+  size_t n = 10000;
+  float *x = values(n, 80, 5);
+  int blocks[] = {16, 5, 33};
+  for (int w = 2; w <= 12; w++)
+    for (int bw = 1; bw <= 8; bw += 2)
+      for (int bi = 0; bi < 3; bi++) {
+        slQ_Format f = format(SLQ_BLOCK_LOG);
+        f.width = w, f.bias_width = bw, f.block = blocks[bi];
+        same(&f, x, n, ROWS[(size_t)(w + bw + bi) % 5]);
+        if (w >= 3) {
+          f.kind = SLQ_BLOCK_MINIFLOAT, f.exponent_width = 1 + w % 3;
+          if (w - f.exponent_width - 1 >= 1) same(&f, x, n, ROWS[(size_t)bi % 5]);
+        }
+      }
+  free(x);
+}
+
+static void test_mx_formats_equal_reference(void) {
+  size_t n = 12000;
+  for (int span = 10; span <= 300; span += 290) {
+    float *x = values(n, span, 7 + (uint32_t)span);
+    int blocks[] = {32, 16, 7, 1, 50};
+    for (int k = SLQ_MXINT8; k <= SLQ_MXFP4_E2M1; k++)
+      for (int bi = 0; bi < 5; bi++) {
+        slQ_Format f = format((slQ_Kind)k);
+        f.block = blocks[bi];
+        for (size_t r = 0; r < 5; r++) same(&f, x, n, ROWS[r]);
+      }
+    free(x);
+  }
+}
+
+static void test_elementwise_formats_equal_reference(void) {
+  size_t n = 40000;  /* more than one chunk of the thread split */
+  float *x = values(n, 90, 9);
+  for (int w = 2; w <= 12; w++) {
+    slQ_Format f = format(SLQ_LOG);
+    f.width = w;
+    same(&f, x, n, 0);
+    f.has_bias = 1, f.exponent_bias = w * 5 - 20;
+    same(&f, x, n, 0);
+  }
+  for (int w = 4; w <= 16; w += 3) {
+    slQ_Format f = format(SLQ_MINIFLOAT_IEEE);
+    f.width = w, f.exponent_width = 2;
+    same(&f, x, n, 0);
+    f.kind = SLQ_MINIFLOAT_DENORM;
+    same(&f, x, n, 0);
+    f.kind = SLQ_INTEGER, f.frac_width = w / 2;
+    same(&f, x, n, 0);
+  }
+  free(x);
+}
+
+static void test_binary_and_ternary_rows_equal_reference(void) {
+  size_t n = 10000;
+  float *x = values(n, 30, 11);
+  for (size_t r = 0; r < 5; r++)
+    for (int v = 0; v < 2; v++) {
+      slQ_Format f = format(SLQ_TERNARY);
+      f.scaled = v;
+      same(&f, x, n, ROWS[r]);
+      f.kind = SLQ_BINARY, f.bipolar = v;
+      same(&f, x, n, ROWS[r]);
+      f.kind = SLQ_BINARY_RESIDUAL, f.levels = 1 + (int)r % 3;
+      same(&f, x, n, ROWS[r]);
+    }
+  /* rows without NaN or infinity, where the threshold and scale are finite and matter */
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) x[i] = 0.75f;
+  for (size_t r = 1; r < 5; r++) {
+    slQ_Format f = format(SLQ_TERNARY);
+    same(&f, x, n, ROWS[r]);
+    f.scaled = 0;
+    same(&f, x, n, ROWS[r]);
+  }
+  free(x);
+}
+
+/* enough rows of 128 for slQ_apply to split them over the thread team */
+static void test_thread_split_equals_reference(void) {
+  size_t n = 70000;
+  float *x = values(n, 40, 13);
+  slQ_Kind kinds[] = {SLQ_BLOCK_FP, SLQ_BLOCK_LOG, SLQ_MXFP8_E4M3, SLQ_MXINT8, SLQ_TERNARY, SLQ_BINARY, SLQ_INTEGER};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    slQ_Format f = format(kinds[k]);
+    same(&f, x, n, 128);
+  }
+  free(x);
+}
+
+int main(void) {
+  if (!slQ_simd_available()) check_skip("AVX2 loops", "this CPU has no AVX2: slQ_apply runs the scalar loops, still compared");
+  RUN(test_block_fp_equals_reference);
+  RUN(test_block_log_and_minifloat_equal_reference);
+  RUN(test_mx_formats_equal_reference);
+  RUN(test_elementwise_formats_equal_reference);
+  RUN(test_binary_and_ternary_rows_equal_reference);
+  RUN(test_thread_split_equals_reference);
+  return check_summary();
+}
