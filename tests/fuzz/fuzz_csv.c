@@ -3,6 +3,7 @@
 ** it builds rendered as text, Markdown and HTML and written back.
 */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
