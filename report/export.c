@@ -71,15 +71,23 @@ static int is_progress(json_t *out) {
 }
 
 /* the same test in both passes, so figure numbers and files agree */
+/* what slR_multiline accepts, asked without joining the text (an image's
+** base64 can be megabytes) */
+static int is_multiline(json_t *v) {
+  if (json_is_string(v)) return 1;
+  if (!json_is_array(v)) return 0;
+  size_t i;
+  json_t *line;
+  json_array_foreach(v, i, line) if (!json_is_string(line)) return 0;
+  return 1;
+}
+
 static int is_figure(json_t *out) {
   const char *otype = json_string_value(json_object_get(out, "output_type"));
   if (!otype || (strcmp(otype, "display_data") != 0 && strcmp(otype, "execute_result") != 0) || is_progress(out))
     return 0;
   json_t *data = json_object_get(out, "data");
-  char *png = slR_multiline(json_object_get(data, "image/png")), *svg = slR_multiline(json_object_get(data, "image/svg+xml"));
-  int yes = png || svg;
-  free(png), free(svg);
-  return yes;
+  return is_multiline(json_object_get(data, "image/png")) || is_multiline(json_object_get(data, "image/svg+xml"));
 }
 
 static void strip_ansi(slU_Text *t, const char *s) {
