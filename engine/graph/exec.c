@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/reduce.h"
 #include "kernels/softmax.h"
 #include "memory.h"
 #include "precision.h"
@@ -315,14 +316,6 @@ static void bias_range(void *ctx, size_t r0, size_t r1) {
     for (size_t j = 0; j < t->n; j++) t->y[r * t->n + j] += t->a[j];
 }
 
-/* y[j] += sum over the rows of a[r][j], rows in order; split by columns */
-static void column_sum_range(void *ctx, size_t j0, size_t j1) {
-  const Task *t = ctx;
-  size_t cols = (size_t)t->op;
-  for (size_t r = 0; r < t->n; r++)
-    for (size_t j = j0; j < j1; j++) t->y[j] += t->a[r * cols + j];
-}
-
 static const float *effective_weight(slM_Node *n) {
   slM_Tensor *w = n->params[0]->value;
   if (!n->comp.weight && !n->comp.weight_mask) return w->data;
@@ -389,8 +382,7 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
         if (!n->comp.weight_mask[i]) dw->data[i] = 0;
   }
   if (n->nparams > 1 && !n->params[1]->frozen) {
-    Task t = {.a = dy->data, .y = param_grad(n->params[1])->data, .n = rows, .op = out_f};
-    slK_parallel_for((size_t)out_f, 64, column_sum_range, &t);
+    slK_column_sums(dy->data, rows, (size_t)out_f, param_grad(n->params[1])->data);
   }
 }
 
@@ -484,21 +476,6 @@ static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
   }
 }
 
-/* the gain and shift gradients sum over rows: split by columns, rows in order */
-static void layernorm_grad_columns(void *ctx, size_t j0, size_t j1) {
-  const NormTask *t = ctx;
-  int d = t->d;
-  for (size_t r = 0; r < t->rows; r++) {
-    const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
-    float m = t->mean[r], rs = t->rstd[r];
-    for (size_t j = j0; j < j1; j++) {
-      float xhat = (a[j] - m) * rs;
-      if (t->dgamma) t->dgamma[j] += gy[j] * xhat;
-      if (t->dbeta) t->dbeta[j] += gy[j];
-    }
-  }
-}
-
 static void layernorm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = gin(g, n, 0);
   int d = x->shape[x->ndim - 1];
@@ -508,7 +485,7 @@ static void layernorm_backward(slM_Graph *g, slM_Node *n) {
                 .dgamma = n->params[0]->frozen ? NULL : param_grad(n->params[0])->data,
                 .dbeta = n->params[1]->frozen ? NULL : param_grad(n->params[1])->data};
   slK_parallel_for(rows, ELEMS / (size_t)d + 1, layernorm_grad_rows, &t);
-  if (t.dgamma || t.dbeta) slK_parallel_for((size_t)d, 16, layernorm_grad_columns, &t);
+  slK_norm_param_grads(t.x, t.dy, t.mean, t.rstd, 1, rows, d, t.dgamma, t.dbeta);
 }
 
 /* ---------------------------------------------------------- attention */

@@ -29,6 +29,7 @@
 
 #include "fuse.h"
 #include "kernels/parallel.h"
+#include "kernels/reduce.h"
 #include "kernels/softmax.h"
 
 static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
@@ -74,13 +75,6 @@ static void act_grad_items(void *ctx, size_t i0, size_t i1) {
     t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slM_gelu_grad(t->a[i]) : t->b[i];
 }
 
-/* y[j] += the rows of a, in order */
-static void column_sums(void *ctx, size_t j0, size_t j1) {
-  const Sweep *t = ctx;
-  for (size_t r = 0; r < t->rows; r++)
-    for (size_t j = j0; j < j1; j++) t->y[j] += t->a[r * t->cols + j];
-}
-
 static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
@@ -109,8 +103,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
     slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, d->data, out_f, x->data, in_f, 1.0f,
              slM_param_grad(n->params[0])->data, in_f);
   if (n->nparams > 1 && !n->params[1]->frozen) {
-    Sweep c = {.a = d->data, .y = slM_param_grad(n->params[1])->data, .cols = (size_t)out_f, .rows = rows};
-    slK_parallel_for((size_t)out_f, 64, column_sums, &c);
+    slK_column_sums(d->data, rows, (size_t)out_f, slM_param_grad(n->params[1])->data);
   }
 }
 
@@ -169,19 +162,6 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
   free(row);
 }
 
-static void add_norm_grad_columns(void *ctx, size_t j0, size_t j1) {
-  const AddNorm *t = ctx;
-  for (size_t r = 0; r < t->rows; r++) {
-    const float *s = t->sum + r * t->d, *gy = t->dy + r * t->d;
-    float m = t->stats[2 * r], rs = t->stats[2 * r + 1];
-    for (size_t j = j0; j < j1; j++) {
-      float xhat = (s[j] - m) * rs;
-      if (t->dgamma) t->dgamma[j] += gy[j] * xhat;
-      if (t->dbeta) t->dbeta[j] += gy[j];
-    }
-  }
-}
-
 static void add_norm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = n->saved2;
   int d = x->shape[x->ndim - 1];
@@ -191,7 +171,7 @@ static void add_norm_backward(slM_Graph *g, slM_Node *n) {
                .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
                .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
   slK_parallel_for(t.rows, 16384 / (size_t)d + 1, add_norm_grad_rows, &t);
-  if (t.dgamma || t.dbeta) slK_parallel_for((size_t)d, 16, add_norm_grad_columns, &t);
+  slK_norm_param_grads(t.sum, t.dy, t.stats, t.stats + 1, 2, t.rows, d, t.dgamma, t.dbeta);
 }
 
 /* ---------------------------------------------------------- masked_softmax */

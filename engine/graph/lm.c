@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/parallel.h"
+#include "kernels/reduce.h"
 #include "lm.h"
 
 /* ------------------------------------------------------------- presets */
@@ -233,15 +234,6 @@ static void rms_grad_rows(void *ctx, size_t r0, size_t r1) {
   }
 }
 
-static void rms_grad_columns(void *ctx, size_t j0, size_t j1) {
-  const Rms *t = ctx;
-  for (size_t r = 0; r < t->rows; r++) {
-    const float *a = t->x + r * t->d, *gy = t->dy + r * t->d;
-    float rs = t->rstd[r];
-    for (size_t j = j0; j < j1; j++) t->dgain[j] += gy[j] * (a[j] * rs);
-  }
-}
-
 static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0);
   int d = x->shape[x->ndim - 1];
@@ -249,7 +241,7 @@ static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
            .dx = slM_input_grad(g, n, 0)->data, .d = d, .rows = x->size / (size_t)d,
            .dgain = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data};
   slK_parallel_for(t.rows, ROWS(d), rms_grad_rows, &t);
-  if (t.dgain) slK_parallel_for((size_t)d, 16, rms_grad_columns, &t);
+  slK_norm_param_grads(t.x, t.dy, NULL, t.rstd, 1, t.rows, d, t.dgain, NULL);
 }
 
 /* Rotary embeddings: in each head, features (2i, 2i+1) at position t turn by
