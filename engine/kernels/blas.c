@@ -19,6 +19,7 @@
 #include "kernels.h"
 
 char *openblas_get_corename(void);
+void openblas_set_num_threads(int n);
 void gotoblas_dynamic_init(void);
 void gotoblas_dynamic_quit(void);
 
@@ -39,7 +40,20 @@ static void select_core(void) {
   gotoblas_dynamic_init();
 }
 
-void slK_blas_init(void) { pthread_once(&once, select_core); }
+/* The team runs the products' pieces (gemm.c), so OpenBLAS computes each on
+** the thread that calls it; its own threads are used only when a benchmark
+** asks for them (slK_blas_threads), and sleep otherwise. */
+static void init(void) {
+  select_core();
+  openblas_set_num_threads(1);
+}
+
+void slK_blas_init(void) { pthread_once(&once, init); }
+
+void slK_blas_threads(int n) {
+  slK_blas_init();
+  openblas_set_num_threads(n);
+}
 
 const char *slK_blas_core(void) {
   slK_blas_init();

@@ -14,7 +14,10 @@
 **                 tile; two threads split the columns (or the rows when
 **                 there are few columns). Transpositions cost nothing extra:
 **                 they only change the strides the packing reads with.
-**   v2 OpenBLAS   cblas_sgemm, what slK_sgemm (the graph's dispatch) calls
+**   v2 OpenBLAS   cblas_sgemm on OpenBLAS's own threads
+**   v3 team       what slK_sgemm (the graph's dispatch) calls: cblas_sgemm
+**                 on one thread per piece, the pieces on the engine's
+**                 thread team (below)
 **
 ** The blocked driver also serves the MXINT8 linear layer: its B operand
 ** can be packed MXINT8 weights, decoded into the panel as they are packed.
@@ -38,11 +41,66 @@
 #define NC 1536
 #endif
 
+/* ------------------------------------------------- v3: OpenBLAS on the team
+**
+** The graph's products run on the engine's thread team, OpenBLAS computing
+** each piece on one thread. Products and the passes between them then
+** share one set of threads. With OpenBLAS's own threads beside the team,
+** three or more threads took turns on two cores: after each product
+** OpenBLAS's threads wait for the next one by calling sched_yield in a
+** loop, which took 16% of the image transformer's training step from the
+** team's passes, and on a machine with any other runnable process each
+** yield handed a core away for a whole time slice.
+**
+** A product is cut along the longer of M and N into one piece per thread,
+** on multiples of 16 (OpenBLAS's micro-tile): cutting M makes every piece
+** pack all of op(B), cutting N all of op(A), so the cut goes where the
+** duplicated operand is the smaller one. Each element of C is still one
+** dot product over the whole of K in OpenBLAS's order, so the pieces add
+** nothing to the rounding. Products below OpenBLAS's own threading
+** threshold (M N K <= 4 x 65536) run whole, on the calling thread. */
+
+#define SPLIT_MIN (4.0 * 65536)
+
+typedef struct {
+  int ta, tb, M, N, K, lda, ldb, ldc, rows, chunk;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+} Pieces;
+
+static void openblas(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+              B, ldb, beta, C, ldc);
+}
+
+static void split_piece(void *ctx, int piece, int worker) {
+  const Pieces *s = ctx;
+  int at = piece * s->chunk, len = (s->rows ? s->M : s->N) - at;
+  if (len > s->chunk) len = s->chunk;
+  if (len <= 0) return;
+  if (s->rows)   /* rows at..at+len of op(A) and C */
+    openblas(s->ta, s->tb, len, s->N, s->K, s->alpha, s->A + (s->ta ? at : (long)at * s->lda), s->lda, s->B, s->ldb,
+             s->beta, s->C + (long)at * s->ldc, s->ldc);
+  else   /* columns at..at+len of op(B) and C */
+    openblas(s->ta, s->tb, s->M, len, s->K, s->alpha, s->A, s->lda, s->B + (s->tb ? (long)at * s->ldb : at), s->ldb,
+             s->beta, s->C + at, s->ldc);
+  (void)worker;
+}
+
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc) {
-  slK_blas_init();   /* OpenBLAS's kernels for this CPU, once (blas.c) */
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha,
-              A, lda, B, ldb, beta, C, ldc);
+  slK_blas_init();   /* OpenBLAS's kernels for this CPU, on one thread, once (blas.c) */
+  int t = slK_team_size(), rows = M >= N, len = rows ? M : N;
+  if (t < 2 || (double)M * N * K <= SPLIT_MIN || len < 32) {
+    openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  int chunk = (len + t - 1) / t;
+  chunk = (chunk + 15) / 16 * 16;
+  Pieces s = {trans_a, trans_b, M, N, K, lda, ldb, ldc, rows, chunk, alpha, beta, A, B, C};
+  slK_parallel((len + chunk - 1) / chunk, t, split_piece, &s);
 }
 
 const char *slK_gemm_name(slK_GemmImpl impl) {
@@ -203,8 +261,10 @@ void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, co
 
 void slK_sgemm_with(slK_GemmImpl impl, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  if (impl == SLK_GEMM_OPENBLAS) {
-    slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (impl == SLK_GEMM_OPENBLAS) {   /* on OpenBLAS's own threads, for comparison */
+    slK_blas_threads(slK_threads());
+    openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    slK_blas_threads(1);
     return;
   }
   slK_Operand a = {A, trans_a ? 1 : lda, trans_a ? lda : 1, NULL, NULL, 0, 0};

@@ -37,14 +37,15 @@ enum { SLK_N = 0, SLK_T = 1 };
 
 /* C = alpha * op(A) * op(B) + beta * C, float32, row-major; op(A) is M x K,
 ** op(B) is K x N, and lda/ldb/ldc are row strides as in BLAS. This is the
-** dispatch the graph calls: OpenBLAS. */
+** dispatch the graph calls: OpenBLAS, one thread per piece of the product,
+** the pieces on the thread team (gemm.c). */
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc);
 
 typedef enum {
   SLK_GEMM_NAIVE,     /* triple loop, the reference */
   SLK_GEMM_BLOCKED,   /* packed panels, micro-kernel, two threads */
-  SLK_GEMM_OPENBLAS,  /* cblas_sgemm */
+  SLK_GEMM_OPENBLAS,  /* cblas_sgemm on OpenBLAS's own threads */
   SLK_GEMM_NUM
 } slK_GemmImpl;
 

@@ -9,8 +9,12 @@
 ** each, more on a loaded machine) would cost as much as the loops. So the
 ** team's threads are started once, on the first call, and wait between
 ** jobs: they spin briefly (a step's next loop usually follows within
-** microseconds), then sleep on a condition variable so that OpenBLAS's own
-** threads get the cores back for the next product.
+** microseconds), then sleep on a condition variable. Products run on the
+** team too (gemm.c cuts them into pieces for OpenBLAS on one thread), so
+** no other thread of the engine competes for the cores, and nothing here
+** waits by sched_yield: on a machine with any other runnable process (a
+** browser beside the notebook) every yield gave a core away for a whole
+** time slice, and the engine's training ran up to 7x slower.
 **
 ** A job is njobs numbered pieces of work. The caller and the team claim
 ** pieces from a shared counter until none is left; claiming, rather than
@@ -43,7 +47,7 @@
 #include "parallel.h"
 
 #define MAX_THREADS 64
-#define SPIN_ROUNDS 200   /* about 10 us: PAUSE takes about 140 cycles on this CPU */
+#define SPIN_ROUNDS 2000  /* about 100 us: PAUSE takes about 140 cycles on this CPU */
 #define CLOSED 0xFFFFFFFFu
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,6 +70,8 @@ int slK_threads(void) {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;   /* the caller's, for the last piece */
+static atomic_int caller_waits;
 static int nthreads = 1;            /* the caller and the team's threads */
 static _Atomic uint64_t state;      /* generation << 32 | next piece */
 static atomic_uint done_pieces;
@@ -89,7 +95,15 @@ static void work(uint32_t gen, int worker) {
     if ((uint32_t)(s >> 32) != gen || (uint32_t)s >= atomic_load_explicit(&job.njobs, memory_order_relaxed)) return;
     if (!atomic_compare_exchange_weak_explicit(&state, &s, s + 1, memory_order_acq_rel, memory_order_relaxed)) continue;
     job.fn(job.ctx, (int)(uint32_t)s, worker);
-    atomic_fetch_add_explicit(&done_pieces, 1, memory_order_acq_rel);
+    unsigned done = atomic_fetch_add_explicit(&done_pieces, 1, memory_order_seq_cst) + 1;
+    /* the caller counts itself waiting before it checks the count again
+    ** under the lock, so the last piece either sees it or is seen by it */
+    if (done == atomic_load_explicit(&job.njobs, memory_order_relaxed) &&
+        atomic_load_explicit(&caller_waits, memory_order_seq_cst)) {
+      pthread_mutex_lock(&lock);
+      pthread_cond_signal(&finished);
+      pthread_mutex_unlock(&lock);
+    }
   }
 }
 
@@ -169,10 +183,20 @@ void slK_parallel(int njobs, int threads, slK_JobFn fn, void *ctx) {
     pthread_mutex_unlock(&lock);
   }
   work(gen, 0);
-  /* the last pieces run elsewhere: spin a little, then give the core to them */
-  for (int spins = 0; atomic_load_explicit(&done_pieces, memory_order_acquire) < (unsigned)njobs;)
-    if (spins < SPIN_ROUNDS) PAUSE(), spins++;
-    else sched_yield();
+  /* the last pieces run elsewhere: spin a little, then sleep until the last
+  ** one ends. Never sched_yield: on a machine where anything else is
+  ** runnable, a yield hands the core away for a whole time slice. */
+  for (int spins = 0; atomic_load_explicit(&done_pieces, memory_order_acquire) < (unsigned)njobs && spins < SPIN_ROUNDS;
+       spins++)
+    PAUSE();
+  if (atomic_load_explicit(&done_pieces, memory_order_acquire) < (unsigned)njobs) {
+    pthread_mutex_lock(&lock);
+    atomic_store_explicit(&caller_waits, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&done_pieces, memory_order_seq_cst) < (unsigned)njobs)
+      pthread_cond_wait(&finished, &lock);
+    atomic_store_explicit(&caller_waits, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+  }
   atomic_store(&busy, 0);
 }
 
