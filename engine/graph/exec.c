@@ -497,60 +497,90 @@ static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int
   *dh = *D / heads;
 }
 
+/* The unfused attention's products, one per sample and head (T x T x dh,
+** 16 x 16 x 32 in the image transformer: far too small to split), run as
+** ranges of (sample, head) pairs on the thread team; each pair writes only
+** its own head's slices, so the numbers do not depend on the split. Under a
+** precision mode slM_gemm rounds its operands into one shared scratch
+** buffer, so the pairs then run in order on the calling thread. */
+typedef struct Heads Heads;
+typedef void (*HeadFn)(const Heads *t, size_t off, size_t poff);
+struct Heads {
+  slM_Graph *g;
+  int T, D, dh, H;
+  float scale;
+  const float *q, *k;   /* scores: q, k; context: p, v */
+  float *out, *d0, *d1; /* forward: out; backward: the two input gradients */
+  const float *gout;
+  HeadFn fn;
+};
+
+static void heads_range(void *ctx, size_t i0, size_t i1) {
+  const Heads *t = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    size_t b = i / (size_t)t->H, h = i % (size_t)t->H;
+    t->fn(t, b * (size_t)t->T * t->D + h * (size_t)t->dh, i * (size_t)t->T * t->T);
+  }
+}
+
+static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn fn) {
+  int B;
+  attention_dims(x, n->heads, &B, &t->T, &t->D, &t->dh);
+  t->g = g, t->H = n->heads, t->fn = fn;
+  t->scale = 1.0f / sqrtf((float)t->dh);
+  size_t pairs = (size_t)B * t->H;
+  if (g->precision != SLM_FP32) heads_range(t, 0, pairs);
+  else slK_parallel_for(pairs, 8, heads_range, t);
+}
+
+static void scores_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, t->D, t->k + off, t->D, 0.0f, t->out + poff,
+           t->T);
+}
+
 static void scores_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
-  int B, T, D, dh, H = n->heads;
-  attention_dims(q, H, &B, &T, &D, &dh);
-  int shape[4] = {B, H, T, T};
-  slM_Tensor *s = ensure(&n->out, 4, shape);
-  float scale = 1.0f / sqrtf((float)dh);
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++)
-      slM_gemm(g, SLK_N, SLK_T, T, T, dh, scale, q->data + (size_t)b * T * D + h * dh, D,
-                  k->data + (size_t)b * T * D + h * dh, D, 0.0f, s->data + ((size_t)b * H + h) * T * T, T);
+  int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
+  Heads t = {.q = q->data, .k = k->data, .out = ensure(&n->out, 4, shape)->data};
+  per_head(&t, g, n, q, scores_head);
+}
+
+static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
+  const float *g_s = t->gout + poff;
+  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->k + off, t->D, 1.0f, t->d0 + off, t->D);
+  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->q + off, t->D, 1.0f, t->d1 + off, t->D);
 }
 
 static void scores_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1), *ds = n->gout;
-  slM_Tensor *dq = gin(g, n, 0), *dk = gin(g, n, 1);
-  int B, T, D, dh, H = n->heads;
-  attention_dims(q, H, &B, &T, &D, &dh);
-  float scale = 1.0f / sqrtf((float)dh);
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++) {
-      size_t off = (size_t)b * T * D + (size_t)h * dh;
-      const float *g_s = ds->data + ((size_t)b * H + h) * T * T;
-      slM_gemm(g, SLK_N, SLK_N, T, dh, T, scale, g_s, T, k->data + off, D, 1.0f,
-                  dq->data + off, D);
-      slM_gemm(g, SLK_T, SLK_N, T, dh, T, scale, g_s, T, q->data + off, D, 1.0f,
-                  dk->data + off, D);
-    }
+  slM_Tensor *q = in(g, n, 0);
+  Heads t = {.q = q->data, .k = in(g, n, 1)->data, .gout = n->gout->data, .d0 = gin(g, n, 0)->data,
+             .d1 = gin(g, n, 1)->data};
+  per_head(&t, g, n, q, scores_grad_head);
+}
+
+static void context_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->k + off, t->D, 0.0f, t->out + off,
+           t->D);
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
-  int B, T, D, dh, H = n->heads;
-  attention_dims(v, H, &B, &T, &D, &dh);
-  slM_Tensor *c = ensure(&n->out, 3, v->shape);
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++)
-      slM_gemm(g, SLK_N, SLK_N, T, dh, T, 1.0f, p->data + ((size_t)b * H + h) * T * T, T,
-                  v->data + (size_t)b * T * D + h * dh, D, 0.0f, c->data + (size_t)b * T * D + h * dh, D);
+  slM_Tensor *v = in(g, n, 1);
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .out = ensure(&n->out, 3, v->shape)->data};
+  per_head(&t, g, n, v, context_head);
+}
+
+static void context_grad_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, t->gout + off, t->D, t->k + off, t->D, 1.0f, t->d0 + poff,
+           t->T);
+  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->gout + off, t->D, 1.0f, t->d1 + off,
+           t->D);
 }
 
 static void context_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1), *dc = n->gout;
-  slM_Tensor *dp = gin(g, n, 0), *dv = gin(g, n, 1);
-  int B, T, D, dh, H = n->heads;
-  attention_dims(v, H, &B, &T, &D, &dh);
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++) {
-      size_t off = (size_t)b * T * D + (size_t)h * dh, poff = ((size_t)b * H + h) * T * T;
-      slM_gemm(g, SLK_N, SLK_T, T, T, dh, 1.0f, dc->data + off, D, v->data + off, D, 1.0f,
-                  dp->data + poff, T);
-      slM_gemm(g, SLK_T, SLK_N, T, dh, T, 1.0f, p->data + poff, T, dc->data + off, D, 1.0f,
-                  dv->data + off, D);
-    }
+  slM_Tensor *v = in(g, n, 1);
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .gout = n->gout->data, .d0 = gin(g, n, 0)->data,
+             .d1 = gin(g, n, 1)->data};
+  per_head(&t, g, n, v, context_grad_head);
 }
 
 /* The fused node: FlashAttention-2 (kernels/attention.c) reads the heads
