@@ -657,7 +657,7 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
     case OP_INPUT: {
       int shape[2] = {batch, g->features};
       y = ensure(&n->out, 2, shape);
-      memcpy(y->data, x, y->size * sizeof *y->data);
+      if (y->data != x) memcpy(y->data, x, y->size * sizeof *y->data);   /* else filled in place */
       break;
     }
     case OP_LABELS: {
@@ -808,6 +808,15 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   }
   free(last_use);
   return g->nodes[logits].out;
+}
+
+float *slM_input_rows(slM_Graph *g, int batch) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].op == OP_INPUT) {
+      int shape[2] = {batch, g->features};
+      return ensure(&g->nodes[i].out, 2, shape)->data;
+    }
+  return NULL;
 }
 
 /* -------------------------------------------------------------- backward */

@@ -155,6 +155,23 @@ void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doub
   *loss = n ? total_loss / (double)n : 0;
 }
 
+/* A batch is gathered from shuffled rows of the training set straight into
+** the input node (slM_input_rows), on the thread team: the rows are scattered
+** over the whole set, so the gather waits on memory, and two cores wait
+** better than one. */
+typedef struct {
+  const float *from;
+  const size_t *order;
+  float *to;
+  int F;
+} Gather;
+
+static void gather_rows(void *ctx, size_t i0, size_t i1) {
+  const Gather *t = ctx;
+  for (size_t i = i0; i < i1; i++)
+    memcpy(t->to + i * (size_t)t->F, t->from + t->order[i] * (size_t)t->F, (size_t)t->F * sizeof *t->to);
+}
+
 int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
               slM_EpochStats *stats) {
   size_t n = d->ntrain;
@@ -185,11 +202,11 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         break;
       }
       int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
-      for (int i = 0; i < b; i++) {
-        memcpy(bx + (size_t)i * F, d->train_x + order[start + i] * (size_t)F, (size_t)F * sizeof *bx);
-        by[i] = d->train_y[order[start + i]];
-      }
-      slM_Tensor *logits = slM_forward(g, bx, by, b, 1);
+      float *rows = slM_input_rows(g, b);
+      Gather gather = {d->train_x, order + start, rows ? rows : bx, F};
+      slK_parallel_for((size_t)b, 16, gather_rows, &gather);
+      for (int i = 0; i < b; i++) by[i] = d->train_y[order[start + i]];
+      slM_Tensor *logits = slM_forward(g, gather.to, by, b, 1);
       if (g->stopped) {   /* inside the batch: its update is skipped, the weights are the last step's */
         stopped = 1;
         break;
