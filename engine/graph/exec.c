@@ -932,11 +932,13 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   return loss;
 }
 
+static void zero_range(void *ctx, size_t i0, size_t i1) { memset((float *)ctx + i0, 0, (i1 - i0) * sizeof(float)); }
+
 void slM_zero_grads(slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Param *p = g->nodes[i].params[k];
-      if (p->grad) memset(p->grad->data, 0, p->grad->size * sizeof *p->grad->data);
+      if (p->grad) slK_parallel_for(p->grad->size, ELEMS, zero_range, p->grad->data);
     }
 }
 
