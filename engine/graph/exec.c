@@ -811,6 +811,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
 }
 
 float *slM_input_rows(slM_Graph *g, int batch) {
+  if (g->plan) return NULL;   /* a planned graph places its input in its arena when the pass starts */
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].op == OP_INPUT) {
       int shape[2] = {batch, g->features};

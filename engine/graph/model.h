@@ -237,9 +237,9 @@ slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t e
 /* forward on a batch; labels may be NULL for inference graphs. Returns
 ** the logits node's output (owned by the graph). */
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training);
-/* the input node's own rows for a batch (owned by the graph, NULL if it has
-** no input node): a caller that fills them and passes them as x to
-** slM_forward saves the copy of the batch */
+/* the input node's own rows for a batch (owned by the graph; NULL if it
+** has no input node or plans its buffers, fuse.c): a caller that fills
+** them and passes them as x to slM_forward saves the copy of the batch */
 float *slM_input_rows(slM_Graph *g, int batch);
 /* backward from d(loss)/d(logits) = softmax - onehot (or from the loss node);
 ** accumulates parameter gradients; returns the mean loss of the batch */
