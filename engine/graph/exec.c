@@ -211,31 +211,43 @@ static void softmax_rows(const float *x, float *y, size_t rows, int n) {
   slK_parallel_for(rows, ELEMS / (size_t)n + 1, softmax_range, &t);
 }
 
+/* Each activation has its own loop, without a choice per element, so that
+** ReLU's vectorises (GELU's has its own vector form). */
 static void activation_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
-  if (t->op == OP_GELU) {   /* its own loop, without the choice per element, so that it vectorises */
-    gelu_items(t->a, t->y, i0, i1);
-    return;
-  }
-  for (size_t i = i0; i < i1; i++) {
-    float v = t->a[i];
-    t->y[i] = t->op == OP_RELU ? (v > 0 ? v : 0) : t->op == OP_GELU ? gelu(v) : t->op == OP_TANH ? tanhf(v) : t->p * v;
+  const float *a = t->a;
+  float *y = t->y;
+  switch (t->op) {
+    case OP_GELU: gelu_items(a, y, i0, i1); break;
+    case OP_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
+    case OP_TANH: for (size_t i = i0; i < i1; i++) y[i] = tanhf(a[i]); break;
+    default: for (size_t i = i0; i < i1; i++) y[i] = t->p * a[i]; break;
   }
 }
 
-/* a = input, b = output gradient, c = output; y += input gradient */
+/* a = input, b = output gradient, c = output; y += input gradient (or, in a
+** fresh slot, y = 0 + input gradient) */
 static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
+  const float *a = t->a, *gy = t->b, *c = t->c;
+  float *y = t->y, p = t->p;
   if (t->op == OP_GELU) {
-    gelu_grad_items(t->a, t->b, t->y, i0, i1, 1);
+    gelu_grad_items(a, gy, y, i0, i1, 1);
     return;
   }
-  for (size_t i = i0; i < i1; i++) {
-    float v = t->a[i], gy = t->b[i];
-    float term = t->op == OP_RELU ? (v > 0 ? gy : 0)
-               : t->op == OP_TANH ? gy * (1 - t->c[i] * t->c[i]) : t->p * gy;
-    t->y[i] = (t->fresh ? 0.0f : t->y[i]) + term;
+#define GRAD_LOOP(term)                                                   \
+  do {                                                                    \
+    if (t->fresh)                                                         \
+      for (size_t i = i0; i < i1; i++) y[i] = 0.0f + (term);              \
+    else                                                                  \
+      for (size_t i = i0; i < i1; i++) y[i] += (term);                    \
+  } while (0)
+  switch (t->op) {
+    case OP_RELU: GRAD_LOOP(a[i] > 0 ? gy[i] : 0); break;
+    case OP_TANH: GRAD_LOOP(gy[i] * (1 - c[i] * c[i])); break;
+    default: GRAD_LOOP(p * gy[i]); break;
   }
+#undef GRAD_LOOP
 }
 
 /* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
