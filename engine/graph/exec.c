@@ -56,10 +56,14 @@ static slM_Tensor *gin_first(slM_Graph *g, slM_Node *n, int k, int *fresh) {
   return src->gout;
 }
 
+#define ELEMS 16384   /* fewest items worth a thread */
+
+static void zero_range(void *ctx, size_t i0, size_t i1) { memset((float *)ctx + i0, 0, (i1 - i0) * sizeof(float)); }
+
 static slM_Tensor *gin(slM_Graph *g, slM_Node *n, int k) {
   int fresh;
   slM_Tensor *t = gin_first(g, n, k, &fresh);
-  if (fresh) memset(t->data, 0, t->size * sizeof *t->data);
+  if (fresh) slK_parallel_for(t->size, ELEMS, zero_range, t->data);
   return t;
 }
 
@@ -199,7 +203,6 @@ typedef struct {
   float p;
 } Task;
 
-#define ELEMS 16384   /* fewest items worth a thread */
 
 static void softmax_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
@@ -944,8 +947,6 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
     }
   return loss;
 }
-
-static void zero_range(void *ctx, size_t i0, size_t i1) { memset((float *)ctx + i0, 0, (i1 - i0) * sizeof(float)); }
 
 void slM_zero_grads(slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
