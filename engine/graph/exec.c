@@ -218,8 +218,8 @@ static void softmax_rows(const float *x, float *y, size_t rows, int n) {
 ** ReLU's vectorises (GELU's has its own vector form). */
 static void activation_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
-  const float *a = t->a;
-  float *y = t->y;
+  const float *restrict a = t->a;
+  float *restrict y = t->y;
   switch (t->op) {
     case OP_GELU: gelu_items(a, y, i0, i1); break;
     case OP_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
@@ -232,8 +232,8 @@ static void activation_range(void *ctx, size_t i0, size_t i1) {
 ** fresh slot, y = 0 + input gradient) */
 static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
-  const float *a = t->a, *gy = t->b, *c = t->c;
-  float *y = t->y, p = t->p;
+  const float *restrict a = t->a, *restrict gy = t->b, *restrict c = t->c;
+  float *restrict y = t->y, p = t->p;
   if (t->op == OP_GELU) {
     gelu_grad_items(a, gy, y, i0, i1, 1);
     return;
@@ -315,33 +315,42 @@ static void dropout_range(void *ctx, size_t i0, size_t i1) {
 
 static void add_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
-  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] + t->b[i];
+  const float *restrict a = t->a, *restrict b = t->b;
+  float *restrict y = t->y;
+  for (size_t i = i0; i < i1; i++) y[i] = a[i] + b[i];
 }
 
 /* rows of n items: y[r] = a[r] + b, one parameter row b added to every row */
 static void add_row_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
+  const float *restrict b = t->b;
   for (size_t r = r0; r < r1; r++) {
-    const float *a = t->a + r * t->n;
-    float *y = t->y + r * t->n;
-    for (size_t j = 0; j < t->n; j++) y[j] = a[j] + t->b[j];
+    const float *restrict a = t->a + r * t->n;
+    float *restrict y = t->y + r * t->n;
+    for (size_t j = 0; j < t->n; j++) y[j] = a[j] + b[j];
   }
 }
 
+/* (restrict: without it the compiler must assume y may overlap a and b,
+** and these loops stayed scalar) */
 static void acc_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
+  const float *restrict a = t->a;
+  float *restrict y = t->y;
   if (t->fresh)
-    for (size_t i = i0; i < i1; i++) t->y[i] = 0.0f + t->a[i];
+    for (size_t i = i0; i < i1; i++) y[i] = 0.0f + a[i];
   else
-    for (size_t i = i0; i < i1; i++) t->y[i] += t->a[i];
+    for (size_t i = i0; i < i1; i++) y[i] += a[i];
 }
 
 static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
   const Task *t = ctx;
+  const float *restrict a = t->a, *restrict b = t->b;
+  float *restrict y = t->y;
   if (t->fresh)
-    for (size_t i = i0; i < i1; i++) t->y[i] = 0.0f + t->a[i] * t->b[i];
+    for (size_t i = i0; i < i1; i++) y[i] = 0.0f + a[i] * b[i];
   else
-    for (size_t i = i0; i < i1; i++) t->y[i] += t->a[i] * t->b[i];
+    for (size_t i = i0; i < i1; i++) y[i] += a[i] * b[i];
 }
 
 /* a = softmax output, b = its gradient; y += input gradient */
@@ -354,8 +363,11 @@ static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
 
 static void bias_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  for (size_t r = r0; r < r1; r++)
-    for (size_t j = 0; j < t->n; j++) t->y[r * t->n + j] += t->a[j];
+  const float *restrict b = t->a;
+  for (size_t r = r0; r < r1; r++) {
+    float *restrict y = t->y + r * t->n;
+    for (size_t j = 0; j < t->n; j++) y[j] += b[j];
+  }
 }
 
 static const float *effective_weight(slM_Node *n) {
