@@ -3,7 +3,7 @@
 ** through the same harness as the `bench` command (engine/kernels/bench.c).
 **
 **   cmake --build build --target bench_bench_kernels
-**   build/bench_bench_kernels gemm [n=1024]        blocked vs OpenBLAS; dispatch overhead
+**   build/bench_bench_kernels gemm [n=1024]        blocked vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
 **   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
 **   build/bench_bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
 **   build/bench_bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
@@ -11,13 +11,12 @@
 ** The load average is printed first: figures taken above about 0.7 on a
 ** shared machine are not worth recording. Every side of a comparison runs
 ** on the same threads, by the wall clock: SYSLAB_THREADS (2 by default
-** here, the cores) for the kernels' thread team, and OpenBLAS is set to as
-** many; memcpy, the anchor of the decoders, is cut into as many parts as
+** here, the cores) for the kernels' thread team, and OpenBLAS's own rows
+** on as many of its threads; memcpy, the anchor of the decoders, is cut into as many parts as
 ** they are. Attention uses batch 1, 8 heads, head dim 64.
 ** SYSLAB_BENCH_CLOCK=cpu times by the process's CPU time (meaningful with
 ** SYSLAB_THREADS=1): other jobs on a shared machine then change it little.
 */
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +50,11 @@ static slK_Result time_case(const char *name, int size, const slK_Attn *shape, i
 
 static double gflops(const slK_Result *r) { return r->flops / r->t.median / 1e9; }
 
-/* OpenBLAS on the kernels' threads, so that both sides of a ratio use as many cores */
+/* Both sides of a ratio use as many cores: the engine's products run as
+** OpenBLAS pieces on the team, and the OpenBLAS rows ask OpenBLAS for as
+** many threads of its own for each call (kernels/gemm.c). */
 static void same_threads(void) {
-  openblas_set_num_threads(slK_threads());
-  printf("threads: %d (kernels' team), %d (OpenBLAS); clock: %s\n", slK_team_size(), openblas_get_num_threads(),
+  printf("threads: %d (kernels' team; OpenBLAS rows on as many of its own); clock: %s\n", slK_team_size(),
          clock_of() == slK_now ? "wall" : "process CPU time");
 }
 
@@ -72,7 +72,8 @@ static void gemm(int n) {
   printf("%-16s %10.3f %10.1f\n", "blocked", b.t.median * 1e3, gflops(&b));
   printf("%-16s %10.3f %10.1f\n", "openblas", o.t.median * 1e3, gflops(&o));
   printf("blocked / OpenBLAS: %.2f of its rate (target at least 0.50)\n", gflops(&b) / gflops(&o));
-  /* the dispatch's overhead is a constant per call: measured where calls are short, alternating the two */
+  /* the graph's entry point (OpenBLAS pieces on the team) against OpenBLAS on
+  ** its own threads, short calls and long, alternating the two */
   int sizes[3] = {32, 128, n};
   for (int s = 0; s < 3; s++) {
     int reps = sizes[s] <= 128 ? 2000 : 30;
@@ -81,8 +82,8 @@ static void gemm(int n) {
       slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, reps), c = time_case("gemm_openblas", sizes[s], NULL, reps);
       d += a.t.median, direct += c.t.median;
     }
-    printf("dispatch at n = %4d: %.4f ms against %.4f ms direct: %+.2f%% (target under 2%%)\n", sizes[s], d / 5 * 1e3,
-           direct / 5 * 1e3, 100 * (d / direct - 1));
+    printf("slK_sgemm at n = %4d: %.4f ms against %.4f ms on OpenBLAS's threads: %+.2f%% (target under 2%%)\n",
+           sizes[s], d / 5 * 1e3, direct / 5 * 1e3, 100 * (d / direct - 1));
   }
 }
 
