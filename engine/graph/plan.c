@@ -1,0 +1,299 @@
+/*
+** plan.c - buffer planning for inference: one arena for every output.
+**
+** After the fusion pass (fuse.c) a graph plans its buffers. An inference
+** pass only needs an output from the node that writes it to the last node
+** that reads it, so outputs whose lifetimes do not overlap can share
+** memory. The plan is made once per graph and input shape:
+**
+**   1. The first inference pass of a shape records. It runs as it always
+**      did, with each output freed right after its last reader, and notes
+**      the shape of every output. Shapes come from running, not from a
+**      second shape inference, so they are exactly what the nodes ask for.
+**   2. Lifetimes: output i is written at step i and read last at step
+**      last_use[i]; the logits, the output node's inputs and outputs nobody
+**      reads live to the end of the pass (the caller reads them after it).
+**   3. Placement, greedy: outputs in order of size, largest first (ties by
+**      node); each goes at the lowest offset, a multiple of 64 bytes, where
+**      it overlaps no output already placed whose lifetime overlaps its own
+**      (first fit). The arena is the highest end. Two lifetimes that meet
+**      at one step overlap: a node never writes over its own inputs.
+**   4. The next pass of the same shape allocates the arena, one tensor
+**      tagged activation, and gives every node an output that views its
+**      place in the arena without owning it (slM_tensor_view); the nodes'
+**      slM_ensure finds the view of the right shape and writes into it
+**      (a shape it did not expect would get a buffer of its own, never a
+**      write past the view). From then on an inference pass allocates no
+**      tensor at all.
+**
+** A pass with another batch shape, or a graph changed since, records again
+** and re-plans. A training pass gives the arena back (its outputs must live
+** until the backward pass reads them) and keeps the placement, so the next
+** inference pass of that shape allocates the arena again without recording.
+** After an inference pass, only the outputs that live to its end hold their
+** values; the others' places were reused.
+**
+** What a node saves beside its output (norm statistics, the loss's
+** probabilities, a quantised input) is read in inference only by the node
+** itself, so it goes in the arena too, alive for that node's step alone.
+** The rotary tables are the exception: a cache kept from one pass to the
+** next (lm.c computes them once per context), so they stay outside the
+** arena, allocated by the first pass and reused: they are what the plan
+** keeps. The memory accounting sees the arena as one activation
+** allocation; views are not counted, so the live and peak figures stay
+** those of the memory really held.
+*/
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+#include "plan.h"
+
+#define ALIGN 64
+
+enum { RECORDING, PLANNED };
+
+struct slM_Plan {
+  /* what the placement is for: the batch shape and the graph's structure */
+  int batch, context, n;
+  uint64_t structure;
+  int state, plans;
+  int *last_use;         /* step of the last reader; n: to the end of the pass */
+  /* buffers 3 i + s: node i's output (s = 0), saved (1), saved2 (2) */
+  int *ndim;             /* its shape; ndim 0: none planned */
+  int (*shape)[SLM_MAX_DIMS];
+  size_t *bytes, *offset;
+  size_t size;           /* bytes the placement needs */
+  slM_Tensor *arena;     /* held while installed */
+};
+
+static size_t align_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* FNV-1a over each node's operator and inputs: a pass that rewires the
+** graph after planning changes it */
+static uint64_t structure_of(const slM_Graph *g) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    int words[2 + SLM_MAX_INPUTS] = {n->op, n->ninputs};
+    memcpy(words + 2, n->inputs, sizeof n->inputs);
+    for (int k = 0; k < 2 + n->ninputs; k++) h = (h ^ (uint64_t)(unsigned)words[k]) * 1099511628211ull;
+  }
+  return h;
+}
+
+/* ------------------------------------------------------------- placement */
+
+typedef struct {
+  size_t bytes;
+  int first, last, index;
+} Buffer;
+
+static int larger_first(const void *a, const void *b) {
+  const Buffer *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+  return x->index - y->index;
+}
+
+typedef struct {
+  size_t start, end;
+} Span;
+
+static int lower_first(const void *a, const void *b) {
+  const Span *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *last, size_t *offset) {
+  Buffer *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+  Span *busy = malloc((size_t)(n ? n : 1) * sizeof *busy);
+  char *placed = calloc((size_t)(n ? n : 1), 1);
+  for (int i = 0; i < n; i++) order[i] = (Buffer){bytes[i], first[i], last[i], i};
+  qsort(order, (size_t)n, sizeof *order, larger_first);
+  size_t size = 0;
+  for (int k = 0; k < n; k++) {
+    const Buffer *b = &order[k];
+    if (b->bytes == 0) {
+      offset[b->index] = 0;
+      continue;
+    }
+    /* the places taken, during this buffer's lifetime, in address order */
+    int nbusy = 0;
+    for (int j = 0; j < n; j++)
+      if (placed[j] && first[j] <= b->last && b->first <= last[j]) busy[nbusy++] = (Span){offset[j], offset[j] + bytes[j]};
+    qsort(busy, (size_t)nbusy, sizeof *busy, lower_first);
+    size_t at = 0;
+    for (int j = 0; j < nbusy && busy[j].start < at + b->bytes; j++)
+      if (busy[j].end > at) at = align_up(busy[j].end);
+    offset[b->index] = at;
+    placed[b->index] = 1;
+    if (at + b->bytes > size) size = at + b->bytes;
+  }
+  free(order), free(busy), free(placed);
+  return align_up(size);
+}
+
+/* ---------------------------------------------------------------- arena */
+
+enum { SLOTS = 3 };
+
+static slM_Tensor **slot(slM_Node *n, int s) { return s == 0 ? &n->out : s == 1 ? &n->saved : &n->saved2; }
+
+/* a saved tensor the node reads again in a later pass (rope_table's check) */
+static int is_cache(const slM_Node *n, int s) { return s > 0 && n->op == OP_ROPE; }
+
+/* the tensors go back to owning their buffers (none: the next pass makes them) */
+static void uninstall(slM_Graph *g, slM_Plan *p) {
+  if (!p->arena) return;
+  for (int i = 0; i < g->n; i++)
+    for (int s = 0; s < SLOTS; s++) {
+      slM_Tensor **t = slot(&g->nodes[i], s);
+      if (*t && (*t)->view) {
+        slM_tensor_free(*t);
+        *t = NULL;
+      }
+    }
+  slM_tensor_free(p->arena);
+  p->arena = NULL;
+}
+
+/* one allocation for the whole placement, tagged activation, aligned to
+** 64 bytes; every planned tensor a view of its place. 0 when the arena
+** would be larger than one tensor can be. */
+static int install(slM_Graph *g, slM_Plan *p) {
+  size_t floats = p->size / sizeof(float);
+  if (floats > INT_MAX) return 0;
+  for (int b = 0; b < SLOTS * g->n; b++)
+    if (p->ndim[b]) {
+      slM_Tensor **t = slot(&g->nodes[b / SLOTS], b % SLOTS);
+      slM_tensor_free(*t);   /* the last pass's own buffer */
+      *t = NULL;
+    }
+  int n = (int)floats;
+  p->arena = slM_tensor_aligned(1, &n, ALIGN);
+  slM_mem_retag(p->arena, SLM_MEM_ACT);
+  char *base = (char *)p->arena->data;
+  for (int b = 0; b < SLOTS * g->n; b++)
+    if (p->ndim[b])
+      *slot(&g->nodes[b / SLOTS], b % SLOTS) = slM_tensor_view((float *)(base + p->offset[b]), p->ndim[b], p->shape[b]);
+  return 1;
+}
+
+/* ----------------------------------------------------------------- hooks */
+
+static void forget(slM_Graph *g, slM_Plan *p) {
+  uninstall(g, p);
+  free(p->last_use), free(p->ndim), free(p->shape), free(p->bytes), free(p->offset);
+  p->last_use = p->ndim = NULL, p->shape = NULL, p->bytes = p->offset = NULL;
+  p->size = 0;
+}
+
+/* a new shape or structure: lifetimes now, shapes while the pass runs */
+static void record(slM_Graph *g, slM_Plan *p, int batch, int context, uint64_t structure) {
+  forget(g, p);
+  int n = g->n, logits = slM_logits_node(g);
+  size_t nb = (size_t)SLOTS * (size_t)n;
+  p->batch = batch, p->context = context, p->n = n, p->structure = structure;
+  p->state = RECORDING;
+  p->last_use = malloc((size_t)n * sizeof *p->last_use);
+  p->ndim = calloc(nb, sizeof *p->ndim);
+  p->shape = calloc(nb, sizeof *p->shape);
+  p->bytes = calloc(nb, sizeof *p->bytes);
+  p->offset = calloc(nb, sizeof *p->offset);
+  for (int i = 0; i < n; i++) p->last_use[i] = i == logits ? n : -1;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < g->nodes[i].ninputs; k++) p->last_use[g->nodes[i].inputs[k]] = i;
+  for (int i = 0; i < n; i++)
+    if (g->nodes[i].op == OP_OUTPUT) p->last_use[g->nodes[i].inputs[0]] = n;
+}
+
+slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training) {
+  slM_Plan *p = g->arena;
+  if (training) {
+    if (p) uninstall(g, p);
+    return NULL;
+  }
+  if (!p) p = g->arena = calloc(1, sizeof *p);
+  int context = strcmp(g->family, "lm") == 0 ? g->context_now : 0;
+  uint64_t structure = structure_of(g);
+  if (p->state != PLANNED || p->batch != batch || p->context != context || p->n != g->n || p->structure != structure)
+    record(g, p, batch, context, structure);
+  else if (!p->arena && !install(g, p))
+    record(g, p, batch, context, structure);   /* too large for one tensor: free after use, as recording does */
+  return p;
+}
+
+void slM_plan_after_node(slM_Graph *g, slM_Plan *p, int i) {
+  if (p->state != RECORDING) return;
+  slM_Node *n = &g->nodes[i];
+  for (int s = 0; s < SLOTS && n->op != OP_OUTPUT; s++) {
+    const slM_Tensor *t = *slot(n, s);
+    if (!t || is_cache(n, s)) continue;
+    int b = SLOTS * i + s;
+    p->ndim[b] = t->ndim;
+    memcpy(p->shape[b], t->shape, sizeof p->shape[b]);
+    p->bytes[b] = t->size * sizeof(float);
+  }
+  /* while recording, each output is freed right after its last reader runs,
+  ** so the first pass's peak is the widest cut of the graph */
+  for (int k = 0; k < n->ninputs; k++) {
+    slM_Node *src = &g->nodes[n->inputs[k]];
+    if (p->last_use[n->inputs[k]] == i && src->op != OP_OUTPUT) {
+      slM_tensor_free(src->out);
+      src->out = NULL;
+    }
+  }
+}
+
+void slM_plan_end(slM_Graph *g, slM_Plan *p) {
+  if (p->state != RECORDING) return;
+  if (g->stopped) {   /* a pass cut short saw only some shapes: record again next time */
+    forget(g, p);
+    p->state = RECORDING;
+    p->n = -1;
+    return;
+  }
+  int nb = SLOTS * g->n, *first = malloc((size_t)nb * sizeof *first), *last = malloc((size_t)nb * sizeof *last);
+  for (int b = 0; b < nb; b++) {
+    int i = b / SLOTS;
+    first[b] = i;
+    /* saved tensors: the node's own step; outputs nobody reads: kept, as before planning */
+    last[b] = b % SLOTS ? i : p->last_use[i] < 0 ? g->n : p->last_use[i];
+  }
+  p->size = slM_plan_place(nb, p->bytes, first, last, p->offset);
+  free(first), free(last);
+  p->state = PLANNED;
+  p->plans++;
+}
+
+void slM_plan_release(slM_Graph *g) {
+  if (g->arena) uninstall(g, g->arena);
+}
+
+void slM_plan_free(slM_Graph *g) {
+  if (!g->arena) return;
+  forget(g, g->arena);
+  free(g->arena);
+  g->arena = NULL;
+}
+
+void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out) {
+  memset(out, 0, sizeof *out);
+  const slM_Plan *p = g->arena;
+  if (p) {
+    out->arena_bytes = p->arena ? p->arena->size * sizeof(float) : 0;
+    out->placed_bytes = p->state == PLANNED ? p->size : 0;
+    out->plans = p->plans;
+    for (int b = 0; p->state == PLANNED && b < SLOTS * p->n; b++) {
+      out->outputs_bytes += p->bytes[b];
+      out->buffers += p->bytes[b] > 0;
+    }
+  }
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    const slM_Tensor *own[4] = {n->out, n->gout, n->saved, n->saved2};
+    for (int k = 0; k < 4; k++)
+      if (own[k] && !own[k]->view) out->kept_bytes += own[k]->size * sizeof(float);
+  }
+}

@@ -1,0 +1,39 @@
+/*
+** plan.h - buffer planning for inference (plan.c): every node's output
+** placed once in one arena, reused by every later pass of the same shape.
+*/
+#ifndef SYSLAB_PLAN_H
+#define SYSLAB_PLAN_H
+
+#include "model.h"
+
+typedef struct slM_Plan slM_Plan;
+
+/* the forward pass's hooks (exec.c), for a graph with planning on:
+** begin before the first node (NULL in training, where the arena is given
+** back and each output gets its own buffer again), after each node, end
+** after the last */
+slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training);
+void slM_plan_after_node(slM_Graph *g, slM_Plan *p, int i);
+void slM_plan_end(slM_Graph *g, slM_Plan *p);
+
+/* gives the arena back (the placement is kept for the next inference pass
+** of the same shape); slM_plan_free also forgets the placement */
+void slM_plan_release(slM_Graph *g);
+void slM_plan_free(slM_Graph *g);
+
+/* for tests and reports: the arena's bytes (its allocation included, 0 when
+** none is held), the bytes the placement needs, the bytes node tensors hold
+** outside it, and how many times the graph was planned */
+typedef struct slM_PlanInfo {
+  size_t arena_bytes, placed_bytes, outputs_bytes, kept_bytes;
+  int buffers, plans;
+} slM_PlanInfo;
+void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out);
+
+/* the placement alone (exposed for tests): n buffers of bytes[i] alive from
+** step first[i] to step last[i] inclusive; fills offset (multiples of 64)
+** and returns the arena's size in bytes */
+size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *last, size_t *offset);
+
+#endif
