@@ -65,6 +65,7 @@ struct slM_Plan {
   int (*shape)[SLM_MAX_DIMS];
   size_t *bytes, *offset;
   size_t size;           /* bytes the placement needs */
+  size_t widest, widest_exact;  /* the most bytes alive at one step, each buffer rounded up to 64 or not */
   slM_Tensor *arena;     /* held while installed */
 };
 
@@ -105,12 +106,10 @@ static int lower_first(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *last, size_t *offset) {
-  Buffer *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-  Span *busy = malloc((size_t)(n ? n : 1) * sizeof *busy);
-  char *placed = calloc((size_t)(n ? n : 1), 1);
-  for (int i = 0; i < n; i++) order[i] = (Buffer){bytes[i], first[i], last[i], i};
-  qsort(order, (size_t)n, sizeof *order, larger_first);
+/* first fit of the buffers in the given order; returns the arena's size */
+static size_t first_fit(int n, const Buffer *order, const size_t *bytes, const int *first, const int *last,
+                        size_t *offset, Span *busy, char *placed) {
+  memset(placed, 0, (size_t)n);
   size_t size = 0;
   for (int k = 0; k < n; k++) {
     const Buffer *b = &order[k];
@@ -130,8 +129,19 @@ size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *l
     placed[b->index] = 1;
     if (at + b->bytes > size) size = at + b->bytes;
   }
-  free(order), free(busy), free(placed);
   return align_up(size);
+}
+
+size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *last, size_t *offset) {
+  size_t m = (size_t)(n ? n : 1);
+  Buffer *order = malloc(m * sizeof *order);
+  Span *busy = malloc(m * sizeof *busy);
+  char *placed = malloc(m);
+  for (int i = 0; i < n; i++) order[i] = (Buffer){bytes[i], first[i], last[i], i};
+  qsort(order, (size_t)n, sizeof *order, larger_first);
+  size_t size = first_fit(n, order, bytes, first, last, offset, busy, placed);
+  free(order), free(busy), free(placed);
+  return size;
 }
 
 /* ---------------------------------------------------------------- arena */
@@ -201,9 +211,11 @@ static void record(slM_Graph *g, slM_Plan *p, int batch, int context, uint64_t s
   p->shape = calloc(nb, sizeof *p->shape);
   p->bytes = calloc(nb, sizeof *p->bytes);
   p->offset = calloc(nb, sizeof *p->offset);
-  for (int i = 0; i < n; i++) p->last_use[i] = i == logits ? n : -1;
+  for (int i = 0; i < n; i++) p->last_use[i] = -1;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++) p->last_use[g->nodes[i].inputs[k]] = i;
+  /* after the readers: the logits outlive the loss that reads them */
+  p->last_use[logits] = n;
   for (int i = 0; i < n; i++)
     if (g->nodes[i].op == OP_OUTPUT) p->last_use[g->nodes[i].inputs[0]] = n;
 }
@@ -262,6 +274,14 @@ void slM_plan_end(slM_Graph *g, slM_Plan *p) {
     last[b] = b % SLOTS ? i : p->last_use[i] < 0 ? g->n : p->last_use[i];
   }
   p->size = slM_plan_place(nb, p->bytes, first, last, p->offset);
+  p->widest = p->widest_exact = 0;
+  for (int step = 0; step <= g->n; step++) {
+    size_t alive = 0, exact = 0;
+    for (int b = 0; b < nb; b++)
+      if (first[b] <= step && step <= last[b]) alive += align_up(p->bytes[b]), exact += p->bytes[b];
+    if (alive > p->widest) p->widest = alive;
+    if (exact > p->widest_exact) p->widest_exact = exact;
+  }
   free(first), free(last);
   p->state = PLANNED;
   p->plans++;
@@ -284,6 +304,8 @@ void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out) {
   if (p) {
     out->arena_bytes = p->arena ? p->arena->size * sizeof(float) : 0;
     out->placed_bytes = p->state == PLANNED ? p->size : 0;
+    out->widest_bytes = p->state == PLANNED ? p->widest : 0;
+    out->widest_exact_bytes = p->state == PLANNED ? p->widest_exact : 0;
     out->plans = p->plans;
     for (int b = 0; p->state == PLANNED && b < SLOTS * p->n; b++) {
       out->outputs_bytes += p->bytes[b];

@@ -22,11 +22,14 @@ void slM_plan_end(slM_Graph *g, slM_Plan *p);
 void slM_plan_release(slM_Graph *g);
 void slM_plan_free(slM_Graph *g);
 
-/* for tests and reports: the arena's bytes (its allocation included, 0 when
-** none is held), the bytes the placement needs, the bytes node tensors hold
-** outside it, and how many times the graph was planned */
+/* for tests and reports: the arena's bytes (0 when none is held), the bytes
+** the placement needs, the most bytes alive at one step (each buffer
+** rounded up to 64: a lower bound on any placement; and not rounded), the
+** bytes of all the planned buffers together, the bytes node tensors hold
+** outside the arena, the number of planned buffers, and how many times the
+** graph was planned */
 typedef struct slM_PlanInfo {
-  size_t arena_bytes, placed_bytes, outputs_bytes, kept_bytes;
+  size_t arena_bytes, placed_bytes, widest_bytes, widest_exact_bytes, outputs_bytes, kept_bytes;
   int buffers, plans;
 } slM_PlanInfo;
 void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out);
