@@ -52,21 +52,31 @@
 
 #define ALIGN 64
 
-enum { RECORDING, PLANNED };
+/* a placement per mode: EMPTY, RECORDING (inference: the pass that notes
+** the shapes; training: the first step of a shape, whose tensors the next
+** step's begin reads), PLANNED */
+enum { EMPTY, RECORDING, PLANNED };
+enum { INFERENCE, TRAINING };
 
-struct slM_Plan {
-  /* what the placement is for: the batch shape and the graph's structure */
+typedef struct Placement {
+  /* what it is for: the batch shape and the graph's structure */
   int batch, context, n;
   uint64_t structure;
   int state, plans;
-  int *last_use;         /* step of the last reader; n: to the end of the pass */
-  /* buffers 3 i + s: node i's output (s = 0), saved (1), saved2 (2) */
+  int *last_use;         /* step of each output's last reader in the forward pass; -1: none */
+  /* buffers 4 i + s: node i's output (s = 0), saved (1), saved2 (2), gradient (3) */
   int *ndim;             /* its shape; ndim 0: none planned */
   int (*shape)[SLM_MAX_DIMS];
   size_t *bytes, *offset;
   size_t size;           /* bytes the placement needs */
   size_t widest, widest_exact;  /* the most bytes alive at one step, each buffer rounded up to 64 or not */
-  slM_Tensor *arena;     /* held while installed */
+} Placement;
+
+struct slM_Plan {
+  Placement mode[2];     /* inference, training */
+  int current;           /* the mode of the last pass */
+  int held;              /* the mode whose arena is installed; -1: none */
+  slM_Tensor *arena;
 };
 
 static size_t align_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
@@ -146,16 +156,25 @@ size_t slM_plan_place(int n, const size_t *bytes, const int *first, const int *l
 
 /* ---------------------------------------------------------------- arena */
 
-enum { SLOTS = 3 };
+enum { SLOTS = 4 };
 
-static slM_Tensor **slot(slM_Node *n, int s) { return s == 0 ? &n->out : s == 1 ? &n->saved : &n->saved2; }
+static slM_Tensor **slot(slM_Node *n, int s) {
+  return s == 0 ? &n->out : s == 1 ? &n->saved : s == 2 ? &n->saved2 : &n->gout;
+}
 
 /* a saved tensor the node reads again in a later pass (rope_table's check) */
-static int is_cache(const slM_Node *n, int s) { return s > 0 && n->op == OP_ROPE; }
+static int is_cache(const slM_Node *n, int s) { return (s == 1 || s == 2) && n->op == OP_ROPE; }
+
+/* where the backward pass starts: its gradient is made anew by slM_backward */
+static int backward_start(const slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].op == OP_CROSS_ENTROPY || g->nodes[i].op == OP_TOKEN_CE) return i;
+  return slM_logits_node(g);
+}
 
 /* the tensors go back to owning their buffers (none: the next pass makes them) */
-static void uninstall(slM_Graph *g, slM_Plan *p) {
-  if (!p->arena) return;
+static void uninstall(slM_Graph *g, slM_Plan *c) {
+  if (!c->arena) return;
   for (int i = 0; i < g->n; i++)
     for (int s = 0; s < SLOTS; s++) {
       slM_Tensor **t = slot(&g->nodes[i], s);
@@ -164,14 +183,16 @@ static void uninstall(slM_Graph *g, slM_Plan *p) {
         *t = NULL;
       }
     }
-  slM_tensor_free(p->arena);
-  p->arena = NULL;
+  slM_tensor_free(c->arena);
+  c->arena = NULL;
+  c->held = -1;
 }
 
 /* one allocation for the whole placement, tagged activation, aligned to
 ** 64 bytes; every planned tensor a view of its place. 0 when the arena
 ** would be larger than one tensor can be. */
-static int install(slM_Graph *g, slM_Plan *p) {
+static int install(slM_Graph *g, slM_Plan *c, int mode) {
+  const Placement *p = &c->mode[mode];
   size_t floats = p->size / sizeof(float);
   if (floats > INT_MAX) return 0;
   for (int b = 0; b < SLOTS * g->n; b++)
@@ -181,28 +202,29 @@ static int install(slM_Graph *g, slM_Plan *p) {
       *t = NULL;
     }
   int n = (int)floats;
-  p->arena = slM_tensor_aligned(1, &n, ALIGN);
-  slM_mem_retag(p->arena, SLM_MEM_ACT);
-  char *base = (char *)p->arena->data;
+  c->arena = slM_tensor_aligned(1, &n, ALIGN);
+  slM_mem_retag(c->arena, SLM_MEM_ACT);
+  char *base = (char *)c->arena->data;
   for (int b = 0; b < SLOTS * g->n; b++)
     if (p->ndim[b])
       *slot(&g->nodes[b / SLOTS], b % SLOTS) = slM_tensor_view((float *)(base + p->offset[b]), p->ndim[b], p->shape[b]);
+  c->held = mode;
   return 1;
 }
 
-/* ----------------------------------------------------------------- hooks */
+/* ------------------------------------------------------------ placements */
 
-static void forget(slM_Graph *g, slM_Plan *p) {
-  uninstall(g, p);
+static void forget(Placement *p) {
   free(p->last_use), free(p->ndim), free(p->shape), free(p->bytes), free(p->offset);
-  p->last_use = p->ndim = NULL, p->shape = NULL, p->bytes = p->offset = NULL;
-  p->size = 0;
+  int plans = p->plans;
+  memset(p, 0, sizeof *p);
+  p->plans = plans;
 }
 
-/* a new shape or structure: lifetimes now, shapes while the pass runs */
-static void record(slM_Graph *g, slM_Plan *p, int batch, int context, uint64_t structure) {
-  forget(g, p);
-  int n = g->n, logits = slM_logits_node(g);
+/* a new shape or structure: the readers now, the shapes later */
+static void start(const slM_Graph *g, Placement *p, int batch, int context, uint64_t structure) {
+  forget(p);
+  int n = g->n;
   size_t nb = (size_t)SLOTS * (size_t)n;
   p->batch = batch, p->context = context, p->n = n, p->structure = structure;
   p->state = RECORDING;
@@ -214,77 +236,135 @@ static void record(slM_Graph *g, slM_Plan *p, int batch, int context, uint64_t s
   for (int i = 0; i < n; i++) p->last_use[i] = -1;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++) p->last_use[g->nodes[i].inputs[k]] = i;
-  /* after the readers: the logits outlive the loss that reads them */
-  p->last_use[logits] = n;
-  for (int i = 0; i < n; i++)
-    if (g->nodes[i].op == OP_OUTPUT) p->last_use[g->nodes[i].inputs[0]] = n;
 }
 
-slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training) {
-  slM_Plan *p = g->arena;
-  if (training) {
-    if (p) uninstall(g, p);
-    return NULL;
-  }
-  if (!p) p = g->arena = calloc(1, sizeof *p);
-  int context = strcmp(g->family, "lm") == 0 ? g->context_now : 0;
-  uint64_t structure = structure_of(g);
-  if (p->state != PLANNED || p->batch != batch || p->context != context || p->n != g->n || p->structure != structure)
-    record(g, p, batch, context, structure);
-  else if (!p->arena && !install(g, p))
-    record(g, p, batch, context, structure);   /* too large for one tensor: free after use, as recording does */
-  return p;
+static void note(Placement *p, int b, const slM_Tensor *t) {
+  p->ndim[b] = t->ndim;
+  memcpy(p->shape[b], t->shape, sizeof p->shape[b]);
+  p->bytes[b] = t->size * sizeof(float);
 }
 
-void slM_plan_after_node(slM_Graph *g, slM_Plan *p, int i) {
-  if (p->state != RECORDING) return;
-  slM_Node *n = &g->nodes[i];
-  for (int s = 0; s < SLOTS && n->op != OP_OUTPUT; s++) {
-    const slM_Tensor *t = *slot(n, s);
-    if (!t || is_cache(n, s)) continue;
-    int b = SLOTS * i + s;
-    p->ndim[b] = t->ndim;
-    memcpy(p->shape[b], t->shape, sizeof p->shape[b]);
-    p->bytes[b] = t->size * sizeof(float);
-  }
-  /* while recording, each output is freed right after its last reader runs,
-  ** so the first pass's peak is the widest cut of the graph */
-  for (int k = 0; k < n->ninputs; k++) {
-    slM_Node *src = &g->nodes[n->inputs[k]];
-    if (p->last_use[n->inputs[k]] == i && src->op != OP_OUTPUT) {
-      slM_tensor_free(src->out);
-      src->out = NULL;
-    }
-  }
+/* outputs the caller reads after the pass: the logits, the output node's
+** inputs, and outputs nobody reads (the loss) */
+static int read_after(const slM_Graph *g, const Placement *p, int i) {
+  if (i == slM_logits_node(g) || p->last_use[i] < 0) return 1;
+  for (int j = 0; j < g->n; j++)
+    if (g->nodes[j].op == OP_OUTPUT && g->nodes[j].inputs[0] == i) return 1;
+  return 0;
 }
 
-void slM_plan_end(slM_Graph *g, slM_Plan *p) {
-  if (p->state != RECORDING) return;
-  if (g->stopped) {   /* a pass cut short saw only some shapes: record again next time */
-    forget(g, p);
-    p->state = RECORDING;
-    p->n = -1;
-    return;
-  }
-  int nb = SLOTS * g->n, *first = malloc((size_t)nb * sizeof *first), *last = malloc((size_t)nb * sizeof *last);
-  for (int b = 0; b < nb; b++) {
-    int i = b / SLOTS;
-    first[b] = i;
-    /* saved tensors: the node's own step; outputs nobody reads: kept, as before planning */
-    last[b] = b % SLOTS ? i : p->last_use[i] < 0 ? g->n : p->last_use[i];
-  }
+static void place(const slM_Graph *g, Placement *p, const int *first, const int *last, int steps) {
+  int nb = SLOTS * g->n;
   p->size = slM_plan_place(nb, p->bytes, first, last, p->offset);
   p->widest = p->widest_exact = 0;
-  for (int step = 0; step <= g->n; step++) {
+  for (int step = 0; step <= steps; step++) {
     size_t alive = 0, exact = 0;
     for (int b = 0; b < nb; b++)
       if (first[b] <= step && step <= last[b]) alive += align_up(p->bytes[b]), exact += p->bytes[b];
     if (alive > p->widest) p->widest = alive;
     if (exact > p->widest_exact) p->widest_exact = exact;
   }
-  free(first), free(last);
   p->state = PLANNED;
   p->plans++;
+}
+
+/* Inference: the pass runs over steps 0 .. n - 1. An output lives from its
+** node's step to its last reader's; saved tensors for their node's step. */
+static void place_inference(const slM_Graph *g, Placement *p) {
+  int n = g->n, nb = SLOTS * n, *first = malloc((size_t)nb * sizeof *first), *last = malloc((size_t)nb * sizeof *last);
+  for (int b = 0; b < nb; b++) {
+    int i = b / SLOTS;
+    first[b] = i;
+    last[b] = b % SLOTS ? i : read_after(g, p, i) ? n : p->last_use[i];
+  }
+  place(g, p, first, last, n);
+  free(first), free(last);
+}
+
+/* Training: step i is node i's forward, step 2n - 1 - i its backward. The
+** backward of a node reads its output, what it saved and its inputs'
+** outputs, and the backward of an input runs after its readers', so each
+** output and saved tensor lives from its forward to its own backward. A
+** node's gradient is first written by its last reader's backward and last
+** read by its own. At the turn from forward to backward every activation is
+** alive, so what the arena saves is the gradients' room: each takes the
+** place of activations whose backward is done. */
+static void place_training(const slM_Graph *g, Placement *p) {
+  int n = g->n, nb = SLOTS * n, *first = malloc((size_t)nb * sizeof *first), *last = malloc((size_t)nb * sizeof *last);
+  for (int b = 0; b < nb; b++) {
+    int i = b / SLOTS, s = b % SLOTS, back = 2 * n - 1 - i;
+    first[b] = s == 3 ? 2 * n - 1 - (p->last_use[i] < 0 ? i : p->last_use[i]) : i;
+    last[b] = s == 0 && read_after(g, p, i) ? 2 * n : back;
+  }
+  place(g, p, first, last, 2 * n);
+  free(first), free(last);
+}
+
+/* ----------------------------------------------------------------- hooks */
+
+slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training) {
+  slM_Plan *c = g->arena;
+  if (!c) {
+    c = g->arena = calloc(1, sizeof *c);
+    c->held = -1;
+  }
+  int mode = training ? TRAINING : INFERENCE;
+  int context = strcmp(g->family, "lm") == 0 ? g->context_now : 0;
+  uint64_t structure = structure_of(g);
+  Placement *p = &c->mode[mode];
+  int same = p->state != EMPTY && p->batch == batch && p->context == context && p->n == g->n &&
+             p->structure == structure;
+  c->current = mode;
+  if (same && p->state == PLANNED) {
+    if (c->held == mode) return mode == INFERENCE ? c : NULL;   /* steady state */
+    uninstall(g, c);
+    if (install(g, c, mode)) return mode == INFERENCE ? c : NULL;
+    same = 0;   /* too large for one tensor: each buffer its own, as before planning */
+  }
+  if (mode == TRAINING && same) {
+    /* the second step of a shape: the first one's tensors give the shapes
+    ** (read before another arena's views go) */
+    int loss = backward_start(g);
+    for (int b = 0; b < SLOTS * g->n; b++) {
+      slM_Node *nd = &g->nodes[b / SLOTS];
+      int s = b % SLOTS;
+      const slM_Tensor *t = *slot(nd, s);
+      if (t && nd->op != OP_OUTPUT && !is_cache(nd, s) && !(s == 3 && b / SLOTS == loss)) note(p, b, t);
+    }
+    uninstall(g, c);
+    place_training(g, p);
+    if (!install(g, c, mode)) forget(p);
+    return NULL;
+  }
+  uninstall(g, c);
+  start(g, p, batch, context, structure);
+  return mode == INFERENCE ? c : NULL;   /* training: this step runs as before planning */
+}
+
+void slM_plan_after_node(slM_Graph *g, slM_Plan *c, int i) {
+  Placement *p = &c->mode[INFERENCE];
+  if (p->state != RECORDING) return;
+  slM_Node *n = &g->nodes[i];
+  for (int s = 0; s < 3 && n->op != OP_OUTPUT; s++) {
+    const slM_Tensor *t = *slot(n, s);
+    if (t && !is_cache(n, s)) note(p, SLOTS * i + s, t);
+  }
+  /* while recording, each output is freed right after its last reader runs,
+  ** so the first pass's peak is the widest cut of the graph */
+  for (int k = 0; k < n->ninputs; k++) {
+    slM_Node *src = &g->nodes[n->inputs[k]];
+    if (p->last_use[n->inputs[k]] == i && !read_after(g, p, n->inputs[k]) && src->op != OP_OUTPUT) {
+      slM_tensor_free(src->out);
+      src->out = NULL;
+    }
+  }
+}
+
+void slM_plan_end(slM_Graph *g, slM_Plan *c) {
+  Placement *p = &c->mode[INFERENCE];
+  if (p->state != RECORDING) return;
+  if (g->stopped) forget(p);   /* a pass cut short saw only some shapes: record again next time */
+  else place_inference(g, p);
 }
 
 void slM_plan_release(slM_Graph *g) {
@@ -292,22 +372,27 @@ void slM_plan_release(slM_Graph *g) {
 }
 
 void slM_plan_free(slM_Graph *g) {
-  if (!g->arena) return;
-  forget(g, g->arena);
-  free(g->arena);
+  slM_Plan *c = g->arena;
+  if (!c) return;
+  uninstall(g, c);
+  forget(&c->mode[INFERENCE]);
+  forget(&c->mode[TRAINING]);
+  free(c);
   g->arena = NULL;
 }
 
 void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out) {
   memset(out, 0, sizeof *out);
-  const slM_Plan *p = g->arena;
-  if (p) {
-    out->arena_bytes = p->arena ? p->arena->size * sizeof(float) : 0;
-    out->placed_bytes = p->state == PLANNED ? p->size : 0;
-    out->widest_bytes = p->state == PLANNED ? p->widest : 0;
-    out->widest_exact_bytes = p->state == PLANNED ? p->widest_exact : 0;
+  const slM_Plan *c = g->arena;
+  if (c) {
+    const Placement *p = &c->mode[c->current];
+    int planned = p->state == PLANNED;
+    out->arena_bytes = c->arena ? c->arena->size * sizeof(float) : 0;
+    out->placed_bytes = planned ? p->size : 0;
+    out->widest_bytes = planned ? p->widest : 0;
+    out->widest_exact_bytes = planned ? p->widest_exact : 0;
     out->plans = p->plans;
-    for (int b = 0; p->state == PLANNED && b < SLOTS * p->n; b++) {
+    for (int b = 0; planned && b < SLOTS * p->n; b++) {
       out->outputs_bytes += p->bytes[b];
       out->buffers += p->bytes[b] > 0;
     }

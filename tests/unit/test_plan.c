@@ -15,6 +15,7 @@
 #include "graph/memory.h"
 #include "graph/plan.h"
 #include "graph/runner.h"
+#include "graph/train.h"
 
 static void test_placement(void) {
   /* a chain: b (the largest) first at 0; a and c overlap b in time but not
@@ -178,6 +179,90 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   slM_graph_free(planned);
 }
 
+/* gradients of every parameter equal bit for bit (the graphs have their own parameters) */
+static int same_grads(const slM_Graph *a, const slM_Graph *b) {
+  int differ = 0, compared = 0;
+  for (int i = 0; i < a->n; i++)
+    for (int k = 0; k < a->nodes[i].nparams; k++) {
+      const slM_Param *p = a->nodes[i].params[k], *q = b->nodes[i].params[k];
+      if (!p->grad || !q->grad) continue;
+      compared++;
+      differ += memcmp(p->grad->data, q->grad->data, p->grad->size * sizeof(float)) != 0;
+      differ += memcmp(p->value->data, q->value->data, p->value->size * sizeof(float)) != 0;
+    }
+  return compared > 0 && differ == 0;
+}
+
+/* training steps: the second step of a shape plans, later ones run in the
+** arena; losses, gradients and updated weights equal the unplanned graph's */
+static void check_training(slM_Graph *model, const char *what, int batch, int T, int attention) {
+  char err[256];
+  slM_Graph *planned = slM_graph_copy(model, 1);
+  slM_FuseCounts c;
+  CHECK_MSG(slM_fuse(planned, attention, &c, err, sizeof err) == 0, "%s", err);
+  slM_Graph *plain = slM_graph_copy(planned, 1);   /* own parameters, the same values */
+  plain->plan = 0;
+  slM_TrainConfig opt = {1, batch, 1e-2, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
+  slM_Batch b, b2;
+  slM_batch_init(&b, model, batch, T, 21);
+  slM_batch_init(&b2, model, batch + 2, T, 22);
+  slM_PlanInfo pi;
+  int same = 1;
+  for (int step = 0; step < 4; step++) {
+    double lp = slM_run_step(planned, &b, 1, &opt, step), lu = slM_run_step(plain, &b, 1, &opt, step);
+    same &= lp == lu && same_grads(planned, plain);
+    slM_plan_info(planned, &pi);
+    CHECK(step == 0 ? pi.arena_bytes == 0 : pi.arena_bytes == pi.placed_bytes && pi.plans == 1);
+  }
+  CHECK_MSG(same, "%s: planned training differs", what);
+  /* steady state: only the loss's gradient is made anew (slM_backward's own) */
+  slM_mem_reset();
+  size_t base = slM_mem_live();
+  slM_mem_record(1);
+  slM_run_step(planned, &b, 1, &opt, 4);
+  size_t nalloc;
+  slM_mem_allocations(&nalloc);
+  slM_mem_record(0);
+  CHECK_EQ_INT((int)nalloc, 1);
+  CHECK(slM_mem_total_peak() - base <= 4 * (size_t)batch * 64);
+  slM_run_step(plain, &b, 1, &opt, 4);
+  CHECK(same_grads(planned, plain));
+  slM_PlanInfo ui;
+  slM_plan_info(plain, &ui);
+  slM_plan_info(planned, &pi);
+  printf("  %s%s training: arena %zu B (widest step %zu B) + kept %zu B against %zu B unplanned\n", what,
+         attention ? " (attention fused)" : "", pi.arena_bytes, pi.widest_bytes, pi.kept_bytes, ui.kept_bytes);
+  /* the MLP's activations are all alive when its few gradients are made:
+  ** nothing to share, and 64-byte alignment costs up to 63 bytes a buffer */
+  CHECK(pi.arena_bytes + pi.kept_bytes <= ui.kept_bytes + 64 * (size_t)pi.buffers);
+  if (strcmp(what, "mlp") != 0) CHECK(pi.arena_bytes + pi.kept_bytes < ui.kept_bytes * 3 / 4);
+  /* inference and another batch in between, then training again: still equal */
+  CHECK(same_step(planned, plain, &b));
+  same = 1;
+  for (int step = 5; step < 8; step++) {
+    slM_Batch *x = step == 6 ? &b : &b2;
+    double lp = slM_run_step(planned, x, 1, &opt, step), lu = slM_run_step(plain, x, 1, &opt, step);
+    same &= lp == lu && same_grads(planned, plain);
+  }
+  CHECK_MSG(same, "%s: planned training differs after inference and another batch", what);
+  slM_batch_free(&b);
+  slM_batch_free(&b2);
+  slM_graph_free(plain);
+  slM_graph_free(planned);
+}
+
+static void test_training(void) {
+  slM_Graph *m = mlp(), *v = vit(), *l = lm();
+  check_training(m, "mlp", 6, 0, 0);
+  check_training(v, "image transformer", 3, 0, 0);
+  check_training(v, "image transformer", 3, 0, 1);
+  check_training(l, "lm", 2, 12, 0);
+  check_training(l, "lm", 2, 12, 1);
+  slM_graph_free(m);
+  slM_graph_free(v);
+  slM_graph_free(l);
+}
+
 static void test_arena(void) {
   slM_Graph *m = mlp(), *v = vit(), *l = lm();
   check_arena(m, "mlp", 6, 0, 0);
@@ -211,6 +296,7 @@ static void test_free_with_arena(void) {
 int main(void) {
   RUN(test_placement);
   RUN(test_arena);
+  RUN(test_training);
   RUN(test_free_with_arena);
   return check_summary();
 }
