@@ -739,9 +739,9 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
 ** leaves every weight as it was. */
 static int stop_now(slM_Graph *g) { return g->stop && (g->stopped = g->stop(g->stop_ud) != 0); }
 
-/* With buffer planning (a graph after the fusion pass), an inference pass
-** writes every output into its place in one arena (plan.c), so the peak is
-** the arena rather than the sum of the nodes, and nothing is allocated. */
+/* With buffer planning (a graph after the fusion pass), a pass writes
+** every output into its place in one arena (plan.c): the peak is the arena
+** rather than the sum of the nodes, and nothing is allocated. */
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
   g->training = training;
   g->stopped = 0;

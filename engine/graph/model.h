@@ -170,8 +170,8 @@ typedef struct slM_Graph {
   const int32_t *tok, *tgt;   /* set by slM_lm_forward for its placeholders */
   int batch_rows, context_now;  /* their shape */
   int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
-  int plan;              /* buffer planning (fuse.c): outputs share one arena in inference (plan.c) */
-  struct slM_Plan *arena;  /* the placement and its arena, per batch shape (plan.c) */
+  int plan;              /* buffer planning (fuse.c): a pass's tensors share one arena (plan.c) */
+  struct slM_Plan *arena;  /* the placements and the arena held (plan.c) */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
   /* Asked between the nodes of a pass while training runs (set by the

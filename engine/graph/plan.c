@@ -1,47 +1,57 @@
 /*
-** plan.c - buffer planning for inference: one arena for every output.
+** plan.c - buffer planning: one arena for every output of a pass.
 **
-** After the fusion pass (fuse.c) a graph plans its buffers. An inference
-** pass only needs an output from the node that writes it to the last node
-** that reads it, so outputs whose lifetimes do not overlap can share
-** memory. The plan is made once per graph and input shape:
+** After the fusion pass (fuse.c) a graph plans its buffers. A pass only
+** needs a tensor from the step that writes it to the last step that reads
+** it, so tensors whose lifetimes do not overlap can share memory. A plan is
+** made once per graph, mode (inference or training) and input shape:
 **
-**   1. The first inference pass of a shape records. It runs as it always
-**      did, with each output freed right after its last reader, and notes
-**      the shape of every output. Shapes come from running, not from a
-**      second shape inference, so they are exactly what the nodes ask for.
-**   2. Lifetimes: output i is written at step i and read last at step
-**      last_use[i]; the logits, the output node's inputs and outputs nobody
-**      reads live to the end of the pass (the caller reads them after it).
-**   3. Placement, greedy: outputs in order of size, largest first (ties by
-**      node); each goes at the lowest offset, a multiple of 64 bytes, where
-**      it overlaps no output already placed whose lifetime overlaps its own
-**      (first fit). The arena is the highest end. Two lifetimes that meet
-**      at one step overlap: a node never writes over its own inputs.
-**   4. The next pass of the same shape allocates the arena, one tensor
-**      tagged activation, and gives every node an output that views its
-**      place in the arena without owning it (slM_tensor_view); the nodes'
-**      slM_ensure finds the view of the right shape and writes into it
-**      (a shape it did not expect would get a buffer of its own, never a
-**      write past the view). From then on an inference pass allocates no
-**      tensor at all.
+**   1. Shapes come from running, not from a second shape inference, so they
+**      are exactly what the nodes ask for. The first inference pass of a
+**      shape runs as it always did, each output freed right after its last
+**      reader, and notes every output's shape; the first training step of a
+**      shape runs as it always did, and the next step's start reads the
+**      shapes of the tensors it left (outputs, saved tensors, gradients).
+**   2. Lifetimes. Inference: output i is written at step i and read last at
+**      its last reader's step; what a node saves beside its output (norm
+**      statistics, the loss's probabilities, a quantised input) is read only
+**      by the node itself, so it lives for that step. Training: steps 0 to
+**      n - 1 are the forward nodes, step 2n - 1 - i is node i's backward;
+**      a backward reads its node's output, what it saved and its inputs'
+**      outputs, and an input's backward runs after its readers', so outputs
+**      and saved tensors live from their forward to their own backward, and
+**      a node's gradient from its last reader's backward to its own. In both
+**      the logits, the output node's inputs and outputs nobody reads (the
+**      loss) live to the end: the caller reads them after the pass.
+**   3. Placement, greedy: tensors in order of size, largest first (ties by
+**      position); each goes at the lowest offset, a multiple of 64 bytes,
+**      where it overlaps no tensor already placed whose lifetime overlaps
+**      its own (first fit). The arena is the highest end. Two lifetimes
+**      that meet at one step overlap: a node never writes over its inputs.
+**   4. The next pass of the same shape and mode allocates the arena, one
+**      tensor tagged activation, and gives every planned slot a view of its
+**      place without owning it (slM_tensor_view); the nodes' slM_ensure (and
+**      the backward's gradient slots) find a view of the right shape and
+**      write into it (a shape they did not expect would get a buffer of its
+**      own, never a write past the view). From then on an inference pass
+**      allocates no tensor, and a training step only the loss's gradient,
+**      which slM_backward makes anew.
 **
-** A pass with another batch shape, or a graph changed since, records again
-** and re-plans. A training pass gives the arena back (its outputs must live
-** until the backward pass reads them) and keeps the placement, so the next
-** inference pass of that shape allocates the arena again without recording.
-** After an inference pass, only the outputs that live to its end hold their
-** values; the others' places were reused.
+** One arena is held at a time: a pass of the other mode gives it back and
+** takes its own, and another batch shape or a graph changed since plans
+** again. After a pass only the tensors that live to its end hold their
+** values; the others' places were reused. In training the arena saves the
+** gradients' room: at the turn from forward to backward every activation is
+** alive whatever the placement, and each gradient then takes the place of
+** activations whose backward is done.
 **
-** What a node saves beside its output (norm statistics, the loss's
-** probabilities, a quantised input) is read in inference only by the node
-** itself, so it goes in the arena too, alive for that node's step alone.
-** The rotary tables are the exception: a cache kept from one pass to the
-** next (lm.c computes them once per context), so they stay outside the
-** arena, allocated by the first pass and reused: they are what the plan
-** keeps. The memory accounting sees the arena as one activation
-** allocation; views are not counted, so the live and peak figures stay
-** those of the memory really held.
+** The rotary tables are a cache kept from one pass to the next (lm.c makes
+** them once per context), so they stay outside the arena, allocated by the
+** first pass and reused: they are what the plan keeps, with the loss's
+** gradient. The memory accounting sees the arena as one activation
+** allocation (in training it holds the activations' gradients too, which
+** are tagged temporary when unplanned); views are not counted, so the live
+** and peak figures stay those of the memory really held.
 */
 #include <limits.h>
 #include <stdlib.h>

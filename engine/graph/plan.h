@@ -1,6 +1,6 @@
 /*
-** plan.h - buffer planning for inference (plan.c): every node's output
-** placed once in one arena, reused by every later pass of the same shape.
+** plan.h - buffer planning (plan.c): every tensor of a pass placed once in
+** one arena, reused by every later pass of the same mode and shape.
 */
 #ifndef SYSLAB_PLAN_H
 #define SYSLAB_PLAN_H
@@ -9,16 +9,16 @@
 
 typedef struct slM_Plan slM_Plan;
 
-/* the forward pass's hooks (exec.c), for a graph with planning on:
-** begin before the first node (NULL in training, where the arena is given
-** back and each output gets its own buffer again), after each node, end
-** after the last */
+/* the forward pass's hooks (exec.c), for a graph with planning on: begin
+** before the first node (it installs the arena of the mode and shape, or
+** starts a plan for them; NULL in training, where nothing more is done
+** during the pass), after each node and end after the last (inference) */
 slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training);
 void slM_plan_after_node(slM_Graph *g, slM_Plan *p, int i);
 void slM_plan_end(slM_Graph *g, slM_Plan *p);
 
-/* gives the arena back (the placement is kept for the next inference pass
-** of the same shape); slM_plan_free also forgets the placement */
+/* gives the arena back (the placements are kept for the next pass of the
+** same mode and shape); slM_plan_free also forgets the placements */
 void slM_plan_release(slM_Graph *g);
 void slM_plan_free(slM_Graph *g);
 
