@@ -19,8 +19,7 @@ size_t slM_mem_live(void) { return live_bytes; }
 size_t slM_mem_peak(void) { return peak_bytes; }
 void slM_mem_reset_peak(void) { peak_bytes = live_bytes; }
 
-/* align: 0 for calloc's alignment, else a power of two (the arena's 64 bytes) */
-static slM_Tensor *tensor_new(int ndim, const int *shape, size_t align) {
+static slM_Tensor *header(int ndim, const int *shape) {
   slM_Tensor *t = calloc(1, sizeof *t);
   t->ndim = ndim;
   t->size = 1;
@@ -28,6 +27,12 @@ static slM_Tensor *tensor_new(int ndim, const int *shape, size_t align) {
     t->shape[i] = shape[i];
     t->size *= (size_t)shape[i];
   }
+  return t;
+}
+
+/* align: 0 for calloc's alignment, else a power of two (the arena's 64 bytes) */
+static slM_Tensor *tensor_new(int ndim, const int *shape, size_t align) {
+  slM_Tensor *t = header(ndim, shape);
   size_t bytes = (t->size ? t->size : 1) * sizeof *t->data;
   if (!align) {
     t->data = calloc(1, bytes);
@@ -59,13 +64,7 @@ slM_Tensor *slM_tensor_copy(const slM_Tensor *t) {
 /* Views are how planned buffers reach the nodes (plan.c): the arena is one
 ** counted allocation, so a view adds nothing to the live bytes. */
 slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape) {
-  slM_Tensor *t = calloc(1, sizeof *t);
-  t->ndim = ndim;
-  t->size = 1;
-  for (int i = 0; i < ndim; i++) {
-    t->shape[i] = shape[i];
-    t->size *= (size_t)shape[i];
-  }
+  slM_Tensor *t = header(ndim, shape);
   t->data = data;
   t->view = 1;
   t->category = SLM_MEM_ACT;
