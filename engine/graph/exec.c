@@ -20,6 +20,7 @@
 #include "kernels/reduce.h"
 #include "kernels/softmax.h"
 #include "memory.h"
+#include "plan.h"
 #include "precision.h"
 
 static slM_Tensor *ensure(slM_Tensor **slot, int ndim, const int *shape) {
@@ -793,20 +794,6 @@ static void node_forward(slM_Graph *g, slM_Node *n, const float *x, const uint8_
   }
 }
 
-/* With buffer planning (an inference graph after the fusion pass), an
-** output is freed as soon as its last user has run, so the peak is the
-** widest cut of the graph rather than the sum of its nodes. */
-static void free_dead_inputs(slM_Graph *g, int i, const int *last_use) {
-  slM_Node *n = &g->nodes[i];
-  for (int k = 0; k < n->ninputs; k++) {
-    slM_Node *src = &g->nodes[n->inputs[k]];
-    if (last_use[n->inputs[k]] == i && src->op != OP_OUTPUT) {
-      slM_tensor_free(src->out);
-      src->out = NULL;
-    }
-  }
-}
-
 /* A pass polls the stop hook between nodes: the longest wait is one node,
 ** not one batch (a transformer batch of 65536 images runs for seconds). The
 ** pass only computes activations and gradients; the weights change in the
@@ -814,26 +801,22 @@ static void free_dead_inputs(slM_Graph *g, int i, const int *last_use) {
 ** leaves every weight as it was. */
 static int stop_now(slM_Graph *g) { return g->stop && (g->stopped = g->stop(g->stop_ud) != 0); }
 
+/* With buffer planning (a graph after the fusion pass), a pass writes
+** every output into its place in one arena (plan.c): the peak is the arena
+** rather than the sum of the nodes, and nothing is allocated. */
 slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int batch, int training) {
   g->training = training;
   g->stopped = 0;
-  int logits = slM_logits_node(g), *last_use = NULL;
-  if (g->plan && !training) {
-    last_use = malloc((size_t)g->n * sizeof *last_use);
-    for (int i = 0; i < g->n; i++) last_use[i] = i == logits ? g->n : -1;
-    for (int i = 0; i < g->n; i++)
-      for (int k = 0; k < g->nodes[i].ninputs; k++) last_use[g->nodes[i].inputs[k]] = i;
-    for (int i = 0; i < g->n; i++)
-      if (g->nodes[i].op == OP_OUTPUT) last_use[g->nodes[i].inputs[0]] = g->n;
-  }
+  int logits = slM_logits_node(g);
+  slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
   for (int i = 0; i < g->n && !stop_now(g); i++) {
     slM_node_begin(g, i, 0);
     node_forward(g, &g->nodes[i], x, labels, batch);
     if (g->precision != SLM_FP32) slM_precision_after(g, i);
     slM_node_end(g, i, 0);
-    if (last_use) free_dead_inputs(g, i, last_use);
+    if (plan) slM_plan_after_node(g, plan, i);
   }
-  free(last_use);
+  if (plan) slM_plan_end(g, plan);
   return g->nodes[logits].out;
 }
 
@@ -969,6 +952,7 @@ void slM_zero_grads(slM_Graph *g) {
 }
 
 void slM_release_activations(slM_Graph *g) {
+  slM_plan_release(g);   /* the arena and its views */
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &g->nodes[i];
     slM_tensor_free(n->out);

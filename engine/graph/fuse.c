@@ -19,8 +19,9 @@
 ** through graph.c's set_attention pass): no T x T tensor is kept, and the
 ** outputs agree with eager attention within float32 rounding of a
 ** different summation order (1e-4 relative in the tests), not bit for bit.
-** The pass also turns on buffer planning: in inference, each
-** output is freed after its last use (exec.c).
+** The pass also turns on buffer planning: every output, saved tensor
+** and gradient gets a place in one arena, planned once per mode and batch
+** shape from their lifetimes (plan.c).
 */
 #include <math.h>
 #include <stdio.h>

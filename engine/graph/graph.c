@@ -15,6 +15,7 @@
 
 #include "lm.h"
 #include "memory.h"
+#include "plan.h"
 
 static const char *const op_names[SLM_NUM_OPS] = {
   "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
@@ -102,6 +103,7 @@ static void free_node(slM_Node *n) {
 
 void slM_graph_free(slM_Graph *g) {
   if (!g) return;
+  slM_plan_free(g);
   for (int i = 0; i < g->n; i++) free_node(&g->nodes[i]);
   free(g->nodes);
   free(g);
@@ -417,6 +419,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   *c = *g;
   c->stop = NULL, c->stop_ud = NULL, c->stopped = 0;
   c->profile = NULL;
+  c->arena = NULL;   /* a plan is for one graph's buffers */
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &c->nodes[i];

@@ -27,12 +27,16 @@ typedef struct slM_Tensor {
   size_t size;
   float *data;
   int category, node;   /* what it is and which node made it (memory.c) */
+  int view;             /* data is another allocation's (plan.c's arena): not owned, not counted */
 } slM_Tensor;
 
 slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
+slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align);   /* the same, data aligned (a power of two) */
 slM_Tensor *slM_tensor_like(const slM_Tensor *t);
 slM_Tensor *slM_tensor_copy(const slM_Tensor *t);
 void slM_tensor_free(slM_Tensor *t);
+/* a tensor over memory it does not own: freeing it frees only the header */
+slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape);
 /* bytes of tensor data alive now, and the most alive at once since the last reset */
 size_t slM_mem_live(void);
 size_t slM_mem_peak(void);
@@ -166,7 +170,8 @@ typedef struct slM_Graph {
   const int32_t *tok, *tgt;   /* set by slM_lm_forward for its placeholders */
   int batch_rows, context_now;  /* their shape */
   int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
-  int plan;              /* buffer planning (fuse.c): free outputs after their last use in inference */
+  int plan;              /* buffer planning (fuse.c): a pass's tensors share one arena (plan.c) */
+  struct slM_Plan *arena;  /* the placements and the arena held (plan.c) */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
   /* Asked between the nodes of a pass while training runs (set by the

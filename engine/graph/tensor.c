@@ -19,7 +19,7 @@ size_t slM_mem_live(void) { return live_bytes; }
 size_t slM_mem_peak(void) { return peak_bytes; }
 void slM_mem_reset_peak(void) { peak_bytes = live_bytes; }
 
-slM_Tensor *slM_tensor_new(int ndim, const int *shape) {
+static slM_Tensor *header(int ndim, const int *shape) {
   slM_Tensor *t = calloc(1, sizeof *t);
   t->ndim = ndim;
   t->size = 1;
@@ -27,7 +27,19 @@ slM_Tensor *slM_tensor_new(int ndim, const int *shape) {
     t->shape[i] = shape[i];
     t->size *= (size_t)shape[i];
   }
-  t->data = calloc(t->size ? t->size : 1, sizeof *t->data);
+  return t;
+}
+
+/* align: 0 for calloc's alignment, else a power of two (the arena's 64 bytes) */
+static slM_Tensor *tensor_new(int ndim, const int *shape, size_t align) {
+  slM_Tensor *t = header(ndim, shape);
+  size_t bytes = (t->size ? t->size : 1) * sizeof *t->data;
+  if (!align) {
+    t->data = calloc(1, bytes);
+  } else {
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes) == 0) t->data = memset(p, 0, bytes);
+  }
   if (!t->data) {
     fprintf(stderr, "syslab: out of memory for a tensor of %zu floats\n", t->size);
     abort();
@@ -38,6 +50,9 @@ slM_Tensor *slM_tensor_new(int ndim, const int *shape) {
   return t;
 }
 
+slM_Tensor *slM_tensor_new(int ndim, const int *shape) { return tensor_new(ndim, shape, 0); }
+slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align) { return tensor_new(ndim, shape, align); }
+
 slM_Tensor *slM_tensor_like(const slM_Tensor *t) { return slM_tensor_new(t->ndim, t->shape); }
 
 slM_Tensor *slM_tensor_copy(const slM_Tensor *t) {
@@ -46,8 +61,23 @@ slM_Tensor *slM_tensor_copy(const slM_Tensor *t) {
   return c;
 }
 
+/* Views are how planned buffers reach the nodes (plan.c): the arena is one
+** counted allocation, so a view adds nothing to the live bytes. */
+slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape) {
+  slM_Tensor *t = header(ndim, shape);
+  t->data = data;
+  t->view = 1;
+  t->category = SLM_MEM_ACT;
+  t->node = -1;
+  return t;
+}
+
 void slM_tensor_free(slM_Tensor *t) {
   if (!t) return;
+  if (t->view) {
+    free(t);
+    return;
+  }
   live_bytes -= t->size * sizeof(float);
   slM_mem_on_free(t);
   free(t->data);
