@@ -229,6 +229,17 @@ static void activation_range(void *ctx, size_t i0, size_t i1) {
   }
 }
 
+/* g where v > 0, else +0: the same as v > 0 ? g : 0, written with a mask of
+** bits so that the compiler turns it into vector operations (it left the
+** choice a scalar branch, a third of the MLP's backward pass) */
+static inline float relu_pass(float v, float g) {
+  uint32_t bits;
+  memcpy(&bits, &g, sizeof bits);
+  bits &= -(uint32_t)(v > 0);
+  memcpy(&g, &bits, sizeof g);
+  return g;
+}
+
 /* a = input, b = output gradient, c = output; y += input gradient (or, in a
 ** fresh slot, y = 0 + input gradient) */
 static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
@@ -242,14 +253,20 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
 #define GRAD_LOOP(term)                                                   \
   do {                                                                    \
     if (t->fresh)                                                         \
-      for (size_t i = i0; i < i1; i++) y[i] = 0.0f + (term);              \
+      for (size_t i = i0; i < i1; i++) {                                  \
+        const float g = gy[i];                                            \
+        y[i] = 0.0f + (term);                                             \
+      }                                                                   \
     else                                                                  \
-      for (size_t i = i0; i < i1; i++) y[i] += (term);                    \
+      for (size_t i = i0; i < i1; i++) {                                  \
+        const float g = gy[i];                                            \
+        y[i] += (term);                                                   \
+      }                                                                   \
   } while (0)
   switch (t->op) {
-    case OP_RELU: GRAD_LOOP(a[i] > 0 ? gy[i] : 0); break;
-    case OP_TANH: GRAD_LOOP(gy[i] * (1 - c[i] * c[i])); break;
-    default: GRAD_LOOP(p * gy[i]); break;
+    case OP_RELU: GRAD_LOOP(relu_pass(a[i], g)); break;
+    case OP_TANH: GRAD_LOOP(g * (1 - c[i] * c[i])); break;
+    default: GRAD_LOOP(p * g); break;
   }
 #undef GRAD_LOOP
 }
