@@ -10,10 +10,10 @@
 ** Peak: the faster of two OpenBLAS sgemm rates at n = 1024 in this run,
 ** after OpenBLAS's kernel choice (kernels/blas.c): on OpenBLAS's own
 ** threads (the `machine` command's figure, best of several) and as the
-** engine's products (pieces on the thread team, best of five). The MLP's rate counts 6 x parameters FLOPs
-** per sample (forward 2, backward 4) against its fastest epoch. The
-** products of the MLP's step are also timed alone, to show how far the
-** shapes themselves are from the peak.
+** engine's products (pieces on the thread team, best of five). The MLP's
+** rate counts 6 x parameters FLOPs per sample (forward 2, backward 4)
+** against its fastest epoch. Every product of the MLP's step is also timed
+** alone, with the rate the step would reach if nothing else cost time.
 **
 ** With BENCH_VENV set (a venv with torch, bench/venv.sh), each model's run
 ** is followed by the same model in PyTorch (bench/torch_train.py: same
