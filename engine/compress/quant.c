@@ -583,29 +583,68 @@ static float float_below(double d) {
   return (double)t > d ? nextafterf(t, -INFINITY) : t;
 }
 
+static void binary_out(const slQ_Format *f, const float *x, float *y, size_t len, double sum) {
+  float a = (float)(sum / (double)len);
+  size_t i = slQ_simd_binary(x, y, len, a, f->bipolar);
+  if (f->bipolar)
+    for (; i < len; i++) y[i] = x[i] >= 0 ? 1.0f : -1.0f;
+  else
+    for (; i < len; i++) y[i] = x[i] > 0 ? a : 0.0f;
+}
+
+static double ternary_delta(double sum, size_t len) { return 0.75 * sum / (double)len; }
+
+static void ternary_out(const slQ_Format *f, const float *x, float *y, size_t len, double delta, double kept, size_t nk) {
+  float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
+  size_t i = slQ_simd_ternary(x, y, len, t, alpha);
+  for (; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
+}
+
 static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_t len) {
-  if (f->kind == SLQ_BINARY) {
-    double alpha = 0;
-    for (size_t i = 0; i < len; i++) alpha += fabs((double)x[i]);
-    float a = (float)(alpha / (double)len);
-    if (f->bipolar)
-      for (size_t i = 0; i < len; i++) y[i] = x[i] >= 0 ? 1.0f : -1.0f;
-    else
-      for (size_t i = 0; i < len; i++) y[i] = x[i] > 0 ? a : 0.0f;
+  double sum = 0, kept = 0;
+  size_t nk = 0;
+  if (f->kind == SLQ_BINARY && f->bipolar) {  /* the scale is not used */
+    binary_out(f, x, y, len, 0);
     return;
   }
-  double mean = 0, kept = 0;
-  size_t nk = 0;
-  for (size_t i = 0; i < len; i++) mean += fabs((double)x[i]);
-  double delta = 0.75 * mean / (double)len;
+  for (size_t i = 0; i < len; i++) sum += fabs((double)x[i]);
+  if (f->kind == SLQ_BINARY) {
+    binary_out(f, x, y, len, sum);
+    return;
+  }
+  double delta = ternary_delta(sum, len);
   for (size_t i = 0; i < len; i++) {
     double a = fabs((double)x[i]);
     int in = a > delta;
     kept += in ? a : 0.0;
     nk += (size_t)in;
   }
-  float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
-  for (size_t i = 0; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
+  ternary_out(f, x, y, len, delta, kept, nk);
+}
+
+/* rows r0 to r1 of binary or ternary: eight whole rows at a time through
+** AVX2 (each row's sums still in its own order), the others one by one */
+static void binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0, size_t r1) {
+  size_t r = r0;
+  int bipolar = f->kind == SLQ_BINARY && f->bipolar;
+  for (; !bipolar && r + 8 <= r1 && (r + 8) * row <= n; r += 8) {
+    const float *x = in + r * row;
+    float *y = out + r * row;
+    double sums[8], delta[8], kept[8];
+    size_t nk[8];
+    if (!slQ_simd_abs_sums8(x, row, row, NULL, sums, NULL)) break;
+    if (f->kind == SLQ_BINARY) {
+      for (int k = 0; k < 8; k++) binary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, sums[k]);
+      continue;
+    }
+    for (int k = 0; k < 8; k++) delta[k] = ternary_delta(sums[k], row);
+    slQ_simd_abs_sums8(x, row, row, delta, kept, nk);
+    for (int k = 0; k < 8; k++) ternary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, delta[k], kept[k], nk[k]);
+  }
+  for (; r < r1; r++) {
+    size_t start = r * row, len = start + row <= n ? row : n - start;
+    binary_row_fast(f, in + start, out + start, len);
+  }
 }
 
 typedef struct {
@@ -643,13 +682,15 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
     block_maxima_rows(a->in, a->n, row, k, a->m, r0, r1);
     return;
   }
+  if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
+    binary_ternary_rows(f, a->in, a->out, a->n, row, r0, r1);
+    return;
+  }
   for (size_t r = r0; r < r1; r++) {
     size_t start = r * row, len = start + row <= a->n ? row : a->n - start;
     const float *x = a->in + start;
     float *y = a->out + start;
-    if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
-      binary_row_fast(f, x, y, len);
-    } else if (f->kind >= SLQ_BINARY) {
+    if (f->kind >= SLQ_BINARY) {
       binary_rows(f, x, y, len, len);
     } else {
       for (size_t b = 0; b < per_row && b * k < len; b++) {

@@ -170,6 +170,104 @@ AVX2 static size_t mxint8_8(const float *in, float *out, size_t n, float up_, fl
   return i;
 }
 
+/* |x| of four rows at column i as binary64 lanes (row k in lane k): a 4x4
+** transpose of the floats, so each lane's sum still adds its own row in order */
+#define ABS_COLUMNS(p, i, c0, c1, c2, c3)                                                                     \
+  do {                                                                                                      \
+    __m128 t0 = _mm_loadu_ps((p)[0] + (i)), t1 = _mm_loadu_ps((p)[1] + (i)), t2 = _mm_loadu_ps((p)[2] + (i)), \
+           t3 = _mm_loadu_ps((p)[3] + (i));                                                                 \
+    _MM_TRANSPOSE4_PS(t0, t1, t2, t3);                                                                      \
+    c0 = _mm256_and_pd(_mm256_cvtps_pd(t0), absmask), c1 = _mm256_and_pd(_mm256_cvtps_pd(t1), absmask);     \
+    c2 = _mm256_and_pd(_mm256_cvtps_pd(t2), absmask), c3 = _mm256_and_pd(_mm256_cvtps_pd(t3), absmask);     \
+  } while (0)
+
+/* kept values only: |x| > delta adds |x| and counts one, others add +0.0 (which changes no sum) */
+#define KEEP(c, d, cnt)                                          \
+  do {                                                           \
+    __m256d m_ = _mm256_cmp_pd(c, d, _CMP_GT_OQ);                \
+    cnt = _mm256_sub_epi64(cnt, _mm256_castpd_si256(m_));        \
+    c = _mm256_and_pd(c, m_);                                    \
+  } while (0)
+
+/* eight rows at once, two chains of four lanes, so the adds' latency overlaps */
+AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const float *lo[4] = {x, x + stride, x + 2 * stride, x + 3 * stride};
+  const float *hi[4] = {x + 4 * stride, x + 5 * stride, x + 6 * stride, x + 7 * stride};
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  __m256i n0 = _mm256_setzero_si256(), n1 = _mm256_setzero_si256();
+  size_t i = 0;
+  if (!delta) {
+    for (; i + 4 <= len; i += 4) {
+      __m256d a0, a1, a2, a3, b0, b1, b2, b3;
+      ABS_COLUMNS(lo, i, a0, a1, a2, a3);
+      ABS_COLUMNS(hi, i, b0, b1, b2, b3);
+      s0 = _mm256_add_pd(s0, a0), s1 = _mm256_add_pd(s1, b0);
+      s0 = _mm256_add_pd(s0, a1), s1 = _mm256_add_pd(s1, b1);
+      s0 = _mm256_add_pd(s0, a2), s1 = _mm256_add_pd(s1, b2);
+      s0 = _mm256_add_pd(s0, a3), s1 = _mm256_add_pd(s1, b3);
+    }
+  } else {
+    const __m256d d0 = _mm256_loadu_pd(delta), d1 = _mm256_loadu_pd(delta + 4);
+    for (; i + 4 <= len; i += 4) {
+      __m256d a0, a1, a2, a3, b0, b1, b2, b3;
+      ABS_COLUMNS(lo, i, a0, a1, a2, a3);
+      ABS_COLUMNS(hi, i, b0, b1, b2, b3);
+      KEEP(a0, d0, n0); KEEP(a1, d0, n0); KEEP(a2, d0, n0); KEEP(a3, d0, n0);
+      KEEP(b0, d1, n1); KEEP(b1, d1, n1); KEEP(b2, d1, n1); KEEP(b3, d1, n1);
+      s0 = _mm256_add_pd(s0, a0), s1 = _mm256_add_pd(s1, b0);
+      s0 = _mm256_add_pd(s0, a1), s1 = _mm256_add_pd(s1, b1);
+      s0 = _mm256_add_pd(s0, a2), s1 = _mm256_add_pd(s1, b2);
+      s0 = _mm256_add_pd(s0, a3), s1 = _mm256_add_pd(s1, b3);
+    }
+  }
+  int64_t c[8];
+  _mm256_storeu_pd(sums, s0), _mm256_storeu_pd(sums + 4, s1);
+  _mm256_storeu_si256((__m256i *)c, n0), _mm256_storeu_si256((__m256i *)(c + 4), n1);
+  for (int r = 0; r < 8; r++) {  /* the rest of each row, still in order */
+    const float *p = x + (size_t)r * stride;
+    for (size_t j = i; j < len; j++) {
+      double a = fabs((double)p[j]);
+      if (!delta) sums[r] += a;
+      else if (a > delta[r]) sums[r] += a, c[r]++;
+    }
+    if (counts) counts[r] = (size_t)c[r];
+  }
+}
+
+AVX2 static size_t ternary8(const float *x, float *y, size_t n, float t_, float alpha_) {
+  const __m256 t = _mm256_set1_ps(t_), mt = _mm256_set1_ps(-t_), alpha = _mm256_set1_ps(alpha_), one = _mm256_set1_ps(1.0f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 s = _mm256_sub_ps(_mm256_and_ps(_mm256_cmp_ps(v, t, _CMP_GT_OQ), one), _mm256_and_ps(_mm256_cmp_ps(v, mt, _CMP_LT_OQ), one));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(alpha, s));
+  }
+  return i;
+}
+
+AVX2 static size_t binary8(const float *x, float *y, size_t n, float a_, int bipolar) {
+  const __m256 a = _mm256_set1_ps(a_), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f), minus = _mm256_set1_ps(-1.0f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 r = bipolar ? _mm256_blendv_ps(minus, one, _mm256_cmp_ps(v, zero, _CMP_GE_OQ)) : _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), a);
+    _mm256_storeu_ps(y + i, r);
+  }
+  return i;
+}
+
+int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
+  if (!slQ_simd_available()) return 0;
+  abs_sums8(x, stride, len, delta, sums, counts);
+  return 1;
+}
+size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha) {
+  return slQ_simd_available() ? ternary8(x, y, n, t, alpha) : 0;
+}
+size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar) {
+  return slQ_simd_available() ? binary8(x, y, n, a, bipolar) : 0;
+}
 size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) {
   return slQ_simd_available() ? block_fp8(in, out, n, up, down, top, nan_block) : 0;
 }
@@ -196,5 +294,8 @@ size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float
                      float max_normal) { return 0; }
 size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) { return 0; }
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
+int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
+size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha) { return 0; }
+size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar) { return 0; }
 
 #endif

@@ -28,4 +28,13 @@ size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float
 /* MXINT8 elements of one finite block: clamp(rint(x * up), -127, 127) * down, +0 for a zero mantissa */
 size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down);
 
+/* binary and ternary rows: the sums of |x| in binary64 of eight rows of len values (row r at x + r * stride),
+** each row's in index order as the reference adds them; with delta (eight thresholds), only the |x| > delta[r],
+** and counts[r] of them. Returns 0 (nothing done) without AVX2. */
+int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts);
+/* ternary elements: alpha * ((x > t) - (x < -t)) */
+size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha);
+/* binary elements: bipolar x >= 0 ? 1 : -1, else x > 0 ? a : 0 */
+size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar);
+
 #endif
