@@ -288,7 +288,7 @@ static void integer_fast(const slQ_Format *f, const float *in, float *out, size_
   float scale = ldexpf(1.0f, f->frac_width), inv = ldexpf(1.0f, -f->frac_width);
   float qmin = f->is_signed ? -ldexpf(1.0f, f->width - 1) : 0.0f;
   float qmax = f->is_signed ? ldexpf(1.0f, f->width - 1) - 1 : ldexpf(1.0f, f->width) - 1;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = slQ_simd_integer(in, out, n, scale, inv, qmin, qmax); i < n; i++) {
     float v = rintf(in[i] * scale);
     v = v < qmin ? qmin : v > qmax ? qmax : v;  /* NaN passes both tests unchanged */
     out[i] = v * inv;
@@ -308,8 +308,8 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
 /* the largest magnitude as an integer maximum over the bit patterns with
 ** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
 static uint32_t abs_bits_max(const float *x, size_t n) {
-  uint32_t top = 0;
-  for (size_t i = 0; i < n; i++) {
+  uint32_t top;
+  for (size_t i = slQ_simd_abs_bits_max(x, n, &top); i < n; i++) {
     uint32_t u;
     memcpy(&u, &x[i], sizeof u);
     u &= 0x7FFFFFFFu;
@@ -542,7 +542,7 @@ static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, si
 
 /* the largest magnitude of each block, as block_maxima, from the bit
 ** patterns (an integer maximum; above 0x7F800000 is a NaN) */
-static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, double *m, size_t r0, size_t r1) {
+static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, uint32_t *m, size_t r0, size_t r1) {
   size_t per_row = (row + k - 1) / k;
   for (size_t r = r0; r < r1; r++)
     for (size_t b = 0; b < per_row; b++) {
@@ -550,11 +550,24 @@ static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, d
       if (b * k + len > row) len = row - b * k;
       if (start >= n) len = 0;
       else if (start + len > n) len = n - start;
-      uint32_t top = abs_bits_max(in + start, len);
-      float mf;
-      memcpy(&mf, &top, sizeof mf);
-      m[r * per_row + b] = top > 0x7F800000u ? NAN : (double)mf;
+      m[r * per_row + b] = abs_bits_max(in + start, len);
     }
+}
+
+/* a block maximum's bit pattern as block_maxima's double */
+static double block_max_value(uint32_t bits) {
+  float mf;
+  memcpy(&mf, &bits, sizeof mf);
+  return bits > 0x7F800000u ? NAN : (double)mf;
+}
+
+/* clog2 of a finite v > 0 from its bits where v is a normal double (every
+** block maximum is: they are floats), without the frexp call */
+static int clog2_fast(double v) {
+  if (!(v >= 0x1p-1022)) return clog2(v);
+  uint64_t mant;
+  int e = exponent_bits(v, &mant);
+  return e + (mant != 0);
 }
 
 /* one block of block_fp or block_log through AVX2, the rest of it (and
@@ -564,12 +577,12 @@ static void block_run(const slQ_Format *f, double mb, const float *in, float *ou
   if (f->kind == SLQ_BLOCK_FP) {
     int M = f->width - 1, E = f->exponent_width;
     int B = f->has_bias ? f->exponent_bias : default_bias(E), emax = (1 << E) - 1 - B;
-    int es = isnan(mb) ? M : isinf(mb) ? emax : clampi(clog2(mb), -B, emax);
-    if (abs(M - es) <= 127) i = slQ_simd_block_fp(in, out, n, ldexpf(1.0f, M - es), ldexpf(1.0f, es - M), ldexpf(1.0f, M) - 1, isnan(mb));
+    int es = isnan(mb) ? M : isinf(mb) ? emax : clampi(clog2_fast(mb), -B, emax);
+    if (abs(M - es) <= 126) i = slQ_simd_block_fp(in, out, n, pow2f(M - es), pow2f(es - M), pow2f(M) - 1, isnan(mb));
   } else if (f->kind == SLQ_BLOCK_LOG && !isnan(mb)) {
     int Eb = f->width - 1;
-    int B = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
-    i = slQ_simd_log(in, out, n, 0.1 * ldexp(1.0, -B), -B, (1 << Eb) - 1 - B);
+    int B = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2_fast(mb), 0, (1 << f->bias_width) - 1);
+    i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, (1 << Eb) - 1 - B);
   }
   for (; i < n; i++) out[i] = block_elem(f, mb, in[i]);
 }
@@ -652,7 +665,8 @@ typedef struct {
   const float *in;
   float *out;
   size_t n, row;
-  double *m;  /* block maxima, per_row to a row */
+  uint32_t *m;       /* bit patterns of the block maxima, per_row to a row */
+  uint32_t zero_as;  /* what an all-zero block's maximum becomes (the zero-block fix) */
   int pass;   /* blocked formats: 0 finds the maxima, 1 applies */
 } Apply;
 
@@ -693,11 +707,19 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
     if (f->kind >= SLQ_BINARY) {
       binary_rows(f, x, y, len, len);
     } else {
-      for (size_t b = 0; b < per_row && b * k < len; b++) {
+      const uint32_t *m = a->m ? a->m + r * per_row : NULL;
+      size_t done = 0;
+      if (f->kind == SLQ_BLOCK_FP) {
+        int M = f->width - 1, E = f->exponent_width, B = f->has_bias ? f->exponent_bias : default_bias(E);
+        done = slQ_simd_block_fp_row(x, y, len, k, m, a->zero_as, M, B, (1 << E) - 1 - B);
+      } else if (f->kind == SLQ_BLOCK_LOG) {
+        done = slQ_simd_block_log_row(x, y, len, k, m, a->zero_as, f->width - 1, f->bias_width);
+      }
+      for (size_t b = done / k; done < len && b < per_row && b * k < len; b++) {
         size_t bl = b * k + k <= len ? k : len - b * k;
         if (f->kind == SLQ_MXINT8) mxint8_block_fast(x + b * k, y + b * k, bl);
         else if (is_mx(f->kind)) mxfp_block_fast(f, x + b * k, y + b * k, bl);
-        else block_run(f, a->m[r * per_row + b], x + b * k, y + b * k, bl);
+        else block_run(f, block_max_value(m[b] ? m[b] : a->zero_as), x + b * k, y + b * k, bl);
       }
     }
   }
@@ -709,7 +731,7 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
 void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
   if (n == 0) return;
   if (row == 0 || row > n) row = n;
-  Apply a = {f, in, out, n, row, NULL, 1};
+  Apply a = {f, in, out, n, row, NULL, 0, 1};
   enum { CHUNK = 16384 };
   if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {
     slK_parallel_for(n, CHUNK, apply_range, &a);
@@ -722,11 +744,16 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
     a.m = malloc(nb * sizeof *a.m);
     a.pass = 0;
     slK_parallel_for(rows, min_rows, apply_range, &a);
-    double smallest = INFINITY;
-    for (size_t b = 0; b < nb; b++)
-      if (a.m[b] > 0 && a.m[b] < smallest) smallest = a.m[b];
-    for (size_t b = 0; b < nb; b++)
-      if (a.m[b] == 0) a.m[b] = isinf(smallest) ? 1 : smallest;
+    /* all-zero blocks take the smallest finite non-zero maximum, or 1: as
+    ** bit patterns, the smallest in [1, 0x7F7FFFFF], found as the smallest
+    ** of pattern - 1 with the others (0, infinity, NaN) moved out of reach */
+    uint32_t smallest = UINT32_MAX;
+    for (size_t b = 0; b < nb; b++) {
+      uint32_t v = a.m[b] - 1u;
+      v = v < 0x7F7FFFFFu ? v : UINT32_MAX;
+      smallest = v < smallest ? v : smallest;
+    }
+    a.zero_as = smallest == UINT32_MAX ? 0x3F800000u /* 1.0f */ : smallest + 1u;
     a.pass = 1;
   }
   slK_parallel_for(rows, min_rows, apply_range, &a);

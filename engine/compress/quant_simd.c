@@ -257,6 +257,157 @@ AVX2 static size_t binary8(const float *x, float *y, size_t n, float a_, int bip
   return i;
 }
 
+/* integer_fast's float32 arithmetic: rint(x * scale) clamped to [qmin, qmax] (a NaN passes both
+** tests unchanged, as the scalar comparisons let it), times inv */
+AVX2 static size_t integer8(const float *in, float *out, size_t n, float scale_, float inv_, float qmin_, float qmax_) {
+  const __m256 scale = _mm256_set1_ps(scale_), inv = _mm256_set1_ps(inv_), qmin = _mm256_set1_ps(qmin_), qmax = _mm256_set1_ps(qmax_);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(in + i), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_blendv_ps(v, qmin, _mm256_cmp_ps(v, qmin, _CMP_LT_OQ));
+    v = _mm256_blendv_ps(v, qmax, _mm256_cmp_ps(v, qmax, _CMP_GT_OQ));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(v, inv));
+  }
+  return i;
+}
+
+size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) {
+  return slQ_simd_available() ? integer8(in, out, n, scale, inv, qmin, qmax) : 0;
+}
+
+/* clog2 of the positive finite float whose bit pattern is b, exactly (subnormals too) */
+static int clog2_bits(uint32_t b) {
+  uint32_t mant = b & 0x7FFFFFu;
+  int e = (int)(b >> 23);
+  if (e == 0) return 31 - __builtin_clz(mant) - 149 + ((mant & (mant - 1)) != 0);
+  return e - 127 + (mant != 0);
+}
+
+/* the first rem lanes of eight (four) */
+AVX2 static __m256i lanes8(size_t rem) { return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+AVX2 static __m128i lanes4(size_t rem) { return _mm_cmpgt_epi32(_mm_set1_epi32((int)rem), _mm_setr_epi32(0, 1, 2, 3)); }
+
+/* block_fp8's arithmetic on one vector */
+AVX2 static inline __m256 block_fp_vec(__m256 x, __m256 up, __m256 down, __m256 top, int nan_block) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
+  const __m256 tiny = _mm256_set1_ps(1e-8f), eps = _mm256_set1_ps(1e-9f), nan = _mm256_set1_ps(__builtin_nanf(""));
+  __m256 ax = _mm256_and_ps(x, absmask), pass = _mm256_cmp_ps(ax, tiny, _CMP_LE_OQ);
+  if (nan_block) return _mm256_blendv_ps(nan, x, pass);
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(_mm256_add_ps(ax, eps), up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 q = _mm256_or_ps(_mm256_mul_ps(_mm256_min_ps(k, top), down), _mm256_and_ps(x, sign));
+  return _mm256_blendv_ps(q, x, _mm256_or_ps(pass, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+}
+
+AVX2 static size_t block_fp_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M,
+                                 int B, int emax) {
+  const __m256 top = _mm256_set1_ps((float)((1 << M) - 1));
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    int nan_block = mb > 0x7F800000u, es = nan_block ? M : mb == 0x7F800000u ? emax : clog2_bits(mb);
+    es = es < -B ? -B : es > emax ? emax : es;
+    if (M - es > 126 || M - es < -126) return i;  /* the scales are not normal floats: the caller's scalar code */
+    __m256 up = pow2_ps(_mm256_set1_epi32(M - es)), down = pow2_ps(_mm256_set1_epi32(es - M));
+    const float *x = in + i;
+    float *y = out + i;
+    for (; j + 8 <= bl; j += 8) _mm256_storeu_ps(y + j, block_fp_vec(_mm256_loadu_ps(x + j), up, down, top, nan_block));
+    if (j < bl) {
+      __m256i mask = lanes8(bl - j);
+      _mm256_maskstore_ps(y + j, mask, block_fp_vec(_mm256_maskload_ps(x + j, mask), up, down, top, nan_block));
+    }
+    i += bl;
+  }
+  return i;
+}
+
+/* log4's arithmetic on four values, bias B: emin = -B, emax (clamped to [-150, 128] by the caller) */
+AVX2 static inline __m128 log_vec(__m128 xf, __m256d tau, __m256i vlo, __m256i vhi) {
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d signmask = _mm256_set1_pd(-0.0), zero = _mm256_setzero_pd();
+  const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), bias = _mm256_set1_epi64x(1023);
+  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as log4 */
+  int64_t sqrt2_bits;
+  __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
+  const __m256i sqrt2_m1 = _mm256_set1_epi64x((sqrt2_bits & 0xFFFFFFFFFFFFFll) - 1);
+  __m256d x = _mm256_cvtps_pd(xf);
+  __m256d s = _mm256_add_pd(x, tau), a = _mm256_add_pd(_mm256_and_pd(x, absmask), tau);
+  __m256i bits = _mm256_castpd_si256(a);
+  __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), bias);
+  e = _mm256_sub_epi64(e, _mm256_cmpgt_epi64(_mm256_and_si256(bits, mantmask), sqrt2_m1));
+  e = _mm256_blendv_epi8(e, vlo, _mm256_cmpgt_epi64(vlo, e));
+  e = _mm256_blendv_epi8(e, vhi, _mm256_cmpgt_epi64(e, vhi));
+  __m256d q = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, bias), 52));
+  q = _mm256_or_pd(q, _mm256_and_pd(s, signmask));
+  q = _mm256_andnot_pd(_mm256_cmp_pd(s, zero, _CMP_EQ_OQ), q);
+  return _mm_blendv_ps(_mm256_cvtpd_ps(q), xf, _mm_cmpunord_ps(xf, xf));
+}
+
+/* 2^k for a normal double exponent k */
+static double pow2_double(int k) {
+  uint64_t bits = (uint64_t)(k + 1023) << 52;
+  double d;
+  __builtin_memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+static int clamp150(int e) { return e < -150 ? -150 : e > 128 ? 128 : e; }
+
+AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                                  int bias_width) {
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    const float *x = in + i;
+    float *y = out + i;
+    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+      for (; j < bl; j++) y[j] = __builtin_nanf("");
+      i += bl;
+      continue;
+    }
+    int B = 0, top = (1 << bias_width) - 1;
+    if (mb < 0x7F800000u) {
+      B = (1 << Eb) - 1 - clog2_bits(mb);
+      B = B < 0 ? 0 : B > top ? top : B;
+    }
+    __m256d tau = _mm256_set1_pd(0.1 * pow2_double(-B));
+    __m256i vlo = _mm256_set1_epi64x(clamp150(-B)), vhi = _mm256_set1_epi64x(clamp150((1 << Eb) - 1 - B));
+    for (; j + 4 <= bl; j += 4) _mm_storeu_ps(y + j, log_vec(_mm_loadu_ps(x + j), tau, vlo, vhi));
+    if (j < bl) {
+      __m128i mask = lanes4(bl - j);
+      _mm_maskstore_ps(y + j, mask, log_vec(_mm_maskload_ps(x + j, mask), tau, vlo, vhi));
+    }
+    i += bl;
+  }
+  return i;
+}
+
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
+                             int emax) {
+  return slQ_simd_available() ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
+}
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                              int bias_width) {
+  return slQ_simd_available() ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
+}
+
+AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
+  const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), absmask));
+  __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
+  *top = (uint32_t)_mm_cvtsi128_si32(h);
+  return i;
+}
+
+size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) {
+  *top = 0;
+  return slQ_simd_available() ? abs_bits_max8(x, n, top) : 0;
+}
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
   if (!slQ_simd_available()) return 0;
   abs_sums8(x, stride, len, delta, sums, counts);
@@ -295,6 +446,12 @@ size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float
 size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) { return 0; }
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
+size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) { return 0; }
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
+                             int emax) { return 0; }
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                              int bias_width) { return 0; }
 size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha) { return 0; }
 size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar) { return 0; }
 

@@ -9,6 +9,7 @@
 #define SYSLAB_QUANT_SIMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 int slQ_simd_available(void);
 
@@ -36,5 +37,20 @@ int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *
 size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha);
 /* binary elements: bipolar x >= 0 ? 1 : -1, else x > 0 ? a : 0 */
 size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar);
+
+/* the largest of the bit patterns of |x| (sign cleared) over the first values, eight at a time, in *top */
+size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top);
+
+/* block_fp and block_log over a row of len values in blocks of k (the last may be short), m[b] the bit
+** pattern of block b's largest magnitude (above 0x7F800000: the block holds a NaN; 0: use zero_as).
+** Each stops before a block it cannot do (block_fp scales that are not normal floats) and returns how
+** many values it did. */
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
+                             int emax);
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                              int bias_width);
+
+/* integer elements as quant.c's integer_fast: clamp(rint(x * scale), qmin, qmax) * inv in float32 */
+size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax);
 
 #endif
