@@ -2,7 +2,10 @@
 ** bench_qat.c - one epoch of quantisation-aware training per number format
 ** beside one float32 epoch of the same model, in one run.
 **
-**   cmake --build build --target bench_bench_qat && build/bench_bench_qat [train=10000] [runs=2]
+**   cmake --build build --target bench_bench_qat && build/bench_bench_qat [train=10000] [runs=2] [formats]
+**
+** formats: a comma-separated list of names to time (float32 always runs),
+** e.g. `build/bench_bench_qat 10000 5 ternary,block_fp`; all by default.
 **
 ** An MLP 784-256-128-10 on the first `train` Fashion-MNIST images, batch
 ** 128, SGD. Every format quantises the inputs, weights and biases of all
@@ -34,8 +37,22 @@ static double run_number(sl_State *S, const char *code) {
   return x;
 }
 
+/* whether name is one of the comma-separated list */
+static int listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int train = argc > 1 ? atoi(argv[1]) : 10000, runs = argc > 2 ? atoi(argv[2]) : 2;
+  const char *only = argc > 3 ? argv[3] : NULL;
   const char *formats[][2] = {
     {"float32", ""},
     {"integer", "format=integer width=8 frac=4"},
@@ -60,6 +77,7 @@ int main(int argc, char **argv) {
   printf("MLP 784-256-128-10, %d training images, batch 128, best of %d runs\n\n", train, runs);
   printf("| format | seconds per epoch | ratio to float32 |\n|---|---:|---:|\n");
   for (size_t f = 0; f < nf; f++) {
+    if (f > 0 && only && !listed(only, formats[f][0])) continue;
     double best = 1e30;
     for (int r = 0; r < runs; r++) {
       if (f == 0) snprintf(code, sizeof code, "q = copy base\n(train q data epochs=1 seed=1).seconds[0]");

@@ -536,7 +536,8 @@ static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, si
   }
   MxElem el = mx_elem(f->kind);
   int shared = clampi((int)(top >> 23) - 127 - el.emax, -127, 127);
-  size_t i = slQ_simd_mxfp(in, out, n, ldexpf(1.0f, -shared), ldexpf(1.0f, shared), el.mbits, el.bias, (float)el.max_normal);
+  float unscale = shared > -127 ? pow2f(-shared) : ldexpf(1.0f, -shared), scale = shared > -127 ? pow2f(shared) : ldexpf(1.0f, shared);
+  size_t i = slQ_simd_mxfp(in, out, n, unscale, scale, el.mbits, el.bias, (float)el.max_normal);
   for (; i < n; i++) out[i] = mx_elem_q(el, 0, shared, in[i]);
 }
 
