@@ -38,7 +38,25 @@
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
-int slQ_simd_available(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#define AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl")))
+
+/* 0: scalar only, 2: AVX2, 3: AVX-512 too; a test may lower it (slQ_simd_cap) */
+static int level = -1, cap = 3;
+
+static int simd_level(void) {
+  if (level < 0) {
+    int l = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 2 : 0;
+    if (l && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) l = 3;
+    level = l;
+  }
+  return level < cap ? level : cap;
+}
+
+int slQ_simd_available(void) { return simd_level() >= 2; }
+int slQ_simd_cap(int max) {
+  cap = max;
+  return simd_level();
+}
 
 AVX2 static __m256 pow2_ps(__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); }
 
@@ -383,13 +401,116 @@ AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_
   return i;
 }
 
+/* ------------------------------------------------------------ AVX-512
+** The binary64 loops (minifloat, log, block_log) with eight lanes of
+** doubles instead of four: the same operations, the clamps as 64-bit
+** minimum and maximum, the selections through mask registers. */
+
+AVX512 static __m512d pow2_pd512(__m512i e) { return _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52)); }
+
+AVX512 static size_t minifloat8(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q_) {
+  const __m512i mantmask = _mm512_set1_epi64(0xFFFFFFFFFFFFFll), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+  const __m512i vlo = _mm512_set1_epi64(-B), vhi = _mm512_set1_epi64(emax), vm = _mm512_set1_epi64(M);
+  const __m512d eps = _mm512_set1_pd(1e-9), two_m = _mm512_set1_pd(ldexp(1.0, M)), inv_m = _mm512_set1_pd(ldexp(1.0, -M));
+  const __m512d top = _mm512_set1_pd(ldexp(1.0, M) - 1), half_m = _mm512_set1_pd(ldexp(1.0, M - 1));
+  const __m512d sub = _mm512_set1_pd(ldexp(1.0, 1 - B - M)), done = _mm512_set1_pd(1.0), dzero = _mm512_setzero_pd();
+  const __m512d inf_q = _mm512_set1_pd(inf_q_), inf = _mm512_set1_pd(__builtin_inf());
+  const __m512i signbit = _mm512_set1_epi64((long long)0x8000000000000000ull);
+  const __m256 fabsmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), tiny = _mm256_set1_ps(1e-8f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 xf = _mm256_loadu_ps(in + i);
+    __mmask8 pass = _mm256_cmp_ps_mask(xf, xf, _CMP_UNORD_Q) | _mm256_cmp_ps_mask(_mm256_and_ps(xf, fabsmask), tiny, _CMP_LE_OQ);
+    __m512d x = _mm512_cvtps_pd(xf), a = _mm512_abs_pd(x), q;
+    __m512i bits = _mm512_castpd_si512(_mm512_add_pd(a, eps));
+    __m512i e = _mm512_sub_epi64(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(1023));
+    if (ieee) {
+      e = _mm512_max_epi64(_mm512_min_epi64(e, vhi), vlo);
+      __m512d r = _mm512_mul_pd(a, pow2_pd512(_mm512_sub_epi64(zero, e)));
+      __m512d k = _mm512_roundscale_pd(_mm512_sub_pd(_mm512_mul_pd(r, two_m), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512d normal = _mm512_mul_pd(_mm512_add_pd(done, _mm512_mul_pd(_mm512_min_pd(_mm512_max_pd(k, dzero), top), inv_m)), pow2_pd512(e));
+      __m512d ks = _mm512_roundscale_pd(_mm512_mul_pd(r, half_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512d subnormal = _mm512_mul_pd(_mm512_min_pd(_mm512_max_pd(ks, dzero), top), sub);
+      q = _mm512_mask_blend_pd(_mm512_cmpgt_epi64_mask(e, vlo), subnormal, normal);
+    } else {
+      e = _mm512_mask_add_epi64(e, _mm512_test_epi64_mask(bits, mantmask), e, one);  /* clog2: one up unless a power of two */
+      e = _mm512_max_epi64(_mm512_min_epi64(e, vhi), vlo);
+      __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(a, pow2_pd512(_mm512_sub_epi64(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm512_mul_pd(_mm512_min_pd(_mm512_max_pd(k, dzero), top), pow2_pd512(_mm512_sub_epi64(e, vm)));
+    }
+    q = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(a, inf, _CMP_EQ_OQ), q, inf_q);
+    q = _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(q), _mm512_and_si512(_mm512_castpd_si512(x), signbit)));
+    _mm256_storeu_ps(out + i, _mm256_mask_blend_ps(pass, _mm512_cvtpd_ps(q), xf));
+  }
+  return i;
+}
+
+/* log4's arithmetic on eight values; lo and hi the exponent range clamped to [-150, 128] */
+AVX512 static inline __m256 log_vec8(__m256 xf, __m512d tau, __m512i vlo, __m512i vhi) {
+  const __m512i mantmask = _mm512_set1_epi64(0xFFFFFFFFFFFFFll), bias = _mm512_set1_epi64(1023);
+  const __m512i signbit = _mm512_set1_epi64((long long)0x8000000000000000ull);
+  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as log4 */
+  int64_t sqrt2_bits;
+  __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
+  const __m512i sqrt2_m = _mm512_set1_epi64(sqrt2_bits & 0xFFFFFFFFFFFFFll);
+  __m512d x = _mm512_cvtps_pd(xf);
+  __m512d s = _mm512_add_pd(x, tau), a = _mm512_add_pd(_mm512_abs_pd(x), tau);
+  __m512i bits = _mm512_castpd_si512(a);
+  __m512i e = _mm512_sub_epi64(_mm512_srli_epi64(bits, 52), bias);
+  e = _mm512_mask_add_epi64(e, _mm512_cmpge_epi64_mask(_mm512_and_si512(bits, mantmask), sqrt2_m), e, _mm512_set1_epi64(1));
+  e = _mm512_max_epi64(_mm512_min_epi64(e, vhi), vlo);
+  __m512i q = _mm512_slli_epi64(_mm512_add_epi64(e, bias), 52);
+  q = _mm512_or_si512(q, _mm512_and_si512(_mm512_castpd_si512(s), signbit));
+  q = _mm512_maskz_mov_epi64(_mm512_cmp_pd_mask(s, _mm512_setzero_pd(), _CMP_NEQ_UQ), q);  /* 0 where x + tau is 0 */
+  return _mm256_mask_blend_ps(_mm256_cmp_ps_mask(xf, xf, _CMP_UNORD_Q), _mm512_cvtpd_ps(_mm512_castsi512_pd(q)), xf);
+}
+
+AVX512 static size_t log8(const float *in, float *out, size_t n, double tau, int emin, int emax) {
+  const __m512d vtau = _mm512_set1_pd(tau);
+  const __m512i vlo = _mm512_set1_epi64(clamp150(emin)), vhi = _mm512_set1_epi64(clamp150(emax));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, log_vec8(_mm256_loadu_ps(in + i), vtau, vlo, vhi));
+  return i;
+}
+
+AVX512 static size_t block_log_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                                    int bias_width) {
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    const float *x = in + i;
+    float *y = out + i;
+    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+      for (; j < bl; j++) y[j] = __builtin_nanf("");
+      i += bl;
+      continue;
+    }
+    int B = 0, top = (1 << bias_width) - 1;
+    if (mb < 0x7F800000u) {
+      B = (1 << Eb) - 1 - clog2_bits(mb);
+      B = B < 0 ? 0 : B > top ? top : B;
+    }
+    __m512d tau = _mm512_set1_pd(0.1 * pow2_double(-B));
+    __m512i vlo = _mm512_set1_epi64(clamp150(-B)), vhi = _mm512_set1_epi64(clamp150((1 << Eb) - 1 - B));
+    for (; j + 8 <= bl; j += 8) _mm256_storeu_ps(y + j, log_vec8(_mm256_loadu_ps(x + j), tau, vlo, vhi));
+    if (j < bl) {
+      __mmask8 mask = (__mmask8)((1u << (bl - j)) - 1);
+      _mm256_mask_storeu_ps(y + j, mask, log_vec8(_mm256_maskz_loadu_ps(mask, x + j), tau, vlo, vhi));
+    }
+    i += bl;
+  }
+  return i;
+}
+
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
                              int emax) {
   return slQ_simd_available() ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
 }
 size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
                               int bias_width) {
-  return slQ_simd_available() ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
+  int l = simd_level();
+  return l >= 3 ? block_log_row8(in, out, len, k, m, zero_as, Eb, bias_width) : l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
 }
 
 AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
@@ -423,10 +544,12 @@ size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float 
   return slQ_simd_available() ? block_fp8(in, out, n, up, down, top, nan_block) : 0;
 }
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) {
-  return slQ_simd_available() ? log4(in, out, n, tau, emin, emax) : 0;
+  int l = simd_level();
+  return l >= 3 ? log8(in, out, n, tau, emin, emax) : l >= 2 ? log4(in, out, n, tau, emin, emax) : 0;
 }
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) {
-  return slQ_simd_available() ? minifloat4(in, out, n, M, B, emax, ieee, inf_q) : 0;
+  int l = simd_level();
+  return l >= 3 ? minifloat8(in, out, n, M, B, emax, ieee, inf_q) : l >= 2 ? minifloat4(in, out, n, M, B, emax, ieee, inf_q) : 0;
 }
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
                      float max_normal) {
@@ -439,6 +562,7 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 #else
 
 int slQ_simd_available(void) { return 0; }
+int slQ_simd_cap(int max) { return 0; }
 size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) { return 0; }
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) { return 0; }
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,

@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 int slQ_simd_available(void);
+/* for tests: use at most level max (0 scalar, 2 AVX2, 3 AVX-512 where the
+** CPU has it) from now on; returns the level then in use */
+int slQ_simd_cap(int max);
 
 /* block_fp elements of one block: q = min(rint((|x| + 1e-9f) * up), top) * down
 ** with x's sign; |x| <= 1e-8f passes through; nan_block: every other value is NaN */

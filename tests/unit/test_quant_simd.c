@@ -191,13 +191,66 @@ static void test_thread_split_equals_reference(void) {
   free(x);
 }
 
-int main(void) {
-  if (!slQ_simd_available()) check_skip("AVX2 loops", "this CPU has no AVX2: slQ_apply runs the scalar loops, still compared");
-  RUN(test_block_fp_equals_reference);
-  RUN(test_block_log_and_minifloat_equal_reference);
-  RUN(test_mx_formats_equal_reference);
+/* binary and ternary take eight whole rows at a time, four columns at a
+** time: every row length from 1 to 21 (the column tails) and row counts
+** that leave 1 to 7 rows over, each row with its own NaN, infinity or
+** neither; and the row-at-a-time block loops on short rows and blocks */
+static void test_row_groups_and_tails(void) {
+  float *x = values(21 * 23, 20, 17);
+  for (size_t len = 1; len <= 21; len++)
+    for (size_t rows = 1; rows <= 23; rows += 5) {
+      size_t n = len * rows;
+      slQ_Format f = format(SLQ_TERNARY);
+      same(&f, x, n, len);
+      f.scaled = 0;
+      same(&f, x, n, len);
+      f.kind = SLQ_BINARY, f.bipolar = 0;
+      same(&f, x, n, len);
+      f = format(SLQ_BLOCK_FP);
+      f.block = (int)(1 + rows % 9);
+      same(&f, x, n, len);
+      f = format(SLQ_BLOCK_LOG);
+      f.block = (int)(1 + rows % 11);
+      same(&f, x, n, len);
+    }
+  free(x);
+}
+
+/* the QAT shapes: a batch of activations and a weight matrix, rows of 784 */
+static void test_qat_shapes(void) {
+  size_t n = 48 * 784;
+  float *x = values(n, 12, 19);
+  slQ_Kind kinds[] = {SLQ_TERNARY, SLQ_BINARY, SLQ_BLOCK_FP, SLQ_BLOCK_LOG, SLQ_MINIFLOAT_IEEE, SLQ_MINIFLOAT_DENORM, SLQ_LOG};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    slQ_Format f = format(kinds[k]);
+    if (kinds[k] == SLQ_BLOCK_FP) f.exponent_width = 8;
+    same(&f, x, n, 784);
+  }
+  free(x);
+}
+
+/* every test at the CPU's widest loops; the scalar loops (cap 0) skip the
+** long block and MX sweeps, which those loops share with the wider ones */
+static void all_tests(int cap) {
+  if (cap != 0) {
+    RUN(test_block_fp_equals_reference);
+    RUN(test_block_log_and_minifloat_equal_reference);
+    RUN(test_mx_formats_equal_reference);
+  }
   RUN(test_elementwise_formats_equal_reference);
   RUN(test_binary_and_ternary_rows_equal_reference);
   RUN(test_thread_split_equals_reference);
+  RUN(test_row_groups_and_tails);
+  RUN(test_qat_shapes);
+}
+
+int main(void) {
+  int native = slQ_simd_cap(3);
+  if (native < 2) check_skip("AVX2 loops", "this CPU has no AVX2: slQ_apply runs the scalar loops, still compared");
+  if (native < 3) check_skip("AVX-512 loops", "this CPU has no AVX-512: the binary64 loops run four lanes, still compared");
+  all_tests(native);
+  /* the narrower loops a CPU without AVX-512 (or without AVX2) would run */
+  for (int cap = native - 1; cap >= 0; cap--)
+    if (slQ_simd_cap(cap) == cap && (cap == 0 || cap == 2)) all_tests(cap);
   return check_summary();
 }
