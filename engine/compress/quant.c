@@ -562,32 +562,6 @@ static double block_max_value(uint32_t bits) {
   return bits > 0x7F800000u ? NAN : (double)mf;
 }
 
-/* clog2 of a finite v > 0 from its bits where v is a normal double (every
-** block maximum is: they are floats), without the frexp call */
-static int clog2_fast(double v) {
-  if (!(v >= 0x1p-1022)) return clog2(v);
-  uint64_t mant;
-  int e = exponent_bits(v, &mant);
-  return e + (mant != 0);
-}
-
-/* one block of block_fp or block_log through AVX2, the rest of it (and
-** block_minifloat, which QAT never runs) one value at a time */
-static void block_run(const slQ_Format *f, double mb, const float *in, float *out, size_t n) {
-  size_t i = 0;
-  if (f->kind == SLQ_BLOCK_FP) {
-    int M = f->width - 1, E = f->exponent_width;
-    int B = f->has_bias ? f->exponent_bias : default_bias(E), emax = (1 << E) - 1 - B;
-    int es = isnan(mb) ? M : isinf(mb) ? emax : clampi(clog2_fast(mb), -B, emax);
-    if (abs(M - es) <= 126) i = slQ_simd_block_fp(in, out, n, pow2f(M - es), pow2f(es - M), pow2f(M) - 1, isnan(mb));
-  } else if (f->kind == SLQ_BLOCK_LOG && !isnan(mb)) {
-    int Eb = f->width - 1;
-    int B = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2_fast(mb), 0, (1 << f->bias_width) - 1);
-    i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, (1 << Eb) - 1 - B);
-  }
-  for (; i < n; i++) out[i] = block_elem(f, mb, in[i]);
-}
-
 /* binary and ternary rows without data-dependent branches: the sums run in
 ** the reference's order (the same rounding), adding 0.0 for a value left
 ** out changes nothing, and x > delta for a float x is x > t with t the
@@ -716,11 +690,17 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
       } else if (f->kind == SLQ_BLOCK_LOG) {
         done = slQ_simd_block_log_row(x, y, len, k, m, a->zero_as, f->width - 1, f->bias_width);
       }
+      /* MX blocks; block_minifloat, and a block the AVX2 row stopped before, one value at a time */
       for (size_t b = done / k; done < len && b < per_row && b * k < len; b++) {
         size_t bl = b * k + k <= len ? k : len - b * k;
-        if (f->kind == SLQ_MXINT8) mxint8_block_fast(x + b * k, y + b * k, bl);
-        else if (is_mx(f->kind)) mxfp_block_fast(f, x + b * k, y + b * k, bl);
-        else block_run(f, block_max_value(m[b] ? m[b] : a->zero_as), x + b * k, y + b * k, bl);
+        if (f->kind == SLQ_MXINT8) {
+          mxint8_block_fast(x + b * k, y + b * k, bl);
+        } else if (is_mx(f->kind)) {
+          mxfp_block_fast(f, x + b * k, y + b * k, bl);
+        } else {
+          double mb = block_max_value(m[b] ? m[b] : a->zero_as);
+          for (size_t i = b * k; i < b * k + bl; i++) y[i] = block_elem(f, mb, x[i]);
+        }
       }
     }
   }

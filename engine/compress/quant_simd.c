@@ -1,5 +1,5 @@
 /*
-** quant_simd.c - AVX2 versions of the number formats' element loops.
+** quant_simd.c - AVX2 (and AVX-512) versions of the number formats' loops.
 **
 ** The project builds for x86-64-v2, so these are compiled with target
 ** attributes and chosen at run time (__builtin_cpu_supports), as
@@ -23,10 +23,25 @@
 **                  and mantissa bits of a normal double, and 2^e built from
 **                  bits (e clamped to [-150, 128] first, which rounds to
 **                  float the same way: 0 below, infinity above).
+**   AVX-512        the same binary64 loops (minifloat, log, block_log)
+**                  with eight lanes, where the CPU has AVX-512F, DQ and VL.
+**   block_fp,      a whole row at a time: each block's shared exponent
+**   block_log      comes from the bit pattern of its largest magnitude
+**                  (quant.c finds those first, for the zero-block fix), so
+**                  no frexp or ldexp is called per block; a block's short
+**                  tail goes through masked loads and stores.
+**   binary,        the row sums of |x| in binary64 must be added in the
+**   ternary        reference's order (rounding is not associative), so the
+**                  lanes are rows, not columns: eight rows at a time, a 4x4
+**                  transpose per four columns, two chains of four rows so
+**                  that the adds' latency overlaps. Each row still adds its
+**                  own values first to last.
+**   integer        float32 as quant.c's integer_fast.
 **
 ** tests/unit/test_quant_simd.c compares each with the reference over
 ** random and special values (NaN, infinities, zeros, subnormals, ties) and
-** block sizes that do not divide the row.
+** block sizes that do not divide the row, at every loop width the CPU has
+** (slQ_simd_cap lowers it: AVX-512, AVX2, scalar).
 */
 #include "quant_simd.h"
 
@@ -59,58 +74,6 @@ int slQ_simd_cap(int max) {
 }
 
 AVX2 static __m256 pow2_ps(__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); }
-
-AVX2 static size_t block_fp8(const float *in, float *out, size_t n, float up_, float down_, float top_, int nan_block) {
-  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
-  const __m256 up = _mm256_set1_ps(up_), down = _mm256_set1_ps(down_), top = _mm256_set1_ps(top_);
-  const __m256 tiny = _mm256_set1_ps(1e-8f), eps = _mm256_set1_ps(1e-9f), nan = _mm256_set1_ps(__builtin_nanf(""));
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(in + i), ax = _mm256_and_ps(x, absmask);
-    __m256 pass = _mm256_cmp_ps(ax, tiny, _CMP_LE_OQ), r;
-    if (nan_block) {
-      r = _mm256_blendv_ps(nan, x, pass);
-    } else {
-      __m256 a = _mm256_add_ps(ax, eps);
-      __m256 k = _mm256_round_ps(_mm256_mul_ps(a, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      k = _mm256_min_ps(k, top);
-      __m256 q = _mm256_or_ps(_mm256_mul_ps(k, down), _mm256_and_ps(x, sign));
-      r = _mm256_blendv_ps(q, x, _mm256_or_ps(pass, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
-    }
-    _mm256_storeu_ps(out + i, r);
-  }
-  return i;
-}
-
-AVX2 static size_t log4(const float *in, float *out, size_t n, double tau_, int emin, int emax) {
-  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const __m256d signmask = _mm256_set1_pd(-0.0), tau = _mm256_set1_pd(tau_), zero = _mm256_setzero_pd();
-  const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), bias = _mm256_set1_epi64x(1023);
-  /* nlog2 rounds up when the mantissa 1.m is at least 2 sqrt(1/2), as the reference's frexp test */
-  double sqrt2 = 2 * 0.70710678118654752440;
-  int64_t sqrt2_bits;
-  __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
-  const __m256i sqrt2_m1 = _mm256_set1_epi64x((sqrt2_bits & 0xFFFFFFFFFFFFFll) - 1);
-  int lo = emin < -150 ? -150 : emin > 128 ? 128 : emin, hi = emax < -150 ? -150 : emax > 128 ? 128 : emax;
-  const __m256i vlo = _mm256_set1_epi64x(lo), vhi = _mm256_set1_epi64x(hi);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m128 xf = _mm_loadu_ps(in + i);
-    __m256d x = _mm256_cvtps_pd(xf);
-    __m256d s = _mm256_add_pd(x, tau), a = _mm256_add_pd(_mm256_and_pd(x, absmask), tau);
-    __m256i bits = _mm256_castpd_si256(a);
-    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), bias);
-    e = _mm256_sub_epi64(e, _mm256_cmpgt_epi64(_mm256_and_si256(bits, mantmask), sqrt2_m1));
-    e = _mm256_blendv_epi8(e, vlo, _mm256_cmpgt_epi64(vlo, e));
-    e = _mm256_blendv_epi8(e, vhi, _mm256_cmpgt_epi64(e, vhi));
-    __m256d q = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, bias), 52));
-    q = _mm256_or_pd(q, _mm256_and_pd(s, signmask));
-    q = _mm256_andnot_pd(_mm256_cmp_pd(s, zero, _CMP_EQ_OQ), q);
-    __m128 r = _mm256_cvtpd_ps(q);
-    _mm_storeu_ps(out + i, _mm_blendv_ps(r, xf, _mm_cmpunord_ps(xf, xf)));
-  }
-  return i;
-}
 
 /* 2^e for 64-bit lanes of e, as a double (e within the normal range) */
 AVX2 static __m256d pow2_pd(__m256i e) { return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52)); }
@@ -305,7 +268,8 @@ static int clog2_bits(uint32_t b) {
 AVX2 static __m256i lanes8(size_t rem) { return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
 AVX2 static __m128i lanes4(size_t rem) { return _mm_cmpgt_epi32(_mm_set1_epi32((int)rem), _mm_setr_epi32(0, 1, 2, 3)); }
 
-/* block_fp8's arithmetic on one vector */
+/* block_fp elements of one vector: q = min(rint((|x| + 1e-9f) * up), top) * down with x's sign;
+** |x| <= 1e-8f passes through; nan_block: every other value is NaN */
 AVX2 static inline __m256 block_fp_vec(__m256 x, __m256 up, __m256 down, __m256 top, int nan_block) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
   const __m256 tiny = _mm256_set1_ps(1e-8f), eps = _mm256_set1_ps(1e-9f), nan = _mm256_set1_ps(__builtin_nanf(""));
@@ -339,12 +303,13 @@ AVX2 static size_t block_fp_row8(const float *in, float *out, size_t len, size_t
   return i;
 }
 
-/* log4's arithmetic on four values, bias B: emin = -B, emax (clamped to [-150, 128] by the caller) */
+/* log elements of four values: 2^clamp(nlog2(|x| + tau), lo, hi) with the sign of x + tau, 0 where x + tau
+** is 0, in binary64 as the reference; lo and hi the exponent range clamped to [-150, 128] */
 AVX2 static inline __m128 log_vec(__m128 xf, __m256d tau, __m256i vlo, __m256i vhi) {
   const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d signmask = _mm256_set1_pd(-0.0), zero = _mm256_setzero_pd();
   const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), bias = _mm256_set1_epi64x(1023);
-  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as log4 */
+  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as frexp's test */
   int64_t sqrt2_bits;
   __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
   const __m256i sqrt2_m1 = _mm256_set1_epi64x((sqrt2_bits & 0xFFFFFFFFFFFFFll) - 1);
@@ -370,6 +335,14 @@ static double pow2_double(int k) {
 }
 
 static int clamp150(int e) { return e < -150 ? -150 : e > 128 ? 128 : e; }
+
+AVX2 static size_t log4(const float *in, float *out, size_t n, double tau, int emin, int emax) {
+  const __m256d vtau = _mm256_set1_pd(tau);
+  const __m256i vlo = _mm256_set1_epi64x(clamp150(emin)), vhi = _mm256_set1_epi64x(clamp150(emax));
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, log_vec(_mm_loadu_ps(in + i), vtau, vlo, vhi));
+  return i;
+}
 
 AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
                                   int bias_width) {
@@ -445,11 +418,11 @@ AVX512 static size_t minifloat8(const float *in, float *out, size_t n, int M, in
   return i;
 }
 
-/* log4's arithmetic on eight values; lo and hi the exponent range clamped to [-150, 128] */
+/* log_vec on eight values; lo and hi the exponent range clamped to [-150, 128] */
 AVX512 static inline __m256 log_vec8(__m256 xf, __m512d tau, __m512i vlo, __m512i vhi) {
   const __m512i mantmask = _mm512_set1_epi64(0xFFFFFFFFFFFFFll), bias = _mm512_set1_epi64(1023);
   const __m512i signbit = _mm512_set1_epi64((long long)0x8000000000000000ull);
-  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as log4 */
+  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as log_vec */
   int64_t sqrt2_bits;
   __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
   const __m512i sqrt2_m = _mm512_set1_epi64(sqrt2_bits & 0xFFFFFFFFFFFFFll);
@@ -540,9 +513,6 @@ size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha
 size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar) {
   return slQ_simd_available() ? binary8(x, y, n, a, bipolar) : 0;
 }
-size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) {
-  return slQ_simd_available() ? block_fp8(in, out, n, up, down, top, nan_block) : 0;
-}
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) {
   int l = simd_level();
   return l >= 3 ? log8(in, out, n, tau, emin, emax) : l >= 2 ? log4(in, out, n, tau, emin, emax) : 0;
@@ -563,7 +533,6 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 
 int slQ_simd_available(void) { return 0; }
 int slQ_simd_cap(int max) { return 0; }
-size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block) { return 0; }
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) { return 0; }
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
                      float max_normal) { return 0; }

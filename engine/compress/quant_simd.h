@@ -1,5 +1,5 @@
 /*
-** quant_simd.h - AVX2 inner loops of the number formats (quant_simd.c).
+** quant_simd.h - AVX2 (and AVX-512) inner loops of the number formats (quant_simd.c).
 ** Each takes a run of values that share their block parameters, does as
 ** many as it can eight (or four) at a time and returns how many it did;
 ** quant.c finishes the rest with the scalar code. On a machine without
@@ -16,9 +16,6 @@ int slQ_simd_available(void);
 ** CPU has it) from now on; returns the level then in use */
 int slQ_simd_cap(int max);
 
-/* block_fp elements of one block: q = min(rint((|x| + 1e-9f) * up), top) * down
-** with x's sign; |x| <= 1e-8f passes through; nan_block: every other value is NaN */
-size_t slQ_simd_block_fp(const float *in, float *out, size_t n, float up, float down, float top, int nan_block);
 /* log elements with bias -emin, in binary64 as the reference: 2^clamp(nlog2(|x| + tau)) with
 ** the sign of x + tau, 0 where x + tau is 0 */
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax);
