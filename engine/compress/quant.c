@@ -543,16 +543,23 @@ static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, si
 
 /* the largest magnitude of each block, as block_maxima, from the bit
 ** patterns (an integer maximum; above 0x7F800000 is a NaN) */
-static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, uint32_t *m, size_t r0, size_t r1) {
+static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, uint32_t *m, uint32_t *smallest, size_t r0,
+                              size_t r1) {
   size_t per_row = (row + k - 1) / k;
-  for (size_t r = r0; r < r1; r++)
+  for (size_t r = r0; r < r1; r++) {
+    size_t len = r * row + row <= n ? row : n - r * row;
+    if (slQ_simd_block_maxima(in + r * row, len, k, m + r * per_row, &smallest[r])) continue;
+    smallest[r] = UINT32_MAX;
     for (size_t b = 0; b < per_row; b++) {
-      size_t start = r * row + b * k, len = k;
-      if (b * k + len > row) len = row - b * k;
-      if (start >= n) len = 0;
-      else if (start + len > n) len = n - start;
-      m[r * per_row + b] = abs_bits_max(in + start, len);
+      size_t start = r * row + b * k, bl = k;
+      if (b * k + bl > row) bl = row - b * k;
+      if (start >= n) bl = 0;
+      else if (start + bl > n) bl = n - start;
+      uint32_t top = abs_bits_max(in + start, bl), c = top - 1u < 0x7F7FFFFFu ? top - 1u : UINT32_MAX;
+      m[r * per_row + b] = top;
+      smallest[r] = c < smallest[r] ? c : smallest[r];
     }
+  }
 }
 
 /* a block maximum's bit pattern as block_maxima's double */
@@ -641,6 +648,7 @@ typedef struct {
   float *out;
   size_t n, row;
   uint32_t *m;       /* bit patterns of the block maxima, per_row to a row */
+  size_t nb;         /* blocks; after them in m, each row's smallest (block_maxima_rows) */
   uint32_t zero_as;  /* what an all-zero block's maximum becomes (the zero-block fix) */
   int pass;   /* blocked formats: 0 finds the maxima, 1 applies */
 } Apply;
@@ -668,7 +676,7 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
   }
   size_t row = a->row, k = (size_t)f->block, per_row = (row + k - 1) / k;
   if (a->pass == 0) {
-    block_maxima_rows(a->in, a->n, row, k, a->m, r0, r1);
+    block_maxima_rows(a->in, a->n, row, k, a->m, a->m + a->nb, r0, r1);
     return;
   }
   if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
@@ -712,7 +720,7 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
 void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
   if (n == 0) return;
   if (row == 0 || row > n) row = n;
-  Apply a = {f, in, out, n, row, NULL, 0, 1};
+  Apply a = {f, in, out, n, row, NULL, 0, 0, 1};
   enum { CHUNK = 16384 };
   if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {
     slK_parallel_for(n, CHUNK, apply_range, &a);
@@ -722,18 +730,16 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
   if (slQ_is_blocked(f->kind) && !is_mx(f->kind)) {
     /* the zero-block fix needs every block's maximum first (block_maxima) */
     size_t per_row = (row + (size_t)f->block - 1) / (size_t)f->block, nb = per_row * rows;
-    a.m = malloc(nb * sizeof *a.m);
+    a.m = malloc((nb + rows) * sizeof *a.m);
+    a.nb = nb;
     a.pass = 0;
     slK_parallel_for(rows, min_rows, apply_range, &a);
     /* all-zero blocks take the smallest finite non-zero maximum, or 1: as
-    ** bit patterns, the smallest in [1, 0x7F7FFFFF], found as the smallest
-    ** of pattern - 1 with the others (0, infinity, NaN) moved out of reach */
+    ** bit patterns, the smallest in [1, 0x7F7FFFFF], found (each row's in
+    ** the pass above) as the smallest of pattern - 1 with the others (0,
+    ** infinity, NaN) moved out of reach */
     uint32_t smallest = UINT32_MAX;
-    for (size_t b = 0; b < nb; b++) {
-      uint32_t v = a.m[b] - 1u;
-      v = v < 0x7F7FFFFFu ? v : UINT32_MAX;
-      smallest = v < smallest ? v : smallest;
-    }
+    for (size_t r = 0; r < rows; r++) smallest = a.m[nb + r] < smallest ? a.m[nb + r] : smallest;
     a.zero_as = smallest == UINT32_MAX ? 0x3F800000u /* 1.0f */ : smallest + 1u;
     a.pass = 1;
   }

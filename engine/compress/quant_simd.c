@@ -498,6 +498,33 @@ AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
   return i;
 }
 
+/* the zero-block fix's candidate: pattern - 1 for a finite non-zero maximum, UINT32_MAX for the others */
+static uint32_t nonzero_finite_less_one(uint32_t v) { return v - 1u < 0x7F7FFFFFu ? v - 1u : UINT32_MAX; }
+
+AVX2 static uint32_t block_maxima_row8(const float *x, size_t len, size_t k, uint32_t *m) {
+  const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF);
+  uint32_t smallest = UINT32_MAX;
+  for (size_t i = 0, b = 0; i < len; i += k, b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    __m256i v = _mm256_setzero_si256();
+    for (; j + 8 <= bl; j += 8) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + j)), absmask));
+    if (j < bl) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(x + i + j, lanes8(bl - j))), absmask));
+    __m128i h = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
+    m[b] = (uint32_t)_mm_cvtsi128_si32(h);
+    uint32_t c = nonzero_finite_less_one(m[b]);
+    smallest = c < smallest ? c : smallest;
+  }
+  return smallest;
+}
+
+int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest) {
+  if (!slQ_simd_available()) return 0;
+  *smallest = block_maxima_row8(x, len, k, m);
+  return 1;
+}
+
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) {
   *top = 0;
   return slQ_simd_available() ? abs_bits_max8(x, n, top) : 0;
@@ -540,6 +567,7 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest) { return 0; }
 size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) { return 0; }
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
                              int emax) { return 0; }

@@ -53,4 +53,9 @@ size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k,
 /* integer elements as quant.c's integer_fast: clamp(rint(x * scale), qmin, qmax) * inv in float32 */
 size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax);
 
+/* the block maxima of one row for block_fp and block_log: m[b] the bit pattern of the largest |x| of
+** block b of k (the sign bit cleared before the maximum, so a NaN shows above 0x7F800000); in *smallest
+** the least pattern - 1 among the finite non-zero maxima (UINT32_MAX if none). 0 without AVX2. */
+int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest);
+
 #endif
