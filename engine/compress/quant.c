@@ -697,6 +697,9 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
         done = slQ_simd_block_fp_row(x, y, len, k, m, a->zero_as, M, B, (1 << E) - 1 - B);
       } else if (f->kind == SLQ_BLOCK_LOG) {
         done = slQ_simd_block_log_row(x, y, len, k, m, a->zero_as, f->width - 1, f->bias_width);
+      } else if (is_mx(f->kind)) {
+        MxElem el = mx_elem(f->kind);
+        done = slQ_simd_mx_row(x, y, len, k, f->kind == SLQ_MXINT8, el.emax, el.mbits, el.bias, (float)el.max_normal);
       }
       /* MX blocks; block_minifloat, and a block the AVX2 row stopped before, one value at a time */
       for (size_t b = done / k; done < len && b < per_row && b * k < len; b++) {

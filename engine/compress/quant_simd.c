@@ -121,33 +121,38 @@ AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int 
   return i;
 }
 
-AVX2 static size_t mxfp8(const float *in, float *out, size_t n, float unscale_, float scale_, int mbits, int bias,
-                         float max_normal) {
+/* MX floating-point elements of one vector (see slQ_simd_mxfp) */
+AVX2 static inline __m256 mxfp_vec(__m256 x, __m256 unscale, __m256 scale, __m256 maxn, __m256i emin, __m256i mb) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
-  const __m256 unscale = _mm256_set1_ps(unscale_), scale = _mm256_set1_ps(scale_), maxn = _mm256_set1_ps(max_normal);
+  __m256 p = _mm256_mul_ps(_mm256_and_ps(x, absmask), unscale);
+  __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(p), 23), _mm256_set1_epi32(127));
+  e = _mm256_max_epi32(e, emin);
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(p, pow2_ps(_mm256_sub_epi32(mb, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 q = _mm256_min_ps(_mm256_mul_ps(k, pow2_ps(_mm256_sub_epi32(e, mb))), maxn);
+  return _mm256_or_ps(_mm256_mul_ps(q, scale), _mm256_and_ps(x, sign));
+}
+
+/* MXINT8 elements of one vector (see slQ_simd_mxint8) */
+AVX2 static inline __m256 mxint8_vec(__m256 x, __m256 up, __m256 down) {
+  const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f), zero = _mm256_setzero_ps();
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  k = _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(k, hi), lo), zero);  /* -0 + 0 = +0: a zero mantissa is +0 */
+  return _mm256_mul_ps(k, down);
+}
+
+AVX2 static size_t mxfp8(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
+                         float max_normal) {
+  const __m256 vu = _mm256_set1_ps(unscale), vs = _mm256_set1_ps(scale), maxn = _mm256_set1_ps(max_normal);
   const __m256i emin = _mm256_set1_epi32(1 - bias), mb = _mm256_set1_epi32(mbits);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(in + i);
-    __m256 p = _mm256_mul_ps(_mm256_and_ps(x, absmask), unscale);
-    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(p), 23), _mm256_set1_epi32(127));
-    e = _mm256_max_epi32(e, emin);
-    __m256 k = _mm256_round_ps(_mm256_mul_ps(p, pow2_ps(_mm256_sub_epi32(mb, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 q = _mm256_min_ps(_mm256_mul_ps(k, pow2_ps(_mm256_sub_epi32(e, mb))), maxn);
-    _mm256_storeu_ps(out + i, _mm256_or_ps(_mm256_mul_ps(q, scale), _mm256_and_ps(x, sign)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, mxfp_vec(_mm256_loadu_ps(in + i), vu, vs, maxn, emin, mb));
   return i;
 }
 
-AVX2 static size_t mxint8_8(const float *in, float *out, size_t n, float up_, float down_) {
-  const __m256 up = _mm256_set1_ps(up_), down = _mm256_set1_ps(down_);
-  const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f), zero = _mm256_setzero_ps();
+AVX2 static size_t mxint8_8(const float *in, float *out, size_t n, float up, float down) {
+  const __m256 vu = _mm256_set1_ps(up), vd = _mm256_set1_ps(down);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 k = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(in + i), up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    k = _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(k, hi), lo), zero);  /* -0 + 0 = +0: a zero mantissa is +0 */
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(k, down));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, mxint8_vec(_mm256_loadu_ps(in + i), vu, vd));
   return i;
 }
 
@@ -501,18 +506,76 @@ AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
 /* the zero-block fix's candidate: pattern - 1 for a finite non-zero maximum, UINT32_MAX for the others */
 static uint32_t nonzero_finite_less_one(uint32_t v) { return v - 1u < 0x7F7FFFFFu ? v - 1u : UINT32_MAX; }
 
-AVX2 static uint32_t block_maxima_row8(const float *x, size_t len, size_t k, uint32_t *m) {
+/* the largest bit pattern of |x| over one block of bl values (a short one through a masked load) */
+AVX2 static inline uint32_t block_abs_max(const float *x, size_t bl) {
   const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i v = _mm256_setzero_si256();
+  size_t j = 0;
+  for (; j + 8 <= bl; j += 8) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + j)), absmask));
+  if (j < bl) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(x + j, lanes8(bl - j))), absmask));
+  __m128i h = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
+  return (uint32_t)_mm_cvtsi128_si32(h);
+}
+
+/* one MX block of bl values, whole vectors and a masked tail */
+#define MX_BLOCK(expr)                                                                   \
+  do {                                                                                   \
+    size_t j_ = 0;                                                                       \
+    for (; j_ + 8 <= bl; j_ += 8) {                                                      \
+      __m256 x = _mm256_loadu_ps(in + i + j_);                                           \
+      (void)x;                                                                           \
+      _mm256_storeu_ps(out + i + j_, expr);                                              \
+    }                                                                                    \
+    if (j_ < bl) {                                                                       \
+      __m256i mask_ = lanes8(bl - j_);                                                   \
+      __m256 x = _mm256_maskload_ps(in + i + j_, mask_);                                 \
+      (void)x;                                                                           \
+      _mm256_maskstore_ps(out + i + j_, mask_, expr);                                    \
+    }                                                                                    \
+  } while (0)
+
+AVX2 static size_t mx_row8(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
+                           float max_normal) {
+  const __m256 nan = _mm256_set1_ps(__builtin_nanf("")), zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+  const __m256 maxn = _mm256_set1_ps(max_normal);
+  const __m256i emin = _mm256_set1_epi32(1 - bias), mb = _mm256_set1_epi32(mbits);
+  size_t i = 0;
+  for (; i < len; i += k) {
+    size_t bl = len - i < k ? len - i : k;
+    uint32_t top = block_abs_max(in + i, bl);
+    if (top >= 0x7F800000u) {  /* a NaN or an infinity: the whole block is NaN */
+      MX_BLOCK(nan);
+    } else if (top == 0 || (is_int && top < 0x00800000u)) {  /* MXINT8 decodes a zero scale to +0; MXFP keeps signs */
+      MX_BLOCK(is_int ? zero : _mm256_and_ps(x, sign));
+    } else if (top < 0x00800000u) {
+      return i;  /* a subnormal maximum: the caller's reference code */
+    } else if (is_int) {
+      int shared = (int)(top >> 23) - 127;  /* a normal maximum's exponent field is flog2 */
+      if (shared - 6 < -126) return i;
+      __m256 up = pow2_ps(_mm256_set1_epi32(6 - shared)), down = pow2_ps(_mm256_set1_epi32(shared - 6));
+      MX_BLOCK(mxint8_vec(x, up, down));
+    } else {
+      int shared = (int)(top >> 23) - 127 - emax;
+      shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
+      if (shared == -127) return i;
+      __m256 unscale = pow2_ps(_mm256_set1_epi32(-shared)), scale = pow2_ps(_mm256_set1_epi32(shared));
+      MX_BLOCK(mxfp_vec(x, unscale, scale, maxn, emin, mb));
+    }
+  }
+  return i;
+}
+
+size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
+                       float max_normal) {
+  return slQ_simd_available() ? mx_row8(in, out, len, k, is_int, emax, mbits, bias, max_normal) : 0;
+}
+
+AVX2 static uint32_t block_maxima_row8(const float *x, size_t len, size_t k, uint32_t *m) {
   uint32_t smallest = UINT32_MAX;
   for (size_t i = 0, b = 0; i < len; i += k, b++) {
-    size_t bl = len - i < k ? len - i : k, j = 0;
-    __m256i v = _mm256_setzero_si256();
-    for (; j + 8 <= bl; j += 8) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + j)), absmask));
-    if (j < bl) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(x + i + j, lanes8(bl - j))), absmask));
-    __m128i h = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
-    h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
-    m[b] = (uint32_t)_mm_cvtsi128_si32(h);
+    m[b] = block_abs_max(x + i, len - i < k ? len - i : k);
     uint32_t c = nonzero_finite_less_one(m[b]);
     smallest = c < smallest ? c : smallest;
   }
@@ -567,6 +630,8 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
+                       float max_normal) { return 0; }
 int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest) { return 0; }
 size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) { return 0; }
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,

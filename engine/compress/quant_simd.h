@@ -58,4 +58,11 @@ size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, floa
 ** the least pattern - 1 among the finite non-zero maxima (UINT32_MAX if none). 0 without AVX2. */
 int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest);
 
+/* the MX formats over a row of len values in blocks of k (the last may be short): MXINT8 (is_int) or
+** an MXFP element type (its emax, mantissa bits, bias and largest normal). Stops before a block whose
+** largest magnitude is subnormal (or whose scales are not normal floats) and returns how many values
+** it did. */
+size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
+                       float max_normal);
+
 #endif
