@@ -617,28 +617,42 @@ static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_
   ternary_out(f, x, y, len, delta, kept, nk);
 }
 
-/* rows r0 to r1 of binary or ternary: eight whole rows at a time through
-** AVX2 (each row's sums still in its own order), the others one by one */
+/* rows r0 to r1 of binary or ternary. A row whose sums are exact in any
+** order (slQ_simd_abs_sum_exact: most rows of weights and activations) is
+** summed across its columns; otherwise eight whole rows at a time through
+** slQ_simd_abs_sums8, each row's sums in its own order, or one row alone. */
 static void binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0, size_t r1) {
-  size_t r = r0;
   int bipolar = f->kind == SLQ_BINARY && f->bipolar;
-  for (; !bipolar && r + 8 <= r1 && (r + 8) * row <= n; r += 8) {
-    const float *x = in + r * row;
-    float *y = out + r * row;
-    double sums[8], delta[8], kept[8];
-    size_t nk[8];
-    if (!slQ_simd_abs_sums8(x, row, row, NULL, sums, NULL)) break;
-    if (f->kind == SLQ_BINARY) {
-      for (int k = 0; k < 8; k++) binary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, sums[k]);
-      continue;
-    }
-    for (int k = 0; k < 8; k++) delta[k] = ternary_delta(sums[k], row);
-    slQ_simd_abs_sums8(x, row, row, delta, kept, nk);
-    for (int k = 0; k < 8; k++) ternary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, delta[k], kept[k], nk[k]);
-  }
-  for (; r < r1; r++) {
+  for (size_t r = r0; r < r1;) {
     size_t start = r * row, len = start + row <= n ? row : n - start;
-    binary_row_fast(f, in + start, out + start, len);
+    const float *x = in + start;
+    float *y = out + start;
+    double sum, kept, sums[8], delta[8], kepts[8];
+    size_t nk, nks[8];
+    if (bipolar) {  /* the scale is not used */
+      binary_out(f, x, y, len, 0);
+      r++;
+    } else if (slQ_simd_abs_sum_exact(x, len, &sum)) {
+      if (f->kind == SLQ_BINARY) {
+        binary_out(f, x, y, len, sum);
+      } else {
+        double d = ternary_delta(sum, len);
+        slQ_simd_kept_sum(x, len, d, &kept, &nk);
+        ternary_out(f, x, y, len, d, kept, nk);
+      }
+      r++;
+    } else if (r + 8 <= r1 && (r + 8) * row <= n && slQ_simd_abs_sums8(x, row, row, NULL, sums, NULL)) {
+      for (int k = 0; k < 8; k++) delta[k] = ternary_delta(sums[k], row);
+      if (f->kind == SLQ_TERNARY) slQ_simd_abs_sums8(x, row, row, delta, kepts, nks);
+      for (int k = 0; k < 8; k++) {
+        if (f->kind == SLQ_BINARY) binary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, sums[k]);
+        else ternary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, delta[k], kepts[k], nks[k]);
+      }
+      r += 8;
+    } else {
+      binary_row_fast(f, x, y, len);
+      r++;
+    }
   }
 }
 

@@ -592,6 +592,96 @@ size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) {
   *top = 0;
   return slQ_simd_available() ? abs_bits_max8(x, n, top) : 0;
 }
+/* ceil(log2 n) for n >= 1 */
+static int ceil_log2(size_t n) {
+  int k = 0;
+  while (k < 63 && ((size_t)1 << k) < n) k++;
+  return k;
+}
+
+/* The sum of |x| over a row in any order, kept only where it is exact and
+** so equals the reference's ordered sum: every |x| is a multiple of the ulp
+** u of the smallest non-zero one, every partial sum is a multiple of u below
+** len * 2^(fmax - 126), and a double holds every such multiple exactly while
+** len * 2^(fmax - fmin + 24) <= 2^53 (f: exponent fields, a subnormal's
+** counted as 1, whose ulp it shares). */
+/* one vector of 8 |x| (bits b, sign cleared) into the exponent range and two sums */
+#define EXACT_STEP(b, sa, sb)                                                                                       \
+  do {                                                                                                              \
+    __m256i f_ = _mm256_srli_epi32(b, 23);                                                                          \
+    fmax = _mm256_max_epu32(fmax, f_);                                                                              \
+    fmin = _mm256_min_epu32(fmin, _mm256_blendv_epi8(_mm256_max_epu32(f_, one), none, _mm256_cmpeq_epi32(b, izero))); \
+    __m256 a_ = _mm256_castsi256_ps(b);                                                                             \
+    sa = _mm256_add_pd(sa, _mm256_cvtps_pd(_mm256_castps256_ps128(a_)));                                            \
+    sb = _mm256_add_pd(sb, _mm256_cvtps_pd(_mm256_extractf128_ps(a_, 1)));                                          \
+  } while (0)
+
+AVX2 static int abs_sum_exact8(const float *x, size_t len, double *sum) {
+  const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1), none = _mm256_set1_epi32(255);
+  const __m256i izero = _mm256_setzero_si256();
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
+  __m256i fmax = izero, fmin = none;
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) {  /* four accumulators, so the adds' latency overlaps */
+    __m256i b0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), absmask);
+    __m256i b1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8)), absmask);
+    EXACT_STEP(b0, s0, s1);
+    EXACT_STEP(b1, s2, s3);
+  }
+  for (; i < len; i += 8) {
+    __m256i b = i + 8 <= len ? _mm256_loadu_si256((const __m256i *)(x + i))
+                             : _mm256_castps_si256(_mm256_maskload_ps(x + i, lanes8(len - i)));  /* zeros past the end */
+    b = _mm256_and_si256(b, absmask);
+    EXACT_STEP(b, s0, s1);
+  }
+  uint32_t hi[8], lo[8], top = 0, bottom = 255;
+  _mm256_storeu_si256((__m256i *)hi, fmax), _mm256_storeu_si256((__m256i *)lo, fmin);
+  for (int k = 0; k < 8; k++) top = hi[k] > top ? hi[k] : top, bottom = lo[k] < bottom ? lo[k] : bottom;
+  if (top >= 255) return 0;  /* an infinity or a NaN: the ordered sum decides its NaN */
+  if (bottom < 255 && (int)(top - bottom) > 29 - ceil_log2(len)) return 0;
+  double t[4];
+  _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3)));
+  *sum = (t[0] + t[1]) + (t[2] + t[3]);
+  return 1;
+}
+
+/* one vector of 8 |x| into the kept sums and counts */
+#define KEPT_STEP(v, sa, sb, na, nb)                                                                           \
+  do {                                                                                                         \
+    __m256d a0_ = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), a1_ = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); \
+    KEEP(a0_, d, na);                                                                                          \
+    KEEP(a1_, d, nb);                                                                                          \
+    sa = _mm256_add_pd(sa, a0_), sb = _mm256_add_pd(sb, a1_);                                                  \
+  } while (0)
+
+/* the kept values of a row whose sum abs_sum_exact8 found exact (so is any subset's) */
+AVX2 static void kept_sum8(const float *x, size_t len, double delta, double *kept, size_t *count) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256d d = _mm256_set1_pd(delta);
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
+  __m256i n0 = _mm256_setzero_si256(), n1 = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) {
+    __m256 v0 = _mm256_and_ps(_mm256_loadu_ps(x + i), absmask), v1 = _mm256_and_ps(_mm256_loadu_ps(x + i + 8), absmask);
+    KEPT_STEP(v0, s0, s1, n0, n1);
+    KEPT_STEP(v1, s2, s3, n0, n1);
+  }
+  for (; i < len; i += 8) {
+    __m256 v = i + 8 <= len ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, lanes8(len - i));  /* 0 > delta is false */
+    v = _mm256_and_ps(v, absmask);
+    KEPT_STEP(v, s0, s1, n0, n1);
+  }
+  double t[4];
+  int64_t c[4];
+  _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3)));
+  _mm256_storeu_si256((__m256i *)c, _mm256_add_epi64(n0, n1));
+  *kept = (t[0] + t[1]) + (t[2] + t[3]);
+  *count = (size_t)(c[0] + c[1] + c[2] + c[3]);
+}
+
+int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return slQ_simd_available() ? abs_sum_exact8(x, len, sum) : 0; }
+void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) { kept_sum8(x, len, delta, kept, count); }
+
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
   if (!slQ_simd_available()) return 0;
   abs_sums8(x, stride, len, delta, sums, counts);
@@ -630,6 +720,8 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return 0; }
+void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) {}
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
                        float max_normal) { return 0; }
 int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest) { return 0; }

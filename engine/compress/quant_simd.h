@@ -65,4 +65,11 @@ int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uin
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
                        float max_normal);
 
+/* binary and ternary rows whose sums are exact: 1 and the sum of |x| in *sum where adding the row's values
+** in binary64 in any order gives the same bits as in the reference's order (no rounding at any step: see
+** quant_simd.c), 0 otherwise (and without AVX2). For such a row only, slQ_simd_kept_sum adds the |x| > delta
+** and counts them, in any order too. */
+int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum);
+void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count);
+
 #endif
