@@ -231,6 +231,61 @@ static void test_qat_shapes(void) {
 
 /* every test at the CPU's widest loops; the scalar loops (cap 0) skip the
 ** long block and MX sweeps, which those loops share with the wider ones */
+/* slQ_simd_abs_sum_exact claims a row's sum only where adding in any order
+** gives the reference's bits: rows whose exponents span just below, at and
+** above the widest such range (29 - ceil(log2 len) binades), half the row
+** at the top (so the sum grows to about len) and half at the bottom, with
+** random mantissas. Where it claims the sum, it must equal the ordered sum
+** bit for bit (the outputs alone would rarely show a last-bit difference
+** of a binary64 sum), and so must the kept sum; within the range it must
+** claim it; and the rows must still quantise as the reference does. */
+static void test_exact_sum_boundary(void) {
+  slM_Mt m;
+  slM_mt_seed(&m, 23);
+  const size_t lens[] = {16, 100, 784};
+  size_t claimed = 0, refused = 0;
+  for (size_t li = 0; li < 3; li++) {
+    size_t len = lens[li], rows = 24, n = len * rows;
+    float *x = malloc(n * sizeof *x);
+    int log2len = 0;
+    while (((size_t)1 << log2len) < len) log2len++;
+    for (int span = 29 - log2len - 2; span <= 29 - log2len + 4; span++)
+      for (int scale = 0; scale < 2; scale++) {  /* near 2^-100, where the widest spans reach the subnormals, and near 1 */
+        for (size_t i = 0; i < n; i++) {
+          int e = i % len == 0 || (i % len > 1 && slM_mt_double(&m) < 0.5) ? 0 : -span;
+          double v = ldexp(1.0 + slM_mt_double(&m), e - (scale ? 0 : 100));
+          x[i] = (float)(slM_mt_double(&m) < 0.5 ? -v : v);
+        }
+        for (size_t r = 0; r < rows && slQ_simd_available(); r++) {
+          const float *row = x + r * len;
+          double ordered = 0, sum, delta, kept = 0, kept_fast;
+          size_t nk = 0, nk_fast;
+          for (size_t i = 0; i < len; i++) ordered += fabs((double)row[i]);
+          int exact = slQ_simd_abs_sum_exact(row, len, &sum);
+          CHECK_MSG(exact || span > 29 - log2len, "len %zu span %d: an exact sum refused", len, span);
+          if (!exact) {
+            refused++;
+            continue;
+          }
+          claimed++;
+          CHECK_MSG(memcmp(&sum, &ordered, sizeof sum) == 0, "len %zu span %d: sum %a, in order %a", len, span, sum, ordered);
+          delta = 0.75 * ordered / (double)len;
+          for (size_t i = 0; i < len; i++)
+            if (fabs((double)row[i]) > delta) kept += fabs((double)row[i]), nk++;
+          slQ_simd_kept_sum(row, len, delta, &kept_fast, &nk_fast);
+          CHECK_MSG(memcmp(&kept, &kept_fast, sizeof kept) == 0 && nk == nk_fast, "len %zu span %d: kept %a (%zu), in order %a (%zu)",
+                    len, span, kept_fast, nk_fast, kept, nk);
+        }
+        slQ_Format f = format(SLQ_TERNARY);
+        same(&f, x, n, len);
+        f.kind = SLQ_BINARY, f.bipolar = 0;
+        same(&f, x, n, len);
+      }
+    free(x);
+  }
+  CHECK_MSG(!slQ_simd_available() || (claimed > 0 && refused > 0), "rows summed across columns %zu, refused %zu", claimed, refused);
+}
+
 static void all_tests(int cap) {
   if (cap != 0) {
     RUN(test_block_fp_equals_reference);
@@ -242,6 +297,7 @@ static void all_tests(int cap) {
   RUN(test_thread_split_equals_reference);
   RUN(test_row_groups_and_tails);
   RUN(test_qat_shapes);
+  RUN(test_exact_sum_boundary);
 }
 
 int main(void) {
