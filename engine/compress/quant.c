@@ -382,13 +382,28 @@ static int fast_exponents_fit(const slQ_Format *f) {
   return abs(B) + abs(emax) + M + 2 <= 1000 && M >= 0 && M <= 52;
 }
 
+/* Where the reference's binary64 arithmetic is exact in float32 too: every
+** power of two a step scales by (2^e, 2^(M - e), 2^(e - M), 2^(1 - B - M),
+** 2^(B + M - 1)) a normal float, M <= 23 (so 1 + k 2^-M and k 2^(e - M)
+** hold in 24 bits), and a * 2^(B + M - 1) normal for a >= 1e-8. Scalings
+** by powers of two are then exact, the subtraction r 2^M - 2^M is exact
+** (Sterbenz) or, where it rounds, already far above the largest mantissa,
+** and the one product that may fall below 2^-126 rounds once, as the
+** reference's cast to float does. Every format the labs train with fits. */
+static int minifloat_float_fits(int M, int B, int emax) {
+  return M >= 0 && M <= 23 && B + M <= 126 && B + M >= -90 && B <= 125 && emax <= 127 && emax - M <= 126;
+}
+
 static void minifloat_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
   int E = f->exponent_width, M = f->width - E - 1, ieee = f->kind == SLQ_MINIFLOAT_IEEE;
   int B = f->has_bias ? f->exponent_bias : default_bias(E);
   int emin = -B, emax = (1 << E) - 1 - B;
   double two_m = pow2d(M), top = two_m - 1, half_m = pow2d(M - 1), sub = pow2d(1 - B - M);
   double inf_q = ieee ? (2 - pow2d(-M)) * pow2d(emax) : top * pow2d(emax - M);
-  for (size_t i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q); i < n; i++) {
+  size_t i = 0;
+  if (minifloat_float_fits(M, B, emax)) i = slQ_simd_minifloat_f32(in, out, n, M, B, emax, ieee, (float)inf_q);
+  if (i == 0) i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q);
+  for (; i < n; i++) {
     float x = in[i];
     if (isnan(x) || fabsf(x) <= 1e-8f) {
       out[i] = x;

@@ -121,6 +121,60 @@ AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int 
   return i;
 }
 
+/* minifloat_ieee and minifloat_denorm in float32, eight lanes, where
+** quant.c's minifloat_float_fits says every step is exact (see there). The
+** one binary64 step of the reference is the exponent of a + 1e-9 (a = |x|):
+** with E the float exponent of a and d = 2^(E+1) - a (exact), a + 1e-9
+** rounds into the next binade exactly when d <= c, c the largest float
+** below 1e-9 (no float lies within 2^-59 of 1e-9, so the half-ulp terms
+** of binary64 rounding never matter); minifloat_denorm's ceiling also
+** loses the 1e-9 on an exact power of two from 2^24 up. */
+AVX2 static size_t minifloat_f8(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q_) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
+  float c_ = (float)1e-9;
+  if ((double)c_ > 1e-9) c_ = __builtin_nextafterf(c_, 0.0f);
+  const __m256 tiny = _mm256_set1_ps(1e-8f), c = _mm256_set1_ps(c_), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 two_m = _mm256_set1_ps((float)(1 << M)), inv_m = pow2_ps(_mm256_set1_epi32(-M));
+  const __m256 top = _mm256_set1_ps((float)((1 << M) - 1)), inf = _mm256_set1_ps(__builtin_inff()), inf_q = _mm256_set1_ps(inf_q_);
+  const __m256 sub_up = pow2_ps(_mm256_set1_epi32(B + M - 1)), sub_down = pow2_ps(_mm256_set1_epi32(1 - B - M));
+  const __m256i vlo = _mm256_set1_epi32(-B), vhi = _mm256_set1_epi32(emax), vm = _mm256_set1_epi32(M);
+  const __m256i i127 = _mm256_set1_epi32(127), i1 = _mm256_set1_epi32(1), i23 = _mm256_set1_epi32(23);
+  const __m256i mantmask = _mm256_set1_epi32(0x7FFFFF), izero = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(in + i), a = _mm256_and_ps(x, absmask), q;
+    __m256 pass = _mm256_or_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), _mm256_cmp_ps(a, tiny, _CMP_LE_OQ));
+    __m256i bits = _mm256_castps_si256(a), E = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), i127);
+    __m256 d = _mm256_sub_ps(pow2_ps(_mm256_add_epi32(E, i1)), a);
+    __m256i cross = _mm256_castps_si256(_mm256_cmp_ps(d, c, _CMP_LE_OQ)), e;  /* -1 where a + 1e-9 reaches 2^(E+1) */
+    if (ieee) {
+      e = _mm256_sub_epi32(E, cross);
+    } else {
+      __m256i absorbed = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, mantmask), izero), _mm256_cmpgt_epi32(E, i23));
+      e = _mm256_add_epi32(_mm256_sub_epi32(_mm256_add_epi32(E, i1), cross), absorbed);
+    }
+    e = _mm256_max_epi32(_mm256_min_epi32(e, vhi), vlo);
+    if (ieee) {
+      __m256 k = _mm256_round_ps(_mm256_sub_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256 normal = _mm256_mul_ps(_mm256_add_ps(one, _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(k, zero), top), inv_m)), pow2_ps(e));
+      __m256 ks = _mm256_round_ps(_mm256_mul_ps(a, sub_up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256 subnormal = _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(ks, zero), top), sub_down);
+      q = _mm256_blendv_ps(subnormal, normal, _mm256_castsi256_ps(_mm256_cmpgt_epi32(e, vlo)));
+    } else {
+      __m256 k = _mm256_round_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(k, zero), top), pow2_ps(_mm256_sub_epi32(e, vm)));
+    }
+    q = _mm256_blendv_ps(q, inf_q, _mm256_cmp_ps(a, inf, _CMP_EQ_OQ));
+    q = _mm256_or_ps(q, _mm256_and_ps(x, sign));
+    _mm256_storeu_ps(out + i, _mm256_blendv_ps(q, x, pass));
+  }
+  return i;
+}
+
+size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) {
+  return slQ_simd_available() ? minifloat_f8(in, out, n, M, B, emax, ieee, inf_q) : 0;
+}
+
 /* MX floating-point elements of one vector (see slQ_simd_mxfp) */
 AVX2 static inline __m256 mxfp_vec(__m256 x, __m256 unscale, __m256 scale, __m256 maxn, __m256i emin, __m256i mb) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
@@ -720,6 +774,7 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) { return 0; }
 int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return 0; }
 void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) {}
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,

@@ -72,4 +72,8 @@ size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is
 int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum);
 void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count);
 
+/* the same in float32, eight lanes, for the formats quant.c's minifloat_float_fits allows (where every
+** step is exact, so the bits are the reference's); inf_q already rounded to float */
+size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q);
+
 #endif

@@ -286,6 +286,40 @@ static void test_exact_sum_boundary(void) {
   CHECK_MSG(!slQ_simd_available() || (claimed > 0 && refused > 0), "rows summed across columns %zu, refused %zu", claimed, refused);
 }
 
+/* the float32 minifloat loop's one binary64 step, a + 1e-9 crossing into
+** the next binade: in every binade the floats just below the next power of
+** two, those whose distance to it is near 1e-9, and the powers of two (the
+** ceiling of minifloat_denorm keeps the 1e-9 below 2^24 and loses it from
+** there), both signs; formats from the labs' to the edges of the range
+** where the float32 loop is used (biases up to 126 - M, exponents to 127) */
+static void test_minifloat_binade_edges(void) {
+  size_t cap = 40000, n = 0;
+  float *x = malloc(cap * sizeof *x);
+  for (int e = -27; e <= 127 && n + 64 < cap; e++) {
+    float p = ldexpf(1.0f, e), ulp = ldexpf(1.0f, e - 24);  /* the spacing just below p */
+    x[n++] = p, x[n++] = -p;
+    if (e > -126) x[n++] = nextafterf(p, INFINITY);
+    for (int j = 1; j <= 6; j++) x[n++] = p - (float)j * ulp;
+    double m = floor(1e-9 / (double)ulp);  /* the floats whose distance to p is near 1e-9 */
+    for (int j = -3; j <= 3 && e <= -6; j++)
+      if (m + j >= 1 && m + j < 1 << 23) {
+        float v = (float)((double)p - (m + j) * (double)ulp);
+        x[n++] = v, x[n++] = -v;
+      }
+  }
+  const int cfg[][3] = {{8, 4, 0}, {8, 4, 7}, {6, 2, 0}, {8, 5, 0}, {12, 4, 0}, {10, 7, 0}, {16, 8, 0},
+                        {9, 7, 120}, {8, 4, 122}, {5, 3, -60}, {24, 4, 20}, {12, 7, 3}};
+  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++)
+    for (int k = 0; k < 2; k++) {
+      slQ_Format f = format(k ? SLQ_MINIFLOAT_IEEE : SLQ_MINIFLOAT_DENORM);
+      f.width = cfg[c][0], f.exponent_width = cfg[c][1];
+      if (cfg[c][2]) f.has_bias = 1, f.exponent_bias = cfg[c][2];
+      char err[160];
+      if (slQ_check(&f, err, sizeof err) == 0) same(&f, x, n, 0);
+    }
+  free(x);
+}
+
 static void all_tests(int cap) {
   if (cap != 0) {
     RUN(test_block_fp_equals_reference);
@@ -298,6 +332,7 @@ static void all_tests(int cap) {
   RUN(test_row_groups_and_tails);
   RUN(test_qat_shapes);
   RUN(test_exact_sum_boundary);
+  RUN(test_minifloat_binade_edges);
 }
 
 int main(void) {
