@@ -171,9 +171,6 @@ AVX2 static size_t minifloat_f8(const float *in, float *out, size_t n, int M, in
   return i;
 }
 
-size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) {
-  return slQ_simd_available() ? minifloat_f8(in, out, n, M, B, emax, ieee, inf_q) : 0;
-}
 
 /* MX floating-point elements of one vector (see slQ_simd_mxfp) */
 AVX2 static inline __m256 mxfp_vec(__m256 x, __m256 unscale, __m256 scale, __m256 maxn, __m256i emin, __m256i mb) {
@@ -535,6 +532,54 @@ AVX512 static size_t block_log_row8(const float *in, float *out, size_t len, siz
   return i;
 }
 
+AVX512 static __m512 pow2_ps512(__m512i e) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23)); }
+
+/* minifloat_f8 with sixteen lanes */
+AVX512 static size_t minifloat_f16(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q_) {
+  float c_ = (float)1e-9;
+  if ((double)c_ > 1e-9) c_ = __builtin_nextafterf(c_, 0.0f);
+  const __m512 tiny = _mm512_set1_ps(1e-8f), c = _mm512_set1_ps(c_), zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  const __m512 two_m = _mm512_set1_ps((float)(1 << M)), inv_m = pow2_ps512(_mm512_set1_epi32(-M));
+  const __m512 top = _mm512_set1_ps((float)((1 << M) - 1)), inf = _mm512_set1_ps(__builtin_inff()), inf_q = _mm512_set1_ps(inf_q_);
+  const __m512 sub_up = pow2_ps512(_mm512_set1_epi32(B + M - 1)), sub_down = pow2_ps512(_mm512_set1_epi32(1 - B - M));
+  const __m512i vlo = _mm512_set1_epi32(-B), vhi = _mm512_set1_epi32(emax), vm = _mm512_set1_epi32(M);
+  const __m512i i127 = _mm512_set1_epi32(127), i1 = _mm512_set1_epi32(1), i23 = _mm512_set1_epi32(23);
+  const __m512i mantmask = _mm512_set1_epi32(0x7FFFFF), signbit = _mm512_set1_epi32((int)0x80000000u);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 x = _mm512_loadu_ps(in + i), a = _mm512_abs_ps(x), q;
+    __mmask16 pass = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(a, tiny, _CMP_LE_OQ);
+    __m512i bits = _mm512_castps_si512(a), E = _mm512_sub_epi32(_mm512_srli_epi32(bits, 23), i127);
+    __m512 d = _mm512_sub_ps(pow2_ps512(_mm512_add_epi32(E, i1)), a);
+    __mmask16 cross = _mm512_cmp_ps_mask(d, c, _CMP_LE_OQ);
+    __m512i e = _mm512_mask_add_epi32(E, cross, E, i1);
+    if (!ieee) {
+      __mmask16 absorbed = _mm512_testn_epi32_mask(bits, mantmask) & _mm512_cmpgt_epi32_mask(E, i23);
+      e = _mm512_mask_sub_epi32(_mm512_add_epi32(e, i1), absorbed, _mm512_add_epi32(e, i1), i1);
+    }
+    e = _mm512_max_epi32(_mm512_min_epi32(e, vhi), vlo);
+    if (ieee) {
+      __m512 k = _mm512_roundscale_ps(_mm512_sub_ps(_mm512_mul_ps(a, pow2_ps512(_mm512_sub_epi32(vm, e))), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512 normal = _mm512_mul_ps(_mm512_add_ps(one, _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(k, zero), top), inv_m)), pow2_ps512(e));
+      __m512 ks = _mm512_roundscale_ps(_mm512_mul_ps(a, sub_up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512 subnormal = _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(ks, zero), top), sub_down);
+      q = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(e, vlo), subnormal, normal);
+    } else {
+      __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, pow2_ps512(_mm512_sub_epi32(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm512_mul_ps(_mm512_min_ps(_mm512_max_ps(k, zero), top), pow2_ps512(_mm512_sub_epi32(e, vm)));
+    }
+    q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, inf, _CMP_EQ_OQ), q, inf_q);
+    q = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(q), _mm512_and_si512(_mm512_castps_si512(x), signbit)));
+    _mm512_storeu_ps(out + i, _mm512_mask_blend_ps(pass, q, x));
+  }
+  return i;
+}
+
+size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) {
+  int l = simd_level();
+  size_t i = l >= 3 ? minifloat_f16(in, out, n, M, B, emax, ieee, inf_q) : 0;
+  return l >= 2 ? i + minifloat_f8(in + i, out + i, n - i, M, B, emax, ieee, inf_q) : 0;
+}
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
                              int emax) {
   return slQ_simd_available() ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
