@@ -580,9 +580,46 @@ size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int 
   size_t i = l >= 3 ? minifloat_f16(in, out, n, M, B, emax, ieee, inf_q) : 0;
   return l >= 2 ? i + minifloat_f8(in + i, out + i, n - i, M, B, emax, ieee, inf_q) : 0;
 }
+/* block_fp_vec with sixteen lanes */
+AVX512 static inline __m512 block_fp_vec16(__m512 x, __m512 up, __m512 down, __m512 top, int nan_block) {
+  const __m512 tiny = _mm512_set1_ps(1e-8f), eps = _mm512_set1_ps(1e-9f), nan = _mm512_set1_ps(__builtin_nanf(""));
+  const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
+  __m512 ax = _mm512_abs_ps(x);
+  __mmask16 pass = _mm512_cmp_ps_mask(ax, tiny, _CMP_LE_OQ);
+  if (nan_block) return _mm512_mask_blend_ps(pass, nan, x);
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_add_ps(ax, eps), up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 q = _mm512_mul_ps(_mm512_min_ps(k, top), down);
+  q = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(q), _mm512_and_si512(_mm512_castps_si512(x), signbit)));
+  return _mm512_mask_blend_ps(pass | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), q, x);
+}
+
+AVX512 static size_t block_fp_row16(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M,
+                                    int B, int emax) {
+  const __m512 top = _mm512_set1_ps((float)((1 << M) - 1));
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    int nan_block = mb > 0x7F800000u, es = nan_block ? M : mb == 0x7F800000u ? emax : clog2_bits(mb);
+    es = es < -B ? -B : es > emax ? emax : es;
+    if (M - es > 126 || M - es < -126) return i;  /* the scales are not normal floats: the caller's scalar code */
+    __m512 up = pow2_ps512(_mm512_set1_epi32(M - es)), down = pow2_ps512(_mm512_set1_epi32(es - M));
+    const float *x = in + i;
+    float *y = out + i;
+    for (; j + 16 <= bl; j += 16) _mm512_storeu_ps(y + j, block_fp_vec16(_mm512_loadu_ps(x + j), up, down, top, nan_block));
+    if (j < bl) {
+      __mmask16 mask = (__mmask16)((1u << (bl - j)) - 1);
+      _mm512_mask_storeu_ps(y + j, mask, block_fp_vec16(_mm512_maskz_loadu_ps(mask, x + j), up, down, top, nan_block));
+    }
+    i += bl;
+  }
+  return i;
+}
+
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
                              int emax) {
-  return slQ_simd_available() ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
+  int l = simd_level();
+  return l >= 3 ? block_fp_row16(in, out, len, k, m, zero_as, M, B, emax) : l >= 2 ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
 }
 size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
                               int bias_width) {
