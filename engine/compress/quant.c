@@ -689,7 +689,9 @@ static void apply_elements(const slQ_Format *f, const float *in, float *out, siz
     minifloat_fast(f, in, out, n);
   } else if (f->kind == SLQ_LOG && fast_exponents_fit(f)) {
     int B = f->has_bias ? f->exponent_bias : default_bias(f->width - 1);
-    size_t i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, (1 << (f->width - 1)) - 1 - B);
+    int emax = (1 << (f->width - 1)) - 1 - B;
+    size_t i = B <= 120 && emax <= 127 ? slQ_simd_log_f32(in, out, n, B, emax) : 0;
+    if (i == 0) i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, emax);
     log_fast(f, in + i, out + i, n - i);
   } else {
     slQ_apply_reference(f, in, out, n, n);

@@ -46,6 +46,7 @@
 #include "quant_simd.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -616,6 +617,97 @@ AVX512 static size_t block_fp_row16(const float *in, float *out, size_t len, siz
   return i;
 }
 
+/* The log formats in float32. e = nlog2(|x| + tau) steps up by one at the
+** smallest float whose sum with tau, in binary64, reaches 2 sqrt(1/2) 2^j.
+** With tau = 0.1 2^-B, binary64 rounding commutes with the scaling by 2^-B,
+** so those thresholds are the ones for tau = 0.1 scaled: one table, for j
+** + B = r from 0 up, each threshold lying in binade r (so only its mantissa
+** bits are kept), the same mantissa from r = 31 on (0.1 is then far below
+** the float spacing). Then with E the exponent of |x|:
+** e = E + (mantissa of |x| >= table[E + B]), clamped to [-B, emax]; below
+** binade -B the clamp decides. The sign is that of x + tau: negative
+** exactly where x < -tau, that is -x above the largest float below tau.
+** quant.c uses this where -B and emax are within the normal floats (every
+** threshold, tau's float and 2^e are then exact). */
+static uint32_t log_mantissa[32];
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static void log_table(void) {
+  for (int r = 0; r < 32; r++) {
+    double c = 2 * 0.70710678118654752440 * ldexp(1.0, r);
+    float f = (float)(c - 0.1);
+    while ((double)f + 0.1 >= c) f = nextafterf(f, 0.0f);
+    while (!((double)f + 0.1 >= c)) f = nextafterf(f, INFINITY);
+    uint32_t bits;
+    __builtin_memcpy(&bits, &f, sizeof bits);
+    log_mantissa[r] = bits & 0x7FFFFFu;
+  }
+}
+
+/* the largest float not above 0.1 2^-B */
+static float tau_float(int B) {
+  double tau = 0.1 * ldexp(1.0, -B);
+  float t = (float)tau;
+  return (double)t > tau ? nextafterf(t, 0.0f) : t;
+}
+
+AVX2 static inline __m256 log_f32_vec(__m256 x, __m256i vb, __m256i vlo, __m256i vhi, __m256 minus_tau) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
+  const __m256i i127 = _mm256_set1_epi32(127), mantmask = _mm256_set1_epi32(0x7FFFFF), izero = _mm256_setzero_si256();
+  const __m256i i31 = _mm256_set1_epi32(31);
+  __m256i bits = _mm256_castps_si256(_mm256_and_ps(x, absmask)), E = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), i127);
+  __m256i r = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(E, vb), izero), i31);
+  __m256i t = _mm256_i32gather_epi32((const int *)log_mantissa, r, 4);
+  __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(bits, mantmask), _mm256_sub_epi32(t, _mm256_set1_epi32(1)));
+  __m256i e = _mm256_max_epi32(_mm256_min_epi32(_mm256_sub_epi32(E, up), vhi), vlo);
+  __m256 q = _mm256_or_ps(pow2_ps(e), _mm256_and_ps(_mm256_cmp_ps(x, minus_tau, _CMP_LT_OQ), sign));
+  return _mm256_blendv_ps(q, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+AVX2 static size_t log_f8(const float *in, float *out, size_t n, int B, int emax) {
+  pthread_once(&log_once, log_table);
+  const __m256i vb = _mm256_set1_epi32(B), vlo = _mm256_set1_epi32(-B), vhi = _mm256_set1_epi32(emax);
+  const __m256 mt = _mm256_set1_ps(-tau_float(B));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, log_f32_vec(_mm256_loadu_ps(in + i), vb, vlo, vhi, mt));
+  return i;
+}
+
+AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
+                                      int bias_width) {
+  pthread_once(&log_once, log_table);
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    const float *x = in + i;
+    float *y = out + i;
+    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+      for (; j < bl; j++) y[j] = __builtin_nanf("");
+      i += bl;
+      continue;
+    }
+    int B = 0, top = (1 << bias_width) - 1;
+    if (mb < 0x7F800000u) {
+      B = (1 << Eb) - 1 - clog2_bits(mb);
+      B = B < 0 ? 0 : B > top ? top : B;
+    }
+    const __m256i vb = _mm256_set1_epi32(B), vlo = _mm256_set1_epi32(-B), vhi = _mm256_set1_epi32((1 << Eb) - 1 - B);
+    const __m256 mt = _mm256_set1_ps(-tau_float(B));
+    for (; j + 8 <= bl; j += 8) _mm256_storeu_ps(y + j, log_f32_vec(_mm256_loadu_ps(x + j), vb, vlo, vhi, mt));
+    if (j < bl) {
+      __m256i mask = lanes8(bl - j);
+      _mm256_maskstore_ps(y + j, mask, log_f32_vec(_mm256_maskload_ps(x + j, mask), vb, vlo, vhi, mt));
+    }
+    i += bl;
+  }
+  return i;
+}
+
+size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax) {
+  return slQ_simd_available() ? log_f8(in, out, n, B, emax) : 0;
+}
+
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
                              int emax) {
   int l = simd_level();
@@ -624,6 +716,8 @@ size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, 
 size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
                               int bias_width) {
   int l = simd_level();
+  if (l >= 2 && (1 << bias_width) - 1 <= 120 && (1 << Eb) - 1 <= 127)  /* every block's -B and emax normal floats */
+    return block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
   return l >= 3 ? block_log_row8(in, out, len, k, m, zero_as, Eb, bias_width) : l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
 }
 
@@ -856,6 +950,7 @@ size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float do
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
 size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax) { return 0; }
 size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) { return 0; }
 int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return 0; }
 void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) {}

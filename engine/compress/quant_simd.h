@@ -76,4 +76,7 @@ void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, s
 ** step is exact, so the bits are the reference's); inf_q already rounded to float */
 size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q);
 
+/* log elements with bias B (emin = -B) in float32, eight lanes; only where -B >= -120 and emax <= 127 */
+size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax);
+
 #endif

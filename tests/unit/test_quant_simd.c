@@ -320,6 +320,53 @@ static void test_minifloat_binade_edges(void) {
   free(x);
 }
 
+/* the float32 log loop's thresholds: for a bias B, the floats within a few
+** steps of each point where nlog2(|x| + 0.1 2^-B) steps up (|x| near
+** 2 sqrt(1/2) 2^j - tau, in every binade j of the format), and near -tau,
+** where the sign of x + tau turns; log formats with many biases, and
+** block_log blocks whose largest value sets B (16 values: the largest
+** first, then 15 from the edges for that B) */
+static size_t log_edges(float *x, int B, int emax) {
+  size_t n = 0;
+  double tau = 0.1 * ldexp(1.0, -B);
+  for (int j = -B - 1; j <= emax && j <= 127; j++) {
+    float f = (float)(2 * 0.70710678118654752440 * ldexp(1.0, j) - tau);
+    for (int k = 0; k < 4; k++) f = nextafterf(f, 0.0f);
+    for (int k = 0; k < 9; k++, f = nextafterf(f, INFINITY)) x[n++] = f, x[n++] = -f;
+  }
+  float t = (float)tau;
+  for (int k = 0; k < 4; k++) t = nextafterf(t, 0.0f);
+  for (int k = 0; k < 9; k++, t = nextafterf(t, INFINITY)) x[n++] = -t, x[n++] = t;
+  return n;
+}
+
+static void test_log_thresholds(void) {
+  float *x = malloc(200000 * sizeof *x);
+  for (int w = 3; w <= 9; w += 2)
+    for (int B = -40; B <= 126; B += 7) {
+      slQ_Format f = format(SLQ_LOG);
+      f.width = w, f.has_bias = 1, f.exponent_bias = B;
+      same(&f, x, log_edges(x, B, (1 << (w - 1)) - 1 - B), 0);
+    }
+  for (int bw = 1; bw <= 7; bw += 2) {
+    size_t n = 0;
+    for (int top = -30; top <= 40; top += 3) {  /* block maxima 1.5 2^top: B = 2^(w-1) - 1 - clog2(max), clamped */
+      float edges[8192];
+      int B = 127 - (top + 1);
+      B = B < 0 ? 0 : B > (1 << bw) - 1 ? (1 << bw) - 1 : B;
+      size_t ne = log_edges(edges, B, 127 - B);
+      for (size_t e = 0; e < ne && n + 16 <= 200000; e += 15) {
+        x[n++] = ldexpf(1.5f, top);
+        for (size_t k = 0; k < 15; k++) x[n++] = fabsf(edges[(e + k) % ne]) < ldexpf(1.5f, top) ? edges[(e + k) % ne] : 0.0f;
+      }
+    }
+    slQ_Format f = format(SLQ_BLOCK_LOG);
+    f.width = 8, f.bias_width = bw, f.block = 16;
+    same(&f, x, n, 0);
+  }
+  free(x);
+}
+
 static void all_tests(int cap) {
   if (cap != 0) {
     RUN(test_block_fp_equals_reference);
@@ -333,6 +380,7 @@ static void all_tests(int cap) {
   RUN(test_qat_shapes);
   RUN(test_exact_sum_boundary);
   RUN(test_minifloat_binade_edges);
+  RUN(test_log_thresholds);
 }
 
 int main(void) {
