@@ -644,11 +644,14 @@ static void log_table(void) {
   }
 }
 
-/* the largest float not above 0.1 2^-B */
+/* the largest float not above 0.1 2^-B: that of 0.1, scaled (exact while
+** 0.1 2^-B is a normal float, B <= 122) */
 static float tau_float(int B) {
-  double tau = 0.1 * ldexp(1.0, -B);
-  float t = (float)tau;
-  return (double)t > tau ? nextafterf(t, 0.0f) : t;
+  static const float tenth_below = 0x1.999998p-4f;  /* 0.1 in binary64 is 0x1.999999999999ap-4 */
+  uint32_t bits = (uint32_t)(127 - B) << 23;
+  float scale;
+  __builtin_memcpy(&scale, &bits, sizeof scale);
+  return tenth_below * scale;
 }
 
 AVX2 static inline __m256 log_f32_vec(__m256 x, __m256i vb, __m256i vlo, __m256i vhi, __m256 minus_tau) {
@@ -704,8 +707,66 @@ AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, s
   return i;
 }
 
+/* log_f32_vec with sixteen lanes; the table's 32 entries in two registers */
+AVX512 static inline __m512 log_f32_vec16(__m512 x, __m512i vb, __m512i vlo, __m512i vhi, __m512 minus_tau, __m512i t_lo, __m512i t_hi) {
+  const __m512i i127 = _mm512_set1_epi32(127), mantmask = _mm512_set1_epi32(0x7FFFFF), izero = _mm512_setzero_si512();
+  const __m512i i31 = _mm512_set1_epi32(31), signbit = _mm512_set1_epi32((int)0x80000000u);
+  __m512i bits = _mm512_castps_si512(_mm512_abs_ps(x)), E = _mm512_sub_epi32(_mm512_srli_epi32(bits, 23), i127);
+  __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(E, vb), izero), i31);
+  __m512i t = _mm512_permutex2var_epi32(t_lo, r, t_hi);
+  __mmask16 up = _mm512_cmpge_epi32_mask(_mm512_and_si512(bits, mantmask), t);
+  __m512i e = _mm512_max_epi32(_mm512_min_epi32(_mm512_mask_add_epi32(E, up, E, _mm512_set1_epi32(1)), vhi), vlo);
+  __m512i q = _mm512_slli_epi32(_mm512_add_epi32(e, i127), 23);
+  q = _mm512_mask_or_epi32(q, _mm512_cmp_ps_mask(x, minus_tau, _CMP_LT_OQ), q, signbit);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_castsi512_ps(q), x);
+}
+
+AVX512 static size_t log_f16(const float *in, float *out, size_t n, int B, int emax) {
+  pthread_once(&log_once, log_table);
+  const __m512i t_lo = _mm512_loadu_si512(log_mantissa), t_hi = _mm512_loadu_si512(log_mantissa + 16);
+  const __m512i vb = _mm512_set1_epi32(B), vlo = _mm512_set1_epi32(-B), vhi = _mm512_set1_epi32(emax);
+  const __m512 mt = _mm512_set1_ps(-tau_float(B));
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, log_f32_vec16(_mm512_loadu_ps(in + i), vb, vlo, vhi, mt, t_lo, t_hi));
+  return i;
+}
+
+AVX512 static size_t block_log_f32_row16(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                                         int Eb, int bias_width) {
+  pthread_once(&log_once, log_table);
+  const __m512i t_lo = _mm512_loadu_si512(log_mantissa), t_hi = _mm512_loadu_si512(log_mantissa + 16);
+  size_t i = 0;
+  for (size_t b = 0; i < len; b++) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    uint32_t mb = m[b] ? m[b] : zero_as;
+    const float *x = in + i;
+    float *y = out + i;
+    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+      for (; j < bl; j++) y[j] = __builtin_nanf("");
+      i += bl;
+      continue;
+    }
+    int B = 0, top = (1 << bias_width) - 1;
+    if (mb < 0x7F800000u) {
+      B = (1 << Eb) - 1 - clog2_bits(mb);
+      B = B < 0 ? 0 : B > top ? top : B;
+    }
+    const __m512i vb = _mm512_set1_epi32(B), vlo = _mm512_set1_epi32(-B), vhi = _mm512_set1_epi32((1 << Eb) - 1 - B);
+    const __m512 mt = _mm512_set1_ps(-tau_float(B));
+    for (; j + 16 <= bl; j += 16) _mm512_storeu_ps(y + j, log_f32_vec16(_mm512_loadu_ps(x + j), vb, vlo, vhi, mt, t_lo, t_hi));
+    if (j < bl) {
+      __mmask16 mask = (__mmask16)((1u << (bl - j)) - 1);
+      _mm512_mask_storeu_ps(y + j, mask, log_f32_vec16(_mm512_maskz_loadu_ps(mask, x + j), vb, vlo, vhi, mt, t_lo, t_hi));
+    }
+    i += bl;
+  }
+  return i;
+}
+
 size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax) {
-  return slQ_simd_available() ? log_f8(in, out, n, B, emax) : 0;
+  int l = simd_level();
+  size_t i = l >= 3 ? log_f16(in, out, n, B, emax) : 0;
+  return l >= 2 ? i + log_f8(in + i, out + i, n - i, B, emax) : 0;
 }
 
 size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
@@ -717,7 +778,7 @@ size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k,
                               int bias_width) {
   int l = simd_level();
   if (l >= 2 && (1 << bias_width) - 1 <= 120 && (1 << Eb) - 1 <= 127)  /* every block's -B and emax normal floats */
-    return block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
+    return l >= 3 ? block_log_f32_row16(in, out, len, k, m, zero_as, Eb, bias_width) : block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
   return l >= 3 ? block_log_row8(in, out, len, k, m, zero_as, Eb, bias_width) : l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
 }
 
