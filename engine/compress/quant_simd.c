@@ -858,9 +858,76 @@ AVX2 static size_t mx_row8(const float *in, float *out, size_t len, size_t k, in
   return i;
 }
 
+/* mx_row8 with sixteen lanes */
+AVX512 static inline __m512 mxfp_vec16(__m512 x, __m512 unscale, __m512 scale, __m512 maxn, __m512i emin, __m512i mb) {
+  const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
+  __m512 p = _mm512_mul_ps(_mm512_abs_ps(x), unscale);
+  __m512i e = _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(p), 23), _mm512_set1_epi32(127)), emin);
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(p, pow2_ps512(_mm512_sub_epi32(mb, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 q = _mm512_mul_ps(_mm512_min_ps(_mm512_mul_ps(k, pow2_ps512(_mm512_sub_epi32(e, mb))), maxn), scale);
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(q), _mm512_and_si512(_mm512_castps_si512(x), signbit)));
+}
+
+AVX512 static inline __m512 mxint8_vec16(__m512 x, __m512 up, __m512 down) {
+  const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f), zero = _mm512_setzero_ps();
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  k = _mm512_add_ps(_mm512_max_ps(_mm512_min_ps(k, hi), lo), zero);  /* -0 + 0 = +0: a zero mantissa is +0 */
+  return _mm512_mul_ps(k, down);
+}
+
+#define MX_BLOCK16(expr)                                                                 \
+  do {                                                                                   \
+    size_t j_ = 0;                                                                       \
+    for (; j_ + 16 <= bl; j_ += 16) {                                                    \
+      __m512 x = _mm512_loadu_ps(in + i + j_);                                           \
+      (void)x;                                                                           \
+      _mm512_storeu_ps(out + i + j_, expr);                                              \
+    }                                                                                    \
+    if (j_ < bl) {                                                                       \
+      __mmask16 mask_ = (__mmask16)((1u << (bl - j_)) - 1);                              \
+      __m512 x = _mm512_maskz_loadu_ps(mask_, in + i + j_);                              \
+      (void)x;                                                                           \
+      _mm512_mask_storeu_ps(out + i + j_, mask_, expr);                                  \
+    }                                                                                    \
+  } while (0)
+
+AVX512 static size_t mx_row16(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
+                              float max_normal) {
+  const __m512 nan = _mm512_set1_ps(__builtin_nanf("")), zero = _mm512_setzero_ps(), maxn = _mm512_set1_ps(max_normal);
+  const __m512i emin = _mm512_set1_epi32(1 - bias), mb = _mm512_set1_epi32(mbits), absmask = _mm512_set1_epi32(0x7FFFFFFF);
+  size_t i = 0;
+  for (; i < len; i += k) {
+    size_t bl = len - i < k ? len - i : k, j = 0;
+    __m512i v = _mm512_setzero_si512();
+    for (; j + 16 <= bl; j += 16) v = _mm512_max_epu32(v, _mm512_and_si512(_mm512_loadu_si512(in + i + j), absmask));
+    if (j < bl) v = _mm512_max_epu32(v, _mm512_and_si512(_mm512_maskz_loadu_epi32((__mmask16)((1u << (bl - j)) - 1), in + i + j), absmask));
+    uint32_t top = (uint32_t)_mm512_reduce_max_epu32(v);
+    if (top >= 0x7F800000u) {  /* a NaN or an infinity: the whole block is NaN */
+      MX_BLOCK16(nan);
+    } else if (top == 0 || (is_int && top < 0x00800000u)) {  /* MXINT8 decodes a zero scale to +0; MXFP keeps signs */
+      MX_BLOCK16(is_int ? zero : _mm512_castsi512_ps(_mm512_andnot_si512(absmask, _mm512_castps_si512(x))));
+    } else if (top < 0x00800000u) {
+      return i;  /* a subnormal maximum: the caller's reference code */
+    } else if (is_int) {
+      int shared = (int)(top >> 23) - 127;  /* a normal maximum's exponent field is flog2 */
+      if (shared - 6 < -126) return i;
+      __m512 up = pow2_ps512(_mm512_set1_epi32(6 - shared)), down = pow2_ps512(_mm512_set1_epi32(shared - 6));
+      MX_BLOCK16(mxint8_vec16(x, up, down));
+    } else {
+      int shared = (int)(top >> 23) - 127 - emax;
+      shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
+      if (shared == -127) return i;
+      __m512 unscale = pow2_ps512(_mm512_set1_epi32(-shared)), scale = pow2_ps512(_mm512_set1_epi32(shared));
+      MX_BLOCK16(mxfp_vec16(x, unscale, scale, maxn, emin, mb));
+    }
+  }
+  return i;
+}
+
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
                        float max_normal) {
-  return slQ_simd_available() ? mx_row8(in, out, len, k, is_int, emax, mbits, bias, max_normal) : 0;
+  int l = simd_level();
+  return l >= 3 ? mx_row16(in, out, len, k, is_int, emax, mbits, bias, max_normal) : l >= 2 ? mx_row8(in, out, len, k, is_int, emax, mbits, bias, max_normal) : 0;
 }
 
 AVX2 static uint32_t block_maxima_row8(const float *x, size_t len, size_t k, uint32_t *m) {
