@@ -20,12 +20,19 @@
 ** "float32 beside" column); the last row is the best float32 epoch of the
 ** whole run. The load average is printed before and after: figures taken
 ** above about 0.7 are provisional.
+**
+** A second table times the quantisers alone on the tensors of one training
+** step (each layer's input batch, weight and bias, in the shapes and row
+** lengths the graph gives them), best of 200 steps: these sub-millisecond
+** figures stay close to the machine's best even when the epochs above
+** drift, so they show what the quantisation itself costs per epoch.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "compress/quant.h"
 #include "syslab.h"
 
 static void quiet(void *ud, sl_Stream s, const char *t, size_t n) {}
@@ -52,6 +59,67 @@ static void print_load(const char *when) {
   strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M UTC", gmtime(&now));
   if (getloadavg(avg, 3) > 0)
     printf("%s: %s, load average %.2f %.2f %.2f%s\n", when, stamp, avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: provisional)" : "");
+}
+
+static int listed(const char *list, const char *name);
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* the quantisers alone on one training step's tensors: per layer of the MLP
+** the input batch (rows of in_f), the weight (rows of in_f) and the bias */
+static void quantiser_table(int steps, const char *only, const char *const names[], size_t nf) {
+  const int in_f[3] = {784, 256, 128}, out_f[3] = {256, 128, 10};
+  slQ_Format fmt[] = {
+    {.kind = SLQ_INTEGER, .width = 8, .frac_width = 4, .is_signed = 1},
+    {.kind = SLQ_MINIFLOAT_DENORM, .width = 8, .exponent_width = 4, .is_signed = 1},
+    {.kind = SLQ_MINIFLOAT_IEEE, .width = 8, .exponent_width = 4, .is_signed = 1},
+    {.kind = SLQ_LOG, .width = 8, .is_signed = 1},
+    {.kind = SLQ_BLOCK_FP, .width = 8, .exponent_width = 8, .block = 16, .bias_width = 4},
+    {.kind = SLQ_BLOCK_LOG, .width = 8, .block = 16, .bias_width = 4},
+    {.kind = SLQ_MXINT8, .block = 32},
+    {.kind = SLQ_MXFP8_E4M3, .block = 32},
+    {.kind = SLQ_MXFP4_E2M1, .block = 32},
+    {.kind = SLQ_BINARY, .block = 16, .bipolar = 1},
+    {.kind = SLQ_TERNARY, .block = 16, .scaled = 1},
+  };
+  float *x[3][3], *y = malloc(256 * 784 * sizeof *y);
+  size_t len[3][3];
+  uint32_t seed = 12345;
+  for (int l = 0; l < 3; l++) {
+    len[l][0] = (size_t)128 * in_f[l], len[l][1] = (size_t)out_f[l] * in_f[l], len[l][2] = (size_t)out_f[l];
+    for (int t = 0; t < 3; t++) {
+      x[l][t] = malloc(len[l][t] * sizeof(float));
+      for (size_t i = 0; i < len[l][t]; i++) {  /* images in [0, 1], activations after ReLU, weights and biases around 0 */
+        seed = seed * 1664525u + 1013904223u;
+        float u = (float)(seed >> 8) / 16777216.0f;
+        x[l][t][i] = t == 0 ? (l == 0 ? u : (u < 0.5f ? 0.0f : 2 * (u - 0.5f))) : (2 * u - 1) / 28.0f;
+      }
+    }
+  }
+  printf("\nThe quantisers alone on one step's tensors (inputs, weights and biases of the three layers), best of 200 steps:\n\n");
+  printf("| format | us per step | ms per epoch (%d steps) |\n|---|---:|---:|\n", steps);
+  for (size_t f = 0; f < sizeof fmt / sizeof fmt[0] && f + 1 < nf; f++) {
+    if (only && !listed(only, names[f + 1])) continue;
+    double best = 1e30;
+    for (int r = 0; r < 200; r++) {
+      double t0 = now();
+      for (int l = 0; l < 3; l++) {
+        slQ_apply(&fmt[f], x[l][0], y, len[l][0], (size_t)in_f[l]);
+        slQ_apply(&fmt[f], x[l][1], y, len[l][1], (size_t)in_f[l]);
+        slQ_apply(&fmt[f], x[l][2], y, len[l][2], len[l][2]);
+      }
+      double t = now() - t0;
+      if (t < best) best = t;
+    }
+    printf("| %s | %.0f | %.1f |\n", names[f + 1], best * 1e6, best * 1e3 * steps);
+  }
+  for (int l = 0; l < 3; l++)
+    for (int t = 0; t < 3; t++) free(x[l][t]);
+  free(y);
 }
 
 /* whether name is one of the comma-separated list */
@@ -112,6 +180,9 @@ int main(int argc, char **argv) {
   }
   printf("| float32 (best of the run) | %.3f | | 1.00 |\n", f32_best);
   print_load("after");
+  const char *names[sizeof formats / sizeof formats[0]];
+  for (size_t f = 0; f < nf; f++) names[f] = formats[f][0];
+  quantiser_table((train + 127) / 128, only, names, nf);
   sl_free(S);
   return 0;
 }

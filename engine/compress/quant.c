@@ -12,7 +12,7 @@
 ** Those binary64 loops, one value at a time, are the reference
 ** (slQ_apply_reference). slQ_apply, which the graph and the commands call,
 ** runs optimised loops that give the same bits (the section "optimised
-** versions" and the AVX2 loops of quant_simd.c), split over the thread
+** versions" and the AVX2 and AVX-512 loops of quant_simd.c), split over the thread
 ** team by rows; tests/unit/test_quant_simd.c and test_quant_fast.c compare
 ** them with the reference value by value.
 */

@@ -15,28 +15,40 @@
 **                  product k * 2^s is one correctly rounded float multiply,
 **                  the same single rounding as the reference's cast. quant.c
 **                  calls these only where both powers of two are floats.
-**   minifloat,     binary64, four lanes: quant.c's call-free minifloat
-**                  loop op for op (x + 1e-9, the scalings, rint, the
-**                  clamps), exponents read from and written to bits.
-**   log            binary64, four lanes: the reference's own additions
+**   minifloat      float32 where every step is exact (quant.c's
+**                  minifloat_float_fits: the formats the labs use): the
+**                  one binary64 step of the reference, the exponent of
+**                  |x| + 1e-9, is a comparison of 2^(E+1) - |x| (exact)
+**                  with the float below 1e-9 (minifloat_f8). Elsewhere
+**                  binary64, four lanes: quant.c's call-free loop op for
+**                  op, exponents read from and written to bits.
+**   log,           float32 where -B and emax are normal float exponents:
+**   block_log      the exponent steps up at thresholds that scale with
+**                  the bias, one table for all (log_table). Elsewhere
+**                  binary64, four lanes: the reference's own additions
 **                  (x + tau), with frexp replaced by reading the exponent
 **                  and mantissa bits of a normal double, and 2^e built from
 **                  bits (e clamped to [-150, 128] first, which rounds to
 **                  float the same way: 0 below, infinity above).
-**   AVX-512        the same binary64 loops (minifloat, log, block_log)
-**                  with eight lanes, where the CPU has AVX-512F, DQ and VL.
 **   block_fp,      a whole row at a time: each block's shared exponent
-**   block_log      comes from the bit pattern of its largest magnitude
-**                  (quant.c finds those first, for the zero-block fix), so
-**                  no frexp or ldexp is called per block; a block's short
-**                  tail goes through masked loads and stores.
-**   binary,        the row sums of |x| in binary64 must be added in the
-**   ternary        reference's order (rounding is not associative), so the
-**                  lanes are rows, not columns: eight rows at a time, a 4x4
-**                  transpose per four columns, two chains of four rows so
-**                  that the adds' latency overlaps. Each row still adds its
-**                  own values first to last.
+**   block_log, MX  comes from the bit pattern of its largest magnitude
+**                  (for block_fp and block_log quant.c finds those first,
+**                  for the zero-block fix), so no frexp or ldexp is called
+**                  per block; a block's short tail goes through masked
+**                  loads and stores.
+**   binary,        the row sums of |x| in binary64, in the reference's
+**   ternary        order: rounding is not associative, so the lanes are
+**                  rows, eight at a time (a 4x4 transpose per four columns,
+**                  two chains of four rows), each row adding its own values
+**                  first to last. But most rows need no rounding at all:
+**                  when the row's exponents span at most 29 - ceil(log2
+**                  len) binades every partial sum is exact in binary64, so
+**                  any order gives the same bits, and such a row is summed
+**                  across its columns (abs_sum_exact8).
 **   integer        float32 as quant.c's integer_fast.
+**   AVX-512        where the CPU has AVX-512F, DQ and VL: the same loops
+**                  with sixteen float lanes (eight binary64 lanes for the
+**                  binary64 ones), selections through mask registers.
 **
 ** tests/unit/test_quant_simd.c compares each with the reference over
 ** random and special values (NaN, infinities, zeros, subnormals, ties) and
