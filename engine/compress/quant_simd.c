@@ -333,6 +333,19 @@ static int clog2_bits(uint32_t b) {
   return e - 127 + (mant != 0);
 }
 
+/* block_fp's shared exponent for a block whose largest magnitude has the bit pattern mb */
+static int block_fp_exponent(uint32_t mb, int M, int B, int emax) {
+  int es = mb > 0x7F800000u ? M : mb == 0x7F800000u ? emax : clog2_bits(mb);
+  return es < -B ? -B : es > emax ? emax : es;
+}
+
+/* block_log's shared bias for a block whose largest magnitude has the bit pattern mb (not a NaN) */
+static int block_log_bias(uint32_t mb, int Eb, int bias_width) {
+  if (mb == 0x7F800000u) return 0;
+  int B = (1 << Eb) - 1 - clog2_bits(mb), top = (1 << bias_width) - 1;
+  return B < 0 ? 0 : B > top ? top : B;
+}
+
 /* the first rem lanes of eight (four) */
 AVX2 static __m256i lanes8(size_t rem) { return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
 AVX2 static __m128i lanes4(size_t rem) { return _mm_cmpgt_epi32(_mm_set1_epi32((int)rem), _mm_setr_epi32(0, 1, 2, 3)); }
@@ -356,8 +369,7 @@ AVX2 static size_t block_fp_row8(const float *in, float *out, size_t len, size_t
   for (size_t b = 0; i < len; b++) {
     size_t bl = len - i < k ? len - i : k, j = 0;
     uint32_t mb = m[b] ? m[b] : zero_as;
-    int nan_block = mb > 0x7F800000u, es = nan_block ? M : mb == 0x7F800000u ? emax : clog2_bits(mb);
-    es = es < -B ? -B : es > emax ? emax : es;
+    int nan_block = mb > 0x7F800000u, es = block_fp_exponent(mb, M, B, emax);
     if (M - es > 126 || M - es < -126) return i;  /* the scales are not normal floats: the caller's scalar code */
     __m256 up = pow2_ps(_mm256_set1_epi32(M - es)), down = pow2_ps(_mm256_set1_epi32(es - M));
     const float *x = in + i;
@@ -426,11 +438,7 @@ AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_
       i += bl;
       continue;
     }
-    int B = 0, top = (1 << bias_width) - 1;
-    if (mb < 0x7F800000u) {
-      B = (1 << Eb) - 1 - clog2_bits(mb);
-      B = B < 0 ? 0 : B > top ? top : B;
-    }
+    int B = block_log_bias(mb, Eb, bias_width);
     __m256d tau = _mm256_set1_pd(0.1 * pow2_double(-B));
     __m256i vlo = _mm256_set1_epi64x(clamp150(-B)), vhi = _mm256_set1_epi64x(clamp150((1 << Eb) - 1 - B));
     for (; j + 4 <= bl; j += 4) _mm_storeu_ps(y + j, log_vec(_mm_loadu_ps(x + j), tau, vlo, vhi));
@@ -444,7 +452,7 @@ AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_
 }
 
 /* ------------------------------------------------------------ AVX-512
-** The binary64 loops (minifloat, log, block_log) with eight lanes of
+** The binary64 loops (minifloat, log) with eight lanes of
 ** doubles instead of four: the same operations, the clamps as 64-bit
 ** minimum and maximum, the selections through mask registers. */
 
@@ -512,36 +520,6 @@ AVX512 static size_t log8(const float *in, float *out, size_t n, double tau, int
   const __m512i vlo = _mm512_set1_epi64(clamp150(emin)), vhi = _mm512_set1_epi64(clamp150(emax));
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, log_vec8(_mm256_loadu_ps(in + i), vtau, vlo, vhi));
-  return i;
-}
-
-AVX512 static size_t block_log_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                                    int bias_width) {
-  size_t i = 0;
-  for (size_t b = 0; i < len; b++) {
-    size_t bl = len - i < k ? len - i : k, j = 0;
-    uint32_t mb = m[b] ? m[b] : zero_as;
-    const float *x = in + i;
-    float *y = out + i;
-    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
-      for (; j < bl; j++) y[j] = __builtin_nanf("");
-      i += bl;
-      continue;
-    }
-    int B = 0, top = (1 << bias_width) - 1;
-    if (mb < 0x7F800000u) {
-      B = (1 << Eb) - 1 - clog2_bits(mb);
-      B = B < 0 ? 0 : B > top ? top : B;
-    }
-    __m512d tau = _mm512_set1_pd(0.1 * pow2_double(-B));
-    __m512i vlo = _mm512_set1_epi64(clamp150(-B)), vhi = _mm512_set1_epi64(clamp150((1 << Eb) - 1 - B));
-    for (; j + 8 <= bl; j += 8) _mm256_storeu_ps(y + j, log_vec8(_mm256_loadu_ps(x + j), tau, vlo, vhi));
-    if (j < bl) {
-      __mmask8 mask = (__mmask8)((1u << (bl - j)) - 1);
-      _mm256_mask_storeu_ps(y + j, mask, log_vec8(_mm256_maskz_loadu_ps(mask, x + j), tau, vlo, vhi));
-    }
-    i += bl;
-  }
   return i;
 }
 
@@ -613,8 +591,7 @@ AVX512 static size_t block_fp_row16(const float *in, float *out, size_t len, siz
   for (size_t b = 0; i < len; b++) {
     size_t bl = len - i < k ? len - i : k, j = 0;
     uint32_t mb = m[b] ? m[b] : zero_as;
-    int nan_block = mb > 0x7F800000u, es = nan_block ? M : mb == 0x7F800000u ? emax : clog2_bits(mb);
-    es = es < -B ? -B : es > emax ? emax : es;
+    int nan_block = mb > 0x7F800000u, es = block_fp_exponent(mb, M, B, emax);
     if (M - es > 126 || M - es < -126) return i;  /* the scales are not normal floats: the caller's scalar code */
     __m512 up = pow2_ps512(_mm512_set1_epi32(M - es)), down = pow2_ps512(_mm512_set1_epi32(es - M));
     const float *x = in + i;
@@ -702,11 +679,7 @@ AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, s
       i += bl;
       continue;
     }
-    int B = 0, top = (1 << bias_width) - 1;
-    if (mb < 0x7F800000u) {
-      B = (1 << Eb) - 1 - clog2_bits(mb);
-      B = B < 0 ? 0 : B > top ? top : B;
-    }
+    int B = block_log_bias(mb, Eb, bias_width);
     const __m256i vb = _mm256_set1_epi32(B), vlo = _mm256_set1_epi32(-B), vhi = _mm256_set1_epi32((1 << Eb) - 1 - B);
     const __m256 mt = _mm256_set1_ps(-tau_float(B));
     for (; j + 8 <= bl; j += 8) _mm256_storeu_ps(y + j, log_f32_vec(_mm256_loadu_ps(x + j), vb, vlo, vhi, mt));
@@ -758,11 +731,7 @@ AVX512 static size_t block_log_f32_row16(const float *in, float *out, size_t len
       i += bl;
       continue;
     }
-    int B = 0, top = (1 << bias_width) - 1;
-    if (mb < 0x7F800000u) {
-      B = (1 << Eb) - 1 - clog2_bits(mb);
-      B = B < 0 ? 0 : B > top ? top : B;
-    }
+    int B = block_log_bias(mb, Eb, bias_width);
     const __m512i vb = _mm512_set1_epi32(B), vlo = _mm512_set1_epi32(-B), vhi = _mm512_set1_epi32((1 << Eb) - 1 - B);
     const __m512 mt = _mm512_set1_ps(-tau_float(B));
     for (; j + 16 <= bl; j += 16) _mm512_storeu_ps(y + j, log_f32_vec16(_mm512_loadu_ps(x + j), vb, vlo, vhi, mt, t_lo, t_hi));
@@ -791,7 +760,7 @@ size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k,
   int l = simd_level();
   if (l >= 2 && (1 << bias_width) - 1 <= 120 && (1 << Eb) - 1 <= 127)  /* every block's -B and emax normal floats */
     return l >= 3 ? block_log_f32_row16(in, out, len, k, m, zero_as, Eb, bias_width) : block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
-  return l >= 3 ? block_log_row8(in, out, len, k, m, zero_as, Eb, bias_width) : l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
+  return l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
 }
 
 AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
@@ -822,6 +791,25 @@ AVX2 static inline uint32_t block_abs_max(const float *x, size_t bl) {
   return (uint32_t)_mm_cvtsi128_si32(h);
 }
 
+/* What an MX block becomes, from the bit pattern of its largest magnitude:
+** all NaN (a NaN or an infinity in it), zeros (MXINT8 decodes a zero scale
+** to +0; MXFP keeps the signs of its zeros), the reference's code (a
+** subnormal maximum, or scales that are not normal floats), or scaled: the
+** elements divided by 2^sc, quantised and multiplied by 2^sc (MXINT8:
+** sc = shared - 6, its int8 mantissa counting 64ths; MXFP: sc = shared). */
+enum { MX_NAN, MX_ZERO, MX_REFERENCE, MX_SCALED };
+
+static int mx_plan(uint32_t top, int is_int, int emax, int *sc) {
+  *sc = 0;
+  if (top >= 0x7F800000u) return MX_NAN;
+  if (top == 0 || (is_int && top < 0x00800000u)) return MX_ZERO;
+  if (top < 0x00800000u) return MX_REFERENCE;
+  int shared = (int)(top >> 23) - 127 - (is_int ? 0 : emax);  /* a normal maximum's exponent field is flog2 */
+  shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
+  *sc = is_int ? shared - 6 : shared;
+  return *sc < -126 || *sc > 126 ? MX_REFERENCE : MX_SCALED;
+}
+
 /* one MX block of bl values, whole vectors and a masked tail */
 #define MX_BLOCK(expr)                                                                   \
   do {                                                                                   \
@@ -848,24 +836,13 @@ AVX2 static size_t mx_row8(const float *in, float *out, size_t len, size_t k, in
   for (; i < len; i += k) {
     size_t bl = len - i < k ? len - i : k;
     uint32_t top = block_abs_max(in + i, bl);
-    if (top >= 0x7F800000u) {  /* a NaN or an infinity: the whole block is NaN */
-      MX_BLOCK(nan);
-    } else if (top == 0 || (is_int && top < 0x00800000u)) {  /* MXINT8 decodes a zero scale to +0; MXFP keeps signs */
-      MX_BLOCK(is_int ? zero : _mm256_and_ps(x, sign));
-    } else if (top < 0x00800000u) {
-      return i;  /* a subnormal maximum: the caller's reference code */
-    } else if (is_int) {
-      int shared = (int)(top >> 23) - 127;  /* a normal maximum's exponent field is flog2 */
-      if (shared - 6 < -126) return i;
-      __m256 up = pow2_ps(_mm256_set1_epi32(6 - shared)), down = pow2_ps(_mm256_set1_epi32(shared - 6));
-      MX_BLOCK(mxint8_vec(x, up, down));
-    } else {
-      int shared = (int)(top >> 23) - 127 - emax;
-      shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
-      if (shared == -127) return i;
-      __m256 unscale = pow2_ps(_mm256_set1_epi32(-shared)), scale = pow2_ps(_mm256_set1_epi32(shared));
-      MX_BLOCK(mxfp_vec(x, unscale, scale, maxn, emin, mb));
-    }
+    int sc, plan = mx_plan(top, is_int, emax, &sc);
+    if (plan == MX_REFERENCE) return i;
+    __m256 up = pow2_ps(_mm256_set1_epi32(-sc)), down = pow2_ps(_mm256_set1_epi32(sc));
+    if (plan == MX_NAN) MX_BLOCK(nan);
+    else if (plan == MX_ZERO) MX_BLOCK(is_int ? zero : _mm256_and_ps(x, sign));
+    else if (is_int) MX_BLOCK(mxint8_vec(x, up, down));
+    else MX_BLOCK(mxfp_vec(x, up, down, maxn, emin, mb));
   }
   return i;
 }
@@ -914,24 +891,13 @@ AVX512 static size_t mx_row16(const float *in, float *out, size_t len, size_t k,
     for (; j + 16 <= bl; j += 16) v = _mm512_max_epu32(v, _mm512_and_si512(_mm512_loadu_si512(in + i + j), absmask));
     if (j < bl) v = _mm512_max_epu32(v, _mm512_and_si512(_mm512_maskz_loadu_epi32((__mmask16)((1u << (bl - j)) - 1), in + i + j), absmask));
     uint32_t top = (uint32_t)_mm512_reduce_max_epu32(v);
-    if (top >= 0x7F800000u) {  /* a NaN or an infinity: the whole block is NaN */
-      MX_BLOCK16(nan);
-    } else if (top == 0 || (is_int && top < 0x00800000u)) {  /* MXINT8 decodes a zero scale to +0; MXFP keeps signs */
-      MX_BLOCK16(is_int ? zero : _mm512_castsi512_ps(_mm512_andnot_si512(absmask, _mm512_castps_si512(x))));
-    } else if (top < 0x00800000u) {
-      return i;  /* a subnormal maximum: the caller's reference code */
-    } else if (is_int) {
-      int shared = (int)(top >> 23) - 127;  /* a normal maximum's exponent field is flog2 */
-      if (shared - 6 < -126) return i;
-      __m512 up = pow2_ps512(_mm512_set1_epi32(6 - shared)), down = pow2_ps512(_mm512_set1_epi32(shared - 6));
-      MX_BLOCK16(mxint8_vec16(x, up, down));
-    } else {
-      int shared = (int)(top >> 23) - 127 - emax;
-      shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
-      if (shared == -127) return i;
-      __m512 unscale = pow2_ps512(_mm512_set1_epi32(-shared)), scale = pow2_ps512(_mm512_set1_epi32(shared));
-      MX_BLOCK16(mxfp_vec16(x, unscale, scale, maxn, emin, mb));
-    }
+    int sc, plan = mx_plan(top, is_int, emax, &sc);
+    if (plan == MX_REFERENCE) return i;
+    __m512 up = pow2_ps512(_mm512_set1_epi32(-sc)), down = pow2_ps512(_mm512_set1_epi32(sc));
+    if (plan == MX_NAN) MX_BLOCK16(nan);
+    else if (plan == MX_ZERO) MX_BLOCK16(is_int ? zero : _mm512_castsi512_ps(_mm512_andnot_si512(absmask, _mm512_castps_si512(x))));
+    else if (is_int) MX_BLOCK16(mxint8_vec16(x, up, down));
+    else MX_BLOCK16(mxfp_vec16(x, up, down, maxn, emin, mb));
   }
   return i;
 }
