@@ -12,7 +12,7 @@
 ** Those binary64 loops, one value at a time, are the reference
 ** (slQ_apply_reference). slQ_apply, which the graph and the commands call,
 ** runs optimised loops that give the same bits (the section "optimised
-** versions" and the AVX2 loops of quant_simd.c), split over the thread
+** versions" and the AVX2 and AVX-512 loops of quant_simd.c), split over the thread
 ** team by rows; tests/unit/test_quant_simd.c and test_quant_fast.c compare
 ** them with the reference value by value.
 */
@@ -288,7 +288,7 @@ static void integer_fast(const slQ_Format *f, const float *in, float *out, size_
   float scale = ldexpf(1.0f, f->frac_width), inv = ldexpf(1.0f, -f->frac_width);
   float qmin = f->is_signed ? -ldexpf(1.0f, f->width - 1) : 0.0f;
   float qmax = f->is_signed ? ldexpf(1.0f, f->width - 1) - 1 : ldexpf(1.0f, f->width) - 1;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = slQ_simd_integer(in, out, n, scale, inv, qmin, qmax); i < n; i++) {
     float v = rintf(in[i] * scale);
     v = v < qmin ? qmin : v > qmax ? qmax : v;  /* NaN passes both tests unchanged */
     out[i] = v * inv;
@@ -308,8 +308,8 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
 /* the largest magnitude as an integer maximum over the bit patterns with
 ** the sign cleared: it vectorises, and NaN or infinity shows as >= 0x7F800000 */
 static uint32_t abs_bits_max(const float *x, size_t n) {
-  uint32_t top = 0;
-  for (size_t i = 0; i < n; i++) {
+  uint32_t top;
+  for (size_t i = slQ_simd_abs_bits_max(x, n, &top); i < n; i++) {
     uint32_t u;
     memcpy(&u, &x[i], sizeof u);
     u &= 0x7FFFFFFFu;
@@ -382,13 +382,28 @@ static int fast_exponents_fit(const slQ_Format *f) {
   return abs(B) + abs(emax) + M + 2 <= 1000 && M >= 0 && M <= 52;
 }
 
+/* Where the reference's binary64 arithmetic is exact in float32 too: every
+** power of two a step scales by (2^e, 2^(M - e), 2^(e - M), 2^(1 - B - M),
+** 2^(B + M - 1)) a normal float, M <= 23 (so 1 + k 2^-M and k 2^(e - M)
+** hold in 24 bits), and a * 2^(B + M - 1) normal for a >= 1e-8. Scalings
+** by powers of two are then exact, the subtraction r 2^M - 2^M is exact
+** (Sterbenz) or, where it rounds, already far above the largest mantissa,
+** and the one product that may fall below 2^-126 rounds once, as the
+** reference's cast to float does. Every format the labs train with fits. */
+static int minifloat_float_fits(int M, int B, int emax) {
+  return M >= 0 && M <= 23 && B + M <= 126 && B + M >= -90 && B <= 125 && emax <= 127 && emax - M <= 126;
+}
+
 static void minifloat_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
   int E = f->exponent_width, M = f->width - E - 1, ieee = f->kind == SLQ_MINIFLOAT_IEEE;
   int B = f->has_bias ? f->exponent_bias : default_bias(E);
   int emin = -B, emax = (1 << E) - 1 - B;
   double two_m = pow2d(M), top = two_m - 1, half_m = pow2d(M - 1), sub = pow2d(1 - B - M);
   double inf_q = ieee ? (2 - pow2d(-M)) * pow2d(emax) : top * pow2d(emax - M);
-  for (size_t i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q); i < n; i++) {
+  size_t i = 0;
+  if (minifloat_float_fits(M, B, emax)) i = slQ_simd_minifloat_f32(in, out, n, M, B, emax, ieee, (float)inf_q);
+  if (i == 0) i = slQ_simd_minifloat(in, out, n, M, B, emax, ieee, inf_q);
+  for (; i < n; i++) {
     float x = in[i];
     if (isnan(x) || fabsf(x) <= 1e-8f) {
       out[i] = x;
@@ -536,42 +551,37 @@ static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, si
   }
   MxElem el = mx_elem(f->kind);
   int shared = clampi((int)(top >> 23) - 127 - el.emax, -127, 127);
-  size_t i = slQ_simd_mxfp(in, out, n, ldexpf(1.0f, -shared), ldexpf(1.0f, shared), el.mbits, el.bias, (float)el.max_normal);
+  float unscale = shared > -127 ? pow2f(-shared) : ldexpf(1.0f, -shared), scale = shared > -127 ? pow2f(shared) : ldexpf(1.0f, shared);
+  size_t i = slQ_simd_mxfp(in, out, n, unscale, scale, el.mbits, el.bias, (float)el.max_normal);
   for (; i < n; i++) out[i] = mx_elem_q(el, 0, shared, in[i]);
 }
 
 /* the largest magnitude of each block, as block_maxima, from the bit
 ** patterns (an integer maximum; above 0x7F800000 is a NaN) */
-static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, double *m, size_t r0, size_t r1) {
+static void block_maxima_rows(const float *in, size_t n, size_t row, size_t k, uint32_t *m, uint32_t *smallest, size_t r0,
+                              size_t r1) {
   size_t per_row = (row + k - 1) / k;
-  for (size_t r = r0; r < r1; r++)
+  for (size_t r = r0; r < r1; r++) {
+    size_t len = r * row + row <= n ? row : n - r * row;
+    if (slQ_simd_block_maxima(in + r * row, len, k, m + r * per_row, &smallest[r])) continue;
+    smallest[r] = UINT32_MAX;
     for (size_t b = 0; b < per_row; b++) {
-      size_t start = r * row + b * k, len = k;
-      if (b * k + len > row) len = row - b * k;
-      if (start >= n) len = 0;
-      else if (start + len > n) len = n - start;
-      uint32_t top = abs_bits_max(in + start, len);
-      float mf;
-      memcpy(&mf, &top, sizeof mf);
-      m[r * per_row + b] = top > 0x7F800000u ? NAN : (double)mf;
+      size_t start = r * row + b * k, bl = k;
+      if (b * k + bl > row) bl = row - b * k;
+      if (start >= n) bl = 0;
+      else if (start + bl > n) bl = n - start;
+      uint32_t top = abs_bits_max(in + start, bl), c = top - 1u < 0x7F7FFFFFu ? top - 1u : UINT32_MAX;
+      m[r * per_row + b] = top;
+      smallest[r] = c < smallest[r] ? c : smallest[r];
     }
+  }
 }
 
-/* one block of block_fp or block_log through AVX2, the rest of it (and
-** block_minifloat, which QAT never runs) one value at a time */
-static void block_run(const slQ_Format *f, double mb, const float *in, float *out, size_t n) {
-  size_t i = 0;
-  if (f->kind == SLQ_BLOCK_FP) {
-    int M = f->width - 1, E = f->exponent_width;
-    int B = f->has_bias ? f->exponent_bias : default_bias(E), emax = (1 << E) - 1 - B;
-    int es = isnan(mb) ? M : isinf(mb) ? emax : clampi(clog2(mb), -B, emax);
-    if (abs(M - es) <= 127) i = slQ_simd_block_fp(in, out, n, ldexpf(1.0f, M - es), ldexpf(1.0f, es - M), ldexpf(1.0f, M) - 1, isnan(mb));
-  } else if (f->kind == SLQ_BLOCK_LOG && !isnan(mb)) {
-    int Eb = f->width - 1;
-    int B = isinf(mb) ? 0 : clampi((1 << Eb) - 1 - clog2(mb), 0, (1 << f->bias_width) - 1);
-    i = slQ_simd_log(in, out, n, 0.1 * ldexp(1.0, -B), -B, (1 << Eb) - 1 - B);
-  }
-  for (; i < n; i++) out[i] = block_elem(f, mb, in[i]);
+/* a block maximum's bit pattern as block_maxima's double */
+static double block_max_value(uint32_t bits) {
+  float mf;
+  memcpy(&mf, &bits, sizeof mf);
+  return bits > 0x7F800000u ? NAN : (double)mf;
 }
 
 /* binary and ternary rows without data-dependent branches: the sums run in
@@ -583,29 +593,82 @@ static float float_below(double d) {
   return (double)t > d ? nextafterf(t, -INFINITY) : t;
 }
 
+static void binary_out(const slQ_Format *f, const float *x, float *y, size_t len, double sum) {
+  float a = (float)(sum / (double)len);
+  size_t i = slQ_simd_binary(x, y, len, a, f->bipolar);
+  if (f->bipolar)
+    for (; i < len; i++) y[i] = x[i] >= 0 ? 1.0f : -1.0f;
+  else
+    for (; i < len; i++) y[i] = x[i] > 0 ? a : 0.0f;
+}
+
+static double ternary_delta(double sum, size_t len) { return 0.75 * sum / (double)len; }
+
+static void ternary_out(const slQ_Format *f, const float *x, float *y, size_t len, double delta, double kept, size_t nk) {
+  float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
+  size_t i = slQ_simd_ternary(x, y, len, t, alpha);
+  for (; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
+}
+
 static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_t len) {
-  if (f->kind == SLQ_BINARY) {
-    double alpha = 0;
-    for (size_t i = 0; i < len; i++) alpha += fabs((double)x[i]);
-    float a = (float)(alpha / (double)len);
-    if (f->bipolar)
-      for (size_t i = 0; i < len; i++) y[i] = x[i] >= 0 ? 1.0f : -1.0f;
-    else
-      for (size_t i = 0; i < len; i++) y[i] = x[i] > 0 ? a : 0.0f;
+  double sum = 0, kept = 0;
+  size_t nk = 0;
+  if (f->kind == SLQ_BINARY && f->bipolar) {  /* the scale is not used */
+    binary_out(f, x, y, len, 0);
     return;
   }
-  double mean = 0, kept = 0;
-  size_t nk = 0;
-  for (size_t i = 0; i < len; i++) mean += fabs((double)x[i]);
-  double delta = 0.75 * mean / (double)len;
+  for (size_t i = 0; i < len; i++) sum += fabs((double)x[i]);
+  if (f->kind == SLQ_BINARY) {
+    binary_out(f, x, y, len, sum);
+    return;
+  }
+  double delta = ternary_delta(sum, len);
   for (size_t i = 0; i < len; i++) {
     double a = fabs((double)x[i]);
     int in = a > delta;
     kept += in ? a : 0.0;
     nk += (size_t)in;
   }
-  float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
-  for (size_t i = 0; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
+  ternary_out(f, x, y, len, delta, kept, nk);
+}
+
+/* rows r0 to r1 of binary or ternary. A row whose sums are exact in any
+** order (slQ_simd_abs_sum_exact: most rows of weights and activations) is
+** summed across its columns; otherwise eight whole rows at a time through
+** slQ_simd_abs_sums8, each row's sums in its own order, or one row alone. */
+static void binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0, size_t r1) {
+  int bipolar = f->kind == SLQ_BINARY && f->bipolar;
+  for (size_t r = r0; r < r1;) {
+    size_t start = r * row, len = start + row <= n ? row : n - start;
+    const float *x = in + start;
+    float *y = out + start;
+    double sum, kept, sums[8], delta[8], kepts[8];
+    size_t nk, nks[8];
+    if (bipolar) {  /* the scale is not used */
+      binary_out(f, x, y, len, 0);
+      r++;
+    } else if (slQ_simd_abs_sum_exact(x, len, &sum)) {
+      if (f->kind == SLQ_BINARY) {
+        binary_out(f, x, y, len, sum);
+      } else {
+        double d = ternary_delta(sum, len);
+        slQ_simd_kept_sum(x, len, d, &kept, &nk);
+        ternary_out(f, x, y, len, d, kept, nk);
+      }
+      r++;
+    } else if (r + 8 <= r1 && (r + 8) * row <= n && slQ_simd_abs_sums8(x, row, row, NULL, sums, NULL)) {
+      for (int k = 0; k < 8; k++) delta[k] = ternary_delta(sums[k], row);
+      if (f->kind == SLQ_TERNARY) slQ_simd_abs_sums8(x, row, row, delta, kepts, nks);
+      for (int k = 0; k < 8; k++) {
+        if (f->kind == SLQ_BINARY) binary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, sums[k]);
+        else ternary_out(f, x + (size_t)k * row, y + (size_t)k * row, row, delta[k], kepts[k], nks[k]);
+      }
+      r += 8;
+    } else {
+      binary_row_fast(f, x, y, len);
+      r++;
+    }
+  }
 }
 
 typedef struct {
@@ -613,7 +676,9 @@ typedef struct {
   const float *in;
   float *out;
   size_t n, row;
-  double *m;  /* block maxima, per_row to a row */
+  uint32_t *m;       /* bit patterns of the block maxima, per_row to a row */
+  size_t nb;         /* blocks; after them in m, each row's smallest (block_maxima_rows) */
+  uint32_t zero_as;  /* what an all-zero block's maximum becomes (the zero-block fix) */
   int pass;   /* blocked formats: 0 finds the maxima, 1 applies */
 } Apply;
 
@@ -624,7 +689,9 @@ static void apply_elements(const slQ_Format *f, const float *in, float *out, siz
     minifloat_fast(f, in, out, n);
   } else if (f->kind == SLQ_LOG && fast_exponents_fit(f)) {
     int B = f->has_bias ? f->exponent_bias : default_bias(f->width - 1);
-    size_t i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, (1 << (f->width - 1)) - 1 - B);
+    int emax = (1 << (f->width - 1)) - 1 - B;
+    size_t i = B <= 120 && emax <= 127 ? slQ_simd_log_f32(in, out, n, B, emax) : 0;
+    if (i == 0) i = slQ_simd_log(in, out, n, 0.1 * pow2d(-B), -B, emax);
     log_fast(f, in + i, out + i, n - i);
   } else {
     slQ_apply_reference(f, in, out, n, n);
@@ -640,23 +707,42 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
   }
   size_t row = a->row, k = (size_t)f->block, per_row = (row + k - 1) / k;
   if (a->pass == 0) {
-    block_maxima_rows(a->in, a->n, row, k, a->m, r0, r1);
+    block_maxima_rows(a->in, a->n, row, k, a->m, a->m + a->nb, r0, r1);
+    return;
+  }
+  if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
+    binary_ternary_rows(f, a->in, a->out, a->n, row, r0, r1);
     return;
   }
   for (size_t r = r0; r < r1; r++) {
     size_t start = r * row, len = start + row <= a->n ? row : a->n - start;
     const float *x = a->in + start;
     float *y = a->out + start;
-    if (f->kind == SLQ_BINARY || f->kind == SLQ_TERNARY) {
-      binary_row_fast(f, x, y, len);
-    } else if (f->kind >= SLQ_BINARY) {
+    if (f->kind >= SLQ_BINARY) {
       binary_rows(f, x, y, len, len);
     } else {
-      for (size_t b = 0; b < per_row && b * k < len; b++) {
+      const uint32_t *m = a->m ? a->m + r * per_row : NULL;
+      size_t done = 0;
+      if (f->kind == SLQ_BLOCK_FP) {
+        int M = f->width - 1, E = f->exponent_width, B = f->has_bias ? f->exponent_bias : default_bias(E);
+        done = slQ_simd_block_fp_row(x, y, len, k, m, a->zero_as, M, B, (1 << E) - 1 - B);
+      } else if (f->kind == SLQ_BLOCK_LOG) {
+        done = slQ_simd_block_log_row(x, y, len, k, m, a->zero_as, f->width - 1, f->bias_width);
+      } else if (is_mx(f->kind)) {
+        MxElem el = mx_elem(f->kind);
+        done = slQ_simd_mx_row(x, y, len, k, f->kind == SLQ_MXINT8, el.emax, el.mbits, el.bias, (float)el.max_normal);
+      }
+      /* MX blocks; block_minifloat, and a block the AVX2 row stopped before, one value at a time */
+      for (size_t b = done / k; done < len && b < per_row && b * k < len; b++) {
         size_t bl = b * k + k <= len ? k : len - b * k;
-        if (f->kind == SLQ_MXINT8) mxint8_block_fast(x + b * k, y + b * k, bl);
-        else if (is_mx(f->kind)) mxfp_block_fast(f, x + b * k, y + b * k, bl);
-        else block_run(f, a->m[r * per_row + b], x + b * k, y + b * k, bl);
+        if (f->kind == SLQ_MXINT8) {
+          mxint8_block_fast(x + b * k, y + b * k, bl);
+        } else if (is_mx(f->kind)) {
+          mxfp_block_fast(f, x + b * k, y + b * k, bl);
+        } else {
+          double mb = block_max_value(m[b] ? m[b] : a->zero_as);
+          for (size_t i = b * k; i < b * k + bl; i++) y[i] = block_elem(f, mb, x[i]);
+        }
       }
     }
   }
@@ -668,7 +754,7 @@ static void apply_range(void *ctx, size_t r0, size_t r1) {
 void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_t row) {
   if (n == 0) return;
   if (row == 0 || row > n) row = n;
-  Apply a = {f, in, out, n, row, NULL, 1};
+  Apply a = {f, in, out, n, row, NULL, 0, 0, 1};
   enum { CHUNK = 16384 };
   if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {
     slK_parallel_for(n, CHUNK, apply_range, &a);
@@ -678,14 +764,17 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
   if (slQ_is_blocked(f->kind) && !is_mx(f->kind)) {
     /* the zero-block fix needs every block's maximum first (block_maxima) */
     size_t per_row = (row + (size_t)f->block - 1) / (size_t)f->block, nb = per_row * rows;
-    a.m = malloc(nb * sizeof *a.m);
+    a.m = malloc((nb + rows) * sizeof *a.m);
+    a.nb = nb;
     a.pass = 0;
     slK_parallel_for(rows, min_rows, apply_range, &a);
-    double smallest = INFINITY;
-    for (size_t b = 0; b < nb; b++)
-      if (a.m[b] > 0 && a.m[b] < smallest) smallest = a.m[b];
-    for (size_t b = 0; b < nb; b++)
-      if (a.m[b] == 0) a.m[b] = isinf(smallest) ? 1 : smallest;
+    /* all-zero blocks take the smallest finite non-zero maximum, or 1: as
+    ** bit patterns, the smallest in [1, 0x7F7FFFFF], found (each row's in
+    ** the pass above) as the smallest of pattern - 1 with the others (0,
+    ** infinity, NaN) moved out of reach */
+    uint32_t smallest = UINT32_MAX;
+    for (size_t r = 0; r < rows; r++) smallest = a.m[nb + r] < smallest ? a.m[nb + r] : smallest;
+    a.zero_as = smallest == UINT32_MAX ? 0x3F800000u /* 1.0f */ : smallest + 1u;
     a.pass = 1;
   }
   slK_parallel_for(rows, min_rows, apply_range, &a);
