@@ -388,12 +388,41 @@ static void bias_range(void *ctx, size_t r0, size_t r1) {
   }
 }
 
+/* y = x where the pruning mask keeps the weight, else +0 (a mask of bits,
+** not a branch per weight: the branch was 9% of a QAT epoch) */
+typedef struct {
+  const float *x;
+  const unsigned char *keep;
+  float *y;
+} Masked;
+
+static void masked_range(void *ctx, size_t i0, size_t i1) {
+  const Masked *t = ctx;
+  const float *restrict x = t->x;
+  const unsigned char *restrict keep = t->keep;
+  float *restrict y = t->y;
+  for (size_t i = i0; i < i1; i++) {
+    uint32_t bits;
+    memcpy(&bits, x + i, sizeof bits);
+    bits &= -(uint32_t)(keep[i] != 0);
+    memcpy(y + i, &bits, sizeof bits);
+  }
+}
+
+/* The weight the product uses: pruned by the mask, then fake-quantised. A
+** quantiser reads the raw weight and writes the copy itself when there is
+** no mask, so the weight is not copied first. */
 static const float *effective_weight(slM_Node *n) {
   slM_Tensor *w = n->params[0]->value;
   if (!n->comp.weight && !n->comp.weight_mask) return w->data;
   slM_Tensor *we = ensure(&n->saved2, w->ndim, w->shape);
-  for (size_t i = 0; i < w->size; i++) we->data[i] = n->comp.weight_mask && !n->comp.weight_mask[i] ? 0 : w->data[i];
-  if (n->comp.weight) n->comp.weight->apply(n->comp.weight, we->data, we->data, we->size);
+  const float *from = w->data;
+  if (n->comp.weight_mask) {
+    Masked t = {w->data, n->comp.weight_mask, we->data};
+    slK_parallel_for(w->size, ELEMS, masked_range, &t);
+    from = we->data;
+  }
+  if (n->comp.weight) n->comp.weight->apply(n->comp.weight, from, we->data, we->size);
   return we->data;
 }
 
@@ -408,9 +437,9 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
   const float *xe = x->data;
   if (n->comp.data_in || n->comp.data_in_prune) {
     slM_Tensor *q = ensure(&n->saved, x->ndim, x->shape);
-    memcpy(q->data, x->data, x->size * sizeof *q->data);
-    if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, q->data, q->data, q->size);
-    if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, q->data, q->data, q->size);
+    const float *from = x->data;   /* the first transform writes the copy */
+    if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, from, q->data, q->size), from = q->data;
+    if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, from, q->data, q->size);
     xe = q->data;
   }
   const float *we = effective_weight(n);
