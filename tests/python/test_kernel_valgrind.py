@@ -23,16 +23,26 @@ def test_message_loop_has_no_leaks(tmp_path):
     kc.load_connection_file()
     kc.start_channels()
     try:
-        # valgrind makes start-up slow: ask until the kernel answers
+        # valgrind makes start-up slow: ask until the kernel answers on the
+        # shell channel and its status messages reach us on iopub too (a
+        # subscription not yet joined drops them, and the first cell's output
+        # would then never arrive)
         for _ in range(120):
             kc.kernel_info()
             try:
-                if kc.get_shell_msg(timeout=1)["msg_type"] == "kernel_info_reply":
-                    break
+                if kc.get_shell_msg(timeout=1)["msg_type"] != "kernel_info_reply":
+                    continue
+                kc.get_iopub_msg(timeout=1)
+                break
             except Exception:
                 assert proc.poll() is None, log.read_text()[-4000:]
         else:
-            raise AssertionError("the kernel under valgrind never answered kernel_info")
+            raise AssertionError("the kernel under valgrind never answered kernel_info on both channels")
+        while True:   # what is left of the start-up's status messages
+            try:
+                kc.get_iopub_msg(timeout=0.5)
+            except Exception:
+                break
         for code in ['print "hello"', "x = [1, 2, 3]\nx", "y = nope", 'html "<i>x</i>"', "countdown 3 delay=0",
                      "for i in 1..3 { print i * 2 }", "help sleep", "(1 +"]:
             kc.execute_interactive(code, timeout=60)
