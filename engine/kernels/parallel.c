@@ -37,7 +37,6 @@
 ** as the pieces of one job.
 */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
