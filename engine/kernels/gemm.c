@@ -55,10 +55,12 @@
 ** A product is cut along the longer of M and N into one piece per thread,
 ** on multiples of 16 (OpenBLAS's micro-tile): cutting M makes every piece
 ** pack all of op(B), cutting N all of op(A), so the cut goes where the
-** duplicated operand is the smaller one. Each element of C is still one
-** dot product over the whole of K in OpenBLAS's order, so the pieces add
-** nothing to the rounding. Products below OpenBLAS's own threading
-** threshold (M N K <= 4 x 65536) run whole, on the calling thread. */
+** duplicated operand is the smaller one. No piece splits K: each element
+** of C is one dot product over the whole of K, computed by OpenBLAS in a
+** piece fixed by the shape and the thread count, never by timing, so the
+** same inputs give the same numbers. Products below OpenBLAS's own
+** threading threshold (M N K <= 4 x 65536) run whole, on the calling
+** thread. */
 
 #define SPLIT_MIN (4.0 * 65536)
 
