@@ -67,6 +67,13 @@ static void gemm_case(int ta, int tb, int M, int N, int K, float alpha, float be
       close_all(got, want, (size_t)M * N, 1e-4, 1e-4 * sqrt((double)K + 1), what);
     }
   slK_force_portable(0);
+  /* the graph's entry point: OpenBLAS pieces on the thread team (cut by
+  ** rows or columns once M N K passes 4 x 65536, whole below) */
+  memcpy(got, C0, sizeof(float) * M * N);
+  slK_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, got, N);
+  char what[128];
+  snprintf(what, sizeof what, "slK_sgemm %c%c %dx%dx%d", ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K);
+  close_all(got, want, (size_t)M * N, 1e-4, 1e-4 * sqrt((double)K + 1), what);
   free(A), free(B), free(C0), free(want), free(got);
 }
 
@@ -77,6 +84,7 @@ static void test_gemm_versions(void) {
     for (int t = 0; t < 4; t++) gemm_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
   gemm_case(0, 0, 50, 60, 70, 0.5f, 1.0f);
   gemm_case(1, 0, 50, 60, 70, -2.0f, 0.25f);
+  gemm_case(1, 1, 150, 170, 90, -2.0f, 0.25f);   /* cut into pieces, with alpha and beta */
   gemm_case(0, 1, 9, 9, 0, 1.0f, 0.0f);   /* K = 0 writes beta C */
 }
 
