@@ -296,8 +296,47 @@ static void test_team_runs_in_parallel(void) {
   CHECK_EQ_INT(atomic_load(&M.workers_seen), 3);   /* workers 0 and 1 */
 }
 
+/* The caller waits for a piece still running elsewhere by spinning about
+** 100 us, then sleeping until the last piece wakes it. Piece 1 lasts from 0
+** to 400 us, around that boundary, so the wake-up races the caller's going
+** to sleep in every way; a lost wake-up hangs the test (CTest's time limit
+** fails it), and a caller back before piece 1 is done sees its flag unset. */
+typedef struct {
+  long ns;
+  atomic_int done;
+} Slow;
+
+static void slow_job(void *ctx, int job, int worker) {
+  Slow *s = ctx;
+  if (job == 0) {   /* long enough for a worker to claim piece 1 first */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+  } else {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < s->ns);
+    atomic_store(&s->done, 1);
+  }
+  (void)worker;
+}
+
+static void test_caller_sleeps_and_wakes(void) {
+  int early = 0;
+  for (int i = 0; i < 2000; i++) {
+    Slow s = {(long)(i % 200) * 2000};
+    atomic_init(&s.done, 0);
+    slK_parallel(2, 2, slow_job, &s);
+    early += !atomic_load(&s.done);
+  }
+  CHECK_MSG(early == 0, "%d calls returned before their last piece ended", early);
+}
+
 int main(void) {
   RUN(test_team_size);
+  RUN(test_caller_sleeps_and_wakes);
   RUN(test_jobs_each_once);
   RUN(test_ranges_each_once);
   RUN(test_ranges_fixed);
