@@ -306,18 +306,19 @@ typedef struct {
   atomic_int done;
 } Slow;
 
+static void busy_for(long ns) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
 static void slow_job(void *ctx, int job, int worker) {
   Slow *s = ctx;
-  if (job == 0) {   /* long enough for a worker to claim piece 1 first */
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+  if (job == 0) {
+    busy_for(20000);   /* long enough for a worker to claim piece 1 first */
   } else {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < s->ns);
+    busy_for(s->ns);
     atomic_store(&s->done, 1);
   }
   (void)worker;
