@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""The shape of the code, checked: no circles of files, no arrow that runs
+back up a layer, no file over 1,000 lines and no function over 150.
+
+    python3 tests/structure.py [BUILD_DIR]      (default: build)
+
+Two kinds of arrow tie one file to another:
+
+  - an include: `#include "graph/model.h"` (a bare name is a file of the
+    including file's own folder);
+  - a link: a file's object uses a symbol that another file's object
+    defines. These are read from the build's objects with `nm`, so they are
+    the calls and data the linker really resolves, not a guess from text.
+
+A header and the source of the same name in the same folder are one unit
+(model.h has no model.c and is a unit of its own). A circle is a set of
+two or more units that reach each other; an arrow that runs back up goes
+from a folder to one that LAYERS does not let it use. Each finding names
+the files and the symbols or includes behind it. Exit status 1 when any
+rule is broken.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Each folder and the folders it may use, from the bottom up. The engine's
+# folders are a ladder (each uses those below it); plotting/ stands beside
+# the engine above table/; cuda/ is reached only from engine/kernels/, mpi/
+# only from engine/search/ (a module it loads). engine/engine.c is the
+# engine's top: the one file that knows every domain. Above the engine: the
+# Jupyter kernel, the report (a client of the kernel's wire format), and the
+# command line over both.
+ENGINE = ["engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", "engine/compress",
+          "engine/search"]
+LAYERS = {"cuda": [], "mpi": []}
+for i, folder in enumerate(ENGINE):
+    LAYERS[folder] = ENGINE[:i] + (["cuda"] if folder == "engine/kernels" else []) + \
+        (["mpi"] if folder == "engine/search" else [])
+LAYERS["plotting"] = ["engine/lang", "engine/table"]
+LAYERS["engine"] = ENGINE + ["plotting", "cuda", "mpi"]   # engine/engine.c and syslab.h
+LAYERS["jupyter"] = ["engine"] + LAYERS["engine"]
+LAYERS["report"] = ["jupyter"] + LAYERS["jupyter"]
+LAYERS["cli"] = ["report"] + LAYERS["report"]
+
+SOURCE_DIRS = list(LAYERS)
+MAX_FILE_LINES = 1000
+MAX_FUNCTION_LINES = 150
+
+
+def production_files():
+    out = []
+    for folder in SOURCE_DIRS:
+        path = os.path.join(ROOT, folder)
+        if not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            if name.endswith((".c", ".h", ".cu")):
+                out.append(f"{folder}/{name}")
+    return out
+
+
+def unit_of(path):
+    """engine/graph/model.h -> engine/graph/model (shared by model.c if any)"""
+    return os.path.splitext(path)[0]
+
+
+def folder_of(path):
+    return os.path.dirname(path)
+
+
+def include_edges(files):
+    """(unit, unit, the include as written) for every #include "..." of ours"""
+    known = set(files)
+    edges = []
+    for f in files:
+        with open(os.path.join(ROOT, f), errors="replace") as fh:
+            for line in fh:
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                inc = m.group(1)
+                for cand in (f"{folder_of(f)}/{inc}", f"engine/{inc}", inc):
+                    if cand in known:
+                        if unit_of(cand) != unit_of(f):
+                                edges.append((unit_of(f), unit_of(cand), f"#include \"{inc}\""))
+                        break
+    return edges
+
+
+def objects(build):
+    """source path -> object file, for the program's own objects"""
+    out = {}
+    for dirpath, _, names in os.walk(build):
+        if "CMakeFiles" not in dirpath or "/tests" in dirpath or "/bench" in dirpath:
+            continue
+        for name in names:
+            if not name.endswith(".o"):
+                continue
+            obj = os.path.join(dirpath, name)
+            rel = obj.split(".dir/", 1)[-1][: -len(".o")]
+            if rel in production_files_set:
+                out[rel] = obj
+    return out
+
+
+def nm_symbols(obj):
+    defined, used = set(), set()
+    text = subprocess.run(["nm", "-P", obj], capture_output=True, text=True, check=True).stdout
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        sym, kind = parts[0], parts[1]
+        if kind == "U":
+            used.add(sym)
+        elif kind in "TDBRVWCG":   # global definitions
+            defined.add(sym)
+    return defined, used
+
+
+def link_edges(objs):
+    definer = {}
+    uses = {}
+    for src, obj in objs.items():
+        d, u = nm_symbols(obj)
+        uses[src] = u
+        for s in d:
+            definer.setdefault(s, set()).add(src)
+    edges = []
+    for src, syms in uses.items():
+        for s in syms:
+            for dst in definer.get(s, ()):
+                if unit_of(dst) != unit_of(src):
+                    edges.append((unit_of(src), unit_of(dst), s))
+    return edges
+
+
+def circles(edges):
+    """strongly connected components of two or more units (Tarjan)"""
+    graph = {}
+    for a, b, _ in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+INTERFACE = "engine/syslab"   # syslab.h: the engine's one interface, which every file may include
+
+
+def back_edges(edges):
+    bad = []
+    for a, b, why in edges:
+        fa, fb = folder_of(a), folder_of(b)
+        if fa == fb or b == INTERFACE:
+            continue
+        allowed = LAYERS.get(fa)
+        if allowed is not None and fb not in allowed:
+            bad.append((a, b, why))
+    return bad
+
+
+def strip_c(text):
+    """comments and string/char literals blanked, newlines kept"""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j]) + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def functions(path):
+    """(name, first line, lines) of every function defined at file scope"""
+    text = strip_c(open(os.path.join(ROOT, path), errors="replace").read())
+    text = re.sub(r"^\s*#.*$", "", text, flags=re.M)   # preprocessor lines
+    out, depth, start, i = [], 0, None, 0
+    for m in re.finditer(r"[{}]", text):
+        if m.group() == "{":
+            if depth == 0:
+                head = text[max(0, m.start() - 400):m.start()]
+                fm = re.search(r"([A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*(__attribute__\s*\(\(.*\)\)\s*)?$", head)
+                start = (fm.group(1), text.count("\n", 0, m.start() - len(head) + fm.start()) + 1) if fm and \
+                    fm.group(1) not in ("if", "while", "for", "switch", "sizeof") else None
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0 and start:
+                end = text.count("\n", 0, m.start()) + 1
+                out.append((start[0], start[1], end - start[1] + 1))
+                start = None
+    return out
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+    files = production_files()
+    global production_files_set
+    production_files_set = set(files)
+    failures = 0
+
+    edges = include_edges(files)
+    objs = objects(build)
+    if not objs:
+        print(f"no objects of the program under {build}: build it first")
+        return 2
+    edges += link_edges(objs)
+
+    for comp in circles(edges):
+        failures += 1
+        members = set(comp)
+        print(f"circle of {len(comp)} files: {', '.join(comp)}")
+        ties = {}
+        for a, b, why in edges:
+            if a in members and b in members:
+                ties.setdefault((a, b), set()).add(why)
+        for (a, b), why in sorted(ties.items()):
+            print(f"  {a} -> {b}: {', '.join(sorted(why)[:6])}{' ...' if len(why) > 6 else ''}")
+    backs = {}
+    for a, b, why in back_edges(edges):
+        backs.setdefault((a, b), set()).add(why)
+    for (a, b), why in sorted(backs.items()):
+        failures += 1
+        print(f"back up: {a} -> {b} ({folder_of(a)}/ may not use {folder_of(b)}/): {', '.join(sorted(why)[:6])}")
+
+    for f in files:
+        if f.endswith(".h"):
+            pass
+        lines = sum(1 for _ in open(os.path.join(ROOT, f), errors="replace"))
+        if lines > MAX_FILE_LINES:
+            failures += 1
+            print(f"too long: {f} has {lines} lines (at most {MAX_FILE_LINES})")
+        if f.endswith((".c", ".cu")):
+            for name, line, n in functions(f):
+                if n > MAX_FUNCTION_LINES:
+                    failures += 1
+                    print(f"too long: {f}:{line} {name}() has {n} lines (at most {MAX_FUNCTION_LINES})")
+
+    units = {unit_of(f) for f in files}
+    print(f"{len(files)} files in {len(units)} units, {len(edges)} arrows ({len(objs)} objects read): "
+          f"{failures} problem(s)")
+    return 1 if failures else 0
+
+
+production_files_set = set()
+
+if __name__ == "__main__":
+    sys.exit(main())
