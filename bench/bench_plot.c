@@ -38,6 +38,7 @@ static double median(double *x, int n) {
 }
 
 int main(int argc, char **argv) {
+  sl_init();
   int runs = argc > 1 ? atoi(argv[1]) : 30;
   sl_Host host = {NULL, NULL, on_display, NULL, NULL, NULL};
   sl_State *S = sl_new();

@@ -136,6 +136,7 @@ static int listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
+  sl_init();
   int train = argc > 1 ? atoi(argv[1]) : 10000, runs = argc > 2 ? atoi(argv[2]) : 2;
   const char *only = argc > 3 ? argv[3] : NULL;
   const char *formats[][2] = {

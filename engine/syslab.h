@@ -290,23 +290,35 @@ typedef struct sl_Command {
 
 /* Each folder of the engine (and plotting/) registers its commands as one
 ** domain: a name, a paragraph saying what the domain is for, and a table of
-** commands terminated by an entry with name == NULL. The registry lists the
-** domains in the order of the layers (lang/registry.c). */
+** commands terminated by an entry with name == NULL. The engine's start
+** (sl_init, engine/engine.c) lists the domains in the order of the layers
+** and hands them to the registry (lang/registry.c). */
 typedef struct sl_Domain {
   const char *name;                /* "Language", "Tables and sweeps", ... */
   const char *intro;               /* one paragraph, for help and docs/commands.md */
   const sl_Command *commands;
   const sl_Class *const *classes;  /* the object classes it defines (NULL-terminated, or NULL) */
+  /* run once by sl_init: where a domain hooks itself into the layers below
+  ** it (compress/ gives the graph its transform decoder); NULL: nothing */
+  void (*open)(void);
 } sl_Domain;
 
 extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sleep, input, display... */
 extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, row, csv */
 extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
-extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machine, roofline, attention memory */
+extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machine, roofline, attention memory, version */
 extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
-extern const sl_Domain slM_systems_domain;   /* engine/graph/commands_lm.c: language models, memory, profiles, precision, fusion */
+extern const sl_Domain slL_domain;   /* engine/systems/commands.c: language models, memory, profiles, precision, fusion */
 extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
 extern const sl_Domain slS_domain;   /* engine/search/commands.c: studies, samplers, pruning of trials */
+
+/* Starts the engine: registers every domain, in the order of the layers,
+** and runs their open hooks. Call it once before anything else (more calls
+** do nothing); every program that drives the engine does. */
+void sl_init(void);
+/* for sl_init: the registry's domains (lang/registry.c); whether it has them */
+void sl_registry_use(const sl_Domain *const *domains, size_t n);
+int sl_registry_ready(void);
 
 /* the domains in layer order: i = 0, 1, ... until NULL */
 const sl_Domain *sl_domain_at(size_t i);
@@ -451,9 +463,6 @@ void sl_completion_free(sl_Completion *c);
 ** Returns 1 and fills out (text/plain, text/markdown), or 0 if nothing. */
 int sl_inspect(sl_State *S, const char *code, size_t cursor, int detail, sl_Bundle *out);
 
-/* One line naming the GPU and its memory, or why there is none (for
-** `version`; answered by the kernels layer, which alone reaches cuda/). */
-const char *sl_gpu_describe(void);
 
 /* Documentation generated from the registry, for docs/commands.md. Caller frees. */
 char *sl_registry_markdown(void);

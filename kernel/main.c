@@ -22,6 +22,7 @@
 #include "syslab.h"
 
 int main(int argc, char **argv) {
+  sl_init();
   if (argc < 2) {
     slk_usage_all(stderr);
     return 2;

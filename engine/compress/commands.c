@@ -329,7 +329,8 @@ static void encode_pruner(const slM_Transform *t, slU_Text *out) {
   slU_put_u64(out, a->rng.draws);
 }
 
-slM_Transform *slM_transform_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+/* a node transform from the bytes its encode wrote (graph/checkpoint.c asks) */
+static slM_Transform *transform_decode(const char *bytes, size_t n, char *err, size_t errlen) {
   slU_Reader r = {bytes, n, 0, 0};
   unsigned kind = slU_get_u8(&r);
   slM_Transform *t = NULL;
@@ -566,8 +567,12 @@ static const sl_Command slQ_commands[] = {
   {NULL},
 };
 
+/* the engine's start: the graph reads checkpointed transforms through this layer */
+static void compress_open(void) { slM_set_transform_decoder(transform_decode); }
+
 const sl_Domain slQ_domain = {
   "Compression",
   "Number formats and pruning applied to numbers and to models: quantisation to integer, minifloat, log, block and OCP MX formats (post-training, or quantisation-aware when the model is trained), exact-k pruning of weights and activations, and the sizes and sparsities that result.",
   slQ_commands,
+  .open = compress_open,
 };

@@ -1,6 +1,7 @@
 /*
-** checkpoint.c - models and data sets as bytes: what `save` writes, what
-** `load` reads, and what a search ships to its worker processes.
+** checkpoint.c - models as bytes: what `save` writes, what `load` reads,
+** and what a search ships to its worker processes (data sets travel as
+** their definition: data.c).
 **
 ** A model is written whole, field by field, in a fixed order and fixed
 ** widths (lang/codec.c's helpers, little endian): the graph's settings and
@@ -10,21 +11,21 @@
 ** back rebuilds the same structure and the same bits, and checks it with
 ** slM_verify, so a damaged body cannot produce a graph that crashes later.
 ** Node transforms (quantisers, activation pruners) are written by their own
-** encode and read back by slM_transform_decode, both in compress/: the
-** graph stores their bytes without knowing what they mean.
+** encode and read back by the decoder compress/ installs when the engine
+** starts (slM_set_transform_decoder): the graph stores their bytes without
+** knowing what they mean.
 ** Optimiser state (Adam's m and v) travels with the weights: training a
 ** loaded model continues exactly as the original would.
-**
-** A data set is written as its definition (which set, how many items, the
-** generator's seed) and loaded again where it is read, with its
-** normalisation checked, so that a worker on another machine either has the
-** very same numbers or says why not.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
+
+static slM_TransformDecoder transform_decoder;
+
+void slM_set_transform_decoder(slM_TransformDecoder decode) { transform_decoder = decode; }
 
 #define GRAPH_FORMAT 1
 #define MAX_NODES 100000
@@ -208,7 +209,8 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
       size_t len;
       const char *tb = slU_get_bytes(&r, &len);
       char why[256];
-      slM_Transform *t = tb ? slM_transform_decode(tb, len, why, sizeof why) : NULL;
+      if (tb && !transform_decoder) snprintf(why, sizeof why, "no number format is known to this program");
+      slM_Transform *t = tb && transform_decoder ? transform_decoder(tb, len, why, sizeof why) : NULL;
       if (!t) return fail(g, params, (int)np, err, errlen, tb ? why : "the data is truncated");
       *slots(n, k) = t;
     }
@@ -225,53 +227,4 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
     return NULL;
   }
   return g;
-}
-
-/* ------------------------------------------------------------ data sets */
-
-int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t errlen) {
-  slU_put_str(out, d->name);
-  slU_put_str(out, d->path);
-  slU_put_u64(out, d->ntrain);
-  slU_put_u64(out, d->ntest);
-  slU_put_u32(out, (uint32_t)d->features);
-  slU_put_u32(out, (uint32_t)d->classes);
-  slU_put_f64(out, d->spread);
-  slU_put_u64(out, d->seed);
-  slU_put_f32(out, d->mean);
-  slU_put_f32(out, d->std);
-  return 0;
-}
-
-slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
-  slU_Reader r = {bytes, n, 0, 0};
-  char name[32], path[256];
-  slU_get_str(&r, name, sizeof name);
-  slU_get_str(&r, path, sizeof path);
-  size_t ntrain = (size_t)slU_get_u64(&r), ntest = (size_t)slU_get_u64(&r);
-  int features = (int)slU_get_u32(&r), classes = (int)slU_get_u32(&r);
-  double spread = slU_get_f64(&r);
-  uint64_t seed = slU_get_u64(&r);
-  float mean = slU_get_f32(&r), std = slU_get_f32(&r);
-  if (r.bad || r.at != n) return snprintf(err, errlen, "not a data set definition (truncated or too long)"), NULL;
-  slM_Dataset *d;
-  if (strcmp(name, "fashion_mnist") == 0) {
-    d = slM_fashion_mnist(path, ntrain, ntest, err, errlen);
-    if (!d) return NULL;
-  } else if (strcmp(name, "synthetic") == 0) {
-    if (features < 1 || features > 100000 || classes < 2 || classes > 255 || ntrain < 1)
-      return snprintf(err, errlen, "not a data set definition (synthetic set out of range)"), NULL;
-    d = slM_synthetic(ntrain, ntest, features, classes, spread, seed);
-  } else {
-    return snprintf(err, errlen, "unknown data set '%s' (fashion_mnist, synthetic)", name), NULL;
-  }
-  if (d->ntrain != ntrain || d->ntest != ntest || d->mean != mean || d->std != std) {
-    snprintf(err, errlen,
-             "the data set %s loaded here differs from the original (%zu/%zu items, mean %g, std %g here; "
-             "%zu/%zu, %g, %g there): the files differ between machines",
-             name, d->ntrain, d->ntest, d->mean, d->std, ntrain, ntest, mean, std);
-    slM_dataset_free(d);
-    return NULL;
-  }
-  return d;
 }

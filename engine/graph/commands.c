@@ -15,6 +15,8 @@
 #include "lang/process.h"
 #include "kernels/kernels.h"
 #include "table/table.h"
+#include "ops.h"
+#include "passes.h"
 #include "train.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -432,9 +434,7 @@ static int cmd_meta(sl_Call *call, sl_Value *result) {
   sl_record_set(common, "flops", sl_number(n->flops));
   sl_record_set(hw, "device", sl_string(slK_gpu_count() > 0 ? "cuda" : "cpu"));
   sl_record_set(hw, "parallelism", sl_number(1));
-  sl_record_set(sw, "kernel", sl_string(n->op == OP_ATTENTION                                               ? "flash_attention_2"
-                                        : n->op == OP_LINEAR || n->op == OP_SCORES || n->op == OP_CONTEXT ? "cblas_sgemm"
-                                                                                                          : "loop"));
+  sl_record_set(sw, "kernel", sl_string(slM_op(n->op)->kernel));
   sl_record_set(sw, "trainable", sl_bool(n->nparams > 0 && !n->params[0]->frozen));
   sl_record_set(meta, "common", common);
   sl_record_set(meta, "hardware", hw);

@@ -223,6 +223,58 @@ void slM_dataset_free(slM_Dataset *d) {
   free(d);
 }
 
+/* ---------------------------------------------------------------- as bytes */
+
+/* A data set travels as its definition, not its numbers: the receiver
+** loads the same set again (the files are on every node of a cluster). */
+
+int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t errlen) {
+  slU_put_str(out, d->name);
+  slU_put_str(out, d->path);
+  slU_put_u64(out, d->ntrain);
+  slU_put_u64(out, d->ntest);
+  slU_put_u32(out, (uint32_t)d->features);
+  slU_put_u32(out, (uint32_t)d->classes);
+  slU_put_f64(out, d->spread);
+  slU_put_u64(out, d->seed);
+  slU_put_f32(out, d->mean);
+  slU_put_f32(out, d->std);
+  return 0;
+}
+
+slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+  slU_Reader r = {bytes, n, 0, 0};
+  char name[32], path[256];
+  slU_get_str(&r, name, sizeof name);
+  slU_get_str(&r, path, sizeof path);
+  size_t ntrain = (size_t)slU_get_u64(&r), ntest = (size_t)slU_get_u64(&r);
+  int features = (int)slU_get_u32(&r), classes = (int)slU_get_u32(&r);
+  double spread = slU_get_f64(&r);
+  uint64_t seed = slU_get_u64(&r);
+  float mean = slU_get_f32(&r), std = slU_get_f32(&r);
+  if (r.bad || r.at != n) return snprintf(err, errlen, "not a data set definition (truncated or too long)"), NULL;
+  slM_Dataset *d;
+  if (strcmp(name, "fashion_mnist") == 0) {
+    d = slM_fashion_mnist(path, ntrain, ntest, err, errlen);
+    if (!d) return NULL;
+  } else if (strcmp(name, "synthetic") == 0) {
+    if (features < 1 || features > 100000 || classes < 2 || classes > 255 || ntrain < 1)
+      return snprintf(err, errlen, "not a data set definition (synthetic set out of range)"), NULL;
+    d = slM_synthetic(ntrain, ntest, features, classes, spread, seed);
+  } else {
+    return snprintf(err, errlen, "unknown data set '%s' (fashion_mnist, synthetic)", name), NULL;
+  }
+  if (d->ntrain != ntrain || d->ntest != ntest || d->mean != mean || d->std != std) {
+    snprintf(err, errlen,
+             "the data set %s loaded here differs from the original (%zu/%zu items, mean %g, std %g here; "
+             "%zu/%zu, %g, %g there): the files differ between machines",
+             name, d->ntrain, d->ntest, d->mean, d->std, ntrain, ntest, mean, std);
+    slM_dataset_free(d);
+    return NULL;
+  }
+  return d;
+}
+
 static void dataset_free(void *data) { slM_dataset_free(data); }
 
 static int dataset_show(void *data, sl_Bundle *out) {

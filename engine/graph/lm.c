@@ -4,22 +4,19 @@
 ** with rotary position embeddings and a SwiGLU feed-forward, a final norm and
 ** an output projection, trained on next-token cross-entropy.
 **
-** The model is an ordinary graph: its new operators (embedding, RMSNorm,
-** RoPE, SwiGLU, the causal mask, the token loss) are defined here and reached
-** from the dispatch in exec.c; its products are the existing linear, scores
-** and context operators, so every pass (profile, memory, precision, fusion)
+** The model is an ordinary graph: its own operators (embedding, RMSNorm,
+** RoPE, SwiGLU, the causal mask, the token loss) are declared in
+** ops_lm.c; its products are the core's linear and attention's scores and
+** context operators, so every pass (profile, memory, precision, fusion)
 ** sees the language model exactly as it sees the MLP and the image
 ** transformer. Token ids enter through two placeholders that read the
-** batch given to slM_lm_forward, because the image path's inputs are float
-** pixels and byte labels while a vocabulary of 10,000 needs wider ids.
+** batch given to slM_lm_forward.
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/parallel.h"
-#include "kernels/reduce.h"
 #include "lm.h"
 
 /* ------------------------------------------------------------- presets */
@@ -60,14 +57,10 @@ static slM_Param *param(slM_Node *n, const char *name, int ndim, const int *shap
   return p;
 }
 
-static void init_normal(slM_Param *p, slM_Rng *rng, double std) {
-  for (size_t i = 0; i < p->value->size; i++) p->value->data[i] = (float)(slM_rng_normal(rng) * std);
-}
-
 static int lm_linear(slM_Graph *g, const char *name, int x, int in_f, int out_f, slM_Rng *rng) {
   int i = node(g, name, SLM_CALL_MODULE, OP_LINEAR, x, -1);
   int shape[2] = {out_f, in_f};
-  init_normal(param(&g->nodes[i], "weight", 2, shape), rng, 1.0 / sqrt((double)in_f));
+  slM_param_normal(param(&g->nodes[i], "weight", 2, shape), rng, 1.0 / sqrt((double)in_f));
   return i;
 }
 
@@ -109,7 +102,7 @@ slM_Graph *slM_lm(const slM_LmSpec *s, uint64_t seed, char *err, size_t errlen) 
   int h = node(g, "token_embeddings", SLM_CALL_MODULE, OP_EMBEDDING, tok, -1);
   {
     int shape[2] = {s->vocab, D};
-    init_normal(param(&g->nodes[h], "weight", 2, shape), &rng, 1.0);
+    slM_param_normal(param(&g->nodes[h], "weight", 2, shape), &rng, 1.0);
   }
   for (int l = 0; l < s->layers; l++) {
     char name[64];
@@ -160,281 +153,6 @@ void slM_lm_spec_of(const slM_Graph *g, slM_LmSpec *s) {
   memset(s, 0, sizeof *s);
   s->vocab = g->vocab, s->context = g->context, s->d_model = g->width, s->d_ff = g->d_ff;
   s->layers = g->layers, s->heads = g->heads;
-}
-
-/* ---------------------------------------------------------- operators */
-
-static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
-
-static void embedding_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
-  int D = w->shape[1], shape[3] = {ids->shape[0], ids->shape[1], D};
-  slM_Tensor *y = slM_ensure(&n->out, 3, shape);
-  for (size_t i = 0; i < ids->size; i++)
-    memcpy(y->data + i * (size_t)D, w->data + (size_t)ids->data[i] * (size_t)D, (size_t)D * sizeof(float));
-}
-
-static void embedding_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0);
-  if (n->params[0]->frozen) return;
-  slM_Tensor *dw = slM_param_grad(n->params[0]);
-  int D = dw->shape[1];
-  for (size_t i = 0; i < ids->size; i++) {
-    float *row = dw->data + (size_t)ids->data[i] * (size_t)D;
-    const float *gy = n->gout->data + i * (size_t)D;
-    for (int j = 0; j < D; j++) row[j] += gy[j];
-  }
-}
-
-/* y = x / sqrt(mean(x^2) + eps) * gain; saved: 1 / rms per row. Rows run
-** on the thread team; the gain's gradient sums rows in order, split by
-** columns, so the numbers do not depend on the split. */
-typedef struct {
-  const float *x, *gain, *dy;
-  float *y, *rstd, *dx, *dgain;
-  int d;
-  size_t rows;
-  float eps;
-} Rms;
-
-#define ROWS(d) (16384 / (size_t)(d) + 1)
-
-static void rms_rows(void *ctx, size_t r0, size_t r1) {
-  const Rms *t = ctx;
-  int d = t->d;
-  for (size_t r = r0; r < r1; r++) {
-    const float *a = t->x + r * d;
-    float *b = t->y + r * d;
-    double ss = 0;
-    for (int j = 0; j < d; j++) ss += (double)a[j] * a[j];
-    float rs = (float)(1.0 / sqrt(ss / d + t->eps));
-    t->rstd[r] = rs;
-    for (int j = 0; j < d; j++) b[j] = a[j] * rs * t->gain[j];
-  }
-}
-
-static void rmsnorm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
-  int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
-  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .y = y->data,
-           .rstd = slM_ensure(&n->saved, 1, &rows)->data, .d = d, .eps = n->p};
-  slK_parallel_for((size_t)rows, ROWS(d), rms_rows, &t);
-}
-
-static void rms_grad_rows(void *ctx, size_t r0, size_t r1) {
-  const Rms *t = ctx;
-  int d = t->d;
-  for (size_t r = r0; r < r1; r++) {
-    const float *a = t->x + r * d, *gy = t->dy + r * d;
-    float *gx = t->dx + r * d, rs = t->rstd[r];
-    double dot = 0;
-    for (int j = 0; j < d; j++) dot += (double)gy[j] * t->gain[j] * (a[j] * rs);
-    float m = (float)(dot / d);
-    for (int j = 0; j < d; j++) gx[j] += rs * (gy[j] * t->gain[j] - a[j] * rs * m);
-  }
-}
-
-static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
-  int d = x->shape[x->ndim - 1];
-  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .dy = n->gout->data, .rstd = n->saved->data,
-           .dx = slM_input_grad(g, n, 0)->data, .d = d, .rows = x->size / (size_t)d,
-           .dgain = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data};
-  slK_parallel_for(t.rows, ROWS(d), rms_grad_rows, &t);
-  slK_norm_param_grads(t.x, t.dy, NULL, t.rstd, 1, t.rows, d, t.dgain, NULL);
-}
-
-/* Rotary embeddings: in each head, features (2i, 2i+1) at position t turn by
-** t * theta^(-2i / head width). The table of angles is kept in saved. */
-static void rope_table(slM_Node *n, int T, int dh) {
-  int shape[2] = {T, dh};  /* cos in the first half of a row, sin in the second */
-  slM_Tensor *tab = n->saved;
-  if (tab && tab->shape[0] == T && tab->shape[1] == dh) return;
-  tab = slM_ensure(&n->saved, 2, shape);
-  for (int t = 0; t < T; t++)
-    for (int i = 0; i < dh / 2; i++) {
-      double angle = t * pow((double)n->p, -2.0 * i / dh);
-      tab->data[(size_t)t * dh + i] = (float)cos(angle);
-      tab->data[(size_t)t * dh + dh / 2 + i] = (float)sin(angle);
-    }
-}
-
-static void rope_apply(slM_Node *n, const float *x, float *y, int B, int T, int D, float sign, int accumulate) {
-  int dh = D / n->heads;
-  const float *tab = n->saved->data;
-  for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) {
-      const float *cs = tab + (size_t)t * dh, *sn = cs + dh / 2;
-      const float *a = x + ((size_t)b * T + t) * D;
-      float *o = y + ((size_t)b * T + t) * D;
-      for (int h = 0; h < n->heads; h++)
-        for (int i = 0; i < dh / 2; i++) {
-          int j = h * dh + 2 * i;
-          float x0 = a[j], x1 = a[j + 1], c = cs[i], s = sign * sn[i];
-          float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
-          if (accumulate) o[j] += y0, o[j + 1] += y1;
-          else o[j] = y0, o[j + 1] = y1;
-        }
-    }
-}
-
-static void rope_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
-  int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-  rope_table(n, T, D / n->heads);
-  rope_apply(n, x->data, y->data, B, T, D, 1.0f, 0);
-}
-
-static void rope_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *dx = slM_input_grad(g, n, 0);
-  rope_apply(n, n->gout->data, dx->data, x->shape[0], x->shape[1], x->shape[2], -1.0f, 1);  /* the inverse turn */
-}
-
-static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
-
-typedef struct {
-  const float *a, *b, *dy;
-  float *y, *da, *db;
-} Glu;
-
-static void swiglu_range(void *ctx, size_t i0, size_t i1) {
-  const Glu *t = ctx;
-  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] * sigmoid(t->a[i]) * t->b[i];
-}
-
-static void swiglu_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
-  Glu t = {.a = a->data, .b = b->data, .y = y->data};
-  slK_parallel_for(a->size, 16384, swiglu_range, &t);
-}
-
-static void swiglu_grad_range(void *ctx, size_t i0, size_t i1) {
-  const Glu *t = ctx;
-  for (size_t i = i0; i < i1; i++) {
-    float v = t->a[i], s = sigmoid(v), gy = t->dy[i];
-    t->da[i] += gy * t->b[i] * s * (1 + v * (1 - s));
-    t->db[i] += gy * v * s;
-  }
-}
-
-static void swiglu_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
-  Glu t = {.a = a->data, .b = b->data, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
-           .db = slM_input_grad(g, n, 1)->data};
-  slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
-}
-
-/* query q keeps key k iff k <= q (numerics.md 7.4) */
-static void causal_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
-  int T = s->shape[2];
-  size_t mats = s->size / ((size_t)T * T);
-  for (size_t m = 0; m < mats; m++)
-    for (int i = 0; i < T; i++) {
-      const float *a = s->data + (m * T + i) * T;
-      float *b = y->data + (m * T + i) * T;
-      memcpy(b, a, (size_t)(i + 1) * sizeof *b);
-      for (int j = i + 1; j < T; j++) b[j] = -INFINITY;
-    }
-}
-
-static void causal_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0);
-  float *dx = slM_input_grad(g, n, 0)->data;
-  int T = s->shape[2];
-  size_t mats = s->size / ((size_t)T * T);
-  for (size_t m = 0; m < mats; m++)
-    for (int i = 0; i < T; i++)
-      for (int j = 0; j <= i; j++) dx[(m * T + i) * T + j] += n->gout->data[(m * T + i) * T + j];
-}
-
-/* mean cross-entropy over every position; saved: the softmax of the logits */
-static void token_ce_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *z = in(g, n, 0), *t = in(g, n, 1);
-  int V = z->shape[z->ndim - 1], one = 1;
-  size_t rows = z->size / (size_t)V;
-  slM_Tensor *p = slM_ensure(&n->saved, z->ndim, z->shape);
-  slM_softmax_rows(z->data, p->data, rows, V);
-  double loss = 0;
-  for (size_t r = 0; r < rows; r++) loss -= log((double)p->data[r * V + (size_t)t->data[r]] + 1e-30);
-  slM_ensure(&n->out, 1, &one)->data[0] = (float)(loss / (double)rows);
-}
-
-typedef struct {
-  const float *p, *targets;
-  float *dz, scale;
-  int V;
-} CeGrad;
-
-static void ce_grad_rows(void *ctx, size_t r0, size_t r1) {
-  const CeGrad *t = ctx;
-  for (size_t r = r0; r < r1; r++) {
-    const float *p = t->p + r * t->V;
-    float *d = t->dz + r * t->V;
-    for (int c = 0; c < t->V; c++) d[c] += t->scale * p[c];
-    d[(size_t)t->targets[r]] -= t->scale;
-  }
-}
-
-static void token_ce_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *z = in(g, n, 0);
-  int V = z->shape[z->ndim - 1];
-  size_t rows = z->size / (size_t)V;
-  CeGrad t = {n->saved->data, in(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows, V};
-  slK_parallel_for(rows, 16384 / (size_t)V + 1, ce_grad_rows, &t);
-}
-
-static void ids_forward(slM_Graph *g, slM_Node *n, const int32_t *ids) {
-  int shape[2] = {g->batch_rows, g->context_now};
-  slM_Tensor *y = slM_ensure(&n->out, 2, shape);
-  for (size_t i = 0; i < y->size; i++) y->data[i] = ids ? (float)ids[i] : 0;
-}
-
-int slM_lm_node_forward(slM_Graph *g, slM_Node *n) {
-  switch (n->op) {
-    case OP_TOKENS: ids_forward(g, n, g->tok); return 1;
-    case OP_TARGETS: ids_forward(g, n, g->tgt); return 1;
-    case OP_EMBEDDING: embedding_forward(g, n); return 1;
-    case OP_RMSNORM: rmsnorm_forward(g, n); return 1;
-    case OP_ROPE: rope_forward(g, n); return 1;
-    case OP_SWIGLU: swiglu_forward(g, n); return 1;
-    case OP_CAUSAL_MASK: causal_forward(g, n); return 1;
-    case OP_TOKEN_CE: token_ce_forward(g, n); return 1;
-    default: return 0;
-  }
-}
-
-int slM_lm_node_backward(slM_Graph *g, slM_Node *n) {
-  switch (n->op) {
-    case OP_TOKENS: case OP_TARGETS: return 1;
-    case OP_EMBEDDING: embedding_backward(g, n); return 1;
-    case OP_RMSNORM: rmsnorm_backward(g, n); return 1;
-    case OP_ROPE: rope_backward(g, n); return 1;
-    case OP_SWIGLU: swiglu_backward(g, n); return 1;
-    case OP_CAUSAL_MASK: causal_backward(g, n); return 1;
-    case OP_TOKEN_CE: token_ce_backward(g, n); return 1;
-    default: return 0;
-  }
-}
-
-int slM_lm_propagate(slM_Graph *g, slM_Node *n) {
-  slM_Node *a = n->ninputs > 0 ? &g->nodes[n->inputs[0]] : NULL;
-  switch (n->op) {
-    case OP_TOKENS: case OP_TARGETS:
-      n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->context, n->flops = 0;
-      return 1;
-    case OP_EMBEDDING:
-      n->ndim = 3, n->shape[0] = 1, n->shape[1] = a->shape[1], n->shape[2] = n->params[0]->value->shape[1];
-      n->flops = 0;
-      return 1;
-    case OP_TOKEN_CE:
-      n->ndim = 1, n->shape[0] = 1, n->flops = 3.0 * a->shape[1] * a->shape[2];
-      return 1;
-    case OP_ROPE:
-      n->ndim = a->ndim, memcpy(n->shape, a->shape, sizeof n->shape), n->flops = 3.0 * a->shape[1] * a->shape[2];
-      return 1;
-    default: return 0;
-  }
 }
 
 /* ------------------------------------------------------------ running */

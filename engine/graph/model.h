@@ -14,8 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transform.h"
+#include "kernels/round.h"
 #include "syslab.h"
+#include "transform.h"
 
 /* ----------------------------------------------------------------- tensors */
 
@@ -146,6 +147,7 @@ typedef struct slM_Node {
   int ndim;
   int shape[SLM_MAX_DIMS];   /* output shape for a batch of one */
   double flops;              /* per sample */
+  double bytes;              /* read and written per sample, parameters included (graph.c) */
   /* run time */
   slM_Tensor *out, *gout;
   int gout_live;        /* gout holds this backward pass's gradient (exec.c) */
@@ -174,6 +176,11 @@ typedef struct slM_Graph {
   struct slM_Plan *arena;  /* the placements and the arena held (plan.c) */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
+  int device;            /* where its nodes run: SLM_CPU (op.h); the operator table has a slot per device */
+  /* the batch of the pass being run (exec.c), read by the placeholders */
+  const float *feed_x;
+  const uint8_t *feed_labels;
+  int feed_batch;
   /* Asked between the nodes of a pass while training runs (set by the
   ** training loops, NULL otherwise): non-zero cuts the pass short and sets
   ** `stopped`, so the caller skips the update and one large batch stops
@@ -183,11 +190,12 @@ typedef struct slM_Graph {
   int stopped;           /* the last forward or backward pass was cut short */
 } slM_Graph;
 
-enum { SLM_FP32, SLM_BF16, SLM_FP16 };
+/* the inputs of products: the formats of kernels/round.h */
+enum { SLM_FP32 = SLK_FP32, SLM_BF16 = SLK_BF16, SLM_FP16 = SLK_FP16 };
 
 extern const sl_Class slM_model_class;
 
-const char *slM_op_name(slM_Op op);
+const char *slM_op_name(slM_Op op);   /* ops.c */
 const char *slM_kind_name(slM_Kind k);
 
 /* builders: NULL with err on bad arguments */
@@ -210,11 +218,22 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
 slM_Graph *slM_graph_copy(const slM_Graph *g, int deep);
 void slM_graph_free(slM_Graph *g);
 
+/* the IR's vocabulary (nodes.c) */
 int slM_add_node(slM_Graph *g, const char *name, slM_Kind kind, slM_Op op, const int *inputs, int ninputs);
+/* inserts a node at position `at`, shifting later nodes and their references; returns at */
+int slM_insert_node(slM_Graph *g, int at, const char *name, slM_Kind kind, slM_Op op, const int *inputs, int ninputs);
+/* deletes node i, rewiring its users to its first input */
+void slM_remove_node(slM_Graph *g, int i);
+/* frees what a node owns: its references to parameters, transforms, tensors */
+void slM_node_clear(slM_Node *n);
 slM_Param *slM_param_new(const char *name, int ndim, const int *shape);
+slM_Param *slM_param_clone(const slM_Param *p);   /* a copy of the values, not the gradients */
 void slM_param_release(slM_Param *p);
+void slM_param_normal(slM_Param *p, slM_Rng *rng, double std);   /* normal values of standard deviation std */
+void slM_param_fill(slM_Param *p, float v);
 int slM_find_node(const slM_Graph *g, const char *name);
 int slM_output_node(const slM_Graph *g);
+int slM_loss_node(const slM_Graph *g);     /* -1 for an inference graph */
 int slM_logits_node(const slM_Graph *g);   /* what the output returns (before any loss) */
 /* nodes that take node i as an input; fills users (size >= g->n), returns the count */
 int slM_users(const slM_Graph *g, int i, int *users);
@@ -251,56 +270,5 @@ float *slM_input_rows(slM_Graph *g, int batch);
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch);
 void slM_zero_grads(slM_Graph *g);
 void slM_release_activations(slM_Graph *g);
-
-/* helpers the operator files share (exec.c) */
-slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape);  /* reuse, or reallocate on a new shape */
-slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k);          /* gradient slot of input k */
-slM_Tensor *slM_param_grad(slM_Param *p);
-void slM_softmax_rows(const float *x, float *y, size_t rows, int n);
-/* layer norm's row sums (exec.c), shared by the fused add + layer norm:
-** the mean and variance of x[0..d); the means of gy * gamma and of that
-** times (x - m) * rs */
-void slM_norm_moments(const float *x, int d, double *mean, double *var);
-void slM_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
-                         float *mgx);
-float slM_gelu(float x);        /* the exact (erf) GELU, and its slope */
-float slM_gelu_grad(float x);
-/* the same over items [i0, i1), eight at a time where the CPU has AVX2, with
-** the same numbers: y = gelu(x); dx += dy * gelu'(x) (dx = when !accumulate) */
-void slM_gelu_items(const float *x, float *y, size_t i0, size_t i1);
-void slM_gelu_grad_items(const float *x, const float *dy, float *dx, size_t i0, size_t i1, int accumulate);
-/* every product of a graph: OpenBLAS sgemm, with the inputs rounded to the
-** graph's precision first (precision.c) */
-void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc);
-/* operators defined outside exec.c: 1 when handled */
-int slM_lm_node_forward(slM_Graph *g, slM_Node *n);
-int slM_lm_node_backward(slM_Graph *g, slM_Node *n);
-int slM_lm_propagate(slM_Graph *g, slM_Node *n);
-int slM_fused_node_forward(slM_Graph *g, slM_Node *n);
-int slM_fused_node_backward(slM_Graph *g, slM_Node *n);
-/* hooks of the profiler and the memory tagger around each node; the node
-** index is negative outside any node */
-void slM_node_begin(slM_Graph *g, int node, int backward);
-void slM_node_end(slM_Graph *g, int node, int backward);
-
-/* ------------------------------------------------------ transform passes */
-
-/* deletes node i, rewiring its users to its first input */
-void slM_remove_node(slM_Graph *g, int i);
-/* rewrites every attention block as one fused node (fused = 1) or as the
-** op-by-op chain scores, [mask_fill,] softmax, dropout, context (fused = 0);
-** returns the number of blocks changed */
-int slM_set_attention(slM_Graph *g, int fused);
-/* removes every dropout node, rewiring its users to its input; returns the count */
-int slM_remove_dropout(slM_Graph *g);
-/* replaces the named square linear layers by the identity (Lab 2's "type of
-** layer" choice), rewiring their users to their inputs; 0, or -1 with err */
-int slM_identity_layers(slM_Graph *g, const char *const *names, int n, char *err, size_t errlen);
-/* adds low-rank adapters to the linear nodes whose name contains one of
-** `targets` (NULL: every linear but the classifier); freezes every other
-** parameter; returns the number of adapted layers or -1 */
-int slM_add_lora(slM_Graph *g, int rank, double alpha, const char *const *targets, int ntargets, uint64_t seed,
-                 char *err, size_t errlen);
 
 #endif

@@ -45,7 +45,7 @@
 ** alive whatever the placement, and each gradient then takes the place of
 ** activations whose backward is done.
 **
-** The rotary tables are a cache kept from one pass to the next (lm.c makes
+** The rotary tables are a cache kept from one pass to the next (ops_lm.c makes
 ** them once per context), so they stay outside the arena, allocated by the
 ** first pass and reused: they are what the plan keeps, with the loss's
 ** gradient. The memory accounting sees the arena as one activation
@@ -58,6 +58,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "ops.h"
 #include "plan.h"
 
 #define ALIGN 64
@@ -172,14 +173,13 @@ static slM_Tensor **slot(slM_Node *n, int s) {
   return s == 0 ? &n->out : s == 1 ? &n->saved : s == 2 ? &n->saved2 : &n->gout;
 }
 
-/* a saved tensor the node reads again in a later pass (rope_table's check) */
-static int is_cache(const slM_Node *n, int s) { return (s == 1 || s == 2) && n->op == OP_ROPE; }
+/* a saved tensor the node reads again in a later pass (the rotary table) */
+static int is_cache(const slM_Node *n, int s) { return (s == 1 || s == 2) && (slM_op(n->op)->flags & SLM_OP_CACHES); }
 
 /* where the backward pass starts: its gradient is made anew by slM_backward */
 static int backward_start(const slM_Graph *g) {
-  for (int i = 0; i < g->n; i++)
-    if (g->nodes[i].op == OP_CROSS_ENTROPY || g->nodes[i].op == OP_TOKEN_CE) return i;
-  return slM_logits_node(g);
+  int loss = slM_loss_node(g);
+  return loss >= 0 ? loss : slM_logits_node(g);
 }
 
 /* the tensors go back to owning their buffers (none: the next pass makes them) */

@@ -12,16 +12,13 @@
 #include <time.h>
 
 #include "memory.h"
+#include "ops.h"
 #include "profile.h"
 
 double slM_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int slM_op_is_gemm(slM_Op op) {
-  return op == OP_LINEAR || op == OP_LINEAR_ACT || op == OP_SCORES || op == OP_CONTEXT || op == OP_ATTENTION;
 }
 
 slM_Profile *slM_profile_attach(slM_Graph *g) {
@@ -42,8 +39,16 @@ void slM_profile_free(slM_Profile *p) {
   free(p);
 }
 
+/* what a node makes is tagged as its operator's record says in the
+** forward pass, as temporaries in the backward pass and outside nodes */
 void slM_node_begin(slM_Graph *g, int node, int backward) {
-  slM_mem_set_context(g, node, backward);
+  if (node < 0 || node >= g->n) {
+    slM_mem_set_context(node, backward, SLM_MEM_TEMP, NULL, NULL);
+  } else {
+    const slM_Node *n = &g->nodes[node];
+    const slM_OpDef *d = slM_op(n->op);
+    slM_mem_set_context(node, backward, backward ? SLM_MEM_TEMP : d->makes, n->name, d->name);
+  }
   if (g->profile) g->profile->started = slM_now();
 }
 
@@ -51,5 +56,5 @@ void slM_node_end(slM_Graph *g, int node, int backward) {
   slM_Profile *p = g->profile;
   if (p && node >= 0 && node < p->n) (backward ? p->backward : p->forward)[node] += slM_now() - p->started;
   slM_mem_mark(node, backward);
-  slM_mem_set_context(g, -1, 0);
+  slM_mem_set_context(-1, 0, SLM_MEM_TEMP, NULL, NULL);
 }

@@ -19,7 +19,10 @@ slM_Profile *slM_profile_attach(slM_Graph *g);   /* starts recording on g */
 void slM_profile_detach(slM_Graph *g);           /* stops; the profile stays with the caller */
 void slM_profile_free(slM_Profile *p);
 double slM_now(void);
-/* is the operator a matrix product (GEMM)? */
-int slM_op_is_gemm(slM_Op op);
+/* the hooks every node of a pass runs between (exec.c): the memory
+** tagger's context, the profiler's clock and the memory timeline; the node
+** index is negative outside any node */
+void slM_node_begin(slM_Graph *g, int node, int backward);
+void slM_node_end(slM_Graph *g, int node, int backward);
 
 #endif

@@ -2,8 +2,8 @@
 ** tensor.c - float32 tensors with a memory counter, and the random numbers
 ** every model and data set draws from.
 **
-** Tensor data is counted as it is allocated and freed, so a lab can report
-** the live and peak bytes a model needed. Random numbers come from
+** Tensor data is counted as it is allocated and freed (memory.c), so a lab
+** can report the live and peak bytes a model needed. Random numbers come from
 ** splitmix64, which gives the same sequence on every machine and compiler.
 */
 #include <math.h>
@@ -12,12 +12,6 @@
 #include <string.h>
 
 #include "memory.h"
-
-static size_t live_bytes, peak_bytes;
-
-size_t slM_mem_live(void) { return live_bytes; }
-size_t slM_mem_peak(void) { return peak_bytes; }
-void slM_mem_reset_peak(void) { peak_bytes = live_bytes; }
 
 static slM_Tensor *header(int ndim, const int *shape) {
   slM_Tensor *t = calloc(1, sizeof *t);
@@ -44,8 +38,6 @@ static slM_Tensor *tensor_new(int ndim, const int *shape, size_t align) {
     fprintf(stderr, "syslab: out of memory for a tensor of %zu floats\n", t->size);
     abort();
   }
-  live_bytes += t->size * sizeof(float);
-  if (live_bytes > peak_bytes) peak_bytes = live_bytes;
   slM_mem_on_alloc(t);
   return t;
 }
@@ -78,7 +70,6 @@ void slM_tensor_free(slM_Tensor *t) {
     free(t);
     return;
   }
-  live_bytes -= t->size * sizeof(float);
   slM_mem_on_free(t);
   free(t->data);
   free(t);

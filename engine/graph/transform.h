@@ -11,8 +11,8 @@
 ** weight gradient by the mask, so pruned weights stay exactly zero through
 ** fine-tuning. compress/ (quant.c, commands.c) creates the transforms; the
 ** graph owns them once attached and frees them with the node. A checkpoint
-** writes a transform through its encode and reads it back through
-** slM_transform_decode, which compress/ also defines.
+** writes a transform through its encode and reads it back through the
+** decoder compress/ installs when the engine starts.
 */
 #ifndef SYSLAB_GRAPH_TRANSFORM_H
 #define SYSLAB_GRAPH_TRANSFORM_H
@@ -28,7 +28,7 @@ struct slM_Transform {
   void (*apply)(const slM_Transform *t, const float *in, float *out, size_t n);
   void (*free)(slM_Transform *t);
   slM_Transform *(*clone)(const slM_Transform *t);  /* for deep copies of a model */
-  /* for checkpoints: appends the bytes slM_transform_decode rebuilds it
+  /* for checkpoints: appends the bytes the transform decoder rebuilds it
   ** from (its kind and settings, and any state it carries) */
   void (*encode)(const slM_Transform *t, struct slU_Text *out);
   char name[96];     /* for metadata and reports, e.g. "integer(width=8, frac=6)" */
@@ -38,9 +38,11 @@ struct slM_Transform {
 };
 
 /* Rebuilds a transform from the bytes its encode wrote; NULL with err.
-** Declared here for graph/checkpoint.c and defined by compress/, which
-** alone knows the kinds (the link brings it in, as for sl_gpu_describe). */
-slM_Transform *slM_transform_decode(const char *bytes, size_t n, char *err, size_t errlen);
+** compress/, which alone knows the kinds, installs its decoder for
+** graph/checkpoint.c when the engine starts (a layer above hooking itself
+** into the one below, as the registry's domains do). */
+typedef slM_Transform *(*slM_TransformDecoder)(const char *bytes, size_t n, char *err, size_t errlen);
+void slM_set_transform_decoder(slM_TransformDecoder decode);
 
 typedef struct slM_NodeTransforms {
   slM_Transform *data_in;       /* applied to the node's input activations */

@@ -57,6 +57,15 @@ static void machine_row(slT_Table *t, const char *what, const char *value, doubl
   set_str(t, r, "unit", unit);
 }
 
+/* here rather than with the language's commands: the GPU is this layer's to describe */
+static int cmd_version(sl_Call *call, sl_Value *result) {
+  sl_Value r = sl_record_new();
+  sl_record_set(r, "syslab", sl_string(SYSLAB_VERSION));
+  sl_record_set(r, "gpu", sl_string(slK_gpu_describe()));
+  *result = r;
+  return 0;
+}
+
 static int cmd_machine(sl_Call *call, sl_Value *result) {
   const char *get = sl_arg_string(call, "get");
   const slK_Machine *m = slK_machine();
@@ -436,6 +445,8 @@ static const sl_Command slK_commands[] = {
     {"warmup", SL_ARG_INT, 0, "2", "untimed runs before timing"},
     SHAPE_ARGS,
     {NULL}}},
+  {"version", "kernels", "The syslab version and the GPU it found, as a record.", "", "version", cmd_version, 0,
+   {{NULL}}},
   {"machine", "kernels", "What this machine can do: CPU, vector extensions, cores, sgemm peak, memory bandwidth, GPU.",
    "Measured once per kernel process, then cached: sgemm at n = 1024 by OpenBLAS (all threads, one thread) and by the "
    "blocked kernel, the peak being the faster (OpenBLAS may not recognise a new CPU and run generic code); memcpy and a "

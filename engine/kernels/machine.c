@@ -157,6 +157,3 @@ const slK_Machine *slK_machine(void) {
 
 int slK_gpu_count(void) { return slG_device_count(); }
 const char *slK_gpu_describe(void) { return slG_describe(); }
-
-/* syslab.h: the `version` command reports the GPU through this */
-const char *sl_gpu_describe(void) { return slG_describe(); }

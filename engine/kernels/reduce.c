@@ -110,3 +110,42 @@ void slK_norm_param_grads(const float *x, const float *dy, const float *mean, co
   Norm t = {x, dy, mean ? mean : &zero, rstd, stride, mean ? stride : 0, rows, d, dgain, dshift};
   slK_parallel_for(((size_t)d + W - 1) / W, min_blocks(rows), norm_range, &t);
 }
+
+/* ------------------------------------------------------------ norm rows */
+
+/* The row sums of layer norm (the plain node and the fused add + layer
+** norm share them, so the two give the same numbers) are in double, in
+** four interleaved partial sums: one running sum is a chain of dependent
+** adds, four times slower, and it was most of layer norm's time. */
+void slK_norm_moments(const float *x, int d, double *mean, double *var) {
+  double s[4] = {0, 0, 0, 0}, v[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) s[k] += x[j + k];
+  for (; j < d; j++) s[0] += x[j];
+  double m = ((s[0] + s[1]) + (s[2] + s[3])) / d;
+  for (j = 0; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) v[k] += (x[j + k] - m) * (x[j + k] - m);
+  for (; j < d; j++) v[0] += (x[j] - m) * (x[j] - m);
+  *mean = m;
+  *var = ((v[0] + v[1]) + (v[2] + v[3])) / d;
+}
+
+void slK_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx) {
+  double s[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
+  int j = 0;
+  for (; j + 4 <= d; j += 4)
+    for (int k = 0; k < 4; k++) {
+      float xhat = (x[j + k] - m) * rs, gxhat = gy[j + k] * gamma[j + k];
+      s[k] += gxhat;
+      sx[k] += gxhat * xhat;
+    }
+  for (; j < d; j++) {
+    float xhat = (x[j] - m) * rs, gxhat = gy[j] * gamma[j];
+    s[0] += gxhat;
+    sx[0] += gxhat * xhat;
+  }
+  *mg = (float)(((s[0] + s[1]) + (s[2] + s[3])) / d);
+  *mgx = (float)(((sx[0] + sx[1]) + (sx[2] + sx[3])) / d);
+}

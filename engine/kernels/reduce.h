@@ -1,7 +1,8 @@
 /*
 ** reduce.h - sums down the columns of a row-major matrix (reduce.c): the
 ** gradients of the parameters every row shares (a linear layer's bias, a
-** norm's gain and shift), the one place the graph computes them.
+** norm's gain and shift), the one place the graph computes them; and the
+** sums along a row that layer norm takes.
 */
 #ifndef SYSLAB_REDUCE_H
 #define SYSLAB_REDUCE_H
@@ -20,5 +21,12 @@ void slK_column_sums(const float *a, size_t rows, size_t cols, float *y);
 ** for a norm without centring (RMSNorm); dgain or dshift NULL to skip it. */
 void slK_norm_param_grads(const float *x, const float *dy, const float *mean, const float *rstd, size_t stride,
                           size_t rows, int d, float *dgain, float *dshift);
+
+/* layer norm's row sums: the mean and variance of x[0..d); and, for its
+** backward, the means over the row of g = gy * gamma and of g * xhat, where
+** xhat = (x - m) * rs */
+void slK_norm_moments(const float *x, int d, double *mean, double *var);
+void slK_norm_grad_means(const float *x, float m, float rs, const float *gamma, const float *gy, int d, float *mg,
+                         float *mgx);
 
 #endif

@@ -15,10 +15,11 @@
 **              to dy without forming it; the dot product in double
 **
 ** Only this scalar version exists: the rows are short (16 to a few thousand)
-** and the callers split rows over the cores (kernels/parallel.h).
+** and are split over the cores (kernels/parallel.h), whole rows to a piece.
 */
 #include <math.h>
 
+#include "parallel.h"
 #include "softmax.h"
 
 void slK_softmax_row(const float *x, float *y, int n) {
@@ -34,4 +35,20 @@ void slK_softmax_grad_row(const float *y, const float *dy, float *dx, int n) {
   double dot = 0;
   for (int j = 0; j < n; j++) dot += dy[j] * y[j];
   for (int j = 0; j < n; j++) dx[j] += y[j] * (dy[j] - (float)dot);
+}
+
+typedef struct {
+  const float *x;
+  float *y;
+  int n;
+} Rows;
+
+static void rows_range(void *ctx, size_t r0, size_t r1) {
+  const Rows *t = ctx;
+  for (size_t r = r0; r < r1; r++) slK_softmax_row(t->x + r * t->n, t->y + r * t->n, t->n);
+}
+
+void slK_softmax_rows(const float *x, float *y, size_t rows, int n) {
+  Rows t = {x, y, n};
+  slK_parallel_for(rows, 16384 / (size_t)n + 1, rows_range, &t);   /* some 16K items a piece */
 }

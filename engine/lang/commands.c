@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "interp.h"
+#include "eval.h"
+#include "registry.h"
 #include "suggest.h"
 
 /* print and eprint join their values with spaces and write once, so a
@@ -253,14 +254,6 @@ static int cmd_len(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-static int cmd_version(sl_Call *call, sl_Value *result) {
-  sl_Value r = sl_record_new();
-  sl_record_set(r, "syslab", sl_string(SYSLAB_VERSION));
-  sl_record_set(r, "gpu", sl_string(sl_gpu_describe()));
-  *result = r;
-  return 0;
-}
-
 static int cmd_round(sl_Call *call, sl_Value *result) {
   double x = sl_arg_number(call, "value"), d = sl_arg_number(call, "digits");
   if (d < 0 || d > 15) return sl_arg_error(call, "digits", "must be between 0 and 15");
@@ -382,8 +375,6 @@ static const sl_Command slB_commands[] = {
    "max [3, 1, 2]\nw = 6\nfrac = max(4, w - 2)", cmd_max, 0, {NUMBERS_ARG, {NULL}}},
   {"mean", "core", "The mean of numbers: of the arguments, or of one list.", "",
    "mean [1, 2, 3, 4]", cmd_mean, 0, {NUMBERS_ARG, {NULL}}},
-  {"version", "core", "The syslab version and the GPU it found, as a record.", "", "version", cmd_version, 0,
-   NOARGS},
   {NULL},
 };
 

@@ -12,7 +12,8 @@
 ** registry) evaluated when absent, and every value checked against its
 ** declared type before the command runs. Commands see only sl_Call.
 */
-#include "interp.h"
+#include "eval.h"
+#include "registry.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,7 +7,8 @@
 ** lexer alone, so they answer sensibly while the cell is half typed and
 ** does not parse.
 */
-#include "interp.h"
+#include "eval.h"
+#include "registry.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -17,6 +18,10 @@
 #include "lex.h"
 
 sl_State *sl_new(void) {
+  if (!sl_registry_ready()) {   /* a program that forgot to start the engine: every command would be unknown */
+    fprintf(stderr, "syslab: sl_new() before sl_init(): the engine's domains are not registered\n");
+    abort();
+  }
   sl_State *S = calloc(1, sizeof *S);
   if (!S) abort();
   S->vars = sl_record_new();

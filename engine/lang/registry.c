@@ -2,23 +2,28 @@
 ** registry.c - the one description of every command, and the help texts
 ** generated from it.
 **
-** Each domain exports a table of sl_Command records; this file gathers the
-** tables in a fixed order (which is also the order of `help` and of
-** docs/commands.md) and renders help as plain text for terminals and the
-** pager, and as Markdown for notebooks and the docs.
+** Each domain exports a table of sl_Command records. The language knows no
+** domain above itself: the engine's start (engine/engine.c, sl_init) hands
+** this file the domains in the order of the layers (which is also the order
+** of `help` and of docs/commands.md). This file looks commands up in them
+** and renders help as plain text for terminals and the pager, and as
+** Markdown for notebooks and the docs.
 */
-#include "interp.h"
+#include "registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* in the order of the layers: lang, table (and plotting on it), kernels, graph (and its systems commands),
-** compress, search */
-static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slK_domain,
-                                           &slM_domain, &slM_systems_domain, &slQ_domain, &slS_domain};
+static const sl_Domain *const *domains;   /* set once by sl_registry_use, before any interpreter */
+static size_t NDOMAINS;
 
-#define NDOMAINS (sizeof domains / sizeof domains[0])
+void sl_registry_use(const sl_Domain *const *list, size_t n) {
+  domains = list;
+  NDOMAINS = n;
+}
+
+int sl_registry_ready(void) { return NDOMAINS > 0; }
 
 const sl_Domain *sl_domain_at(size_t i) { return i < NDOMAINS ? domains[i] : NULL; }
 

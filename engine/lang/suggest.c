@@ -8,7 +8,7 @@
 ** session's variables keeps that from becoming a circle.
 */
 #include "suggest.h"
-#include "interp.h"
+#include "state.h"
 
 #include <ctype.h>
 #include <string.h>

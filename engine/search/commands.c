@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang/interp.h"
+#include "lang/eval.h"
 #include "search.h"
 #include "table/table.h"
 

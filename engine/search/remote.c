@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "dist.h"
-#include "lang/interp.h"
+#include "lang/eval.h"
 #include "search.h"
 
 #define TAG_CONTEXT 40   /* coordinator -> spawned worker: the call and its variables */

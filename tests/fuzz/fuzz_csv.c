@@ -11,6 +11,7 @@
 #include "table/table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sl_init();
   char err[512];
   slT_Table *t = slT_parse_csv((const char *)data, size, "fuzz.csv", err, sizeof err);
   if (!t) return 0;

@@ -24,6 +24,7 @@ static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update
 static sl_Host host = {NULL, cap_write, cap_display, NULL, NULL, NULL};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sl_init();
   if (size > 4096) return 0;
   char *code = malloc(size + 1);
   memcpy(code, data, size);

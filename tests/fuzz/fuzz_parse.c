@@ -13,6 +13,7 @@
 #include "syslab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  sl_init();
   char *code = malloc(size + 1);
   memcpy(code, data, size);
   code[size] = '\0';

@@ -19,6 +19,7 @@ void check_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 void check_run(const char *name, void (*fn)(void)) {
+  sl_init();   /* the engine's domains, as every program registers them at start */
   check_failures_in_test = 0;
   fn();
   if (check_failures_in_test) {

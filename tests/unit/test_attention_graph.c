@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "graph/model.h"
+#include "graph/passes.h"
 #include "graph/train.h"
 #include "syslab.h"
 

@@ -1,4 +1,4 @@
-/* test_elementwise.c - the vectorised elementwise passes of graph/exec.c
+/* test_elementwise.c - the vectorised elementwise passes (kernels/activation.c, graph/ops_core.c)
 ** against their scalar references: GELU and its slope (eight at a time
 ** where the CPU has AVX2) give the scalar functions' numbers bit for bit and
 ** agree with erf and exp in binary64; dropout's mask (sixteen at a time with
@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "graph/model.h"
+#include "kernels/activation.h"
 #include "graph/train.h"
 
 enum { N = 200003 };   /* not a multiple of 8: the scalar tail runs too */
@@ -19,21 +20,21 @@ static void test_items_match_scalar_bit_for_bit(void) {
   float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy);
   float *acc = malloc(N * sizeof *acc), *set = malloc(N * sizeof *set);
   for (size_t i = 0; i < N; i++) x[i] = value(i), dy[i] = (float)sin((double)i), acc[i] = 0.5f;
-  slM_gelu_items(x, y, 0, N);
-  slM_gelu_grad_items(x, dy, acc, 0, N, 1);
-  slM_gelu_grad_items(x, dy, set, 3, N, 0);   /* an unaligned start */
+  slK_gelu_items(x, y, 0, N);
+  slK_gelu_grad_items(x, dy, acc, 0, N, 1);
+  slK_gelu_grad_items(x, dy, set, 3, N, 0);   /* an unaligned start */
   int bad = 0;
   for (size_t i = 0; i < N && bad < 5; i++) {
-    float g = dy[i] * slM_gelu_grad(x[i]);
-    if (memcmp(&y[i], &(float){slM_gelu(x[i])}, 4) != 0 || memcmp(&acc[i], &(float){0.5f + g}, 4) != 0 ||
+    float g = dy[i] * slK_gelu_grad(x[i]);
+    if (memcmp(&y[i], &(float){slK_gelu(x[i])}, 4) != 0 || memcmp(&acc[i], &(float){0.5f + g}, 4) != 0 ||
         (i >= 3 && memcmp(&set[i], &g, 4) != 0)) {
       check_fail(__FILE__, __LINE__, "item %zu (x = %.9g): %.9g %.9g against the scalar %.9g %.9g", i, x[i], y[i],
-                 acc[i], slM_gelu(x[i]), 0.5f + g);
+                 acc[i], slK_gelu(x[i]), 0.5f + g);
       bad++;
     }
   }
   float nan = NAN;
-  slM_gelu_items(&nan, y, 0, 1);
+  slK_gelu_items(&nan, y, 0, 1);
   CHECK(isnan(y[0]));
   free(x), free(y), free(dy), free(acc), free(set);
 }
@@ -44,7 +45,7 @@ static void test_against_binary64(void) {
     double v = value(i);
     double ref = 0.5 * v * (1 + erf(v / sqrt(2.0)));
     double ref_grad = 0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * M_PI);
-    double e = fabs(slM_gelu((float)v) - ref), eg = fabs(slM_gelu_grad((float)v) - ref_grad);
+    double e = fabs(slK_gelu((float)v) - ref), eg = fabs(slK_gelu_grad((float)v) - ref_grad);
     worst = e > worst ? e : worst;
     worst_grad = eg > worst_grad ? eg : worst_grad;
   }

@@ -587,7 +587,7 @@ static void test_gpu_versions(void) {
 /* `version` on a machine without NVIDIA's driver said "CUDA driver version
 ** is insufficient", as if an old driver were installed */
 static void test_gpu_description_names_what_is_missing(void) {
-  const char *d = sl_gpu_describe();
+  const char *d = slK_gpu_describe();
   CHECK(d && *d);
   if (slG_device_count() > 0) return;
   CHECK_CONTAINS(d, "no GPU");

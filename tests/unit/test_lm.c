@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "graph/fuse.h"
+#include "graph/passes.h"
 #include "graph/lm.h"
 #include "graph/memory.h"
+#include "systems/predict.h"
 #include "graph/precision.h"
-#include "graph/runner.h"
+#include "graph/product.h"
+#include "systems/runner.h"
 #include "graph/train.h"
 
 static slM_LmSpec tiny = {"", 11, 5, 8, 12, 2, 2};
@@ -43,9 +45,9 @@ static void test_builder_and_presets(void) {
   CHECK_EQ_INT(total, 11 * 8 + 2 * (4 * 64 + 3 * 8 * 12 + 16) + 8 + 8 * 11);
   CHECK(slM_verify(g, err, sizeof err) == 0);
   /* the small preset's parameter count, by the same formula as the prediction */
-  slM_MemPrediction p;
+  slL_Prediction p;
   slM_lm_preset("small", &s);
-  slM_mem_predict_lm(&s, 1, 128, SLM_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
+  slL_predict_lm(&s, 1, 128, SLL_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
   CHECK_NEAR(p.params / 4, 128.6e6, 0.1e6);  /* CS336's "small": about 128.6M with a 10,000 vocabulary */
   slM_graph_free(g);
 }

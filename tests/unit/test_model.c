@@ -8,6 +8,9 @@
 
 #include "check.h"
 #include "graph/model.h"
+#include "graph/ops.h"
+#include "graph/passes.h"
+#include "graph/precision.h"
 #include "graph/train.h"
 
 /* the loss of the graph on a fixed batch, with dropout's random numbers replayed */
@@ -322,7 +325,60 @@ static void test_memory_counter(void) {
   CHECK_EQ_INT(slM_mem_live(), before);
 }
 
+/* The operator table: every operator declared once, with both CPU kernels;
+** the names graphs, checkpoints and metadata show; and the records driving
+** verification (arity, parameters) and mixed precision. */
+static void test_operator_table(void) {
+  CHECK_STREQ(slM_ops_check(), "");
+  static const char *const names[SLM_NUM_OPS] = {
+      "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
+      "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul",
+      "cross_entropy", "output", "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask",
+      "cross_entropy", "linear_act", "add_layer_norm", "masked_softmax"};
+  for (int op = 0; op < SLM_NUM_OPS; op++) {
+    CHECK_STREQ(slM_op_name((slM_Op)op), names[op]);
+    CHECK(slM_op((slM_Op)op)->op == (slM_Op)op);
+    CHECK(slM_op((slM_Op)op)->impl[SLM_CUDA].forward == NULL);   /* filled when the GPU operators land */
+  }
+  CHECK(slM_op(OP_LINEAR)->flags & SLM_OP_PRODUCT);
+  CHECK(slM_op(OP_TOKEN_CE)->flags & SLM_OP_LOSS);
+  CHECK(!(slM_op(OP_SOFTMAX)->flags & SLM_OP_PRODUCT));
+
+  /* verification reads arity and parameters from the records */
+  char err[256];
+  slM_MlpSpec s = {16, 3, {8}, 1, OP_RELU, 0};
+  slM_Graph *g = slM_mlp(&s, 1, 1, err, sizeof err);
+  CHECK(g && slM_verify(g, err, sizeof err) == 0);
+  int fc = slM_find_node(g, "fc1");
+  slM_Param *w = g->nodes[fc].params[0];
+  g->nodes[fc].nparams = 0;
+  CHECK(slM_verify(g, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "fc1 lacks its parameters");
+  g->nodes[fc].params[0] = w, g->nodes[fc].nparams = 2;
+  int relu = slM_find_node(g, "relu_1");
+  g->nodes[relu].ninputs = 2, g->nodes[relu].inputs[1] = 0;
+  CHECK(slM_verify(g, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "relu_1 (relu) has 2 inputs");
+  g->nodes[relu].ninputs = 1;
+  CHECK(slM_verify(g, err, sizeof err) == 0);
+  /* FLOPs and bytes from the shape rule: fc1 is 16 -> 8 with a bias */
+  CHECK_NEAR(g->nodes[fc].flops, 2.0 * 16 * 8, 0);
+  CHECK_NEAR(g->nodes[fc].bytes, 4.0 * (16 + 8 + 16 * 8 + 8), 0);
+
+  /* mixed precision: the product low, the activation the widest of its input, the loss float32 */
+  g->precision = SLM_BF16;
+  int *dt = malloc((size_t)g->n * sizeof *dt);
+  slM_dtypes(g, dt);
+  CHECK_EQ_INT(dt[fc], SLM_BF16);
+  CHECK_EQ_INT(dt[relu], SLM_BF16);
+  CHECK_EQ_INT(dt[slM_find_node(g, "labels")], SLM_INT64);
+  CHECK_EQ_INT(dt[slM_find_node(g, "loss")], SLM_FP32);
+  free(dt);
+  slM_graph_free(g);
+}
+
 int main(void) {
+  RUN(test_operator_table);
   RUN(test_memory_counter);
   RUN(test_mlp_gradients_each_activation);
   RUN(test_transformer_gradients);

@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "graph/fuse.h"
+#include "graph/passes.h"
 #include "graph/lm.h"
 #include "graph/memory.h"
+#include "systems/predict.h"
 #include "graph/plan.h"
-#include "graph/runner.h"
+#include "systems/runner.h"
 #include "graph/train.h"
 
 static void test_placement(void) {
@@ -81,8 +82,8 @@ static slM_Graph *lm(void) {
 }
 
 /* one inference step of each graph; the logits (and the loss) equal bit for bit */
-static int same_step(slM_Graph *planned, slM_Graph *plain, slM_Batch *b) {
-  double lp = slM_run_step(planned, b, 0, NULL, 0), lu = slM_run_step(plain, b, 0, NULL, 0);
+static int same_step(slM_Graph *planned, slM_Graph *plain, slL_Batch *b) {
+  double lp = slL_run_step(planned, b, 0, NULL, 0), lu = slL_run_step(plain, b, 0, NULL, 0);
   const slM_Tensor *x = planned->nodes[slM_logits_node(planned)].out, *y = plain->nodes[slM_logits_node(plain)].out;
   int same = x && y && x->size == y->size && memcmp(x->data, y->data, x->size * sizeof(float)) == 0;
   return same && (lp == lu || (isnan(lp) && isnan(lu)));
@@ -95,10 +96,10 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   CHECK_MSG(slM_fuse(planned, attention, &c, err, sizeof err) == 0, "%s", err);
   slM_Graph *plain = slM_graph_copy(planned, 0);   /* the same fused graph, each output its own buffer */
   plain->plan = 0;
-  slM_Batch b, b2;
-  slM_batch_init(&b, model, batch, T, 11);
-  slM_batch_init(&b2, model, batch + 3, T, 12);
-  slM_run_step(plain, &b, 0, NULL, 0);
+  slL_Batch b, b2;
+  slL_batch_init(&b, model, batch, T, 11);
+  slL_batch_init(&b2, model, batch + 3, T, 12);
+  slL_run_step(plain, &b, 0, NULL, 0);
 
   /* the first call records and frees each output after its last use (the peak before the arena) */
   slM_mem_reset();
@@ -159,7 +160,7 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   CHECK_EQ_INT(pi.plans, 3);
 
   /* a training step gives the arena back and matches the plain graph's; inference after it plans no more */
-  double tp = slM_run_step(planned, &b, 1, NULL, 0), tu = slM_run_step(plain, &b, 1, NULL, 0);
+  double tp = slL_run_step(planned, &b, 1, NULL, 0), tu = slL_run_step(plain, &b, 1, NULL, 0);
   CHECK(tp == tu);
   slM_plan_info(planned, &pi);
   CHECK(pi.arena_bytes == 0);
@@ -173,8 +174,8 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   slM_plan_info(planned, &pi);
   CHECK(pi.arena_bytes == 0 && pi.kept_bytes == 0);
   CHECK(slM_mem_live() < live_before);
-  slM_batch_free(&b);
-  slM_batch_free(&b2);
+  slL_batch_free(&b);
+  slL_batch_free(&b2);
   slM_graph_free(plain);
   slM_graph_free(planned);
 }
@@ -203,13 +204,13 @@ static void check_training(slM_Graph *model, const char *what, int batch, int T,
   slM_Graph *plain = slM_graph_copy(planned, 1);   /* own parameters, the same values */
   plain->plan = 0;
   slM_TrainConfig opt = {1, batch, 1e-2, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
-  slM_Batch b, b2;
-  slM_batch_init(&b, model, batch, T, 21);
-  slM_batch_init(&b2, model, batch + 2, T, 22);
+  slL_Batch b, b2;
+  slL_batch_init(&b, model, batch, T, 21);
+  slL_batch_init(&b2, model, batch + 2, T, 22);
   slM_PlanInfo pi;
   int same = 1;
   for (int step = 0; step < 4; step++) {
-    double lp = slM_run_step(planned, &b, 1, &opt, step), lu = slM_run_step(plain, &b, 1, &opt, step);
+    double lp = slL_run_step(planned, &b, 1, &opt, step), lu = slL_run_step(plain, &b, 1, &opt, step);
     same &= lp == lu && same_grads(planned, plain);
     slM_plan_info(planned, &pi);
     CHECK(step == 0 ? pi.arena_bytes == 0 : pi.arena_bytes == pi.placed_bytes && pi.plans == 1);
@@ -219,13 +220,13 @@ static void check_training(slM_Graph *model, const char *what, int batch, int T,
   slM_mem_reset();
   size_t base = slM_mem_live();
   slM_mem_record(1);
-  slM_run_step(planned, &b, 1, &opt, 4);
+  slL_run_step(planned, &b, 1, &opt, 4);
   size_t nalloc;
   slM_mem_allocations(&nalloc);
   slM_mem_record(0);
   CHECK_EQ_INT((int)nalloc, 1);
   CHECK(slM_mem_total_peak() - base <= 4 * (size_t)batch * 64);
-  slM_run_step(plain, &b, 1, &opt, 4);
+  slL_run_step(plain, &b, 1, &opt, 4);
   CHECK(same_grads(planned, plain));
   slM_PlanInfo ui;
   slM_plan_info(plain, &ui);
@@ -240,13 +241,13 @@ static void check_training(slM_Graph *model, const char *what, int batch, int T,
   CHECK(same_step(planned, plain, &b));
   same = 1;
   for (int step = 5; step < 8; step++) {
-    slM_Batch *x = step == 6 ? &b : &b2;
-    double lp = slM_run_step(planned, x, 1, &opt, step), lu = slM_run_step(plain, x, 1, &opt, step);
+    slL_Batch *x = step == 6 ? &b : &b2;
+    double lp = slL_run_step(planned, x, 1, &opt, step), lu = slL_run_step(plain, x, 1, &opt, step);
     same &= lp == lu && same_grads(planned, plain);
   }
   CHECK_MSG(same, "%s: planned training differs after inference and another batch", what);
-  slM_batch_free(&b);
-  slM_batch_free(&b2);
+  slL_batch_free(&b);
+  slL_batch_free(&b2);
   slM_graph_free(plain);
   slM_graph_free(planned);
 }
@@ -282,14 +283,14 @@ static void test_free_with_arena(void) {
   slM_FuseCounts c;
   size_t before = slM_mem_live();
   CHECK(slM_fuse(m, 0, &c, err, sizeof err) == 0);
-  slM_Batch b;
-  slM_batch_init(&b, m, 4, 0, 1);
-  for (int i = 0; i < 3; i++) slM_run_step(m, &b, 0, NULL, 0);
+  slL_Batch b;
+  slL_batch_init(&b, m, 4, 0, 1);
+  for (int i = 0; i < 3; i++) slL_run_step(m, &b, 0, NULL, 0);
   slM_PlanInfo pi;
   slM_plan_info(m, &pi);
   CHECK(pi.arena_bytes > 0);
   slM_graph_free(m);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   CHECK(slM_mem_live() < before);   /* its parameters went too */
 }
 

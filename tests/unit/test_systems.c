@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "check.h"
-#include "graph/fuse.h"
+#include "graph/passes.h"
 #include "graph/lm.h"
 #include "graph/memory.h"
+#include "systems/predict.h"
 #include "graph/precision.h"
+#include "graph/product.h"
 #include "graph/profile.h"
-#include "graph/runner.h"
+#include "systems/runner.h"
 #include "graph/train.h"
 
 static slM_Graph *mlp(void) {
@@ -38,20 +40,20 @@ static slM_Graph *lm(int precision) {
 ** second has the optimizer state), and over a forward pass of a fresh model */
 static void check_prediction(slM_Graph *g, const char *what, int batch, int T) {
   slM_TrainConfig c = {1, batch, 1e-3, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
-  slM_Batch b;
-  slM_batch_init(&b, g, batch, T, 4);
-  slM_MemPrediction fwd, train, spec;
-  slM_mem_predict_graph(g, batch, T, SLM_RUN_FORWARD, SLM_ADAMW, &fwd);
-  slM_mem_predict_graph(g, batch, T, SLM_RUN_TRAIN, SLM_ADAMW, &train);
-  slM_precision_release();
+  slL_Batch b;
+  slL_batch_init(&b, g, batch, T, 4);
+  slL_Prediction fwd, train, spec;
+  slL_predict_graph(g, batch, T, SLL_RUN_FORWARD, SLM_ADAMW, &fwd);
+  slL_predict_graph(g, batch, T, SLL_RUN_TRAIN, SLM_ADAMW, &train);
+  slM_product_release();
   /* other tests' tensors are freed: what is live now is this model's parameters, counted apart */
   size_t trainable, total;
   slM_param_counts(g, &trainable, &total);
   size_t base = slM_mem_live() - 4 * total;
-  size_t measured_fwd = slM_measure_peak(g, &b, 0, NULL, 1) - base;
+  size_t measured_fwd = slL_measure_peak(g, &b, 0, NULL, 1) - base;
   slM_release_activations(g);
-  slM_precision_release();
-  size_t measured_train = slM_measure_peak(g, &b, 1, &c, 2) - base;
+  slM_product_release();
+  size_t measured_train = slL_measure_peak(g, &b, 1, &c, 2) - base;
   printf("  %s: forward predicted %.0f measured %zu; training predicted %.0f measured %zu\n", what, fwd.peak,
          measured_fwd, train.peak, measured_train);
   CHECK_MSG(fabs(fwd.peak - (double)measured_fwd) <= 0.10 * (double)measured_fwd, "%s forward", what);
@@ -59,16 +61,16 @@ static void check_prediction(slM_Graph *g, const char *what, int batch, int T) {
   if (strcmp(g->family, "lm") == 0) {   /* the configuration-only formula agrees with the graph walk */
     slM_LmSpec s;
     slM_lm_spec_of(g, &s);
-    slM_mem_predict_lm(&s, batch, T, SLM_RUN_TRAIN, SLM_ADAMW, g->precision, &spec);
+    slL_predict_lm(&s, batch, T, SLL_RUN_TRAIN, SLM_ADAMW, g->precision, &spec);
     CHECK_NEAR(spec.peak, train.peak, 1e-6 * train.peak);
     CHECK_NEAR(spec.activations, train.activations, 1);
   }
   size_t by[SLM_MEM_NCAT];
   slM_mem_live_by(by);
   CHECK(by[SLM_MEM_OPTIM] > 0 && by[SLM_MEM_GRAD] > 0 && by[SLM_MEM_ACT] > 0 && by[SLM_MEM_PARAM] > 0);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   slM_graph_free(g);
-  slM_precision_release();
+  slM_product_release();
 }
 
 static void test_memory_prediction(void) {
@@ -80,29 +82,29 @@ static void test_memory_prediction(void) {
 
 static void test_budget_and_refusal(void) {
   char err[256], msg[512];
-  CHECK_NEAR(slM_mem_budget("80GB", err, sizeof err), 80e9, 1);
-  CHECK_NEAR(slM_mem_budget("512 MiB", err, sizeof err), 512.0 * 1048576, 1);
-  CHECK(slM_mem_budget("", err, sizeof err) > 1e6);   /* MemAvailable */
-  CHECK(slM_mem_budget("lots", err, sizeof err) == 0);
+  CHECK_NEAR(slL_budget("80GB", err, sizeof err), 80e9, 1);
+  CHECK_NEAR(slL_budget("512 MiB", err, sizeof err), 512.0 * 1048576, 1);
+  CHECK(slL_budget("", err, sizeof err) > 1e6);   /* MemAvailable */
+  CHECK(slL_budget("lots", err, sizeof err) == 0);
   CHECK_CONTAINS(err, "GiB");
   slM_LmSpec s;
   slM_lm_preset("2.7B", &s);
-  slM_MemPrediction p;
-  slM_mem_predict_lm(&s, 4, 256, SLM_RUN_TRAIN, SLM_ADAMW, SLM_FP32, &p);
+  slL_Prediction p;
+  slL_predict_lm(&s, 4, 256, SLL_RUN_TRAIN, SLM_ADAMW, SLM_FP32, &p);
   /* parameters, gradients and two Adam moments: 16 bytes per parameter */
   CHECK(p.params > 10e9 && p.optim == 2 * p.params && p.peak > 4 * p.params);
-  slM_mem_refusal(&p, 24e9, msg, sizeof msg);
+  slL_refusal(&p, 24e9, msg, sizeof msg);
   CHECK_CONTAINS(msg, "OOM: predicted peak");
   CHECK_CONTAINS(msg, "budget of 24.00 GB");
 }
 
 static void test_tags_and_timeline(void) {
   slM_Graph *g = lm(SLM_FP32);
-  slM_Batch b;
-  slM_batch_init(&b, g, 2, 12, 1);
+  slL_Batch b;
+  slL_batch_init(&b, g, 2, 12, 1);
   slM_mem_record(1);
   slM_mem_reset();
-  slM_run_step(g, &b, 1, NULL, 0);
+  slL_run_step(g, &b, 1, NULL, 0);
   size_t n, na;
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
@@ -119,7 +121,7 @@ static void test_tags_and_timeline(void) {
     if (!ev[i].backward && ev[i].live > max_fwd) max_fwd = ev[i].live;
   CHECK(ev[n - 1].live > max_fwd);   /* backward adds the gradients on top */
   slM_mem_record(0);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   slM_graph_free(g);
 }
 
@@ -131,12 +133,12 @@ static void test_accumulation_and_rounding(void) {
   CHECK_STREQ(buf[0], "10.0001");
   CHECK_STREQ(buf[1], "9.9531");
   CHECK_STREQ(buf[2], "10.0021");
-  CHECK(slM_round_bf16(1.0f) == 1.0f);
-  CHECK(slM_round_bf16(1.00390625f) == 1.0f);        /* halfway: ties to even */
-  CHECK(slM_round_bf16(1.01171875f) == 1.015625f);   /* halfway: ties to even, up */
-  CHECK(slM_round_fp16(65520.0f) == INFINITY);
-  CHECK(slM_round_fp16(0.1f) == 0.0999755859375f);
-  CHECK(isnan(slM_round_bf16(NAN)));
+  CHECK(slK_round_bf16(1.0f) == 1.0f);
+  CHECK(slK_round_bf16(1.00390625f) == 1.0f);        /* halfway: ties to even */
+  CHECK(slK_round_bf16(1.01171875f) == 1.015625f);   /* halfway: ties to even, up */
+  CHECK(slK_round_fp16(65520.0f) == INFINITY);
+  CHECK(slK_round_fp16(0.1f) == 0.0999755859375f);
+  CHECK(isnan(slK_round_bf16(NAN)));
 }
 
 static void test_dtype_table(void) {
@@ -161,19 +163,19 @@ static void test_dtype_table(void) {
   CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "loss")]), "float32");
   CHECK_STREQ(slM_dtype_name(dt[slM_find_node(g, "layers_0_attn_residual")]), "float32");
   /* a bf16 run stores bf16 values in its products and trains within a stated tolerance of fp32 */
-  slM_Batch b;
-  slM_batch_init(&b, g, 2, 12, 3);
-  double l16 = slM_run_step(g, &b, 1, NULL, 0);
+  slL_Batch b;
+  slL_batch_init(&b, g, 2, 12, 3);
+  double l16 = slL_run_step(g, &b, 1, NULL, 0);
   slM_Tensor *q = g->nodes[slM_find_node(g, "layers_0_attn_q_proj")].out;
-  for (size_t i = 0; i < q->size; i++) CHECK(slM_round_bf16(q->data[i]) == q->data[i]);
+  for (size_t i = 0; i < q->size; i++) CHECK(slK_round_bf16(q->data[i]) == q->data[i]);
   g->precision = SLM_FP32;
-  double l32 = slM_run_step(g, &b, 1, NULL, 0);
+  double l32 = slL_run_step(g, &b, 1, NULL, 0);
   CHECK(l16 != l32);
   CHECK_NEAR(l16, l32, 0.02 * l32);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   free(dt);
   slM_graph_free(g);
-  slM_precision_release();
+  slM_product_release();
 }
 
 /* eager and fused: the same numbers bit for bit, forward and every gradient */
@@ -185,9 +187,9 @@ static void check_fused(slM_Graph *eager, const char *what, int batch, int T, in
   CHECK_MSG(c.linear_act + c.add_norm + c.masked_softmax == expect, "%s: %d fusions", what,
             c.linear_act + c.add_norm + c.masked_softmax);
   CHECK(fused->n < eager->n);
-  slM_Batch b;
-  slM_batch_init(&b, eager, batch, T, 5);
-  double le = slM_run_step(eager, &b, 1, NULL, 0), lf = slM_run_step(fused, &b, 1, NULL, 0);
+  slL_Batch b;
+  slL_batch_init(&b, eager, batch, T, 5);
+  double le = slL_run_step(eager, &b, 1, NULL, 0), lf = slL_run_step(fused, &b, 1, NULL, 0);
   CHECK_MSG(le == lf, "%s: loss %.9g vs %.9g", what, le, lf);
   int lo_e = slM_logits_node(eager), lo_f = slM_logits_node(fused);
   CHECK(memcmp(eager->nodes[lo_e].out->data, fused->nodes[lo_f].out->data,
@@ -214,16 +216,16 @@ static void check_fused(slM_Graph *eager, const char *what, int batch, int T, in
   slM_release_activations(fused);
   slM_mem_reset();
   size_t base = slM_mem_live();
-  slM_run_step(eager, &b, 0, NULL, 0);
+  slL_run_step(eager, &b, 0, NULL, 0);
   size_t peak_e = slM_mem_total_peak() - base;
   slM_release_activations(eager);
   slM_mem_reset();
   base = slM_mem_live();
-  slM_run_step(fused, &b, 0, NULL, 0);
+  slL_run_step(fused, &b, 0, NULL, 0);
   size_t peak_f = slM_mem_total_peak() - base;
   printf("  %s: %d fused nodes; inference peak eager %zu B, fused and planned %zu B\n", what, expect, peak_e, peak_f);
   CHECK(peak_f < peak_e);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   slM_graph_free(fused);
   slM_graph_free(eager);
 }
@@ -243,9 +245,9 @@ static void check_fused_attention(slM_Graph *eager, const char *what, int batch,
   CHECK_MSG(slM_fuse(fused, 1, &c, err, sizeof err) == 0, "%s", err);
   CHECK_EQ_INT(c.attention, blocks);
   for (int i = 0; i < fused->n; i++) CHECK(fused->nodes[i].op != OP_SCORES && fused->nodes[i].op != OP_SOFTMAX);
-  slM_Batch b;
-  slM_batch_init(&b, eager, batch, T, 6);
-  double le = slM_run_step(eager, &b, 1, NULL, 0), lf = slM_run_step(fused, &b, 1, NULL, 0);
+  slL_Batch b;
+  slL_batch_init(&b, eager, batch, T, 6);
+  double le = slL_run_step(eager, &b, 1, NULL, 0), lf = slL_run_step(fused, &b, 1, NULL, 0);
   CHECK_NEAR(lf, le, 1e-4 * fabs(le));
   double worst = 0;
   for (int i = 0; i < eager->n; i++)
@@ -267,20 +269,20 @@ static void check_fused_attention(slM_Graph *eager, const char *what, int batch,
          worst);
   CHECK(worst <= 1);   /* every gradient within 1e-4 of its parameter's largest entry, plus 1e-7 */
   /* the prediction follows the fused graph: logsumexp rows instead of T x T tensors */
-  slM_MemPrediction pe, pf;
-  slM_mem_predict_graph(eager, batch, T, SLM_RUN_TRAIN, -1, &pe);
-  slM_mem_predict_graph(fused, batch, T, SLM_RUN_TRAIN, -1, &pf);
+  slL_Prediction pe, pf;
+  slL_predict_graph(eager, batch, T, SLL_RUN_TRAIN, -1, &pe);
+  slL_predict_graph(fused, batch, T, SLL_RUN_TRAIN, -1, &pf);
   CHECK(pf.peak < pe.peak && pf.scores == 0);
   slM_release_activations(fused);
   slM_mem_reset();
   size_t trainable, total;
   slM_param_counts(fused, &trainable, &total);
   size_t base = slM_mem_live() - 8 * total;   /* parameters and their gradients (shared names, own copies) */
-  slM_run_step(fused, &b, 1, NULL, 0);
+  slL_run_step(fused, &b, 1, NULL, 0);
   size_t measured = slM_mem_total_peak() - base;
   CHECK_MSG(fabs(pf.peak - (double)measured) <= 0.1 * (double)measured, "%s: predicted %.0f measured %zu", what, pf.peak,
             measured);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   slM_graph_free(fused);
   slM_graph_free(eager);
 }
@@ -292,10 +294,10 @@ static void test_fused_attention(void) {
 
 static void test_profile(void) {
   slM_Graph *g = lm(SLM_FP32);
-  slM_Batch b;
-  slM_batch_init(&b, g, 2, 12, 1);
+  slL_Batch b;
+  slL_batch_init(&b, g, 2, 12, 1);
   slM_Profile *p = slM_profile_attach(g);
-  slM_run_step(g, &b, 1, NULL, 0);
+  slL_run_step(g, &b, 1, NULL, 0);
   slM_profile_detach(g);
   double fwd = 0, bwd = 0;
   for (int i = 0; i < p->n; i++) fwd += p->forward[i], bwd += p->backward[i];
@@ -303,7 +305,7 @@ static void test_profile(void) {
   CHECK(p->forward[slM_find_node(g, "lm_head")] > 0);
   CHECK(p->backward[slM_find_node(g, "tokens")] == 0);
   slM_profile_free(p);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   slM_graph_free(g);
 }
 

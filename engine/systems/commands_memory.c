@@ -5,19 +5,22 @@
 ** step (categories, largest allocations, timeline), attention's memory
 ** accounting and the attention benchmark (CS336 assignment 2).
 **
-** commands_lm.c registers them with the language-model, precision and
-** fusion commands and holds the argument helpers both files use
-** (commands_lm.h). Every command that would run a step predicts its memory
-** first and refuses, with the figures, what would not fit in the budget.
+** commands.c registers them with the language-model, precision and
+** fusion commands; the argument helpers both files use are in args.c.
+** Every command that would run a step predicts its memory first and
+** refuses, with the figures, what would not fit in the budget.
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands_lm.h"
-#include "precision.h"
-#include "profile.h"
+#include "args.h"
+#include "commands_memory.h"
+#include "graph/ops.h"
+#include "graph/precision.h"
+#include "graph/product.h"
+#include "graph/profile.h"
 #include "runner.h"
 
 /* --------------------------------------------------------------- profile */
@@ -25,7 +28,7 @@
 static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, const slM_Profile *tr) {
   const char *cols[] = {"op", "nodes", "inference_ms", "train_forward_ms", "train_backward_ms", "train_share",
                         "flop_share", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   double total = 0, flops = 0;
   for (int i = 0; i < g->n; i++) total += tr->forward[i] + tr->backward[i], flops += g->nodes[i].flops;
   for (int i = 0; i < g->n; i++) {
@@ -34,7 +37,7 @@ static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, co
     while (r < t->nrows && strcmp(sl_str(slT_get(t, r, 0)), op) != 0) r++;
     if (r == t->nrows) {
       slT_add_row(t);
-      slM_sys_sets(t, r, "op", op);
+      slL_sets(t, r, "op", op);
       for (int c = 1; c < 7; c++) slT_set(t, r, (size_t)c, sl_number(0));
     }
     double add[6] = {1, 1e3 * inf->forward[i] / inf->steps, 1e3 * tr->forward[i] / tr->steps,
@@ -48,14 +51,14 @@ static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, co
 
 static slT_Table *profile_by_node(const slM_Graph *g, const slM_Profile *tr) {
   const char *cols[] = {"node", "op", "forward_ms", "backward_ms", "gflop", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int i = 0; i < g->n; i++) {
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "node", g->nodes[i].name);
-    slM_sys_sets(t, r, "op", slM_op_name(g->nodes[i].op));
-    slM_sys_setn(t, r, "forward_ms", 1e3 * tr->forward[i] / tr->steps);
-    slM_sys_setn(t, r, "backward_ms", 1e3 * tr->backward[i] / tr->steps);
-    slM_sys_setn(t, r, "gflop", g->nodes[i].flops / 1e9);
+    slL_sets(t, r, "node", g->nodes[i].name);
+    slL_sets(t, r, "op", slM_op_name(g->nodes[i].op));
+    slL_setn(t, r, "forward_ms", 1e3 * tr->forward[i] / tr->steps);
+    slL_setn(t, r, "backward_ms", 1e3 * tr->backward[i] / tr->steps);
+    slL_setn(t, r, "gflop", g->nodes[i].flops / 1e9);
   }
   slT_mark_timing(t, 2);
   slT_mark_timing(t, 3);
@@ -64,19 +67,19 @@ static slT_Table *profile_by_node(const slM_Graph *g, const slM_Profile *tr) {
 
 static slT_Table *profile_gemm(const slM_Graph *g, const slM_Profile *inf, const slM_Profile *tr) {
   const char *cols[] = {"run", "gemm_ms", "other_ms", "gemm_share", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int k = 0; k < 3; k++) {
     double gemm = 0, other = 0;
     for (int i = 0; i < g->n; i++) {
       double v = k == 0 ? inf->forward[i] / inf->steps : k == 1 ? tr->forward[i] / tr->steps : tr->backward[i] / tr->steps;
-      if (slM_op_is_gemm(g->nodes[i].op)) gemm += v;
+      if (slM_op(g->nodes[i].op)->flags & SLM_OP_PRODUCT) gemm += v;
       else other += v;
     }
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "run", k == 0 ? "inference" : k == 1 ? "training forward" : "training backward");
-    slM_sys_setn(t, r, "gemm_ms", gemm * 1e3);
-    slM_sys_setn(t, r, "other_ms", other * 1e3);
-    slM_sys_setn(t, r, "gemm_share", gemm + other > 0 ? gemm / (gemm + other) : 0);
+    slL_sets(t, r, "run", k == 0 ? "inference" : k == 1 ? "training forward" : "training backward");
+    slL_setn(t, r, "gemm_ms", gemm * 1e3);
+    slL_setn(t, r, "other_ms", other * 1e3);
+    slL_setn(t, r, "gemm_share", gemm + other > 0 ? gemm / (gemm + other) : 0);
   }
   slT_mark_timing(t, 1);
   slT_mark_timing(t, 2);
@@ -87,7 +90,7 @@ static slT_Table *profile_gemm(const slM_Graph *g, const slM_Profile *inf, const
 /* inside attention: the two products against the softmax (with its mask) */
 static slT_Table *profile_attention(const slM_Graph *g, const slM_Profile *inf) {
   const char *cols[] = {"part", "forward_ms", "time_share", "flop_share", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   const char *parts[4] = {"scores (q k^T)", "mask and softmax", "context (p v)", "fused attention"};
   double ms[4] = {0}, fl[4] = {0}, tms = 0, tfl = 0;
   for (int i = 0; i < g->n; i++) {
@@ -102,38 +105,38 @@ static slT_Table *profile_attention(const slM_Graph *g, const slM_Profile *inf) 
   for (int k = 0; k < 4 && tms > 0; k++) {
     if (k == 3 && ms[3] == 0) continue;
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "part", parts[k]);
-    slM_sys_setn(t, r, "forward_ms", ms[k] * 1e3);
-    slM_sys_setn(t, r, "time_share", ms[k] / tms);
-    slM_sys_setn(t, r, "flop_share", tfl > 0 ? fl[k] / tfl : 0);
+    slL_sets(t, r, "part", parts[k]);
+    slL_setn(t, r, "forward_ms", ms[k] * 1e3);
+    slL_setn(t, r, "time_share", ms[k] / tms);
+    slL_setn(t, r, "flop_share", tfl > 0 ? fl[k] / tfl : 0);
   }
   slT_mark_timing(t, 1);
   slT_mark_timing(t, 2);
   return t;
 }
 
-int slM_cmd_profile(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
+int slL_cmd_profile(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (slM_sys_batch_args(call, g, &batch, &T) != 0) return -1;
+  if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
-  slM_MemPrediction p;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_sys_predict(g, batch, T, SLM_RUN_TRAIN, -1, &p);
-  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
-  slM_Batch b;
-  slM_batch_init(&b, g, batch, T, 1);
-  slM_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
+  slL_Prediction p;
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_predict(g, batch, T, SLL_RUN_TRAIN, -1, &p);
+  if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
+  slL_Batch b;
+  slL_batch_init(&b, g, batch, T, 1);
+  slL_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
   slM_Profile *inf = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slM_run_step(g, &b, 0, NULL, 0);
+  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 0, NULL, 0);
   inf->steps = steps;
   slM_Profile *tr = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slM_run_step(g, &b, 1, NULL, 0);
+  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 1, NULL, 0);
   tr->steps = steps;
   slM_profile_detach(g);
   slM_release_activations(g);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   sl_Value rec = sl_record_new();
   sl_record_set(rec, "by_op", slT_value(profile_by_kind(g, inf, tr)));
   sl_record_set(rec, "by_node", slT_value(profile_by_node(g, tr)));
@@ -147,42 +150,42 @@ int slM_cmd_profile(sl_Call *call, sl_Value *result) {
 
 /* ---------------------------------------------------------------- memory */
 
-static void prediction_row(slT_Table *t, size_t r, const slM_MemPrediction *p, double budget) {
-  slM_sys_setn(t, r, "params_gb", p->params / 1e9);
-  slM_sys_setn(t, r, "grads_gb", p->grads / 1e9);
-  slM_sys_setn(t, r, "optimizer_gb", p->optim / 1e9);
-  slM_sys_setn(t, r, "activations_gb", p->activations / 1e9);
-  slM_sys_setn(t, r, "activation_grads_gb", p->act_grads / 1e9);
-  slM_sys_setn(t, r, "scratch_gb", p->scratch / 1e9);
-  slM_sys_setn(t, r, "peak_gb", p->peak / 1e9);
-  slM_sys_setn(t, r, "residual_stream_mb", p->residual / 1e6);
-  slM_sys_setn(t, r, "attention_scores_gb", p->scores / 1e9);
-  slM_sys_setn(t, r, "budget_gb", budget / 1e9);
-  slM_sys_sets(t, r, "status", p->peak <= budget ? "OK" : "OOM");
+static void prediction_row(slT_Table *t, size_t r, const slL_Prediction *p, double budget) {
+  slL_setn(t, r, "params_gb", p->params / 1e9);
+  slL_setn(t, r, "grads_gb", p->grads / 1e9);
+  slL_setn(t, r, "optimizer_gb", p->optim / 1e9);
+  slL_setn(t, r, "activations_gb", p->activations / 1e9);
+  slL_setn(t, r, "activation_grads_gb", p->act_grads / 1e9);
+  slL_setn(t, r, "scratch_gb", p->scratch / 1e9);
+  slL_setn(t, r, "peak_gb", p->peak / 1e9);
+  slL_setn(t, r, "residual_stream_mb", p->residual / 1e6);
+  slL_setn(t, r, "attention_scores_gb", p->scores / 1e9);
+  slL_setn(t, r, "budget_gb", budget / 1e9);
+  slL_sets(t, r, "status", p->peak <= budget ? "OK" : "OOM");
 }
 
-int slM_cmd_memory_predict(sl_Call *call, sl_Value *result) {
+int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
   slM_LmSpec specs[8];
   int contexts[16];
-  int np = slM_sys_preset_list(call, specs, 8), nc = slM_sys_list_ints(call, "contexts", contexts, 16, 1, 1 << 20);
+  int np = slL_preset_list(call, specs, 8), nc = slL_list_ints(call, "contexts", contexts, 16, 1, 1 << 20);
   if (np < 0 || nc < 0) return -1;
   int batch = (int)sl_arg_number(call, "batch"), run = strcmp(sl_arg_string(call, "run"), "train") == 0;
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  if (slL_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "run", "precision", "params_gb", "grads_gb", "optimizer_gb",
                         "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "residual_stream_mb",
                         "attention_scores_gb", "budget_gb", "status", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int p = 0; p < np; p++)
     for (int c = 0; c < nc; c++) {
-      slM_MemPrediction m;
-      slM_mem_predict_lm(&specs[p], batch, contexts[c], run, slM_sys_optimizer_arg(call), slM_sys_precision_arg(call), &m);
+      slL_Prediction m;
+      slL_predict_lm(&specs[p], batch, contexts[c], run, slL_optimizer_arg(call), slL_precision_arg(call), &m);
       size_t r = slT_add_row(t);
-      slM_sys_sets(t, r, "config", specs[p].name);
-      slM_sys_setn(t, r, "context", contexts[c]);
-      slM_sys_sets(t, r, "run", slM_sys_runs[run]);
-      slM_sys_sets(t, r, "precision", sl_arg_string(call, "precision"));
+      slL_sets(t, r, "config", specs[p].name);
+      slL_setn(t, r, "context", contexts[c]);
+      slL_sets(t, r, "run", slL_runs[run]);
+      slL_sets(t, r, "precision", sl_arg_string(call, "precision"));
       prediction_row(t, r, &m, budget);
     }
   *result = slT_value(t);
@@ -190,26 +193,26 @@ int slM_cmd_memory_predict(sl_Call *call, sl_Value *result) {
 }
 
 /* predicted against measured, for a model that fits */
-int slM_cmd_memory_check(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
+int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T;
-  if (slM_sys_batch_args(call, g, &batch, &T) != 0) return -1;
+  if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  if (slL_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"run", "predicted_mb", "measured_mb", "ratio", NULL};
-  slT_Table *t = slM_sys_table(cols);
-  slM_TrainConfig c = {1, batch, 1e-3, 0.9, 0, slM_sys_optimizer_arg(call) == SLM_SGD ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0, 0};
+  slT_Table *t = slL_table(cols);
+  slM_TrainConfig c = {1, batch, 1e-3, 0.9, 0, slL_optimizer_arg(call) == SLM_SGD ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0, 0};
   for (int run = 0; run < 2; run++) {
-    slM_MemPrediction p;
-    slM_sys_predict(g, batch, T, run, run ? c.optimizer : SLM_ADAMW, &p);
-    if (slM_sys_refuse_if_over(call, &p, budget) != 0) {
+    slL_Prediction p;
+    slL_predict(g, batch, T, run, run ? c.optimizer : SLM_ADAMW, &p);
+    if (slL_refuse_if_over(call, &p, budget) != 0) {
       slT_free(t);
       return -1;
     }
-    slM_Batch b;
-    slM_batch_init(&b, g, batch, T, 1);
+    slL_Batch b;
+    slL_batch_init(&b, g, batch, T, 1);
     slM_release_activations(g);
-    slM_precision_release();
+    slM_product_release();
     size_t trainable, total;
     slM_param_counts(g, &trainable, &total);
     /* the live bytes beyond this model's parameters and optimizer state belong to other objects */
@@ -220,62 +223,62 @@ int slM_cmd_memory_check(sl_Call *call, sl_Value *result) {
         own += (q->grad ? q->grad->size : 0) + (q->m ? q->m->size : 0) + (q->v ? q->v->size : 0);
       }
     size_t base = live - 4 * (total + own);
-    size_t peak = slM_measure_peak(g, &b, run, run ? &c : NULL, run ? 2 : 1) - base;
+    size_t peak = slL_measure_peak(g, &b, run, run ? &c : NULL, run ? 2 : 1) - base;
     if (run == 0) peak -= 4 * own;   /* forward alone: gradients of an earlier training are not its own */
-    slM_batch_free(&b);
+    slL_batch_free(&b);
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "run", run ? "train (AdamW step)" : "forward");
-    slM_sys_setn(t, r, "predicted_mb", p.peak / 1e6);
-    slM_sys_setn(t, r, "measured_mb", (double)peak / 1e6);
-    slM_sys_setn(t, r, "ratio", p.peak / (double)peak);
+    slL_sets(t, r, "run", run ? "train (AdamW step)" : "forward");
+    slL_setn(t, r, "predicted_mb", p.peak / 1e6);
+    slL_setn(t, r, "measured_mb", (double)peak / 1e6);
+    slL_setn(t, r, "ratio", p.peak / (double)peak);
   }
   slM_release_activations(g);
-  slM_precision_release();
+  slM_product_release();
   *result = slT_value(t);
   return 0;
 }
 
-int slM_cmd_memory_profile(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
+int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T, train = strcmp(sl_arg_string(call, "run"), "train") == 0, top = (int)sl_arg_number(call, "top");
-  if (slM_sys_batch_args(call, g, &batch, &T) != 0) return -1;
+  if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
-  slM_MemPrediction p;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_sys_predict(g, batch, T, train, -1, &p);
-  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
-  slM_Batch b;
-  slM_batch_init(&b, g, batch, T, 1);
+  slL_Prediction p;
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_predict(g, batch, T, train, -1, &p);
+  if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
+  slL_Batch b;
+  slL_batch_init(&b, g, batch, T, 1);
   slM_release_activations(g);
   slM_mem_record(1);
   slM_mem_reset();
-  slM_run_step(g, &b, train, NULL, 0);
+  slL_run_step(g, &b, train, NULL, 0);
   size_t n, na, peak[SLM_MEM_NCAT];
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
   slM_mem_peak_by(peak);
   double grads, optim;   /* held from earlier steps: live through this one too */
-  slM_sys_state_bytes(g, &grads, &optim);
+  slL_state_bytes(g, &grads, &optim);
   double predicted = p.peak + optim + (train ? 0 : grads);
   const char *ccols[] = {"category", "mb_at_peak", NULL};
-  slT_Table *cat = slM_sys_table(ccols);
+  slT_Table *cat = slL_table(ccols);
   for (int c = 0; c < SLM_MEM_NCAT; c++) {
     size_t r = slT_add_row(cat);
-    slM_sys_sets(cat, r, "category", slM_mem_category_names[c]);
-    slM_sys_setn(cat, r, "mb_at_peak", (double)peak[c] / 1e6);
+    slL_sets(cat, r, "category", slM_mem_category_names[c]);
+    slL_setn(cat, r, "mb_at_peak", (double)peak[c] / 1e6);
   }
   const char *tcols[] = {"index", "phase", "node", "live_mb", NULL};
-  slT_Table *tl = slM_sys_table(tcols);
+  slT_Table *tl = slL_table(tcols);
   for (size_t i = 0; i < n; i++) {
     size_t r = slT_add_row(tl);
-    slM_sys_setn(tl, r, "index", (double)i);
-    slM_sys_sets(tl, r, "phase", ev[i].backward ? "backward" : "forward");
-    slM_sys_sets(tl, r, "node", ev[i].node >= 0 && ev[i].node < g->n ? g->nodes[ev[i].node].name : "");
-    slM_sys_setn(tl, r, "live_mb", (double)ev[i].live / 1e6);
+    slL_setn(tl, r, "index", (double)i);
+    slL_sets(tl, r, "phase", ev[i].backward ? "backward" : "forward");
+    slL_sets(tl, r, "node", ev[i].node >= 0 && ev[i].node < g->n ? g->nodes[ev[i].node].name : "");
+    slL_setn(tl, r, "live_mb", (double)ev[i].live / 1e6);
   }
   /* the largest allocations: a selection sort of the first `top` */
   const char *acols[] = {"rank", "mb", "category", "node", "op", "phase", "shape", NULL};
-  slT_Table *at = slM_sys_table(acols);
+  slT_Table *at = slL_table(acols);
   char *taken = calloc(na ? na : 1, 1);
   for (int k = 0; k < top && (size_t)k < na; k++) {
     size_t best = na;
@@ -283,17 +286,17 @@ int slM_cmd_memory_profile(sl_Call *call, sl_Value *result) {
       if (!taken[i] && (best == na || al[i].bytes > al[best].bytes)) best = i;
     taken[best] = 1;
     size_t r = slT_add_row(at);
-    slM_sys_setn(at, r, "rank", k + 1);
-    slM_sys_setn(at, r, "mb", (double)al[best].bytes / 1e6);
-    slM_sys_sets(at, r, "category", slM_mem_category_names[al[best].category]);
-    slM_sys_sets(at, r, "node", al[best].node_name);
-    slM_sys_sets(at, r, "op", al[best].op);
-    slM_sys_sets(at, r, "phase", al[best].backward ? "backward" : "forward");
-    slM_sys_sets(at, r, "shape", al[best].shape);
+    slL_setn(at, r, "rank", k + 1);
+    slL_setn(at, r, "mb", (double)al[best].bytes / 1e6);
+    slL_sets(at, r, "category", slM_mem_category_names[al[best].category]);
+    slL_sets(at, r, "node", al[best].node_name);
+    slL_sets(at, r, "op", al[best].op);
+    slL_sets(at, r, "phase", al[best].backward ? "backward" : "forward");
+    slL_sets(at, r, "shape", al[best].shape);
   }
   free(taken);
   slM_mem_record(0);
-  slM_batch_free(&b);
+  slL_batch_free(&b);
   sl_Value rec = sl_record_new();
   sl_record_set(rec, "peak_mb", sl_number((double)slM_mem_total_peak() / 1e6));
   sl_record_set(rec, "predicted_mb", sl_number(predicted / 1e6));
@@ -306,22 +309,22 @@ int slM_cmd_memory_profile(sl_Call *call, sl_Value *result) {
 }
 
 /* the seed's accounting of attention's memory: formula against the tensors allocated */
-int slM_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
+int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
   int T = (int)sl_arg_number(call, "context"), D = (int)sl_arg_number(call, "d_model");
   int B = (int)sl_arg_number(call, "batch"), H = (int)sl_arg_number(call, "heads");
   if (T < 1 || D < 2 || B < 1 || H < 1 || D % H || (D / H) % 2)
     return sl_error(call, "need context >= 1, batch >= 1, and heads dividing d_model into even widths");
   slM_LmSpec s = {"", 16, T, D, 2 * D, 1, H};
   double budget;
-  slM_MemPrediction p;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_mem_predict_lm(&s, B, T, SLM_RUN_FORWARD, -1, SLM_FP32, &p);
-  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
+  slL_Prediction p;
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_predict_lm(&s, B, T, SLL_RUN_FORWARD, -1, SLM_FP32, &p);
+  if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   char err[256];
   slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
-  slM_Batch b;
-  slM_batch_init(&b, g, B, T, 1);
-  slM_run_step(g, &b, 0, NULL, 0);
+  slL_Batch b;
+  slL_batch_init(&b, g, B, T, 1);
+  slL_run_step(g, &b, 0, NULL, 0);
   struct { const char *what, *formula, *node; double count; } rows[] = {
     {"input (residual stream)", "B x S x D x 4", "token_embeddings", (double)B * T * D},
     {"Q, K, V", "3 x B x S x D x 4", "layers_0_attn_q_proj", 3.0 * B * T * D},
@@ -331,23 +334,23 @@ int slM_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
     {"attention output", "B x S x D x 4", "layers_0_attn_context", (double)B * T * D},
   };
   const char *cols[] = {"component", "formula", "formula_mb", "measured_mb", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   double ft = 0, mt = 0;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     slM_Node *n = &g->nodes[slM_find_node(g, rows[i].node)];
     double measured = 4.0 * (double)n->out->size * (i == 1 ? 3 : 1);
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "component", rows[i].what);
-    slM_sys_sets(t, r, "formula", rows[i].formula);
-    slM_sys_setn(t, r, "formula_mb", 4 * rows[i].count / 1e6);
-    slM_sys_setn(t, r, "measured_mb", measured / 1e6);
+    slL_sets(t, r, "component", rows[i].what);
+    slL_sets(t, r, "formula", rows[i].formula);
+    slL_setn(t, r, "formula_mb", 4 * rows[i].count / 1e6);
+    slL_setn(t, r, "measured_mb", measured / 1e6);
     ft += 4 * rows[i].count, mt += measured;
   }
   size_t r = slT_add_row(t);
-  slM_sys_sets(t, r, "component", "total");
-  slM_sys_setn(t, r, "formula_mb", ft / 1e6);
-  slM_sys_setn(t, r, "measured_mb", mt / 1e6);
-  slM_batch_free(&b);
+  slL_sets(t, r, "component", "total");
+  slL_setn(t, r, "formula_mb", ft / 1e6);
+  slL_setn(t, r, "measured_mb", mt / 1e6);
+  slL_batch_free(&b);
   slM_graph_free(g);
   *result = slT_value(t);
   return 0;
@@ -355,37 +358,37 @@ int slM_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
 
 /* attention alone over sequence length x width: forward and backward time
 ** of its nodes (from the profiler) and the memory live before backward */
-int slM_cmd_attention_bench(sl_Call *call, sl_Value *result) {
+int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   int contexts[16], widths[16];
-  int nc = slM_sys_list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = slM_sys_list_ints(call, "widths", widths, 16, 2, 16384);
+  int nc = slL_list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = slL_list_ints(call, "widths", widths, 16, 2, 16384);
   int B = (int)sl_arg_number(call, "batch"), steps = (int)sl_arg_number(call, "steps");
   if (nc < 0 || nw < 0) return -1;
   if (B < 1 || steps < 1) return sl_error(call, "batch and steps must be at least 1");
   double budget;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  if (slL_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"context", "d_model", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
                         "predicted_mb", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int c = 0; c < nc && !sl_interrupted(); c++)
     for (int w = 0; w < nw && !sl_interrupted(); w++) {
       slM_LmSpec s = {"", 16, contexts[c], widths[w] % 2 ? widths[w] + 1 : widths[w], widths[w], 1, 1};
-      slM_MemPrediction p;
-      slM_mem_predict_lm(&s, B, contexts[c], SLM_RUN_TRAIN, -1, SLM_FP32, &p);
+      slL_Prediction p;
+      slL_predict_lm(&s, B, contexts[c], SLL_RUN_TRAIN, -1, SLM_FP32, &p);
       size_t r = slT_add_row(t);
-      slM_sys_setn(t, r, "context", contexts[c]);
-      slM_sys_setn(t, r, "d_model", widths[w]);
-      slM_sys_setn(t, r, "predicted_mb", p.peak / 1e6);
+      slL_setn(t, r, "context", contexts[c]);
+      slL_setn(t, r, "d_model", widths[w]);
+      slL_setn(t, r, "predicted_mb", p.peak / 1e6);
       if (p.peak > budget) {
-        slM_sys_sets(t, r, "status", "OOM");
+        slL_sets(t, r, "status", "OOM");
         continue;
       }
       char err[256];
       slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
-      slM_Batch b;
-      slM_batch_init(&b, g, B, contexts[c], 1);
-      slM_run_step(g, &b, 1, NULL, 0);
+      slL_Batch b;
+      slL_batch_init(&b, g, B, contexts[c], 1);
+      slL_run_step(g, &b, 1, NULL, 0);
       slM_Profile *pr = slM_profile_attach(g);
-      for (int k = 0; k < steps; k++) slM_run_step(g, &b, 1, NULL, 0);
+      for (int k = 0; k < steps; k++) slL_run_step(g, &b, 1, NULL, 0);
       slM_profile_detach(g);
       double f = 0, bw = 0, mem = 0;
       for (int i = 0; i < g->n; i++) {
@@ -398,12 +401,12 @@ int slM_cmd_attention_bench(sl_Call *call, sl_Value *result) {
         if (g->nodes[i].out) mem += 4.0 * (double)g->nodes[i].out->size;
         if (g->nodes[i].saved) mem += 4.0 * (double)g->nodes[i].saved->size;
       }
-      slM_sys_sets(t, r, "status", "OK");
-      slM_sys_setn(t, r, "forward_ms", 1e3 * f / steps);
-      slM_sys_setn(t, r, "backward_ms", 1e3 * bw / steps);
-      slM_sys_setn(t, r, "memory_before_backward_mb", mem / 1e6);
+      slL_sets(t, r, "status", "OK");
+      slL_setn(t, r, "forward_ms", 1e3 * f / steps);
+      slL_setn(t, r, "backward_ms", 1e3 * bw / steps);
+      slL_setn(t, r, "memory_before_backward_mb", mem / 1e6);
       slM_profile_free(pr);
-      slM_batch_free(&b);
+      slL_batch_free(&b);
       slM_graph_free(g);
     }
   slT_mark_timing(t, 3);

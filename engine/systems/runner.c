@@ -10,15 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/lm.h"
+#include "graph/profile.h"
 #include "kernels/kernels.h"
-#include "lm.h"
-#include "precision.h"
-#include "profile.h"
 #include "runner.h"
 
 static int is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
 
-void slM_batch_init(slM_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed) {
+void slL_batch_init(slL_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed) {
   memset(b, 0, sizeof *b);
   b->batch = batch;
   b->T = T;
@@ -35,12 +34,12 @@ void slM_batch_init(slM_Batch *b, const slM_Graph *g, int batch, int T, uint64_t
   }
 }
 
-void slM_batch_free(slM_Batch *b) {
+void slL_batch_free(slL_Batch *b) {
   free(b->tok), free(b->tgt), free(b->x), free(b->y);
   memset(b, 0, sizeof *b);
 }
 
-double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, long step) {
+double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step) {
   double loss = 0;
   if (is_lm(g)) {
     slM_lm_forward(g, b->tok, b->tgt, b->batch, b->T, train);
@@ -62,14 +61,14 @@ double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig
 
 /* the statistics are the kernels harness's (slK_stats), so model steps and
 ** kernels are summarised the same way */
-void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps, slM_Timing *out) {
+void slL_time_steps(slM_Graph *g, slL_Batch *b, int train, int warmup, int steps, slL_Timing *out) {
   memset(out, 0, sizeof *out);
   double t0 = slM_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
-  for (int i = 0; i < warmup; i++) slM_run_step(g, b, train, NULL, i);
+  for (int i = 0; i < warmup; i++) slL_run_step(g, b, train, NULL, i);
   out->warmup_seconds = warmup ? slM_now() - t0 : 0;
   for (int i = 0; i < steps; i++) {
     double s = slM_now();
-    slM_run_step(g, b, train, NULL, warmup + i);
+    slL_run_step(g, b, train, NULL, warmup + i);
     samples[i] = slM_now() - s;
   }
   out->first = steps ? samples[0] : 0;
@@ -80,8 +79,8 @@ void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps
   free(samples);
 }
 
-size_t slM_measure_peak(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, int steps) {
+size_t slL_measure_peak(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, int steps) {
   slM_mem_reset();
-  for (int i = 0; i < steps; i++) slM_run_step(g, b, train, opt, i);
+  for (int i = 0; i < steps; i++) slL_run_step(g, b, train, opt, i);
   return slM_mem_total_peak();
 }

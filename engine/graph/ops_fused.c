@@ -1,40 +1,35 @@
 /*
-** fuse.c - the fusion pass (the torch.compile question of Lab 4 part A):
-** what eager execution runs as separate nodes, one pass over memory each,
-** becomes one node that makes a single pass.
+** ops_fused.c - the operators only the fusion pass makes (passes.c): what
+** eager execution runs as separate nodes, one pass over memory each, done
+** in one pass.
 **
-**   linear -> relu | gelu         linear_act: bias and activation applied in
-**                                 the same sweep over the product's output
-**   add -> layer_norm             add_layer_norm: the residual sum is
-**                                 normalised while it is still in cache
-**   causal_mask -> softmax        masked_softmax: the masked scores are never
-**                                 written (a B x H x T x T tensor saved)
+**   linear_act       a linear layer with its bias and activation applied in
+**                    the same sweep over the product's output
+**   add_layer_norm   the residual sum normalised while it is still in cache
+**   masked_softmax   causal mask and softmax: the masked scores are never
+**                    written (a B x H x T x T tensor saved)
 **
-** The attention scale is already folded into the scores product (its alpha),
-** so "scale + mask + softmax" is the masked softmax here. Fused nodes run
-** the same arithmetic in the same order as the eager nodes, so outputs and
-** gradients are equal bit for bit in float32 (tests/unit/test_lm.c checks
-** it). With attention on, each attention block (scores, mask, softmax,
-** context) first becomes one FlashAttention-2 node (kernels/attention.c,
-** through graph.c's set_attention pass): no T x T tensor is kept, and the
-** outputs agree with eager attention within float32 rounding of a
-** different summation order (1e-4 relative in the tests), not bit for bit.
-** The pass also turns on buffer planning: every output, saved tensor
-** and gradient gets a place in one arena, planned once per mode and batch
-** shape from their lifetimes (plan.c).
+** Each runs the same arithmetic in the same order as the eager nodes, so
+** outputs and gradients are equal bit for bit in float32
+** (tests/unit/test_lm.c checks it).
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuse.h"
+#include "kernels/activation.h"
+#include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
 #include "kernels/softmax.h"
+#include "memory.h"
+#include "op.h"
+#include "ops_core.h"
+#include "product.h"
+#include "slots.h"
 
-static slM_Tensor *in(slM_Graph *g, slM_Node *n, int k) { return g->nodes[n->inputs[k]].out; }
-
+#define in slM_input
 
 /* ------------------------------------------------------------ linear_act */
 
@@ -54,13 +49,13 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
     if (t->act == OP_GELU) {   /* the pre-activation is kept: GELU reads it back, eight at a time */
       float *pre = t->pre + r * t->cols;
       for (size_t j = 0; j < t->cols; j++) pre[j] = t->bias ? row[j] + t->bias[j] : row[j];
-      slM_gelu_items(pre, row, 0, t->cols);
+      slK_gelu_items(pre, row, 0, t->cols);
       continue;
     }
     for (size_t j = 0; j < t->cols; j++) {
       float v = t->bias ? row[j] + t->bias[j] : row[j];
       if (t->pre) t->pre[r * t->cols + j] = v;
-      row[j] = t->act == OP_RELU ? (v > 0 ? v : 0) : t->act == OP_GELU ? slM_gelu(v) : v;
+      row[j] = t->act == OP_RELU ? (v > 0 ? v : 0) : t->act == OP_GELU ? slK_gelu(v) : v;
     }
   }
 }
@@ -69,11 +64,11 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
 static void act_grad_items(void *ctx, size_t i0, size_t i1) {
   const Sweep *t = ctx;
   if (t->act == OP_GELU) {
-    slM_gelu_grad_items(t->a, t->b, t->y, i0, i1, 0);
+    slK_gelu_grad_items(t->a, t->b, t->y, i0, i1, 0);
     return;
   }
   for (size_t i = i0; i < i1; i++)
-    t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slM_gelu_grad(t->a[i]) : t->b[i];
+    t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slK_gelu_grad(t->a[i]) : t->b[i];
 }
 
 static void linear_act_forward(slM_Graph *g, slM_Node *n) {
@@ -96,8 +91,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *d = slM_ensure(&n->saved2, dy->ndim, dy->shape);
   Sweep t = {.a = n->act == OP_GELU ? n->saved->data : n->out->data, .b = dy->data, .y = d->data, .act = n->act};
   slK_parallel_for(dy->size, 16384, act_grad_items, &t);
-  slM_Op from = g->nodes[n->inputs[0]].op;
-  if (from != OP_INPUT && from != OP_PATCHIFY)
+  if (slM_linear_grad_to(g, n, 0))
     slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, w->data, in_f, 1.0f,
              slM_input_grad(g, n, 0)->data, in_f);
   if (!n->params[0]->frozen)
@@ -128,7 +122,7 @@ static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
     float *s = t->sum + r * d, *o = t->y + r * d;
     double m, v;
     for (int j = 0; j < d; j++) s[j] = pa[j] + pb[j];
-    slM_norm_moments(s, d, &m, &v);
+    slK_norm_moments(s, d, &m, &v);
     float rs = (float)(1.0 / sqrt(v + t->eps));
     t->stats[2 * r] = (float)m;
     t->stats[2 * r + 1] = rs;
@@ -152,7 +146,7 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; r++) {
     const float *s = t->sum + r * d, *gy = t->dy + r * d;
     float m = t->stats[2 * r], rs = t->stats[2 * r + 1], mg, mgx;
-    slM_norm_grad_means(s, m, rs, t->gamma, gy, d, &mg, &mgx);
+    slK_norm_grad_means(s, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (s[j] - m) * rs;
       row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);   /* as eager: into a zeroed gradient */
@@ -200,80 +194,31 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
     }
 }
 
-int slM_fused_node_forward(slM_Graph *g, slM_Node *n) {
-  switch (n->op) {
-    case OP_LINEAR_ACT: linear_act_forward(g, n); return 1;
-    case OP_ADD_NORM: add_norm_forward(g, n); return 1;
-    case OP_MASKED_SOFTMAX: masked_softmax_forward(g, n); return 1;
-    default: return 0;
-  }
+/* ------------------------------------------------------------ rules */
+
+/* the pre-activation, kept for GELU's slope */
+static double linear_act_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return n->act == OP_GELU ? slM_items(n, batch) : 0;
 }
 
-int slM_fused_node_backward(slM_Graph *g, slM_Node *n) {
-  switch (n->op) {
-    case OP_LINEAR_ACT: linear_act_backward(g, n); return 1;
-    case OP_ADD_NORM: add_norm_backward(g, n); return 1;
-    case OP_MASKED_SOFTMAX: masked_softmax_backward(g, n); return 1;
-    default: return 0;
-  }
+/* statistics per row and the residual sum */
+static double add_norm_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return 2 * slM_rows(n, batch) + slM_items(n, batch);
 }
 
-/* ------------------------------------------------------------------ pass */
+/* ------------------------------------------------------------------ table */
 
-static int only_user(const slM_Graph *g, int i, int *user) {
-  int *users = malloc((size_t)g->n * sizeof *users), n = slM_users(g, i, users);
-  *user = n == 1 ? users[0] : -1;
-  free(users);
-  if (*user < 0) return 0;
-  for (int j = 0; j < g->n; j++)   /* the output node reading it counts as a second user */
-    if (g->nodes[j].op == OP_OUTPUT && j != *user)
-      for (int k = 0; k < g->nodes[j].ninputs; k++)
-        if (g->nodes[j].inputs[k] == i) return 0;
-  return 1;
-}
+#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
 
-static int plain(const slM_Node *n) {
-  const slM_NodeTransforms *c = &n->comp;
-  return !c->data_in && !c->data_in_prune && !c->weight && !c->bias && !c->weight_mask;
-}
-
-static void rename_fused(slM_Node *n, const char *second) {
-  char name[64];
-  snprintf(name, sizeof name, "%.30s+%.30s", n->name, second);
-  memcpy(n->name, name, sizeof name);
-}
-
-int slM_fuse(slM_Graph *g, int attention, slM_FuseCounts *counts, char *err, size_t errlen) {
-  memset(counts, 0, sizeof *counts);
-  /* attention first: the whole block goes to FlashAttention-2 (graph.c's set_attention pass) */
-  if (attention) counts->attention = slM_set_attention(g, 1);
-  for (int i = 0; i < g->n; i++) {
-    slM_Node *n = &g->nodes[i];
-    int u;
-    if (!only_user(g, i, &u)) continue;
-    slM_Node *next = &g->nodes[u];
-    if (n->op == OP_LINEAR && plain(n) && (next->op == OP_RELU || next->op == OP_GELU)) {
-      n->op = OP_LINEAR_ACT;
-      n->act = next->op;
-      rename_fused(n, next->name);
-      slM_remove_node(g, u);
-      counts->linear_act++;
-    } else if (n->op == OP_ADD && n->ninputs == 2 && next->op == OP_LAYERNORM) {
-      n->op = OP_ADD_NORM;
-      n->kind = SLM_CALL_MODULE;
-      n->params[0] = next->params[0], n->params[1] = next->params[1], n->nparams = 2;
-      next->nparams = 0;  /* the parameters moved */
-      n->p = next->p;
-      rename_fused(n, next->name);
-      slM_remove_node(g, u);
-      counts->add_norm++;
-    } else if (n->op == OP_CAUSAL_MASK && next->op == OP_SOFTMAX) {
-      n->op = OP_MASKED_SOFTMAX;
-      rename_fused(n, next->name);
-      slM_remove_node(g, u);
-      counts->masked_softmax++;
-    }
-  }
-  g->plan = 1;
-  return slM_verify(g, err, errlen);
-}
+const slM_OpDef slM_ops_fused[] = {
+    {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .shape = slM_linear_shape,
+     CPU(linear_act_forward, linear_act_backward), .saves = linear_act_saves, .grad_to = slM_linear_grad_to,
+     .backward_temps = 1, .rounded = slM_linear_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
+     .flags = SLM_OP_PRODUCT, .kernel = "cblas_sgemm"},
+    {OP_ADD_NORM, "add_layer_norm", 2, 2, .min_params = 2, .flops_per_item = 5,
+     CPU(add_norm_forward, add_norm_backward), .saves = add_norm_saves, .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+    {OP_MASKED_SOFTMAX, "masked_softmax", 1, 1, .flops_per_item = 5, CPU(masked_softmax_forward, masked_softmax_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
+    {0},
+};

@@ -1,13 +1,13 @@
 /*
-** commands_lm.c - the systems commands: the language-model family and its
+** commands.c - the systems commands: the language-model family and its
 ** training, benchmarks with warm-up, mixed precision, and fused against
 ** eager execution (CS336 assignment 2, Lab 4 part A); the registry of the
 ** whole domain, whose profiling and memory commands are in
-** commands_memory.c, and the argument helpers both files share
-** (commands_lm.h).
+** commands_memory.c. The argument and table helpers both files use are in
+** args.c.
 **
-** They form their own domain beside the graph domain (commands.c), listed
-** right after it: they act on the same model objects. Every command that
+** They form their own domain above the graph domain (graph/commands.c),
+** listed right after it: they act on the same model objects. Every command that
 ** would allocate a model or run a step predicts the memory first and
 ** refuses, with the predicted figures, what would not fit in the budget
 ** (MemAvailable unless a budget is given).
@@ -17,116 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands_lm.h"
-#include "fuse.h"
-#include "precision.h"
-#include "profile.h"
+#include "args.h"
+#include "commands_memory.h"
+#include "graph/passes.h"
+#include "graph/precision.h"
+#include "graph/product.h"
+#include "graph/profile.h"
 #include "runner.h"
-
-const slM_Graph *slM_sys_model_of(sl_Call *call, const char *name) {
-  return sl_arg_object(call, name, &slM_model_class);
-}
-
-/* a table with the given columns */
-slT_Table *slM_sys_table(const char *const *cols) {
-  slT_Table *t = slT_new();
-  for (int c = 0; cols[c]; c++) slT_add_column(t, cols[c]);
-  return t;
-}
-
-void slM_sys_setn(slT_Table *t, size_t r, const char *col, double v) {
-  slT_set(t, r, (size_t)slT_column(t, col), isnan(v) ? sl_nil() : sl_number(v));
-}
-void slM_sys_sets(slT_Table *t, size_t r, const char *col, const char *v) {
-  slT_set(t, r, (size_t)slT_column(t, col), sl_string(v));
-}
-
-int slM_sys_budget_of(sl_Call *call, double *budget) {
-  char err[256];
-  *budget = slM_mem_budget(sl_arg_given(call, "budget") ? sl_arg_string(call, "budget") : NULL, err, sizeof err);
-  return *budget > 0 ? 0 : sl_arg_error(call, "budget", "%s", err);
-}
-
-int slM_sys_precision_arg(sl_Call *call) {
-  const char *p = sl_arg_string(call, "precision");
-  return strcmp(p, "bf16") == 0 ? SLM_BF16 : strcmp(p, "fp16") == 0 ? SLM_FP16 : SLM_FP32;
-}
-
-int slM_sys_is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
-
-/* the prediction for a built model on this batch: by formula for a language
-** model (any context), by walking the graph for the others */
-void slM_sys_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slM_MemPrediction *p) {
-  if (slM_sys_is_lm(g)) {
-    slM_LmSpec s;
-    slM_lm_spec_of(g, &s);
-    slM_mem_predict_lm(&s, batch, T, run, optimizer, g->precision, p);
-  } else {
-    slM_mem_predict_graph(g, batch, T, run, optimizer, p);
-  }
-}
-
-/* batch and tokens per sample from the call; T = 0 for image models */
-int slM_sys_batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T) {
-  *batch = (int)sl_arg_number(call, "batch");
-  *T = slM_sys_is_lm(g) ? (sl_arg_given(call, "context") ? (int)sl_arg_number(call, "context") : g->context) : 0;
-  if (*batch < 1 || *batch > 65536) return sl_arg_error(call, "batch", "must be between 1 and 65536");
-  if (slM_sys_is_lm(g) && (*T < 1 || *T > g->context))
-    return sl_arg_error(call, "context", "must be between 1 and the model's context length %d", g->context);
-  return 0;
-}
-
-/* gradients and optimizer state a model already holds from earlier training */
-void slM_sys_state_bytes(const slM_Graph *g, double *grads, double *optim) {
-  *grads = *optim = 0;
-  for (int i = 0; i < g->n; i++)
-    for (int k = 0; k < g->nodes[i].nparams; k++) {
-      const slM_Param *q = g->nodes[i].params[k];
-      *grads += q->grad ? 4.0 * (double)q->grad->size : 0;
-      *optim += 4.0 * (double)((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
-    }
-}
-
-int slM_sys_refuse_if_over(sl_Call *call, const slM_MemPrediction *p, double budget) {
-  if (p->peak <= budget) return 0;
-  char msg[512];
-  slM_mem_refusal(p, budget, msg, sizeof msg);
-  return sl_error(call, "%s", msg);
-}
-
-const char *const slM_sys_runs[] = {"forward", "train", NULL};
-const char *const slM_sys_optimizers[] = {"adamw", "sgd", "none", NULL};
-
-int slM_sys_optimizer_arg(sl_Call *call) {
-  const char *o = sl_arg_string(call, "optimizer");
-  return strcmp(o, "adamw") == 0 ? SLM_ADAMW : strcmp(o, "sgd") == 0 ? SLM_SGD : -1;
-}
-
-int slM_sys_list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi) {
-  sl_Value l = sl_arg(call, name);
-  int n = (int)sl_list_len(l);
-  if (n < 1 || n > max) return sl_arg_error(call, name, "must list 1 to %d whole numbers", max), -1;
-  for (int i = 0; i < n; i++) {
-    sl_Value v = sl_list_get(l, (size_t)i);
-    if (v.type != SL_NUMBER || v.u.n != floor(v.u.n) || v.u.n < lo || v.u.n > hi)
-      return sl_arg_error(call, name, "must list whole numbers between %d and %d", lo, hi), -1;
-    out[i] = (int)v.u.n;
-  }
-  return n;
-}
-
-int slM_sys_preset_list(sl_Call *call, slM_LmSpec *out, int max) {
-  sl_Value l = sl_arg(call, "presets");
-  int n = (int)sl_list_len(l);
-  if (n < 1 || n > max) return sl_arg_error(call, "presets", "must list 1 to %d presets", max), -1;
-  for (int i = 0; i < n; i++) {
-    const char *name = sl_str(sl_list_get(l, (size_t)i));
-    if (!name || slM_lm_preset(name, &out[i]) != 0)
-      return sl_arg_error(call, "presets", "'%s' is not a preset: tiny, small, medium, large, xl or 2.7B",
-                          name ? name : "?"), -1;
-  }
-  return n;
-}
 
 /* ------------------------------------------------------------- the model */
 
@@ -143,9 +40,9 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
   char err[512];
   if (slM_lm_check(&s, err, sizeof err) != 0) return sl_error(call, "%s", err);
   double budget;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_MemPrediction p;
-  slM_mem_predict_lm(&s, 1, 1, SLM_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_Prediction p;
+  slL_predict_lm(&s, 1, 1, SLL_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
   if (p.params > budget)
     return sl_error(call, "OOM: the parameters alone take %.2f GB, over the budget of %.2f GB", p.params / 1e9,
                     budget / 1e9);
@@ -156,8 +53,8 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
 }
 
 static int cmd_precision(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
-  g->precision = slM_sys_precision_arg(call);
+  slM_Graph *g = slM_graph_copy(slL_model_of(call, "model"), 0);
+  g->precision = slL_precision_arg(call);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
@@ -186,10 +83,10 @@ static int interrupted(void *ud) {
 }
 
 static int cmd_lm_train(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)slM_sys_model_of(call, "model");
-  if (!slM_sys_is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
+  slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
+  if (!slL_is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
   int batch, T, steps = (int)sl_arg_number(call, "steps"), every = (int)sl_arg_number(call, "every");
-  if (slM_sys_batch_args(call, g, &batch, &T) != 0) return -1;
+  if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000000) return sl_arg_error(call, "steps", "must be between 1 and 1000000");
   if (every < 1) return sl_arg_error(call, "every", "must be at least 1");
   double lr = sl_arg_number(call, "lr");
@@ -198,10 +95,10 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
                        strcmp(sl_arg_string(call, "optimizer"), "sgd") == 0 ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0,
                        (uint64_t)sl_arg_number(call, "seed")};
   double budget;
-  slM_MemPrediction p;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_sys_predict(g, batch, T, SLM_RUN_TRAIN, c.optimizer, &p);
-  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
+  slL_Prediction p;
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_predict(g, batch, T, SLL_RUN_TRAIN, c.optimizer, &p);
+  if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *data = sl_arg_string(call, "data");
   unsigned char *bytes = NULL;
   size_t n = 0;
@@ -218,7 +115,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   slM_Rng rng;
   slM_rng_seed(&rng, c.seed);
   const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
   double t0 = slM_now(), sum = 0;
   int seen = 0;
@@ -237,10 +134,10 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
     if ((s + 1) % every == 0 || s + 1 == steps) {
       double el = slM_now() - t0;
       size_t r = slT_add_row(t);
-      slM_sys_setn(t, r, "step", s + 1);
-      slM_sys_setn(t, r, "loss", sum / seen);
-      slM_sys_setn(t, r, "seconds", el);
-      slM_sys_setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
+      slL_setn(t, r, "step", s + 1);
+      slL_setn(t, r, "loss", sum / seen);
+      slL_setn(t, r, "seconds", el);
+      slL_setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
       char detail[64];
       snprintf(detail, sizeof detail, "loss %.4f", sum / seen);
       sl_progress_update(bar, s + 1, detail);
@@ -261,18 +158,18 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
 static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   slM_LmSpec specs[8];
   int contexts[16], warmups[8];
-  int np = slM_sys_preset_list(call, specs, 8), nc = slM_sys_list_ints(call, "contexts", contexts, 16, 1, 65536);
-  int nw = slM_sys_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
-  int batch = (int)sl_arg_number(call, "batch"), precision = slM_sys_precision_arg(call);
+  int np = slL_preset_list(call, specs, 8), nc = slL_list_ints(call, "contexts", contexts, 16, 1, 65536);
+  int nw = slL_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
+  int batch = (int)sl_arg_number(call, "batch"), precision = slL_precision_arg(call);
   if (np < 0 || nc < 0 || nw < 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
+  if (slL_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
                         "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_bench", np * nc);
   for (int p = 0; p < np && !sl_interrupted(); p++) {
     slM_LmSpec s = specs[p];
@@ -281,9 +178,9 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
     s.context = maxT;
     slM_Graph *g = NULL;
     for (int c = 0; c < nc && !sl_interrupted(); c++) {
-      slM_MemPrediction pf, pt;
-      slM_mem_predict_lm(&s, batch, contexts[c], SLM_RUN_FORWARD, SLM_ADAMW, precision, &pf);
-      slM_mem_predict_lm(&s, batch, contexts[c], SLM_RUN_TRAIN, -1, precision, &pt);
+      slL_Prediction pf, pt;
+      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precision, &pf);
+      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precision, &pt);
       int fits_f = pf.peak <= budget, fits_t = pt.peak <= budget;
       if (fits_f && !g) {
         char err[256];
@@ -292,32 +189,32 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
       }
       for (int w = 0; w < nw; w++) {
         size_t r = slT_add_row(t);
-        slM_sys_sets(t, r, "config", specs[p].name);
-        slM_sys_setn(t, r, "context", contexts[c]);
-        slM_sys_setn(t, r, "warmup", warmups[w]);
-        slM_sys_setn(t, r, "d_model", s.d_model), slM_sys_setn(t, r, "d_ff", s.d_ff);
-        slM_sys_setn(t, r, "layers", s.layers), slM_sys_setn(t, r, "heads", s.heads);
-        slM_sys_sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
-        slM_sys_sets(t, r, "status_train", fits_t ? "OK" : "OOM");
-        slM_sys_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
-        slM_sys_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
+        slL_sets(t, r, "config", specs[p].name);
+        slL_setn(t, r, "context", contexts[c]);
+        slL_setn(t, r, "warmup", warmups[w]);
+        slL_setn(t, r, "d_model", s.d_model), slL_setn(t, r, "d_ff", s.d_ff);
+        slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
+        slL_sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
+        slL_sets(t, r, "status_train", fits_t ? "OK" : "OOM");
+        slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
+        slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
         for (int train = 0; train < 2; train++) {
           if (!(train ? fits_t : fits_f)) continue;
-          slM_Batch b;
-          slM_Timing tm;
-          slM_batch_init(&b, g, batch, contexts[c], 1);
+          slL_Batch b;
+          slL_Timing tm;
+          slL_batch_init(&b, g, batch, contexts[c], 1);
           slM_release_activations(g);   /* each row starts cold, as a fresh process would */
-          slM_time_steps(g, &b, train, warmups[w], steps, &tm);
-          slM_batch_free(&b);
-          slM_sys_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
-          slM_sys_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
-          slM_sys_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+          slL_time_steps(g, &b, train, warmups[w], steps, &tm);
+          slL_batch_free(&b);
+          slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
+          slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
+          slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
         }
       }
       sl_progress_update(bar, p * nc + c + 1, specs[p].name);
     }
     slM_graph_free(g);
-    slM_precision_release();
+    slM_product_release();
   }
   sl_progress_end(bar);
   for (int c = 11; c <= 16; c++) slT_mark_timing(t, c);
@@ -332,24 +229,24 @@ static int cmd_accumulation(sl_Call *call, sl_Value *result) {
   slM_accumulation(v);
   const char *cols[] = {"accumulator", "addend", "sum", "printed", NULL};
   const char *acc[3] = {"float32", "float16", "float32"}, *add[3] = {"float32", "float16", "float16"};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int i = 0; i < 3; i++) {
     size_t r = slT_add_row(t);
     char buf[32];
     snprintf(buf, sizeof buf, "%.4f", v[i]);
-    slM_sys_sets(t, r, "accumulator", acc[i]);
-    slM_sys_sets(t, r, "addend", add[i]);
-    slM_sys_setn(t, r, "sum", v[i]);
-    slM_sys_sets(t, r, "printed", buf);
+    slL_sets(t, r, "accumulator", acc[i]);
+    slL_sets(t, r, "addend", add[i]);
+    slL_setn(t, r, "sum", v[i]);
+    slL_sets(t, r, "printed", buf);
   }
   *result = slT_value(t);
   return 0;
 }
 
 static int cmd_dtypes(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
+  slM_Graph *g = slM_graph_copy(slL_model_of(call, "model"), 0);
   const char *cols[] = {"node", "op", "fp32", "bf16", "fp16", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   int *dt[3];
   for (int m = 0; m < 3; m++) {
     g->precision = m;
@@ -358,9 +255,9 @@ static int cmd_dtypes(sl_Call *call, sl_Value *result) {
   }
   for (int i = 0; i < g->n; i++) {
     size_t r = slT_add_row(t);
-    slM_sys_sets(t, r, "node", g->nodes[i].name);
-    slM_sys_sets(t, r, "op", slM_op_name(g->nodes[i].op));
-    for (int m = 0; m < 3; m++) slM_sys_sets(t, r, slM_precision_names[m], slM_dtype_name(dt[m][i]));
+    slL_sets(t, r, "node", g->nodes[i].name);
+    slL_sets(t, r, "op", slM_op_name(g->nodes[i].op));
+    for (int m = 0; m < 3; m++) slL_sets(t, r, slM_precision_names[m], slM_dtype_name(dt[m][i]));
   }
   for (int m = 0; m < 3; m++) free(dt[m]);
   slM_graph_free(g);
@@ -371,7 +268,7 @@ static int cmd_dtypes(sl_Call *call, sl_Value *result) {
 /* ----------------------------------------------------------------- fusion */
 
 static int cmd_fuse(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = slM_graph_copy(slM_sys_model_of(call, "model"), 0);
+  slM_Graph *g = slM_graph_copy(slL_model_of(call, "model"), 0);
   slM_FuseCounts c;
   char err[512];
   if (slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
@@ -386,17 +283,17 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
 }
 
 static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
-  const slM_Graph *m = slM_sys_model_of(call, "model");
+  const slM_Graph *m = slL_model_of(call, "model");
   int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (slM_sys_batch_args(call, m, &batch, &T) != 0) return -1;
+  if (slL_batch_args(call, m, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
-  slM_MemPrediction p;
-  if (slM_sys_budget_of(call, &budget) != 0) return -1;
-  slM_sys_predict(m, batch, T, SLM_RUN_TRAIN, -1, &p);
-  if (slM_sys_refuse_if_over(call, &p, budget) != 0) return -1;
+  slL_Prediction p;
+  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_predict(m, batch, T, SLL_RUN_TRAIN, -1, &p);
+  if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *cols[] = {"mode", "run", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb", "steady_peak_mb", NULL};
-  slT_Table *t = slM_sys_table(cols);
+  slT_Table *t = slL_table(cols);
   for (int train = 0; train < 2; train++)
     for (int fused = 0; fused < 2; fused++) {
       double t0 = slM_now();
@@ -408,33 +305,33 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
         slT_free(t);
         return sl_error(call, "%s", err);
       }
-      slM_Batch b;
-      slM_batch_init(&b, g, batch, T, 1);
+      slL_Batch b;
+      slL_batch_init(&b, g, batch, T, 1);
       /* gradients made by an earlier run of the shared weights count as this step's own */
       double grads, optim;
-      slM_sys_state_bytes(g, &grads, &optim);
+      slL_state_bytes(g, &grads, &optim);
       slM_mem_reset();
       size_t base = slM_mem_live();
-      slM_run_step(g, &b, train, NULL, 0);
+      slL_run_step(g, &b, train, NULL, 0);
       double first = slM_now() - t0;
       size_t peak = slM_mem_total_peak() - base + (size_t)(train ? grads : 0);
       /* steady state: a planned graph takes its arena in the second call of a
       ** shape (it lets the first call's buffers go), so the steady peak is
       ** measured from the third */
-      slM_run_step(g, &b, train, NULL, 1);
+      slL_run_step(g, &b, train, NULL, 1);
       slM_mem_reset();
-      slM_Timing tm;
-      slM_time_steps(g, &b, train, 0, steps, &tm);
+      slL_Timing tm;
+      slL_time_steps(g, &b, train, 0, steps, &tm);
       size_t steady_peak = slM_mem_total_peak() - base + (size_t)(train ? grads : 0);
       size_t r = slT_add_row(t);
-      slM_sys_sets(t, r, "mode", fused ? "fused" : "eager");
-      slM_sys_sets(t, r, "run", train ? "forward+backward" : "inference");
-      slM_sys_setn(t, r, "first_call_ms", first * 1e3);
-      slM_sys_setn(t, r, "steady_ms", tm.mean * 1e3);
-      slM_sys_setn(t, r, "steady_std_ms", tm.std * 1e3);
-      slM_sys_setn(t, r, "peak_mb", (double)peak / 1e6);
-      slM_sys_setn(t, r, "steady_peak_mb", (double)steady_peak / 1e6);
-      slM_batch_free(&b);
+      slL_sets(t, r, "mode", fused ? "fused" : "eager");
+      slL_sets(t, r, "run", train ? "forward+backward" : "inference");
+      slL_setn(t, r, "first_call_ms", first * 1e3);
+      slL_setn(t, r, "steady_ms", tm.mean * 1e3);
+      slL_setn(t, r, "steady_std_ms", tm.std * 1e3);
+      slL_setn(t, r, "peak_mb", (double)peak / 1e6);
+      slL_setn(t, r, "steady_peak_mb", (double)steady_peak / 1e6);
+      slL_batch_free(&b);
       slM_graph_free(g);
     }
   for (int c = 2; c <= 4; c++) slT_mark_timing(t, c);
@@ -472,7 +369,7 @@ static const sl_Command commands[] = {
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
     {"lr", SL_ARG_NUMBER, 0, "0.003", "learning rate"},
-    {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", slM_sys_optimizers},
+    {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", slL_optimizers},
     {"weight_decay", SL_ARG_NUMBER, 0, "0", "decoupled weight decay"},
     {"every", SL_ARG_INT, 0, "10", "steps per row (mean loss over them)"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, {NULL}}},
@@ -489,37 +386,37 @@ static const sl_Command commands[] = {
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "
    "time share against FLOP share).",
-   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slM_cmd_profile, 0,
+   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slL_cmd_profile, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "3", "profiled steps of each kind"}, BUDGET_ARG,
     {NULL}}},
   {"memory_predict", "memory", "Predicted memory of language-model presets, by category, against a budget.",
    "Parameters, gradients, optimizer state, activations, activation gradients and scratch, and the peak, computed "
    "from the configuration alone (nothing is allocated). status is OOM when the peak exceeds the budget.",
-   "memory_predict presets=[\"small\", \"2.7B\"] contexts=[128, 256] run=train budget=\"80GB\"", slM_cmd_memory_predict, 0,
+   "memory_predict presets=[\"small\", \"2.7B\"] contexts=[128, 256] run=train budget=\"80GB\"", slL_cmd_memory_predict, 0,
    {{"presets", SL_ARG_LIST, 0, "[\"small\"]", "preset names"}, {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
-    BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", slM_sys_runs},
-    {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slM_sys_optimizers},
+    BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", slL_runs},
+    {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slL_optimizers},
     PRECISION_ARG, BUDGET_ARG, {NULL}}},
   {"memory_check", "memory", "Predicted against measured peak memory of a model's forward pass and training step.",
    "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch) over the run.",
-   "m = lm tiny context=64\nmemory_check m batch=4", slM_cmd_memory_check, 0,
-   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slM_sys_optimizers},
+   "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, 0,
+   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slL_optimizers},
     BUDGET_ARG, {NULL}}},
   {"memory_profile", "memory", "Memory profile of one step: bytes by category at the peak, the largest allocations, and a timeline.",
    "Returns a record: peak_mb, predicted_mb, categories, top (size, category, node, operator, shape) and timeline "
    "(live bytes after every node, forward then backward) for plotting.",
-   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slM_cmd_memory_profile, 0,
-   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slM_sys_runs},
+   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, 0,
+   {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slL_runs},
     {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, {NULL}}},
   {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
-   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slM_cmd_attention_accounting, 0,
+   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, 0,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
    "One head, batch 8 by default (the CS336 attention benchmark). Times are the profiler's for the attention nodes "
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
    "backward pass. Over-budget configurations are OOM with their predicted peak.",
-   "attention_bench contexts=[64, 128] widths=[16, 32]", slM_cmd_attention_bench, 0,
+   "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, 0,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
     BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",
@@ -543,7 +440,7 @@ static const sl_Command commands[] = {
   {NULL},
 };
 
-const sl_Domain slM_systems_domain = {
+const sl_Domain slL_domain = {
   "Systems",
   "Systems experiments on models (CS336 assignment 2, Lab 4 part A): the transformer language-model family, "
   "benchmarks with warm-up, per-operation profiles, memory prediction before allocating, memory profiles, mixed "

@@ -5,32 +5,32 @@
 #ifndef SYSLAB_RUNNER_H
 #define SYSLAB_RUNNER_H
 
-#include "memory.h"
-#include "train.h"
+#include "graph/memory.h"
+#include "graph/train.h"
 
-typedef struct slM_Batch {
+typedef struct slL_Batch {
   int batch, T;            /* T: tokens per sample (language models) */
   int32_t *tok, *tgt;      /* language models */
   float *x;                /* image models */
   uint8_t *y;
   slM_Rng rng;
-} slM_Batch;
+} slL_Batch;
 
 /* random data of the model's kind: token ids, or normal pixels and labels */
-void slM_batch_init(slM_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed);
-void slM_batch_free(slM_Batch *b);
+void slL_batch_init(slL_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed);
+void slL_batch_free(slL_Batch *b);
 /* one step: forward (train = 0), forward and backward (train = 1), or a full
 ** training step with the optimizer (opt != NULL). Returns the loss. */
-double slM_run_step(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, long step);
+double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step);
 
 /* Times steps the way the seed's benchmark does: `warmup` untimed steps,
 ** then `steps` timed ones; mean and standard deviation in seconds. */
-typedef struct slM_Timing {
+typedef struct slL_Timing {
   double warmup_seconds, total_seconds, mean, std, median, first;
-} slM_Timing;
-void slM_time_steps(slM_Graph *g, slM_Batch *b, int train, int warmup, int steps, slM_Timing *out);
+} slL_Timing;
+void slL_time_steps(slM_Graph *g, slL_Batch *b, int train, int warmup, int steps, slL_Timing *out);
 
 /* peak bytes of one run of `steps` steps after a reset, tagged tensors and scratch */
-size_t slM_measure_peak(slM_Graph *g, slM_Batch *b, int train, const slM_TrainConfig *opt, int steps);
+size_t slL_measure_peak(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, int steps);
 
 #endif

@@ -1,0 +1,93 @@
+/*
+** op.h - what an operator is: the one record that declares it.
+**
+** Every operator a graph node can run is one slM_OpDef, in the spirit of
+** PyTorch's native_functions.yaml or tinygrad's ops, written the C way: a
+** static array of structs. The record says everything the rest of the
+** engine asks about an operator, so no pass keeps a switch of its own:
+**
+**   name, arity      what torch.fx would call it; how many inputs and
+**                    parameters it takes
+**   shape            its output shape for a batch of one and its FLOPs per
+**                    sample (graph.c's propagation calls it)
+**   impl[device]     forward and backward, one slot per device: the CPU's
+**                    now; the CUDA slot is left empty until it is filled,
+**                    and a graph whose device has no implementation of an
+**                    operator refuses to run (exec.c)
+**   saves, grad_to   what it keeps for the backward, and which inputs its
+**                    backward reaches: the memory prediction reads these
+**   makes            the memory category of what its forward makes
+**   autocast         how mixed precision treats it (precision.c)
+**   flags            a product (profiles count GEMM time), an O(T^2)
+**                    attention tensor, a loss, a cache kept between passes
+**
+** The model families register their operators in their own files: the
+** operators every family uses (ops_core.c), attention (ops_attention.c), the
+** language model's (ops_lm.c) and those only the fusion pass makes
+** (ops_fused.c). ops.c gathers them into the table (ops.h).
+*/
+#ifndef SYSLAB_OP_H
+#define SYSLAB_OP_H
+
+#include "memory.h"
+#include "model.h"
+
+/* the devices an operator can be implemented for; a node runs where its graph is */
+enum { SLM_CPU, SLM_CUDA, SLM_NUM_DEVICES };
+
+typedef void (*slM_Kernel)(slM_Graph *g, slM_Node *n);
+
+typedef struct slM_OpImpl {
+  slM_Kernel forward;    /* reads the inputs' outputs; writes n->out (and n->saved, n->saved2) */
+  slM_Kernel backward;   /* from n->gout: adds into its inputs' gradient slots and its parameters' gradients */
+} slM_OpImpl;
+
+/* how mixed precision (autocast) treats an operator's output */
+typedef enum {
+  SLM_AUTOCAST_LOW,      /* a product: its inputs round to the graph's precision, it accumulates in float32 */
+  SLM_AUTOCAST_FP32,     /* kept in float32 (norms, softmax, losses, inputs) */
+  SLM_AUTOCAST_WIDEST,   /* the widest float dtype of its inputs; float32 when a parameter takes part */
+  SLM_AUTOCAST_INT,      /* ids and labels: int64 */
+  SLM_AUTOCAST_FIRST,    /* its first input's (the output node) */
+} slM_Autocast;
+
+enum {
+  SLM_OP_PRODUCT = 1,    /* its work is matrix products (a profile's GEMM share) */
+  SLM_OP_QUADRATIC = 2,  /* its output is one of attention's batch x heads x T x T tensors */
+  SLM_OP_LOSS = 4,       /* the loss: one number, where the backward pass starts */
+  SLM_OP_RESIDUAL = 8,   /* its output is as wide as the residual stream (memory prediction's unit) */
+  SLM_OP_CACHES = 16,    /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
+};
+
+typedef struct slM_OpDef {
+  slM_Op op;
+  const char *name;              /* as a traced graph names the target ("linear", "matmul_qk") */
+  int min_inputs, max_inputs;
+  int min_params;                /* parameters it cannot run without (a weight; a gain and a shift) */
+  /* structure beyond the counts of inputs and parameters; 0, or -1 with err */
+  int (*check)(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen);
+  /* fills n->ndim, n->shape (a batch of one) and n->flops; 0, or -1 with err. NULL: the shape of its
+  ** first input, and flops_per_item FLOPs per item of it */
+  int (*shape)(slM_Graph *g, slM_Node *n, char *err, size_t errlen);
+  double flops_per_item;
+  slM_OpImpl impl[SLM_NUM_DEVICES];
+  /* floats its forward keeps beside its output for the backward, for a batch (NULL: none) */
+  double (*saves)(const slM_Graph *g, const slM_Node *n, int batch, int training);
+  /* does input k receive a gradient (NULL: every input) */
+  int (*grad_to)(const slM_Graph *g, const slM_Node *n, int k);
+  int backward_temps;            /* output-sized temporaries its backward keeps (the fused linear's 1) */
+  /* under a 16-bit precision, the floats of the rounded copies of its largest product's two
+  ** operands, for a batch (NULL: it makes no product) */
+  void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b);
+  int makes;                     /* the memory category of its forward's tensors (SLM_MEM_ACT) */
+  slM_Autocast autocast;
+  unsigned flags;
+  const char *kernel;            /* what runs it on the CPU, for node metadata ("cblas_sgemm", "loop") */
+} slM_OpDef;
+
+/* rules several operators share: nothing to run, no input gradient, a gradient for input 0 only */
+static inline void slM_op_nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
+static inline int slM_grad_to_none(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, (void)k, 0; }
+static inline int slM_grad_to_first(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, k == 0; }
+
+#endif

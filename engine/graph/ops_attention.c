@@ -1,0 +1,237 @@
+/*
+** ops_attention.c - attention's operators: op by op (scores, the padding
+** mask, softmax from ops_core.c, the weighted values) or as one fused
+** FlashAttention-2 node.
+**
+** The op-by-op products run one per (sample, head), with strides that pick
+** the head's columns out of the token rows, so heads are never copied apart.
+** The fused node hands the whole block to kernels/attention.c, which keeps
+** no T x T tensor, only each row's logsumexp for the backward.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "memory.h"
+#include "op.h"
+#include "product.h"
+#include "slots.h"
+
+#define in slM_input
+
+static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int *dh) {
+  *B = q->shape[0];
+  *T = q->shape[1];
+  *D = q->shape[2];
+  *dh = *D / heads;
+}
+
+/* -------------------------------------------------------- padding mask */
+
+/* scores where the mask is 0 become -1e9 */
+static void mask_fill_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *mask = in(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  int B = a->shape[0], H = a->shape[1], T = a->shape[2];
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++)
+      for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+          size_t k = (((size_t)b * H + h) * T + i) * T + j;
+          y->data[k] = mask->data[(size_t)b * T + j] != 0 ? a->data[k] : -1e9f;
+        }
+}
+
+static void mask_fill_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  float *dx = slM_input_grad(g, n, 0)->data;
+  for (size_t i = 0; i < a->size; i++) dx[i] += n->out->data[i] > -1e8f ? n->gout->data[i] : 0;
+}
+
+/* ------------------------------------------------- per-head products */
+
+/* The unfused attention's products, one per sample and head (T x T x dh,
+** 16 x 16 x 32 in the image transformer: far too small to split), run as
+** ranges of (sample, head) pairs on the thread team; each pair writes only
+** its own head's slices, so the numbers do not depend on the split. Under a
+** precision mode slM_gemm rounds its operands into one shared scratch
+** buffer, so the pairs then run in order on the calling thread. */
+typedef struct Heads Heads;
+typedef void (*HeadFn)(const Heads *t, size_t off, size_t poff);
+struct Heads {
+  slM_Graph *g;
+  int T, D, dh, H;
+  float scale;
+  const float *q, *k;   /* scores: q, k; context: p, v */
+  float *out, *d0, *d1; /* forward: out; backward: the two input gradients */
+  const float *gout;
+  HeadFn fn;
+};
+
+static void heads_range(void *ctx, size_t i0, size_t i1) {
+  const Heads *t = ctx;
+  for (size_t i = i0; i < i1; i++) {
+    size_t b = i / (size_t)t->H, h = i % (size_t)t->H;
+    t->fn(t, b * (size_t)t->T * t->D + h * (size_t)t->dh, i * (size_t)t->T * t->T);
+  }
+}
+
+static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn fn) {
+  int B;
+  attention_dims(x, n->heads, &B, &t->T, &t->D, &t->dh);
+  t->g = g, t->H = n->heads, t->fn = fn;
+  t->scale = 1.0f / sqrtf((float)t->dh);
+  size_t pairs = (size_t)B * t->H;
+  if (g->precision != SLM_FP32) heads_range(t, 0, pairs);
+  else slK_parallel_for(pairs, 8, heads_range, t);
+}
+
+/* scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
+static void scores_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, t->D, t->k + off, t->D, 0.0f, t->out + poff,
+           t->T);
+}
+
+static void scores_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
+  int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
+  Heads t = {.q = q->data, .k = k->data, .out = slM_ensure(&n->out, 4, shape)->data};
+  per_head(&t, g, n, q, scores_head);
+}
+
+static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
+  const float *g_s = t->gout + poff;
+  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->k + off, t->D, 1.0f, t->d0 + off, t->D);
+  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->q + off, t->D, 1.0f, t->d1 + off, t->D);
+}
+
+static void scores_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  Heads t = {.q = q->data, .k = in(g, n, 1)->data, .gout = n->gout->data, .d0 = slM_input_grad(g, n, 0)->data,
+             .d1 = slM_input_grad(g, n, 1)->data};
+  per_head(&t, g, n, q, scores_grad_head);
+}
+
+/* attention-weighted values, heads merged: batch x tokens x width */
+static void context_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->k + off, t->D, 0.0f, t->out + off,
+           t->D);
+}
+
+static void context_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *v = in(g, n, 1);
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .out = slM_ensure(&n->out, 3, v->shape)->data};
+  per_head(&t, g, n, v, context_head);
+}
+
+static void context_grad_head(const Heads *t, size_t off, size_t poff) {
+  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, t->gout + off, t->D, t->k + off, t->D, 1.0f, t->d0 + poff,
+           t->T);
+  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->gout + off, t->D, 1.0f, t->d1 + off,
+           t->D);
+}
+
+static void context_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *v = in(g, n, 1);
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .gout = n->gout->data, .d0 = slM_input_grad(g, n, 0)->data,
+             .d1 = slM_input_grad(g, n, 1)->data};
+  per_head(&t, g, n, v, context_grad_head);
+}
+
+static int heads_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  slM_Node *a = &g->nodes[n->inputs[0]], *b = &g->nodes[n->inputs[1]];
+  int T = b->shape[1], D = b->shape[2];
+  if (n->op == OP_SCORES && (a->ndim != 3 || memcmp(a->shape, b->shape, sizeof a->shape) != 0))
+    return snprintf(err, errlen, "%s: query and key shapes differ", n->name), -1;
+  if (n->op == OP_SCORES) n->ndim = 4, n->shape[0] = 1, n->shape[1] = n->heads, n->shape[2] = T, n->shape[3] = T;
+  else n->ndim = 3, memcpy(n->shape, b->shape, sizeof n->shape);
+  n->flops = 2.0 * T * T * D;
+  return 0;
+}
+
+/* the rounded copies of one head's operands (the pairs share one scratch) */
+static void heads_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b) {
+  const slM_Node *v = &g->nodes[n->inputs[1]];
+  double Tk = v->shape[1], dh = (double)v->shape[2] / n->heads;
+  *a = Tk * fmax(Tk, dh);
+  *b = Tk * dh;
+}
+
+/* --------------------------------------------------- FlashAttention-2 */
+
+/* FlashAttention-2 (kernels/attention.c) of q, k, v [, mask] reads the
+** heads straight out of the token rows (strides), writes the merged
+** context, and keeps only the row logsumexp (batch x heads x tokens). */
+static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  int B, T, D, dh;
+  attention_dims(q, n->heads, &B, &T, &D, &dh);
+  slK_Attn a;
+  slK_attention_contiguous(&a, B, n->heads, T, T, dh, 0);
+  a.q_row = a.k_row = D;
+  a.q_head = a.k_head = dh;
+  a.q_batch = a.k_batch = (long)T * D;
+  a.key_mask = n->ninputs > 3 ? in(g, n, 3)->data : NULL;
+  a.causal = n->causal;
+  return a;
+}
+
+static void attention_failed(const slM_Node *n) {
+  fprintf(stderr, "syslab: out of memory for the attention workspace of %s\n", n->name);
+  abort();
+}
+
+static void fused_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  slK_Attn a = fused_shape(g, n);
+  int lshape[3] = {a.batch, a.heads, a.nq};
+  slM_Tensor *o = slM_ensure(&n->out, 3, q->shape), *lse = slM_ensure(&n->saved, 3, lshape);
+  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, in(g, n, 1)->data, in(g, n, 2)->data, o->data, lse->data) != 0)
+    attention_failed(n);
+}
+
+static void fused_backward(slM_Graph *g, slM_Node *n) {
+  slK_Attn a = fused_shape(g, n);
+  slM_Tensor *dq = slM_input_grad(g, n, 0), *dk = slM_input_grad(g, n, 1), *dv = slM_input_grad(g, n, 2);
+  if (slK_attention_backward(SLK_ATTN_FUSED, &a, in(g, n, 0)->data, in(g, n, 1)->data, in(g, n, 2)->data, n->out->data,
+                             n->gout->data, n->saved->data, dq->data, dk->data, dv->data) != 0)
+    attention_failed(n);
+}
+
+static int fused_shape_rule(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  slM_Node *a = &g->nodes[n->inputs[0]], *k = &g->nodes[n->inputs[1]], *v = &g->nodes[n->inputs[2]];
+  if (a->ndim != 3 || memcmp(a->shape, k->shape, sizeof a->shape) != 0 || memcmp(a->shape, v->shape, sizeof a->shape) != 0)
+    return snprintf(err, errlen, "%s: query, key and value shapes differ", n->name), -1;
+  if (n->heads < 1 || a->shape[2] % n->heads != 0)
+    return snprintf(err, errlen, "%s: %d heads do not divide width %d", n->name, n->heads, a->shape[2]), -1;
+  n->ndim = 3, memcpy(n->shape, a->shape, sizeof n->shape);
+  n->flops = 4.0 * a->shape[1] * a->shape[1] * a->shape[2];   /* QK^T and PV */
+  return 0;
+}
+
+/* the row logsumexp: batch x heads x tokens */
+static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return slM_rows(n, batch) * n->heads;
+}
+
+/* ------------------------------------------------------------------ table */
+
+#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
+
+const slM_OpDef slM_ops_attention[] = {
+    {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, CPU(scores_forward, scores_backward),
+     .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
+     .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC, .kernel = "cblas_sgemm"},
+    {OP_MASK_FILL, "masked_fill", 2, 2, .flops_per_item = 1, CPU(mask_fill_forward, mask_fill_backward),
+     .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC,
+     .kernel = "loop"},
+    {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, CPU(context_forward, context_backward),
+     .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     .kernel = "cblas_sgemm"},
+    {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, CPU(fused_forward, fused_backward),
+     .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     .kernel = "flash_attention_2"},
+    {0},
+};

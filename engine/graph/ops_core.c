@@ -1,0 +1,669 @@
+/*
+** ops_core.c - the operators every model family uses: placeholders, the
+** linear layer, activations, dropout, residual adds, layer norm, softmax,
+** the image models' patches and pooling, the classification loss.
+**
+** Each operator is a forward and a backward kernel and one record of the
+** table at the end of this file (op.h says what a record holds). The
+** backward adds each input's gradient into its slot (slots.h) and each
+** parameter's into its gradient. Dense products go through slM_gemm
+** (product.c: OpenBLAS, with the inputs rounded to the graph's precision);
+** loops between the products run over the cores in ranges
+** (kernels/parallel.h), each item computed on its own, so the numbers do
+** not depend on how a loop is split. Compression hooks (transform.h) change
+** what a linear layer computes with; their gradient is the straight-through
+** estimator.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/activation.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "kernels/reduce.h"
+#include "kernels/softmax.h"
+#include "memory.h"
+#include "op.h"
+#include "product.h"
+#include "ops_core.h"
+#include "slots.h"
+
+#define in slM_input
+#define ELEMS SLM_ELEMS
+
+/* A loop's arrays: each range function below names what it reads. */
+typedef struct {
+  const float *a, *b, *c;
+  float *y, *z;
+  size_t n;       /* row length, or a count */
+  int op;
+  int fresh;      /* y is a fresh gradient slot (slM_input_grad_fresh): store 0.0f + term */
+  float p;
+} Task;
+
+/* x if keep, else +0: the same as keep ? x : 0, written with a mask of
+** bits so that the compiler turns a loop of it into vector operations. As
+** a choice it stayed a scalar branch per element: in ReLU's gradient a
+** third of the MLP's backward pass, in the pruning mask 9% of a QAT epoch. */
+static inline float kept(float x, int keep) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  bits &= -(uint32_t)(keep != 0);
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/* ---------------------------------------------------------- placeholders */
+
+static void input_forward(slM_Graph *g, slM_Node *n) {
+  int shape[2] = {g->feed_batch, g->features};
+  slM_Tensor *y = slM_ensure(&n->out, 2, shape);
+  if (y->data != g->feed_x) memcpy(y->data, g->feed_x, y->size * sizeof *y->data);   /* else filled in place */
+}
+
+static void labels_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *y = slM_ensure(&n->out, 1, &g->feed_batch);
+  for (int i = 0; i < g->feed_batch; i++) y->data[i] = g->feed_labels ? g->feed_labels[i] : 0;
+}
+
+static void mask_forward(slM_Graph *g, slM_Node *n) {
+  int shape[2] = {g->feed_batch, g->tokens};
+  slM_Tensor *y = slM_ensure(&n->out, 2, shape);
+  for (size_t i = 0; i < y->size; i++) y->data[i] = 1;  /* every patch is a real token */
+}
+
+
+static int input_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->features;
+  return 0;
+}
+
+static int labels_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  n->ndim = 1, n->shape[0] = 1;
+  return 0;
+}
+
+static int mask_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->tokens;
+  return 0;
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* Each activation has its own loop, without a choice per element, so that
+** ReLU's vectorises (GELU's has its own vector form). */
+static void activation_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  const float *restrict a = t->a;
+  float *restrict y = t->y;
+  switch (t->op) {
+    case OP_GELU: slK_gelu_items(a, y, i0, i1); break;
+    case OP_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
+    case OP_TANH: for (size_t i = i0; i < i1; i++) y[i] = tanhf(a[i]); break;
+    default: for (size_t i = i0; i < i1; i++) y[i] = t->p * a[i]; break;
+  }
+}
+
+/* a = input, b = output gradient, c = output; y += input gradient (or, in a
+** fresh slot, y = 0 + input gradient) */
+static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  const float *restrict a = t->a, *restrict gy = t->b, *restrict c = t->c;
+  float *restrict y = t->y, p = t->p;
+  if (t->op == OP_GELU) {
+    slK_gelu_grad_items(a, gy, y, i0, i1, 1);
+    return;
+  }
+#define GRAD_LOOP(term)                                                   \
+  do {                                                                    \
+    if (t->fresh)                                                         \
+      for (size_t i = i0; i < i1; i++) {                                  \
+        const float g = gy[i];                                            \
+        y[i] = 0.0f + (term);                                             \
+      }                                                                   \
+    else                                                                  \
+      for (size_t i = i0; i < i1; i++) {                                  \
+        const float g = gy[i];                                            \
+        y[i] += (term);                                                   \
+      }                                                                   \
+  } while (0)
+  switch (t->op) {
+    case OP_RELU: GRAD_LOOP(kept(g, a[i] > 0)); break;
+    case OP_TANH: GRAD_LOOP(g * (1 - c[i] * c[i])); break;
+    default: GRAD_LOOP(p * g); break;
+  }
+#undef GRAD_LOOP
+}
+
+/* relu, gelu, tanh and scale (y = p * x, LoRA's alpha / rank) */
+static void activation_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  Task t = {.a = a->data, .y = y->data, .op = n->op, .p = n->p};
+  slK_parallel_for(a->size, ELEMS, activation_range, &t);
+}
+
+static void activation_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  Task t = {.a = a->data, .b = n->gout->data, .c = n->out->data, .op = n->op, .p = n->p};
+  t.y = (n->op == OP_GELU ? slM_input_grad(g, n, 0) : slM_input_grad_fresh(g, n, 0, &t.fresh))->data;
+  slK_parallel_for(a->size, ELEMS, activation_grad_range, &t);
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+/* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
+** falls below p * 2^32 (docs/numerics.md §9) */
+static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
+  for (size_t i = i0; i < i1; i++) {
+    slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};
+    uint64_t h = slM_rng_next(&r);
+    t->z[i] = ((h >> (32 * (i & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
+    t->y[i] = t->a[i] * t->z[i];
+  }
+}
+
+/* Sixteen elements at a time: eight splitmix64 hashes (slM_rng_next) in
+** 64-bit lanes, whose 32-bit halves are, in order, the words of elements
+** 2k and 2k + 1; the same integers as the scalar loop, so the same mask. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512dq"))) static size_t dropout_avx512(const Task *t, size_t i0, size_t i1,
+                                                                       float keep, uint32_t threshold) {
+  const uint64_t gold = 0x9E3779B97F4A7C15ull;
+  size_t i = i0;
+  if (i & 1) return i;   /* the caller's scalar loop reaches an even start first */
+  __m512i step = _mm512_set1_epi64((long long)(8 * gold));
+  __m512i state = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  state = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_add_epi64(state, _mm512_set1_epi64((long long)(i >> 1))),
+                                              _mm512_set1_epi64((long long)gold)),
+                           _mm512_set1_epi64((long long)(t->n + gold)));
+  __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull), m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
+  __m512i thr = _mm512_set1_epi32((int)threshold);
+  __m512 kv = _mm512_set1_ps(keep), zero = _mm512_setzero_ps();
+  for (; i + 16 <= i1; i += 16) {
+    __m512i z = state;
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
+    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    __mmask16 dropped = _mm512_cmplt_epu32_mask(z, thr);
+    __m512 scale = _mm512_mask_blend_ps(dropped, kv, zero);
+    _mm512_storeu_ps(t->z + i, scale);
+    _mm512_storeu_ps(t->y + i, _mm512_mul_ps(_mm512_loadu_ps(t->a + i), scale));
+    state = _mm512_add_epi64(state, step);
+  }
+  return i;
+}
+#endif
+
+static void dropout_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  float keep = 1.0f / (1.0f - t->p);
+  uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+    size_t start = i0 + (i0 & 1), end = start;
+    if (start < i1) end = dropout_avx512(t, start, i1, keep, (uint32_t)threshold);
+    if (end > start) {   /* the element before the even start, then the tail */
+      dropout_scalar(t, i0, start, keep, threshold);
+      i0 = end;
+    }
+  }
+#endif
+  dropout_scalar(t, i0, i1, keep, threshold);
+}
+
+/* (restrict: without it the compiler must assume y may overlap a and b,
+** and these loops stayed scalar) */
+static void acc_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  const float *restrict a = t->a;
+  float *restrict y = t->y;
+  if (t->fresh)
+    for (size_t i = i0; i < i1; i++) y[i] = 0.0f + a[i];
+  else
+    for (size_t i = i0; i < i1; i++) y[i] += a[i];
+}
+
+static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  const float *restrict a = t->a, *restrict b = t->b;
+  float *restrict y = t->y;
+  if (t->fresh)
+    for (size_t i = i0; i < i1; i++) y[i] = 0.0f + a[i] * b[i];
+  else
+    for (size_t i = i0; i < i1; i++) y[i] += a[i] * b[i];
+}
+
+static void dropout_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  if (g->training && n->p > 0) {
+    /* one draw from the graph's generator, then a counter-based hash per
+    ** element: the mask does not depend on how the loop is split */
+    Task t = {.a = a->data, .y = y->data, .z = slM_ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
+              .n = (size_t)slM_rng_next(&g->rng)};
+    slK_parallel_for(a->size, ELEMS, dropout_range, &t);
+  } else {
+    memcpy(y->data, a->data, a->size * sizeof *a->data);
+  }
+}
+
+static void dropout_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int active = g->training && n->p > 0;
+  Task t = {.a = n->gout->data, .b = active ? n->saved->data : NULL};
+  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
+  slK_parallel_for(a->size, ELEMS, active ? mul_acc_range : acc_range, &t);
+}
+
+static double dropout_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return training && n->p > 0 ? slM_items(n, batch) : 0;
+}
+
+/* -------------------------------------------------------------------- add */
+
+static void add_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  const float *restrict a = t->a, *restrict b = t->b;
+  float *restrict y = t->y;
+  for (size_t i = i0; i < i1; i++) y[i] = a[i] + b[i];
+}
+
+/* rows of n items: y[r] = a[r] + b, one parameter row b added to every row */
+static void add_row_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  const float *restrict b = t->b;
+  for (size_t r = r0; r < r1; r++) {
+    const float *restrict a = t->a + r * t->n;
+    float *restrict y = t->y + r * t->n;
+    for (size_t j = 0; j < t->n; j++) y[j] = a[j] + b[j];
+  }
+}
+
+/* two inputs, or one input plus a parameter broadcast over the batch */
+static void add_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  if (n->ninputs == 2) {
+    Task t = {.a = a->data, .b = in(g, n, 1)->data, .y = y->data};
+    slK_parallel_for(a->size, ELEMS, add_range, &t);
+  } else {
+    slM_Tensor *p = n->params[0]->value;   /* e.g. position embeddings, one row per sample */
+    Task t = {.a = a->data, .b = p->data, .y = y->data, .n = p->size};
+    slK_parallel_for(a->size / p->size, ELEMS / p->size + 1, add_row_range, &t);
+  }
+}
+
+static void add_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *dy = n->gout;
+  Task t = {.a = dy->data};
+  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
+  slK_parallel_for(a->size, ELEMS, acc_range, &t);
+  if (n->ninputs == 2) {
+    t.y = slM_input_grad_fresh(g, n, 1, &t.fresh)->data;
+    slK_parallel_for(a->size, ELEMS, acc_range, &t);
+  } else if (!n->params[0]->frozen) {
+    slM_Tensor *dp = slM_param_grad(n->params[0]);
+    slK_column_sums(dy->data, a->size / dp->size, dp->size, dp->data);
+  }
+}
+
+static int add_check(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen) {
+  if (n->ninputs + n->nparams == 2) return 0;
+  return snprintf(err, errlen, "node %s (add) has %d inputs", n->name, n->ninputs), -1;
+}
+
+static int add_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  const slM_Node *a = &g->nodes[n->inputs[0]];
+  if (n->ninputs == 2 && memcmp(a->shape, g->nodes[n->inputs[1]].shape, sizeof a->shape) != 0)
+    return snprintf(err, errlen, "%s: the two inputs have different shapes", n->name), -1;
+  n->ndim = a->ndim;
+  memcpy(n->shape, a->shape, sizeof n->shape);
+  size_t elems = 1;
+  for (int d = 0; d < n->ndim; d++) elems *= (size_t)n->shape[d];
+  n->flops = (double)elems;
+  return 0;
+}
+
+/* ----------------------------------------------------------------- linear */
+
+static void bias_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  const float *restrict b = t->a;
+  for (size_t r = r0; r < r1; r++) {
+    float *restrict y = t->y + r * t->n;
+    for (size_t j = 0; j < t->n; j++) y[j] += b[j];
+  }
+}
+
+/* y = x where the pruning mask keeps the weight, else +0 */
+typedef struct {
+  const float *x;
+  const unsigned char *keep;
+  float *y;
+} Masked;
+
+static void masked_range(void *ctx, size_t i0, size_t i1) {
+  const Masked *t = ctx;
+  const float *restrict x = t->x;
+  const unsigned char *restrict keep = t->keep;
+  float *restrict y = t->y;
+  for (size_t i = i0; i < i1; i++) y[i] = kept(x[i], keep[i]);
+}
+
+/* The weight the product uses: pruned by the mask, then fake-quantised. A
+** quantiser reads the raw weight and writes the copy itself when there is
+** no mask, so the weight is not copied first. */
+static const float *effective_weight(slM_Node *n) {
+  slM_Tensor *w = n->params[0]->value;
+  if (!n->comp.weight && !n->comp.weight_mask) return w->data;
+  slM_Tensor *we = slM_ensure(&n->saved2, w->ndim, w->shape);
+  const float *from = w->data;
+  if (n->comp.weight_mask) {
+    Masked t = {w->data, n->comp.weight_mask, we->data};
+    slK_parallel_for(w->size, ELEMS, masked_range, &t);
+    from = we->data;
+  }
+  if (n->comp.weight) n->comp.weight->apply(n->comp.weight, from, we->data, we->size);
+  return we->data;
+}
+
+/* the input the product uses: activation-pruned, then fake-quantised */
+static const float *effective_input(slM_Node *n, slM_Tensor *x) {
+  if (!n->comp.data_in && !n->comp.data_in_prune) return x->data;
+  slM_Tensor *q = slM_ensure(&n->saved, x->ndim, x->shape);
+  const float *from = x->data;   /* the first transform writes the copy */
+  if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, from, q->data, q->size), from = q->data;
+  if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, from, q->data, q->size);
+  return q->data;
+}
+
+/* y = x W^T + b over the last dimension */
+static void linear_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  int out_f = w->shape[0], in_f = w->shape[1];
+  int shape[SLM_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  shape[x->ndim - 1] = out_f;
+  slM_Tensor *y = slM_ensure(&n->out, x->ndim, shape);
+  size_t rows = x->size / (size_t)in_f;
+  const float *xe = effective_input(n, x);
+  const float *we = effective_weight(n);
+  slM_gemm(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f, y->data, out_f);
+  if (n->nparams > 1) {
+    slM_Tensor *b = n->params[1]->value;
+    float *bias = b->data, *tmp = NULL;
+    if (n->comp.bias) {
+      tmp = malloc(b->size * sizeof *tmp);
+      n->comp.bias->apply(n->comp.bias, b->data, tmp, b->size);
+      bias = tmp;
+    }
+    Task t = {.a = bias, .y = y->data, .n = (size_t)out_f};
+    slK_parallel_for(rows, ELEMS / (size_t)out_f + 1, bias_range, &t);
+    free(tmp);
+  }
+}
+
+/* Images and their patches have nothing upstream to learn, so the first
+** layer skips its input gradient, a third of its backward work. */
+int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
+  slM_Op from = g->nodes[n->inputs[k]].op;
+  return from != OP_INPUT && from != OP_PATCHIFY;
+}
+
+static void linear_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
+  int out_f = w->shape[0], in_f = w->shape[1];
+  size_t rows = x->size / (size_t)in_f;
+  const float *xe = (n->comp.data_in || n->comp.data_in_prune) ? n->saved->data : x->data;
+  const float *we = (n->comp.weight || n->comp.weight_mask) ? n->saved2->data : w->data;
+  /* straight through: the gradient reaches the raw input and weight unchanged */
+  if (slM_linear_grad_to(g, n, 0)) {
+    slM_Tensor *dx = slM_input_grad(g, n, 0);
+    slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f, 1.0f, dx->data, in_f);
+  }
+  if (!n->params[0]->frozen) {
+    slM_Tensor *dw = slM_param_grad(n->params[0]);
+    slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f, 1.0f, dw->data, in_f);
+    if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
+      for (size_t i = 0; i < dw->size; i++)
+        if (!n->comp.weight_mask[i]) dw->data[i] = 0;
+  }
+  if (n->nparams > 1 && !n->params[1]->frozen)
+    slK_column_sums(dy->data, rows, (size_t)out_f, slM_param_grad(n->params[1])->data);
+}
+
+int slM_linear_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  const slM_Node *a = &g->nodes[n->inputs[0]];
+  const slM_Tensor *w = n->params[0]->value;
+  if (a->shape[a->ndim - 1] != w->shape[1])
+    return snprintf(err, errlen, "%s: input has %d features but the weight expects %d", n->name,
+                    a->shape[a->ndim - 1], w->shape[1]), -1;
+  n->ndim = a->ndim;
+  memcpy(n->shape, a->shape, sizeof n->shape);
+  n->shape[n->ndim - 1] = w->shape[0];
+  size_t rows = 1;
+  for (int d = 1; d < a->ndim - 1; d++) rows *= (size_t)a->shape[d];
+  n->flops = 2.0 * (double)rows * w->shape[0] * w->shape[1];
+  return 0;
+}
+
+/* the rounded copies of x (rows x in) and W (out x in); in training also
+** dy (rows x out) and x again for the weight gradient */
+void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b) {
+  double in_f = n->params[0]->value->shape[1], out_f = n->params[0]->value->shape[0], rows = items / out_f;
+  *a = rows * fmax(in_f, training ? out_f : 0);
+  *b = fmax(out_f * in_f, training ? rows * in_f : 0);
+}
+
+/* ------------------------------------------------------------- layer norm */
+
+typedef struct {
+  const float *x, *gamma, *beta, *dy;
+  float *y, *mean, *rstd, *dx, *dgamma, *dbeta;
+  int d;
+  size_t rows;
+  float eps;
+} NormTask;
+
+static void layernorm_rows(void *ctx, size_t r0, size_t r1) {
+  const NormTask *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * (size_t)d;
+    float *b = t->y + r * (size_t)d;
+    double m, v;
+    slK_norm_moments(a, d, &m, &v);
+    float rs = (float)(1.0 / sqrt(v + t->eps));
+    t->mean[r] = (float)m;
+    t->rstd[r] = rs;
+    for (int j = 0; j < d; j++) b[j] = ((a[j] - (float)m) * rs) * t->gamma[j] + t->beta[j];
+  }
+}
+
+/* over the last dimension; saved: the mean, saved2: 1 / std, per row */
+static void layernorm_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *y = slM_ensure(&n->out, x->ndim, x->shape);
+  int d = x->shape[x->ndim - 1];
+  int rows = (int)(x->size / (size_t)d);
+  slM_Tensor *mean = slM_ensure(&n->saved, 1, &rows), *rstd = slM_ensure(&n->saved2, 1, &rows);
+  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data, .y = y->data,
+                .mean = mean->data, .rstd = rstd->data, .d = d, .eps = n->p};
+  slK_parallel_for((size_t)rows, ELEMS / (size_t)d + 1, layernorm_rows, &t);
+}
+
+static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
+  const NormTask *t = ctx;
+  int d = t->d;
+  for (size_t r = r0; r < r1; r++) {
+    const float *a = t->x + r * (size_t)d, *gy = t->dy + r * (size_t)d;
+    float *gx = t->dx + r * (size_t)d;
+    float m = t->mean[r], rs = t->rstd[r], mg, mgx;
+    slK_norm_grad_means(a, m, rs, t->gamma, gy, d, &mg, &mgx);
+    for (int j = 0; j < d; j++) {
+      float xhat = (a[j] - m) * rs;
+      gx[j] += rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);
+    }
+  }
+}
+
+static void layernorm_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = slM_input_grad(g, n, 0);
+  int d = x->shape[x->ndim - 1];
+  size_t rows = x->size / (size_t)d;
+  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .dy = dy->data, .mean = n->saved->data,
+                .rstd = n->saved2->data, .dx = dx->data, .d = d, .rows = rows,
+                .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
+                .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
+  slK_parallel_for(rows, ELEMS / (size_t)d + 1, layernorm_grad_rows, &t);
+  slK_norm_param_grads(t.x, t.dy, t.mean, t.rstd, 1, rows, d, t.dgamma, t.dbeta);
+}
+
+static double layernorm_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return 2 * slM_rows(n, batch);
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* a = softmax output, b = its gradient; y += input gradient */
+static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
+  const Task *t = ctx;
+  for (size_t r = r0; r < r1; r++) slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n);
+}
+
+/* over the last dimension */
+static void softmax_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  int d = a->shape[a->ndim - 1];
+  slK_softmax_rows(a->data, y->data, a->size / (size_t)d, d);
+}
+
+static void softmax_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int d = a->shape[a->ndim - 1];
+  Task t = {.a = n->out->data, .b = n->gout->data, .y = slM_input_grad(g, n, 0)->data, .n = (size_t)d};
+  slK_parallel_for(a->size / (size_t)d, ELEMS / (size_t)d + 1, softmax_grad_range, &t);
+}
+
+/* ---------------------------------------------- patches, pooling, the loss */
+
+/* images -> tokens of patch x patch pixels */
+static void patchify_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int batch = a->shape[0];
+  int side = g->features == 784 ? 28 : (int)sqrt((double)g->features), P = n->patch, per = side / P;
+  int shape[3] = {batch, per * per, P * P};
+  slM_Tensor *y = slM_ensure(&n->out, 3, shape);
+  for (int b = 0; b < batch; b++)
+    for (int t = 0; t < per * per; t++)
+      for (int i = 0; i < P; i++)
+        for (int j = 0; j < P; j++)
+          y->data[((size_t)b * per * per + t) * P * P + i * P + j] =
+              a->data[(size_t)b * g->features + ((t / per) * P + i) * side + (t % per) * P + j];
+}
+
+static int patchify_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  int side = (int)lround(sqrt((double)g->features)), per = side / n->patch;
+  n->ndim = 3, n->shape[0] = 1, n->shape[1] = per * per, n->shape[2] = n->patch * n->patch;
+  return 0;
+}
+
+/* batch x tokens x width -> batch x width */
+static void mean_tokens_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int B = a->shape[0], T = a->shape[1], D = a->shape[2];
+  int shape[2] = {B, D};
+  slM_Tensor *y = slM_ensure(&n->out, 2, shape);
+  memset(y->data, 0, y->size * sizeof *y->data);
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++)
+      for (int d = 0; d < D; d++) y->data[(size_t)b * D + d] += a->data[((size_t)b * T + t) * D + d] / (float)T;
+}
+
+static void mean_tokens_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  float *dx = slM_input_grad(g, n, 0)->data;
+  int B = a->shape[0], T = a->shape[1], D = a->shape[2];
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++)
+      for (int d = 0; d < D; d++) dx[((size_t)b * T + t) * D + d] += n->gout->data[(size_t)b * D + d] / (float)T;
+}
+
+static int mean_tokens_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->nodes[n->inputs[0]].shape[2];
+  return 0;
+}
+
+/* the mean loss of the logits against the labels; saved: the softmax */
+static void cross_entropy_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *lab = in(g, n, 1);
+  int B = a->shape[0], C = a->shape[1], one = 1;
+  slM_Tensor *p = slM_ensure(&n->saved, 2, a->shape);
+  slK_softmax_rows(a->data, p->data, (size_t)B, C);
+  double loss = 0;
+  for (int b = 0; b < B; b++) loss -= log(p->data[(size_t)b * C + (int)lab->data[b]] + 1e-12);
+  slM_ensure(&n->out, 1, &one)->data[0] = (float)(loss / B);
+}
+
+static void cross_entropy_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *lab = in(g, n, 1);
+  float *dx = slM_input_grad(g, n, 0)->data;
+  int B = a->shape[0], C = a->shape[1];
+  for (int b = 0; b < B; b++)
+    for (int c = 0; c < C; c++)
+      dx[(size_t)b * C + c] += n->gout->data[0] * (n->saved->data[(size_t)b * C + c] - (c == (int)lab->data[b])) / B;
+}
+
+static int loss_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
+  n->ndim = 1, n->shape[0] = 1;
+  return 0;
+}
+
+/* the softmax of the logits, kept for the backward */
+double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  return slM_items(&g->nodes[n->inputs[0]], batch);
+}
+
+/* ------------------------------------------------------------------ table */
+
+#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
+
+const slM_OpDef slM_ops_core[] = {
+    {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+    {OP_LABELS, "labels", 0, 0, .shape = labels_shape, CPU(labels_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
+    {OP_MASK, "attention_mask", 0, 0, .shape = mask_shape, CPU(mask_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+    {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
+     CPU(linear_forward, linear_backward), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT, .kernel = "cblas_sgemm"},
+    {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, CPU(dropout_forward, dropout_backward),
+     .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5,
+     CPU(layernorm_forward, layernorm_backward), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL, .kernel = "loop"},
+    {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, CPU(patchify_forward, slM_op_nothing),
+     .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+    {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+    {OP_SOFTMAX, "softmax", 1, 1, .flops_per_item = 5, CPU(softmax_forward, softmax_backward), .makes = SLM_MEM_ACT,
+     .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
+    {OP_MEAN_TOKENS, "mean", 1, 1, .shape = mean_tokens_shape, CPU(mean_tokens_forward, mean_tokens_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+    {OP_CROSS_ENTROPY, "cross_entropy", 2, 2, .shape = loss_shape, CPU(cross_entropy_forward, cross_entropy_backward),
+     .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
+     .flags = SLM_OP_LOSS, .kernel = "loop"},
+    {OP_OUTPUT, "output", 1, SLM_MAX_INPUTS, .flops_per_item = 0, CPU(slM_op_nothing, slM_op_nothing),
+     .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FIRST, .kernel = "loop"},
+    {0},
+};

@@ -1,0 +1,69 @@
+/*
+** slots.c - the tensors an operator's kernels read and write: output and
+** saved slots reused from pass to pass, and gradient slots made or marked
+** fresh when a backward pass first reaches them.
+**
+** Slots are reused while the shape holds, so a steady training loop
+** allocates nothing; with buffer planning (plan.c) they already hold views
+** of the arena, which the shape test finds and keeps.
+*/
+#include <string.h>
+
+#include "kernels/parallel.h"
+#include "memory.h"
+#include "slots.h"
+
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) {
+  slM_Tensor *t = *slot;
+  int same = t && t->ndim == ndim;
+  for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
+  if (!same) {
+    slM_tensor_free(t);
+    *slot = t = slM_tensor_new(ndim, shape);
+  }
+  return t;
+}
+
+/* The zeroing this saves was 4% of the image transformer's step. */
+slM_Tensor *slM_input_grad_fresh(slM_Graph *g, slM_Node *n, int k, int *fresh) {
+  slM_Node *src = &g->nodes[n->inputs[k]];
+  *fresh = !src->gout_live;
+  if (!src->gout_live) {
+    slM_Tensor *t = src->gout;
+    int same = t && t->ndim == src->out->ndim && memcmp(t->shape, src->out->shape, sizeof t->shape) == 0;
+    if (!same) {
+      slM_tensor_free(t);
+      src->gout = slM_tensor_like(src->out);
+      slM_mem_retag(src->gout, SLM_MEM_TEMP);
+    }
+    src->gout_live = 1;
+  }
+  return src->gout;
+}
+
+static void zero_range(void *ctx, size_t i0, size_t i1) { memset((float *)ctx + i0, 0, (i1 - i0) * sizeof(float)); }
+
+void slM_zero(float *x, size_t n) { slK_parallel_for(n, SLM_ELEMS, zero_range, x); }
+
+slM_Tensor *slM_input_grad(slM_Graph *g, slM_Node *n, int k) {
+  int fresh;
+  slM_Tensor *t = slM_input_grad_fresh(g, n, k, &fresh);
+  if (fresh) slM_zero(t->data, t->size);
+  return t;
+}
+
+slM_Tensor *slM_param_grad(slM_Param *p) {
+  if (!p->grad) {
+    p->grad = slM_tensor_like(p->value);
+    slM_mem_retag(p->grad, SLM_MEM_GRAD);
+  }
+  return p->grad;
+}
+
+double slM_items(const slM_Node *n, int batch) {
+  double e = batch;
+  for (int d = 1; d < n->ndim; d++) e *= n->shape[d];
+  return e;
+}
+
+double slM_rows(const slM_Node *n, int batch) { return slM_items(n, batch) / (n->ndim ? n->shape[n->ndim - 1] : 1); }

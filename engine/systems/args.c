@@ -1,0 +1,119 @@
+/*
+** args.c - what the systems commands (commands.c, commands_memory.c) share:
+** their arguments read and checked the same way (models, batches, budgets,
+** presets, precisions), their tables, and the refusal of a run predicted
+** over the memory budget.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "graph/train.h"
+
+const slM_Graph *slL_model_of(sl_Call *call, const char *name) {
+  return sl_arg_object(call, name, &slM_model_class);
+}
+
+/* a table with the given columns */
+slT_Table *slL_table(const char *const *cols) {
+  slT_Table *t = slT_new();
+  for (int c = 0; cols[c]; c++) slT_add_column(t, cols[c]);
+  return t;
+}
+
+void slL_setn(slT_Table *t, size_t r, const char *col, double v) {
+  slT_set(t, r, (size_t)slT_column(t, col), isnan(v) ? sl_nil() : sl_number(v));
+}
+void slL_sets(slT_Table *t, size_t r, const char *col, const char *v) {
+  slT_set(t, r, (size_t)slT_column(t, col), sl_string(v));
+}
+
+int slL_budget_of(sl_Call *call, double *budget) {
+  char err[256];
+  *budget = slL_budget(sl_arg_given(call, "budget") ? sl_arg_string(call, "budget") : NULL, err, sizeof err);
+  return *budget > 0 ? 0 : sl_arg_error(call, "budget", "%s", err);
+}
+
+int slL_precision_arg(sl_Call *call) {
+  const char *p = sl_arg_string(call, "precision");
+  return strcmp(p, "bf16") == 0 ? SLM_BF16 : strcmp(p, "fp16") == 0 ? SLM_FP16 : SLM_FP32;
+}
+
+int slL_is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
+
+/* the prediction for a built model on this batch: by formula for a language
+** model (any context), by walking the graph for the others */
+void slL_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *p) {
+  if (slL_is_lm(g)) {
+    slM_LmSpec s;
+    slM_lm_spec_of(g, &s);
+    slL_predict_lm(&s, batch, T, run, optimizer, g->precision, p);
+  } else {
+    slL_predict_graph(g, batch, T, run, optimizer, p);
+  }
+}
+
+/* batch and tokens per sample from the call; T = 0 for image models */
+int slL_batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T) {
+  *batch = (int)sl_arg_number(call, "batch");
+  *T = slL_is_lm(g) ? (sl_arg_given(call, "context") ? (int)sl_arg_number(call, "context") : g->context) : 0;
+  if (*batch < 1 || *batch > 65536) return sl_arg_error(call, "batch", "must be between 1 and 65536");
+  if (slL_is_lm(g) && (*T < 1 || *T > g->context))
+    return sl_arg_error(call, "context", "must be between 1 and the model's context length %d", g->context);
+  return 0;
+}
+
+/* gradients and optimizer state a model already holds from earlier training */
+void slL_state_bytes(const slM_Graph *g, double *grads, double *optim) {
+  *grads = *optim = 0;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      const slM_Param *q = g->nodes[i].params[k];
+      *grads += q->grad ? 4.0 * (double)q->grad->size : 0;
+      *optim += 4.0 * (double)((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
+    }
+}
+
+int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget) {
+  if (p->peak <= budget) return 0;
+  char msg[512];
+  slL_refusal(p, budget, msg, sizeof msg);
+  return sl_error(call, "%s", msg);
+}
+
+const char *const slL_runs[] = {"forward", "train", NULL};
+const char *const slL_optimizers[] = {"adamw", "sgd", "none", NULL};
+
+int slL_optimizer_arg(sl_Call *call) {
+  const char *o = sl_arg_string(call, "optimizer");
+  return strcmp(o, "adamw") == 0 ? SLM_ADAMW : strcmp(o, "sgd") == 0 ? SLM_SGD : -1;
+}
+
+int slL_list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi) {
+  sl_Value l = sl_arg(call, name);
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > max) return sl_arg_error(call, name, "must list 1 to %d whole numbers", max), -1;
+  for (int i = 0; i < n; i++) {
+    sl_Value v = sl_list_get(l, (size_t)i);
+    if (v.type != SL_NUMBER || v.u.n != floor(v.u.n) || v.u.n < lo || v.u.n > hi)
+      return sl_arg_error(call, name, "must list whole numbers between %d and %d", lo, hi), -1;
+    out[i] = (int)v.u.n;
+  }
+  return n;
+}
+
+int slL_preset_list(sl_Call *call, slM_LmSpec *out, int max) {
+  sl_Value l = sl_arg(call, "presets");
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > max) return sl_arg_error(call, "presets", "must list 1 to %d presets", max), -1;
+  for (int i = 0; i < n; i++) {
+    const char *name = sl_str(sl_list_get(l, (size_t)i));
+    if (!name || slM_lm_preset(name, &out[i]) != 0)
+      return sl_arg_error(call, "presets", "'%s' is not a preset: tiny, small, medium, large, xl or 2.7B",
+                          name ? name : "?"), -1;
+  }
+  return n;
+}
+

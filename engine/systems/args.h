@@ -1,0 +1,37 @@
+/*
+** args.h - the argument and table helpers of the systems commands (args.c).
+*/
+#ifndef SYSLAB_SYSTEMS_ARGS_H
+#define SYSLAB_SYSTEMS_ARGS_H
+
+#include "graph/lm.h"
+#include "graph/memory.h"
+#include "predict.h"
+#include "table/table.h"
+
+extern const char *const slL_runs[];        /* forward, train */
+extern const char *const slL_optimizers[];  /* adamw, sgd, none */
+
+const slM_Graph *slL_model_of(sl_Call *call, const char *name);
+/* a table with the given columns (NULL-terminated) */
+slT_Table *slL_table(const char *const *cols);
+void slL_setn(slT_Table *t, size_t r, const char *col, double v);   /* NaN: nil */
+void slL_sets(slT_Table *t, size_t r, const char *col, const char *v);
+int slL_budget_of(sl_Call *call, double *budget);   /* the "budget" argument, or MemAvailable */
+int slL_precision_arg(sl_Call *call);
+int slL_optimizer_arg(sl_Call *call);               /* SLM_ADAMW, SLM_SGD, or -1 for none */
+int slL_is_lm(const slM_Graph *g);
+/* the prediction for a built model on this batch */
+void slL_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *p);
+/* batch and tokens per sample from the call; T = 0 for image models */
+int slL_batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T);
+/* gradients and optimizer state a model already holds from earlier training */
+void slL_state_bytes(const slM_Graph *g, double *grads, double *optim);
+/* an OOM error with the predicted figures when p's peak exceeds the budget */
+int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget);
+/* a list argument of 1 to max whole numbers in [lo, hi]; the count, or -1 */
+int slL_list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi);
+/* the "presets" argument as specifications; the count, or -1 */
+int slL_preset_list(sl_Call *call, slM_LmSpec *out, int max);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+** predict.c - the prediction of a run's memory before it is allocated, and
+** the refusal of runs that would not fit.
+**
+** The engine keeps every activation of a step until the next step
+** overwrites it, so a training step's peak is the sum of all categories
+** that graph/memory.c measures: parameters, gradients, optimizer state,
+** activations, activation gradients, and the scratch of rounded product
+** operands under a 16-bit precision. A built model is predicted node by
+** node from the operator table (what each operator makes, saves, sends
+** back and rounds); a language model can also be predicted from its
+** configuration alone, before a 2.7B model is allocated.
+*/
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "graph/ops.h"
+#include "graph/slots.h"
+#include "graph/train.h"
+#include "predict.h"
+
+static void finish(slL_Prediction *p, int run) {
+  p->peak = p->params + p->activations + p->scratch;
+  if (run == SLL_RUN_TRAIN) p->peak += p->grads + p->optim + p->act_grads;
+}
+
+/* The language model from its configuration, before it is built: the same
+** operators as graph/lm.c builds, counted by hand (floats of 4 bytes). */
+void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimizer, int precision,
+                        slL_Prediction *out) {
+  double B = batch, D = s->d_model, F = s->d_ff, H = s->heads, V = s->vocab, L = s->layers, dh = D / H;
+  double BT = B * T, BTD = BT * D, BTF = BT * F, BHTT = B * H * T * T;
+  memset(out, 0, sizeof *out);
+  double params = V * D + L * (4 * D * D + 3 * D * F + 2 * D) + D + D * V;
+  out->params = 4 * params;
+  /* per layer: ln1, q, k, v, two ropes, context, output projection, residual,
+  ** ln2, w2, residual (12 x BTD); w1, w3, swiglu (3 x BTF); scores, mask,
+  ** softmax (3 x BHTT); saved: two rms rows, two rope tables */
+  double layer_out = 12 * BTD + 3 * BTF + 3 * BHTT;
+  double acts = 2 * BT + BTD + L * (layer_out + 2 * BT + 2 * T * dh) + BTD + BT + BT * V + BT * V + 1;
+  out->activations = 4 * acts;
+  out->scores = 4 * L * 3 * BHTT;
+  out->residual = 4 * BTD;
+  if (run == SLL_RUN_TRAIN) {
+    out->act_grads = 4 * (BTD + L * layer_out + BTD + BT * V + 1);
+    out->grads = 4 * params;
+    out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
+  }
+  if (precision != SLM_FP32) {
+    /* the rounded copies of the largest product inputs (precision.c) */
+    double a = BT * fmax(D, F), b = fmax(V * D, F * D);
+    a = fmax(a, T * fmax(T, dh));
+    if (run == SLL_RUN_TRAIN) a = fmax(a, BT * V), b = fmax(b, fmax(BTF, BTD));
+    out->scratch = 4 * (a + b);
+  }
+  finish(out, run);
+}
+
+/* which nodes receive a gradient in the backward pass: from the loss (or
+** the logits), every input its operator sends one to */
+static char *gradient_reach(const slM_Graph *g) {
+  char *grad = calloc((size_t)g->n, 1);
+  int loss = slM_loss_node(g);
+  grad[loss >= 0 ? loss : slM_logits_node(g)] = 1;
+  for (int i = g->n - 1; i >= 0; i--) {
+    const slM_Node *n = &g->nodes[i];
+    const slM_OpDef *d = slM_op(n->op);
+    if (grad[i])
+      for (int k = 0; k < n->ninputs; k++)
+        if (!d->grad_to || d->grad_to(g, n, k)) grad[n->inputs[k]] = 1;
+  }
+  return grad;
+}
+
+static void param_bytes(const slM_Node *n, int trains, int optimizer, slL_Prediction *out) {
+  for (int k = 0; k < n->nparams; k++) {
+    double bytes = 4.0 * (double)n->params[k]->value->size;
+    out->params += bytes;
+    if (trains && !n->params[k]->frozen) {
+      out->grads += bytes;
+      out->optim += bytes * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
+    }
+  }
+}
+
+/* Any model, node by node from its operators' records: what each makes,
+** saves and sends back, and the rounded copies of its products' operands. */
+void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *out) {
+  (void)T;
+  memset(out, 0, sizeof *out);
+  int train = run == SLL_RUN_TRAIN;
+  char *grad = gradient_reach(g);
+  double a_max = 0, b_max = 0;
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    const slM_OpDef *d = slM_op(n->op);
+    param_bytes(n, train && grad[i], optimizer, out);
+    if (n->kind == SLM_OUTPUT) continue;
+    double e = d->flags & SLM_OP_LOSS ? 1 : slM_items(n, batch);
+    out->activations += 4 * (e + (d->saves ? d->saves(g, n, batch, train) : 0));
+    if (d->flags & SLM_OP_QUADRATIC) out->scores += 4 * e;
+    if (train && grad[i]) out->act_grads += 4 * e * (1 + d->backward_temps);
+    if (g->precision != SLM_FP32 && d->rounded) {
+      double a, b;
+      d->rounded(g, n, e, train, &a, &b);
+      a_max = fmax(a_max, a), b_max = fmax(b_max, b);
+    }
+    if ((d->flags & SLM_OP_RESIDUAL) && out->residual == 0) out->residual = 4 * slM_items(n, batch);
+  }
+  out->scratch = 4 * (a_max + b_max);
+  free(grad);
+  finish(out, run);
+}
+
+double slL_budget(const char *text, char *err, size_t errlen) {
+  if (!text || !*text) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb <= 0) return snprintf(err, errlen, "cannot read MemAvailable from /proc/meminfo; give a budget"), 0;
+    return kb * 1024;
+  }
+  char *end;
+  double v = strtod(text, &end);
+  while (isspace((unsigned char)*end)) end++;
+  static const struct { const char *unit; double scale; } units[] = {
+    {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+  };
+  if (end != text && v > 0)
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+      if (strcasecmp(end, units[i].unit) == 0) return v * units[i].scale;
+  snprintf(err, errlen, "budget '%s' is not a size: write a positive number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. \"80GB\"", text);
+  return 0;
+}
+
+void slL_refusal(const slL_Prediction *p, double budget, char *buf, size_t size) {
+  snprintf(buf, size,
+           "OOM: predicted peak %.2f GB exceeds the budget of %.2f GB (parameters %.2f GB, gradients %.2f GB, "
+           "optimizer state %.2f GB, activations %.2f GB, activation gradients %.2f GB, scratch %.2f GB)",
+           p->peak / 1e9, budget / 1e9, p->params / 1e9, p->grads / 1e9, p->optim / 1e9, p->activations / 1e9,
+           p->act_grads / 1e9, p->scratch / 1e9);
+}
