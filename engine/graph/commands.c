@@ -245,7 +245,7 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
   uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
   int labels = sl_truthy(sl_arg(call, "labels")), mask = sl_truthy(sl_arg(call, "mask"));
   double p = sl_arg_number(call, "dropout");
-  if (!(p >= 0 && p < 1)) return sl_arg_error(call, "dropout", "must be in [0, 1), got %g", p);
+  if (!(p >= 0 && p < 1)) return sl_arg_error(call, "dropout", "must be in [0, 1), got %s", SL_NUM(p));
   float dropout = (float)p;
   char err[512];
   if (strcmp(family, "mlp") == 0) {
@@ -469,7 +469,7 @@ static int cmd_lora(sl_Call *call, sl_Value *result) {
   if (int_in(call, "rank", 1, 4096, &rank) != 0) return free(names), -1;
   if (!(alpha > -1e6 && alpha < 1e6)) {
     free(names);
-    return sl_arg_error(call, "alpha", "must be a finite number between -1e6 and 1e6, got %g", alpha);
+    return sl_arg_error(call, "alpha", "must be a finite number between -1e6 and 1e6, got %s", SL_NUM(alpha));
   }
   slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 1);
   char err[512];
@@ -531,10 +531,10 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   if (int_in(call, "epochs", 1, 1000, &c.epochs) != 0 || int_in(call, "batch", 1, 65536, &c.batch) != 0 ||
       int_in(call, "warmup", 0, 1e8, &c.warmup) != 0)
     return -1;
-  if (!(c.lr > 0 && c.lr <= 10)) return sl_arg_error(call, "lr", "must be above 0 and at most 10, got %g", c.lr);
-  if (!(c.momentum >= 0 && c.momentum < 1)) return sl_arg_error(call, "momentum", "must be in [0, 1), got %g", c.momentum);
+  if (!(c.lr > 0 && c.lr <= 10)) return sl_arg_error(call, "lr", "must be above 0 and at most 10, got %s", SL_NUM(c.lr));
+  if (!(c.momentum >= 0 && c.momentum < 1)) return sl_arg_error(call, "momentum", "must be in [0, 1), got %s", SL_NUM(c.momentum));
   if (!(c.weight_decay >= 0 && c.weight_decay <= 1))
-    return sl_arg_error(call, "weight_decay", "must be between 0 and 1, got %g", c.weight_decay);
+    return sl_arg_error(call, "weight_decay", "must be between 0 and 1, got %s", SL_NUM(c.weight_decay));
   size_t trainable, total;
   slM_param_counts(g, &trainable, &total);
   if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");

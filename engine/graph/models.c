@@ -83,7 +83,7 @@ slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, s
       return NULL;
     }
   if (s->dropout < 0 || s->dropout >= 1) {
-    snprintf(err, errlen, "dropout must be in [0, 1), got %g", s->dropout);
+    snprintf(err, errlen, "dropout must be in [0, 1), got %s", SL_NUM(s->dropout));
     return NULL;
   }
   slM_Graph *g = calloc(1, sizeof *g);
@@ -141,7 +141,7 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
     return NULL;
   }
   if (s->dropout < 0 || s->dropout >= 1) {
-    snprintf(err, errlen, "dropout must be in [0, 1), got %g", s->dropout);
+    snprintf(err, errlen, "dropout must be in [0, 1), got %s", SL_NUM(s->dropout));
     return NULL;
   }
   slM_Graph *g = calloc(1, sizeof *g);

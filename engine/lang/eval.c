@@ -16,6 +16,7 @@
 #include "registry.h"
 
 #include <float.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -379,8 +380,8 @@ static int check_type(sl_State *S, const sl_Command *cmd, const sl_Arg *arg, sl_
                      cmd->name, arg->name, sl_str(v), list);
   }
   if (arg->type == SL_ARG_INT && v.type == SL_NUMBER)
-    return slV_error(S, "TypeError", line, col, "%s: %s must be a whole number, got %.9g", cmd->name,
-                     arg->name, v.u.n);
+    return slV_error(S, "TypeError", line, col, "%s: %s must be a whole number, got %s", cmd->name,
+                     arg->name, SL_NUM(v.u.n));
   return slV_error(S, "TypeError", line, col, "%s: %s must be a %s, got a %s", cmd->name, arg->name,
                    slH_type_name(arg), sl_typename(v));
 }
@@ -721,6 +722,15 @@ static int eval_field(sl_State *S, slY_Node *n, sl_Value *out) {
   return rc;
 }
 
+/* the argument of some command that lists `word` among its choices */
+static const sl_Arg *choice_named(const char *word, const sl_Command **owner) {
+  const sl_Command *c;
+  for (size_t i = 0; (c = sl_command_at(i)); i++)
+    for (int k = 0; c->args[k].name; k++)
+      if (c->args[k].type == SL_ARG_ENUM && in_choices(&c->args[k], word)) return *owner = c, &c->args[k];
+  return NULL;
+}
+
 static int eval_name(sl_State *S, slY_Node *n, sl_Value *out) {
   for (size_t i = 0; i < sl_record_len(S->vars); i++)
     if (strcmp(sl_record_key(S->vars, i), n->str) == 0) {
@@ -732,6 +742,16 @@ static int eval_name(sl_State *S, slY_Node *n, sl_Value *out) {
     return slV_error(S, "NameError", n->line, n->col,
                      "'%s' is a command: call it at the start of a statement, after '=', or in parentheses: (%s ...)",
                      n->str, n->str);
+  if (isdigit((unsigned char)n->str[0]))
+    return slV_error(S, "NameError", n->line, n->col,
+                     "'%s' is not a number, and a name cannot start with a digit (a command's choice such as "
+                     "lm's 2.7B is written as an argument on its own)", n->str);
+  const sl_Command *owner;
+  const sl_Arg *choice = choice_named(n->str, &owner);
+  if (choice)   /* `suggest "x" float - 5 5`: a choice word caught inside an expression */
+    return slV_error(S, "NameError", n->line, n->col,
+                     "'%s' is a choice of %s's %s, not a variable: write it as an argument on its own (a sign "
+                     "right after a space starts the next argument: %s -5)", n->str, owner->name, choice->name, n->str);
   const char *best = sl_suggest(S, n->str, 1, 1);
   if (best)
     return slV_error(S, "NameError", n->line, n->col, "name '%s' is not defined; did you mean '%s'?", n->str, best);
@@ -877,15 +897,17 @@ static int run_statement(sl_State *S, slY_Node *n, sl_Value *out) {
       sl_record_set(S->vars, n->str, v);
       return 0;
     }
-    case N_IF: {
-      sl_Value c;
-      if (slV_eval(S, n->a, &c) != 0) return -1;
-      int t = sl_truthy(c);
-      sl_release(c);
-      if (t) return slV_run_block(S, n->b, out);
-      if (!n->c) return 0;
-      return n->c->kind == N_IF ? run_statement(S, n->c, out) : slV_run_block(S, n->c, out);
-    }
+    case N_IF:
+      for (;;) {   /* an else-if chain in a loop, as it was parsed */
+        sl_Value c;
+        if (slV_eval(S, n->a, &c) != 0) return -1;
+        int t = sl_truthy(c);
+        sl_release(c);
+        if (t) return slV_run_block(S, n->b, out);
+        if (!n->c) return 0;
+        if (n->c->kind != N_IF) return slV_run_block(S, n->c, out);
+        n = n->c;
+      }
     case N_FOR: return run_for(S, n);
     case N_HELP: {
       const sl_Command *cmd = sl_command_find(n->str);

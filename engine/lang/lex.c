@@ -173,8 +173,11 @@ static slX_Token read_number(slX_Lexer *L, size_t start, int line, int col) {
     }
   }
   if (slX_is_name_char(peek(L, 0))) {
-    while (slX_is_name_char(peek(L, 0))) advance(L);
-    return error(L, start, line, col, "malformed number: a name cannot start with a digit");
+    /* a word that starts with a digit ("2.7B", a preset): a bare word that
+    ** a command may take as a choice; anywhere else it is no number and no
+    ** variable, and evaluating it says so (eval.c) */
+    while (slX_is_name_char(peek(L, 0)) || peek(L, 0) == '.') advance(L);
+    return make(L, TK_NAME, start, line, col);
   }
   char buf[128];
   size_t n = 0;

@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ typedef struct Parser {
   slY_Tree *tree;
   slY_Error *err;
   int depth;          /* nesting of the constructs being parsed */
+  int in_args;        /* parsing a command's space-separated arguments (not inside brackets) */
   jmp_buf fail;
 } Parser;
 
@@ -246,22 +248,30 @@ static slY_Node *primary(Parser *P, int allow_call) {
       next(P);
       break;
     case '(': {
-      int line = P->tok.line, col = P->tok.col;
+      int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
+      enter(P);
       next(P);
+      P->in_args = 0;   /* inside brackets a sign is an operator again */
       n = expr(P, 2);
+      P->in_args = in_args;
       expect_close(P, ')', line, col, "')'");
+      leave(P);
       break;
     }
     case '[': {
-      int line = P->tok.line, col = P->tok.col;
+      int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
       n = node(P, N_LIST);
+      enter(P);
       next(P);
+      P->in_args = 0;
       while (P->tok.type != ']') {
         add_kid(P, n, expr(P, 0), NULL, 0, 0);
         if (P->tok.type != ',') break;
         next(P);
       }
+      P->in_args = in_args;
       expect_close(P, ']', line, col, "',' or ']'");
+      leave(P);
       break;
     }
     default:
@@ -292,10 +302,12 @@ static slY_Node *postfix(Parser *P, int allow_call) {
       /* x[i] indexes; "print x [1, 2]" passes a list: the space decides */
       enter(P);
       slY_Node *ix = node(P, N_INDEX);
-      int line = P->tok.line, col = P->tok.col;
+      int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
       next(P);
       ix->a = n;
+      P->in_args = 0;
       ix->b = expr(P, 0);
+      P->in_args = in_args;
       expect_close(P, ']', line, col, "']'");
       n = ix;
     } else {
@@ -358,9 +370,20 @@ static slY_Node *term(Parser *P, int allow_call) {
   return n;
 }
 
+/* Among a command's arguments, a sign after a space and right before a
+** number, a '.' or a name starts the next argument, as in a shell:
+** `suggest "x" float -5 5` is four arguments, while `a - 1` and `a-1`
+** stay differences (docs/language.md). */
+static int sign_starts_argument(Parser *P) {
+  if (!P->in_args || P->tok.offset == P->prev_end || P->tok.offset + 1 >= P->lex.len) return 0;
+  int c = (unsigned char)P->lex.src[P->tok.offset + 1];
+  return isdigit(c) || c == '.' || slX_is_name_start(c);
+}
+
 static slY_Node *sum(Parser *P, int allow_call) {
   slY_Node *n = term(P, allow_call);
-  while (P->tok.type == '+' || P->tok.type == '-') n = binary_left(P, n, P->tok.type, term);
+  while ((P->tok.type == '+' || P->tok.type == '-') && !sign_starts_argument(P))
+    n = binary_left(P, n, P->tok.type, term);
   return n;
 }
 
@@ -418,13 +441,11 @@ static slY_Node *conjunction(Parser *P, int allow_call) {
 /* allow_call: 0 no command calls (arguments), 1 at statement level,
 ** 2 inside parentheses (the call ends at ')') */
 static slY_Node *expr(Parser *P, int allow_call) {
-  enter(P);
   slY_Node *n = conjunction(P, allow_call);
   while (P->tok.type == TK_OR) {
     n = binary_left(P, n, TK_OR, conjunction);
     n->kind = N_OR;
   }
-  leave(P);
   return n;
 }
 
@@ -443,13 +464,15 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   n->cmd = cmd;
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
-  int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col;
+  int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col, in_args = P->in_args;
   if (function_style) next(P);  /* the '(' */
+  P->in_args = !function_style;   /* name(a, -1): commas separate, a sign is an operator */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
     if (P->tok.type == '{') {
       if (!takes_block(cmd))
         fail_at(P, P->tok.line, P->tok.col, 0, "'%s' takes no { } block", cmd->name);
+      P->in_args = 0;   /* the block's statements are statements again */
       n->c = block(P);
       break;
     }
@@ -467,6 +490,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
     }
     if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
   }
+  P->in_args = in_args;
   if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list");
   finish(P, n);
   return n;
@@ -496,21 +520,28 @@ static slY_Node *block(Parser *P) {
   return b;
 }
 
+/* if c { } else if c { } ... else { }: the chain is read in a loop, so a
+** long else-if chain is no deeper than one if; only the blocks nest */
 static slY_Node *if_statement(Parser *P) {
-  slY_Node *n = node(P, N_IF);
-  enter(P);
-  next(P);
-  n->a = expr(P, 0);
-  if (P->tok.type != '{') unexpected(P, "'{' after the condition of 'if'");
-  n->b = block(P);
-  if (P->tok.type == TK_ELSE) {
+  slY_Node *first = NULL, *last = NULL;
+  for (;;) {
+    slY_Node *n = node(P, N_IF);
     next(P);
-    if (P->tok.type == TK_IF) n->c = if_statement(P);
-    else n->c = block(P);
+    n->a = expr(P, 0);
+    if (P->tok.type != '{') unexpected(P, "'{' after the condition of 'if'");
+    n->b = block(P);
+    if (last) last->c = n;
+    else first = n;
+    last = n;
+    if (P->tok.type != TK_ELSE) break;
+    next(P);
+    if (P->tok.type != TK_IF) {
+      n->c = block(P);
+      break;
+    }
   }
-  leave(P);
-  finish(P, n);
-  return n;
+  for (slY_Node *n = first; n && n->kind == N_IF; n = n->c) finish(P, n);
+  return first;
 }
 
 static slY_Node *for_statement(Parser *P) {
