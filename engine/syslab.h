@@ -395,10 +395,12 @@ int sl_interrupted_error(sl_Call *call);
 
 /* ----------------------------------------------------------- memory budget */
 
-/* Bytes one piece of work may use: SYSLAB_MEMORY_BUDGET (bytes, or with a
-** K, M or G suffix) when set, else the memory the machine has available now
-** (lang/budget.c). */
+/* Bytes one piece of work may use: the smallest of the memory the machine
+** has available now, what an address-space limit (ulimit -v) leaves the
+** process, and SYSLAB_MEMORY_BUDGET (bytes, or with a K, M or G suffix)
+** when set (lang/budget.c); and which of them it is, in words. */
 double sl_memory_budget(void);
+const char *sl_memory_budget_source(void);
 /* 0 when `bytes` fits the budget; otherwise reports an error naming `what`,
 ** the predicted size and the budget (at argument `arg` when not NULL) and
 ** returns -1. Call it before allocating anything large. */

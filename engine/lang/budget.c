@@ -4,11 +4,13 @@
 ** plots) so that work that cannot fit is refused with its predicted size
 ** instead of the kernel being killed by the kernel's OOM killer or aborting.
 **
-** The budget is what the machine has available now (MemAvailable in
-** /proc/meminfo), read afresh at each check because other programs come and
-** go. SYSLAB_MEMORY_BUDGET overrides it (bytes, or a number with K, M or G),
-** so a teacher can hold a class's kernels to a share of a shared machine and
-** the tests can check the refusal without filling the machine.
+** The budget is the smallest of three limits, read afresh at each check
+** because other programs come and go: what the machine has available now
+** (MemAvailable in /proc/meminfo); what the process may still map under an
+** address-space limit (ulimit -v, RLIMIT_AS, less what it maps already);
+** and SYSLAB_MEMORY_BUDGET (bytes, or a number with K, M or G), so a teacher
+** can hold a class's kernels to a share of a shared machine and the tests
+** can check the refusal without filling the machine.
 */
 #include "syslab.h"
 
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static double parse_size(const char *s) {
@@ -45,10 +48,38 @@ static double mem_available(void) {
   return pages > 0 && size > 0 ? (double)pages * (double)size : 1e18;
 }
 
-double sl_memory_budget(void) {
+/* what an address-space limit leaves: the limit less the bytes mapped now
+** (VmSize, /proc/self/statm's first field); 0 when there is no limit */
+static double address_space_left(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  double mapped = 0, pages;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f && fscanf(f, "%lf", &pages) == 1) mapped = pages * (double)sysconf(_SC_PAGESIZE);
+  if (f) fclose(f);
+  double left = (double)rl.rlim_cur - mapped;
+  return left > 1 ? left : 1;   /* nothing left: still a limit, and every request is over it */
+}
+
+/* the budget and which limit sets it */
+static double budget(const char **source) {
   const char *env = getenv("SYSLAB_MEMORY_BUDGET");
-  double x = env ? parse_size(env) : 0;
-  return x > 0 ? x : mem_available();
+  double b = mem_available(), x = env ? parse_size(env) : 0, as = address_space_left();
+  *source = "the memory available on this machine";
+  if (as > 0 && as < b) b = as, *source = "the address-space limit of this process (ulimit -v)";
+  if (x > 0 && x < b) b = x, *source = "SYSLAB_MEMORY_BUDGET";
+  return b;
+}
+
+double sl_memory_budget(void) {
+  const char *source;
+  return budget(&source);
+}
+
+const char *sl_memory_budget_source(void) {
+  const char *source;
+  budget(&source);
+  return source;
 }
 
 void sl_format_bytes(double bytes, char *out, size_t size) {
@@ -60,12 +91,12 @@ void sl_format_bytes(double bytes, char *out, size_t size) {
 }
 
 int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what) {
-  double budget = sl_memory_budget();
-  if (bytes <= budget) return 0;
+  const char *source;
+  double have_bytes = budget(&source);
+  if (bytes <= have_bytes) return 0;
   char need[32], have[32];
   sl_format_bytes(bytes, need, sizeof need);
-  sl_format_bytes(budget, have, sizeof have);
-  const char *source = getenv("SYSLAB_MEMORY_BUDGET") ? "SYSLAB_MEMORY_BUDGET" : "the memory available on this machine";
+  sl_format_bytes(have_bytes, have, sizeof have);
   if (arg)
     return sl_arg_error(call, arg, "%s would need %s, more than the memory budget of %s (%s): choose smaller sizes",
                         what, need, have, source);

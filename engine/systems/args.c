@@ -36,6 +36,17 @@ int slL_budget_of(sl_Call *call, double *budget) {
   return *budget > 0 ? 0 : sl_arg_error(call, "budget", "%s", err);
 }
 
+/* A command that allocates what it predicts cannot go past what this
+** process may really use: a budget given for another machine ("80GB" for a
+** GPU) still answers what would fit there, but only memory_predict and
+** attention_accounting, which allocate nothing, may plan beyond this one. */
+int slL_run_budget_of(sl_Call *call, double *budget) {
+  if (slL_budget_of(call, budget) != 0) return -1;
+  double here = sl_memory_budget();
+  if (here < *budget) *budget = here;
+  return 0;
+}
+
 int slL_precision_arg(sl_Call *call) {
   const char *p = sl_arg_string(call, "precision");
   return strcmp(p, "bf16") == 0 ? SLM_BF16 : strcmp(p, "fp16") == 0 ? SLM_FP16 : SLM_FP32;
@@ -73,6 +84,23 @@ void slL_state_bytes(const slM_Graph *g, double *grads, double *optim) {
       const slM_Param *q = g->nodes[i].params[k];
       *grads += q->grad ? 4.0 * (double)q->grad->size : 0;
       *optim += 4.0 * (double)((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
+    }
+}
+
+/* the bytes a model holds by category: its parameters (each once, however
+** many nodes share it), their gradients and optimizer state */
+void slL_own_bytes(const slM_Graph *g, size_t own[SLM_MEM_NCAT]) {
+  memset(own, 0, SLM_MEM_NCAT * sizeof *own);
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      const slM_Param *q = g->nodes[i].params[k];
+      int seen = 0;
+      for (int j = 0; j <= i && !seen; j++)
+        for (int l = 0; l < (j == i ? k : g->nodes[j].nparams) && !seen; l++) seen = g->nodes[j].params[l] == q;
+      if (seen) continue;
+      own[SLM_MEM_PARAM] += 4 * q->value->size;
+      own[SLM_MEM_GRAD] += q->grad ? 4 * q->grad->size : 0;
+      own[SLM_MEM_OPTIM] += 4 * ((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
     }
 }
 

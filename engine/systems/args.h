@@ -17,7 +17,8 @@ const slM_Graph *slL_model_of(sl_Call *call, const char *name);
 slT_Table *slL_table(const char *const *cols);
 void slL_setn(slT_Table *t, size_t r, const char *col, double v);   /* NaN: nil */
 void slL_sets(slT_Table *t, size_t r, const char *col, const char *v);
-int slL_budget_of(sl_Call *call, double *budget);   /* the "budget" argument, or MemAvailable */
+int slL_budget_of(sl_Call *call, double *budget);   /* the "budget" argument, or the engine's */
+int slL_run_budget_of(sl_Call *call, double *budget);   /* the same, no more than this process may use */
 int slL_precision_arg(sl_Call *call);
 int slL_optimizer_arg(sl_Call *call);               /* SLM_ADAMW, SLM_SGD, or -1 for none */
 int slL_is_lm(const slM_Graph *g);
@@ -25,6 +26,8 @@ int slL_is_lm(const slM_Graph *g);
 void slL_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *p);
 /* batch and tokens per sample from the call; T = 0 for image models */
 int slL_batch_args(sl_Call *call, const slM_Graph *g, int *batch, int *T);
+/* the bytes a model holds by category (parameters, gradients, optimizer state) */
+void slL_own_bytes(const slM_Graph *g, size_t own[SLM_MEM_NCAT]);
 /* gradients and optimizer state a model already holds from earlier training */
 void slL_state_bytes(const slM_Graph *g, double *grads, double *optim);
 /* an OOM error with the predicted figures when p's peak exceeds the budget */

@@ -10,7 +10,7 @@
 ** listed right after it: they act on the same model objects. Every command that
 ** would allocate a model or run a step predicts the memory first and
 ** refuses, with the predicted figures, what would not fit in the budget
-** (MemAvailable unless a budget is given).
+** (the engine's, sl_memory_budget, unless a budget is given).
 */
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +40,7 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
   char err[512];
   if (slM_lm_check(&s, err, sizeof err) != 0) return sl_error(call, "%s", err);
   double budget;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_Prediction p;
   slL_predict_lm(&s, 1, 1, SLL_RUN_FORWARD, SLM_ADAMW, SLM_FP32, &p);
   if (p.params > budget)
@@ -96,7 +96,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
                        (uint64_t)sl_arg_number(call, "seed")};
   double budget;
   slL_Prediction p;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(g, batch, T, SLL_RUN_TRAIN, c.optimizer, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *data = sl_arg_string(call, "data");
@@ -165,7 +165,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
                         "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
@@ -289,7 +289,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(m, batch, T, SLL_RUN_TRAIN, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *cols[] = {"mode", "run", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb", "steady_peak_mb", NULL};
@@ -342,7 +342,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 /* --------------------------------------------------------------- registry */
 
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
-#define BUDGET_ARG {"budget", SL_ARG_STRING, 0, NULL, "memory budget, e.g. \"80GB\" (default: MemAvailable)"}
+#define BUDGET_ARG {"budget", SL_ARG_STRING, 0, NULL, "memory budget, e.g. \"80GB\" (default: what this process may use; a command that runs the model is held to that)"}
 #define BATCH_ARG(d) {"batch", SL_ARG_INT, 0, d, "samples per step"}
 #define CONTEXT_ARG {"context", SL_ARG_INT, 0, NULL, "tokens per sample (language models; default: the model's context)"}
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}

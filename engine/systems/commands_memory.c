@@ -122,7 +122,7 @@ int slL_cmd_profile(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(g, batch, T, SLL_RUN_TRAIN, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   slL_Batch b;
@@ -198,7 +198,7 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   int batch, T;
   if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"run", "predicted_mb", "measured_mb", "ratio", NULL};
   slT_Table *t = slL_table(cols);
   slM_TrainConfig c = {1, batch, 1e-3, 0.9, 0, slL_optimizer_arg(call) == SLM_SGD ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0, 0};
@@ -244,12 +244,20 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
   slL_Prediction p;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(g, batch, T, train, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   slL_Batch b;
   slL_batch_init(&b, g, batch, T, 1);
   slM_release_activations(g);
+  slM_product_release();
+  /* The counters see every tensor of the session. What other models hold
+  ** stays as it is while this one steps, so it is measured now and taken
+  ** off: the figures are this model's alone. */
+  size_t live[SLM_MEM_NCAT], own[SLM_MEM_NCAT], others[SLM_MEM_NCAT], others_total = 0;
+  slM_mem_live_by(live);
+  slL_own_bytes(g, own);
+  for (int c = 0; c < SLM_MEM_NCAT; c++) others[c] = live[c] > own[c] ? live[c] - own[c] : 0, others_total += others[c];
   slM_mem_record(1);
   slM_mem_reset();
   slL_run_step(g, &b, train, NULL, 0);
@@ -257,6 +265,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
   slM_mem_peak_by(peak);
+  for (int c = 0; c < SLM_MEM_NCAT; c++) peak[c] -= others[c] < peak[c] ? others[c] : peak[c];
   double grads, optim;   /* held from earlier steps: live through this one too */
   slL_state_bytes(g, &grads, &optim);
   double predicted = p.peak + optim + (train ? 0 : grads);
@@ -274,7 +283,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
     slL_setn(tl, r, "index", (double)i);
     slL_sets(tl, r, "phase", ev[i].backward ? "backward" : "forward");
     slL_sets(tl, r, "node", ev[i].node >= 0 && ev[i].node < g->n ? g->nodes[ev[i].node].name : "");
-    slL_setn(tl, r, "live_mb", (double)ev[i].live / 1e6);
+    slL_setn(tl, r, "live_mb", (double)(ev[i].live - others_total) / 1e6);
   }
   /* the largest allocations: a selection sort of the first `top` */
   const char *acols[] = {"rank", "mb", "category", "node", "op", "phase", "shape", NULL};
@@ -298,7 +307,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   slM_mem_record(0);
   slL_batch_free(&b);
   sl_Value rec = sl_record_new();
-  sl_record_set(rec, "peak_mb", sl_number((double)slM_mem_total_peak() / 1e6));
+  sl_record_set(rec, "peak_mb", sl_number((double)(slM_mem_total_peak() - others_total) / 1e6));
   sl_record_set(rec, "predicted_mb", sl_number(predicted / 1e6));
   sl_record_set(rec, "categories", slT_value(cat));
   sl_record_set(rec, "top", slT_value(at));
@@ -365,7 +374,7 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   if (nc < 0 || nw < 0) return -1;
   if (B < 1 || steps < 1) return sl_error(call, "batch and steps must be at least 1");
   double budget;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  if (slL_run_budget_of(call, &budget) != 0) return -1;
   const char *cols[] = {"context", "d_model", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
                         "predicted_mb", NULL};
   slT_Table *t = slL_table(cols);

@@ -117,16 +117,7 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
 }
 
 double slL_budget(const char *text, char *err, size_t errlen) {
-  if (!text || !*text) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    if (f) fclose(f);
-    if (kb <= 0) return snprintf(err, errlen, "cannot read MemAvailable from /proc/meminfo; give a budget"), 0;
-    return kb * 1024;
-  }
+  if (!text || !*text) return sl_memory_budget();   /* MemAvailable, ulimit -v, SYSLAB_MEMORY_BUDGET */
   char *end;
   double v = strtod(text, &end);
   while (isspace((unsigned char)*end)) end++;

@@ -19,8 +19,8 @@ enum { SLL_RUN_FORWARD, SLL_RUN_TRAIN };
 void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimizer, int precision, slL_Prediction *out);
 /* from a built graph (any family) on a batch (T: tokens per sample for an lm) */
 void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *out);
-/* the budget: bytes named in text ("80GB", "512MiB", "1e9"), or MemAvailable
-** when text is NULL or empty; 0 with err on bad text */
+/* the budget: bytes named in text ("80GB", "512MiB", "1e9"), or the
+** engine's (sl_memory_budget) when text is NULL or empty; 0 with err on bad text */
 double slL_budget(const char *text, char *err, size_t errlen);
 /* one sentence with the figures, for an OOM refusal */
 void slL_refusal(const slL_Prediction *p, double budget, char *buf, size_t size);

@@ -2,6 +2,9 @@
 ** refusal; mixed precision (accumulation, rounding, dtype table); fused
 ** against eager graphs; the profiler. */
 #include <math.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,9 +312,57 @@ static void test_profile(void) {
   slM_graph_free(g);
 }
 
+/* The budget is the smallest of MemAvailable, the address-space headroom
+** under ulimit -v and SYSLAB_MEMORY_BUDGET, and the systems commands that
+** allocate are held to it even when given a larger one for another machine. */
+static void test_budget_limits_hold(void) {
+  double machine = sl_memory_budget();
+  setenv("SYSLAB_MEMORY_BUDGET", "1G", 1);
+  CHECK_NEAR(sl_memory_budget(), 1073741824.0, 1);
+  CHECK_STREQ(sl_memory_budget_source(), "SYSLAB_MEMORY_BUDGET");
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(check_eval(S, "m = lm medium"), "over the budget of 1.07 GB");
+  CHECK_CONTAINS(check_eval(S, "m = lm medium budget=\"80GB\""), "over the budget of 1.07 GB");
+  CHECK_CONTAINS(check_eval(S, "p = memory_predict presets=[\"small\"] contexts=[128] batch=4 run=train\np.status[0]"),
+                 "\"OOM\"");
+  CHECK_CONTAINS(check_eval(S, "p = memory_predict presets=[\"small\"] contexts=[128] batch=4 run=train budget=\"80GB\"\n"
+                              "p.status[0]"), "\"OK\"");   /* a prediction for another machine allocates nothing */
+  unsetenv("SYSLAB_MEMORY_BUDGET");
+  CHECK_NEAR(sl_memory_budget(), machine, machine * 0.2);
+  /* ulimit -v, in a child so the limit stays there */
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit rl = {(rlim_t)6 << 30, (rlim_t)6 << 30};
+    int ok = setrlimit(RLIMIT_AS, &rl) == 0 && sl_memory_budget() < 6.0 * (1 << 30) &&
+             strstr(sl_memory_budget_source(), "ulimit -v") != NULL;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "under ulimit -v the budget is the address space left");
+  sl_free(S);
+}
+
+/* memory_profile measures the profiled model alone, whatever else the session holds */
+static void test_memory_profile_is_the_models_own(void) {
+  sl_State *S = sl_new();
+  check_eval(S, "t = lm tiny context=32\np1 = memory_profile t batch=2 context=32 run=train");
+  const char *alone = check_eval(S, "p1.peak_mb");
+  char first[64];
+  snprintf(first, sizeof first, "%s", alone);
+  check_eval(S, "s = lm tiny d_model=128 d_ff=256 layers=4 heads=4 context=32\n"
+                "h = lm_train s steps=1 batch=2 context=32");
+  check_eval(S, "p2 = memory_profile t batch=2 context=32 run=train");
+  CHECK_STREQ(check_eval(S, "p2.peak_mb"), first);
+  CHECK_STREQ(check_eval(S, "p2.peak_mb == p2.predicted_mb"), "true");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_memory_prediction);
   RUN(test_budget_and_refusal);
+  RUN(test_budget_limits_hold);
+  RUN(test_memory_profile_is_the_models_own);
   RUN(test_tags_and_timeline);
   RUN(test_accumulation_and_rounding);
   RUN(test_dtype_table);
