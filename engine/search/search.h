@@ -147,6 +147,8 @@ int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, 
 sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
 /* grid: no unvisited point is left */
 int slS_grid_exhausted(const slS_Study *st);
+
+/* --------------------------------------------------------------- random.c */
 /* Optuna's RandomSampler draw for one parameter (numerics §6.3) */
 double slS_random_draw(slM_Mt *rng, const slS_Dist *d);
 
