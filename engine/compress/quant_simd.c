@@ -3,8 +3,9 @@
 **
 ** The project builds for x86-64-v2, so these are compiled with target
 ** attributes and chosen at run time (__builtin_cpu_supports), as
-** kernels/simd.c does. The reference stays the binary64 code of quant.c;
-** every loop here gives the same bits, by construction:
+** kernels/simd.c does. The reference stays the binary64 code of
+** quant_float.c and quant_block.c; every loop here gives the same bits, by
+** construction:
 **
 **   block_fp, MX   float32 arithmetic. The reference scales a float by a
 **                  power of two in binary64 (exact), rounds to an integer,
@@ -13,15 +14,16 @@
 **                  when it overflows it clamps to the same top value, and
 **                  when it falls below 2^-126 both round it to 0. The final
 **                  product k * 2^s is one correctly rounded float multiply,
-**                  the same single rounding as the reference's cast. quant.c
-**                  calls these only where both powers of two are floats.
-**   minifloat      float32 where every step is exact (quant.c's
+**                  the same single rounding as the reference's cast.
+**                  quant_block.c calls these only where both powers of
+**                  two are floats.
+**   minifloat      float32 where every step is exact (quant_float.c's
 **                  minifloat_float_fits: the formats the labs use): the
 **                  one binary64 step of the reference, the exponent of
 **                  |x| + 1e-9, is a comparison of 2^(E+1) - |x| (exact)
 **                  with the float below 1e-9 (minifloat_f8). Elsewhere
-**                  binary64, four lanes: quant.c's call-free loop op for
-**                  op, exponents read from and written to bits.
+**                  binary64, four lanes: quant_float.c's call-free loop op
+**                  for op, exponents read from and written to bits.
 **   log,           float32 where -B and emax are normal float exponents:
 **   block_log      the exponent steps up at thresholds that scale with
 **                  the bias, one table for all (log_table). Elsewhere
@@ -45,7 +47,7 @@
 **                  len) binades every partial sum is exact in binary64, so
 **                  any order gives the same bits, and such a row is summed
 **                  across its columns (abs_sum_exact8).
-**   integer        float32 as quant.c's integer_fast.
+**   integer        float32 as quant_float.c's integer_fast.
 **   AVX-512        where the CPU has AVX-512F, DQ and VL: the same loops
 **                  with sixteen float lanes (eight binary64 lanes for the
 **                  binary64 ones), selections through mask registers.
@@ -135,7 +137,7 @@ AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int 
 }
 
 /* minifloat_ieee and minifloat_denorm in float32, eight lanes, where
-** quant.c's minifloat_float_fits says every step is exact (see there). The
+** quant_float.c's minifloat_float_fits says every step is exact (see there). The
 ** one binary64 step of the reference is the exponent of a + 1e-9 (a = |x|):
 ** with E the float exponent of a and d = 2^(E+1) - a (exact), a + 1e-9
 ** rounds into the next binade exactly when d <= c, c the largest float
@@ -616,7 +618,7 @@ AVX512 static size_t block_fp_row16(const float *in, float *out, size_t len, siz
 ** e = E + (mantissa of |x| >= table[E + B]), clamped to [-B, emax]; below
 ** binade -B the clamp decides. The sign is that of x + tau: negative
 ** exactly where x < -tau, that is -x above the largest float below tau.
-** quant.c uses this where -B and emax are within the normal floats (every
+** It is used where -B and emax are within the normal floats (every
 ** threshold, tau's float and 2^e are then exact). */
 static uint32_t log_mantissa[32];
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
