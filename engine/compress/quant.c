@@ -15,7 +15,8 @@
 ** (quant_float.c) and those that share something across a block or a row
 ** (quant_block.c). Each has its binary64 loops, one value at a time, as the
 ** reference (slQ_apply_reference) and optimised loops that give the same
-** bits, with the AVX2 and AVX-512 loops of quant_simd.c under them. slQ_apply, which the graph and the commands call, runs the
+** bits, with the AVX2 and AVX-512 loops of quant_simd.c and quant_avx512.c
+** under them. slQ_apply, which the graph and the commands call, runs the
 ** optimised loops, split over the thread team by rows;
 ** tests/unit/test_quant_simd.c and test_quant_fast.c compare them with the
 ** reference value by value.

@@ -1,6 +1,6 @@
 /*
 ** quant_simd.h - AVX2 (and AVX-512) inner loops of the number formats
-** (quant_simd.c). Each takes a run of values that share
+** (quant_simd.c, quant_avx512.c). Each takes a run of values that share
 ** their block parameters, does as many as it can eight (or four) at a time
 ** and returns how many it did; quant_float.c and quant_block.c finish the
 ** rest with the scalar code. On a machine without AVX2 each returns 0.
