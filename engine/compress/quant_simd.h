@@ -1,9 +1,9 @@
 /*
-** quant_simd.h - AVX2 (and AVX-512) inner loops of the number formats (quant_simd.c).
-** Each takes a run of values that share their block parameters, does as
-** many as it can eight (or four) at a time and returns how many it did;
-** quant.c finishes the rest with the scalar code. On a machine without
-** AVX2 each returns 0.
+** quant_simd.h - AVX2 (and AVX-512) inner loops of the number formats
+** (quant_simd.c, quant_avx512.c). Each takes a run of values that share
+** their block parameters, does as many as it can eight (or four) at a time
+** and returns how many it did; quant_float.c and quant_block.c finish the
+** rest with the scalar code. On a machine without AVX2 each returns 0.
 */
 #ifndef SYSLAB_QUANT_SIMD_H
 #define SYSLAB_QUANT_SIMD_H
@@ -20,7 +20,7 @@ int slQ_simd_cap(int max);
 ** the sign of x + tau, 0 where x + tau is 0 */
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax);
 /* minifloat_ieee (ieee) or minifloat_denorm elements with M mantissa bits, bias B and
-** largest exponent emax, as quant.c's minifloat_fast; inf_q: what infinity becomes */
+** largest exponent emax, as quant_float.c's minifloat_fast; inf_q: what infinity becomes */
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q);
 /* MX floating-point elements of one finite block: p = |x| * unscale, e = max(flog2 p, 1 - bias),
 ** min(rint(p 2^(mbits - e)) 2^(e - mbits), max_normal) * scale with x's sign */
@@ -50,7 +50,7 @@ size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, 
 size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
                               int bias_width);
 
-/* integer elements as quant.c's integer_fast: clamp(rint(x * scale), qmin, qmax) * inv in float32 */
+/* integer elements as quant_float.c's integer_fast: clamp(rint(x * scale), qmin, qmax) * inv in float32 */
 size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax);
 
 /* the block maxima of one row for block_fp and block_log: m[b] the bit pattern of the largest |x| of
@@ -72,7 +72,7 @@ size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is
 int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum);
 void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count);
 
-/* the same in float32, eight lanes, for the formats quant.c's minifloat_float_fits allows (where every
+/* the same in float32, eight lanes, for the formats quant_float.c's minifloat_float_fits allows (where every
 ** step is exact, so the bits are the reference's); inf_q already rounded to float */
 size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q);
 

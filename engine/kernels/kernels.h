@@ -14,6 +14,8 @@
 **   attention.c  scaled dot-product attention: naive op by op, fused
 **                FlashAttention-2 forward and backward
 **   mxint8.c     MXINT8 decode to bfloat16 and float32, the MXINT8 linear
+**   mxint8_one.c one MXINT8 element decoded, the reference of every decode
+**                (below simd.c, whose portable loops use it)
 **   parallel.c   the one thread team every threaded kernel and loop runs on
 **   bench.c      the benchmark harness and the table of benchmarked kernels
 **   machine.c    what this machine can do (CPU, sgemm peak, bandwidth, GPU)

@@ -7,10 +7,11 @@
 ** fused linear against decode-then-GEMM; bench/bench_kernels.c times them
 ** beside memcpy (`build/bench_bench_kernels mxint8`).
 **
-**   v0 one element   slK_mxint8_bf16_one: the Lab 4 kernel's bit assembly
-**                    (sign | E << 7 | (|m| & 63) << 1, minus the implicit 1
-**                    when bit 6 of |m| is clear); slK_mxint8_f32_one:
-**                    m * 2^(E-133) by ldexpf
+**   v0 one element   slK_mxint8_bf16_one, the Lab 4 kernel's bit assembly,
+**                    and slK_mxint8_f32_one, m * 2^(E-133) by ldexpf: in
+**                    mxint8_one.c, below simd.c, whose portable loops
+**                    decode through them; slK_mxint8_dequant_f32_ref here
+**                    runs the float32 one over an array
 **   v1 vectorised    16 elements at a time (simd.c): int8 -> int32 -> float
 **                    (exact), scalef by E - 133 (exact: the products have
 **                    at most 7 significant bits), the top half for bf16;
@@ -23,35 +24,10 @@
 **                    operand: each KC x 48 panel is decoded as it is packed,
 **                    so W stays 8.25 bits per weight in memory
 */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "kernels.h"
 #include "simd.h"
-
-float slK_bf16_to_f32(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint16_t slK_mxint8_bf16_one(int8_t m, uint8_t e) {
-  if (e == 0) return 0x0000;      /* syslab: E = 0 groups are all zero */
-  if (e == 0xFF) return 0x7FC0;   /* syslab: a NaN scale makes the group NaN */
-  uint16_t sign = (uint16_t)(((uint8_t)m & 0x80) << 8), exp = (uint16_t)(e << 7);
-  int a = abs((int)m);
-  uint16_t frac = (uint16_t)((a & 0x3F) << 1);
-  float out = slK_bf16_to_f32((uint16_t)(sign | exp | frac));
-  float bias = slK_bf16_to_f32((uint16_t)(sign | exp));
-  float y = (a & 0x40) ? out : out - bias;
-  uint32_t u;
-  memcpy(&u, &y, sizeof u);
-  return (uint16_t)(u >> 16);
-}
-
-float slK_mxint8_f32_one(int8_t m, uint8_t e) { return e == 0 ? 0.0f : e == 0xFF ? NAN : ldexpf((float)m, e - 133); }
 
 void slK_mxint8_dequant_f32_ref(const int8_t *m, const uint8_t *scales, size_t n, int g, float *out) {
   for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_f32_one(m[i], scales[i / (size_t)g]);

@@ -28,8 +28,9 @@
 **                   overwritten), as memcpy does
 **
 ** The portable versions are the references: tests run both and compare
-** (slK_force_portable). No -ffast-math anywhere: MXINT8 decodes bf16
-** subnormals and must not flush them.
+** (slK_force_portable); the portable MXINT8 decodes, and the AVX-512 ones'
+** tails, decode one element at a time through mxint8_one.c. No -ffast-math
+** anywhere: MXINT8 decodes bf16 subnormals and must not flush them.
 */
 #include <math.h>
 #include <stdlib.h>

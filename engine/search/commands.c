@@ -5,13 +5,11 @@
 ** `objective`. The result is a study object (study.c). docs/search.md
 ** gives the exact semantics.
 **
-** The trial being run is a static stack (searches may nest), because the
-** commands inside the block are ordinary commands that only find their
-** trial through it. A trial whose block raises an error is recorded as
-** failed with the message and the search goes on: the error is taken back
-** from the interpreter's state (lang/interp.h) so the cell does not fail.
-** Two errors are not the trial's but the search's and stop it: an
-** interrupt, and a suggestion that contradicts the study's space.
+** The commands inside the block are ordinary commands: they find their
+** trial on run.c's stack of trials being run, which also records each
+** trial's outcome. A serial search runs its trials here, one after the
+** other; a distributed one hands them to remote.c, whose workers run them
+** through run.c too.
 */
 #include <math.h>
 #include <stdio.h>
@@ -19,20 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang/eval.h"
 #include "search.h"
 #include "table/table.h"
-
-typedef struct Active {
-  slS_Study *st;
-  slS_Trial *t;
-  int pruned;          /* the pruner stopped the trial */
-  int fatal;           /* the error belongs to the search, not to the trial */
-  int has_objective;
-  struct Active *outer;
-} Active;
-
-static Active *active;
 
 static double now(void) {
   struct timespec ts;
@@ -41,13 +27,13 @@ static double now(void) {
 }
 
 static int need_trial(sl_Call *call) {
-  if (!active) return sl_error(call, "works inside a search { } block: it belongs to the trial being run");
+  if (!slS_active()) return sl_error(call, "works inside a search { } block: it belongs to the trial being run");
   return 0;
 }
 
 /* a study-level error: recorded in the cell, and the search stops */
 static int fatal(sl_Call *call, const char *fmt, const char *text) {
-  active->fatal = 1;
+  slS_active()->fatal = 1;
   return sl_error(call, fmt, text);
 }
 
@@ -119,8 +105,8 @@ static int cmd_suggest(sl_Call *call, sl_Value *result) {
     return sl_arg_error(call, "name", "a parameter name has 1 to %d characters", SLS_NAME_MAX - 1);
   slS_Dist d;
   if (dist_of(call, &d) != 0) return -1;
-  slS_Study *st = active->st;
-  slS_Trial *t = active->t;
+  slS_Study *st = slS_active()->st;
+  slS_Trial *t = slS_active()->t;
   char err[1024];
   int p = slS_space_add(st, name, &d, err, sizeof err);
   if (p < 0) return fatal(call, "%s", err);
@@ -139,8 +125,9 @@ static int cmd_suggest(sl_Call *call, sl_Value *result) {
 
 static int cmd_intermediate(sl_Call *call, sl_Value *result) {
   if (need_trial(call) != 0) return -1;
-  slS_Study *st = active->st;
-  slS_Trial *t = active->t;
+  slS_Active *a = slS_active();
+  slS_Study *st = a->st;
+  slS_Trial *t = a->t;
   if (st->nobj > 1) return sl_error(call, "intermediate values prune single-objective studies only (Optuna's rule)");
   double value = sl_arg_number(call, "value");
   int step;
@@ -163,7 +150,7 @@ static int cmd_intermediate(sl_Call *call, sl_Value *result) {
     prune = slS_should_prune(st, t);
   }
   if (prune) {
-    active->pruned = 1;
+    a->pruned = 1;
     return sl_error(call, "trial %d pruned at step %d", t->number, step);
   }
   return 0;
@@ -173,8 +160,9 @@ static int cmd_intermediate(sl_Call *call, sl_Value *result) {
 
 static int cmd_objective(sl_Call *call, sl_Value *result) {
   if (need_trial(call) != 0) return -1;
-  slS_Study *st = active->st;
-  slS_Trial *t = active->t;
+  slS_Active *a = slS_active();
+  slS_Study *st = a->st;
+  slS_Trial *t = a->t;
   sl_Value v = sl_arg(call, "value");
   size_t n = v.type == SL_LIST ? sl_list_len(v) : 1;
   if ((int)n != st->nobj)
@@ -188,7 +176,7 @@ static int cmd_objective(sl_Call *call, sl_Value *result) {
     t->values[k] = x.u.n;
   }
   t->nvalues = (int)n;
-  active->has_objective = 1;
+  a->has_objective = 1;
   return 0;
 }
 
@@ -297,22 +285,6 @@ static int configure(sl_Call *call, slS_Study *st) {
   return 0;
 }
 
-static void clear_cell_error(sl_State *S) {
-  S->failed = 0;
-  free(S->err->evalue);
-  S->err->evalue = NULL;
-  S->err->ename[0] = '\0';
-  S->err->line = S->err->col = 0;
-}
-
-static char *message_of(sl_State *S) {
-  const sl_Error *e = S->err;
-  char buf[2048];
-  if (e->line > 0) snprintf(buf, sizeof buf, "%s: %s (line %d)", e->ename, e->evalue ? e->evalue : "", e->line);
-  else snprintf(buf, sizeof buf, "%s: %s", e->ename, e->evalue ? e->evalue : "");
-  return strdup(buf);
-}
-
 static void show_partial(sl_Call *call, sl_Value study, const char *why) {
   slS_Study *st = sl_object_data(study);
   sl_Bundle b;
@@ -330,50 +302,6 @@ static void progress_detail(const slS_Study *st, int done, int total, double ela
   char v[32] = "-";
   if (b) sl_format_number(b->values[0], v, sizeof v);
   snprintf(out, size, "trial %d/%d  best %s  %.1f s", done, total, v, elapsed);
-}
-
-/* Runs the block once as trial t (the last trial of st) and records its
-** outcome: complete, pruned (with Optuna's last value) or failed (with the
-** message). Returns -1 when the error is the search's, not the trial's (an
-** interrupt, a contradicting suggestion): the trial is then dropped. A
-** worker process runs its trials through this same function. */
-int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
-  sl_State *S = slV_state(call);
-  sl_setvar(call, "trial", sl_number(t->number));
-  Active a = {st, t, 0, 0, 0, active};
-  active = &a;
-  double t0 = now();
-  int body = sl_run_block(call, "body");
-  active = a.outer;
-  t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
-  t->seconds = now() - t0;
-  if (body != 0 && (a.fatal || sl_interrupted() || strcmp(S->err->ename, "Interrupt") == 0)) {
-    slS_trial_drop_last(st);
-    return -1;
-  }
-  if (body != 0 && a.pruned) {
-    clear_cell_error(S);
-    t->state = SLS_PRUNED;
-    t->nvalues = 0;
-    if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) {  /* Optuna keeps the last step's value */
-      int last = 0;
-      for (int i = 1; i < t->ninter; i++)
-        if (t->steps[i] > t->steps[last]) last = i;
-      t->values[0] = t->inter[last];
-      t->nvalues = 1;
-    }
-  } else if (body != 0) {
-    t->message = message_of(S);
-    clear_cell_error(S);
-    t->state = SLS_FAILED;
-    t->nvalues = 0;
-  } else if (!a.has_objective) {
-    t->message = strdup("the block ended without `objective VALUE`");
-    t->state = SLS_FAILED;
-  } else {
-    t->state = SLS_COMPLETE;
-  }
-  return 0;
 }
 
 static int cmd_search(sl_Call *call, sl_Value *result) {

@@ -1,55 +1,17 @@
 /*
-** samplers.c - the random and grid samplers, and the dispatch every
-** suggestion goes through (numerics §6.2, §6.3).
+** samplers.c - the grid sampler, the streams every sampler starts from, and
+** the dispatch every suggestion goes through (numerics §6.2, §6.3).
 **
-** Random draws follow Optuna's RandomSampler through its search-space
-** transform: one uniform double per numeric parameter on the transformed
-** bounds (log, half-step padding), one per choice for a categorical (the
-** largest wins). The arithmetic is written in the same order as Optuna's
-** so the binary64 results agree bit for bit. The grid is Optuna's: names
-** sorted, the product with the last name varying fastest, one legacy
-** shuffle with RandomState(seed).
+** The random sampler is one draw per parameter (random.c, which TPE and
+** NSGA-II also draw from). The grid is Optuna's: names sorted, the product
+** with the last name varying fastest, one legacy shuffle with
+** RandomState(seed).
 */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search.h"
-
-static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-double slS_random_draw(slM_Mt *rng, const slS_Dist *d) {
-  if (d->kind == SLS_CATEGORICAL) {
-    int best = 0;
-    double top = -1;
-    for (int i = 0; i < d->nchoices; i++) {
-      double u = slM_mt_double(rng);
-      if (u > top) top = u, best = i;
-    }
-    return best;
-  }
-  double lo, hi;
-  if (d->log && d->kind == SLS_INT) {
-    double half = 0.5 * d->step;
-    lo = log(d->low - half), hi = log(d->high + half);
-  } else if (d->log) {
-    lo = log(d->low), hi = log(d->high);
-  } else if (d->step > 0) {
-    double half = 0.5 * d->step;
-    lo = d->low - half, hi = d->high + half;
-  } else {
-    lo = d->low, hi = d->high;
-  }
-  double u = lo + (hi - lo) * slM_mt_double(rng);
-  if (d->kind == SLS_INT) {
-    if (d->log) return clampd(rint(exp(u)), d->low, d->high);
-    return clampd(rint((u - d->low) / d->step) * d->step + d->low, d->low, d->high);
-  }
-  if (d->log) return fmin(exp(u), nextafter(d->high, -INFINITY));
-  if (d->step > 0) return clampd(rint((u - d->low) / d->step) * d->step + d->low, d->low, d->high);
-  return fmin(u, nextafter(d->high, -INFINITY));
-}
 
 /* ------------------------------------------------------------------ grid */
 

@@ -147,6 +147,8 @@ int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, 
 sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
 /* grid: no unvisited point is left */
 int slS_grid_exhausted(const slS_Study *st);
+
+/* --------------------------------------------------------------- random.c */
 /* Optuna's RandomSampler draw for one parameter (numerics §6.3) */
 double slS_random_draw(slM_Mt *rng, const slS_Dist *d);
 
@@ -162,7 +164,19 @@ int slS_should_prune(const slS_Study *st, const slS_Trial *t);
 /* nan-aware linear-interpolation percentile (numpy nanpercentile) of x[0..n) */
 double slS_percentile(double *x, int n, double q);
 
-/* ------------------------------------------------------------ commands.c */
+/* ------------------------------------------------------------------ run.c */
+/* a trial being run: the innermost search block's (searches may nest) */
+typedef struct slS_Active {
+  slS_Study *st;
+  slS_Trial *t;
+  int pruned;          /* the pruner stopped the trial */
+  int fatal;           /* the error belongs to the search, not to the trial */
+  int has_objective;
+  struct slS_Active *outer;
+} slS_Active;
+
+/* the trial the commands inside a search block belong to, or NULL outside one */
+slS_Active *slS_active(void);
 /* runs the search block as trial t (the last of st) and records its outcome;
 ** -1 when the search must stop (the trial is dropped) */
 int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t);
