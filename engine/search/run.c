@@ -7,7 +7,7 @@
 ** commands.c) are ordinary commands that only find their trial through
 ** it. A trial whose block raises an error is recorded as failed with the
 ** message and the search goes on: the error is taken back from the
-** interpreter's state (lang/interp.h) so the cell does not fail. Two
+** interpreter's state (lang/state.h) so the cell does not fail. Two
 ** errors are not the trial's but the search's and stop it: an interrupt,
 ** and a suggestion that contradicts the study's space.
 **
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang/interp.h"
+#include "lang/eval.h"
 #include "search.h"
 
 static slS_Active *active;
