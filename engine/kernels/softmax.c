@@ -1,8 +1,8 @@
 /*
 ** softmax.c - the softmax of one row and its backward, shared by every
-** softmax of the graph: the softmax node and the loss (graph/exec.c) and the
-** fused mask + softmax, whose row i is the softmax of its first i + 1 scores
-** (graph/fuse.c). One definition keeps their numbers identical, so fused and
+** softmax of the graph: the softmax node and the losses (graph/ops_core.c,
+** ops_lm.c) and the fused mask + softmax, whose row i is the softmax of its
+** first i + 1 scores (graph/ops_fused.c). One definition keeps their numbers identical, so fused and
 ** eager graphs agree bit for bit.
 **
 ** Build: part of the engine. tests/unit/test_softmax.c checks both against
