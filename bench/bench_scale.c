@@ -5,7 +5,7 @@
 ** disk), for the random and TPE samplers with 100, 1,000 and 10,000
 ** finished trials already in the study.
 **
-**   cmake --build build --target bench_bench_scale && build/bench_bench_scale [JOURNAL_DIR=/tmp]
+**   cmake --build build --target bench_scale && build/bench_scale [JOURNAL_DIR=/tmp]
 **
 ** The history is made of random trials (TPE's own asks would take minutes
 ** to build 10,000), then K more trials are asked, told and journalled one
