@@ -5,7 +5,7 @@
 ** configurations of bench_train.c).
 **
 **   cmake --build build --target bench_speed
-**   BENCH_VENV=/path/to/.bench-venv build/bench_speed [epochs=2] [mlp|transformer|all]
+**   BENCH_VENV=.bench-venv build/bench_speed [epochs=2] [mlp|transformer|all]
 **
 ** Peak: the fastest sgemm at n = 1024 in this run, after OpenBLAS's kernel
 ** choice (kernels/blas.c): OpenBLAS on its own threads or as the engine's
