@@ -22,7 +22,7 @@ static float q1(const slQ_Format *f, float x) {
 }
 
 static void test_integer_worked_example(void) {
-  /* numerics reference, w = 8, f = 4, ties to even */
+  /* numerics §2.1's example, w = 8, f = 4, ties to even */
   slQ_Format f = fmt(SLQ_INTEGER, 8, 4, 0);
   float in[] = {0.03125f, 0.09375f, 0.15625f, -0.09375f, 7.9f, 8.0f, -8.1f, 1.2345f, INFINITY, -INFINITY};
   float want[] = {0.0f, 0.125f, 0.125f, -0.125f, 7.875f, 7.9375f, -8.0f, 1.25f, 7.9375f, -8.0f};
