@@ -1,4 +1,4 @@
-# Eager against fused execution (docs/performance.md, "Eager against fused"):
+# Eager against fused execution (docs/performance.md, "Fusion and buffer planning"):
 #   build/syslab run bench/fusion.sl
 # The last lines of bench/systems.sl, plus the image transformer with its
 # attention left op by op.
