@@ -5,6 +5,7 @@
 #   make test     set up, build, run every test (also under ASan + UBSan), replay
 #                 the fuzz corpora and fuzz each target for 30 s
 #   make fuzz     fuzz each target for FUZZ_SECONDS (default 600), two at a time
+#   make bench    build and run the quick benchmarks (docs/performance.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -94,8 +95,22 @@ report: build
 	$(SYSLAB) install --user
 	$(SYSLAB) report
 
-bench: build venv
-	@echo "see docs/performance.md for the benchmark commands"
+# The quick benchmarks: each bench/ program at a small size, kernel start-up
+# and the sampler overhead against Optuna, about 75 s on two cores once built
+# (docs/performance.md: what they measure, the full-size commands, the
+# recorded figures). BENCH_VENV=.bench-venv (bench/venv.sh) adds PyTorch
+# beside the engine's training speed.
+bench: kernelspec
+	$(BUILD)/bench_kernels gemm 512
+	$(BUILD)/bench_kernels attention 512 1024
+	$(BUILD)/bench_kernels mxint8 16
+	$(BUILD)/bench_quant 16
+	$(BUILD)/bench_qat 2000 2
+	$(BUILD)/bench_speed 1
+	$(BUILD)/bench_scale $(BUILD)
+	$(BUILD)/bench_plot 10
+	$(VENV)/bin/python bench/kernel_bench.py --starts 5 --executes 100
+	$(VENV)/bin/python bench/search_bench.py --runs 1 --trials 100
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -2,11 +2,11 @@
 ** bench_kernels.c - the kernels side by side with their anchors, in one run,
 ** through the same harness as the `bench` command (engine/kernels/bench.c).
 **
-**   cmake --build build --target bench_bench_kernels
-**   build/bench_bench_kernels gemm [n=1024]        blocked vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
-**   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
-**   build/bench_bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
-**   build/bench_bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
+**   cmake --build build --target bench_kernels
+**   build/bench_kernels gemm [n=1024]        blocked vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
+**   build/bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
+**   build/bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
+**   build/bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
 **
 ** The load average is printed first: figures taken above about 0.7 on a
 ** shared machine are not worth recording. Every side of a comparison runs

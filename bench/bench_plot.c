@@ -1,7 +1,7 @@
 /*
 ** bench_plot.c - time from `plot` to its display, beside gnuplot alone.
 **
-**   cmake --build build --target bench_bench_plot && build/bench_bench_plot [runs]
+**   cmake --build build --target bench_plot && build/bench_plot [runs]
 **
 ** A 3-series, 100-point line plot is rendered through the interpreter (parse,
 ** bind, build the script, gnuplot, split PNG and SVG, display) and, in the

@@ -2,10 +2,10 @@
 ** bench_qat.c - one epoch of quantisation-aware training per number format
 ** beside one float32 epoch of the same model, in one run.
 **
-**   cmake --build build --target bench_bench_qat && build/bench_bench_qat [train=10000] [runs=2] [formats]
+**   cmake --build build --target bench_qat && build/bench_qat [train=10000] [runs=2] [formats]
 **
 ** formats: a comma-separated list of names to time (beside float32),
-** e.g. `build/bench_bench_qat 10000 5 ternary,block_fp`; all by default.
+** e.g. `build/bench_qat 10000 5 ternary,block_fp`; all by default.
 **
 ** An MLP 784-256-128-10 on the first `train` Fashion-MNIST images, batch
 ** 128, SGD. Every format quantises the inputs, weights and biases of all

@@ -1,7 +1,7 @@
 /*
 ** bench_quant.c - quantiser throughput beside memcpy, in one run.
 **
-**   cmake --build build --target bench_bench_quant && build/bench_bench_quant [MiB=64]
+**   cmake --build build --target bench_quant && build/bench_quant [MiB=64]
 **
 ** Each format quantise-dequantises a float32 buffer into another of the same
 ** size (rows of 4096); memcpy copies the same bytes. Throughput counts the

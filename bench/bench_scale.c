@@ -5,7 +5,7 @@
 ** disk), for the random and TPE samplers with 100, 1,000 and 10,000
 ** finished trials already in the study.
 **
-**   cmake --build build --target bench_bench_scale && build/bench_bench_scale [JOURNAL_DIR=/tmp]
+**   cmake --build build --target bench_scale && build/bench_scale [JOURNAL_DIR=$TMPDIR, else .]
 **
 ** The history is made of random trials (TPE's own asks would take minutes
 ** to build 10,000), then K more trials are asked, told and journalled one
@@ -123,7 +123,7 @@ static void run(const char *label, int sampler, int finished, int k, const char 
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : "/tmp";
+  const char *dir = argc > 1 ? argv[1] : getenv("TMPDIR") ? getenv("TMPDIR") : ".";
   printf("| sampler | finished trials | trials timed | ask (ms) | tell (ms) | journal write (ms) | total (ms) |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|\n");
   run("random", SLS_RANDOM, 100, 200, dir);

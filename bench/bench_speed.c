@@ -4,8 +4,8 @@
 ** the MLP and the image transformer on the full Fashion-MNIST (the
 ** configurations of bench_train.c).
 **
-**   cmake --build build --target bench_bench_speed
-**   BENCH_VENV=/path/to/.bench-venv build/bench_bench_speed [epochs=2] [mlp|transformer|all]
+**   cmake --build build --target bench_speed
+**   BENCH_VENV=.bench-venv build/bench_speed [epochs=2] [mlp|transformer|all]
 **
 ** Peak: the fastest sgemm at n = 1024 in this run, after OpenBLAS's kernel
 ** choice (kernels/blas.c): OpenBLAS on its own threads or as the engine's

@@ -2,8 +2,8 @@
 ** bench_train.c - training speed and accuracy on the full Fashion-MNIST,
 ** beside the machine's own cblas_sgemm rate measured in the same run.
 **
-**   cmake --build build --target bench_bench_train
-**   build/bench_bench_train [mlp_epochs=10] [transformer_epochs=10]
+**   cmake --build build --target bench_train
+**   build/bench_train [mlp_epochs=10] [transformer_epochs=10]
 **
 ** Peak: the GFLOP/s of one large square cblas_sgemm (best of several). The
 ** MLP's fraction of peak counts its dense work (forward 2*in*out per layer

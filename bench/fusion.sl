@@ -1,5 +1,5 @@
-# Eager against fused execution (docs/performance.md, "Eager against fused"):
-#   flock /work/bench.lock build/syslab run bench/fusion.sl
+# Eager against fused execution (docs/performance.md, "Fusion and buffer planning"):
+#   build/syslab run bench/fusion.sl
 # The last lines of bench/systems.sl, plus the image transformer with its
 # attention left op by op.
 print "== eager against fused"

@@ -11,7 +11,7 @@
    journal, on 2 workers: the search's wall time per trial is what rank 0
    spends per trial (sampling, messages, journal write), as no worker waits
    on anything else.
-3. The coordinator's ask + tell + journal write alone, by build/bench_bench_scale.
+3. The coordinator's ask + tell + journal write alone, by build/bench_scale.
 """
 import argparse
 import json
@@ -100,9 +100,9 @@ def main():
     print(f"\n{n} empty trials with a journal on 2 workers: search {sw:.2f} s, "
           f"{sw / n * 1e3:.3f} ms per trial (process {wall:.2f} s)")
     shutil.rmtree(tmp)
-    bench = os.path.join(ROOT, "build", "bench_bench_scale")
+    bench = os.path.join(ROOT, "build", "bench_scale")
     if os.access(bench, os.X_OK):
-        print("\ncoordinator alone (build/bench_bench_scale, journal on the build disk):\n")
+        print("\ncoordinator alone (build/bench_scale, journal on the build disk):\n")
         print(subprocess.run([bench, os.path.join(ROOT, "build")], capture_output=True, text=True).stdout)
 
 

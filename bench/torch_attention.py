@@ -3,13 +3,13 @@
 CPU scaled_dot_product_attention, in one run.
 
     bench/venv.sh                                   # once: .bench-venv with torch
-    cmake --build build --target bench_bench_kernels
+    cmake --build build --target bench_kernels
     .bench-venv/bin/python bench/torch_attention.py [--lengths 1024 2048 4096] [--reps 5] [--rounds 2] [--cpu-time]
 
 Shapes: batch 1, 8 heads, head dim 64, float32, 2 threads (torch.set_num_threads
 and SYSLAB_THREADS), wall clock. Forward, and forward+backward (loss =
 sum(O * dO) with a fixed dO). For each L, in each of --rounds rounds, the
-script runs build/bench_bench_kernels csv for that L (syslab's fused and
+script runs build/bench_kernels csv for that L (syslab's fused and
 naive versions, median of --reps after a warm-up) and then times PyTorch
 the same way, so that both sides of a ratio are measured within seconds of
 each other; each side keeps its best median over the rounds (a machine
@@ -66,7 +66,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2, help="alternate syslab and torch this many times per L")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--bench", default=os.path.join(ROOT, "build", "bench_bench_kernels"))
+    ap.add_argument("--bench", default=os.path.join(ROOT, "build", "bench_kernels"))
     ap.add_argument("--cpu-time", action="store_true",
                     help="one thread, timed by process CPU time on both sides (a machine other jobs keep busy)")
     args = ap.parse_args()

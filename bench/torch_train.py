@@ -2,7 +2,7 @@
 batch, optimizer, data and threads, timed the same way (training steps of an
 epoch, evaluation excluded).
 
-    BENCH_VENV=.bench-venv $BENCH_VENV/bin/python bench/torch_train.py [epochs] [mlp|transformer|all]
+    .bench-venv/bin/python bench/torch_train.py [epochs] [mlp|transformer|all]
 
 bench/bench_speed.c runs it beside its own runs when BENCH_VENV is set and
 prints the ratios; each result ends in a line "RESULT key parameters

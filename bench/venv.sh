@@ -2,7 +2,7 @@
 # bench/venv.sh - the separate virtual environment of the PyTorch anchors.
 #
 #   bench/venv.sh                 creates $BENCH_VENV (default .bench-venv)
-#   BENCH_VENV=/tmp/bv bench/venv.sh
+#   BENCH_VENV=.torch-venv bench/venv.sh   the same, in another folder
 #
 # PyTorch comes from PyPI. Its Linux wheel declares the nvidia-* CUDA
 # packages (gigabytes) as dependencies; the CPU code needs none of them, so

@@ -28,7 +28,7 @@
 **     fused backward  a block owns 64 keys (dK, dV in registers), walks the
 **                     query tiles, recomputes P = exp(S - L), and adds its
 **                     part of dQ with atomicAdd; D = rowsum(dO O) first
-**   MXINT8            one thread per element, the Lab 4 bit assembly
+**   MXINT8            one thread per element, the ADLS Lab 4 kernel's bit assembly
 **                     (numerics §5.4), 16-byte loads of mantissas
 **
 ** Every entry point returns -1 with a message instead of failing hard; with

@@ -53,7 +53,10 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   f->levels = (int)sl_arg_number(call, "levels");
   f->bipolar = sl_truthy(sl_arg(call, "bipolar"));
   f->scaled = sl_truthy(sl_arg(call, "scaled"));
-  if (f->kind == SLQ_BLOCK_FP && !sl_arg_given(call, "exponent_width")) f->exponent_width = 8;
+  /* block_fp's shared exponent is 8 bits unless a width is given, plain or for this operand */
+  snprintf(key, sizeof key, "%sexponent_width", prefix);
+  if (f->kind == SLQ_BLOCK_FP && !sl_arg_given(call, "exponent_width") && !(prefix[0] && sl_arg_given(call, key)))
+    f->exponent_width = 8;
   snprintf(key, sizeof key, "%sexponent_bias", prefix);
   if ((prefix[0] && sl_arg_given(call, key)) || sl_arg_given(call, "exponent_bias")) {
     f->has_bias = 1;

@@ -1,7 +1,7 @@
 /*
 ** quant.c - number formats and pruning, following the definitions in
 ** docs/formats.md (MASE's quantisers, the OCP Microscaling formats and the
-** Lab 4 MXINT8 kernel).
+** ADLS Lab 4 MXINT8 kernel; numerics §1-§5).
 **
 ** Every format is a quantise-dequantise function: values go in as float32
 ** and come out as the nearest value the format can hold, still float32, so

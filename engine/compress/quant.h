@@ -43,7 +43,7 @@ slM_Transform *slQ_transform_decode(slU_Reader *r, char *err, size_t errlen);
 /* MXINT8 packed form: int8 mantissas and one scale byte per block of g */
 int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *mantissas, uint8_t *scales, char *err, size_t errlen);
 void slQ_mxint8_unpack(const int8_t *mantissas, const uint8_t *scales, size_t n, int g, float *out);
-/* the bfloat16 decode of one element as the Lab 4 kernel computes it */
+/* the bfloat16 decode of one element as the ADLS Lab 4 MXINT8 kernel computes it (numerics §5.4) */
 uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e);
 float slQ_bf16_to_float(uint16_t b);
 

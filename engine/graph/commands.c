@@ -752,7 +752,7 @@ static const sl_Command slM_commands[] = {
    "m = model transformer depth=1 width=32 heads=2\nf = set_attention m attention=fused", cmd_set_attention, 0,
    {MODEL_ARG, {"attention", SL_ARG_ENUM, 0, "fused", "fused or naive", attentions}, {NULL}}},
   {"identity", "graph", "Transform pass: a new graph where the named square linear layers are the identity.",
-   "Lab 2's per-layer choice of layer type (linear or identity): each named layer is removed and its users read "
+   "ADLS Lab 2's per-layer choice of layer type (linear or identity): each named layer is removed and its users read "
    "its input. The result shares the other weights. A layer whose input and output widths differ is refused.",
    "t = model transformer depth=2 width=32 heads=2\nlean = identity t layers=[\"encoder_0_attention_output\", \"encoder_1_attention_query\"]", cmd_identity, 0,
    {MODEL_ARG, {"layers", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "names of square linear layers"}, {NULL}}},

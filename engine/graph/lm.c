@@ -1,5 +1,5 @@
 /*
-** lm.c - the transformer language-model family (the CS336 basics model):
+** lm.c - the transformer language-model family (the CS336 basics model: the transformer of CS336 assignment 1, which the systems assignment benchmarks):
 ** token embedding, pre-norm blocks of RMSNorm, causal multi-head attention
 ** with rotary position embeddings and a SwiGLU feed-forward, a final norm and
 ** an output projection, trained on next-token cross-entropy.
@@ -21,7 +21,7 @@
 
 /* ------------------------------------------------------------- presets */
 
-/* the five configurations of the CS336 systems assignment, and a tiny one for tests */
+/* the five model sizes of the CS336 systems assignment (its §1.1.2), and a tiny one for tests */
 static const slM_LmSpec presets[] = {
   {"tiny", 10000, 256, 64, 128, 2, 2},
   {"small", 10000, 256, 768, 3072, 12, 12},

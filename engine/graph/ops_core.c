@@ -154,7 +154,7 @@ static void activation_backward(slM_Graph *g, slM_Node *n) {
 /* ---------------------------------------------------------------- dropout */
 
 /* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
-** falls below p * 2^32 (docs/numerics.md §9) */
+** falls below p * 2^32 (numerics §9) */
 static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
   for (size_t i = i0; i < i1; i++) {
     slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};

@@ -182,7 +182,7 @@ static void swiglu_backward(slM_Graph *g, slM_Node *n) {
   slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
 }
 
-/* scores of later keys become -inf: query q keeps key k iff k <= q (docs/numerics.md §7.4) */
+/* scores of later keys become -inf: query q keeps key k iff k <= q (numerics §7.4) */
 static void causal_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *s = in(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
   int T = s->shape[2];

@@ -1,9 +1,9 @@
 /*
 ** passes.c - transform passes: graphs rewritten in place (run them on a
 ** copy). Attention as one fused node or op by op; dropout removed; square
-** linear layers made the identity (Lab 2's "type of layer" choice); LoRA
-** adapters added; and the fusion pass (the torch.compile question of the
-** systems lab): what eager execution runs as separate nodes, one pass over
+** linear layers made the identity (ADLS Lab 2's "type of layer" choice); LoRA
+** adapters added; and the fusion pass (the torch.compile question of ADLS
+** Lab 4, Part A): what eager execution runs as separate nodes, one pass over
 ** memory each, becomes one node that makes a single pass.
 **
 **   linear -> relu | gelu         linear_act: bias and activation applied in

@@ -13,8 +13,8 @@
 int slM_set_attention(slM_Graph *g, int fused);
 /* removes every dropout node, rewiring its users to its input; returns the count */
 int slM_remove_dropout(slM_Graph *g);
-/* replaces the named square linear layers by the identity (Lab 2's "type of
-** layer" choice), rewiring their users to their inputs; 0, or -1 with err */
+/* replaces the named square linear layers by the identity (ADLS Lab 2's "type
+** of layer" choice in its architecture search), rewiring their users to their inputs; 0, or -1 with err */
 int slM_identity_layers(slM_Graph *g, const char *const *names, int n, char *err, size_t errlen);
 /* adds low-rank adapters to the linear nodes whose name contains one of
 ** `targets` (NULL: every linear but the classifier); freezes every other

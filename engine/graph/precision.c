@@ -65,7 +65,7 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   if (d == SLM_BF16 || d == SLM_FP16) slK_round_array(d, n->out->data, n->out->data, n->out->size);
 }
 
-/* the seed's experiment: 1000 additions of 0.01 */
+/* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */
 void slM_accumulation(double out[3]) {
   volatile float s32 = 0, s_mixed = 0, s16 = 0;
   float h = slK_round_fp16(0.01f);

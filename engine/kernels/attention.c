@@ -3,8 +3,8 @@
 **
 ** Build: part of the engine. tests/unit/test_kernels.c checks every version
 ** against v0 (odd shapes, L = 1, causal or not, fully masked rows) and the
-** CS336 contract of numerics §7.6; bench/bench_kernels.c times them
-** (`build/bench_bench_kernels attention 1024`).
+** contract of the CS336 systems assignment's attention tests (numerics §7.6); bench/bench_kernels.c times them
+** (`build/bench_kernels attention 1024`).
 **
 **   v0 naive   op by op, as PyTorch's eager code runs it: S = QK^T per
 **              (batch, head) through OpenBLAS into a batch x heads x N x N

@@ -413,7 +413,7 @@ static const slK_Bench benches[] = {
    setup_attn_fused_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
   {"memcpy", "cpu", "memory", MX_SIZE, "memcpy of n float32, one part per thread (the bandwidth anchor)", setup_memcpy, mx_run, case_free, copy_flops, memcpy_bytes},
   {"mxint8_dequant_f32", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32, vectorised", setup_mx_f32, mx_run, case_free, mx_flops, mx_f32_bytes},
-  {"mxint8_dequant_bf16", "cpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16, vectorised (the Lab 4 decode)", setup_mx_bf16, mx_run,
+  {"mxint8_dequant_bf16", "cpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16, vectorised (the decode of the ADLS Lab 4 kernel)", setup_mx_bf16, mx_run,
    case_free, mx_flops, mx_bf16_bytes},
   {"mxint8_dequant_ref", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32 one element at a time (ldexpf)", setup_mx_ref, mx_run,
    case_free, mx_flops, mx_f32_bytes},

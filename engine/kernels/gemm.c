@@ -2,7 +2,7 @@
 ** gemm.c - float32 matrix products: C = alpha op(A) op(B) + beta C.
 **
 ** Build: part of the engine; bench/bench_kernels.c times the versions side
-** by side (`build/bench_bench_kernels gemm 1024`), tests/unit/test_kernels.c
+** by side (`build/bench_kernels gemm 1024`), tests/unit/test_kernels.c
 ** checks each against the naive one on odd shapes and every transposition.
 **
 **   v0 naive      the triple loop, the reference every version is checked

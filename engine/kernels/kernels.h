@@ -121,7 +121,7 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
 
 /* ---------------------------------------------------------------- MXINT8 */
 
-/* numerics §5.4: one element as the Lab 4 kernel decodes it (bfloat16 bits),
+/* numerics §5.4: one element as the ADLS Lab 4 MXINT8 kernel decodes it (bfloat16 bits),
 ** and the float32 decode m * 2^(E-133) */
 uint16_t slK_mxint8_bf16_one(int8_t m, uint8_t e);
 float slK_mxint8_f32_one(int8_t m, uint8_t e);

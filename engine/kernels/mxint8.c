@@ -5,9 +5,9 @@
 ** Build: part of the engine. tests/unit/test_kernels.c checks the decode of
 ** every mantissa and scale byte against the one-element reference, and the
 ** fused linear against decode-then-GEMM; bench/bench_kernels.c times them
-** beside memcpy (`build/bench_bench_kernels mxint8`).
+** beside memcpy (`build/bench_kernels mxint8`).
 **
-**   v0 one element   slK_mxint8_bf16_one, the Lab 4 kernel's bit assembly,
+**   v0 one element   slK_mxint8_bf16_one, the ADLS Lab 4 MXINT8 kernel's bit assembly (numerics §5.4),
 **                    and slK_mxint8_f32_one, m * 2^(E-133) by ldexpf: in
 **                    mxint8_one.c, below simd.c, whose portable loops
 **                    decode through them; slK_mxint8_dequant_f32_ref here
@@ -15,7 +15,7 @@
 **   v1 vectorised    16 elements at a time (simd.c): int8 -> int32 -> float
 **                    (exact), scalef by E - 133 (exact: the products have
 **                    at most 7 significant bits), the top half for bf16;
-**                    m = -128 reproduces the Lab 4 decode's +0.0. Arrays of
+**                    m = -128 reproduces the +0.0 of the Lab 4 kernel's decode (numerics §5.4). Arrays of
 **                    a million elements and more are cut into one part per
 **                    thread of the team (parallel.c), on whole groups, so
 **                    that each core streams its own share of the bandwidth

@@ -7,7 +7,7 @@
 ** mantissa and scale byte, and these with the exact value m/64 x 2^(E-127)
 ** and with compress/'s slQ_mxint8_to_bf16.
 **
-**   slK_mxint8_bf16_one  the Lab 4 kernel's bit assembly (sign | E << 7 |
+**   slK_mxint8_bf16_one  the ADLS Lab 4 MXINT8 kernel's bit assembly (sign | E << 7 |
 **                        (|m| & 63) << 1, minus the implicit 1 when bit 6
 **                        of |m| is clear)
 **   slK_mxint8_f32_one   m * 2^(E-133) by ldexpf

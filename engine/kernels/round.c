@@ -15,7 +15,7 @@
 #include "round.h"
 
 /* bfloat16: the top 16 bits of the float, rounded to nearest, ties to even
-** (docs/numerics.md §8) */
+** (numerics §8) */
 float slK_round_bf16(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);

@@ -378,7 +378,7 @@ AVX512 static void dequant_bf16_avx512(const int8_t *m, uint8_t e, size_t n, uin
   __m512 se = _mm512_set1_ps((float)(e - 133));
   for (; i + 16 <= n; i += 16) {
     __m128i m8 = _mm_loadu_si128((const __m128i *)(m + i));
-    /* the Lab 4 decode turns m = -128 into +0.0 (numerics §5.4); reproduce it */
+    /* the ADLS Lab 4 MXINT8 kernel's decode turns m = -128 into +0.0 (numerics §5.4); reproduce it */
     __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));
     __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(decode16(m8, se)), 16);
     bits = _mm512_mask_mov_epi32(bits, low, _mm512_setzero_si512());
@@ -417,7 +417,7 @@ AVX512 static inline __m256i bf16_16(const int8_t *m, uint8_t e) {
   if (e == 0) return _mm256_setzero_si256();
   if (e == 0xFF) return _mm256_set1_epi16(0x7FC0);
   __m128i m8 = _mm_loadu_si128((const __m128i *)m);
-  __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));   /* the Lab 4 decode's +0.0 */
+  __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));   /* the Lab 4 kernel's +0.0 (numerics §5.4) */
   __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(decode16(m8, _mm512_set1_ps((float)(e - 133)))), 16);
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(bits, low, _mm512_setzero_si512()));
 }

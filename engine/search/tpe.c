@@ -9,7 +9,7 @@
 ** in the same order (the mixture component of every candidate, then the
 ** candidate's uniform quantile), so a suggestion usually equals Optuna's to
 ** the last bit; the error function comes from libm rather than Optuna's own,
-** so the last bits of a density may differ (decision 10 allows it).
+** so the last bits of a density may differ (numerics §6.4, decision 10, allows it).
 */
 #include <float.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
 ** commands.c - the systems commands: the language-model family and its
 ** training, benchmarks with warm-up, mixed precision, and fused against
-** eager execution (CS336 assignment 2, Lab 4 part A); the registry of the
+** eager execution (the CS336 systems assignment, and ADLS Lab 4 Part A: when torch.compile helps); the registry of the
 ** whole domain, whose profiling and memory commands are in
 ** commands_memory.c. The argument and table helpers both files use are in
 ** args.c.
@@ -348,7 +348,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}
 
 static const sl_Command commands[] = {
-  {"lm", "language model", "Build a transformer language model (CS336's): a preset or explicit sizes.",
+  {"lm", "language model", "Build a transformer language model (the CS336 basics model): a preset or explicit sizes.",
    "Token embedding, pre-norm blocks (RMSNorm, causal multi-head attention with rotary embeddings, SwiGLU "
    "feed-forward), final norm and output projection. Presets: tiny (64, 128, 2, 2), small (768, 3072, 12, 12), "
    "medium (1024, 4096, 24, 16), large (1280, 5120, 36, 20), xl (1600, 6400, 48, 25), 2.7B (2560, 10240, 32, 32) "
@@ -375,7 +375,7 @@ static const sl_Command commands[] = {
     {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, {NULL}}},
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
-   "timed steps, for the forward pass and for forward+backward (the CS336 benchmarking table). Each row starts "
+   "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
    "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run.",
    "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, 0,
    {{"presets", SL_ARG_LIST, 0, "[\"tiny\"]", "preset names"},
@@ -413,7 +413,7 @@ static const sl_Command commands[] = {
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
-   "One head, batch 8 by default (the CS336 attention benchmark). Times are the profiler's for the attention nodes "
+   "One head, batch 8 by default (the CS336 systems assignment's attention benchmark, problem pytorch_attention). Times are the profiler's for the attention nodes "
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
    "backward pass. Over-budget configurations are OOM with their predicted peak.",
    "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, 0,
@@ -442,7 +442,7 @@ static const sl_Command commands[] = {
 
 const sl_Domain slL_domain = {
   "Systems",
-  "Systems experiments on models (CS336 assignment 2, Lab 4 part A): the transformer language-model family, "
+  "Systems experiments on models (the CS336 systems assignment and ADLS Lab 4 Part A): the transformer language-model family, "
   "benchmarks with warm-up, per-operation profiles, memory prediction before allocating, memory profiles, mixed "
   "precision, and fused against eager graph execution.",
   commands,

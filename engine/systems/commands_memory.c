@@ -3,7 +3,7 @@
 ** domain: the per-operation profile of a step, memory predicted from a
 ** configuration, predicted against measured peaks, the memory profile of one
 ** step (categories, largest allocations, timeline), attention's memory
-** accounting and the attention benchmark (CS336 assignment 2).
+** accounting and the attention benchmark (the CS336 systems assignment's problem pytorch_attention).
 **
 ** commands.c registers them with the language-model, precision and
 ** fusion commands; the argument helpers both files use are in args.c.
@@ -317,7 +317,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-/* the seed's accounting of attention's memory: formula against the tensors allocated */
+/* the attention-memory accounting the CS336 systems assignment asks for (pytorch_attention): formula against the tensors allocated */
 int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
   int T = (int)sl_arg_number(call, "context"), D = (int)sl_arg_number(call, "d_model");
   int B = (int)sl_arg_number(call, "batch"), H = (int)sl_arg_number(call, "heads");

@@ -1,8 +1,8 @@
 /*
 ** runner.c - steps of any model on random data, timed or measured.
 **
-** Benchmarks and profiles use random inputs, as the CS336 benchmarking
-** script does: uniform token ids for a language model, standard normal
+** Benchmarks and profiles use random inputs, as the CS336 systems
+** assignment's end-to-end benchmarking script (its §1.1.3) does: uniform token ids for a language model, standard normal
 ** pixels and uniform labels for the image models. Data come from the seed,
 ** so two runs step through the same batches.
 */

@@ -23,7 +23,7 @@ void slL_batch_free(slL_Batch *b);
 ** training step with the optimizer (opt != NULL). Returns the loss. */
 double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step);
 
-/* Times steps the way the seed's benchmark does: `warmup` untimed steps,
+/* Times steps the way the CS336 systems assignment's end-to-end benchmarking script does (its §1.1.3): `warmup` untimed steps,
 ** then `steps` timed ones; mean and standard deviation in seconds. */
 typedef struct slL_Timing {
   double warmup_seconds, total_seconds, mean, std, median, first;

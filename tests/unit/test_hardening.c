@@ -388,8 +388,8 @@ static void test_block_formats_nan_rule(void) {
   for (int k = 0; k < 64; k++) CHECK_MSG(isnan(y[k]) == (k < 32), "mxint8 element %d: %g", k, y[k]);
 }
 
-/* what students reached for: sum, min, max, mean (the seed's
-** frac = max(4, w - 2)), a table indexed by row and column, len of a table */
+/* what students reached for: sum, min, max, mean (an ADLS Lab 1 write-up's
+** fixed-point sweep sets frac = max(4, w - 2)), a table indexed by row and column, len of a table */
 static void test_aggregates_and_table_indexing(void) {
   sl_State *S = sl_new();
   CHECK_STREQ(check_eval(S, "w = 6\nfrac = max(4, w - 2)\nfrac"), "4");

@@ -1,9 +1,10 @@
 /* test_kernels.c - every kernel version against its reference: GEMM (naive,
 ** blocked on AVX-512 and portable loops, OpenBLAS), vector exp, attention
-** (fused against naive and against a binary64 formula, the CS336 contract
-** of numerics §7.6), MXINT8 decoding over every mantissa and scale byte, the
-** MXINT8 linear, the harness's statistics on a synthetic clock, the kernels
-** commands, and the GPU versions where a GPU exists (skipped otherwise). */
+** (fused against naive and against a binary64 formula, the contract of the
+** CS336 systems assignment's attention tests, numerics §7.6), MXINT8
+** decoding over every mantissa and scale byte, the MXINT8 linear, the
+** harness's statistics on a synthetic clock, the kernels commands, and the
+** GPU versions where a GPU exists (skipped otherwise). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ static long at(const slK_Attn *a, int b, int h, int i, int isq) {
   return isq ? a->q_batch * b + a->q_head * h + a->q_row * i : a->k_batch * b + a->k_head * h + a->k_row * i;
 }
 
-/* the formulas of §7.1/7.3 in binary64, row by row: O, L, dQ, dK, dV */
+/* the formulas of numerics §7.1 and §7.3 in binary64, row by row: O, L, dQ, dK, dV */
 static void attn_reference(const Attn *t, float *o, float *lse, float *dq, float *dk, float *dv) {
   const slK_Attn *a = &t->a;
   double sc = 1.0 / sqrt((double)a->dim);
@@ -255,7 +256,7 @@ static void test_attention_online_softmax_example(void) {
 }
 
 /* numerics §7.6: batch 4, 128 x 64, rtol = atol = 1e-2, causal and not. The
-** reference masks with -inf where CS336's uses -1e6: no row is fully masked
+** reference masks with -inf where the CS336 tests' reference uses -1e6: no row is fully masked
 ** here, so the two give the same numbers. */
 static void test_cs336_contract(void) {
   seed(0);
@@ -381,7 +382,7 @@ static void test_mxint8_decode_exhaustive(void) {
         if (e >= 1 && e <= 254 && mm != -128) bad_exact += one != bf16_of_exact(ldexp(mm / 64.0, e - 127));
         if (e == 0) bad_exact += one != 0;
         if (e == 255) bad_exact += one != 0x7FC0;
-        if (mm == -128 && e != 255) bad_exact += one != 0;   /* the Lab 4 decode's +0.0 (§5.4) */
+        if (mm == -128 && e != 255) bad_exact += one != 0;   /* the Lab 4 kernel's +0.0 (numerics §5.4) */
         float want = e == 0 ? 0.0f : e == 255 ? NAN : (float)ldexp(mm, e - 133);
         bad_f32 += !(f32[i] == want || (isnan(want) && isnan(f32[i])));
         if (e == 0) bad_f32 += signbit(f32[i]) != 0;
@@ -392,7 +393,7 @@ static void test_mxint8_decode_exhaustive(void) {
   CHECK_EQ_INT(bad_exact, 0);
   CHECK_EQ_INT(bad_vec, 0);
   CHECK_EQ_INT(bad_f32, 0);
-  /* the worked examples of §5.4 */
+  /* the worked examples of numerics §5.4 */
   CHECK_EQ_INT(slK_mxint8_bf16_one(64, 127), 0x3F80);
   CHECK_EQ_INT(slK_mxint8_bf16_one(127, 127), 0x3FFE);
   CHECK_EQ_INT(slK_mxint8_bf16_one(63, 127), 0x3F7C);

@@ -22,7 +22,7 @@ static float q1(const slQ_Format *f, float x) {
 }
 
 static void test_integer_worked_example(void) {
-  /* numerics reference, w = 8, f = 4, ties to even */
+  /* numerics §2.1's example, w = 8, f = 4, ties to even */
   slQ_Format f = fmt(SLQ_INTEGER, 8, 4, 0);
   float in[] = {0.03125f, 0.09375f, 0.15625f, -0.09375f, 7.9f, 8.0f, -8.1f, 1.2345f, INFINITY, -INFINITY};
   float want[] = {0.0f, 0.125f, 0.125f, -0.125f, 7.875f, 7.9375f, -8.0f, 1.25f, 7.9375f, -8.0f};
@@ -279,7 +279,20 @@ static void test_block_binary_ternary(void) {
   CHECK_CONTAINS(err, "levels must be 1, 2 or 3");
 }
 
+/* block_fp's 8-bit shared exponent is the default only when no width is
+** given: weight_exponent_width=4 was thrown away (8.5 bits, not 8.25) */
+static void test_block_fp_operand_exponent_width(void) {
+  sl_State *S = sl_new();
+  check_eval(S, "d = dataset synthetic train=64 test=16 features=32 classes=3\nm = model mlp data=d hidden=[32]");
+  CHECK_STREQ(check_eval(S, "q = quantize_model m format=block_fp weight_exponent_width=4 weight_width=8\n"
+                            "round((model_size q).bits_per_param, 2)"), "8.26");
+  CHECK_STREQ(check_eval(S, "q = quantize_model m format=block_fp weight_width=8\n"
+                            "round((model_size q).bits_per_param, 2)"), "8.51");
+  sl_free(S);
+}
+
 int main(void) {
+  RUN(test_block_fp_operand_exponent_width);
   RUN(test_block_binary_ternary);
   RUN(test_optimised_equals_reference);
   RUN(test_integer_worked_example);
