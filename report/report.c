@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "kernel/cli.h"
+#include "jupyter/cli.h"
 #include "export.h"
 #include "notebook.h"
 #include "syslab.h"
@@ -71,7 +71,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void usage(FILE *f) { slk_usage(f, "report"); }
+static void usage(FILE *f) { slj_usage(f, "report"); }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -131,8 +131,8 @@ static int parse_args(int argc, char **argv, Options *o) {
       if (o->jobs > 256) o->jobs = 256;
       continue;
     }
-    /* only what the table in kernel/cli.c lists, so `--help` shows every option */
-    const slk_Option *opt = slk_option("report", a);
+    /* only what the table in jupyter/cli.c lists, so `--help` shows every option */
+    const slj_Option *opt = slj_option("report", a);
     if (!opt) {
       fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
       usage(stderr);

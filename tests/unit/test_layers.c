@@ -36,8 +36,8 @@ static const struct {
     {"engine/compress", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", NULL}},
     {"engine/search", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/compress", "mpi", NULL}},
     {"plotting", {"engine/lang", "engine/table", NULL}},
-    {"kernel", {"report", NULL}},
-    {"report", {"kernel", NULL}},
+    {"jupyter", {"report", NULL}},
+    {"report", {"jupyter", NULL}},
     {"cuda", {NULL}},
     {"mpi", {NULL}},
 };
@@ -88,8 +88,8 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("engine/kernels/device.c", "cuda/gpu.h", why, sizeof why));
   CHECK(!violation("plotting/plot.c", "table/table.h", why, sizeof why));
   CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
-  CHECK(!violation("kernel/shell.c", "syslab.h", why, sizeof why));
-  CHECK(!violation("report/client.c", "kernel/wire.h", why, sizeof why));
+  CHECK(!violation("jupyter/shell.c", "syslab.h", why, sizeof why));
+  CHECK(!violation("report/client.c", "jupyter/wire.h", why, sizeof why));
   /* upward, sideways, or past the interface: refused */
   CHECK(violation("engine/graph/model.h", "compress/quant.h", why, sizeof why));
   CHECK_CONTAINS(why, "engine/graph may not include engine/compress/");
@@ -97,11 +97,11 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("engine/graph/commands.c", "plotting/gnuplot.h", why, sizeof why));
   CHECK(violation("engine/graph/exec.c", "cuda/gpu.h", why, sizeof why));
   CHECK(violation("engine/table/table.c", "kernels/kernels.h", why, sizeof why));
-  CHECK(violation("kernel/shell.c", "lang/interp.h", why, sizeof why));
+  CHECK(violation("jupyter/shell.c", "lang/interp.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
   CHECK(violation("engine/graph/graph.c", "mpi/transport.h", why, sizeof why));
-  CHECK(violation("kernel/run.c", "mpi/transport.h", why, sizeof why));
+  CHECK(violation("jupyter/run.c", "mpi/transport.h", why, sizeof why));
   CHECK(violation("mpi/mpi.c", "search/dist.h", why, sizeof why));
 }
 
@@ -165,7 +165,7 @@ static void walk(const char *root, const char *rel) {
 }
 
 static void test_the_tree_keeps_the_layers(void) {
-  const char *tops[] = {"engine", "plotting", "kernel", "report", "cuda", "mpi"};
+  const char *tops[] = {"engine", "plotting", "jupyter", "report", "cuda", "mpi"};
   for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) walk(SYSLAB_SOURCE_DIR, tops[i]);
   CHECK_MSG(nincludes > 50, "only %d includes were read under %s: is the tree there?", nincludes, SYSLAB_SOURCE_DIR);
   CHECK_EQ_INT(nviolations, 0);

@@ -8,37 +8,37 @@
 
 #include <stdio.h>
 
-int slk_run_main(int argc, char **argv);      /* run.c */
-int slk_kernel_main(int argc, char **argv);   /* kernel.c */
-int slk_install_main(int argc, char **argv);  /* install.c */
+int slj_run_main(int argc, char **argv);      /* run.c */
+int slj_kernel_main(int argc, char **argv);   /* kernel.c */
+int slj_install_main(int argc, char **argv);  /* install.c */
 
 /* Code is text: a NUL byte in it (in a file, or as "\u0000" in an
 ** execute_request) would silently end the program where C strings end.
 ** Finds the first one: 0 when there is none, else 1 with its line and column
 ** (from 1) and why in msg, the same words for `syslab run` and the kernel. */
-int slk_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size);
+int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size);
 
 typedef struct {
   const char *name;   /* "-o"; NULL ends a list */
   const char *alias;  /* "--output", or NULL */
   const char *arg;    /* what follows it ("DIR"), NULL for a flag */
   const char *help;
-} slk_Option;
+} slj_Option;
 
 typedef struct {
   const char *name;     /* "report"; NULL ends the table */
   const char *args;     /* positional arguments for the synopsis, or NULL */
   const char *summary;  /* one line for `syslab help` */
   const char *details;  /* more for `syslab NAME --help`, or NULL */
-  const slk_Option *options;
-} slk_Command;
+  const slj_Option *options;
+} slj_Command;
 
-extern const slk_Command slk_commands[];
-const slk_Command *slk_command(const char *name);
+extern const slj_Command slj_commands[];
+const slj_Command *slj_command(const char *name);
 /* the option of command that arg names (by name or alias), or NULL: parsers
 ** accept nothing else, so what they parse is what the help lists */
-const slk_Option *slk_option(const char *command, const char *arg);
-void slk_usage(FILE *f, const char *command);  /* one command, every option */
-void slk_usage_all(FILE *f);                   /* every command, every option */
+const slj_Option *slj_option(const char *command, const char *arg);
+void slj_usage(FILE *f, const char *command);  /* one command, every option */
+void slj_usage_all(FILE *f);                   /* every command, every option */
 
 #endif

@@ -2,8 +2,8 @@
 ** kernel.h - what the kernel's server (server.c) and its request handlers
 ** (shell.c, history.c) share. The engine never sees any of it.
 */
-#ifndef SYSLAB_KERNEL_H
-#define SYSLAB_KERNEL_H
+#ifndef SYSLAB_JUPYTER_KERNEL_H
+#define SYSLAB_JUPYTER_KERNEL_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,19 +12,19 @@
 #include "syslab.h"
 #include "wire.h"
 
-typedef struct slk_HistoryEntry {
+typedef struct slj_HistoryEntry {
   int line;
   char *input;
   char *output;   /* text/plain of the execute_result, or NULL */
-} slk_HistoryEntry;
+} slj_HistoryEntry;
 
-typedef struct slk_History {
-  slk_HistoryEntry *entries;
+typedef struct slj_History {
+  slj_HistoryEntry *entries;
   size_t n, cap;
-} slk_History;
+} slj_History;
 
-typedef struct slk_Kernel {
-  slk_Connection conn;
+typedef struct slj_Kernel {
+  slj_Connection conn;
   char session[37];       /* one id for every message this process sends */
   void *ctx;
   void *shell, *control, *stdin_socket, *hb;
@@ -35,35 +35,35 @@ typedef struct slk_Kernel {
   void *wake_listen;      /* inproc PULL, main thread */
   sl_State *S;
   int execution_count;
-  slk_History history;
-  slk_Msg pending[64];    /* requests set aside while aborting, handled next */
+  slj_History history;
+  slj_Msg pending[64];    /* requests set aside while aborting, handled next */
   size_t npending;
   atomic_int executing;   /* a cell is running: SIGINT interrupts it */
   atomic_int stopping;    /* shutdown_request received, or the parent died */
   atomic_int main_done;   /* the main loop has ended */
   pid_t parent;           /* the process whose death ends the kernel, or 0 */
   int restart;
-} slk_Kernel;
+} slj_Kernel;
 
 /* server.c: send a reply on `socket` to `request`; publish on IOPub through
 ** the given inproc PUSH socket. Both take ownership of content. */
-void slk_reply(slk_Kernel *K, void *socket, const slk_Msg *request, const char *msg_type, json_t *content);
-void slk_publish(slk_Kernel *K, void *push, const slk_Msg *parent, const char *msg_type, json_t *content);
-void slk_publish_status(slk_Kernel *K, void *push, const slk_Msg *parent, const char *state);
-json_t *slk_kernel_info(void);
+void slj_reply(slj_Kernel *K, void *socket, const slj_Msg *request, const char *msg_type, json_t *content);
+void slj_publish(slj_Kernel *K, void *push, const slj_Msg *parent, const char *msg_type, json_t *content);
+void slj_publish_status(slj_Kernel *K, void *push, const slj_Msg *parent, const char *state);
+json_t *slj_kernel_info(void);
 /* a line on stderr, which Jupyter keeps in its server log */
-void slk_log(const char *fmt, ...);
+void slj_log(const char *fmt, ...);
 
 /* shell.c: one shell request, busy/idle included */
-void slk_handle_shell(slk_Kernel *K, slk_Msg *request);
+void slj_handle_shell(slj_Kernel *K, slj_Msg *request);
 /* shell.c: answer execute_requests already queued on the shell socket with
 ** status "aborted" after a failed cell; other requests are kept in
 ** K->pending and handled next, in order */
-void slk_abort_queued(slk_Kernel *K);
+void slj_abort_queued(slj_Kernel *K);
 
 /* history.c */
-void slk_history_add(slk_History *h, int line, const char *input, const char *output);
-json_t *slk_history_reply(const slk_History *h, const json_t *request_content);
-void slk_history_free(slk_History *h);
+void slj_history_add(slj_History *h, int line, const char *input, const char *output);
+json_t *slj_history_reply(const slj_History *h, const json_t *request_content);
+void slj_history_free(slj_History *h);
 
 #endif

@@ -23,7 +23,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    slk_usage_all(stderr);
+    slj_usage_all(stderr);
     return 2;
   }
   const char *cmd = argv[1];
@@ -32,13 +32,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-    if (argc > 2 && !slk_option("help", argv[2]) && slk_command(argv[2])) {
-      slk_usage(stdout, argv[2]);  /* syslab help report */
+    if (argc > 2 && !slj_option("help", argv[2]) && slj_command(argv[2])) {
+      slj_usage(stdout, argv[2]);  /* syslab help report */
       return 0;
     }
-    if (argc > 2 && !slk_option("help", argv[2])) {
+    if (argc > 2 && !slj_option("help", argv[2])) {
       fprintf(stderr, "syslab help: unknown command or option '%s'\n\n", argv[2]);
-      slk_usage_all(stderr);
+      slj_usage_all(stderr);
       return 2;
     }
     if (argc > 2 && strcmp(argv[2], "--commands-markdown") == 0) {
@@ -47,16 +47,16 @@ int main(int argc, char **argv) {
       free(md);
       return 0;
     }
-    slk_usage_all(stdout);
+    slj_usage_all(stdout);
     return 0;
   }
-  if (strcmp(cmd, "run") == 0) return slk_run_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "run") == 0) return slj_run_main(argc - 1, argv + 1);
   if (strcmp(cmd, "kernel") == 0) {
-    int rc = slk_kernel_main(argc - 1, argv + 1);
+    int rc = slj_kernel_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* a search with workers=N made the kernel an MPI process */
     return rc;
   }
-  if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "install") == 0) return slj_install_main(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) {
     int rc = slR_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* under mpirun the notebooks were spread over the ranks */
@@ -64,6 +64,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
-  slk_usage_all(stderr);
+  slj_usage_all(stderr);
   return 2;
 }

@@ -90,19 +90,19 @@ static int find_share(const char *exe, char *out, size_t size) {
   return -1;
 }
 
-int slk_install_main(int argc, char **argv) {
+int slj_install_main(int argc, char **argv) {
   char base[PATH_MAX] = "";
   const char *home = getenv("HOME");
   const char *xdg = getenv("XDG_DATA_HOME");
   for (int i = 1; i < argc; i++) {
-    const slk_Option *opt = slk_option("install", argv[i]);
+    const slj_Option *opt = slj_option("install", argv[i]);
     if (opt && strcmp(opt->name, "-h") == 0) {
-      slk_usage(stdout, "install");
+      slj_usage(stdout, "install");
       return 0;
     }
     if (!opt || (opt->arg && i + 1 >= argc)) {
       fprintf(stderr, "syslab install: %s '%s'\n\n", opt ? "a folder must follow" : "unknown option", argv[i]);
-      slk_usage(stderr, "install");
+      slj_usage(stderr, "install");
       return 2;
     }
     if (strcmp(argv[i], "--user") == 0) {
