@@ -12,12 +12,6 @@ int slj_run_main(int argc, char **argv);      /* run.c */
 int slj_kernel_main(int argc, char **argv);   /* kernel.c */
 int slj_install_main(int argc, char **argv);  /* install.c */
 
-/* Code is text: a NUL byte in it (in a file, or as "\u0000" in an
-** execute_request) would silently end the program where C strings end.
-** Finds the first one: 0 when there is none, else 1 with its line and column
-** (from 1) and why in msg, the same words for `syslab run` and the kernel. */
-int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size);
-
 typedef struct {
   const char *name;   /* "-o"; NULL ends a list */
   const char *alias;  /* "--output", or NULL */

@@ -5,11 +5,11 @@
 ** Entries are (session, line, input) with session always 1: a kernel
 ** process is one session, and a restart starts a new process.
 */
+#include "history.h"
+
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "kernel.h"
 
 #define SESSION 1
 

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "shell.h"
 #include "syslab.h"
 
 typedef struct {
@@ -109,20 +110,6 @@ static char *read_all(FILE *f, size_t *len) {
   s[n] = '\0';
   *len = n;
   return s;
-}
-
-/* A NUL byte would silently end the program there: name its place instead. */
-int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size) {
-  const char *nul = memchr(code, '\0', len);
-  if (!nul) return 0;
-  *line = 1, *col = 1;
-  for (const char *p = code; p < nul; p++) {
-    if (*p == '\n') *line += 1, *col = 1;
-    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
-  }
-  snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
-           *line, *col);
-  return 1;
 }
 
 static int check_no_nul(const char *path, const char *code, size_t len) {

@@ -33,6 +33,8 @@
 
 #include "cli.h"
 #include "kernel.h"
+#include "publish.h"
+#include "shell.h"
 
 #define PUBLISH_ENDPOINT "inproc://syslab-publish"
 #define POLL_MS 100
@@ -43,61 +45,6 @@ static slj_Kernel *the_kernel;  /* for the signal handler */
 ** (SYSLAB_REMOVE_CONNECTION_FILE=1, set by `syslab report`): it holds the
 ** message key, so a kernel whose client died removes it and its folder */
 static char owned_connection_file[4096];
-
-void slj_log(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "[syslab kernel] ");
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-/* ------------------------------------------------------------- messaging */
-
-void slj_reply(slj_Kernel *K, void *socket, const slj_Msg *request, const char *msg_type, json_t *content) {
-  slj_Msg m;
-  slj_msg_init(&m, msg_type, K->session, request, content);
-  slj_msg_copy_route(&m, request);
-  if (slj_send(socket, &K->conn.key, &m) != 0) slj_log("could not send %s: %s", msg_type, zmq_strerror(errno));
-  slj_msg_free(&m);
-}
-
-void slj_publish(slj_Kernel *K, void *push, const slj_Msg *parent, const char *msg_type, json_t *content) {
-  slj_Msg m;
-  char topic[96];
-  slj_msg_init(&m, msg_type, K->session, parent, content);
-  snprintf(topic, sizeof topic, "kernel.%s.%s", K->session, msg_type);
-  slj_msg_set_topic(&m, topic);
-  if (slj_send(push, &K->conn.key, &m) != 0) slj_log("could not publish %s: %s", msg_type, zmq_strerror(errno));
-  slj_msg_free(&m);
-}
-
-void slj_publish_status(slj_Kernel *K, void *push, const slj_Msg *parent, const char *state) {
-  slj_publish(K, push, parent, "status", json_pack("{s:s}", "execution_state", state));
-}
-
-json_t *slj_kernel_info(void) {
-  /* The language's lexical shape (# comments, quoted strings, numbers, the
-  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
-  ** in CodeMirror and Pygments reads it correctly. */
-  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
-                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
-                               "codemirror_mode", "python");
-  json_t *links = json_array();
-  static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
-  for (int i = 0; i < 2; i++) {
-    char url[1024];
-    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
-    json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
-  }
-  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
-                   SLJ_PROTOCOL_VERSION, "implementation", "syslab", "implementation_version", SYSLAB_VERSION,
-                   "language_info", language, "banner",
-                   "syslab " SYSLAB_VERSION " - a lab kernel for machine-learning systems.\n"
-                   "Type `help` for the commands, and NAME? for the help of one.",
-                   "help_links", links, "supported_features");
-}
 
 /* -------------------------------------------------------------- heartbeat */
 

@@ -1,6 +1,9 @@
 /*
-** shell.c - the kernel's request handlers: what each shell message does,
-** and the host through which a running cell's output reaches IOPub.
+** shell.c - the kernel's request handlers (the interpreter side): what
+** each shell message does, what kernel_info says (asked on control too),
+** and the host through which a running cell's output reaches IOPub. The
+** server (server.c) calls in here; replies and IOPub messages go out
+** through publish.c, never back through the server.
 **
 ** Every request is wrapped in status busy ... idle with the request as the
 ** parent. An execute publishes execute_input, then the cell's outputs as
@@ -14,6 +17,8 @@
 ** output limits. A print loop that runs for hours cannot then fill the
 ** browser, the notebook file or the kernel's memory.
 */
+#include "shell.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +26,7 @@
 #include <time.h>
 #include <zmq.h>
 
-#include "cli.h"
-#include "kernel.h"
+#include "publish.h"
 
 /* ------------------------------------------------------ code-point offsets */
 
@@ -255,6 +259,20 @@ static json_t *user_expressions(slj_Kernel *K, json_t *exprs) {
   return out;
 }
 
+/* A NUL byte would silently end the program there: name its place instead. */
+int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size) {
+  const char *nul = memchr(code, '\0', len);
+  if (!nul) return 0;
+  *line = 1, *col = 1;
+  for (const char *p = code; p < nul; p++) {
+    if (*p == '\n') *line += 1, *col = 1;
+    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
+  }
+  snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
+           *line, *col);
+  return 1;
+}
+
 /* A NUL arrives as "\u0000" in the request's JSON; the C string would end
 ** there and run only the code before it. It is the same error as in a
 ** file given to `syslab run`, with the usual traceback (the NUL shown as
@@ -280,6 +298,8 @@ static int nul_error(const char *code, size_t len, sl_Error *err) {
   err->traceback = tb.s;
   return 1;
 }
+
+static void abort_queued(slj_Kernel *K);
 
 static int execute(slj_Kernel *K, slj_Msg *req) {
   json_t *c = req->content;
@@ -356,7 +376,7 @@ static int execute(slj_Kernel *K, slj_Msg *req) {
     /* Abort before replying: whatever is queued now was sent before the
     ** client could know this cell failed ("Run All"); a request sent after
     ** the reply is a new decision and must run. */
-    if (stop_on_error) slj_abort_queued(K);
+    if (stop_on_error) abort_queued(K);
     json_object_set_new(content, "status", json_string("error"));
     json_object_set_new(content, "execution_count", json_integer(K->execution_count));
     json_object_set_new(content, "user_expressions", json_object());
@@ -413,6 +433,28 @@ static void is_complete(slj_Kernel *K, slj_Msg *req) {
   slj_reply(K, K->shell, req, "is_complete_reply", content);
 }
 
+json_t *slj_kernel_info(void) {
+  /* The language's lexical shape (# comments, quoted strings, numbers, the
+  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
+  ** in CodeMirror and Pygments reads it correctly. */
+  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
+                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
+                               "codemirror_mode", "python");
+  json_t *links = json_array();
+  static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
+  for (int i = 0; i < 2; i++) {
+    char url[1024];
+    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
+    json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
+  }
+  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
+                   SLJ_PROTOCOL_VERSION, "implementation", "syslab", "implementation_version", SYSLAB_VERSION,
+                   "language_info", language, "banner",
+                   "syslab " SYSLAB_VERSION " - a lab kernel for machine-learning systems.\n"
+                   "Type `help` for the commands, and NAME? for the help of one.",
+                   "help_links", links, "supported_features");
+}
+
 void slj_handle_shell(slj_Kernel *K, slj_Msg *req) {
   const char *type = slj_msg_type(req);
   slj_publish_status(K, K->publish_main, req, "busy");
@@ -447,7 +489,10 @@ void slj_handle_shell(slj_Kernel *K, slj_Msg *req) {
   slj_publish_status(K, K->publish_main, req, "idle");
 }
 
-void slj_abort_queued(slj_Kernel *K) {
+/* execute_requests already queued on the shell socket after a failed cell
+** are answered with status "aborted"; other requests are kept in
+** K->pending and handled next, in order */
+static void abort_queued(slj_Kernel *K) {
   for (;;) {
     slj_Msg req;
     char err[256];
