@@ -9,7 +9,8 @@
 #include <stdio.h>
 
 int slj_run_main(int argc, char **argv);      /* run.c */
-int slj_kernel_main(int argc, char **argv);   /* kernel.c */
+int slc_kernel_main(int argc, char **argv);   /* cli/args.c */
+int slc_report_main(int argc, char **argv);   /* cli/args.c */
 int slj_install_main(int argc, char **argv);  /* install.c */
 
 typedef struct {

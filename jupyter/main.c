@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "report/report.h"
 #include "syslab.h"
 
 int main(int argc, char **argv) {
@@ -52,13 +51,13 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "run") == 0) return slj_run_main(argc - 1, argv + 1);
   if (strcmp(cmd, "kernel") == 0) {
-    int rc = slj_kernel_main(argc - 1, argv + 1);
+    int rc = slc_kernel_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* a search with workers=N made the kernel an MPI process */
     return rc;
   }
   if (strcmp(cmd, "install") == 0) return slj_install_main(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) {
-    int rc = slR_main(argc - 1, argv + 1);
+    int rc = slc_report_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* under mpirun the notebooks were spread over the ranks */
     return rc;
   }

@@ -21,6 +21,8 @@
 ** when the *thread* that started the kernel ends, which in a threaded
 ** client (a Python executor, say) is not the client's death.
 */
+#include "server.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,7 +33,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "cli.h"
 #include "kernel.h"
 #include "publish.h"
 #include "shell.h"
@@ -248,22 +249,7 @@ static void *connect_push(slj_Kernel *K) {
   return s;
 }
 
-int slj_kernel_main(int argc, char **argv) {
-  const char *path = NULL;
-  /* other arguments are left alone: a kernelspec may pass more (as ipykernel's do) */
-  for (int i = 1; i < argc; i++) {
-    const slj_Option *opt = slj_option("kernel", argv[i]);
-    if (opt && strcmp(opt->name, "-h") == 0) {
-      slj_usage(stdout, "kernel");
-      return 0;
-    }
-    if (opt && strcmp(opt->name, "-f") == 0 && i + 1 < argc) path = argv[++i];
-    else if (strncmp(argv[i], "--connection-file=", 18) == 0) path = argv[i] + 18;
-  }
-  if (!path) {
-    slj_usage(stderr, "kernel");
-    return 2;
-  }
+int slj_kernel_run(const char *path) {
   static slj_Kernel kernel;
   slj_Kernel *K = &kernel;
   char err[512];

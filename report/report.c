@@ -50,20 +50,9 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "jupyter/cli.h"
 #include "export.h"
 #include "notebook.h"
 #include "syslab.h"
-
-typedef struct {
-  char **notebooks;
-  size_t count;
-  const char *outdir;
-  json_t *params;          /* name -> source text of the value */
-  int allow_errors, use_cache, pdf, force;
-  int jobs;                /* notebooks run at once (-j) */
-  double timeout;
-} Options;
 
 static double now(void) {
   struct timespec ts;
@@ -71,130 +60,9 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void usage(FILE *f) { slj_usage(f, "report"); }
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void default_notebooks(Options *o) {
-  DIR *d = opendir("notebooks");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-    if (n > 6 && strcmp(e->d_name + n - 6, ".ipynb") == 0 && e->d_name[0] != '.') {
-      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
-      char path[600];
-      snprintf(path, sizeof path, "notebooks/%s", e->d_name);
-      o->notebooks[o->count++] = strdup(path);
-    }
-  }
-  if (d) closedir(d);
-  qsort(o->notebooks, o->count, sizeof *o->notebooks, cmp_str);
-}
-
-/* a -p value as language source: numbers (in the language's own grammar, so
-** nan and 0x10 stay strings) and booleans as they are, anything else a string */
-static char *value_source(const char *v) {
-  if (sl_parse_number(v, NULL) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return strdup(v);
-  size_t n = strlen(v);
-  char *s = malloc(2 * n + 3), *p = s;
-  *p++ = '"';
-  for (; *v; v++) {
-    if (*v == '"' || *v == '\\') *p++ = '\\';
-    if (*v == '\n') {
-      *p++ = '\\';
-      *p++ = 'n';
-      continue;
-    }
-    *p++ = *v;
-  }
-  *p++ = '"';
-  *p = '\0';
-  return s;
-}
-
-static int parse_args(int argc, char **argv, Options *o) {
-  o->outdir = "out/report";
-  o->params = json_object();
-  o->use_cache = 1;
-  o->pdf = 1;
-  o->timeout = 600;
-  o->jobs = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] != '-') {
-      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
-      o->notebooks[o->count++] = strdup(a);
-      continue;
-    }
-    if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {  /* -j4 */
-      o->jobs = atoi(a + 2);
-      if (o->jobs > 256) o->jobs = 256;
-      continue;
-    }
-    /* only what the table in jupyter/cli.c lists, so `--help` shows every option */
-    const slj_Option *opt = slj_option("report", a);
-    if (!opt) {
-      fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    }
-    const char *name = opt->name, *v = NULL;
-    if (opt->arg) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "syslab report: %s needs %s\n", a, opt->arg);
-        return 2;
-      }
-      v = argv[++i];
-    }
-    if (strcmp(name, "-o") == 0) {
-      if (v[0] == '\0') {
-        fprintf(stderr, "syslab report: %s needs the name of a folder for the report (an empty name is refused)\n", a);
-        return 2;
-      }
-      o->outdir = v;
-    } else if (strcmp(name, "-p") == 0) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v) {
-        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", v);
-        return 2;
-      }
-      char pname[128];
-      snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
-      char *src = value_source(eq + 1);
-      json_object_set_new(o->params, pname, json_string(src));
-      free(src);
-    } else if (strcmp(name, "--allow-errors") == 0) o->allow_errors = 1;
-    else if (strcmp(name, "--no-cache") == 0) o->use_cache = 0;
-    else if (strcmp(name, "--no-pdf") == 0) o->pdf = 0;
-    else if (strcmp(name, "--force") == 0) o->force = 1;
-    else if (strcmp(name, "--timeout") == 0) {
-      o->timeout = atof(v);
-      if (!(o->timeout > 0)) {
-        fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
-        return 2;
-      }
-    } else if (strcmp(name, "-j") == 0) {
-      o->jobs = atoi(v);
-      if (o->jobs < 1 || o->jobs > 256) {
-        fprintf(stderr, "syslab report: -j takes a number of notebooks to run at once, 1 to 256\n");
-        return 2;
-      }
-    } else if (strcmp(name, "-h") == 0) {
-      usage(stdout);
-      return 1;
-    }
-  }
-  if (o->count == 0) default_notebooks(o);
-  if (o->count == 0) {
-    fprintf(stderr, "syslab report: no notebooks given and none in notebooks/\n");
-    return 2;
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------------ cache */
 
-static void cache_key(const char *path, const Options *o, char out[65]) {
+static void cache_key(const char *path, const slR_Options *o, char out[65]) {
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
   FILE *f = fopen(path, "rb");
@@ -314,7 +182,7 @@ static void say(slU_Text *log, const char *fmt, ...) {
   else fputs(line, stderr);
 }
 
-static int execute_notebook(const char *path, json_t *nb, const Options *o, int *ncells, slU_Text *log, char *err,
+static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, int *ncells, slU_Text *log, char *err,
                             size_t errlen) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -399,7 +267,7 @@ static int report_entry(const char *name) {
 }
 
 /* 0 when the report may be written to outdir; nothing is written here */
-static int check_outdir(const Options *o) {
+static int check_outdir(const slR_Options *o) {
   char abs[4096];
   if (realpath(o->outdir, abs) && strcmp(abs, "/") == 0) {
     fprintf(stderr, "syslab report: refusing to write the report into / (-o %s); name a folder of its own\n", o->outdir);
@@ -511,12 +379,6 @@ static void die_of_signal(int sig) {
   exit(128 + sig);
 }
 
-static void free_options(Options *o) {
-  for (size_t i = 0; i < o->count; i++) free(o->notebooks[i]);
-  free(o->notebooks);
-  json_decref(o->params);
-}
-
 /* ------------------------------------------------------------ in parallel */
 
 typedef struct {
@@ -530,7 +392,7 @@ typedef struct {
 } Run;
 
 typedef struct {
-  const Options *o;
+  const slR_Options *o;
   Run *runs;
   size_t n, next;
   pthread_mutex_t lock;
@@ -666,79 +528,68 @@ static void run_mpi(Runner *rn) {
   free(lens);
 }
 
-int slR_main(int argc, char **argv) {
-  Options o;
-  memset(&o, 0, sizeof o);
-  int prc = parse_args(argc, argv, &o);
-  if (prc != 0) {
-    free_options(&o);
-    return prc == 1 ? 0 : prc;
-  }
+int slR_report(const slR_Options *o) {
   double start = now();
   if (sl_job_size() > 1 && sl_job_rank() != 0) {  /* a rank that runs what rank 0 hands it */
-    Runner rn = {&o, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+    Runner rn = {o, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0};
     char err[1024];
     int rc = sl_job_farm(0, NULL, NULL, mpi_task, mpi_done, &rn, err, sizeof err);
     if (rc < 0) fprintf(stderr, "syslab report (rank %d): %s\n", sl_job_rank(), err);
-    free_options(&o);
     return rc < 0 ? 1 : 0;
   }
   char dir[4200], err[2048];
-  if (check_outdir(&o) != 0) {
-    free_options(&o);
+  if (check_outdir(o) != 0) {
     return 2;
   }
   /* every notebook read and its labels checked before anything is written or run */
-  json_t **read = calloc(o.count, sizeof *read);
+  json_t **read = calloc(o->count, sizeof *read);
   json_t *read_errors = json_array();  /* per notebook: why it cannot be read, or null */
   json_t *failures = json_array();     /* what went wrong, for the report's notice */
   int refused = 0;
-  for (size_t i = 0; i < o.count; i++) {
+  for (size_t i = 0; i < o->count; i++) {
     char stem[256];
-    stem_of(o.notebooks[i], stem, sizeof stem);
+    stem_of(o->notebooks[i], stem, sizeof stem);
     for (size_t j = 0; j < i; j++) {
       char other[256];
-      stem_of(o.notebooks[j], other, sizeof other);
+      stem_of(o->notebooks[j], other, sizeof other);
       if (strcmp(stem, other) == 0) {
         fprintf(stderr, "syslab report: %s and %s have the same name '%s'; the executed notebooks and figures are "
-                "named after it, so rename one\n", o.notebooks[j], o.notebooks[i], stem);
+                "named after it, so rename one\n", o->notebooks[j], o->notebooks[i], stem);
         refused++;
         break;
       }
     }
-    read[i] = slR_notebook_read(o.notebooks[i], err, sizeof err);
+    read[i] = slR_notebook_read(o->notebooks[i], err, sizeof err);
     json_array_append_new(read_errors, read[i] ? json_null() : json_string(err));
-    if (read[i]) refused += check_labels(o.notebooks[i], read[i]);
+    if (read[i]) refused += check_labels(o->notebooks[i], read[i]);
   }
   if (refused) {
     fprintf(stderr, "syslab report: nothing was run; fix the %s above first\n", refused == 1 ? "problem" : "problems");
-    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
+    for (size_t i = 0; i < o->count; i++) json_decref(read[i]);
     free(read);
     json_decref(failures);
     json_decref(read_errors);
-    free_options(&o);
     return 1;
   }
-  snprintf(dir, sizeof dir, "%s/notebooks", o.outdir);
+  snprintf(dir, sizeof dir, "%s/notebooks", o->outdir);
   char cache_dir[4200];
-  snprintf(cache_dir, sizeof cache_dir, "%s/.cache", o.outdir);
+  snprintf(cache_dir, sizeof cache_dir, "%s/.cache", o->outdir);
   if (slR_mkdirs(dir) != 0 || slR_mkdirs(cache_dir) != 0) {
-    fprintf(stderr, "syslab report: cannot create %s: %s\n", o.outdir, strerror(errno));
-    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
+    fprintf(stderr, "syslab report: cannot create %s: %s\n", o->outdir, strerror(errno));
+    for (size_t i = 0; i < o->count; i++) json_decref(read[i]);
     free(read);
     json_decref(failures);
     json_decref(read_errors);
-    free_options(&o);
     return 1;
   }
-  remove_previous(o.outdir);
+  remove_previous(o->outdir);
   slR_catch_stop_signals();
-  slR_Notebook *done = calloc(o.count, sizeof *done);
-  Run *runs = calloc(o.count, sizeof *runs);
+  slR_Notebook *done = calloc(o->count, sizeof *done);
+  Run *runs = calloc(o->count, sizeof *runs);
   size_t ndone = 0, nruns = 0;
   int cells = 0, cached = 0;
-  for (size_t i = 0; i < o.count && !slR_stop_requested(); i++) {
-    const char *path = o.notebooks[i];
+  for (size_t i = 0; i < o->count && !slR_stop_requested(); i++) {
+    const char *path = o->notebooks[i];
     char stem[256];
     stem_of(path, stem, sizeof stem);
     json_t *nb = read[i];
@@ -750,10 +601,10 @@ int slR_main(int argc, char **argv) {
       continue;
     }
     char key[65], key_path[4600], executed[4600];
-    cache_key(path, &o, key);
+    cache_key(path, o, key);
     snprintf(key_path, sizeof key_path, "%s/%s.key", cache_dir, stem);
     snprintf(executed, sizeof executed, "%s/%s.ipynb", dir, stem);
-    if (o.use_cache) {
+    if (o->use_cache) {
       char old[65] = "";
       FILE *f = fopen(key_path, "r");
       if (f) {
@@ -774,7 +625,7 @@ int slR_main(int argc, char **argv) {
       }
     }
     unlink(key_path);
-    inject_parameters(nb, o.params);
+    inject_parameters(nb, o->params);
     ensure_ids(nb);
     Run *r = &runs[nruns++];
     r->path = path;
@@ -787,12 +638,12 @@ int slR_main(int argc, char **argv) {
     snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
     done[ndone++].nb = NULL;  /* filled when it has run */
   }
-  for (size_t i = 0; i < o.count; i++) json_decref(read[i]);  /* those a stop left unread */
+  for (size_t i = 0; i < o->count; i++) json_decref(read[i]);  /* those a stop left unread */
   free(read);
   json_decref(read_errors);
-  Runner rn = {&o, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  Runner rn = {o, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER, 0};
   if (sl_job_size() > 1) run_mpi(&rn);
-  else if (o.jobs > 1 && nruns > 1) run_threads(&rn);
+  else if (o->jobs > 1 && nruns > 1) run_threads(&rn);
   else
     for (size_t i = 0; i < nruns && !slR_stop_requested(); i++) run_one(&rn, &runs[i], 1);
   cells += rn.cells;
@@ -829,14 +680,14 @@ int slR_main(int argc, char **argv) {
   int stopped = slR_stop_requested();
   char *md = NULL;
   char md_path[4200];
-  snprintf(md_path, sizeof md_path, "%s/report.md", o.outdir);
+  snprintf(md_path, sizeof md_path, "%s/report.md", o->outdir);
   int md_ok = 0, pdf_ok = 0;
   size_t failed_before = json_array_size(failures);
-  if (!stopped && ndone > 0 && slR_export_markdown(done, ndone, o.outdir, failures, &md, err, sizeof err) == 0 &&
+  if (!stopped && ndone > 0 && slR_export_markdown(done, ndone, o->outdir, failures, &md, err, sizeof err) == 0 &&
       slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0) {
     md_ok = 1;
-    if (slR_export_html(md, o.outdir, err, sizeof err) != 0) json_array_append_new(failures, json_string(err));
-    else if (o.pdf && !(pdf_ok = slR_export_pdf(o.outdir, 120, err, sizeof err) == 0))
+    if (slR_export_html(md, o->outdir, err, sizeof err) != 0) json_array_append_new(failures, json_string(err));
+    else if (o->pdf && !(pdf_ok = slR_export_pdf(o->outdir, 120, err, sizeof err) == 0))
       json_array_append_new(failures, json_string(err));
   } else if (!stopped && ndone > 0) {
     json_array_append_new(failures, json_string(err));
@@ -850,7 +701,7 @@ int slR_main(int argc, char **argv) {
     const char *names[] = {"report.md", "report.html", "report.pdf"};
     for (int i = 0; i < 3; i++) {
       char path[4300];
-      snprintf(path, sizeof path, "%s/%s", o.outdir, names[i]);
+      snprintf(path, sizeof path, "%s/%s", o->outdir, names[i]);
       unlink(path);
     }
     md_ok = pdf_ok = 0;
@@ -860,16 +711,15 @@ int slR_main(int argc, char **argv) {
   if (cell_errors)
     snprintf(kept_going, sizeof kept_going, " (%zu in cell%s, kept going: --allow-errors)", cell_errors,
              cell_errors == 1 ? "" : "s");
-  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o.count,
-          o.count == 1 ? "" : "s", cached, cells, nerr, nerr == 1 ? "" : "s", kept_going, now() - start);
+  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o->count,
+          o->count == 1 ? "" : "s", cached, cells, nerr, nerr == 1 ? "" : "s", kept_going, now() - start);
   /* only the paths of files this run wrote */
   if (md_ok) printf("%s\n", md_path);
-  if (pdf_ok) printf("%s/report.pdf\n", o.outdir);
+  if (pdf_ok) printf("%s/report.pdf\n", o->outdir);
   fflush(stdout);
   for (size_t i = 0; i < ndone; i++) json_decref(done[i].nb);
   free(done);
   json_decref(failures);
-  free_options(&o);
   if (stopped) die_of_signal(stopped);
   return nfail ? 1 : 0;
 }

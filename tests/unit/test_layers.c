@@ -38,6 +38,7 @@ static const struct {
     {"plotting", {"engine/lang", "engine/table", NULL}},
     {"jupyter", {"report", NULL}},
     {"report", {"jupyter", NULL}},
+    {"cli", {"jupyter", "report", NULL}},
     {"cuda", {NULL}},
     {"mpi", {NULL}},
 };
@@ -165,7 +166,7 @@ static void walk(const char *root, const char *rel) {
 }
 
 static void test_the_tree_keeps_the_layers(void) {
-  const char *tops[] = {"engine", "plotting", "jupyter", "report", "cuda", "mpi"};
+  const char *tops[] = {"engine", "plotting", "jupyter", "report", "cli", "cuda", "mpi"};
   for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) walk(SYSLAB_SOURCE_DIR, tops[i]);
   CHECK_MSG(nincludes > 50, "only %d includes were read under %s: is the tree there?", nincludes, SYSLAB_SOURCE_DIR);
   CHECK_EQ_INT(nviolations, 0);
