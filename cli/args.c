@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jupyter/cli.h"
+#include "cli.h"
 #include "jupyter/server.h"
 #include "report/report.h"
 #include "syslab.h"
@@ -21,16 +21,16 @@ int slc_kernel_main(int argc, char **argv) {
   const char *path = NULL;
   /* other arguments are left alone: a kernelspec may pass more (as ipykernel's do) */
   for (int i = 1; i < argc; i++) {
-    const slj_Option *opt = slj_option("kernel", argv[i]);
+    const slc_Option *opt = slc_option("kernel", argv[i]);
     if (opt && strcmp(opt->name, "-h") == 0) {
-      slj_usage(stdout, "kernel");
+      slc_usage(stdout, "kernel");
       return 0;
     }
     if (opt && strcmp(opt->name, "-f") == 0 && i + 1 < argc) path = argv[++i];
     else if (strncmp(argv[i], "--connection-file=", 18) == 0) path = argv[i] + 18;
   }
   if (!path) {
-    slj_usage(stderr, "kernel");
+    slc_usage(stderr, "kernel");
     return 2;
   }
   return slj_kernel_run(path);
@@ -97,10 +97,10 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
       continue;
     }
     /* only what the table in cli.c lists, so `--help` shows every option */
-    const slj_Option *opt = slj_option("report", a);
+    const slc_Option *opt = slc_option("report", a);
     if (!opt) {
       fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
-      slj_usage(stderr, "report");
+      slc_usage(stderr, "report");
       return 2;
     }
     const char *name = opt->name, *v = NULL;
@@ -145,7 +145,7 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
         return 2;
       }
     } else if (strcmp(name, "-h") == 0) {
-      slj_usage(stdout, "report");
+      slc_usage(stdout, "report");
       return 1;
     }
   }

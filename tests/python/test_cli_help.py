@@ -1,6 +1,6 @@
 """The `syslab` program's help against its parsers, and `syslab report
 --allow-errors` counting and numbering failed cells as the notebook shows
-them. The options live in one table (jupyter/cli.c) that the parsers and the
+them. The options live in one table (cli/cli.c) that the parsers and the
 help read; these tests hold both sides to it."""
 import json
 import re
@@ -49,7 +49,7 @@ def test_report_help_names_every_option_the_parser_takes():
     parse = source[source.index("static int parse_args"):source.index("\n}\n", source.index("static int parse_args"))]
     parsed = set(re.findall(r'strcmp\(name, "(-[-\w]+)"\)', parse))
     assert parsed and parsed <= names, parsed - names
-    table = (ROOT / "jupyter" / "cli.c").read_text()
+    table = (ROOT / "cli" / "cli.c").read_text()
     table = table[table.index("report_options[]"):]
     table = table[:table.index("};")]
     assert {n for n in re.findall(r'"(-[-\w]+)"', table)} == names

@@ -7,10 +7,11 @@
 **     lang  <-  table  <-  kernels  <-  graph  <-  compress  <-  search
 **
 ** plotting/ draws tables (it may use lang and table); cuda/ is reached only
-** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; kernel/ and report/ drive the engine through
-** engine/syslab.h alone (they may use each other: the report is a protocol
-** client of the kernel). Every file may include syslab.h. An include without
-** a folder names a file of the including file's own folder.
+** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; jupyter/, report/ and cli/ drive the engine
+** through engine/syslab.h alone, in three layers: jupyter/ (the kernel) <-
+** report/ (a protocol client of the kernel) <- cli/ (the command line over
+** both). Every file may include syslab.h. An include without a folder names
+** a file of the including file's own folder.
 **
 ** The rule is one table (may_use) and one function (violation); the test
 ** checks the function on planted wrong includes, then runs it over the tree
@@ -36,7 +37,7 @@ static const struct {
     {"engine/compress", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", NULL}},
     {"engine/search", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/compress", "mpi", NULL}},
     {"plotting", {"engine/lang", "engine/table", NULL}},
-    {"jupyter", {"report", NULL}},
+    {"jupyter", {NULL}},
     {"report", {"jupyter", NULL}},
     {"cli", {"jupyter", "report", NULL}},
     {"cuda", {NULL}},
@@ -91,6 +92,8 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
   CHECK(!violation("jupyter/shell.c", "syslab.h", why, sizeof why));
   CHECK(!violation("report/client.c", "jupyter/wire.h", why, sizeof why));
+  CHECK(!violation("cli/main.c", "report/report.h", why, sizeof why));
+  CHECK(!violation("cli/run.c", "jupyter/shell.h", why, sizeof why));
   /* upward, sideways, or past the interface: refused */
   CHECK(violation("engine/graph/model.h", "compress/quant.h", why, sizeof why));
   CHECK_CONTAINS(why, "engine/graph may not include engine/compress/");
@@ -99,10 +102,14 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("engine/graph/exec.c", "cuda/gpu.h", why, sizeof why));
   CHECK(violation("engine/table/table.c", "kernels/kernels.h", why, sizeof why));
   CHECK(violation("jupyter/shell.c", "lang/interp.h", why, sizeof why));
+  CHECK(violation("jupyter/server.c", "report/report.h", why, sizeof why));
+  CHECK_CONTAINS(why, "jupyter may not include report/");
+  CHECK(violation("jupyter/server.c", "cli/cli.h", why, sizeof why));
+  CHECK(violation("report/report.c", "cli/cli.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
   CHECK(violation("engine/graph/graph.c", "mpi/transport.h", why, sizeof why));
-  CHECK(violation("jupyter/run.c", "mpi/transport.h", why, sizeof why));
+  CHECK(violation("cli/run.c", "mpi/transport.h", why, sizeof why));
   CHECK(violation("mpi/mpi.c", "search/dist.h", why, sizeof why));
 }
 

@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "shell.h"
+#include "jupyter/shell.h"
 #include "syslab.h"
 
 typedef struct {
@@ -205,14 +205,14 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
   return rc;
 }
 
-int slj_run_main(int argc, char **argv) {
-  const slj_Option *opt = argc == 2 ? slj_option("run", argv[1]) : NULL;
+int slc_run_main(int argc, char **argv) {
+  const slc_Option *opt = argc == 2 ? slc_option("run", argv[1]) : NULL;
   if (opt && strcmp(opt->name, "-h") == 0) {
-    slj_usage(stdout, "run");
+    slc_usage(stdout, "run");
     return 0;
   }
   if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
-    slj_usage(stderr, "run");
+    slc_usage(stderr, "run");
     return 2;
   }
   const char *path = argv[1];
