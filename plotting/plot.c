@@ -128,196 +128,247 @@ static int y_columns(sl_Call *call, slT_Table *t, int *cols, size_t *n) {
   return 0;
 }
 
-static int cmd_plot(sl_Call *call, sl_Value *result) {
-  slT_Table *t = sl_arg_object(call, "table", &slT_class);
+/* One plot as cmd_plot builds it, step by step (each a helper below): the
+** arguments read and checked, then the series and categories found in the
+** table. plot_free releases what it holds, whichever step it ends in. */
+typedef struct {
+  slT_Table *t;
+  int xc, ycols[MAX_SERIES], sc, ec;  /* columns: x, y, series (or -1), yerr (or -1) */
+  size_t nys;
+  int logx, logy, bars, categorical;
+  const char *kind;
+  double width, height;
+  Series series[MAX_SERIES];  /* in order of first appearance, or one per y column */
+  size_t nseries;
+  sl_Value *cats;             /* categories of x in order of first appearance */
+  size_t ncats;
+} Plot;
+
+static void plot_free(Plot *p) {
+  for (size_t s = 0; s < p->nseries; s++) free(p->series[s].rows);
+  free(p->cats);
+}
+
+/* The arguments, each checked against the table before anything is built:
+** the columns exist and hold finite numbers (positive on a log scale), the
+** size is sane, and the script's data fits the memory budget. */
+static int read_args(sl_Call *call, Plot *p) {
+  slT_Table *t = p->t = sl_arg_object(call, "table", &slT_class);
   if (t->nrows == 0) return sl_arg_error(call, "table", "the table is empty: there is nothing to plot");
   if (t->nrows > MAX_POINTS)
     return sl_arg_error(call, "table", "the table has %zu rows; a plot draws at most %d points. Plot a part of it "
                         "(where), or a summary (group)", t->nrows, MAX_POINTS);
-  int ycols[MAX_SERIES] = {0};
-  size_t nys = 0;
-  int xc = slT_arg_column(call, t, "x");
-  if (xc < 0 || y_columns(call, t, ycols, &nys) != 0) return -1;
-  int yc = ycols[0];
-  int sc = -1, ec = -1;
-  if (sl_arg_given(call, "series") && (sc = slT_arg_column(call, t, "series")) < 0) return -1;
-  if (sc >= 0 && nys > 1)
+  p->xc = slT_arg_column(call, t, "x");
+  if (p->xc < 0 || y_columns(call, t, p->ycols, &p->nys) != 0) return -1;
+  p->sc = p->ec = -1;
+  if (sl_arg_given(call, "series") && (p->sc = slT_arg_column(call, t, "series")) < 0) return -1;
+  if (p->sc >= 0 && p->nys > 1)
     return sl_arg_error(call, "series", "give either series= or a list of y columns, not both");
-  if (sl_arg_given(call, "yerr") && (ec = slT_arg_column(call, t, "yerr")) < 0) return -1;
-  int logx = sl_truthy(sl_arg(call, "logx")), logy = sl_truthy(sl_arg(call, "logy"));
-  const char *kind = sl_arg_string(call, "kind");
-  int bars = strcmp(kind, "bars") == 0;
+  if (sl_arg_given(call, "yerr") && (p->ec = slT_arg_column(call, t, "yerr")) < 0) return -1;
+  p->logx = sl_truthy(sl_arg(call, "logx")), p->logy = sl_truthy(sl_arg(call, "logy"));
+  p->kind = sl_arg_string(call, "kind");
+  p->bars = strcmp(p->kind, "bars") == 0;
   /* a numeric x is plotted at its value; any string makes x categorical */
-  int categorical = 0;
-  for (size_t r = 0; r < t->nrows; r++) categorical |= slT_get(t, r, (size_t)xc).type == SL_STRING;
-  if (categorical && logx) return sl_arg_error(call, "logx", "column '%s' holds names, which have no log scale", t->names[xc]);
-  if (!categorical && numeric(call, t, xc, "x", logx) != 0) return -1;
-  for (size_t i = 0; i < nys; i++)
-    if (numeric(call, t, ycols[i], "y", logy) != 0) return -1;
-  if (ec >= 0 && numeric(call, t, ec, "yerr", 0) != 0) return -1;
-  double width = sl_arg_number(call, "width"), height = sl_arg_number(call, "height");
-  if (width < 100 || width > 4000) return sl_arg_error(call, "width", "must be between 100 and 4000 pixels");
-  if (height < 100 || height > 4000) return sl_arg_error(call, "height", "must be between 100 and 4000 pixels");
-
+  for (size_t r = 0; r < t->nrows; r++) p->categorical |= slT_get(t, r, (size_t)p->xc).type == SL_STRING;
+  if (p->categorical && p->logx)
+    return sl_arg_error(call, "logx", "column '%s' holds names, which have no log scale", t->names[p->xc]);
+  if (!p->categorical && numeric(call, t, p->xc, "x", p->logx) != 0) return -1;
+  for (size_t i = 0; i < p->nys; i++)
+    if (numeric(call, t, p->ycols[i], "y", p->logy) != 0) return -1;
+  if (p->ec >= 0 && numeric(call, t, p->ec, "yerr", 0) != 0) return -1;
+  p->width = sl_arg_number(call, "width"), p->height = sl_arg_number(call, "height");
+  if (p->width < 100 || p->width > 4000) return sl_arg_error(call, "width", "must be between 100 and 4000 pixels");
+  if (p->height < 100 || p->height > 4000) return sl_arg_error(call, "height", "must be between 100 and 4000 pixels");
   /* every row of every y column goes into the script as x, y, error */
   char what[160];
-  snprintf(what, sizeof what, "this plot's data (%zu rows x %zu columns x %d bytes per value)", t->nrows, 3 * nys,
+  snprintf(what, sizeof what, "this plot's data (%zu rows x %zu columns x %d bytes per value)", t->nrows, 3 * p->nys,
            PLOT_BYTES_PER_VALUE);
-  if (sl_memory_check(call, "table", (double)t->nrows * 3.0 * (double)nys * PLOT_BYTES_PER_VALUE, what) != 0) return -1;
+  return sl_memory_check(call, "table", (double)t->nrows * 3.0 * (double)p->nys * PLOT_BYTES_PER_VALUE, what);
+}
 
-  /* series in order of first appearance, or one per y column */
-  Series series[MAX_SERIES];
-  size_t nseries = 0;
-  for (size_t i = 0; nys > 1 && i < nys; i++) {
-    series[nseries++] = (Series){sl_nil(), ycols[i], calloc(t->nrows, sizeof(size_t)), t->nrows};
-    for (size_t r = 0; r < t->nrows; r++) series[i].rows[r] = r;
+/* series in order of first appearance, or one per y column */
+static int find_series(sl_Call *call, Plot *p) {
+  slT_Table *t = p->t;
+  for (size_t i = 0; p->nys > 1 && i < p->nys; i++) {
+    p->series[p->nseries++] = (Series){sl_nil(), p->ycols[i], calloc(t->nrows, sizeof(size_t)), t->nrows};
+    for (size_t r = 0; r < t->nrows; r++) p->series[i].rows[r] = r;
   }
-  for (size_t r = 0; nys == 1 && r < t->nrows; r++) {
-    sl_Value key = sc >= 0 ? slT_get(t, r, (size_t)sc) : sl_nil();
+  for (size_t r = 0; p->nys == 1 && r < t->nrows; r++) {
+    sl_Value key = p->sc >= 0 ? slT_get(t, r, (size_t)p->sc) : sl_nil();
     size_t s = 0;
-    while (s < nseries && !sl_equal(series[s].name, key)) s++;
-    if (s == nseries) {
-      if (nseries == MAX_SERIES) {
-        for (size_t k = 0; k < nseries; k++) free(series[k].rows);
-        return sl_arg_error(call, "series", "column '%s' has more than %d distinct values", t->names[sc], MAX_SERIES);
-      }
-      series[nseries++] = (Series){key, yc, calloc(t->nrows, sizeof(size_t)), 0};
+    while (s < p->nseries && !sl_equal(p->series[s].name, key)) s++;
+    if (s == p->nseries) {
+      if (p->nseries == MAX_SERIES)
+        return sl_arg_error(call, "series", "column '%s' has more than %d distinct values", t->names[p->sc],
+                            MAX_SERIES);
+      p->series[p->nseries++] = (Series){key, p->ycols[0], calloc(t->nrows, sizeof(size_t)), 0};
     }
-    series[s].rows[series[s].n++] = r;
+    p->series[s].rows[p->series[s].n++] = r;
   }
-  /* categories in order of first appearance */
-  sl_Value *cats = calloc(t->nrows, sizeof *cats);
-  size_t ncats = 0;
-  if (categorical)
-    for (size_t r = 0; r < t->nrows; r++) {
-      sl_Value v = slT_get(t, r, (size_t)xc);
-      size_t k = 0;
-      while (k < ncats && !sl_equal(cats[k], v)) k++;
-      if (k == ncats) cats[ncats++] = v;
-      if (ncats > MAX_CATEGORIES) {
-        for (size_t q = 0; q < nseries; q++) free(series[q].rows);
-        free(cats);
-        return sl_arg_error(call, "x", "column '%s' has more than %d distinct names: too many categories to label",
-                            t->names[xc], MAX_CATEGORIES);
+  return 0;
+}
+
+/* categories in order of first appearance */
+static int find_categories(sl_Call *call, Plot *p) {
+  slT_Table *t = p->t;
+  p->cats = calloc(t->nrows, sizeof *p->cats);
+  if (!p->categorical) return 0;
+  for (size_t r = 0; r < t->nrows; r++) {
+    sl_Value v = slT_get(t, r, (size_t)p->xc);
+    size_t k = 0;
+    while (k < p->ncats && !sl_equal(p->cats[k], v)) k++;
+    if (k == p->ncats) p->cats[p->ncats++] = v;
+    if (p->ncats > MAX_CATEGORIES)
+      return sl_arg_error(call, "x", "column '%s' has more than %d distinct names: too many categories to label",
+                          t->names[p->xc], MAX_CATEGORIES);
+  }
+  return 0;
+}
+
+/* bars of one series at the same x would be drawn over each other */
+static int check_bars(sl_Call *call, const Plot *p) {
+  slT_Table *t = p->t;
+  size_t xc = (size_t)p->xc;
+  for (size_t s = 0; p->bars && s < p->nseries; s++)
+    for (size_t i = 0; i < p->series[s].n; i++)
+      for (size_t j = i + 1; j < p->series[s].n && j < i + 1 + 4096; j++) {
+        size_t a = p->series[s].rows[i], b = p->series[s].rows[j];
+        if (!sl_equal(slT_get(t, a, xc), slT_get(t, b, xc))) continue;
+        char *x = sl_tostring(slT_get(t, a, xc));
+        sl_arg_error(call, "x", "rows %zu and %zu have the same %s (%s)%s: their bars would be drawn over each "
+                     "other. Summarise them first (group)", a + 1, b + 1, t->names[xc], x,
+                     p->sc >= 0 ? " in the same series" : "");
+        free(x);
+        return -1;
       }
-    }
+  return 0;
+}
 
-  /* bars of one series at the same x would be drawn over each other */
-  if (bars) {
-    for (size_t s = 0; s < nseries; s++)
-      for (size_t i = 0; i < series[s].n; i++)
-        for (size_t j = i + 1; j < series[s].n && j < i + 1 + 4096; j++) {
-          size_t a = series[s].rows[i], b = series[s].rows[j];
-          if (!sl_equal(slT_get(t, a, (size_t)xc), slT_get(t, b, (size_t)xc))) continue;
-          char *x = sl_tostring(slT_get(t, a, (size_t)xc));
-          sl_arg_error(call, "x", "rows %zu and %zu have the same %s (%s)%s: their bars would be drawn over each "
-                       "other. Summarise them first (group)", a + 1, b + 1, t->names[xc], x,
-                       sc >= 0 ? " in the same series" : "");
-          free(x);
-          for (size_t k = 0; k < nseries; k++) free(series[k].rows);
-          free(cats);
-          return -1;
-        }
-  }
-
-  slU_Text ynames = {0};
-  for (size_t i = 0; i < nys; i++) slU_add(&ynames, "%s%s", i ? ", " : "", t->names[ycols[i]]);
-  const char *title = sl_arg_string(call, "title");
-  const char *xlabel = sl_arg_given(call, "xlabel") ? sl_arg_string(call, "xlabel") : t->names[xc];
-  const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : ynames.s;
-  const char *key = sl_arg_string(call, "key");
-
-  slU_Text sc_ = {0};
-  slU_Text *S = &sc_;
-  slU_add(S, "set encoding utf8\nset termoption noenhanced\n");
-  /* numbers only: one block per series, columns x, y [, yerr] */
-  for (size_t s = 0; s < nseries; s++) {
+/* numbers only: one block per series, columns x, y [, yerr] */
+static void write_data(slU_Text *S, const Plot *p) {
+  slT_Table *t = p->t;
+  for (size_t s = 0; s < p->nseries; s++) {
     slU_add(S, "$S%zu << EOD\n", s);
-    for (size_t i = 0; i < series[s].n && !((i & 4095) == 4095 && sl_interrupted()); i++) {
-      size_t r = series[s].rows[i];
-      sl_Value xv = slT_get(t, r, (size_t)xc), yv = slT_get(t, r, (size_t)series[s].ycol);
+    for (size_t i = 0; i < p->series[s].n && !((i & 4095) == 4095 && sl_interrupted()); i++) {
+      size_t r = p->series[s].rows[i];
+      sl_Value xv = slT_get(t, r, (size_t)p->xc), yv = slT_get(t, r, (size_t)p->series[s].ycol);
       if (yv.type != SL_NUMBER || xv.type == SL_NIL) continue;
       double x;
-      if (categorical) {
+      if (p->categorical) {
         size_t k = 0;
-        while (!sl_equal(cats[k], xv)) k++;
+        while (!sl_equal(p->cats[k], xv)) k++;
         x = (double)k;
-        if (bars && nseries > 1) x += ((double)s - (double)(nseries - 1) / 2) * 0.8 / (double)nseries;
+        if (p->bars && p->nseries > 1)
+          x += ((double)s - (double)(p->nseries - 1) / 2) * 0.8 / (double)p->nseries;
       } else {
         x = xv.u.n;
       }
-      double e = ec >= 0 && slT_get(t, r, (size_t)ec).type == SL_NUMBER ? slT_get(t, r, (size_t)ec).u.n : 0;
+      sl_Value ev = p->ec >= 0 ? slT_get(t, r, (size_t)p->ec) : sl_nil();
+      double e = ev.type == SL_NUMBER ? ev.u.n : 0;
       slU_add(S, "%.17g %.17g %.17g\n", x, yv.u.n, e);
     }
     slU_add(S, "EOD\n");
   }
+}
+
+/* frame, grid, line styles, legend, labels, scales, category tics, bars */
+static void write_style(slU_Text *S, const Plot *p, const char *title, const char *xlabel, const char *ylabel,
+                        const char *key) {
   slU_add(S, "set border 3 lw 1\nset tics nomirror out\n");
   slU_add(S, "set style line 100 lc rgb '#dddddd' lw 1 dt 3\nset grid xtics ytics ls 100\n");
-  for (size_t s = 0; s < nseries; s++)
-    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps 1.2\n", s + 1, colours[s % 8], bars ? 1 : s % 5 + 1,
-        (size_t[]){7, 5, 9, 11, 13}[s % 5]);
-  if (strcmp(key, "none") == 0 || nseries == 1) slU_add(S, "unset key\n");
+  for (size_t s = 0; s < p->nseries; s++)
+    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps 1.2\n", s + 1, colours[s % 8],
+            p->bars ? 1 : s % 5 + 1, (size_t[]){7, 5, 9, 11, 13}[s % 5]);
+  if (strcmp(key, "none") == 0 || p->nseries == 1) slU_add(S, "unset key\n");
   else if (strcmp(key, "outside") == 0) slU_add(S, "set key outside right top box opaque\n");
   else slU_add(S, "set key %s box opaque\n", key);
   if (title) slU_add(S, "set title "), quote(S, title), slU_add(S, "\n");
   slU_add(S, "set xlabel "), quote(S, xlabel), slU_add(S, "\nset ylabel "), quote(S, ylabel), slU_add(S, "\n");
-  if (logx) slU_add(S, "set logscale x 2\nset mxtics\n");
-  if (logy) slU_add(S, "set logscale y 10\nset mytics\n");
-  if (categorical) {
+  if (p->logx) slU_add(S, "set logscale x 2\nset mxtics\n");
+  if (p->logy) slU_add(S, "set logscale y 10\nset mytics\n");
+  if (p->categorical) {
     slU_add(S, "set xtics (");
-    for (size_t k = 0; k < ncats; k++) {
-      char *label = sl_tostring(cats[k]);
+    for (size_t k = 0; k < p->ncats; k++) {
+      char *label = sl_tostring(p->cats[k]);
       slU_add(S, "%s", k ? ", " : "");
       quote(S, label);
       slU_add(S, " %zu", k);
       free(label);
     }
-    slU_add(S, ")\nset xrange [-0.6:%zu.6]\n", ncats - 1);
+    slU_add(S, ")\nset xrange [-0.6:%zu.6]\n", p->ncats - 1);
   }
-  if (bars) {
-    double bw = categorical ? 0.8 / (double)nseries : 0;
+  if (p->bars) {
+    double bw = p->categorical ? 0.8 / (double)p->nseries : 0;
     if (bw > 0) slU_add(S, "set boxwidth %.6f absolute\n", bw);
     else slU_add(S, "set boxwidth 0.8 relative\n");
     slU_add(S, "set style fill solid 0.85 border -1\n");
-    if (!logy) slU_add(S, "set yrange [0:*]\n");
+    if (!p->logy) slU_add(S, "set yrange [0:*]\n");
   } else {
     slU_add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n");  /* no point on the frame */
   }
+}
+
+/* the plot command: each series in its style, with its error bars */
+static void write_plot(slU_Text *S, const Plot *p) {
   slU_add(S, "plot ");
-  for (size_t s = 0; s < nseries; s++) {
-    const char *style = bars ? "boxes" : strcmp(kind, "line") == 0 ? "lines"
-                      : strcmp(kind, "points") == 0 ? "points" : "linespoints";
+  for (size_t s = 0; s < p->nseries; s++) {
+    const char *style = p->bars ? "boxes" : strcmp(p->kind, "line") == 0 ? "lines"
+                      : strcmp(p->kind, "points") == 0 ? "points" : "linespoints";
     if (s) slU_add(S, ", ");
     slU_add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
-    char *name = sc >= 0 ? sl_tostring(series[s].name) : strdup(t->names[series[s].ycol]);
+    char *name = p->sc >= 0 ? sl_tostring(p->series[s].name) : strdup(p->t->names[p->series[s].ycol]);
     quote(S, name);
     free(name);
-    if (ec >= 0)
-      slU_add(S, ", $S%zu using 1:2:3 with yerrorbars ls %zu dt 1 %snotitle", s, s + 1, bars ? "lc rgb 'black' pt 0 " : "");
+    if (p->ec >= 0)
+      slU_add(S, ", $S%zu using 1:2:3 with yerrorbars ls %zu dt 1 %snotitle", s, s + 1,
+              p->bars ? "lc rgb 'black' pt 0 " : "");
   }
   slU_add(S, "\n");
-  /* the plot is drawn twice from the same script: PNG, then SVG */
+}
+
+/* The whole script: the plot is drawn twice from the same commands, PNG
+** then SVG. Caller frees. */
+static char *plot_script(const Plot *p, const char *title, const char *xlabel, const char *ylabel, const char *key) {
+  slU_Text S = {0};
+  slU_add(&S, "set encoding utf8\nset termoption noenhanced\n");
+  write_data(&S, p);
+  write_style(&S, p, title, xlabel, ylabel, key);
+  write_plot(&S, p);
   slU_Text full = {0};
   slU_add(&full, "set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.2 background rgb 'white'\n"
-             "set output\n", (int)width, (int)height);
-  slU_add(&full, "%s", S->s);
+             "set output\n", (int)p->width, (int)p->height);
+  slU_add(&full, "%s", S.s);
   slU_add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
-             "set output\nreplot\nunset output\n", (int)width, (int)height);
-  free(S->s);
+             "set output\nreplot\nunset output\n", (int)p->width, (int)p->height);
+  free(S.s);
+  return full.s;
+}
+
+static int cmd_plot(sl_Call *call, sl_Value *result) {
+  Plot p;
+  memset(&p, 0, sizeof p);
+  if (read_args(call, &p) != 0 || find_series(call, &p) != 0 || find_categories(call, &p) != 0 ||
+      check_bars(call, &p) != 0) {
+    plot_free(&p);
+    return -1;
+  }
+  slT_Table *t = p.t;
+  slU_Text ynames = {0};
+  for (size_t i = 0; i < p.nys; i++) slU_add(&ynames, "%s%s", i ? ", " : "", t->names[p.ycols[i]]);
+  const char *title = sl_arg_string(call, "title");
+  const char *xlabel = sl_arg_given(call, "xlabel") ? sl_arg_string(call, "xlabel") : t->names[p.xc];
+  const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : ynames.s;
+  char *script = plot_script(&p, title, xlabel, ylabel, sl_arg_string(call, "key"));
+  plot_free(&p);
   if (sl_interrupted()) {  /* while the script was being written */
-    free(full.s), free(ynames.s), free(cats);
-    for (size_t s = 0; s < nseries; s++) free(series[s].rows);
+    free(script), free(ynames.s);
     return sl_interrupted_error(call);
   }
-
   slP_Image img;
   char err[2048];
-  slP_Status st = slP_render(full.s, PLOT_TIMEOUT, &img, err, sizeof err);
+  slP_Status st = slP_render(script, PLOT_TIMEOUT, &img, err, sizeof err);
   free(last_script);
-  last_script = full.s;
-  size_t points = t->nrows;
-  for (size_t s = 0; s < nseries; s++) free(series[s].rows);
-  free(cats);
+  last_script = script;
   if (st != SLP_OK) {
     free(ynames.s);
     return fail(call, st, sl_arg(call, "table"), err);
@@ -327,8 +378,8 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   sl_bundle_add(&b, "image/png", img.png, img.png_len);
   sl_bundle_add(&b, "image/svg+xml", img.svg, img.svg_len);
   sl_bundle_addf(&b, "text/plain", "<%s plot of %s against %s%s%s: %zu series, %zu points%s%s>",
-                 bars ? "bar" : kind, ynames.s, t->names[xc], sc >= 0 ? " by " : "", sc >= 0 ? t->names[sc] : "",
-                 nseries, points, title ? ": " : "", title ? title : "");
+                 p.bars ? "bar" : p.kind, ynames.s, t->names[p.xc], p.sc >= 0 ? " by " : "",
+                 p.sc >= 0 ? t->names[p.sc] : "", p.nseries, t->nrows, title ? ": " : "", title ? title : "");
   sl_display(call, &b);
   sl_bundle_free(&b);
   if (img.warnings) print_warnings(call, img.warnings);

@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kernel/wire.h"
+#include "jupyter/wire.h"
 
 extern char **environ;
 
@@ -57,7 +57,7 @@ struct slR_Kernel {
   pid_t pid;
   int exited;
   char dir[64], conn_path[128];
-  slk_Connection conn;
+  slj_Connection conn;
   char session[37];
   void *ctx, *shell, *iopub, *control;
   json_t *info;
@@ -98,30 +98,30 @@ static void *connect_socket(slR_Kernel *k, int type, int port) {
   zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
   if (type == ZMQ_SUB) zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
   char ep[300];
-  slk_endpoint(&k->conn, port, ep, sizeof ep);
+  slj_endpoint(&k->conn, port, ep, sizeof ep);
   zmq_connect(s, ep);
   return s;
 }
 
 static int send_request(slR_Kernel *k, void *socket, const char *type, json_t *content, char msg_id[64]) {
-  slk_Msg m;
-  slk_msg_init(&m, type, k->session, NULL, content);
-  if (msg_id) snprintf(msg_id, 64, "%s", slk_msg_id(&m));
-  int rc = slk_send(socket, &k->conn.key, &m);
-  slk_msg_free(&m);
+  slj_Msg m;
+  slj_msg_init(&m, type, k->session, NULL, content);
+  if (msg_id) snprintf(msg_id, 64, "%s", slj_msg_id(&m));
+  int rc = slj_send(socket, &k->conn.key, &m);
+  slj_msg_free(&m);
   return rc;
 }
 
 /* the next message on socket within `wait` seconds: 1 got, 0 none */
-static int receive(slR_Kernel *k, void *socket, double wait, slk_Msg *m) {
+static int receive(slR_Kernel *k, void *socket, double wait, slj_Msg *m) {
   zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
   int rc = zmq_poll(&item, 1, (long)(wait * 1000));
   if (rc <= 0) return 0;
   char err[256];
-  return slk_recv(socket, &k->conn.key, ZMQ_DONTWAIT, m, err, sizeof err) == SLK_OK;
+  return slj_recv(socket, &k->conn.key, ZMQ_DONTWAIT, m, err, sizeof err) == SLJ_OK;
 }
 
-static const char *parent_id(const slk_Msg *m) {
+static const char *parent_id(const slj_Msg *m) {
   const char *s = json_string_value(json_object_get(m->parent, "msg_id"));
   return s ? s : "";
 }
@@ -144,8 +144,8 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
   RAND_bytes(raw, sizeof raw);
   for (int i = 0; i < 16; i++) snprintf((char *)k->conn.key.bytes + 2 * i, 3, "%02x", raw[i]);
   k->conn.key.len = 32;
-  slk_uuid(k->session);
-  if (slk_connection_write(k->conn_path, &k->conn, err, errlen) != 0) {
+  slj_uuid(k->session);
+  if (slj_connection_write(k->conn_path, &k->conn, err, errlen) != 0) {
     rmdir(k->dir);
     free(k);
     return NULL;
@@ -192,10 +192,10 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
     char id[64];
     send_request(k, k->shell, "kernel_info_request", NULL, id);
     double until = now() + 0.5;
-    slk_Msg m;
+    slj_Msg m;
     while (!k->info && now() < until && receive(k, k->shell, until - now(), &m)) {
-      if (strcmp(slk_msg_type(&m), "kernel_info_reply") == 0) k->info = json_incref(m.content);
-      slk_msg_free(&m);
+      if (strcmp(slj_msg_type(&m), "kernel_info_reply") == 0) k->info = json_incref(m.content);
+      slj_msg_free(&m);
     }
   }
   if (!k->info) {
@@ -209,9 +209,9 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
   }
   /* IOPub is live once a message arrives on it (iopub_welcome, or the status
   ** around kernel_info); only then can no output of the first cell be lost */
-  slk_Msg m;
-  if (receive(k, k->iopub, 2.0, &m)) slk_msg_free(&m);
-  while (receive(k, k->iopub, 0, &m)) slk_msg_free(&m);
+  slj_Msg m;
+  if (receive(k, k->iopub, 2.0, &m)) slj_msg_free(&m);
+  while (receive(k, k->iopub, 0, &m)) slj_msg_free(&m);
   return k;
 }
 
@@ -289,8 +289,8 @@ static json_t *metadata_for(json_t *content, const char *display_id) {
   return md;
 }
 
-static void handle_iopub(Collector *c, slk_Msg *m, int *busy_done) {
-  const char *type = slk_msg_type(m);
+static void handle_iopub(Collector *c, slj_Msg *m, int *busy_done) {
+  const char *type = slj_msg_type(m);
   json_t *content = m->content;
   const char *display_id = json_string_value(json_object_get(json_object_get(content, "transient"), "display_id"));
   if (strcmp(type, "status") == 0) {
@@ -351,20 +351,20 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
     }
     zmq_pollitem_t items[2] = {{k->iopub, 0, ZMQ_POLLIN, 0}, {k->shell, 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items, 2, 100) <= 0) continue;
-    slk_Msg m;
+    slj_Msg m;
     char err[256];
-    if ((items[0].revents & ZMQ_POLLIN) && slk_recv(k->iopub, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLK_OK) {
+    if ((items[0].revents & ZMQ_POLLIN) && slj_recv(k->iopub, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
       if (strcmp(parent_id(&m), id) == 0) handle_iopub(&c, &m, &idle);
-      slk_msg_free(&m);
+      slj_msg_free(&m);
     }
-    if ((items[1].revents & ZMQ_POLLIN) && slk_recv(k->shell, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLK_OK) {
-      if (strcmp(parent_id(&m), id) == 0 && strcmp(slk_msg_type(&m), "execute_reply") == 0) {
+    if ((items[1].revents & ZMQ_POLLIN) && slj_recv(k->shell, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
+      if (strcmp(parent_id(&m), id) == 0 && strcmp(slj_msg_type(&m), "execute_reply") == 0) {
         replied = 1;
         *execution_count = (int)json_integer_value(json_object_get(m.content, "execution_count"));
         const char *st = json_string_value(json_object_get(m.content, "status"));
         if (status == SLR_CELL_OK && st && strcmp(st, "ok") != 0) status = SLR_CELL_ERROR;
       }
-      slk_msg_free(&m);
+      slj_msg_free(&m);
     }
   }
   json_decref(c.display_ids);

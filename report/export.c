@@ -176,16 +176,10 @@ static int decode_base64(const char *b64, unsigned char **out, size_t *len) {
 
 static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t count, char (*anchors)[256]);
 
-int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, char **markdown,
-                        char *err, size_t errlen) {
-  char figdir[4200];
-  snprintf(figdir, sizeof figdir, "%s/figures", outdir);
-  if (slR_mkdirs(figdir) != 0) {
-    snprintf(err, errlen, "cannot create %s: %s", figdir, strerror(errno));
-    return -1;
-  }
-  /* first pass: number the figures so references can point forward too;
-  ** a label names a figure within its own notebook */
+/* First pass: number the figures so references can point forward too; a
+** label names a figure within its own notebook. One object per notebook,
+** label -> figure number. */
+static json_t *number_figures(const slR_Notebook *nbs, size_t count) {
   json_t *labels = json_array();
   int figure = 0;
   for (size_t k = 0; k < count; k++) {
@@ -210,130 +204,148 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
       }
     }
   }
-  slU_Text t = {0};
-  slU_add_len(&t, "", 0);
-  figure = 0;
-  int rc = 0;
-  for (size_t k = 0; k < count && rc == 0; k++) {
-    size_t i;
-    json_t *cell;
-    int has_heading = 0;
-    json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
-      if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "markdown") == 0) {
-        char *s = slR_cell_source(cell);
-        has_heading = s[0] == '#';
-        free(s);
-        break;
-      }
+  return labels;
+}
+
+/* The report's body as the second pass writes it, and where it stands. */
+typedef struct {
+  slU_Text t;
+  const char *figdir;     /* outdir/figures */
+  int figure;             /* figures written so far, across the report */
+  int rc;                 /* the last figure file's: 0, or -1 with err set */
+  char *err;
+  size_t errlen;
+} Body;
+
+/* One code cell's place: what it names its figures and their caption. */
+typedef struct {
+  const slR_Notebook *nb;
+  size_t i;               /* the cell's index in the notebook */
+  char label[128], caption[512];
+  int nfig;               /* figures of this cell so far */
+} CellPlace;
+
+/* A figure output: its file under figures/ (named after the notebook and
+** the cell's label, else its number), then the image and its caption. */
+static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg) {
+  b->figure++;
+  size_t number = slR_cell_number(json_object_get(c->nb->nb, "cells"), c->i);
+  char name[512], path[4800];
+  if (c->label[0] && slR_label_valid(c->label))
+    snprintf(name, sizeof name, "%s-%s%s%.0d.%s", c->nb->stem, c->label, c->nfig ? "-" : "", c->nfig, png ? "png" : "svg");
+  else
+    snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", c->nb->stem, number, c->nfig ? "-" : "", c->nfig,
+             png ? "png" : "svg");
+  c->nfig++;
+  snprintf(path, sizeof path, "%s/%s", b->figdir, name);
+  if (png) {
+    unsigned char *bytes;
+    size_t len;
+    if (decode_base64(png, &bytes, &len) != 0) {
+      snprintf(b->err, b->errlen, "%s, cell %zu: the PNG output is not valid base64", c->nb->path, number);
+      b->rc = -1;
+    } else {
+      b->rc = slR_write_atomic(path, bytes, len, b->err, b->errlen);
+      free(bytes);
     }
-    if (!has_heading) slU_add(&t, "## %s\n\n", nbs[k].stem);
-    json_array_foreach(json_object_get(nbs[k].nb, "cells"), i, cell) {
-      if (slR_cell_has_tag(cell, "remove-cell")) continue;
-      const char *type = json_string_value(json_object_get(cell, "cell_type"));
-      char *src = slR_cell_source(cell);
-      if (strcmp(type, "markdown") == 0) {
-        add_markdown_cell(&t, src, json_array_get(labels, k));
-        free(src);
-        continue;
-      }
-      if (strcmp(type, "raw") == 0) {
-        slU_add(&t, "%s\n\n", src);
-        free(src);
-        continue;
-      }
-      if (!slR_cell_has_tag(cell, "remove-input") && !slR_cell_has_tag(cell, "hide-input")) {
-        char *code = visible_code(src);
-        if (code[0]) fenced(&t, "syslab", code);
-        free(code);
-      }
-      char label[128], caption[512];
-      slR_cell_option(src, "label", label, sizeof label);
-      slR_cell_option(src, "fig-cap", caption, sizeof caption);
-      free(src);
-      if (slR_cell_has_tag(cell, "remove-output")) continue;
-      size_t j;
-      json_t *out;
-      int nfig = 0;
-      json_array_foreach(json_object_get(cell, "outputs"), j, out) {
-        const char *otype = json_string_value(json_object_get(out, "output_type"));
-        /* outputs come from the kernel, or from an executed notebook in the
-        ** cache that Jupyter may have saved again (text as lists of lines);
-        ** anything else nbformat does not define is left out */
-        if (!otype || is_progress(out)) continue;
-        if (strcmp(otype, "stream") == 0) {
-          char *text = slR_multiline(json_object_get(out, "text"));
-          if (text) fenced(&t, "text", text);
-          free(text);
-        } else if (strcmp(otype, "error") == 0) {
-          const char *ename = json_string_value(json_object_get(out, "ename"));
-          const char *evalue = json_string_value(json_object_get(out, "evalue"));
-          slU_Text e = {0};
-          slU_add(&e, "%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
-          fenced(&t, "text", e.s);
-          free(e.s);
-        } else if (strcmp(otype, "display_data") == 0 || strcmp(otype, "execute_result") == 0) {
-          json_t *data = json_object_get(out, "data");
-          char *png = slR_multiline(json_object_get(data, "image/png"));
-          char *svg = slR_multiline(json_object_get(data, "image/svg+xml"));
-          char *md = slR_multiline(json_object_get(data, "text/markdown"));
-          char *latex = slR_multiline(json_object_get(data, "text/latex"));
-          char *html = slR_multiline(json_object_get(data, "text/html"));
-          char *plain = slR_multiline(json_object_get(data, "text/plain"));
-          if (png || svg) {
-            figure++;
-            char name[512], path[4800];
-            if (label[0] && slR_label_valid(label)) snprintf(name, sizeof name, "%s-%s%s%.0d.%s", nbs[k].stem, label, nfig ? "-" : "", nfig, png ? "png" : "svg");
-            else snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", nbs[k].stem,
-                          slR_cell_number(json_object_get(nbs[k].nb, "cells"), i), nfig ? "-" : "", nfig,
-                          png ? "png" : "svg");
-            nfig++;
-            snprintf(path, sizeof path, "%s/%s", figdir, name);
-            if (png) {
-              unsigned char *bytes;
-              size_t len;
-              if (decode_base64(png, &bytes, &len) != 0) {
-                snprintf(err, errlen, "%s, cell %zu: the PNG output is not valid base64", nbs[k].path,
-                         slR_cell_number(json_object_get(nbs[k].nb, "cells"), i));
-                rc = -1;
-              } else {
-                rc = slR_write_atomic(path, bytes, len, err, errlen);
-                free(bytes);
-              }
-            } else {
-              rc = slR_write_atomic(path, svg, strlen(svg), err, errlen);
-            }
-            if (rc == 0) {
-              const char *cap = caption[0] ? caption : "";
-              slU_add(&t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", figure, cap[0] ? ": " : "", cap, name,
-                  figure, cap[0] ? ": " : "", cap);
-            }
-          } else if (md) {
-            slU_add(&t, "%s\n\n", md);
-          } else if (latex) {
-            slU_add(&t, "%s\n\n", latex);
-          } else if (html) {
-            slU_add(&t, "%s\n\n", html);
-          } else if (plain) {
-            fenced(&t, "text", plain);
-          }
-          free(png), free(svg), free(md), free(latex), free(html), free(plain);
-          if (rc != 0) break;
-        }
-      }
+  } else {
+    b->rc = slR_write_atomic(path, svg, strlen(svg), b->err, b->errlen);
+  }
+  if (b->rc == 0) {
+    const char *cap = c->caption;
+    slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", b->figure, cap[0] ? ": " : "", cap, name,
+            b->figure, cap[0] ? ": " : "", cap);
+  }
+}
+
+/* display_data or execute_result: a figure, else the richest text form */
+static void add_display(Body *b, CellPlace *c, json_t *out) {
+  json_t *data = json_object_get(out, "data");
+  char *png = slR_multiline(json_object_get(data, "image/png"));
+  char *svg = slR_multiline(json_object_get(data, "image/svg+xml"));
+  char *md = slR_multiline(json_object_get(data, "text/markdown"));
+  char *latex = slR_multiline(json_object_get(data, "text/latex"));
+  char *html = slR_multiline(json_object_get(data, "text/html"));
+  char *plain = slR_multiline(json_object_get(data, "text/plain"));
+  if (png || svg) add_figure(b, c, png, svg);
+  else if (md) slU_add(&b->t, "%s\n\n", md);
+  else if (latex) slU_add(&b->t, "%s\n\n", latex);
+  else if (html) slU_add(&b->t, "%s\n\n", html);
+  else if (plain) fenced(&b->t, "text", plain);
+  free(png), free(svg), free(md), free(latex), free(html), free(plain);
+}
+
+/* A code cell: its code (unless hidden), then its outputs in order. A
+** figure that cannot be written ends the cell's outputs (b->rc). */
+static void add_code_cell(Body *b, const slR_Notebook *nb, size_t i, json_t *cell, const char *src) {
+  if (!slR_cell_has_tag(cell, "remove-input") && !slR_cell_has_tag(cell, "hide-input")) {
+    char *code = visible_code(src);
+    if (code[0]) fenced(&b->t, "syslab", code);
+    free(code);
+  }
+  CellPlace c = {nb, i, "", "", 0};
+  slR_cell_option(src, "label", c.label, sizeof c.label);
+  slR_cell_option(src, "fig-cap", c.caption, sizeof c.caption);
+  if (slR_cell_has_tag(cell, "remove-output")) return;
+  size_t j;
+  json_t *out;
+  json_array_foreach(json_object_get(cell, "outputs"), j, out) {
+    const char *otype = json_string_value(json_object_get(out, "output_type"));
+    /* outputs come from the kernel, or from an executed notebook in the
+    ** cache that Jupyter may have saved again (text as lists of lines);
+    ** anything else nbformat does not define is left out */
+    if (!otype || is_progress(out)) continue;
+    if (strcmp(otype, "stream") == 0) {
+      char *text = slR_multiline(json_object_get(out, "text"));
+      if (text) fenced(&b->t, "text", text);
+      free(text);
+    } else if (strcmp(otype, "error") == 0) {
+      const char *ename = json_string_value(json_object_get(out, "ename"));
+      const char *evalue = json_string_value(json_object_get(out, "evalue"));
+      slU_Text e = {0};
+      slU_add(&e, "%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
+      fenced(&b->t, "text", e.s);
+      free(e.s);
+    } else if (strcmp(otype, "display_data") == 0 || strcmp(otype, "execute_result") == 0) {
+      add_display(b, &c, out);
+      if (b->rc != 0) break;
     }
   }
-  json_decref(labels);
-  if (rc != 0) {
-    free(t.s);
-    return -1;
+}
+
+/* One notebook's section: a heading of its file name unless its first
+** Markdown cell starts with one, then its cells. */
+static void add_notebook(Body *b, const slR_Notebook *nb, json_t *labels) {
+  size_t i;
+  json_t *cell;
+  int has_heading = 0;
+  json_array_foreach(json_object_get(nb->nb, "cells"), i, cell) {
+    if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "markdown") == 0) {
+      char *s = slR_cell_source(cell);
+      has_heading = s[0] == '#';
+      free(s);
+      break;
+    }
   }
-  /* ANSI colours have no place in a document */
+  if (!has_heading) slU_add(&b->t, "## %s\n\n", nb->stem);
+  json_array_foreach(json_object_get(nb->nb, "cells"), i, cell) {
+    if (slR_cell_has_tag(cell, "remove-cell")) continue;
+    const char *type = json_string_value(json_object_get(cell, "cell_type"));
+    char *src = slR_cell_source(cell);
+    if (strcmp(type, "markdown") == 0) add_markdown_cell(&b->t, src, labels);
+    else if (strcmp(type, "raw") == 0) slU_add(&b->t, "%s\n\n", src);
+    else add_code_cell(b, nb, i, cell, src);
+    free(src);
+  }
+}
+
+/* The whole document around the body: the title, the notice of what
+** failed, and the contents, which come last once the headings they point
+** to are known. ANSI colours have no place in a document. Caller frees. */
+static char *assemble(const char *body, const slR_Notebook *nbs, size_t count, json_t *failures) {
   slU_Text clean = {0};
   slU_add_len(&clean, "", 0);
-  strip_ansi(&clean, t.s);
-  free(t.s);
-  t = clean;
-  /* the contents come last, once the headings they point to are known */
+  strip_ansi(&clean, body);
   slU_Text doc = {0};
   slU_add(&doc, "# Lab report\n\n");
   if (json_array_size(failures) > 0) {
@@ -346,7 +358,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
   }
   slU_add(&doc, "## Contents\n\n");
   size_t head = doc.n;
-  slU_add(&doc, "%s", t.s);
+  slU_add(&doc, "%s", clean.s);
   char (*anchors)[256] = calloc(count ? count : 1, sizeof *anchors);
   toc_anchors(doc.s, nbs, count, anchors);
   slU_Text toc = {0};
@@ -356,11 +368,32 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
     slU_add(&toc, "%zu. [%s](#%s)\n", k + 1, title, anchors[k]);
   }
-  slU_add(&toc, "\n%s", t.s);
+  slU_add(&toc, "\n%s", clean.s);
   free(anchors);
   free(doc.s);
-  free(t.s);
-  *markdown = toc.s;
+  free(clean.s);
+  return toc.s;
+}
+
+int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, char **markdown,
+                        char *err, size_t errlen) {
+  char figdir[4200];
+  snprintf(figdir, sizeof figdir, "%s/figures", outdir);
+  if (slR_mkdirs(figdir) != 0) {
+    snprintf(err, errlen, "cannot create %s: %s", figdir, strerror(errno));
+    return -1;
+  }
+  json_t *labels = number_figures(nbs, count);
+  Body b = {{0}, figdir, 0, 0, err, errlen};
+  slU_add_len(&b.t, "", 0);
+  for (size_t k = 0; k < count && b.rc == 0; k++) add_notebook(&b, &nbs[k], json_array_get(labels, k));
+  json_decref(labels);
+  if (b.rc != 0) {
+    free(b.t.s);
+    return -1;
+  }
+  *markdown = assemble(b.t.s, nbs, count, failures);
+  free(b.t.s);
   return 0;
 }
 

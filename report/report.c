@@ -50,20 +50,9 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "kernel/cli.h"
 #include "export.h"
 #include "notebook.h"
 #include "syslab.h"
-
-typedef struct {
-  char **notebooks;
-  size_t count;
-  const char *outdir;
-  json_t *params;          /* name -> source text of the value */
-  int allow_errors, use_cache, pdf, force;
-  int jobs;                /* notebooks run at once (-j) */
-  double timeout;
-} Options;
 
 static double now(void) {
   struct timespec ts;
@@ -71,130 +60,9 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void usage(FILE *f) { slk_usage(f, "report"); }
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void default_notebooks(Options *o) {
-  DIR *d = opendir("notebooks");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-    if (n > 6 && strcmp(e->d_name + n - 6, ".ipynb") == 0 && e->d_name[0] != '.') {
-      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
-      char path[600];
-      snprintf(path, sizeof path, "notebooks/%s", e->d_name);
-      o->notebooks[o->count++] = strdup(path);
-    }
-  }
-  if (d) closedir(d);
-  qsort(o->notebooks, o->count, sizeof *o->notebooks, cmp_str);
-}
-
-/* a -p value as language source: numbers (in the language's own grammar, so
-** nan and 0x10 stay strings) and booleans as they are, anything else a string */
-static char *value_source(const char *v) {
-  if (sl_parse_number(v, NULL) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return strdup(v);
-  size_t n = strlen(v);
-  char *s = malloc(2 * n + 3), *p = s;
-  *p++ = '"';
-  for (; *v; v++) {
-    if (*v == '"' || *v == '\\') *p++ = '\\';
-    if (*v == '\n') {
-      *p++ = '\\';
-      *p++ = 'n';
-      continue;
-    }
-    *p++ = *v;
-  }
-  *p++ = '"';
-  *p = '\0';
-  return s;
-}
-
-static int parse_args(int argc, char **argv, Options *o) {
-  o->outdir = "out/report";
-  o->params = json_object();
-  o->use_cache = 1;
-  o->pdf = 1;
-  o->timeout = 600;
-  o->jobs = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] != '-') {
-      o->notebooks = realloc(o->notebooks, (o->count + 1) * sizeof *o->notebooks);
-      o->notebooks[o->count++] = strdup(a);
-      continue;
-    }
-    if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {  /* -j4 */
-      o->jobs = atoi(a + 2);
-      if (o->jobs > 256) o->jobs = 256;
-      continue;
-    }
-    /* only what the table in kernel/cli.c lists, so `--help` shows every option */
-    const slk_Option *opt = slk_option("report", a);
-    if (!opt) {
-      fprintf(stderr, "syslab report: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    }
-    const char *name = opt->name, *v = NULL;
-    if (opt->arg) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "syslab report: %s needs %s\n", a, opt->arg);
-        return 2;
-      }
-      v = argv[++i];
-    }
-    if (strcmp(name, "-o") == 0) {
-      if (v[0] == '\0') {
-        fprintf(stderr, "syslab report: %s needs the name of a folder for the report (an empty name is refused)\n", a);
-        return 2;
-      }
-      o->outdir = v;
-    } else if (strcmp(name, "-p") == 0) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v) {
-        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", v);
-        return 2;
-      }
-      char pname[128];
-      snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
-      char *src = value_source(eq + 1);
-      json_object_set_new(o->params, pname, json_string(src));
-      free(src);
-    } else if (strcmp(name, "--allow-errors") == 0) o->allow_errors = 1;
-    else if (strcmp(name, "--no-cache") == 0) o->use_cache = 0;
-    else if (strcmp(name, "--no-pdf") == 0) o->pdf = 0;
-    else if (strcmp(name, "--force") == 0) o->force = 1;
-    else if (strcmp(name, "--timeout") == 0) {
-      o->timeout = atof(v);
-      if (!(o->timeout > 0)) {
-        fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
-        return 2;
-      }
-    } else if (strcmp(name, "-j") == 0) {
-      o->jobs = atoi(v);
-      if (o->jobs < 1 || o->jobs > 256) {
-        fprintf(stderr, "syslab report: -j takes a number of notebooks to run at once, 1 to 256\n");
-        return 2;
-      }
-    } else if (strcmp(name, "-h") == 0) {
-      usage(stdout);
-      return 1;
-    }
-  }
-  if (o->count == 0) default_notebooks(o);
-  if (o->count == 0) {
-    fprintf(stderr, "syslab report: no notebooks given and none in notebooks/\n");
-    return 2;
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------------ cache */
 
-static void cache_key(const char *path, const Options *o, char out[65]) {
+static void cache_key(const char *path, const slR_Options *o, char out[65]) {
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
   FILE *f = fopen(path, "rb");
@@ -314,7 +182,7 @@ static void say(slU_Text *log, const char *fmt, ...) {
   else fputs(line, stderr);
 }
 
-static int execute_notebook(const char *path, json_t *nb, const Options *o, int *ncells, slU_Text *log, char *err,
+static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, int *ncells, slU_Text *log, char *err,
                             size_t errlen) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -399,7 +267,7 @@ static int report_entry(const char *name) {
 }
 
 /* 0 when the report may be written to outdir; nothing is written here */
-static int check_outdir(const Options *o) {
+static int check_outdir(const slR_Options *o) {
   char abs[4096];
   if (realpath(o->outdir, abs) && strcmp(abs, "/") == 0) {
     fprintf(stderr, "syslab report: refusing to write the report into / (-o %s); name a folder of its own\n", o->outdir);
@@ -511,12 +379,6 @@ static void die_of_signal(int sig) {
   exit(128 + sig);
 }
 
-static void free_options(Options *o) {
-  for (size_t i = 0; i < o->count; i++) free(o->notebooks[i]);
-  free(o->notebooks);
-  json_decref(o->params);
-}
-
 /* ------------------------------------------------------------ in parallel */
 
 typedef struct {
@@ -530,7 +392,7 @@ typedef struct {
 } Run;
 
 typedef struct {
-  const Options *o;
+  const slR_Options *o;
   Run *runs;
   size_t n, next;
   pthread_mutex_t lock;
@@ -666,210 +528,251 @@ static void run_mpi(Runner *rn) {
   free(lens);
 }
 
-int slR_main(int argc, char **argv) {
-  Options o;
-  memset(&o, 0, sizeof o);
-  int prc = parse_args(argc, argv, &o);
-  if (prc != 0) {
-    free_options(&o);
-    return prc == 1 ? 0 : prc;
-  }
-  double start = now();
-  if (sl_job_size() > 1 && sl_job_rank() != 0) {  /* a rank that runs what rank 0 hands it */
-    Runner rn = {&o, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0};
-    char err[1024];
-    int rc = sl_job_farm(0, NULL, NULL, mpi_task, mpi_done, &rn, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "syslab report (rank %d): %s\n", sl_job_rank(), err);
-    free_options(&o);
-    return rc < 0 ? 1 : 0;
-  }
-  char dir[4200], err[2048];
-  if (check_outdir(&o) != 0) {
-    free_options(&o);
-    return 2;
-  }
-  /* every notebook read and its labels checked before anything is written or run */
-  json_t **read = calloc(o.count, sizeof *read);
-  json_t *read_errors = json_array();  /* per notebook: why it cannot be read, or null */
-  json_t *failures = json_array();     /* what went wrong, for the report's notice */
+/* ------------------------------------------------------------ the run */
+
+/* One `syslab report` run, phase by phase (each a helper below); what it
+** holds is released in one place, report_free, whichever phase it ends in. */
+typedef struct {
+  const slR_Options *o;
+  char dir[4200], cache_dir[4200];  /* DIR/notebooks and DIR/.cache */
+  json_t **read;           /* per notebook: as read; NULL once taken (or unreadable) */
+  json_t *read_errors;     /* per notebook: why it cannot be read, or null */
+  json_t *failures;        /* what went wrong, for the report's notice */
+  slR_Notebook *done;      /* the report's notebooks, in order */
+  Run *runs;               /* those that run (the others come from the cache) */
+  size_t ndone, nruns;
+  int cells, cached;
+} Report;
+
+static void report_free(Report *R) {
+  for (size_t i = 0; R->read && i < R->o->count; i++) json_decref(R->read[i]);
+  free(R->read);
+  json_decref(R->read_errors);
+  for (size_t i = 0; i < R->ndone; i++) json_decref(R->done[i].nb);
+  free(R->done);
+  free(R->runs);  /* their notebooks belong to done[], or were released when they failed */
+  json_decref(R->failures);
+}
+
+/* Every notebook read and its name and labels checked before anything is
+** written or run. Returns the number of problems, each printed. */
+static int read_notebooks(Report *R) {
+  const slR_Options *o = R->o;
+  char err[2048];
   int refused = 0;
-  for (size_t i = 0; i < o.count; i++) {
+  R->read = calloc(o->count, sizeof *R->read);
+  R->read_errors = json_array();
+  for (size_t i = 0; i < o->count; i++) {
     char stem[256];
-    stem_of(o.notebooks[i], stem, sizeof stem);
+    stem_of(o->notebooks[i], stem, sizeof stem);
     for (size_t j = 0; j < i; j++) {
       char other[256];
-      stem_of(o.notebooks[j], other, sizeof other);
+      stem_of(o->notebooks[j], other, sizeof other);
       if (strcmp(stem, other) == 0) {
         fprintf(stderr, "syslab report: %s and %s have the same name '%s'; the executed notebooks and figures are "
-                "named after it, so rename one\n", o.notebooks[j], o.notebooks[i], stem);
+                "named after it, so rename one\n", o->notebooks[j], o->notebooks[i], stem);
         refused++;
         break;
       }
     }
-    read[i] = slR_notebook_read(o.notebooks[i], err, sizeof err);
-    json_array_append_new(read_errors, read[i] ? json_null() : json_string(err));
-    if (read[i]) refused += check_labels(o.notebooks[i], read[i]);
+    R->read[i] = slR_notebook_read(o->notebooks[i], err, sizeof err);
+    json_array_append_new(R->read_errors, R->read[i] ? json_null() : json_string(err));
+    if (R->read[i]) refused += check_labels(o->notebooks[i], R->read[i]);
   }
-  if (refused) {
-    fprintf(stderr, "syslab report: nothing was run; fix the %s above first\n", refused == 1 ? "problem" : "problems");
-    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
-    free(read);
-    json_decref(failures);
-    json_decref(read_errors);
-    free_options(&o);
-    return 1;
+  return refused;
+}
+
+/* The executed notebook from the last run, when its cache key still
+** matches; read as any notebook is: it may have been opened and saved since. */
+static json_t *from_cache(const char *key_path, const char *key, const char *executed) {
+  char old[65] = "";
+  FILE *f = fopen(key_path, "r");
+  if (f) {
+    if (!fgets(old, sizeof old, f)) old[0] = '\0';
+    fclose(f);
   }
-  snprintf(dir, sizeof dir, "%s/notebooks", o.outdir);
-  char cache_dir[4200];
-  snprintf(cache_dir, sizeof cache_dir, "%s/.cache", o.outdir);
-  if (slR_mkdirs(dir) != 0 || slR_mkdirs(cache_dir) != 0) {
-    fprintf(stderr, "syslab report: cannot create %s: %s\n", o.outdir, strerror(errno));
-    for (size_t i = 0; i < o.count; i++) json_decref(read[i]);
-    free(read);
-    json_decref(failures);
-    json_decref(read_errors);
-    free_options(&o);
-    return 1;
-  }
-  remove_previous(o.outdir);
-  slR_catch_stop_signals();
-  slR_Notebook *done = calloc(o.count, sizeof *done);
-  Run *runs = calloc(o.count, sizeof *runs);
-  size_t ndone = 0, nruns = 0;
-  int cells = 0, cached = 0;
-  for (size_t i = 0; i < o.count && !slR_stop_requested(); i++) {
-    const char *path = o.notebooks[i];
+  char cerr[512];
+  return strcmp(old, key) == 0 ? slR_notebook_read(executed, cerr, sizeof cerr) : NULL;
+}
+
+/* Each readable notebook takes its place in the report: from the cache, or
+** as a Run to execute (its parameters injected). A stop ends the walk. */
+static void plan_runs(Report *R) {
+  const slR_Options *o = R->o;
+  R->done = calloc(o->count, sizeof *R->done);
+  R->runs = calloc(o->count, sizeof *R->runs);
+  for (size_t i = 0; i < o->count && !slR_stop_requested(); i++) {
+    const char *path = o->notebooks[i];
     char stem[256];
     stem_of(path, stem, sizeof stem);
-    json_t *nb = read[i];
-    read[i] = NULL;
+    json_t *nb = R->read[i];
+    R->read[i] = NULL;
     if (!nb) {
-      const char *why = json_string_value(json_array_get(read_errors, i));
+      const char *why = json_string_value(json_array_get(R->read_errors, i));
       fprintf(stderr, "syslab report: %s\n  error: %s\n", path, why);
-      json_array_append_new(failures, json_string(why));
+      json_array_append_new(R->failures, json_string(why));
       continue;
     }
     char key[65], key_path[4600], executed[4600];
-    cache_key(path, &o, key);
-    snprintf(key_path, sizeof key_path, "%s/%s.key", cache_dir, stem);
-    snprintf(executed, sizeof executed, "%s/%s.ipynb", dir, stem);
-    if (o.use_cache) {
-      char old[65] = "";
-      FILE *f = fopen(key_path, "r");
-      if (f) {
-        if (!fgets(old, sizeof old, f)) old[0] = '\0';
-        fclose(f);
-      }
-      /* read as any notebook is: it may have been opened and saved since */
-      char cerr[512];
-      json_t *prev = strcmp(old, key) == 0 ? slR_notebook_read(executed, cerr, sizeof cerr) : NULL;
-      if (prev) {
-        fprintf(stderr, "syslab report: %s\n  unchanged since the last run: taken from the cache\n", path);
-        json_decref(nb);
-        done[ndone].path = path;
-        snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
-        done[ndone++].nb = prev;
-        cached++;
-        continue;
-      }
+    cache_key(path, o, key);
+    snprintf(key_path, sizeof key_path, "%s/%s.key", R->cache_dir, stem);
+    snprintf(executed, sizeof executed, "%s/%s.ipynb", R->dir, stem);
+    slR_Notebook *d = &R->done[R->ndone++];
+    d->path = path;
+    snprintf(d->stem, sizeof d->stem, "%s", stem);
+    json_t *prev = o->use_cache ? from_cache(key_path, key, executed) : NULL;
+    if (prev) {
+      fprintf(stderr, "syslab report: %s\n  unchanged since the last run: taken from the cache\n", path);
+      json_decref(nb);
+      d->nb = prev;
+      R->cached++;
+      continue;
     }
     unlink(key_path);
-    inject_parameters(nb, o.params);
+    inject_parameters(nb, o->params);
     ensure_ids(nb);
-    Run *r = &runs[nruns++];
+    Run *r = &R->runs[R->nruns++];
     r->path = path;
-    r->slot = ndone;
+    r->slot = R->ndone - 1;
     r->nb = nb;
     snprintf(r->executed, sizeof r->executed, "%s", executed);
     snprintf(r->key_path, sizeof r->key_path, "%s", key_path);
     memcpy(r->key, key, sizeof r->key);
-    done[ndone].path = path;
-    snprintf(done[ndone].stem, sizeof done[ndone].stem, "%s", stem);
-    done[ndone++].nb = NULL;  /* filled when it has run */
+    d->nb = NULL;  /* filled when it has run */
   }
-  for (size_t i = 0; i < o.count; i++) json_decref(read[i]);  /* those a stop left unread */
-  free(read);
-  json_decref(read_errors);
-  Runner rn = {&o, runs, nruns, 0, PTHREAD_MUTEX_INITIALIZER, 0};
-  if (sl_job_size() > 1) run_mpi(&rn);
-  else if (o.jobs > 1 && nruns > 1) run_threads(&rn);
-  else
-    for (size_t i = 0; i < nruns && !slR_stop_requested(); i++) run_one(&rn, &runs[i], 1);
-  cells += rn.cells;
-  /* in the order of the notebooks, whatever order they ran in */
+  for (size_t i = 0; i < o->count; i++) json_decref(R->read[i]);  /* those a stop left unread */
+  free(R->read);
+  R->read = NULL;
+  json_decref(R->read_errors);
+  R->read_errors = NULL;
+}
+
+/* Each run's outcome into its place, in the order of the notebooks,
+** whatever order they ran in: an executed notebook is written (even one
+** that stopped early, so its outputs can be read) and its cache key saved;
+** a failed one leaves the report with its error. */
+static void collect_runs(Report *R) {
+  char err[2048];
   size_t kept = 0;
-  for (size_t i = 0, ri = 0; i < ndone; i++) {
-    Run *r = ri < nruns && runs[ri].slot == i ? &runs[ri++] : NULL;
+  for (size_t i = 0, ri = 0; i < R->ndone; i++) {
+    Run *r = ri < R->nruns && R->runs[ri].slot == i ? &R->runs[ri++] : NULL;
     if (r) {
       int rc = r->ran ? r->rc : -1;
       char werr[512];
       if (!r->ran) snprintf(r->err, sizeof r->err, "not run: the report was stopped");
-      /* a notebook that stopped early is still written, so its outputs can be read */
       if (r->ran && r->nb && slR_write_json_atomic(r->executed, r->nb, werr, sizeof werr) != 0 && rc == 0) {
         snprintf(r->err, sizeof r->err, "%s", werr);
         rc = -1;
       }
       if (rc != 0) {
-        fprintf(stderr, "syslab report: %s: error: %s\n", done[i].path, r->err);
-        json_array_append_new(failures, json_string(r->err));
+        fprintf(stderr, "syslab report: %s: error: %s\n", R->done[i].path, r->err);
+        json_array_append_new(R->failures, json_string(r->err));
         json_decref(r->nb);
+        r->nb = NULL;
         continue;
       }
       slR_write_atomic(r->key_path, r->key, 64, err, sizeof err);
-      done[i].nb = r->nb;
+      R->done[i].nb = r->nb;
     }
-    done[kept++] = done[i];
+    R->done[kept++] = R->done[i];
   }
-  ndone = kept;
-  free(runs);
-  /* the errors the report's notebooks record count as errors too, even
-  ** though --allow-errors let the notebooks go on */
-  size_t cell_errors = 0;
-  for (size_t i = 0; i < ndone; i++) cell_errors += recorded_errors(done[i].nb, done[i].path, 1);
-  int stopped = slR_stop_requested();
+  R->ndone = kept;
+}
+
+/* report.md, report.html and (unless --no-pdf) report.pdf from the
+** executed notebooks; what fails joins the failures and is printed. A
+** stop removes whatever was half made: such a run wrote no report. Sets
+** which files this run wrote; returns the signal that stopped the run, or 0. */
+static int export_report(Report *R, int *md_ok, int *pdf_ok, char *md_path, size_t md_size) {
+  const slR_Options *o = R->o;
+  char err[2048];
   char *md = NULL;
-  char md_path[4200];
-  snprintf(md_path, sizeof md_path, "%s/report.md", o.outdir);
-  int md_ok = 0, pdf_ok = 0;
-  size_t failed_before = json_array_size(failures);
-  if (!stopped && ndone > 0 && slR_export_markdown(done, ndone, o.outdir, failures, &md, err, sizeof err) == 0 &&
+  snprintf(md_path, md_size, "%s/report.md", o->outdir);
+  *md_ok = *pdf_ok = 0;
+  size_t failed_before = json_array_size(R->failures);
+  int stopped = slR_stop_requested();
+  if (!stopped && R->ndone > 0 &&
+      slR_export_markdown(R->done, R->ndone, o->outdir, R->failures, &md, err, sizeof err) == 0 &&
       slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0) {
-    md_ok = 1;
-    if (slR_export_html(md, o.outdir, err, sizeof err) != 0) json_array_append_new(failures, json_string(err));
-    else if (o.pdf && !(pdf_ok = slR_export_pdf(o.outdir, 120, err, sizeof err) == 0))
-      json_array_append_new(failures, json_string(err));
-  } else if (!stopped && ndone > 0) {
-    json_array_append_new(failures, json_string(err));
+    *md_ok = 1;
+    if (slR_export_html(md, o->outdir, err, sizeof err) != 0) json_array_append_new(R->failures, json_string(err));
+    else if (o->pdf && !(*pdf_ok = slR_export_pdf(o->outdir, 120, err, sizeof err) == 0))
+      json_array_append_new(R->failures, json_string(err));
+  } else if (!stopped && R->ndone > 0) {
+    json_array_append_new(R->failures, json_string(err));
   }
-  for (size_t i = failed_before; i < json_array_size(failures); i++)
-    fprintf(stderr, "syslab report: %s\n", json_string_value(json_array_get(failures, i)));
+  for (size_t i = failed_before; i < json_array_size(R->failures); i++)
+    fprintf(stderr, "syslab report: %s\n", json_string_value(json_array_get(R->failures, i)));
   free(md);
   stopped = slR_stop_requested();
   if (stopped) {
-    /* whatever was half made goes: this run wrote no report */
     const char *names[] = {"report.md", "report.html", "report.pdf"};
     for (int i = 0; i < 3; i++) {
       char path[4300];
-      snprintf(path, sizeof path, "%s/%s", o.outdir, names[i]);
+      snprintf(path, sizeof path, "%s/%s", o->outdir, names[i]);
       unlink(path);
     }
-    md_ok = pdf_ok = 0;
+    *md_ok = *pdf_ok = 0;
   }
-  size_t nfail = json_array_size(failures), nerr = nfail + cell_errors;
+  return stopped;
+}
+
+/* a rank of an mpirun job other than 0: runs what rank 0 hands it */
+static int serve_rank(const slR_Options *o) {
+  Runner rn = {o, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  char err[1024];
+  int rc = sl_job_farm(0, NULL, NULL, mpi_task, mpi_done, &rn, err, sizeof err);
+  if (rc < 0) fprintf(stderr, "syslab report (rank %d): %s\n", sl_job_rank(), err);
+  return rc < 0 ? 1 : 0;
+}
+
+int slR_report(const slR_Options *o) {
+  double start = now();
+  if (sl_job_size() > 1 && sl_job_rank() != 0) return serve_rank(o);
+  if (check_outdir(o) != 0) return 2;
+  Report R = {.o = o, .failures = json_array()};
+  int refused = read_notebooks(&R);
+  if (refused) {
+    fprintf(stderr, "syslab report: nothing was run; fix the %s above first\n", refused == 1 ? "problem" : "problems");
+    report_free(&R);
+    return 1;
+  }
+  snprintf(R.dir, sizeof R.dir, "%s/notebooks", o->outdir);
+  snprintf(R.cache_dir, sizeof R.cache_dir, "%s/.cache", o->outdir);
+  if (slR_mkdirs(R.dir) != 0 || slR_mkdirs(R.cache_dir) != 0) {
+    fprintf(stderr, "syslab report: cannot create %s: %s\n", o->outdir, strerror(errno));
+    report_free(&R);
+    return 1;
+  }
+  remove_previous(o->outdir);
+  slR_catch_stop_signals();
+  plan_runs(&R);
+  Runner rn = {o, R.runs, R.nruns, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  if (sl_job_size() > 1) run_mpi(&rn);
+  else if (o->jobs > 1 && R.nruns > 1) run_threads(&rn);
+  else
+    for (size_t i = 0; i < R.nruns && !slR_stop_requested(); i++) run_one(&rn, &R.runs[i], 1);
+  R.cells += rn.cells;
+  collect_runs(&R);
+  /* the errors the report's notebooks record count as errors too, even
+  ** though --allow-errors let the notebooks go on */
+  size_t cell_errors = 0;
+  for (size_t i = 0; i < R.ndone; i++) cell_errors += recorded_errors(R.done[i].nb, R.done[i].path, 1);
+  int md_ok, pdf_ok;
+  char md_path[4200];
+  int stopped = export_report(&R, &md_ok, &pdf_ok, md_path, sizeof md_path);
+  size_t nfail = json_array_size(R.failures), nerr = nfail + cell_errors;
   char kept_going[96] = "";
   if (cell_errors)
     snprintf(kept_going, sizeof kept_going, " (%zu in cell%s, kept going: --allow-errors)", cell_errors,
              cell_errors == 1 ? "" : "s");
-  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o.count,
-          o.count == 1 ? "" : "s", cached, cells, nerr, nerr == 1 ? "" : "s", kept_going, now() - start);
+  fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o->count,
+          o->count == 1 ? "" : "s", R.cached, R.cells, nerr, nerr == 1 ? "" : "s", kept_going, now() - start);
   /* only the paths of files this run wrote */
   if (md_ok) printf("%s\n", md_path);
-  if (pdf_ok) printf("%s/report.pdf\n", o.outdir);
+  if (pdf_ok) printf("%s/report.pdf\n", o->outdir);
   fflush(stdout);
-  for (size_t i = 0; i < ndone; i++) json_decref(done[i].nb);
-  free(done);
-  json_decref(failures);
-  free_options(&o);
+  report_free(&R);
   if (stopped) die_of_signal(stopped);
   return nfail ? 1 : 0;
 }

@@ -1,8 +1,27 @@
-/* report.h - `syslab report`: execute the lab notebooks and export the lab report. */
+/*
+** report.h - `syslab report`: execute the lab notebooks and export the lab
+** report. The command line (cli/args.c) reads the options into slR_Options;
+** report/ never sees argv.
+*/
 #ifndef SYSLAB_REPORT_H
 #define SYSLAB_REPORT_H
 
-/* the `syslab report` subcommand; argv[0] is "report". Returns the exit status. */
-int slR_main(int argc, char **argv);
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct slR_Options {
+  char **notebooks;        /* in the report's order */
+  size_t count;
+  const char *outdir;      /* the report folder (-o) */
+  json_t *params;          /* -p: name -> source text of the value */
+  int allow_errors, use_cache, pdf, force;
+  int jobs;                /* notebooks run at once (-j) */
+  double timeout;          /* seconds a cell may run (--timeout) */
+} slR_Options;
+
+/* Runs the notebooks and writes the report. Returns the exit status of
+** `syslab report`; a stop by SIGINT, SIGTERM or SIGHUP ends the process
+** with that signal instead. */
+int slR_report(const slR_Options *o);
 
 #endif

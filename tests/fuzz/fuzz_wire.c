@@ -11,11 +11,11 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "kernel/wire.h"
+#include "jupyter/wire.h"
 
 static void *ctx, *tx, *rx;
 
-static void send_frames(const uint8_t *data, size_t size, const slk_Key *sign_with) {
+static void send_frames(const uint8_t *data, size_t size, const slj_Key *sign_with) {
   /* frames: split at 0xFF */
   const uint8_t *frames[64];
   size_t lens[64], n = 0, start = 0;
@@ -32,7 +32,7 @@ static void send_frames(const uint8_t *data, size_t size, const slk_Key *sign_wi
     const char *parts[4];
     size_t plens[4];
     for (int i = 0; i < 4; i++) parts[i] = (const char *)frames[d + 2 + i], plens[i] = lens[d + 2 + i];
-    slk_sign(sign_with, parts, plens, sig);
+    slj_sign(sign_with, parts, plens, sig);
     frames[d + 1] = (const uint8_t *)sig;
     lens[d + 1] = 64;
   }
@@ -48,19 +48,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zmq_connect(tx, "inproc://fuzz");
   }
   if (size < 1) return 0;
-  slk_Key key = {{0}, 0};
+  slj_Key key = {{0}, 0};
   if (data[0] & 1) {
     memcpy(key.bytes, "a-secret-key", 12);
     key.len = 12;
   }
   for (int pass = 0; pass < 2; pass++) {
     send_frames(data + 1, size - 1, pass && key.len ? &key : NULL);
-    slk_Msg msg;
+    slj_Msg msg;
     char err[512];
-    if (slk_recv(rx, &key, 0, &msg, err, sizeof err) == SLK_OK) {
-      slk_msg_type(&msg);
-      slk_msg_id(&msg);
-      slk_msg_free(&msg);
+    if (slj_recv(rx, &key, 0, &msg, err, sizeof err) == SLJ_OK) {
+      slj_msg_type(&msg);
+      slj_msg_id(&msg);
+      slj_msg_free(&msg);
     }
   }
   return 0;

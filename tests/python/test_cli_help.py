@@ -1,6 +1,6 @@
 """The `syslab` program's help against its parsers, and `syslab report
 --allow-errors` counting and numbering failed cells as the notebook shows
-them. The options live in one table (kernel/cli.c) that the parsers and the
+them. The options live in one table (cli/cli.c) that the parsers and the
 help read; these tests hold both sides to it."""
 import json
 import re
@@ -44,12 +44,12 @@ def test_report_help_names_every_option_the_parser_takes():
             assert r.returncode == 0 and r.stdout.startswith("usage: syslab report"), (spelling, r.stderr)
             if arg:  # and every option in the synopsis
                 assert f"[{name} {arg}]" in text or name == "-h"
-    # what the parser takes, the help lists: the options report.c looks at
-    source = (ROOT / "report" / "report.c").read_text()
-    parse = source[source.index("static int parse_args"):source.index("/* ---", source.index("static int parse_args"))]
+    # what the parser takes, the help lists: the options the report's parser looks at
+    source = (ROOT / "cli" / "args.c").read_text()
+    parse = source[source.index("static int parse_args"):source.index("\n}\n", source.index("static int parse_args"))]
     parsed = set(re.findall(r'strcmp\(name, "(-[-\w]+)"\)', parse))
     assert parsed and parsed <= names, parsed - names
-    table = (ROOT / "kernel" / "cli.c").read_text()
+    table = (ROOT / "cli" / "cli.c").read_text()
     table = table[table.index("report_options[]"):]
     table = table[:table.index("};")]
     assert {n for n in re.findall(r'"(-[-\w]+)"', table)} == names

@@ -8,10 +8,11 @@
 **
 ** and engine/engine.c above them all, the one file that knows every domain.
 ** plotting/ draws tables (it may use lang and table); cuda/ is reached only
-** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; kernel/ and report/ drive the engine through
-** engine/syslab.h alone (they may use each other: the report is a protocol
-** client of the kernel). Every file may include syslab.h. An include without
-** a folder names a file of the including file's own folder.
+** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; jupyter/, report/ and cli/ drive the engine
+** through engine/syslab.h alone, in three layers: jupyter/ (the kernel) <-
+** report/ (a protocol client of the kernel) <- cli/ (the command line over
+** both). Every file may include syslab.h. An include without a folder names
+** a file of the including file's own folder.
 **
 ** The rule is one table (may_use) and one function (violation); the test
 ** checks the function on planted wrong includes, then runs it over the tree
@@ -39,8 +40,9 @@ static const struct {
     {"engine/search",
      {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", "engine/compress", "mpi", NULL}},
     {"plotting", {"engine/lang", "engine/table", NULL}},
-    {"kernel", {"report", NULL}},
-    {"report", {"kernel", NULL}},
+    {"jupyter", {NULL}},
+    {"report", {"jupyter", NULL}},
+    {"cli", {"jupyter", "report", NULL}},
     {"cuda", {NULL}},
     {"mpi", {NULL}},
 };
@@ -91,8 +93,10 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("engine/kernels/machine.c", "cuda/gpu.h", why, sizeof why));
   CHECK(!violation("plotting/plot.c", "table/table.h", why, sizeof why));
   CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
-  CHECK(!violation("kernel/shell.c", "syslab.h", why, sizeof why));
-  CHECK(!violation("report/client.c", "kernel/wire.h", why, sizeof why));
+  CHECK(!violation("jupyter/shell.c", "syslab.h", why, sizeof why));
+  CHECK(!violation("report/client.c", "jupyter/wire.h", why, sizeof why));
+  CHECK(!violation("cli/main.c", "report/report.h", why, sizeof why));
+  CHECK(!violation("cli/run.c", "jupyter/shell.h", why, sizeof why));
   /* upward, sideways, or past the interface: refused */
   CHECK(violation("engine/graph/model.h", "compress/quant.h", why, sizeof why));
   CHECK_CONTAINS(why, "engine/graph may not include engine/compress/");
@@ -102,11 +106,15 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("engine/graph/commands.c", "plotting/gnuplot.h", why, sizeof why));
   CHECK(violation("engine/graph/exec.c", "cuda/gpu.h", why, sizeof why));
   CHECK(violation("engine/table/table.c", "kernels/kernels.h", why, sizeof why));
-  CHECK(violation("kernel/shell.c", "lang/eval.h", why, sizeof why));
+  CHECK(violation("jupyter/shell.c", "lang/eval.h", why, sizeof why));
+  CHECK(violation("jupyter/server.c", "report/report.h", why, sizeof why));
+  CHECK_CONTAINS(why, "jupyter may not include report/");
+  CHECK(violation("jupyter/server.c", "cli/cli.h", why, sizeof why));
+  CHECK(violation("report/report.c", "cli/cli.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
   CHECK(violation("engine/graph/graph.c", "mpi/transport.h", why, sizeof why));
-  CHECK(violation("kernel/run.c", "mpi/transport.h", why, sizeof why));
+  CHECK(violation("cli/run.c", "mpi/transport.h", why, sizeof why));
   CHECK(violation("mpi/mpi.c", "search/dist.h", why, sizeof why));
 }
 
@@ -170,7 +178,7 @@ static void walk(const char *root, const char *rel) {
 }
 
 static void test_the_tree_keeps_the_layers(void) {
-  const char *tops[] = {"engine", "plotting", "kernel", "report", "cuda", "mpi"};
+  const char *tops[] = {"engine", "plotting", "jupyter", "report", "cli", "cuda", "mpi"};
   for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) walk(SYSLAB_SOURCE_DIR, tops[i]);
   CHECK_MSG(nincludes > 50, "only %d includes were read under %s: is the tree there?", nincludes, SYSLAB_SOURCE_DIR);
   CHECK_EQ_INT(nviolations, 0);

@@ -5,10 +5,10 @@
 #include <zmq.h>
 
 #include "check.h"
-#include "kernel/wire.h"
+#include "jupyter/wire.h"
 
-static slk_Key key_of(const char *s) {
-  slk_Key k;
+static slj_Key key_of(const char *s) {
+  slj_Key k;
   k.len = strlen(s);
   memcpy(k.bytes, s, k.len);
   return k;
@@ -16,45 +16,45 @@ static slk_Key key_of(const char *s) {
 
 static void test_sign_known_answer(void) {
   /* computed with Python: hmac.new(b"syslab-key", header+parent+metadata+content, sha256) */
-  slk_Key k = key_of("syslab-key");
+  slj_Key k = key_of("syslab-key");
   const char *parts[4] = {"{\"msg_id\":\"1\"}", "{}", "{}", "{\"code\":\"1\"}"};
   size_t lens[4];
   for (int i = 0; i < 4; i++) lens[i] = strlen(parts[i]);
   char sig[65];
-  slk_sign(&k, parts, lens, sig);
+  slj_sign(&k, parts, lens, sig);
   CHECK_STREQ(sig, "4c3d57acdf38034ee1abd5d48c112cde324e3cee791f3605bae04af9b2cf3981");
-  CHECK(slk_verify(&k, parts, lens, sig, 64));
+  CHECK(slj_verify(&k, parts, lens, sig, 64));
   sig[10] ^= 1;
-  CHECK(!slk_verify(&k, parts, lens, sig, 64));
-  CHECK(!slk_verify(&k, parts, lens, sig, 0));
-  CHECK(!slk_verify(&k, parts, lens, "", 0));
+  CHECK(!slj_verify(&k, parts, lens, sig, 64));
+  CHECK(!slj_verify(&k, parts, lens, sig, 0));
+  CHECK(!slj_verify(&k, parts, lens, "", 0));
 }
 
 static void test_header_fields(void) {
-  json_t *h = slk_header_new("execute_reply", "sess");
+  json_t *h = slj_header_new("execute_reply", "sess");
   const char *keys[] = {"msg_id", "session", "username", "date", "msg_type", "version"};
   for (int i = 0; i < 6; i++) CHECK_MSG(json_is_string(json_object_get(h, keys[i])), "header lacks %s", keys[i]);
   CHECK_STREQ(json_string_value(json_object_get(h, "version")), "5.3");
   const char *date = json_string_value(json_object_get(h, "date"));
   CHECK_EQ_INT(strlen(date), 27); /* 2026-01-01T12:00:00.123456Z */
   CHECK(date[26] == 'Z' && date[19] == '.');
-  json_t *h2 = slk_header_new("x", "sess");
+  json_t *h2 = slj_header_new("x", "sess");
   CHECK(strcmp(json_string_value(json_object_get(h, "msg_id")), json_string_value(json_object_get(h2, "msg_id"))) != 0);
   json_decref(h);
   json_decref(h2);
 }
 
 static void test_json_text_repairs_utf8(void) {
-  json_t *j = slk_json_text("ok \xff\xfe end", 9);
+  json_t *j = slj_json_text("ok \xff\xfe end", 9);
   CHECK_STREQ(json_string_value(j), "ok \xEF\xBF\xBD\xEF\xBF\xBD end");
   json_decref(j);
-  j = slk_json_text("caf\xC3\xA9", 5);
+  j = slj_json_text("caf\xC3\xA9", 5);
   CHECK_STREQ(json_string_value(j), "caf\xC3\xA9");
   json_decref(j);
 }
 
 static void test_base64(void) {
-  char *b = slk_base64("\x89PNG", 4);
+  char *b = slj_base64("\x89PNG", 4);
   CHECK_STREQ(b, "iVBORw==");
   free(b);
 }
@@ -65,47 +65,47 @@ static void test_round_trip_and_rejections(void) {
   void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
   CHECK(zmq_bind(a, "inproc://wire-test") == 0);
   CHECK(zmq_connect(b, "inproc://wire-test") == 0);
-  slk_Key k = key_of("k3y");
-  slk_Msg m, got;
+  slj_Key k = key_of("k3y");
+  slj_Msg m, got;
   char err[256];
-  slk_msg_init(&m, "execute_request", "s1", NULL, json_pack("{s:s}", "code", "print 1"));
-  slk_msg_set_topic(&m, "ident-1");
-  CHECK(slk_send(a, &k, &m) == 0);
-  CHECK_EQ_INT(slk_recv(b, &k, 0, &got, err, sizeof err), SLK_OK);
-  CHECK_STREQ(slk_msg_type(&got), "execute_request");
+  slj_msg_init(&m, "execute_request", "s1", NULL, json_pack("{s:s}", "code", "print 1"));
+  slj_msg_set_topic(&m, "ident-1");
+  CHECK(slj_send(a, &k, &m) == 0);
+  CHECK_EQ_INT(slj_recv(b, &k, 0, &got, err, sizeof err), SLJ_OK);
+  CHECK_STREQ(slj_msg_type(&got), "execute_request");
   CHECK_STREQ(json_string_value(json_object_get(got.content, "code")), "print 1");
   CHECK_EQ_INT(got.nidents, 1);
   CHECK(got.nidents == 1 && got.idents[0].len == 7 && memcmp(got.idents[0].data, "ident-1", 7) == 0);
-  slk_msg_free(&got);
+  slj_msg_free(&got);
 
   /* the same message signed with another key is refused */
-  slk_Key wrong = key_of("other");
-  CHECK(slk_send(a, &wrong, &m) == 0);
-  CHECK_EQ_INT(slk_recv(b, &k, 0, &got, err, sizeof err), SLK_BAD_SIGNATURE);
+  slj_Key wrong = key_of("other");
+  CHECK(slj_send(a, &wrong, &m) == 0);
+  CHECK_EQ_INT(slj_recv(b, &k, 0, &got, err, sizeof err), SLJ_BAD_SIGNATURE);
   CHECK_CONTAINS(err, "invalid signature");
   /* unsigned, while a key is set */
-  slk_Key none = {.len = 0};
-  CHECK(slk_send(a, &none, &m) == 0);
-  CHECK_EQ_INT(slk_recv(b, &k, 0, &got, err, sizeof err), SLK_BAD_SIGNATURE);
+  slj_Key none = {.len = 0};
+  CHECK(slj_send(a, &none, &m) == 0);
+  CHECK_EQ_INT(slj_recv(b, &k, 0, &got, err, sizeof err), SLJ_BAD_SIGNATURE);
   CHECK_CONTAINS(err, "missing signature");
-  slk_msg_free(&m);
+  slj_msg_free(&m);
 
   /* truncated: delimiter and signature only; the next message still reads */
   zmq_send(a, "<IDS|MSG>", 9, ZMQ_SNDMORE);
   zmq_send(a, "abc", 3, 0);
-  CHECK_EQ_INT(slk_recv(b, &k, 0, &got, err, sizeof err), SLK_MALFORMED);
+  CHECK_EQ_INT(slj_recv(b, &k, 0, &got, err, sizeof err), SLJ_MALFORMED);
   CHECK_CONTAINS(err, "fewer than 5 frames");
   /* invalid JSON, correctly signed */
   const char *parts[4] = {"{oops", "{}", "{}", "{}"};
   size_t lens[4] = {5, 2, 2, 2};
   char sig[65];
-  slk_sign(&k, parts, lens, sig);
+  slj_sign(&k, parts, lens, sig);
   zmq_send(a, "<IDS|MSG>", 9, ZMQ_SNDMORE);
   zmq_send(a, sig, 64, ZMQ_SNDMORE);
   for (int i = 0; i < 4; i++) zmq_send(a, parts[i], lens[i], i < 3 ? ZMQ_SNDMORE : 0);
-  CHECK_EQ_INT(slk_recv(b, &k, 0, &got, err, sizeof err), SLK_MALFORMED);
+  CHECK_EQ_INT(slj_recv(b, &k, 0, &got, err, sizeof err), SLJ_MALFORMED);
   CHECK_CONTAINS(err, "header is not a JSON object");
-  CHECK_EQ_INT(slk_recv(b, &k, ZMQ_DONTWAIT, &got, err, sizeof err), SLK_NOTHING);
+  CHECK_EQ_INT(slj_recv(b, &k, ZMQ_DONTWAIT, &got, err, sizeof err), SLJ_NOTHING);
   zmq_close(a);
   zmq_close(b);
   zmq_ctx_term(ctx);
@@ -116,7 +116,7 @@ static void test_connection_file(void) {
   int fd = mkstemp(path);
   CHECK(fd >= 0);
   close(fd);
-  slk_Connection c;
+  slj_Connection c;
   memset(&c, 0, sizeof c);
   strcpy(c.transport, "tcp");
   strcpy(c.ip, "127.0.0.1");
@@ -124,18 +124,18 @@ static void test_connection_file(void) {
   c.shell_port = 5001, c.iopub_port = 5002, c.stdin_port = 5003, c.control_port = 5004, c.hb_port = 5005;
   c.key = key_of("abc");
   char err[256];
-  CHECK(slk_connection_write(path, &c, err, sizeof err) == 0);
-  slk_Connection r;
-  CHECK(slk_connection_read(path, &r, err, sizeof err) == 0);
+  CHECK(slj_connection_write(path, &c, err, sizeof err) == 0);
+  slj_Connection r;
+  CHECK(slj_connection_read(path, &r, err, sizeof err) == 0);
   CHECK_EQ_INT(r.hb_port, 5005);
   CHECK_EQ_INT(r.key.len, 3);
   char ep[128];
-  slk_endpoint(&r, r.shell_port, ep, sizeof ep);
+  slj_endpoint(&r, r.shell_port, ep, sizeof ep);
   CHECK_STREQ(ep, "tcp://127.0.0.1:5001");
   FILE *f = fopen(path, "w");
   fputs("{\"transport\": \"tcp\", \"ip\": \"127.0.0.1\"}", f);
   fclose(f);
-  CHECK(slk_connection_read(path, &r, err, sizeof err) != 0);
+  CHECK(slj_connection_read(path, &r, err, sizeof err) != 0);
   CHECK_CONTAINS(err, "shell_port");
   unlink(path);
 }

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "jupyter/shell.h"
 #include "syslab.h"
 
 typedef struct {
@@ -111,24 +112,10 @@ static char *read_all(FILE *f, size_t *len) {
   return s;
 }
 
-/* A NUL byte would silently end the program there: name its place instead. */
-int slk_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size) {
-  const char *nul = memchr(code, '\0', len);
-  if (!nul) return 0;
-  *line = 1, *col = 1;
-  for (const char *p = code; p < nul; p++) {
-    if (*p == '\n') *line += 1, *col = 1;
-    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
-  }
-  snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
-           *line, *col);
-  return 1;
-}
-
 static int check_no_nul(const char *path, const char *code, size_t len) {
   int line, col;
   char msg[160];
-  if (!slk_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
+  if (!slj_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
   fprintf(stderr, "syslab run: %s: %s\n", path, msg);
   return -1;
 }
@@ -218,14 +205,14 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
   return rc;
 }
 
-int slk_run_main(int argc, char **argv) {
-  const slk_Option *opt = argc == 2 ? slk_option("run", argv[1]) : NULL;
+int slc_run_main(int argc, char **argv) {
+  const slc_Option *opt = argc == 2 ? slc_option("run", argv[1]) : NULL;
   if (opt && strcmp(opt->name, "-h") == 0) {
-    slk_usage(stdout, "run");
+    slc_usage(stdout, "run");
     return 0;
   }
   if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
-    slk_usage(stderr, "run");
+    slc_usage(stderr, "run");
     return 2;
   }
   const char *path = argv[1];

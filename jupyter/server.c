@@ -21,6 +21,8 @@
 ** when the *thread* that started the kernel ends, which in a threaded
 ** client (a Python executor, say) is not the client's death.
 */
+#include "server.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,78 +33,24 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "cli.h"
 #include "kernel.h"
+#include "publish.h"
+#include "shell.h"
 
 #define PUBLISH_ENDPOINT "inproc://syslab-publish"
 #define POLL_MS 100
 #define STOP_FRAME "syslab-publisher-stop"
 
-static slk_Kernel *the_kernel;  /* for the signal handler */
+static slj_Kernel *the_kernel;  /* for the signal handler */
 /* the connection file, when the client made it for this kernel alone
 ** (SYSLAB_REMOVE_CONNECTION_FILE=1, set by `syslab report`): it holds the
 ** message key, so a kernel whose client died removes it and its folder */
 static char owned_connection_file[4096];
 
-void slk_log(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "[syslab kernel] ");
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-/* ------------------------------------------------------------- messaging */
-
-void slk_reply(slk_Kernel *K, void *socket, const slk_Msg *request, const char *msg_type, json_t *content) {
-  slk_Msg m;
-  slk_msg_init(&m, msg_type, K->session, request, content);
-  slk_msg_copy_route(&m, request);
-  if (slk_send(socket, &K->conn.key, &m) != 0) slk_log("could not send %s: %s", msg_type, zmq_strerror(errno));
-  slk_msg_free(&m);
-}
-
-void slk_publish(slk_Kernel *K, void *push, const slk_Msg *parent, const char *msg_type, json_t *content) {
-  slk_Msg m;
-  char topic[96];
-  slk_msg_init(&m, msg_type, K->session, parent, content);
-  snprintf(topic, sizeof topic, "kernel.%s.%s", K->session, msg_type);
-  slk_msg_set_topic(&m, topic);
-  if (slk_send(push, &K->conn.key, &m) != 0) slk_log("could not publish %s: %s", msg_type, zmq_strerror(errno));
-  slk_msg_free(&m);
-}
-
-void slk_publish_status(slk_Kernel *K, void *push, const slk_Msg *parent, const char *state) {
-  slk_publish(K, push, parent, "status", json_pack("{s:s}", "execution_state", state));
-}
-
-json_t *slk_kernel_info(void) {
-  /* The language's lexical shape (# comments, quoted strings, numbers, the
-  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
-  ** in CodeMirror and Pygments reads it correctly. */
-  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
-                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
-                               "codemirror_mode", "python");
-  json_t *links = json_array();
-  static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
-  for (int i = 0; i < 2; i++) {
-    char url[1024];
-    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
-    json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
-  }
-  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
-                   SLK_PROTOCOL_VERSION, "implementation", "syslab", "implementation_version", SYSLAB_VERSION,
-                   "language_info", language, "banner",
-                   "syslab " SYSLAB_VERSION " - a lab kernel for machine-learning systems.\n"
-                   "Type `help` for the commands, and NAME? for the help of one.",
-                   "help_links", links, "supported_features");
-}
-
 /* -------------------------------------------------------------- heartbeat */
 
 static void *heartbeat_thread(void *arg) {
-  slk_Kernel *K = arg;
+  slj_Kernel *K = arg;
   for (;;) {
     zmq_msg_t msg;
     zmq_msg_init(&msg);
@@ -145,7 +93,7 @@ static void forward(void *from, void *to, int *stop) {
   }
 }
 
-static void welcome(slk_Kernel *K, void *iopub) {
+static void welcome(slj_Kernel *K, void *iopub) {
   zmq_msg_t sub;
   zmq_msg_init(&sub);
   if (zmq_msg_recv(&sub, iopub, ZMQ_DONTWAIT) < 0) {
@@ -154,24 +102,24 @@ static void welcome(slk_Kernel *K, void *iopub) {
   }
   const unsigned char *d = zmq_msg_data(&sub);
   if (zmq_msg_size(&sub) >= 1 && d[0] == 1) {
-    slk_Msg m;
-    slk_msg_init(&m, "iopub_welcome", K->session, NULL,
+    slj_Msg m;
+    slj_msg_init(&m, "iopub_welcome", K->session, NULL,
                  json_pack("{s:s%}", "subscription", (const char *)d + 1, zmq_msg_size(&sub) - 1));
-    slk_msg_set_topic(&m, "iopub_welcome");
-    slk_send(iopub, &K->conn.key, &m);
-    slk_msg_free(&m);
+    slj_msg_set_topic(&m, "iopub_welcome");
+    slj_send(iopub, &K->conn.key, &m);
+    slj_msg_free(&m);
   }
   zmq_msg_close(&sub);
 }
 
 typedef struct {
-  slk_Kernel *K;
+  slj_Kernel *K;
   void *pull;
 } Publisher;
 
 static void *publisher_thread(void *arg) {
   Publisher *p = arg;
-  slk_Kernel *K = p->K;
+  slj_Kernel *K = p->K;
   int stop = 0;
   while (!stop) {
     zmq_pollitem_t items[2] = {{p->pull, 0, ZMQ_POLLIN, 0}, {K->iopub, 0, ZMQ_POLLIN, 0}};
@@ -194,37 +142,37 @@ static void *publisher_thread(void *arg) {
 /* ---------------------------------------------------------------- control */
 
 /* the parent has gone: the kernel was re-parented (to init or a subreaper) */
-static int orphaned(const slk_Kernel *K) { return K->parent > 0 && getppid() != K->parent; }
+static int orphaned(const slj_Kernel *K) { return K->parent > 0 && getppid() != K->parent; }
 
-static void handle_control(slk_Kernel *K, slk_Msg *req) {
-  const char *type = slk_msg_type(req);
+static void handle_control(slj_Kernel *K, slj_Msg *req) {
+  const char *type = slj_msg_type(req);
   void *push = K->publish_control;
-  slk_publish_status(K, push, req, "busy");
+  slj_publish_status(K, push, req, "busy");
   if (strcmp(type, "kernel_info_request") == 0) {
-    slk_reply(K, K->control, req, "kernel_info_reply", slk_kernel_info());
+    slj_reply(K, K->control, req, "kernel_info_reply", slj_kernel_info());
   } else if (strcmp(type, "interrupt_request") == 0) {
     if (atomic_load(&K->executing)) sl_interrupt();
-    slk_reply(K, K->control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    slj_reply(K, K->control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
   } else if (strcmp(type, "shutdown_request") == 0) {
     int restart = json_is_true(json_object_get(req->content, "restart"));
     K->restart = restart;
     json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
-    slk_publish(K, push, req, "shutdown_reply", json_deep_copy(content));
-    slk_reply(K, K->control, req, "shutdown_reply", content);
+    slj_publish(K, push, req, "shutdown_reply", json_deep_copy(content));
+    slj_reply(K, K->control, req, "shutdown_reply", content);
     atomic_store(&K->stopping, 1);
     sl_interrupt();  /* a running cell stops at its next safe point */
     zmq_send(K->wake_main, "", 0, ZMQ_DONTWAIT);
   } else {
-    slk_log("ignoring unknown control message type '%s'", type);
+    slj_log("ignoring unknown control message type '%s'", type);
   }
-  slk_publish_status(K, push, req, "idle");
+  slj_publish_status(K, push, req, "idle");
 }
 
 static void *control_thread(void *arg) {
-  slk_Kernel *K = arg;
+  slj_Kernel *K = arg;
   while (!atomic_load(&K->stopping)) {
     if (orphaned(K)) {
-      slk_log("the parent process %d has gone: shutting down", (int)K->parent);
+      slj_log("the parent process %d has gone: shutting down", (int)K->parent);
       atomic_store(&K->stopping, 1);
       sl_interrupt();
       zmq_send(K->wake_main, "", 0, ZMQ_DONTWAIT);
@@ -248,15 +196,15 @@ static void *control_thread(void *arg) {
       break;
     }
     if (rc == 0) continue;
-    slk_Msg req;
+    slj_Msg req;
     char err[256];
-    slk_Status st = slk_recv(K->control, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
-    if (st == SLK_OK) {
+    slj_Status st = slj_recv(K->control, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLJ_OK) {
       handle_control(K, &req);
-      slk_msg_free(&req);
-    } else if (st != SLK_NOTHING) {
-      slk_log("control: %s", err);
-      if (st == SLK_SOCKET_ERROR) break;
+      slj_msg_free(&req);
+    } else if (st != SLJ_NOTHING) {
+      slj_log("control: %s", err);
+      if (st == SLJ_SOCKET_ERROR) break;
     }
   }
   return NULL;
@@ -271,7 +219,7 @@ static void on_sigint(int sig) {
 
 /* ------------------------------------------------------------------ setup */
 
-static void *open_socket(slk_Kernel *K, int type, int port, const char *name) {
+static void *open_socket(slj_Kernel *K, int type, int port, const char *name) {
   void *s = zmq_socket(K->ctx, type);
   int zero = 0, one = 1;
   int64_t max_size = (int64_t)1 << 30;  /* a message over 1 GiB is refused, not buffered */
@@ -284,16 +232,16 @@ static void *open_socket(slk_Kernel *K, int type, int port, const char *name) {
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
   }
   char endpoint[512];
-  slk_endpoint(&K->conn, port, endpoint, sizeof endpoint);
+  slj_endpoint(&K->conn, port, endpoint, sizeof endpoint);
   if (zmq_bind(s, endpoint) != 0) {
-    slk_log("cannot bind the %s socket to %s: %s", name, endpoint, zmq_strerror(errno));
+    slj_log("cannot bind the %s socket to %s: %s", name, endpoint, zmq_strerror(errno));
     zmq_close(s);
     return NULL;
   }
   return s;
 }
 
-static void *connect_push(slk_Kernel *K) {
+static void *connect_push(slj_Kernel *K) {
   void *s = zmq_socket(K->ctx, ZMQ_PUSH);
   int zero = 0;
   zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
@@ -301,30 +249,15 @@ static void *connect_push(slk_Kernel *K) {
   return s;
 }
 
-int slk_kernel_main(int argc, char **argv) {
-  const char *path = NULL;
-  /* other arguments are left alone: a kernelspec may pass more (as ipykernel's do) */
-  for (int i = 1; i < argc; i++) {
-    const slk_Option *opt = slk_option("kernel", argv[i]);
-    if (opt && strcmp(opt->name, "-h") == 0) {
-      slk_usage(stdout, "kernel");
-      return 0;
-    }
-    if (opt && strcmp(opt->name, "-f") == 0 && i + 1 < argc) path = argv[++i];
-    else if (strncmp(argv[i], "--connection-file=", 18) == 0) path = argv[i] + 18;
-  }
-  if (!path) {
-    slk_usage(stderr, "kernel");
-    return 2;
-  }
-  static slk_Kernel kernel;
-  slk_Kernel *K = &kernel;
+int slj_kernel_run(const char *path) {
+  static slj_Kernel kernel;
+  slj_Kernel *K = &kernel;
   char err[512];
-  if (slk_connection_read(path, &K->conn, err, sizeof err) != 0) {
+  if (slj_connection_read(path, &K->conn, err, sizeof err) != 0) {
     fprintf(stderr, "syslab kernel: %s\n", err);
     return 2;
   }
-  slk_uuid(K->session);
+  slj_uuid(K->session);
   /* as ipykernel: JPY_PARENT_PID names the parent to watch; if the kernel
   ** was started through something else (a wrapper), that is watched */
   const char *jpy = getenv("JPY_PARENT_PID");
@@ -361,32 +294,32 @@ int slk_kernel_main(int argc, char **argv) {
   pthread_create(&hb_tid, NULL, heartbeat_thread, K);
   pthread_create(&pub_tid, NULL, publisher_thread, &pub);
   pthread_create(&ctl_tid, NULL, control_thread, K);
-  slk_publish_status(K, K->publish_main, NULL, "starting");
+  slj_publish_status(K, K->publish_main, NULL, "starting");
 
   while (!atomic_load(&K->stopping)) {
     if (K->npending > 0) {  /* set aside while aborting after a failed cell */
-      slk_Msg req = K->pending[0];
+      slj_Msg req = K->pending[0];
       memmove(K->pending, K->pending + 1, --K->npending * sizeof *K->pending);
-      slk_handle_shell(K, &req);
-      slk_msg_free(&req);
+      slj_handle_shell(K, &req);
+      slj_msg_free(&req);
       continue;
     }
     zmq_pollitem_t items[2] = {{K->shell, 0, ZMQ_POLLIN, 0}, {K->wake_listen, 0, ZMQ_POLLIN, 0}};
     int rc = zmq_poll(items, 2, POLL_MS);
     if (rc < 0) {
       if (errno == EINTR) continue;
-      slk_log("shell poll failed: %s", zmq_strerror(errno));
+      slj_log("shell poll failed: %s", zmq_strerror(errno));
       break;
     }
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
-    slk_Msg req;
-    slk_Status st = slk_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
-    if (st == SLK_OK) {
-      slk_handle_shell(K, &req);
-      slk_msg_free(&req);
-    } else if (st != SLK_NOTHING) {
-      slk_log("shell: %s", err);
-      if (st == SLK_SOCKET_ERROR) break;
+    slj_Msg req;
+    slj_Status st = slj_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLJ_OK) {
+      slj_handle_shell(K, &req);
+      slj_msg_free(&req);
+    } else if (st != SLJ_NOTHING) {
+      slj_log("shell: %s", err);
+      if (st == SLJ_SOCKET_ERROR) break;
     }
   }
 
@@ -406,8 +339,8 @@ int slk_kernel_main(int argc, char **argv) {
   pthread_join(hb_tid, NULL);
   zmq_ctx_term(K->ctx);
   the_kernel = NULL;
-  for (size_t i = 0; i < K->npending; i++) slk_msg_free(&K->pending[i]);
+  for (size_t i = 0; i < K->npending; i++) slj_msg_free(&K->pending[i]);
   sl_free(K->S);
-  slk_history_free(&K->history);
+  slj_history_free(&K->history);
   return 0;
 }

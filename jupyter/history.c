@@ -5,26 +5,26 @@
 ** Entries are (session, line, input) with session always 1: a kernel
 ** process is one session, and a restart starts a new process.
 */
+#include "history.h"
+
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
-
 #define SESSION 1
 
-void slk_history_add(slk_History *h, int line, const char *input, const char *output) {
+void slj_history_add(slj_History *h, int line, const char *input, const char *output) {
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 64;
     h->entries = realloc(h->entries, h->cap * sizeof *h->entries);
   }
-  slk_HistoryEntry *e = &h->entries[h->n++];
+  slj_HistoryEntry *e = &h->entries[h->n++];
   e->line = line;
   e->input = strdup(input);
   e->output = output ? strdup(output) : NULL;
 }
 
-void slk_history_free(slk_History *h) {
+void slj_history_free(slj_History *h) {
   for (size_t i = 0; i < h->n; i++) {
     free(h->entries[i].input);
     free(h->entries[i].output);
@@ -33,12 +33,12 @@ void slk_history_free(slk_History *h) {
   memset(h, 0, sizeof *h);
 }
 
-static json_t *entry_json(const slk_HistoryEntry *e, int output) {
+static json_t *entry_json(const slj_HistoryEntry *e, int output) {
   json_t *item = output ? json_pack("[s, s?]", e->input, e->output) : json_string(e->input);
   return json_pack("[i, i, o]", SESSION, e->line, item);
 }
 
-json_t *slk_history_reply(const slk_History *h, const json_t *req) {
+json_t *slj_history_reply(const slj_History *h, const json_t *req) {
   const char *type = json_string_value(json_object_get(req, "hist_access_type"));
   int output = json_is_true(json_object_get(req, "output"));
   json_int_t n = json_integer_value(json_object_get(req, "n"));
@@ -64,7 +64,7 @@ json_t *slk_history_reply(const slk_History *h, const json_t *req) {
     /* newest first while collecting, so "unique" keeps the latest of each input */
     json_t *found = json_array();
     for (size_t i = h->n; i-- > 0;) {
-      const slk_HistoryEntry *e = &h->entries[i];
+      const slj_HistoryEntry *e = &h->entries[i];
       if (fnmatch(pattern, e->input, 0) != 0) continue;
       int seen = 0;
       for (size_t k = 0; unique && k < json_array_size(found); k++) {

@@ -1,6 +1,9 @@
 /*
-** shell.c - the kernel's request handlers: what each shell message does,
-** and the host through which a running cell's output reaches IOPub.
+** shell.c - the kernel's request handlers (the interpreter side): what
+** each shell message does, what kernel_info says (asked on control too),
+** and the host through which a running cell's output reaches IOPub. The
+** server (server.c) calls in here; replies and IOPub messages go out
+** through publish.c, never back through the server.
 **
 ** Every request is wrapped in status busy ... idle with the request as the
 ** parent. An execute publishes execute_input, then the cell's outputs as
@@ -14,6 +17,8 @@
 ** output limits. A print loop that runs for hours cannot then fill the
 ** browser, the notebook file or the kernel's memory.
 */
+#include "shell.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +26,7 @@
 #include <time.h>
 #include <zmq.h>
 
-#include "cli.h"
-#include "kernel.h"
+#include "publish.h"
 
 /* ------------------------------------------------------ code-point offsets */
 
@@ -48,8 +52,8 @@ static size_t codepoints_from_bytes(const char *s, size_t bytes) {
 /* ------------------------------------------------------------- the host */
 
 typedef struct Exec {
-  slk_Kernel *K;
-  const slk_Msg *req;
+  slj_Kernel *K;
+  const slj_Msg *req;
   int allow_stdin;
   char *buf[2];
   size_t len[2], cap[2];
@@ -78,8 +82,8 @@ static double now(void) {
 static void flush_stream(Exec *x, int s) {
   if (x->len[s] == 0) return;
   json_t *content = json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text",
-                              slk_json_text(x->buf[s], x->len[s]));
-  slk_publish(x->K, x->K->publish_main, x->req, "stream", content);
+                              slj_json_text(x->buf[s], x->len[s]));
+  slj_publish(x->K, x->K->publish_main, x->req, "stream", content);
   x->len[s] = 0;
 }
 
@@ -129,11 +133,11 @@ static json_t *bundle_json(const sl_Bundle *b) {
     if (strcmp(p->mime, "application/json") == 0 || strstr(p->mime, "+json")) {
       json_error_t e;
       value = json_loadb(p->data, p->len, JSON_DECODE_ANY, &e);
-      if (!value) value = slk_json_text(p->data, p->len);
+      if (!value) value = slj_json_text(p->data, p->len);
     } else if (is_text_mime(p->mime)) {
-      value = slk_json_text(p->data, p->len);
+      value = slj_json_text(p->data, p->len);
     } else {
-      char *b64 = slk_base64(p->data, p->len);
+      char *b64 = slj_base64(p->data, p->len);
       value = json_string(b64);
       free(b64);
     }
@@ -147,57 +151,57 @@ static void host_display(void *ud, const sl_Bundle *b, const char *display_id, i
   flush_all(x);
   json_t *content = json_pack("{s:o, s:{}}", "data", bundle_json(b), "metadata");
   if (display_id) json_object_set_new(content, "transient", json_pack("{s:s}", "display_id", display_id));
-  slk_publish(x->K, x->K->publish_main, x->req, update ? "update_display_data" : "display_data", content);
+  slj_publish(x->K, x->K->publish_main, x->req, update ? "update_display_data" : "display_data", content);
 }
 
 static void host_clear(void *ud, int wait) {
   Exec *x = ud;
   flush_all(x);
-  slk_publish(x->K, x->K->publish_main, x->req, "clear_output", json_pack("{s:b}", "wait", wait));
+  slj_publish(x->K, x->K->publish_main, x->req, "clear_output", json_pack("{s:b}", "wait", wait));
 }
 
 static void host_page(void *ud, const char *text) {
   Exec *x = ud;
   json_array_append_new(x->payload, json_pack("{s:s, s:{s:o}, s:i}", "source", "page", "data", "text/plain",
-                                              slk_json_text(text, strlen(text)), "start", 0));
+                                              slj_json_text(text, strlen(text)), "start", 0));
 }
 
 /* Asks the client on the stdin channel; waits in short slices so that an
 ** interrupt or a shutdown still gets through. */
 static int host_input(void *ud, const char *prompt, int password, char **answer) {
   Exec *x = ud;
-  slk_Kernel *K = x->K;
+  slj_Kernel *K = x->K;
   if (!x->allow_stdin) return -1;
   flush_all(x);
   /* a stale reply from an earlier, interrupted question must not answer this one */
-  slk_Msg stale;
+  slj_Msg stale;
   char err[256];
-  while (slk_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &stale, err, sizeof err) == SLK_OK)
-    slk_msg_free(&stale);
-  slk_Msg m;
-  slk_msg_init(&m, "input_request", K->session, x->req, json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
-  slk_msg_copy_route(&m, x->req);
-  int rc = slk_send(K->stdin_socket, &K->conn.key, &m);
-  slk_msg_free(&m);
+  while (slj_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &stale, err, sizeof err) == SLJ_OK)
+    slj_msg_free(&stale);
+  slj_Msg m;
+  slj_msg_init(&m, "input_request", K->session, x->req, json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
+  slj_msg_copy_route(&m, x->req);
+  int rc = slj_send(K->stdin_socket, &K->conn.key, &m);
+  slj_msg_free(&m);
   if (rc != 0) return -1;
   while (!sl_interrupted() && !atomic_load(&K->stopping)) {
     zmq_pollitem_t item = {K->stdin_socket, 0, ZMQ_POLLIN, 0};
     int n = zmq_poll(&item, 1, 50);
     if (n < 0 && errno != EINTR) return -1;
     if (n <= 0) continue;
-    slk_Msg reply;
-    slk_Status st = slk_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &reply, err, sizeof err);
-    if (st != SLK_OK) {
-      if (st != SLK_NOTHING) slk_log("stdin: %s", err);
+    slj_Msg reply;
+    slj_Status st = slj_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &reply, err, sizeof err);
+    if (st != SLJ_OK) {
+      if (st != SLJ_NOTHING) slj_log("stdin: %s", err);
       continue;
     }
-    if (strcmp(slk_msg_type(&reply), "input_reply") == 0) {
+    if (strcmp(slj_msg_type(&reply), "input_reply") == 0) {
       const char *value = json_string_value(json_object_get(reply.content, "value"));
       *answer = strdup(value ? value : "");
-      slk_msg_free(&reply);
+      slj_msg_free(&reply);
       return 0;
     }
-    slk_msg_free(&reply);
+    slj_msg_free(&reply);
   }
   *answer = strdup("");
   return 0;  /* interrupted: the command sees sl_interrupted() and stops */
@@ -217,20 +221,20 @@ static json_t *error_content(const sl_Error *err) {
       if (n >= en && strncmp(t, err->ename, en) == 0) {
         char *line = malloc(n + 32);
         snprintf(line, n + 32, "\033[0;31m%s\033[0m%.*s", err->ename, (int)(n - en), t + en);
-        json_array_append_new(tb, slk_json_text(line, strlen(line)));
+        json_array_append_new(tb, slj_json_text(line, strlen(line)));
         free(line);
         break;
       }
     }
-    json_array_append_new(tb, slk_json_text(t, n));
+    json_array_append_new(tb, slj_json_text(t, n));
     t += n + (nl != NULL);
   }
   return json_pack("{s:s, s:o, s:o}", "ename", err->ename, "evalue",
-                   slk_json_text(err->evalue ? err->evalue : "", err->evalue ? strlen(err->evalue) : 0),
+                   slj_json_text(err->evalue ? err->evalue : "", err->evalue ? strlen(err->evalue) : 0),
                    "traceback", tb);
 }
 
-static json_t *user_expressions(slk_Kernel *K, json_t *exprs) {
+static json_t *user_expressions(slj_Kernel *K, json_t *exprs) {
   json_t *out = json_object();
   const char *name;
   json_t *code;
@@ -255,6 +259,20 @@ static json_t *user_expressions(slk_Kernel *K, json_t *exprs) {
   return out;
 }
 
+/* A NUL byte would silently end the program there: name its place instead. */
+int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, size_t size) {
+  const char *nul = memchr(code, '\0', len);
+  if (!nul) return 0;
+  *line = 1, *col = 1;
+  for (const char *p = code; p < nul; p++) {
+    if (*p == '\n') *line += 1, *col = 1;
+    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
+  }
+  snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
+           *line, *col);
+  return 1;
+}
+
 /* A NUL arrives as "\u0000" in the request's JSON; the C string would end
 ** there and run only the code before it. It is the same error as in a
 ** file given to `syslab run`, with the usual traceback (the NUL shown as
@@ -263,7 +281,7 @@ static int nul_error(const char *code, size_t len, sl_Error *err) {
   int line, col;
   char msg[160];
   memset(err, 0, sizeof *err);
-  if (!slk_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
+  if (!slj_find_nul(code, len, &line, &col, msg, sizeof msg)) return 0;
   snprintf(err->ename, sizeof err->ename, "SyntaxError");
   err->evalue = strdup(msg);
   err->line = line, err->col = col;
@@ -281,7 +299,9 @@ static int nul_error(const char *code, size_t len, sl_Error *err) {
   return 1;
 }
 
-static int execute(slk_Kernel *K, slk_Msg *req) {
+static void abort_queued(slj_Kernel *K);
+
+static int execute(slj_Kernel *K, slj_Msg *req) {
   json_t *c = req->content;
   const char *code = json_string_value(json_object_get(c, "code"));
   int silent = json_is_true(json_object_get(c, "silent"));
@@ -289,7 +309,7 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   json_t *stop = json_object_get(c, "stop_on_error");
   int stop_on_error = stop ? json_is_true(stop) : 1;
   if (!code) {
-    slk_reply(K, K->shell, req, "execute_reply",
+    slj_reply(K, K->shell, req, "execute_reply",
               json_pack("{s:s, s:s, s:s, s:[s], s:i}", "status", "error", "ename", "MessageError", "evalue",
                         "execute_request without a code string", "traceback", "execute_request without a code string",
                         "execution_count", K->execution_count));
@@ -297,7 +317,7 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
   }
   if (!silent) {
     K->execution_count++;
-    slk_publish(K, K->publish_main, req, "execute_input",
+    slj_publish(K, K->publish_main, req, "execute_input",
                 json_pack("{s:O, s:i}", "code", json_object_get(c, "code"), "execution_count", K->execution_count));
   }
 
@@ -338,40 +358,40 @@ static int execute(slk_Kernel *K, slk_Msg *req) {
       sl_show(result, &b);
       const sl_MimePart *plain = sl_bundle_get(&b, "text/plain");
       if (plain) output_text = strdup(plain->data);
-      slk_publish(K, K->publish_main, req, "execute_result",
+      slj_publish(K, K->publish_main, req, "execute_result",
                   json_pack("{s:i, s:o, s:{}}", "execution_count", K->execution_count, "data", bundle_json(&b),
                             "metadata"));
       sl_bundle_free(&b);
     }
     sl_release(result);
     json_t *exprs = json_object_get(c, "user_expressions");
-    slk_reply(K, K->shell, req, "execute_reply",
+    slj_reply(K, K->shell, req, "execute_reply",
               json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count", K->execution_count, "payload",
                         x.payload, "user_expressions",
                         json_is_object(exprs) ? user_expressions(K, exprs) : json_object()));
   } else {
     json_decref(x.payload);
     json_t *content = error_content(&err);
-    if (!silent) slk_publish(K, K->publish_main, req, "error", json_deep_copy(content));
+    if (!silent) slj_publish(K, K->publish_main, req, "error", json_deep_copy(content));
     /* Abort before replying: whatever is queued now was sent before the
     ** client could know this cell failed ("Run All"); a request sent after
     ** the reply is a new decision and must run. */
-    if (stop_on_error) slk_abort_queued(K);
+    if (stop_on_error) abort_queued(K);
     json_object_set_new(content, "status", json_string("error"));
     json_object_set_new(content, "execution_count", json_integer(K->execution_count));
     json_object_set_new(content, "user_expressions", json_object());
     json_object_set_new(content, "payload", json_array());
-    slk_reply(K, K->shell, req, "execute_reply", content);
+    slj_reply(K, K->shell, req, "execute_reply", content);
     sl_error_free(&err);
   }
-  if (store_history) slk_history_add(&K->history, K->execution_count, code, output_text);
+  if (store_history) slj_history_add(&K->history, K->execution_count, code, output_text);
   free(output_text);
   return rc;
 }
 
 /* ----------------------------------------------------- the other requests */
 
-static void complete(slk_Kernel *K, slk_Msg *req) {
+static void complete(slj_Kernel *K, slj_Msg *req) {
   const char *code = json_string_value(json_object_get(req->content, "code"));
   json_t *pos = json_object_get(req->content, "cursor_pos");
   if (!code) code = "";
@@ -382,14 +402,14 @@ static void complete(slk_Kernel *K, slk_Msg *req) {
   sl_complete(K->S, code, cursor, &c);
   json_t *matches = json_array();
   for (size_t i = 0; i < c.n; i++) json_array_append_new(matches, json_string(c.matches[i]));
-  slk_reply(K, K->shell, req, "complete_reply",
+  slj_reply(K, K->shell, req, "complete_reply",
             json_pack("{s:s, s:o, s:I, s:I, s:{}}", "status", "ok", "matches", matches, "cursor_start",
                       (json_int_t)codepoints_from_bytes(code, c.start), "cursor_end",
                       (json_int_t)codepoints_from_bytes(code, c.end), "metadata"));
   sl_completion_free(&c);
 }
 
-static void inspect(slk_Kernel *K, slk_Msg *req) {
+static void inspect(slj_Kernel *K, slj_Msg *req) {
   const char *code = json_string_value(json_object_get(req->content, "code"));
   json_t *pos = json_object_get(req->content, "cursor_pos");
   if (!code) code = "";
@@ -398,28 +418,50 @@ static void inspect(slk_Kernel *K, slk_Msg *req) {
   int detail = (int)json_integer_value(json_object_get(req->content, "detail_level"));
   sl_Bundle b;
   int found = sl_inspect(K->S, code, bytes_from_codepoints(code, cp), detail, &b);
-  slk_reply(K, K->shell, req, "inspect_reply",
+  slj_reply(K, K->shell, req, "inspect_reply",
             json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", found, "data",
                       found ? bundle_json(&b) : json_object(), "metadata"));
   sl_bundle_free(&b);
 }
 
-static void is_complete(slk_Kernel *K, slk_Msg *req) {
+static void is_complete(slj_Kernel *K, slj_Msg *req) {
   const char *code = json_string_value(json_object_get(req->content, "code"));
   char indent[64];
   sl_Completeness r = sl_is_complete(code ? code : "", indent, sizeof indent);
   json_t *content = json_pack("{s:s}", "status", r == SL_COMPLETE ? "complete" : r == SL_INCOMPLETE ? "incomplete" : "invalid");
   if (r == SL_INCOMPLETE) json_object_set_new(content, "indent", json_string(indent));
-  slk_reply(K, K->shell, req, "is_complete_reply", content);
+  slj_reply(K, K->shell, req, "is_complete_reply", content);
 }
 
-void slk_handle_shell(slk_Kernel *K, slk_Msg *req) {
-  const char *type = slk_msg_type(req);
-  slk_publish_status(K, K->publish_main, req, "busy");
+json_t *slj_kernel_info(void) {
+  /* The language's lexical shape (# comments, quoted strings, numbers, the
+  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
+  ** in CodeMirror and Pygments reads it correctly. */
+  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
+                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
+                               "codemirror_mode", "python");
+  json_t *links = json_array();
+  static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
+  for (int i = 0; i < 2; i++) {
+    char url[1024];
+    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
+    json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
+  }
+  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
+                   SLJ_PROTOCOL_VERSION, "implementation", "syslab", "implementation_version", SYSLAB_VERSION,
+                   "language_info", language, "banner",
+                   "syslab " SYSLAB_VERSION " - a lab kernel for machine-learning systems.\n"
+                   "Type `help` for the commands, and NAME? for the help of one.",
+                   "help_links", links, "supported_features");
+}
+
+void slj_handle_shell(slj_Kernel *K, slj_Msg *req) {
+  const char *type = slj_msg_type(req);
+  slj_publish_status(K, K->publish_main, req, "busy");
   if (strcmp(type, "execute_request") == 0) {
     execute(K, req);
   } else if (strcmp(type, "kernel_info_request") == 0) {
-    slk_reply(K, K->shell, req, "kernel_info_reply", slk_kernel_info());
+    slj_reply(K, K->shell, req, "kernel_info_reply", slj_kernel_info());
   } else if (strcmp(type, "complete_request") == 0) {
     complete(K, req);
   } else if (strcmp(type, "inspect_request") == 0) {
@@ -427,47 +469,50 @@ void slk_handle_shell(slk_Kernel *K, slk_Msg *req) {
   } else if (strcmp(type, "is_complete_request") == 0) {
     is_complete(K, req);
   } else if (strcmp(type, "history_request") == 0) {
-    slk_reply(K, K->shell, req, "history_reply", slk_history_reply(&K->history, req->content));
+    slj_reply(K, K->shell, req, "history_reply", slj_history_reply(&K->history, req->content));
   } else if (strcmp(type, "comm_info_request") == 0) {
-    slk_reply(K, K->shell, req, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
+    slj_reply(K, K->shell, req, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
   } else if (strcmp(type, "comm_open") == 0) {
     /* no comm targets exist: the protocol asks for an immediate close */
     json_t *id = json_object_get(req->content, "comm_id");
-    slk_publish(K, K->publish_main, req, "comm_close",
+    slj_publish(K, K->publish_main, req, "comm_close",
                 json_pack("{s:O, s:{}}", "comm_id", id ? id : json_string(""), "data"));
   } else if (strcmp(type, "comm_msg") == 0 || strcmp(type, "comm_close") == 0) {
     /* nothing is open, so there is nothing to do */
   } else if (strcmp(type, "shutdown_request") == 0) {
     int restart = json_is_true(json_object_get(req->content, "restart"));
-    slk_reply(K, K->shell, req, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+    slj_reply(K, K->shell, req, "shutdown_reply", json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
     atomic_store(&K->stopping, 1);
   } else {
-    slk_log("ignoring unknown shell message type '%s'", type);
+    slj_log("ignoring unknown shell message type '%s'", type);
   }
-  slk_publish_status(K, K->publish_main, req, "idle");
+  slj_publish_status(K, K->publish_main, req, "idle");
 }
 
-void slk_abort_queued(slk_Kernel *K) {
+/* execute_requests already queued on the shell socket after a failed cell
+** are answered with status "aborted"; other requests are kept in
+** K->pending and handled next, in order */
+static void abort_queued(slj_Kernel *K) {
   for (;;) {
-    slk_Msg req;
+    slj_Msg req;
     char err[256];
-    slk_Status st = slk_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
-    if (st == SLK_NOTHING || st == SLK_SOCKET_ERROR) break;
-    if (st != SLK_OK) {
-      slk_log("shell: %s", err);
+    slj_Status st = slj_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+    if (st == SLJ_NOTHING || st == SLJ_SOCKET_ERROR) break;
+    if (st != SLJ_OK) {
+      slj_log("shell: %s", err);
       continue;
     }
-    if (strcmp(slk_msg_type(&req), "execute_request") == 0) {
-      slk_publish_status(K, K->publish_main, &req, "busy");
-      slk_reply(K, K->shell, &req, "execute_reply",
+    if (strcmp(slj_msg_type(&req), "execute_request") == 0) {
+      slj_publish_status(K, K->publish_main, &req, "busy");
+      slj_reply(K, K->shell, &req, "execute_reply",
                 json_pack("{s:s, s:i}", "status", "aborted", "execution_count", K->execution_count));
-      slk_publish_status(K, K->publish_main, &req, "idle");
-      slk_msg_free(&req);
+      slj_publish_status(K, K->publish_main, &req, "idle");
+      slj_msg_free(&req);
     } else if (K->npending < sizeof K->pending / sizeof K->pending[0]) {
       K->pending[K->npending++] = req;
     } else {
-      slk_log("dropping a %s request: too many requests queued behind a failed cell", slk_msg_type(&req));
-      slk_msg_free(&req);
+      slj_log("dropping a %s request: too many requests queued behind a failed cell", slj_msg_type(&req));
+      slj_msg_free(&req);
     }
   }
 }

@@ -10,7 +10,9 @@
 **   syslab --version
 **
 ** The options of each are listed once, in cli.c, for the parsers and the
-** help text alike.
+** help text alike. cli/ is the top of the program: it reads every argv and
+** hands on to jupyter/ (the kernel) and report/ (the report), which never
+** call back up; run.c and install.c are subcommands of cli/'s own.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +20,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "report/report.h"
 #include "syslab.h"
 
 int main(int argc, char **argv) {
   sl_init();
   if (argc < 2) {
-    slk_usage_all(stderr);
+    slc_usage_all(stderr);
     return 2;
   }
   const char *cmd = argv[1];
@@ -33,13 +34,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-    if (argc > 2 && !slk_option("help", argv[2]) && slk_command(argv[2])) {
-      slk_usage(stdout, argv[2]);  /* syslab help report */
+    if (argc > 2 && !slc_option("help", argv[2]) && slc_command(argv[2])) {
+      slc_usage(stdout, argv[2]);  /* syslab help report */
       return 0;
     }
-    if (argc > 2 && !slk_option("help", argv[2])) {
+    if (argc > 2 && !slc_option("help", argv[2])) {
       fprintf(stderr, "syslab help: unknown command or option '%s'\n\n", argv[2]);
-      slk_usage_all(stderr);
+      slc_usage_all(stderr);
       return 2;
     }
     if (argc > 2 && strcmp(argv[2], "--commands-markdown") == 0) {
@@ -48,23 +49,23 @@ int main(int argc, char **argv) {
       free(md);
       return 0;
     }
-    slk_usage_all(stdout);
+    slc_usage_all(stdout);
     return 0;
   }
-  if (strcmp(cmd, "run") == 0) return slk_run_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "run") == 0) return slc_run_main(argc - 1, argv + 1);
   if (strcmp(cmd, "kernel") == 0) {
-    int rc = slk_kernel_main(argc - 1, argv + 1);
+    int rc = slc_kernel_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* a search with workers=N made the kernel an MPI process */
     return rc;
   }
-  if (strcmp(cmd, "install") == 0) return slk_install_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "install") == 0) return slc_install_main(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) {
-    int rc = slR_main(argc - 1, argv + 1);
+    int rc = slc_report_main(argc - 1, argv + 1);
     sl_job_end(rc);  /* under mpirun the notebooks were spread over the ranks */
     return rc;
   }
   if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
   fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
-  slk_usage_all(stderr);
+  slc_usage_all(stderr);
   return 2;
 }

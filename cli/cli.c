@@ -3,7 +3,7 @@
 ** options, and the help text made from it.
 **
 ** One table serves both sides: each subcommand's parser accepts only the
-** options it finds here (slk_option), and `syslab help`, `syslab --help`
+** options it finds here (slc_option), and `syslab help`, `syslab --help`
 ** and `syslab COMMAND --help` print this same table. An option cannot be
 ** parsed without being listed, so the help cannot fall behind the parser
 ** (tests/python/test_cli_help.py checks both directions).
@@ -12,13 +12,13 @@
 
 #include <string.h>
 
-static const slk_Option kernel_options[] = {
+static const slc_Option kernel_options[] = {
     {"-f", "--connection-file", "CONNECTION_FILE", "the connection file Jupyter wrote (also --connection-file=FILE)"},
     {"-h", "--help", NULL, "this text"},
     {NULL, NULL, NULL, NULL},
 };
 
-static const slk_Option install_options[] = {
+static const slc_Option install_options[] = {
     {"--user", NULL, NULL, "into the user's Jupyter folder (the default; $XDG_DATA_HOME/jupyter or ~/.local/share/jupyter)"},
     {"--prefix", NULL, "DIR", "into DIR/share/jupyter/kernels"},
     {"--sys-prefix", NULL, NULL, "into the active virtualenv or conda environment"},
@@ -26,12 +26,12 @@ static const slk_Option install_options[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const slk_Option run_options[] = {
+static const slc_Option run_options[] = {
     {"-h", "--help", NULL, "this text"},
     {NULL, NULL, NULL, NULL},
 };
 
-static const slk_Option report_options[] = {
+static const slc_Option report_options[] = {
     {"-o", "--output", "DIR", "output folder (default out/report)"},
     {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable)"},
     {"--allow-errors", NULL, NULL, "keep going after a cell fails (otherwise the notebook stops there); failed cells "
@@ -45,14 +45,14 @@ static const slk_Option report_options[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const slk_Option help_options[] = {
+static const slc_Option help_options[] = {
     {"--commands-markdown", NULL, NULL, "the reference of every command of the language, as Markdown"},
     {NULL, NULL, NULL, NULL},
 };
 
-static const slk_Option no_options[] = {{NULL, NULL, NULL, NULL}};
+static const slc_Option no_options[] = {{NULL, NULL, NULL, NULL}};
 
-const slk_Command slk_commands[] = {
+const slc_Command slc_commands[] = {
     {"kernel", NULL, "run as a Jupyter kernel (Jupyter starts it this way; see `syslab install`)", NULL, kernel_options},
     {"install", NULL, "install the kernelspec so Jupyter finds syslab", NULL, install_options},
     {"run", "FILE", "run a script or a notebook's code cells, outputs as text (FILE may be - for standard input)", NULL,
@@ -71,26 +71,26 @@ const slk_Command slk_commands[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-const slk_Command *slk_command(const char *name) {
-  for (const slk_Command *c = slk_commands; c->name; c++)
+const slc_Command *slc_command(const char *name) {
+  for (const slc_Command *c = slc_commands; c->name; c++)
     if (strcmp(c->name, name) == 0) return c;
   return NULL;
 }
 
-const slk_Option *slk_option(const char *command, const char *arg) {
-  const slk_Command *c = slk_command(command);
-  for (const slk_Option *o = c ? c->options : no_options; o->name; o++)
+const slc_Option *slc_option(const char *command, const char *arg) {
+  const slc_Command *c = slc_command(command);
+  for (const slc_Option *o = c ? c->options : no_options; o->name; o++)
     if (strcmp(o->name, arg) == 0 || (o->alias && strcmp(o->alias, arg) == 0)) return o;
   return NULL;
 }
 
 /* "[-o DIR]" pieces, wrapped under "usage: syslab NAME" */
-static void synopsis(FILE *f, const slk_Command *c) {
+static void synopsis(FILE *f, const slc_Command *c) {
   char head[64];
   int col = snprintf(head, sizeof head, "usage: syslab %s", c->name), indent = col;
   fputs(head, f);
   if (c->args) col += fprintf(f, " %s", c->args);
-  for (const slk_Option *o = c->options; o->name; o++) {
+  for (const slc_Option *o = c->options; o->name; o++) {
     if (strcmp(o->name, "-h") == 0) continue;
     char piece[128];
     int n = snprintf(piece, sizeof piece, " [%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
@@ -100,8 +100,8 @@ static void synopsis(FILE *f, const slk_Command *c) {
   fputc('\n', f);
 }
 
-static void options(FILE *f, const slk_Command *c, int indent) {
-  for (const slk_Option *o = c->options; o->name; o++) {
+static void options(FILE *f, const slc_Command *c, int indent) {
+  for (const slc_Option *o = c->options; o->name; o++) {
     char left[96];
     snprintf(left, sizeof left, "%s%s%s%s%s", o->name, o->alias ? ", " : "", o->alias ? o->alias : "",
              o->arg ? " " : "", o->arg ? o->arg : "");
@@ -110,8 +110,8 @@ static void options(FILE *f, const slk_Command *c, int indent) {
   }
 }
 
-void slk_usage(FILE *f, const char *command) {
-  const slk_Command *c = slk_command(command);
+void slc_usage(FILE *f, const char *command) {
+  const slc_Command *c = slc_command(command);
   if (!c) return;
   synopsis(f, c);
   if (c->details) fprintf(f, "\n%s", c->details);  /* ends with its own newline */
@@ -122,9 +122,9 @@ void slk_usage(FILE *f, const char *command) {
   }
 }
 
-void slk_usage_all(FILE *f) {
+void slc_usage_all(FILE *f) {
   fprintf(f, "usage: syslab COMMAND [ARGS]\n");
-  for (const slk_Command *c = slk_commands; c->name; c++) {
+  for (const slc_Command *c = slc_commands; c->name; c++) {
     fprintf(f, "\n  %s%s%s\n      %s\n", c->name, c->args ? " " : "", c->args ? c->args : "", c->summary);
     options(f, c, 6);
   }

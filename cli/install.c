@@ -2,6 +2,10 @@
 ** install.c - `syslab install`: writes the kernelspec directory `syslab`
 ** (kernel.json and the logos) where Jupyter looks for kernels.
 **
+** The kernelspec is how Jupyter starts this program (`syslab kernel -f
+** {connection_file}`), so it belongs to the command line; it uses nothing
+** of the protocol.
+**
 ** The directory is assembled under a temporary name beside its final place
 ** and renamed over it, so a Jupyter server reading kernelspecs at the same
 ** moment sees either the old spec or the new one, never half of one.
@@ -90,19 +94,19 @@ static int find_share(const char *exe, char *out, size_t size) {
   return -1;
 }
 
-int slk_install_main(int argc, char **argv) {
+int slc_install_main(int argc, char **argv) {
   char base[PATH_MAX] = "";
   const char *home = getenv("HOME");
   const char *xdg = getenv("XDG_DATA_HOME");
   for (int i = 1; i < argc; i++) {
-    const slk_Option *opt = slk_option("install", argv[i]);
+    const slc_Option *opt = slc_option("install", argv[i]);
     if (opt && strcmp(opt->name, "-h") == 0) {
-      slk_usage(stdout, "install");
+      slc_usage(stdout, "install");
       return 0;
     }
     if (!opt || (opt->arg && i + 1 >= argc)) {
       fprintf(stderr, "syslab install: %s '%s'\n\n", opt ? "a folder must follow" : "unknown option", argv[i]);
-      slk_usage(stderr, "install");
+      slc_usage(stderr, "install");
       return 2;
     }
     if (strcmp(argv[i], "--user") == 0) {

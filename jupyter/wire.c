@@ -27,7 +27,7 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-void slk_uuid(char out[37]) {
+void slj_uuid(char out[37]) {
   unsigned char b[16];
   if (RAND_bytes(b, sizeof b) != 1) {
     /* never expected; fall back to a weaker but still unique-enough source */
@@ -42,7 +42,7 @@ void slk_uuid(char out[37]) {
            b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-void slk_iso_now(char out[40]) {
+void slj_iso_now(char out[40]) {
   struct timespec ts;
   struct tm tm;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -51,7 +51,7 @@ void slk_iso_now(char out[40]) {
   snprintf(out + n, 40 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
-json_t *slk_json_text(const char *s, size_t n) {
+json_t *slj_json_text(const char *s, size_t n) {
   json_t *j = json_stringn(s, n);
   if (j) return j;
   /* invalid UTF-8: keep what is valid, replace the rest with U+FFFD */
@@ -82,7 +82,7 @@ json_t *slk_json_text(const char *s, size_t n) {
   return j ? j : json_string("");
 }
 
-char *slk_base64(const void *data, size_t n) {
+char *slj_base64(const void *data, size_t n) {
   char *out = malloc(4 * ((n + 2) / 3) + 1);
   EVP_EncodeBlock((unsigned char *)out, data, (int)n);
   return out;
@@ -95,7 +95,7 @@ static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
 
 static void fetch_hmac(void) { hmac_algorithm = EVP_MAC_fetch(NULL, "HMAC", NULL); }
 
-void slk_sign(const slk_Key *key, const char *parts[4], const size_t lens[4], char out[65]) {
+void slj_sign(const slj_Key *key, const char *parts[4], const size_t lens[4], char out[65]) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int maclen = 0;
   /* EVP_MAC is the OpenSSL 3 interface; the algorithm is fetched once, and
@@ -119,61 +119,61 @@ void slk_sign(const slk_Key *key, const char *parts[4], const size_t lens[4], ch
   out[64] = '\0';
 }
 
-int slk_verify(const slk_Key *key, const char *parts[4], const size_t lens[4], const char *sig, size_t siglen) {
+int slj_verify(const slj_Key *key, const char *parts[4], const size_t lens[4], const char *sig, size_t siglen) {
   char expected[65];
-  slk_sign(key, parts, lens, expected);
+  slj_sign(key, parts, lens, expected);
   if (siglen != 64) return 0;
   return CRYPTO_memcmp(expected, sig, 64) == 0;
 }
 
 /* --------------------------------------------------------------- messages */
 
-json_t *slk_header_new(const char *msg_type, const char *session) {
+json_t *slj_header_new(const char *msg_type, const char *session) {
   char id[37], date[40];
-  slk_uuid(id);
-  slk_iso_now(date);
+  slj_uuid(id);
+  slj_iso_now(date);
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session, "username", "syslab",
-                   "date", date, "msg_type", msg_type, "version", SLK_PROTOCOL_VERSION);
+                   "date", date, "msg_type", msg_type, "version", SLJ_PROTOCOL_VERSION);
 }
 
-static const char *header_string(const slk_Msg *msg, const char *key) {
+static const char *header_string(const slj_Msg *msg, const char *key) {
   const char *s = msg->header ? json_string_value(json_object_get(msg->header, key)) : NULL;
   return s ? s : "";
 }
 
-const char *slk_msg_type(const slk_Msg *msg) { return header_string(msg, "msg_type"); }
-const char *slk_msg_id(const slk_Msg *msg) { return header_string(msg, "msg_id"); }
+const char *slj_msg_type(const slj_Msg *msg) { return header_string(msg, "msg_type"); }
+const char *slj_msg_id(const slj_Msg *msg) { return header_string(msg, "msg_id"); }
 
-static slk_Frame frame_copy(const void *data, size_t len) {
-  slk_Frame f;
+static slj_Frame frame_copy(const void *data, size_t len) {
+  slj_Frame f;
   f.data = malloc(len ? len : 1);
   memcpy(f.data, data, len);
   f.len = len;
   return f;
 }
 
-void slk_msg_init(slk_Msg *msg, const char *msg_type, const char *session, const slk_Msg *parent,
+void slj_msg_init(slj_Msg *msg, const char *msg_type, const char *session, const slj_Msg *parent,
                   json_t *content) {
   memset(msg, 0, sizeof *msg);
-  msg->header = slk_header_new(msg_type, session);
+  msg->header = slj_header_new(msg_type, session);
   msg->parent = parent && parent->header ? json_deep_copy(parent->header) : json_object();
   msg->metadata = json_object();
   msg->content = content ? content : json_object();
 }
 
-void slk_msg_set_topic(slk_Msg *msg, const char *topic) {
+void slj_msg_set_topic(slj_Msg *msg, const char *topic) {
   msg->idents = malloc(sizeof *msg->idents);
   msg->idents[0] = frame_copy(topic, strlen(topic));
   msg->nidents = 1;
 }
 
-void slk_msg_copy_route(slk_Msg *msg, const slk_Msg *from) {
+void slj_msg_copy_route(slj_Msg *msg, const slj_Msg *from) {
   msg->idents = malloc((from->nidents ? from->nidents : 1) * sizeof *msg->idents);
   for (size_t i = 0; i < from->nidents; i++) msg->idents[i] = frame_copy(from->idents[i].data, from->idents[i].len);
   msg->nidents = from->nidents;
 }
 
-void slk_msg_free(slk_Msg *msg) {
+void slj_msg_free(slj_Msg *msg) {
   for (size_t i = 0; i < msg->nidents; i++) free(msg->idents[i].data);
   for (size_t i = 0; i < msg->nbuffers; i++) free(msg->buffers[i].data);
   free(msg->idents);
@@ -192,7 +192,7 @@ static int send_frame(void *socket, const void *data, size_t len, int more) {
   }
 }
 
-int slk_send(void *socket, const slk_Key *key, const slk_Msg *msg) {
+int slj_send(void *socket, const slj_Key *key, const slj_Msg *msg) {
   json_t *dicts[4] = {msg->header, msg->parent, msg->metadata, msg->content};
   char *parts[4];
   size_t lens[4];
@@ -201,10 +201,10 @@ int slk_send(void *socket, const slk_Key *key, const slk_Msg *msg) {
     lens[i] = strlen(parts[i]);
   }
   char sig[65] = "";
-  if (key->len) slk_sign(key, (const char **)parts, lens, sig);
+  if (key->len) slj_sign(key, (const char **)parts, lens, sig);
   int rc = 0;
   for (size_t i = 0; i < msg->nidents && rc == 0; i++) rc = send_frame(socket, msg->idents[i].data, msg->idents[i].len, 1);
-  if (rc == 0) rc = send_frame(socket, SLK_DELIMITER, strlen(SLK_DELIMITER), 1);
+  if (rc == 0) rc = send_frame(socket, SLJ_DELIMITER, strlen(SLJ_DELIMITER), 1);
   if (rc == 0) rc = send_frame(socket, sig, strlen(sig), 1);
   for (int i = 0; i < 4 && rc == 0; i++) rc = send_frame(socket, parts[i], lens[i], i < 3 || msg->nbuffers > 0);
   for (size_t i = 0; i < msg->nbuffers && rc == 0; i++)
@@ -214,7 +214,7 @@ int slk_send(void *socket, const slk_Key *key, const slk_Msg *msg) {
 }
 
 /* reads every frame of one multipart message */
-static int recv_frames(void *socket, int flags, slk_Frame **frames, size_t *n) {
+static int recv_frames(void *socket, int flags, slj_Frame **frames, size_t *n) {
   *frames = NULL;
   *n = 0;
   size_t cap = 0;
@@ -239,23 +239,23 @@ static int recv_frames(void *socket, int flags, slk_Frame **frames, size_t *n) {
   return 0;
 }
 
-slk_Status slk_recv(void *socket, const slk_Key *key, int flags, slk_Msg *msg, char *err, size_t errlen) {
+slj_Status slj_recv(void *socket, const slj_Key *key, int flags, slj_Msg *msg, char *err, size_t errlen) {
   memset(msg, 0, sizeof *msg);
-  slk_Frame *frames;
+  slj_Frame *frames;
   size_t n;
   if (recv_frames(socket, flags, &frames, &n) != 0) {
-    if (errno == EAGAIN) return SLK_NOTHING;
+    if (errno == EAGAIN) return SLJ_NOTHING;
     snprintf(err, errlen, "receive failed: %s", zmq_strerror(errno));
-    return SLK_SOCKET_ERROR;
+    return SLJ_SOCKET_ERROR;
   }
-  slk_Status status = SLK_OK;
+  slj_Status status = SLJ_OK;
   size_t d = 0;
-  while (d < n && !(frames[d].len == strlen(SLK_DELIMITER) && memcmp(frames[d].data, SLK_DELIMITER, frames[d].len) == 0))
+  while (d < n && !(frames[d].len == strlen(SLJ_DELIMITER) && memcmp(frames[d].data, SLJ_DELIMITER, frames[d].len) == 0))
     d++;
   if (d == n || n - d - 1 < 5) {
     snprintf(err, errlen, "malformed message: %zu frames, %s", n,
              d == n ? "no <IDS|MSG> delimiter" : "fewer than 5 frames after the delimiter");
-    status = SLK_MALFORMED;
+    status = SLJ_MALFORMED;
     goto done;
   }
   const char *parts[4];
@@ -264,9 +264,9 @@ slk_Status slk_recv(void *socket, const slk_Key *key, int flags, slk_Msg *msg, c
     parts[i] = frames[d + 2 + i].data;
     lens[i] = frames[d + 2 + i].len;
   }
-  if (key->len && !slk_verify(key, parts, lens, frames[d + 1].data, frames[d + 1].len)) {
+  if (key->len && !slj_verify(key, parts, lens, frames[d + 1].data, frames[d + 1].len)) {
     snprintf(err, errlen, "%s signature: message dropped", frames[d + 1].len ? "invalid" : "missing");
-    status = SLK_BAD_SIGNATURE;
+    status = SLJ_BAD_SIGNATURE;
     goto done;
   }
   json_t **dicts[4] = {&msg->header, &msg->parent, &msg->metadata, &msg->content};
@@ -279,13 +279,13 @@ slk_Status slk_recv(void *socket, const slk_Key *key, int flags, slk_Msg *msg, c
     if (!*dicts[i] || !json_is_object(*dicts[i])) {
       snprintf(err, errlen, "malformed message: %s is not a JSON object (%s)", names[i],
                *dicts[i] ? "another JSON type" : jerr.text);
-      status = SLK_MALFORMED;
+      status = SLJ_MALFORMED;
       goto done;
     }
   }
   if (!json_is_string(json_object_get(msg->header, "msg_type"))) {
     snprintf(err, errlen, "malformed message: the header has no msg_type");
-    status = SLK_MALFORMED;
+    status = SLJ_MALFORMED;
     goto done;
   }
   msg->nidents = d;
@@ -303,13 +303,13 @@ slk_Status slk_recv(void *socket, const slk_Key *key, int flags, slk_Msg *msg, c
 done:
   for (size_t i = 0; i < n; i++) free(frames[i].data);
   free(frames);
-  if (status != SLK_OK) slk_msg_free(msg);
+  if (status != SLJ_OK) slj_msg_free(msg);
   return status;
 }
 
 /* -------------------------------------------------------- connection files */
 
-int slk_connection_read(const char *path, slk_Connection *c, char *err, size_t errlen) {
+int slj_connection_read(const char *path, slj_Connection *c, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
   json_error_t jerr;
   json_t *j = json_load_file(path, 0, &jerr);
@@ -359,7 +359,7 @@ int slk_connection_read(const char *path, slk_Connection *c, char *err, size_t e
   return rc;
 }
 
-int slk_connection_write(const char *path, const slk_Connection *c, char *err, size_t errlen) {
+int slj_connection_write(const char *path, const slj_Connection *c, char *err, size_t errlen) {
   char key[sizeof c->key.bytes + 1];
   memcpy(key, c->key.bytes, c->key.len);
   key[c->key.len] = '\0';
@@ -381,7 +381,7 @@ int slk_connection_write(const char *path, const slk_Connection *c, char *err, s
   return 0;
 }
 
-void slk_endpoint(const slk_Connection *c, int port, char *out, size_t size) {
+void slj_endpoint(const slj_Connection *c, int port, char *out, size_t size) {
   if (strcmp(c->transport, "ipc") == 0) snprintf(out, size, "ipc://%s-%d", c->ip, port);
   else snprintf(out, size, "tcp://%s:%d", c->ip, port);
 }
