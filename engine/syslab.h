@@ -405,6 +405,9 @@ const char *sl_memory_budget_source(void);
 ** the predicted size and the budget (at argument `arg` when not NULL) and
 ** returns -1. Call it before allocating anything large. */
 int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what);
+/* 1 when `bytes` would not fit, with that sentence written to msg (for
+** callers that report their own kind of error); 0 when it fits. */
+int sl_memory_exceeds(double bytes, const char *what, char *msg, size_t size);
 /* "1.50 GiB" */
 void sl_format_bytes(double bytes, char *out, size_t size);
 /* --------------------------------------------------------- distributed runs */

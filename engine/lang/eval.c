@@ -90,6 +90,14 @@ int sl_error(sl_Call *call, const char *fmt, ...) {
   return -1;
 }
 
+/* the memory budget's refusal as this command's error (budget.c decides) */
+int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what) {
+  char msg[512];
+  if (!sl_memory_exceeds(bytes, what, msg, sizeof msg)) return 0;
+  if (arg) return sl_arg_error(call, arg, "%s: choose smaller sizes", msg);
+  return sl_error(call, "%s: choose smaller sizes", msg);
+}
+
 static int arg_index(const sl_Command *cmd, const char *name) {
   for (int i = 0; i < SL_MAX_ARGS && cmd->args[i].name; i++)
     if (strcmp(cmd->args[i].name, name) == 0) return i;
@@ -529,13 +537,9 @@ static int eval_call(sl_State *S, slY_Node *n, sl_Value *out) {
 ** naming what would need them and returns 0 (x = x + x in a loop doubles
 ** until the machine says no: the session must survive that) */
 static int grows_within(sl_State *S, slY_Node *n, double bytes, const char *what) {
-  double budget = sl_memory_budget();
-  if (bytes <= budget) return 1;
-  char need[32], have[32];
-  sl_format_bytes(bytes, need, sizeof need);
-  sl_format_bytes(budget, have, sizeof have);
-  slV_error(S, "MemoryError", n->line, n->col, "%s would need %s, more than the memory budget of %s (%s)", what, need,
-            have, sl_memory_budget_source());
+  char msg[512];
+  if (!sl_memory_exceeds(bytes, what, msg, sizeof msg)) return 1;
+  slV_error(S, "MemoryError", n->line, n->col, "%s", msg);
   return 0;
 }
 
