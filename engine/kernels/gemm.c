@@ -237,14 +237,12 @@ static void blocked_part(void *ctx, int part, int worker) {
     c += lo;
     N = hi - lo;
   }
-  int kc = s->K < KC ? s->K : KC;
-  float *abuf = slK_alloc(sizeof(float) * (size_t)(MC + SLK_MR) * (size_t)(kc + 1));
-  float *bbuf = slK_alloc(sizeof(float) * (size_t)(NC + SLK_NR) * (size_t)(kc + 1));
-  float *row = slK_alloc(sizeof(float) * (KC + 1));
-  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, bbuf, row);
-  slK_free(abuf);
-  slK_free(bbuf);
-  slK_free(row);
+  size_t kc = (size_t)(s->K < KC ? s->K : KC), na = (MC + SLK_MR) * (kc + 1), nb = (NC + SLK_NR) * (kc + 1);
+  na = (na + 15) / 16 * 16, nb = (nb + 15) / 16 * 16;
+  float *abuf = slK_scratch(sizeof(float) * (na + nb + KC + 16));
+  if (!abuf) return;
+  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na, abuf + na + nb);
+  slK_scratch_release(abuf);
   (void)worker;
 }
 

@@ -146,6 +146,10 @@ void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, con
 ** harness can report the peak of each case */
 void *slK_alloc(size_t bytes);   /* 64-byte aligned; NULL if the memory is not there */
 void slK_free(void *p);
+/* the calling thread's scratch of at least `bytes` (64-byte aligned), kept
+** for its next call; give it back with slK_scratch_release before returning */
+void *slK_scratch(size_t bytes);
+void slK_scratch_release(void *p);
 size_t slK_mem_live(void);
 size_t slK_mem_peak(void);
 void slK_mem_reset_peak(void);
