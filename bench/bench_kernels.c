@@ -3,7 +3,7 @@
 ** through the same harness as the `bench` command (engine/kernels/bench.c).
 **
 **   cmake --build build --target bench_bench_kernels
-**   build/bench_bench_kernels gemm [n=1024]        blocked vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
+**   build/bench_bench_kernels gemm [n=1024]        blocked, bf16, fp16 vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
 **   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
 **   build/bench_bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
 **   build/bench_bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 
 /* SYSLAB_BENCH_CLOCK=cpu: the process's CPU time instead of the wall clock, for
@@ -63,23 +64,40 @@ static void load(void) {
   if (getloadavg(avg, 3) > 0) printf("load average %.2f %.2f %.2f%s\n", avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: do not record)" : "");
 }
 
+/* the bf16 peak: vdpbf16ps does 64 FLOPs per cycle and core (Zen 4, Sapphire Rapids): two float32 FMA rates */
+#define BF16_CORE_GFLOPS 234.0
+
 static void gemm(int n) {
   const slK_Machine *m = slK_machine();
-  printf("GEMM n = %d, %d threads, inner loops %s; machine: OpenBLAS %.1f, blocked %.1f GFLOP/s at n = 1024\n", n,
-         slK_threads(), slK_isa(), m->openblas_gflops, m->blocked_gflops);
-  slK_Result b = time_case("gemm_blocked", n, NULL, 20), o = time_case("gemm_openblas", n, NULL, 20);
-  printf("%-16s %10s %10s\n", "version", "median ms", "GFLOP/s");
-  printf("%-16s %10.3f %10.1f\n", "blocked", b.t.median * 1e3, gflops(&b));
-  printf("%-16s %10.3f %10.1f\n", "openblas", o.t.median * 1e3, gflops(&o));
-  printf("blocked / OpenBLAS: %.2f of its rate (target at least 0.50)\n", gflops(&b) / gflops(&o));
+  printf("GEMM n = %d, %d threads, inner loops %s, bf16 %s; machine: OpenBLAS %.1f, blocked %.1f GFLOP/s at n = 1024\n",
+         n, slK_threads(), slK_isa(), slK_half_native(SLK_BF16) ? "vdpbf16ps" : "emulated", m->openblas_gflops,
+         m->blocked_gflops);
+  /* interleaved rounds, so that a change of load falls on every version alike; the best median of each */
+  const char *names[5] = {"gemm_blocked", "gemm_openblas", "gemm_bf16", "gemm_fp16", "gemm_bf16_emulated"};
+  slK_Result r[5];
+  int reps = n >= 4096 ? 3 : n >= 2048 ? 6 : 15;
+  for (int round = 0; round < 3; round++)
+    for (int k = 0; k < 5; k++) {
+      slK_Result x = time_case(names[k], n, NULL, reps);
+      if (round == 0 || x.t.median < r[k].t.median) r[k] = x;
+    }
+  printf("%-20s %10s %10s %10s\n", "version", "median ms", "GFLOP/s", "/ OpenBLAS");
+  for (int k = 0; k < 5; k++)
+    printf("%-20s %10.3f %10.1f %10.2f\n", names[k] + 5, r[k].t.median * 1e3, gflops(&r[k]), gflops(&r[k]) / gflops(&r[1]));
+  slK_Result b = r[0], o = r[1];
+  printf("blocked / OpenBLAS: %.2f of its rate (target at least 0.90)\n", gflops(&b) / gflops(&o));
+  printf("bf16 / OpenBLAS float32: %.2f (target at least 1.70); %.0f%% of the bf16 peak (%d x %.0f GFLOP/s)\n",
+         gflops(&r[2]) / gflops(&o), 100 * gflops(&r[2]) / (slK_threads() * BF16_CORE_GFLOPS), slK_threads(),
+         BF16_CORE_GFLOPS);
   /* the graph's entry point (OpenBLAS pieces on the team) against OpenBLAS on
-  ** its own threads, short calls and long, alternating the two */
-  int sizes[3] = {32, 128, n};
-  for (int s = 0; s < 3; s++) {
-    int reps = sizes[s] <= 128 ? 2000 : 30;
+  ** its own threads, short calls and long, alternating the two (the long
+  ** ones up to n = 1024: larger sizes would take minutes) */
+  int sizes[3] = {32, 128, n}, ns = n <= 1024 ? 3 : 2;
+  for (int s = 0; s < ns; s++) {
+    int dreps = sizes[s] <= 128 ? 2000 : 30;
     double d = 0, direct = 0;
     for (int round = 0; round < 5; round++) {
-      slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, reps), c = time_case("gemm_openblas", sizes[s], NULL, reps);
+      slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, dreps), c = time_case("gemm_openblas", sizes[s], NULL, dreps);
       d += a.t.median, direct += c.t.median;
     }
     printf("slK_sgemm at n = %4d: %.4f ms against %.4f ms on OpenBLAS's threads: %+.2f%% (target under 2%%)\n",

@@ -28,12 +28,11 @@
 
 #include "blas.h"
 #include "kernels.h"
+#include "round.h"
 #include "simd.h"
 
 /* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
-#ifndef KC
-#define KC 192
-#endif
+#define KC SLK_KC
 #ifndef MC
 #define MC 144
 #endif
@@ -134,7 +133,10 @@ static void pack_a(const slK_Operand *A, int i0, int mc, int k0, int kc, float a
         continue;
       }
       const float *src = A->p + (long)(i0 + p + i) * A->rs + (long)k0 * A->cs;
-      for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * src[k * A->cs];
+      if (A->round == SLK_FP16)
+        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * slK_round_fp16(src[k * A->cs]);
+      else
+        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * src[k * A->cs];
     }
   }
 }
@@ -160,6 +162,12 @@ static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *
         }
         for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = row[k];
       }
+    } else if (B->h || B->round == SLK_FP16) {
+      for (int k = 0; k < kc; k++)
+        for (int j = 0; j < SLK_NR; j++) {
+          long at = (long)(k0 + k) * B->rs + (long)(j0 + q + j) * B->cs;
+          dst[k * SLK_NR + j] = j >= cols ? 0 : B->h ? slK_fp16_value(B->h[at]) : slK_round_fp16(B->p[at]);
+        }
     } else if (B->cs == 1 && cols == SLK_NR) {
       for (int k = 0; k < kc; k++) memcpy(dst + k * SLK_NR, B->p + (long)(k0 + k) * B->rs + j0 + q, SLK_NR * sizeof *dst);
     } else {
@@ -233,6 +241,7 @@ static void blocked_part(void *ctx, int part, int worker) {
     M = hi - lo;
   } else {
     if (b.m) b.m += lo * b.mrs, b.s += lo * (b.mrs / b.g);
+    else if (b.h) b.h += lo * b.cs;
     else b.p += lo * b.cs;
     c += lo;
     N = hi - lo;

@@ -52,7 +52,10 @@ typedef struct slK_Simd {
 /* An operand of the blocked product: element (r, c) of op(X) at
 ** p[r*rs + c*cs]; or, for B only, MXINT8 weights W [N x K] packed as
 ** mantissas m (row stride mrs) and one scale byte per g along K, so that
-** op(B)(k, j) = W[j][k] is decoded while it is packed (gemm.c). */
+** op(B)(k, j) = W[j][k] is decoded while it is packed (gemm.c). With
+** round = SLK_FP16 (round.h) the values are rounded to IEEE half as they
+** are packed; h (B only, instead of p) holds them already as half bits,
+** with the same strides. */
 typedef struct slK_Operand {
   const float *p;
   long rs, cs;
@@ -60,7 +63,14 @@ typedef struct slK_Operand {
   const uint8_t *s;
   int g;
   long mrs;
+  int round;
+  const uint16_t *h;
 } slK_Operand;
+
+/* the blocked float32 kernel's K per block (gemm.c; the fp16 reference of gemm_half.c follows it) */
+#ifndef SLK_KC
+#define SLK_KC 192
+#endif
 
 /* C = alpha op(A) op(B) + beta C with the micro-kernel, on `threads` threads */
 void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
