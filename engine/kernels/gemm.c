@@ -34,7 +34,7 @@
 /* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
 #define KC SLK_KC
 #ifndef MC
-#define MC 144
+#define MC 96
 #endif
 #ifndef NC
 #define NC 1536
@@ -123,65 +123,23 @@ static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, c
 
 /* ---------------------------------------------------------- v1: blocked */
 
-/* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded */
+/* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded (simd.c) */
 static void pack_a(const slK_Operand *A, int i0, int mc, int k0, int kc, float alpha, float *dst) {
-  for (int p = 0; p < mc; p += SLK_MR, dst += SLK_MR * kc) {
-    int rows = mc - p < SLK_MR ? mc - p : SLK_MR;
-    for (int i = 0; i < SLK_MR; i++) {
-      if (i >= rows) {
-        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = 0;
-        continue;
-      }
-      const float *src = A->p + (long)(i0 + p + i) * A->rs + (long)k0 * A->cs;
-      if (A->round == SLK_FP16)
-        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * slK_round_fp16(src[k * A->cs]);
-      else
-        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * src[k * A->cs];
-    }
-  }
+  slK_simd()->pack_a(A->p + (long)i0 * A->rs + (long)k0 * A->cs, A->rs, A->cs, mc, kc, alpha, A->round == SLK_FP16, dst);
 }
 
-/* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded */
-static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *dst, float *row) {
+/* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded (simd.c); MXINT8 weights decoded */
+static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *dst) {
   const slK_Simd *simd = slK_simd();
-  for (int q = 0; q < nc; q += SLK_NR, dst += SLK_NR * kc) {
-    int cols = nc - q < SLK_NR ? nc - q : SLK_NR;
-    if (B->m) {
-      /* MXINT8 weights: row j of W is column j of op(B); decode kc of it, group by group */
-      for (int j = 0; j < SLK_NR; j++) {
-        if (j >= cols) {
-          for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = 0;
-          continue;
-        }
-        long r = j0 + q + j;
-        for (int k = 0; k < kc;) {
-          int kk = k0 + k, len = B->g - kk % B->g;
-          if (len > kc - k) len = kc - k;
-          simd->dequant_f32(B->m + r * B->mrs + kk, B->s[r * (B->mrs / B->g) + kk / B->g], (size_t)len, row + k);
-          k += len;
-        }
-        for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = row[k];
-      }
-    } else if (B->h || B->round == SLK_FP16) {
-      for (int k = 0; k < kc; k++)
-        for (int j = 0; j < SLK_NR; j++) {
-          long at = (long)(k0 + k) * B->rs + (long)(j0 + q + j) * B->cs;
-          dst[k * SLK_NR + j] = j >= cols ? 0 : B->h ? slK_fp16_value(B->h[at]) : slK_round_fp16(B->p[at]);
-        }
-    } else if (B->cs == 1 && cols == SLK_NR) {
-      for (int k = 0; k < kc; k++) memcpy(dst + k * SLK_NR, B->p + (long)(k0 + k) * B->rs + j0 + q, SLK_NR * sizeof *dst);
-    } else {
-      for (int k = 0; k < kc; k++) {
-        const float *src = B->p + (long)(k0 + k) * B->rs + (long)(j0 + q) * B->cs;
-        for (int j = 0; j < SLK_NR; j++) dst[k * SLK_NR + j] = j < cols ? src[j * B->cs] : 0;
-      }
-    }
-  }
+  long at = (long)k0 * B->rs + (long)j0 * B->cs;
+  if (B->m) simd->pack_mx(B->m + j0 * B->mrs, B->s + j0 * (B->mrs / B->g), B->g, B->mrs, k0, kc, nc, dst);
+  else if (B->h) simd->pack_b(NULL, B->h + at, B->rs, B->cs, kc, nc, 1, dst);
+  else simd->pack_b(B->p + at, NULL, B->rs, B->cs, kc, nc, B->round == SLK_FP16, dst);
 }
 
 /* one thread's product: C (M x N) from A (M x K) and B (K x N) */
 static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
-                        float *C, long ldc, float *abuf, float *bbuf, float *row) {
+                        float *C, long ldc, float *abuf, float *bbuf) {
   const slK_Simd *simd = slK_simd();
   if (beta != 0 && beta != 1)
     for (int i = 0; i < M; i++)
@@ -193,7 +151,7 @@ static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, 
     int nc = N - jc < NC ? N - jc : NC;
     for (int pc = 0; pc < K; pc += KC) {
       int kc = K - pc < KC ? K - pc : KC, acc = pc > 0 || beta != 0;
-      pack_b(B, pc, kc, jc, nc, bbuf, row);
+      pack_b(B, pc, kc, jc, nc, bbuf);
       for (int ic = 0; ic < M; ic += MC) {
         int mc = M - ic < MC ? M - ic : MC;
         pack_a(A, ic, mc, pc, kc, alpha, abuf);
@@ -248,9 +206,9 @@ static void blocked_part(void *ctx, int part, int worker) {
   }
   size_t kc = (size_t)(s->K < KC ? s->K : KC), na = (MC + SLK_MR) * (kc + 1), nb = (NC + SLK_NR) * (kc + 1);
   na = (na + 15) / 16 * 16, nb = (nb + 15) / 16 * 16;
-  float *abuf = slK_scratch(sizeof(float) * (na + nb + KC + 16));
+  float *abuf = slK_scratch(sizeof(float) * (na + nb));
   if (!abuf) return;
-  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na, abuf + na + nb);
+  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na);
   slK_scratch_release(abuf);
   (void)worker;
 }

@@ -47,6 +47,13 @@ typedef struct slK_Simd {
   /* micro with A unpacked: element (i, k) of the 8 x kc block at a[i*ars + k*acs]
   ** (acs == 1: eight rows; otherwise ars == 1 and eight consecutive floats a step) */
   void (*micro_a)(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc, int acc);
+  /* the blocked product's packing (gemm.c): mc x kc of alpha op(A), element (i, k) at a[i*rs + k*cs]
+  ** (one of rs, cs is 1), into MR-row panels, zero-padded; fp16: each value rounded to half first */
+  void (*pack_a)(const float *a, long rs, long cs, int mc, int kc, float alpha, int fp16, float *dst);
+  /* kc x nc of op(B), element (k, j) at b[k*rs + j*cs] (or half bits at h[...]), into NR-column panels */
+  void (*pack_b)(const float *b, const uint16_t *h, long rs, long cs, int kc, int nc, int fp16, float *dst);
+  /* kc x nc of op(B) = W^T from k0, W's row j as MXINT8 (mantissas m + j*mrs, one scale of s per g) */
+  void (*pack_mx)(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst);
 } slK_Simd;
 
 /* An operand of the blocked product: element (r, c) of op(X) at
@@ -69,7 +76,7 @@ typedef struct slK_Operand {
 
 /* the blocked float32 kernel's K per block (gemm.c; the fp16 reference of gemm_half.c follows it) */
 #ifndef SLK_KC
-#define SLK_KC 192
+#define SLK_KC 384
 #endif
 
 /* C = alpha op(A) op(B) + beta C with the micro-kernel, on `threads` threads */
