@@ -157,7 +157,7 @@ static void mxint8(int mib) {
   }
   printf("decode / memcpy bandwidth: float32 %.2f, bfloat16 %.2f (target at least 0.60)\n",
          f.bytes / f.t.median / 1e9 / copy, h.bytes / h.t.median / 1e9 / copy);
-  for (int size = 1024; size <= 4096; size *= 4) {
+  for (int size = 256; size <= 4096; size *= 2) {
     slK_Result a = time_case("mxint8_linear_fused", size, NULL, 10), b = time_case("mxint8_linear_unfused", size, NULL, 10);
     printf("MXINT8 linear 128 x %d x %d: fused %.3f ms (%.1f GFLOP/s, peak %.2f MiB), unfused %.3f ms (%.1f GFLOP/s, "
            "peak %.2f MiB); weights %.2f MiB packed against %.2f MiB float32\n",

@@ -204,7 +204,9 @@ static void blocked_part(void *ctx, int part, int worker) {
     c += lo;
     N = hi - lo;
   }
-  size_t kc = (size_t)(s->K < KC ? s->K : KC), na = (MC + SLK_MR) * (kc + 1), nb = (NC + SLK_NR) * (kc + 1);
+  /* panels as large as this part needs: a short product (the MXINT8 layer's 128 rows) keeps a small scratch */
+  size_t kc = (size_t)(s->K < KC ? s->K : KC), mc = (size_t)(M < MC ? M : MC), nc = (size_t)(N < NC ? N : NC);
+  size_t na = (mc + SLK_MR) * (kc + 1), nb = (nc + SLK_NR) * (kc + 1);
   na = (na + 15) / 16 * 16, nb = (nb + 15) / 16 * 16;
   float *abuf = slK_scratch(sizeof(float) * (na + nb));
   if (!abuf) return;

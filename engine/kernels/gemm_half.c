@@ -206,7 +206,8 @@ static void bf16_part(void *ctx, int part, int worker) {
     c += lo;
     N = hi - lo;
   }
-  size_t kp = (size_t)pairs(s->K < KC ? s->K : KC), na = (HALF_MC + SLK_MR) * (kp + 1), nb = (HALF_NC + SLK_NR) * (kp + 1);
+  size_t kp = (size_t)pairs(s->K < KC ? s->K : KC), mc = (size_t)(M < HALF_MC ? M : HALF_MC);
+  size_t nc = (size_t)(N < HALF_NC ? N : HALF_NC), na = (mc + SLK_MR) * (kp + 1), nb = (nc + SLK_NR) * (kp + 1);
   na = (na + 15) / 16 * 16;
   uint32_t *abuf = slK_scratch(sizeof(uint32_t) * (na + nb));
   if (!abuf) return;
