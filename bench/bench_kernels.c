@@ -4,7 +4,7 @@
 **
 **   cmake --build build --target bench_bench_kernels
 **   build/bench_bench_kernels gemm [n=1024]        blocked, bf16, fp16 vs OpenBLAS; slK_sgemm vs OpenBLAS's threads
-**   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward
+**   build/bench_bench_kernels attention [L ...]    fused vs naive, forward and forward+backward; fused bf16 vs float32
 **   build/bench_bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
 **   build/bench_bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
 **
@@ -123,11 +123,17 @@ static void attention(int argc, char **argv, int csv) {
   else
     printf("attention, batch 1, 8 heads, dim 64, %d threads; sgemm peak %.1f GFLOP/s (n = 1024: OpenBLAS %.1f, blocked %.1f)\n",
            slK_threads(), m->sgemm_gflops, m->openblas_gflops, m->blocked_gflops);
-  const char *names[4] = {"attention_fused", "attention_naive", "attention_fused_train", "attention_naive_train"};
+  const char *names[6] = {"attention_fused", "attention_naive", "attention_fused_train", "attention_naive_train",
+                          "attention_fused_bf16", "attention_fused_bf16_train"};
   for (int s = 0; s < ns; s++) {
-    slK_Result r[4];
-    for (int k = 0; k < 4; k++) {
-      r[k] = time_case(names[k], sizes[s], &shape, sizes[s] >= 4096 ? 3 : 5);
+    slK_Result r[6];
+    int nk = csv ? 4 : 6, rounds = csv ? 1 : 3;
+    for (int round = 0; round < rounds; round++)   /* interleaved rounds, the best median of each */
+      for (int k = 0; k < nk; k++) {
+        slK_Result x = time_case(names[k], sizes[s], &shape, sizes[s] >= 4096 ? 3 : 5);
+        if (round == 0 || x.t.median < r[k].t.median) r[k] = x;
+      }
+    for (int k = 0; k < nk; k++) {
       if (csv)
         printf("%s,%s,%d,%.6f,%.6f,%.2f,%.4f,%zu\n", k % 2 ? "naive" : "fused", k < 2 ? "forward" : "forward+backward",
                sizes[s], r[k].t.median, r[k].t.min, gflops(&r[k]), gflops(&r[k]) / m->sgemm_gflops, r[k].peak_bytes);
@@ -139,6 +145,11 @@ static void attention(int argc, char **argv, int csv) {
                sizes[s], p ? "forward+backward" : "forward", r[2 * p].t.median * 1e3, gflops(&r[2 * p]),
                100 * gflops(&r[2 * p]) / m->sgemm_gflops, r[2 * p].peak_bytes / 1048576.0, r[2 * p + 1].t.median * 1e3,
                gflops(&r[2 * p + 1]), r[2 * p + 1].peak_bytes / 1048576.0, r[2 * p + 1].t.median / r[2 * p].t.median);
+    if (!csv)   /* bf16 products (slK_Attn.format), against the float32 fused version of the same run */
+      for (int p = 0; p < 2; p++)
+        printf("L = %5d %-17s fused bf16 %9.2f ms (%5.1f GFLOP/s, %7.1f MiB)  fused float32 / bf16 %.2fx\n", sizes[s],
+               p ? "forward+backward" : "forward", r[4 + p].t.median * 1e3, gflops(&r[4 + p]), r[4 + p].peak_bytes / 1048576.0,
+               r[2 * p].t.median / r[4 + p].t.median);
   }
 }
 

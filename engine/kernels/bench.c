@@ -184,11 +184,13 @@ static slK_AttnImpl attn_impl(const slK_Bench *b) { return strstr(b->name, "naiv
 static slK_Attn attn_shape(int L, const slK_Attn *s) {
   slK_Attn a;
   slK_attention_contiguous(&a, s ? s->batch : 1, s ? s->heads : 8, L, L, s ? s->dim : 64, s ? s->causal : 0);
+  if (s) a.format = s->format;
   return a;
 }
 
 static slK_Case *attn_setup_for(const slK_Bench *b, int L, const slK_Attn *shape, char *err, size_t errlen) {
   slK_Attn a = attn_shape(L, shape);
+  if (strstr(b->name, "bf16")) a.format = SLK_BF16;
   if (L < 1 || a.batch < 1 || a.heads < 1 || a.dim < 1 || a.dim > 1024) {
     snprintf(err, errlen, "attention needs L >= 1, batch >= 1, heads >= 1 and dim 1..1024");
     return NULL;
@@ -386,17 +388,19 @@ CPU_SETUP(setup_mxl_unfused, return mxl_setup_for(&benches[13], n, err, errlen);
 CPU_SETUP(setup_gemm_bf16, return gemm_setup_for(&benches[14], n, err, errlen);)
 CPU_SETUP(setup_gemm_fp16, return gemm_setup_for(&benches[15], n, err, errlen);)
 CPU_SETUP(setup_gemm_bf16_emulated, return gemm_setup_for(&benches[16], n, err, errlen);)
-#define GPU_FIRST 17
+CPU_SETUP(setup_attn_fused_bf16, return attn_setup_for(&benches[17], n, a, err, errlen);)
+CPU_SETUP(setup_attn_fused_bf16_train, return attn_setup_for(&benches[18], n, a, err, errlen);)
+#define GPU_FIRST 19
 #define GPU_SETUP(name, i) CPU_SETUP(name, return gpu_setup_for(&benches[i], n, a, err, errlen);)
-GPU_SETUP(setup_g0, 17)
-GPU_SETUP(setup_g1, 18)
-GPU_SETUP(setup_g2, 19)
-GPU_SETUP(setup_g3, 20)
-GPU_SETUP(setup_g4, 21)
-GPU_SETUP(setup_g5, 22)
-GPU_SETUP(setup_g6, 23)
-GPU_SETUP(setup_g7, 24)
-GPU_SETUP(setup_g8, 25)
+GPU_SETUP(setup_g0, 19)
+GPU_SETUP(setup_g1, 20)
+GPU_SETUP(setup_g2, 21)
+GPU_SETUP(setup_g3, 22)
+GPU_SETUP(setup_g4, 23)
+GPU_SETUP(setup_g5, 24)
+GPU_SETUP(setup_g6, 25)
+GPU_SETUP(setup_g7, 26)
+GPU_SETUP(setup_g8, 27)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -446,6 +450,10 @@ static const slK_Bench benches[] = {
    setup_gemm_fp16, gemm_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_bf16_emulated", "cpu", "gemm", GEMM_SIZE, "bf16 inputs rounded into float32 copies, then slK_sgemm (OpenBLAS)",
    setup_gemm_bf16_emulated, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"attention_fused_bf16", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2, bf16 products (vdpbf16ps), float32 softmax",
+   setup_attn_fused_bf16, attn_run, case_free, attn_flops, attn_bytes_fused},
+  {"attention_fused_bf16_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2, bf16 products",
+   setup_attn_fused_bf16_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
   {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_g0, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 4x4 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_g2, gpu_run, case_free, gemm_flops, gemm_bytes},

@@ -95,6 +95,8 @@ typedef struct slK_Attn {
   int causal;               /* key k is kept for query q iff k <= q */
   const float *key_mask;    /* NULL: every key is kept */
   float scale;              /* 0: 1/sqrt(dim) */
+  int format;               /* SLK_FP32 (0, round.h): float32 products; SLK_BF16: every product's operands
+                            ** (Q, K, V, P, dO, dS) rounded to bfloat16, float32 sums, float32 softmax */
 } slK_Attn;
 
 typedef enum {

@@ -209,11 +209,14 @@ AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c
   __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) {
-    /* C's lines arrive while the products run: a tile's rows are ldc apart, past the prefetchers */
-    _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
-    _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
-    _mm_prefetch((const char *)(c + i * ldc + 47), _MM_HINT_T0);
+    /* C's lines arrive while the products run: a matrix's tile has rows ldc apart, past the
+    ** prefetchers (attention's panels, rows of 48 in L1 or L2, need none) */
+    if (ldc > SLK_NR) {
+      _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 47), _MM_HINT_T0);
+    }
     c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
   }
   for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) MICRO_STEP(a[i]);
