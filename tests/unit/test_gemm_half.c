@@ -300,10 +300,36 @@ static void test_to_half_rounds_as_the_packing(void) {
   CHECK_EQ_INT(h[5], 0x7C00);   /* 65520 rounds up past half's largest */
 }
 
+/* operands inside larger arrays (lda, ldb, ldc past the widths), as a graph's views pass them */
+static void test_padded_strides(void) {
+  seed(7);
+  for (int format = SLK_BF16; format <= SLK_FP16; format++)
+    for (int t = 0; t < 4; t++) {
+      int ta = t & 1, tb = t >> 1, M = 37, N = 61, K = 45;
+      int lda = (ta ? M : K) + 5, ldb = (tb ? K : N) + 3, ldc = N + 7;
+      size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+      float *A = randn(na), *B = randn(nb), *C0 = randn(nc), *got = malloc(nc * 4), *want = malloc(nc * 4);
+      uint16_t *Bh = malloc(nb * 2);
+      slK_to_half(format, B, Bh, nb);
+      memcpy(want, C0, nc * 4);
+      slK_gemm_half_reference(format, ta, tb, M, N, K, 0.5f, A, lda, B, NULL, ldb, -1.0f, want, ldc);
+      for (int bh = 0; bh < 2; bh++) {
+        memcpy(got, C0, nc * 4);
+        slK_gemm_half(format, ta, tb, M, N, K, 0.5f, A, lda, bh ? NULL : B, bh ? Bh : NULL, ldb, -1.0f, got, ldc);
+        size_t bad = 0;
+        for (size_t i = 0; i < nc; i++) bad += !(slK_half_native(format) ? same(got[i], want[i]) : fabsf(got[i] - want[i]) < 1e-3f);
+        CHECK_MSG(bad == 0, "%s %c%c padded strides%s: %zu elements differ", format == SLK_BF16 ? "bf16" : "fp16",
+                  ta ? 'T' : 'N', tb ? 'T' : 'N', bh ? " (Bh)" : "", bad);
+      }
+      free(A), free(B), free(C0), free(got), free(want), free(Bh);
+    }
+}
+
 int main(void) {
   RUN(test_to_half_matches_scalar_rounding);
   RUN(test_to_half_rounds_as_the_packing);
   RUN(test_products_against_reference);
   RUN(test_special_values);
+  RUN(test_padded_strides);
   return check_summary();
 }
