@@ -19,6 +19,11 @@
 **              L = m + ln l saved; nothing N x N exists. The backward
 **              recomputes P = exp(S - L) tile by tile, with D = rowsum(dO O).
 **
+** slK_Attn.format = SLK_BF16 rounds every product's operands to bfloat16
+** (float32 sums): v0 through slK_gemm_half, v1 in attention_half.c with
+** vdpbf16ps, or, on a CPU without it, here on rounded copies of Q, K, V, dO
+** with P and dS rounded in their panels.
+**
 ** How v1 is laid out. Scores are computed transposed, S^T = K Q^T, into
 ** "lane panels" of 48 queries (one AVX-512 vector lane per query, three
 ** vectors per key row), so that the softmax's running max and sum are

@@ -8,11 +8,16 @@
 **
 **   gemm.c       sgemm: naive, blocked (packed panels, AVX-512 or portable
 **                micro-kernel, two threads), OpenBLAS; slK_sgemm dispatches
+**   gemm_half.c  products with bf16 or fp16 inputs and float32 sums
+**                (gemm_half.h): vdpbf16ps, or the blocked kernel with
+**                rounding in its packing, or round-then-sgemm
+**   round.c      float32 rounded to bfloat16 and IEEE half
 **   simd.c       the micro-kernel, vector exp and the other inner loops,
 **                compiled for AVX-512 by target attributes and chosen at run
 **                time, with a portable version of each
 **   attention.c  scaled dot-product attention: naive op by op, fused
-**                FlashAttention-2 forward and backward
+**                FlashAttention-2 forward and backward; attention_half.c
+**                the fused version with bf16 products
 **   mxint8.c     MXINT8 decode to bfloat16 and float32, the MXINT8 linear
 **   mxint8_one.c one MXINT8 element decoded, the reference of every decode
 **                (below simd.c, whose portable loops use it)
