@@ -238,7 +238,8 @@ static void test_attention_versions(void) {
 **
 ** format = SLK_BF16: Q, K, V, P, dO and dS rounded to bfloat16 (relative
 ** error u = 2^-9 each), float32 sums and softmax. Against the float32
-** formulas (binary64, attn_reference) every output moves by a few u times
+** formulas (binary64, attn_reference) and the float32 naive version's
+** outputs every output moves by a few u times
 ** its scale: a score s = t q.k moves by at most 2u t sum|q k| (~0.1 for
 ** these randn inputs, d = 64, worst case; ~0.01 typically), P relatively as
 ** much, and O, L, dQ, dK, dV are sums weighted by P. Checked as
@@ -278,6 +279,11 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
   memcpy(r.q, t.q, nxq * 4), memcpy(r.k, t.k, nxk * 4), memcpy(r.v, t.v, nxk * 4), memcpy(r.dout, t.dout, nxq * 4);
   round_all(r.q, nxq), round_all(r.k, nxk), round_all(r.v, nxk), round_all(r.dout, nxq);
   attn_reference(&r, emu[0], emu[1], emu[2], emu[3], emu[4]);
+  /* the float32 naive version's outputs, which the bf16 ones must stay as close to */
+  float *f32[5];
+  for (int i = 0; i < 5; i++) f32[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk);
+  CHECK(slK_attention_forward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], f32[1]) == 0);
+  CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], t.dout, f32[1], f32[2], f32[3], f32[4]) == 0);
   t.a.format = SLK_BF16;
   size_t sizes[5] = {nxq, nl, nxq, nxk, nxk};
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
@@ -290,7 +296,9 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
       float *got[5] = {t.o, t.lse, t.dq, t.dk, t.dv};
       for (int i = 0; i < 5; i++) {
         double e = worst_scaled(got[i], ref[i], sizes[i]), f = worst_scaled(got[i], emu[i], sizes[i]);
-        double u = 0x1p-9, te = 8 * u, tf = i == 1 ? 1e-4 : 4 * u;
+        double u = 0x1p-9, te = 8 * u, tf = i == 1 ? 1e-4 : 4 * u, e32 = worst_scaled(got[i], f32[i], sizes[i]);
+        CHECK_MSG(e32 <= te, "bf16 %s%s %s: %g of the scale from the float32 naive version",
+                  slK_attention_name((slK_AttnImpl)impl), portable ? " portable" : "", names[i], e32);
         CHECK_MSG(e <= te, "bf16 %s%s %s: %g of the scale from float32", slK_attention_name((slK_AttnImpl)impl),
                   portable ? " portable" : "", names[i], e);
         CHECK_MSG(f <= tf, "bf16 %s%s %s: %g of the scale from emulated", slK_attention_name((slK_AttnImpl)impl),
@@ -298,7 +306,7 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
       }
     }
   slK_force_portable(0);
-  for (int i = 0; i < 5; i++) free(ref[i]), free(emu[i]);
+  for (int i = 0; i < 5; i++) free(ref[i]), free(emu[i]), free(f32[i]);
   free(r.q), free(r.k), free(r.v), free(r.dout);
   attn_free(&t);
 }
