@@ -172,7 +172,8 @@ static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, 
               simd->micro(kc, ap, bp, c, ldc, acc);
               continue;
             }
-            simd->micro(kc, ap, bp, tile, SLK_NR, 0);
+            if (n <= 32) simd->micro_narrow(kc, ap, bp, tile, SLK_NR, (n + 15) / 16);   /* 16 or 32 columns */
+            else simd->micro(kc, ap, bp, tile, SLK_NR, 0);
             for (int i = 0; i < m; i++)
               for (int j = 0; j < n; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + tile[i * SLK_NR + j];
           }

@@ -416,66 +416,69 @@ BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int
 }
 
 /* The 8 x 48 micro-kernel: per pair of k, three vectors of B (16 columns x
-** 2 k each) and eight broadcast words of A, 24 vdpbf16ps. */
-BF16 static void micro_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n,
-                            float alpha, float beta) {
-  __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
+** 2 k each) and eight broadcast words of A, 24 vdpbf16ps. An edge panel
+** with 16 or 32 columns in use runs with one or two vectors (nv), its
+** sums the same. */
+BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const uint32_t *a, const uint32_t *b, float *c,
+                                                                  long ldc, int m, int n, float alpha, float beta,
+                                                                  const int nv) {
+  __m512 cv[3][SLK_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) {
     /* C's lines arrive while the products run: a matrix's tile has rows ldc apart, past the
     ** prefetchers (attention's panels, rows of 48 in L1 or L2, need none) */
-    if (ldc > SLK_NR) {
+    if (ldc > SLK_NR && nv == 3) {
       _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
       _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
       _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
       _mm_prefetch((const char *)(c + i * ldc + 47), _MM_HINT_T0);
     }
-    c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+    cv[0][i] = cv[1][i] = cv[2][i] = _mm512_setzero_ps();
   }
   for (int p = 0; p < kp; p++, a += SLK_MR, b += SLK_NR) {
-    __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
-    __m512bh b2 = (__m512bh)_mm512_loadu_si512(b + 32);
+    __m512bh bv[3];
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++) bv[v] = (__m512bh)_mm512_loadu_si512(b + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < SLK_MR; i++) {
       __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
-      c0[i] = _mm512_dpbf16_ps(c0[i], b0, ai);
-      c1[i] = _mm512_dpbf16_ps(c1[i], b1, ai);
-      c2[i] = _mm512_dpbf16_ps(c2[i], b2, ai);
+#pragma GCC unroll 3
+      for (int v = 0; v < nv; v++) cv[v][i] = _mm512_dpbf16_ps(cv[v][i], bv[v], ai);
     }
   }
   __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  if (m == SLK_MR && n == SLK_NR) {
+  if (nv == 3 && m == SLK_MR && n == SLK_NR) {
 #pragma GCC unroll 8
-    for (int i = 0; i < SLK_MR; i++) {
-      float *ci = c + i * ldc;
-      if (beta == 0) {
-        _mm512_storeu_ps(ci, _mm512_mul_ps(va, c0[i]));
-        _mm512_storeu_ps(ci + 16, _mm512_mul_ps(va, c1[i]));
-        _mm512_storeu_ps(ci + 32, _mm512_mul_ps(va, c2[i]));
-      } else {
-        _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, c0[i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci))));
-        _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, c1[i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci + 16))));
-        _mm512_storeu_ps(ci + 32, _mm512_fmadd_ps(va, c2[i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci + 32))));
+    for (int i = 0; i < SLK_MR; i++)
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; v++) {
+        float *ci = c + i * ldc + 16 * v;
+        if (beta == 0) _mm512_storeu_ps(ci, _mm512_mul_ps(va, cv[v][i]));
+        else _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, cv[v][i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci))));
       }
-    }
     return;
   }
   /* an edge tile: the sums through a buffer, so that the accumulators stay in registers above */
   float t[SLK_MR * SLK_NR];
 #pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) {
-    _mm512_storeu_ps(t + i * SLK_NR, c0[i]);
-    _mm512_storeu_ps(t + i * SLK_NR + 16, c1[i]);
-    _mm512_storeu_ps(t + i * SLK_NR + 32, c2[i]);
-  }
+  for (int i = 0; i < SLK_MR; i++)
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++) _mm512_storeu_ps(t + i * SLK_NR + 16 * v, cv[v][i]);
   for (int i = 0; i < m; i++)
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < nv; v++) {
       __mmask16 k = lanes(n - 16 * v);
       float *ci = c + i * ldc + 16 * v;
       __m512 acc = _mm512_loadu_ps(t + i * SLK_NR + 16 * v);
       __m512 x = beta == 0 ? _mm512_mul_ps(va, acc) : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
       _mm512_mask_storeu_ps(ci, k, x);
     }
+}
+
+BF16 static void micro_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
+                            float beta) {
+  if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 3);
+  else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 2);
+  else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 1);
 }
 
 /* fp16 bits lane by lane as slK_fp16_bits: vcvtps2ph rounds to nearest

@@ -52,6 +52,17 @@ static void micro_portable(int kc, const float *a, const float *b, float *c, lon
     for (int j = 0; j < SLK_NR; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];
 }
 
+static void micro_narrow_portable(int kc, const float *a, const float *b, float *c, long ldc, int nv) {
+  float t[SLK_MR][32];
+  int w = 16 * (nv < 2 ? 1 : 2);
+  memset(t, 0, sizeof t);
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR)
+    for (int i = 0; i < SLK_MR; i++)
+      for (int j = 0; j < w; j++) t[i][j] += a[i] * b[j];
+  for (int i = 0; i < SLK_MR; i++)
+    for (int j = 0; j < w; j++) c[i * ldc + j] = t[i][j];
+}
+
 static float exp_portable1(float x) {
   if (!(x >= -87.3f)) return x != x ? x : 0.0f;  /* NaN stays NaN; -inf and underflow give 0 */
   if (x > 88.3f) x = 88.3f;
@@ -164,7 +175,7 @@ static const slK_Simd portable = {
   "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
   exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
   dequant_f32_n_portable, dequant_bf16_n_portable, micro_a_portable, pack_a_portable, pack_b_portable,
-  pack_mx_portable,
+  pack_mx_portable, micro_narrow_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -239,6 +250,37 @@ AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, co
     for (int k = 0; k < kc; k++, a += acs, b += SLK_NR) MICRO_STEP(a[i * ars]);
   }
   tile_out(c0, c1, c2, c, ldc, acc);
+}
+
+/* The micro-kernel on an edge panel of B with only nv (1 or 2) of its three
+** vectors of columns in use: C[8 x 16 nv] = A_panel B_panel, each element the
+** same chain of fused multiply-adds as in micro_avx512, without the products
+** of the padding columns (a panel of 16 columns would otherwise cost as much
+** as one of 48). */
+AVX512 static inline __attribute__((always_inline)) void narrow(int kc, const float *a, const float *b, float *c, long ldc,
+                                                                  const int nv) {
+  __m512 cv[2][SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) cv[0][i] = cv[1][i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) {
+    __m512 b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+      cv[0][i] = _mm512_fmadd_ps(ai, b0, cv[0][i]);
+      if (nv > 1) cv[1][i] = _mm512_fmadd_ps(ai, b1, cv[1][i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) {
+    _mm512_storeu_ps(c + i * ldc, cv[0][i]);
+    if (nv > 1) _mm512_storeu_ps(c + i * ldc + 16, cv[1][i]);
+  }
+}
+
+AVX512 static void micro_narrow_avx512(int kc, const float *a, const float *b, float *c, long ldc, int nv) {
+  if (nv <= 1) narrow(kc, a, b, c, ldc, 1);
+  else narrow(kc, a, b, c, ldc, 2);
 }
 
 AVX512 static inline __m512 exp512(__m512 x) {
@@ -601,6 +643,7 @@ static const slK_Simd avx512 = {
   "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
   exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
   dequant_f32_n_avx512, dequant_bf16_n_avx512, micro_a_avx512, pack_a_avx512, pack_b_avx512, pack_mx_avx512,
+  micro_narrow_avx512,
 };
 
 static int have_avx512(void) {

@@ -54,6 +54,9 @@ typedef struct slK_Simd {
   void (*pack_b)(const float *b, const uint16_t *h, long rs, long cs, int kc, int nc, int fp16, float *dst);
   /* kc x nc of op(B) = W^T from k0, W's row j as MXINT8 (mantissas m + j*mrs, one scale of s per g) */
   void (*pack_mx)(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst);
+  /* micro on an edge panel with only its first 16 nv columns in use (nv = 1 or 2): C[MR x 16 nv] =
+  ** A_panel B_panel, each element the same sums as micro's */
+  void (*micro_narrow)(int kc, const float *a, const float *b, float *c, long ldc, int nv);
 } slK_Simd;
 
 /* An operand of the blocked product: element (r, c) of op(X) at
