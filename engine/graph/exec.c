@@ -20,6 +20,7 @@
 #include "ops.h"
 #include "plan.h"
 #include "precision.h"
+#include "product.h"
 #include "profile.h"
 #include "slots.h"
 
@@ -49,6 +50,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   g->feed_x = x, g->feed_labels = labels, g->feed_batch = batch;
   int logits = slM_logits_node(g);
   int *dtypes = dtypes_of(g);
+  slM_product_end_pass(g);   /* weights' rounded copies are made afresh in each step */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
   for (int i = 0; i < g->n && !stop_now(g); i++) {
     slM_node_begin(g, i, 0);
@@ -58,6 +60,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
     if (plan) slM_plan_after_node(g, plan, i);
   }
   if (plan) slM_plan_end(g, plan);
+  if (!training) slM_product_end_pass(g);   /* training keeps them for the backward */
   free(dtypes);
   g->feed_x = NULL, g->feed_labels = NULL;
   return g->nodes[logits].out;
@@ -114,6 +117,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
       impl_of(g, &g->nodes[i])->backward(g, &g->nodes[i]);
       slM_node_end(g, i, 1);
     }
+  slM_product_end_pass(g);
   return loss;
 }
 

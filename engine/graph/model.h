@@ -124,6 +124,10 @@ typedef struct slM_Param {
   char name[96];
   slM_Tensor *value, *grad, *m, *v;  /* m, v: optimiser state */
   int frozen;            /* not trained (LoRA base weights) */
+  /* the value rounded to the graph's 16-bit format for the products of one
+  ** step (product.c): made at its first use in a forward pass, read again
+  ** by the backward, released when the step's passes end */
+  uint16_t *half;
 } slM_Param;
 
 #define SLM_MAX_INPUTS 4

@@ -39,6 +39,8 @@ void slM_param_release(slM_Param *p) {
   slM_tensor_free(p->grad);
   slM_tensor_free(p->m);
   slM_tensor_free(p->v);
+  if (p->half) slM_mem_external(-(long long)(2 * p->value->size));
+  free(p->half);
   free(p);
 }
 

@@ -55,9 +55,10 @@ static void mask_fill_backward(slM_Graph *g, slM_Node *n) {
 /* The unfused attention's products, one per sample and head (T x T x dh,
 ** 16 x 16 x 32 in the image transformer: far too small to split), run as
 ** ranges of (sample, head) pairs on the thread team; each pair writes only
-** its own head's slices, so the numbers do not depend on the split. Under a
-** precision mode slM_gemm rounds its operands into one shared scratch
-** buffer, so the pairs then run in order on the calling thread. */
+** its own head's slices, so the numbers do not depend on the split. Where a
+** 16-bit precision runs the emulated path, slM_gemm rounds its operands into
+** one shared scratch buffer, so the pairs then run in order on the calling
+** thread. */
 typedef struct Heads Heads;
 typedef void (*HeadFn)(const Heads *t, size_t off, size_t poff);
 struct Heads {
@@ -84,7 +85,7 @@ static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn 
   t->g = g, t->H = n->heads, t->fn = fn;
   t->scale = 1.0f / sqrtf((float)t->dh);
   size_t pairs = (size_t)B * t->H;
-  if (g->precision != SLM_FP32) heads_range(t, 0, pairs);
+  if (g->precision != SLM_FP32 && !slM_product_native(g->precision)) heads_range(t, 0, pairs);
   else slK_parallel_for(pairs, 8, heads_range, t);
 }
 
@@ -175,6 +176,7 @@ static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
   a.q_batch = a.k_batch = (long)T * D;
   a.key_mask = n->ninputs > 3 ? in(g, n, 3)->data : NULL;
   a.causal = n->causal;
+  a.format = g->precision;   /* under a 16-bit precision, bf16/fp16 products with a float32 softmax */
   return a;
 }
 

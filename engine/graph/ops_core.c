@@ -389,7 +389,7 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
   size_t rows = x->size / (size_t)in_f;
   const float *xe = effective_input(n, x);
   const float *we = effective_weight(n);
-  slM_gemm(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, we, in_f, 0.0f, y->data, out_f);
+  slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], we, in_f, 0.0f, y->data, out_f);
   if (n->nparams > 1) {
     slM_Tensor *b = n->params[1]->value;
     float *bias = b->data, *tmp = NULL;
@@ -420,7 +420,8 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   /* straight through: the gradient reaches the raw input and weight unchanged */
   if (slM_linear_grad_to(g, n, 0)) {
     slM_Tensor *dx = slM_input_grad(g, n, 0);
-    slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, we, in_f, 1.0f, dx->data, in_f);
+    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, n->params[0], we, in_f, 1.0f, dx->data,
+               in_f);
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = slM_param_grad(n->params[0]);

@@ -78,7 +78,8 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   shape[x->ndim - 1] = out_f;
   slM_Tensor *y = slM_ensure(&n->out, x->ndim, shape);
   size_t rows = x->size / (size_t)in_f;
-  slM_gemm(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, x->data, in_f, w->data, in_f, 0.0f, y->data, out_f);
+  slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, x->data, in_f, n->params[0], w->data, in_f, 0.0f, y->data,
+             out_f);
   Sweep t = {.bias = n->nparams > 1 ? n->params[1]->value->data : NULL, .y = y->data, .act = n->act,
              .pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL, .cols = (size_t)out_f};
   slK_parallel_for(rows, 16384 / (size_t)out_f + 1, bias_act_rows, &t);
@@ -92,7 +93,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
   Sweep t = {.a = n->act == OP_GELU ? n->saved->data : n->out->data, .b = dy->data, .y = d->data, .act = n->act};
   slK_parallel_for(dy->size, 16384, act_grad_items, &t);
   if (slM_linear_grad_to(g, n, 0))
-    slM_gemm(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, w->data, in_f, 1.0f,
+    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, n->params[0], w->data, in_f, 1.0f,
              slM_input_grad(g, n, 0)->data, in_f);
   if (!n->params[0]->frozen)
     slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, d->data, out_f, x->data, in_f, 1.0f,

@@ -12,6 +12,7 @@
 */
 #include <stdlib.h>
 
+#include "kernels/gemm_half.h"
 #include "kernels/round.h"
 #include "ops.h"
 #include "precision.h"
@@ -62,7 +63,7 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
   if (g->precision == SLM_FP32 || !n->out) return;
   int d = dtypes[i];
-  if (d == SLM_BF16 || d == SLM_FP16) slK_round_array(d, n->out->data, n->out->data, n->out->size);
+  if (d == SLM_BF16 || d == SLM_FP16) slK_round_values(d, n->out->data, n->out->data, n->out->size);
 }
 
 /* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */

@@ -1,18 +1,24 @@
 /*
-** product.c - every product of a graph: OpenBLAS sgemm through the
-** kernels layer, in the manner of autocast under a 16-bit precision.
+** product.c - every product of a graph: float32 through the kernels layer
+** (OpenBLAS on the thread team), and under a 16-bit precision in the manner
+** of autocast: the inputs rounded to bfloat16 or float16, the sums float32.
 **
-** This CPU has no bfloat16 or float16 matrix instructions that OpenBLAS
-** uses (Debian's OpenBLAS 0.3.21 exports no sbgemm), so a product rounds
-** its inputs to the 16-bit format (kernels/round.c) and multiplies them with
-** sgemm. The product of two 16-bit values is exact in float32, so this is
-** exactly "16-bit inputs, float32 accumulation"; only the order of the sums
-** may differ from a GPU's. The rounded copies live in two scratch buffers
-** kept between calls and counted as temporaries, as autocast's casts are.
+** Two ways to run a 16-bit product. Where the CPU has the instructions
+** (kernels/gemm_half.c: vdpbf16ps for bfloat16), the packed GEMM rounds
+** each operand while it packs it, and a weight's rounded copy is made once
+** per step, at its first use in the forward pass, read again by the
+** backward and given back when the step's passes end (counted as a
+** temporary). Elsewhere (or with SYSLAB_PORTABLE=1) the emulated path
+** rounds both operands into two scratch buffers, kept between calls and
+** counted as temporaries as autocast's casts are, and calls the float32
+** GEMM; the product of two 16-bit values is exact in float32, so that too
+** is exactly "16-bit inputs, float32 accumulation", the order of the sums
+** apart.
 */
 #include <stdlib.h>
 
 #include "kernels/blas.h"
+#include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 #include "kernels/round.h"
 #include "memory.h"
@@ -46,14 +52,48 @@ void slM_product_release(void) {
   }
 }
 
-void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc) {
+int slM_product_native(int precision) { return precision != SLM_FP32 && slK_half_native(precision); }
+
+/* the weight's rounded copy for this step: made at its first use */
+static const uint16_t *weight_half(slM_Param *w, int format) {
+  if (!w->half) {
+    size_t n = w->value->size;
+    w->half = malloc(n * sizeof *w->half);
+    if (!w->half) return NULL;   /* the product then rounds B as it packs it */
+    slM_mem_external((long long)(n * sizeof *w->half));
+    slK_to_half(format, w->value->data, w->half, n);
+  }
+  return w->half;
+}
+
+void slM_product_end_pass(slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      if (!p->half) continue;
+      slM_mem_external(-(long long)(p->value->size * sizeof *p->half));
+      free(p->half);
+      p->half = NULL;
+    }
+}
+
+void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                slM_Param *w, const float *B, int ldb, float beta, float *C, int ldc) {
   slK_blas_init();
-  if (g && g->precision != SLM_FP32) {
+  if (!g || g->precision == SLM_FP32) {
+    slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else if (slK_half_native(g->precision)) {
+    const uint16_t *Bh = w && B == w->value->data ? weight_half(w, g->precision) : NULL;
+    slK_gemm_half(g->precision, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  } else {
     int ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;
     A = rounded(0, g->precision, A, ar, ac, lda);
     B = rounded(1, g->precision, B, br, bc, ldb);
-    lda = ac, ldb = bc;
+    slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, ac, B, bc, beta, C, ldc);
   }
-  slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc) {
+  slM_gemm_w(g, trans_a, trans_b, M, N, K, alpha, A, lda, NULL, B, ldb, beta, C, ldc);
 }

@@ -509,6 +509,16 @@ BF16 static void to_bf16_hw(const float *x, uint16_t *out, size_t n) {
   }
 }
 
+/* float32 values rounded to the format, bit for bit as round.c's scalar functions */
+AVX512 static void round_avx512(int format, const float *x, float *out, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = lanes(n - i < 16 ? (int)(n - i) : 16);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m512 r = format == SLK_FP16 ? _mm512_cvtph_ps(fp16_bits16(v)) : _mm512_castsi512_ps(bf16_hi(v));
+    _mm512_mask_storeu_ps(out + i, m, r);
+  }
+}
+
 static const slK_HalfLoops avx512_bf16 = {pack_a_avx512, pack_b_avx512, micro_bf16};
 
 static const slK_HalfLoops *loops_avx512(void) {
@@ -525,6 +535,7 @@ static const slK_HalfLoops *loops_avx512(void) {
 static const slK_HalfLoops *loops_avx512(void) { return NULL; }
 static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) { to_half_portable(format, x, out, n); }
 static void to_bf16_hw(const float *x, uint16_t *out, size_t n) { to_half_portable(SLK_BF16, x, out, n); }
+static void round_avx512(int format, const float *x, float *out, size_t n) { slK_round_array(format, x, out, n); }
 #endif
 
 const slK_HalfLoops *slK_half_loops(void) {
@@ -551,6 +562,11 @@ void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, fl
   if (!slK_half_native(format)) slK_gemm_half_emulated(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
   else if (format == SLK_BF16) gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
   else gemm_fp16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+}
+
+void slK_round_values(int format, const float *x, float *out, size_t n) {
+  if (format != SLK_FP32 && strcmp(slK_isa(), "avx512") == 0) round_avx512(format, x, out, n);
+  else slK_round_array(format, x, out, n);
 }
 
 void slK_to_half(int format, const float *x, uint16_t *out, size_t n) {

@@ -23,6 +23,9 @@ void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, fl
 int slK_half_native(int format);
 /* the 16-bit bits of n values, rounded as the packing rounds them (vectorised) */
 void slK_to_half(int format, const float *x, uint16_t *out, size_t n);
+/* out[i] = x[i] rounded to the format, as slK_round_array (round.h) but with AVX-512 where the CPU has
+** it: the rounding of a 16-bit node's output under a precision mode (graph/precision.c) */
+void slK_round_values(int format, const float *x, float *out, size_t n);
 
 /* The exact scalar reference of the packed kernels, one element at a time:
 ** bf16 as vdpbf16ps computes (each K block of SLK_HALF_KC from a zero

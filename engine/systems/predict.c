@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "graph/ops.h"
+#include "graph/product.h"
 #include "graph/slots.h"
 #include "graph/train.h"
 #include "predict.h"
@@ -50,8 +51,11 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
     out->grads = 4 * params;
     out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
   }
-  if (precision != SLM_FP32) {
-    /* the rounded copies of the largest product inputs (precision.c) */
+  if (slM_product_native(precision)) {
+    /* one rounded copy of every product's weight (graph/product.c): the layers' and the output projection */
+    out->scratch = 2 * (L * (4 * D * D + 3 * D * F) + D * V);
+  } else if (precision != SLM_FP32) {
+    /* the rounded copies of the largest product inputs (graph/product.c) */
     double a = BT * fmax(D, F), b = fmax(V * D, F * D);
     a = fmax(a, T * fmax(T, dh));
     if (run == SLL_RUN_TRAIN) a = fmax(a, BT * V), b = fmax(b, fmax(BTF, BTD));
@@ -94,7 +98,8 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
   memset(out, 0, sizeof *out);
   int train = run == SLL_RUN_TRAIN;
   char *grad = gradient_reach(g);
-  double a_max = 0, b_max = 0;
+  double a_max = 0, b_max = 0, weights = 0;
+  int native = slM_product_native(g->precision);
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     const slM_OpDef *d = slM_op(n->op);
@@ -105,13 +110,17 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     if (d->flags & SLM_OP_QUADRATIC) out->scores += 4 * e;
     if (train && grad[i]) out->act_grads += 4 * e * (1 + d->backward_temps);
     if (g->precision != SLM_FP32 && d->rounded) {
-      double a, b;
-      d->rounded(g, n, e, train, &a, &b);
-      a_max = fmax(a_max, a), b_max = fmax(b_max, b);
+      if (native) {   /* a weight's rounded copy, two bytes an element, alive through the step */
+        if (n->nparams > 0 && !n->comp.weight && !n->comp.weight_mask) weights += (double)n->params[0]->value->size;
+      } else {        /* the emulated path's two scratch buffers, as large as the largest product needs */
+        double a, b;
+        d->rounded(g, n, e, train, &a, &b);
+        a_max = fmax(a_max, a), b_max = fmax(b_max, b);
+      }
     }
     if ((d->flags & SLM_OP_RESIDUAL) && out->residual == 0) out->residual = 4 * slM_items(n, batch);
   }
-  out->scratch = 4 * (a_max + b_max);
+  out->scratch = native ? 2 * weights : 4 * (a_max + b_max);
   free(grad);
   finish(out, run);
 }

@@ -18,6 +18,8 @@
 #include "graph/profile.h"
 #include "systems/runner.h"
 #include "graph/train.h"
+#include "kernels/gemm_half.h"
+#include "kernels/kernels.h"
 
 static slM_Graph *mlp(void) {
   char err[256];
@@ -295,6 +297,69 @@ static void test_fused_attention(void) {
   check_fused_attention(vit(), "image transformer", 3, 0, 2);
 }
 
+/* the largest relative difference of g's and h's gradients (same parameter names) */
+static double grad_gap(slM_Graph *g, slM_Graph *h) {
+  double worst = 0;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      for (int j = 0; j < h->n; j++)
+        for (int m = 0; m < h->nodes[j].nparams; m++) {
+          slM_Param *q = h->nodes[j].params[m];
+          if (strcmp(q->name, p->name) != 0) continue;
+          double scale = 0, diff = 0;
+          for (size_t e = 0; e < p->grad->size; e++) {
+            scale = fmax(scale, fabs(p->grad->data[e]));
+            diff = fmax(diff, fabs(p->grad->data[e] - q->grad->data[e]));
+          }
+          worst = fmax(worst, diff / (scale + 1e-6));
+        }
+    }
+  return worst;
+}
+
+/* bf16 products with vdpbf16ps (the weights rounded once per step) against the
+** emulated path (operands rounded into scratch, float32 sgemm): both compute
+** "bf16 inputs, float32 sums", so they differ only in the order of the sums
+** and in vdpbf16ps's flushing of subnormals; a stated tolerance of 1% of each
+** gradient's largest entry after bf16 rounding of the activations between */
+static void check_native_half(slM_Graph *g, const char *what, int batch, int T, int fuse_attention) {
+  char err[256];
+  slM_FuseCounts c;
+  if (fuse_attention) CHECK_MSG(slM_fuse(g, 1, &c, err, sizeof err) == 0 && c.attention > 0, "%s", err);
+  g->precision = SLM_BF16;
+  slM_Graph *h = slM_graph_copy(g, 1);
+  h->precision = SLM_BF16;
+  slL_Batch b;
+  slL_batch_init(&b, g, batch, T, 7);
+  double ln = slL_run_step(g, &b, 1, NULL, 0);
+  int was = slK_force_portable(1);
+  CHECK(!slM_product_native(SLM_BF16));
+  double le = slL_run_step(h, &b, 1, NULL, 0);
+  slK_force_portable(was);
+  double gap = grad_gap(g, h);
+  printf("  %s bf16: loss native %.7g emulated %.7g, gradients within %.2g of their largest entry\n", what, ln, le, gap);
+  CHECK_NEAR(ln, le, 2e-3 * fabs(le));
+  CHECK(gap < 0.01);
+  /* the rounded weights are given back when the step ends */
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) CHECK(g->nodes[i].params[k]->half == NULL);
+  slL_batch_free(&b);
+  slM_graph_free(h);
+  slM_graph_free(g);
+  slM_product_release();
+}
+
+static void test_native_half(void) {
+  if (!slM_product_native(SLM_BF16)) {
+    printf("  skipped: this CPU has no avx512_bf16, so bf16 products run the emulated path only\n");
+    return;
+  }
+  check_native_half(lm(SLM_FP32), "lm", 2, 12, 0);
+  check_native_half(lm(SLM_FP32), "lm with FlashAttention-2", 2, 12, 1);
+  check_native_half(vit(), "image transformer", 3, 0, 0);
+}
+
 static void test_profile(void) {
   slM_Graph *g = lm(SLM_FP32);
   slL_Batch b;
@@ -368,6 +433,7 @@ int main(void) {
   RUN(test_dtype_table);
   RUN(test_fusion);
   RUN(test_fused_attention);
+  RUN(test_native_half);
   RUN(test_profile);
   return check_summary();
 }
