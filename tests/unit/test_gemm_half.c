@@ -96,6 +96,19 @@ static void test_to_half_matches_scalar_rounding(void) {
       CHECK_MSG(bad == 0, "%s%s: %zu values differ, first %08x -> %04x, expected %04x", format == SLK_BF16 ? "bf16" : "fp16",
                 portable ? " portable" : "", bad, bits(x[first]), got[first], scalar_half(format, x[first]));
     }
+  /* slK_round_values, the rounding of a node's output: the same bits as round.c's slK_round_array */
+  float *r = malloc(n * sizeof *r), *want = malloc(n * sizeof *want);
+  for (int format = SLK_BF16; format <= SLK_FP16; format++)
+    for (int portable = 0; portable < 2; portable++) {
+      slK_force_portable(portable);
+      slK_round_values(format, x, r, n - 3);   /* a tail shorter than a vector */
+      slK_round_array(format, x, want, n - 3);
+      size_t bad = 0;
+      for (size_t i = 0; i < n - 3; i++) bad += !same(r[i], want[i]);
+      CHECK_MSG(bad == 0, "round_values %s%s: %zu values differ", format == SLK_BF16 ? "bf16" : "fp16",
+                portable ? " portable" : "", bad);
+    }
+  free(r), free(want);
   slK_force_portable(0);
   free(x), free(got);
 }
