@@ -334,6 +334,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     char err[1024], *warning = NULL;
     if (slS_journal_open(st, sl_arg_string(call, "journal"), &warning, err, sizeof err) != 0) {
       sl_release(study);
+      if (sl_interrupted()) return sl_interrupted_error(call);
       return sl_arg_error(call, "journal", "%s", err);
     }
     if (warning) sl_eprintf(call, "%s\n", warning);

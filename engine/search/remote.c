@@ -155,7 +155,7 @@ int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
     if (!g) return -1;
     return slS_transport(err, errlen)->rank(g) == 0 ? SLS_COORDINATOR : SLS_WORKER;
   }
-  if (workers < 0 || workers > 4096) return snprintf(err, errlen, "must be between 0 and 4096"), -1;
+  if (workers < 0 || workers > SLS_MAX_WORKERS) return snprintf(err, errlen, "must be between 0 and %d", SLS_MAX_WORKERS), -1;
   if (workers == 0) return SLS_SERIAL;
   if (!slS_transport(err, errlen)) return -1;
   return SLS_COORDINATOR;
