@@ -167,6 +167,7 @@ typedef struct {
   sl_Call *call;
   slS_Study *st;
   int trials, workers;
+  int planned;              /* what the progress counts to (a grid: its points) */
   double deadline;          /* no new trial after this (0: none) */
   int committed;            /* trials 0..committed-1 are in the journal */
   int finished;
@@ -252,7 +253,7 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
     const slS_Trial *b = st->nobj == 1 ? slS_best(st) : NULL;
     char v[32] = "-", detail[160];
     if (b) sl_format_number(b->values[0], v, sizeof v);
-    snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->trials, v,
+    snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->planned, v,
              now() - c->start, c->workers);
     sl_progress_update(c->bar, c->committed, detail);
   }
@@ -371,7 +372,8 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     }
   }
   if (!g) return sl_error(call, "%s", err);
-  Coord c = {call, st, trials, t->size(g) - 1, timeout > 0 ? now() + timeout : 0, st->ntrials, 0, bar, now(), ""};
+  Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials), timeout > 0 ? now() + timeout : 0,
+             st->ntrials, 0, bar, now(), ""};
   c.finished = st->ntrials;  /* resumed trials count as finished: the space is known */
   slS_FarmSource src = {&c, next_trial, trial_done, worker_lost, answer, final_study};
   slS_FarmStats stats;

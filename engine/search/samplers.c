@@ -40,6 +40,13 @@ int slS_grid_exhausted(const slS_Study *st) {
   return 1;
 }
 
+int slS_trials_planned(const slS_Study *st, int trials) {
+  if (st->sampler != SLS_GRID || st->ntrials >= trials) return trials;
+  size_t left = 0;
+  for (size_t id = 0; id < st->grid_size && (size_t)st->ntrials + left < (size_t)trials; id++) left += !visited(st, (long)id, NULL);
+  return (int)((size_t)st->ntrials + left);
+}
+
 void slS_before_trial(slS_Study *st, slS_Trial *t) {
   if (st->sampler != SLS_GRID) return;
   if ((size_t)t->number < st->grid_size) {

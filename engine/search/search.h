@@ -149,6 +149,9 @@ int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, 
 sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
 /* grid: no unvisited point is left */
 int slS_grid_exhausted(const slS_Study *st);
+/* the trials a search of `trials` will have run when it ends: a grid stops
+** at its last unvisited point (progress counts to it) */
+int slS_trials_planned(const slS_Study *st, int trials);
 
 /* --------------------------------------------------------------- random.c */
 /* Optuna's RandomSampler draw for one parameter (numerics §6.3) */

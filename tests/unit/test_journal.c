@@ -2,7 +2,8 @@
 ** test_journal.c - a study journal is read as untrusted input: every field
 ** of every line is checked against the header and the search space, the
 ** streams' positions are bounded and their replay can be interrupted, and
-** a path that is not a regular file is refused before it is opened.
+** a path that is not a regular file is refused before it is opened. Also
+** the progress of a grid search, which counts the grid's points.
 **
 ** The cases that crashed or hung before the checks run in a child process
 ** with an alarm (and, outside ASan, a memory limit), so a regression fails
@@ -373,6 +374,49 @@ static void test_journal_paths_are_regular_files(void) {
   sl_free(S);
 }
 
+/* ------------------------------------------------------------ progress */
+
+static char progress[512];
+static void (*plain_display)(void *, const sl_Bundle *, const char *, int);
+
+static void keep_progress(void *ud, const sl_Bundle *b, const char *id, int update) {
+  const sl_MimePart *p = id ? sl_bundle_get(b, "text/plain") : NULL;
+  if (p) snprintf(progress, sizeof progress, "%s", p->data);
+  plain_display(ud, b, id, update);
+}
+
+/* a 6-point grid showed 6/100 with trials=100 */
+static void test_grid_progress_counts_the_grid(void) {
+  plain_display = check_host.display;
+  check_host.display = keep_progress;
+  sl_State *S = sl_new();
+  check_eval(S, "g = search trials=100 sampler=grid a=[1, 2, 3] b=[\"x\", \"y\"] {\n"
+                "  a = suggest \"a\" int 1 3\n  b = suggest \"b\" categorical [\"x\", \"y\"]\n  objective a\n}");
+  CHECK_CONTAINS(progress, " 6/6 ");
+  CHECK_CONTAINS(progress, "trial 6/6 ");
+  /* fewer trials than points: the trials */
+  check_eval(S, "g = search trials=4 sampler=grid a=[1, 2, 3] b=[\"x\", \"y\"] {\n"
+                "  a = suggest \"a\" int 1 3\n  b = suggest \"b\" categorical [\"x\", \"y\"]\n  objective a\n}");
+  CHECK_CONTAINS(progress, " 4/4 ");
+  /* a resumed grid: the points left after the journal's */
+  char p[256], code[1024];
+  journal_path(p, sizeof p, "grid");
+  unlink(p);
+  const char *grid = "search trials=%d sampler=grid journal=\"%s\" a=[1, 2, 3] b=[\"x\", \"y\"] {\n"
+                     "  a = suggest \"a\" int 1 3\n  b = suggest \"b\" categorical [\"x\", \"y\"]\n  objective a\n}";
+  snprintf(code, sizeof code, grid, 2, p);
+  check_eval(S, code);
+  snprintf(code, sizeof code, grid, 100, p);
+  check_eval(S, code);
+  CHECK_CONTAINS(progress, " 6/6 ");
+  /* other samplers count the trials */
+  check_eval(S, "r = search trials=3 sampler=random { objective (suggest \"x\" float 0 1) }");
+  CHECK_CONTAINS(progress, " 3/3 ");
+  unlink(p);
+  sl_free(S);
+  check_host.display = plain_display;
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/syslab-journal-XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -380,6 +424,7 @@ int main(void) {
   RUN(test_stream_positions_are_bounded);
   RUN(test_stream_replay_is_interruptible);
   RUN(test_journal_paths_are_regular_files);
+  RUN(test_grid_progress_counts_the_grid);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
