@@ -113,14 +113,14 @@ static json_t *header(const slS_Study *st) {
 }
 
 /* the first key whose values differ, described for the user */
-static int compare_headers(json_t *file, json_t *mine, char *err, size_t errlen) {
+static int compare_headers(json_t *file, json_t *mine, const char *path, char *err, size_t errlen) {
   const char *key;
   json_t *v;
   json_object_foreach(mine, key, v) {
     json_t *w = json_object_get(file, key);
     if (w && json_equal(v, w)) continue;
     char *a = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY), *b = w ? json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    snprintf(err, errlen, "the journal was written by another search: its %s is %s, this search's is %s", key,
+    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search's is %s", path, key,
              b ? b : "not set", a);
     free(a);
     free(b);
@@ -129,7 +129,7 @@ static int compare_headers(json_t *file, json_t *mine, char *err, size_t errlen)
   json_object_foreach(file, key, v) {
     if (json_object_get(mine, key)) continue;
     char *b = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(err, errlen, "the journal was written by another search: its %s is %s, this search has none", key, b);
+    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search has none", path, key, b);
     free(b);
     return -1;
   }
@@ -616,7 +616,7 @@ int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *pa
         snprintf(err, errlen, "%s is not a syslab study journal (its first line has no \"syslab_study\")", path);
         rc = -1;
       } else {
-        rc = compare_headers(o, mine, err, errlen);
+        rc = compare_headers(o, mine, path, err, errlen);
       }
     } else if (json_object_get(o, "trial")) {
       int before = st->ntrials;
