@@ -157,6 +157,7 @@ int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
   }
   if (workers < 0 || workers > SLS_MAX_WORKERS) return snprintf(err, errlen, "must be between 0 and %d", SLS_MAX_WORKERS), -1;
   if (workers == 0) return SLS_SERIAL;
+  if (slS_worker_limit(workers, err, errlen) != 0) return -1;  /* before anything starts */
   if (!slS_transport(err, errlen)) return -1;
   return SLS_COORDINATOR;
 }
