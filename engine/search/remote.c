@@ -34,9 +34,11 @@
 ** and its search becomes the worker side of this file.
 */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -363,7 +365,7 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     }
     free(probe.s);
     sl_release(names);
-    g = t->spawn(argv, n, err, sizeof err);
+    g = t->spawn(argv, n, slS_timeout() + 0.5 * n, err, sizeof err);
     if (!g) return sl_error(call, "%s", err);
     own = 1;
     farm = 1;
@@ -556,6 +558,10 @@ static void discard_write(void *ud, sl_Stream s, const char *text, size_t len) {
 static void discard_display(void *ud, const sl_Bundle *b, const char *id, int update) {}
 
 int sl_worker_main(void) {
+  /* the runtime's daemon started this process: it ends with the daemon */
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 1;
   char err[1024];
   const slD_Transport *t = slS_transport(err, sizeof err);
   slD_Group *g = t ? t->parent(err, sizeof err) : NULL;
