@@ -42,9 +42,14 @@ int slS_grid_exhausted(const slS_Study *st) {
 
 int slS_trials_planned(const slS_Study *st, int trials) {
   if (st->sampler != SLS_GRID || st->ntrials >= trials) return trials;
-  size_t left = 0;
-  for (size_t id = 0; id < st->grid_size && (size_t)st->ntrials + left < (size_t)trials; id++) left += !visited(st, (long)id, NULL);
-  return (int)((size_t)st->ntrials + left);
+  unsigned char *seen = calloc(st->grid_size ? st->grid_size : 1, 1);
+  size_t left = st->grid_size;
+  for (int i = 0; i < st->ntrials; i++) {
+    long id = st->trials[i].grid_id;
+    if (id >= 0 && (size_t)id < st->grid_size && !seen[id]) seen[id] = 1, left--;
+  }
+  free(seen);
+  return (size_t)st->ntrials + left < (size_t)trials ? (int)((size_t)st->ntrials + left) : trials;
 }
 
 void slS_before_trial(slS_Study *st, slS_Trial *t) {
