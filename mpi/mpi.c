@@ -179,10 +179,18 @@ static int runtime_noise(const char *line, int *help) {
   return *help || runtime_log(line);
 }
 
+/* the pipe the daemon writes to, and a copy of our stderr of the thread's
+** own (fd 2 is the pipe while the daemon starts) */
+typedef struct {
+  int in, out;
+} Streams;
+
 /* passes the daemon's output (and its workers') to our stderr, line by
 ** line, without the runtime's own log lines */
 static void *runtime_output(void *arg) {
-  int fd = (int)(intptr_t)arg, help = 0;
+  Streams *streams = arg;
+  int fd = streams->in, out = streams->out, help = 0;
+  free(streams);
   char buf[8192];
   size_t n = 0;
   for (;;) {
@@ -196,12 +204,12 @@ static void *runtime_output(void *arg) {
       buf[i] = '\0';
       if (!runtime_noise(buf + start, &help)) {
         buf[i] = '\n';
-        write_all(2, buf + start, i + 1 - start);
+        write_all(out, buf + start, i + 1 - start);
       }
       start = i + 1;
     }
     if (start == 0 && n == sizeof buf - 1) {  /* one long line: pass it on */
-      write_all(2, buf, n);
+      write_all(out, buf, n);
       n = 0;
     }
     memmove(buf, buf + start, n - start);
@@ -209,9 +217,10 @@ static void *runtime_output(void *arg) {
   }
   if (n > 0) {
     buf[n] = '\0';
-    if (!runtime_noise(buf, &help)) write_all(2, buf, n);
+    if (!runtime_noise(buf, &help)) write_all(out, buf, n);
   }
   close(fd);
+  close(out);
   return NULL;
 }
 
@@ -235,11 +244,19 @@ static int isolate_begin(int saved[3]) {
   }
   for (int i = 0; i < 3; i++) saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
   real_stderr = saved[2];
+  int out = fcntl(2, F_DUPFD_CLOEXEC, 3);
   dup2(null, 0), dup2(p[1], 1), dup2(p[1], 2);  /* dup2 leaves these inheritable */
   close(null), close(p[1]);
   pthread_t t;
-  if (pthread_create(&t, NULL, runtime_output, (void *)(intptr_t)p[0]) == 0) pthread_detach(t);
-  else close(p[0]);
+  Streams *streams = malloc(sizeof *streams);
+  if (streams) streams->in = p[0], streams->out = out;
+  if (!streams || out < 0 || pthread_create(&t, NULL, runtime_output, streams) != 0) {
+    free(streams);
+    if (out >= 0) close(out);
+    close(p[0]);  /* no reader: what the daemon writes is lost (EPIPE), not blocked */
+  } else {
+    pthread_detach(t);
+  }
   return 0;
 }
 
