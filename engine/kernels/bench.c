@@ -25,6 +25,7 @@
 #include "cuda/gpu.h"
 #include "gemm_half.h"
 #include "kernels.h"
+#include "syslab.h"
 
 double slK_now(void *ud) {
   struct timespec ts;
@@ -497,10 +498,20 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   slK_Case *c = b->setup(size, shape, err, errlen);
   if (!c) return -1;
   double *t = malloc(sizeof *t * (size_t)reps);
-  for (int i = 0; i < warmup; i++) b->run(c);
-  for (int i = 0; i < reps; i++) {
+  /* an interrupt is polled between repetitions (and inside the naive loops): the run stops
+  ** within one repetition and reports nothing */
+  int stopped = 0;
+  for (int i = 0; i < warmup && !(stopped = sl_interrupted()); i++) b->run(c);
+  for (int i = 0; i < reps && !stopped; i++) {
     double t0 = clock(clock_ud), own = b->run(c), t1 = clock(clock_ud);
     t[i] = own >= 0 ? own : t1 - t0;
+    stopped = sl_interrupted();
+  }
+  if (stopped) {
+    b->teardown(c);
+    free(t);
+    snprintf(err, errlen, "interrupted");
+    return SLK_BENCH_INTERRUPTED;
   }
   out->peak_bytes = slK_mem_peak() - base;
   out->rss_peak = slK_rss_peak();

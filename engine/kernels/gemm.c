@@ -36,6 +36,7 @@
 #include "kernels.h"
 #include "round.h"
 #include "simd.h"
+#include "syslab.h"
 
 /* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
 #define KC SLK_KC
@@ -119,7 +120,9 @@ const char *slK_gemm_name(slK_GemmImpl impl) {
 
 static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
                        float *C, long ldc) {
-  for (int i = 0; i < M; i++)
+  /* a row of n = 4096 takes tens of milliseconds: an interrupt stops it between rows (the caller
+  ** then discards C, sl_interrupted() still set) */
+  for (int i = 0; i < M && !sl_interrupted(); i++)
     for (int j = 0; j < N; j++) {
       float sum = 0;
       for (int k = 0; k < K; k++) sum += A->p[i * A->rs + k * A->cs] * B->p[k * B->rs + j * B->cs];

@@ -209,7 +209,9 @@ typedef struct slK_Result {
   size_t rss_peak;         /* process resident peak during the case */
 } slK_Result;
 
-/* warmup untimed runs, then reps timed ones; 0, or -1 with err */
+/* warmup untimed runs, then reps timed ones; 0, or -1 with err, or SLK_BENCH_INTERRUPTED when
+** sl_interrupted() stopped it between repetitions (nothing in out) */
+enum { SLK_BENCH_INTERRUPTED = -2 };
 int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmup, int reps, slK_Clock clock,
                   void *clock_ud, slK_Result *out, char *err, size_t errlen);
 
