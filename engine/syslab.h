@@ -130,10 +130,7 @@ void sl_format_number(double x, char *out, size_t size);
 /* x as the language prints it, for messages: SL_NUM(x) is a string that
 ** lives to the end of the enclosing block ("4294967296", "nan", "0.25"),
 ** so an error says what the user wrote, not %g's 4.2949673e+09 or -nan */
-static inline const char *sl_number_text(double x, char *buf, size_t size) {
-  sl_format_number(x, buf, size);
-  return buf;
-}
+const char *sl_number_text(double x, char *buf, size_t size);
 #define SL_NUM(x) sl_number_text((x), (char[40]){0}, 40)
 
 /* -------------------------------------------------------- growable string */

@@ -45,7 +45,7 @@ static int pairs(int n) { return (n + 1) / 2; }
 ** pairs of features; rows from n to nr zero */
 static void pack_rows(const slK_HalfLoops *L, const float *x, long row, int n, int d, int nr, uint32_t *dst) {
   slK_HalfSrc s = {x, NULL, row, 1};
-  L->pack_a(&s, 0, n, 0, d, dst);
+  L->pack_pairs_a(&s, 0, n, 0, d, dst);
   int done = up(n, SLK_MR);
   if (nr > done) memset(dst + (size_t)done * pairs(d), 0, sizeof(uint32_t) * (size_t)(nr - done) * pairs(d));
 }
@@ -54,13 +54,13 @@ static void pack_rows(const slK_HalfLoops *L, const float *x, long row, int n, i
 ** the panel of features fp.. at dst + fp * pairs(n) */
 static void pack_cols(const slK_HalfLoops *L, const float *x, long row, int n, int d, uint32_t *dst) {
   slK_HalfSrc s = {x, NULL, 1, row};
-  L->pack_a(&s, 0, d, 0, n, dst);
+  L->pack_pairs_a(&s, 0, d, 0, n, dst);
 }
 
 /* x^T (d features by n rows) as B lane panels of 48 rows over pairs of features */
 static void pack_lanes(const slK_HalfLoops *L, const float *x, long row, int n, int d, uint32_t *dst) {
   slK_HalfSrc s = {x, NULL, 1, row};
-  L->pack_b(&s, 0, d, 0, n, dst);
+  L->pack_pairs_b(&s, 0, d, 0, n, dst);
 }
 
 /* one buffer cut into parts of the given sizes (in 4-byte units), each 64-byte aligned */
@@ -143,7 +143,7 @@ static void fwd_job(void *ctx, int job, int worker) {
       if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
       /* O^T += V^T P^T over the keys that exist, P^T rounded as it is packed */
       slK_HalfSrc ps = {s, NULL, LANES, 1};
-      L->pack_b(&ps, 0, kc, 0, LANES, w->pt);
+      L->pack_pairs_b(&ps, 0, kc, 0, LANES, w->pt);
       for (int fp = 0; fp < d8; fp += SLK_MR)
         L->micro(pairs(kc), vt + (size_t)fp * F->nkp + (size_t)(k0 / 2) * SLK_MR, w->pt, ot + fp * LANES, LANES, SLK_MR,
                  LANES, 1.0f, k0 > 0 ? 1.0f : 0.0f);
@@ -231,7 +231,7 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
     simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
     /* dQ^T += K^T dS^T over the keys that exist */
     slK_HalfSrc ds = {dp, NULL, LANES, 1};
-    L->pack_b(&ds, 0, kc, 0, LANES, w->dsl);
+    L->pack_pairs_b(&ds, 0, kc, 0, LANES, w->dsl);
     float *dqt = w->dqt + (size_t)lp * d8 * LANES;
     for (int fp = 0; fp < d8; fp += SLK_MR)
       L->micro(pairs(kc), w->kt + (size_t)fp * nkp + (size_t)(k0 / 2) * SLK_MR, w->dsl, dqt + fp * LANES, LANES, SLK_MR,
@@ -242,8 +242,8 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
     slK_HalfSrc ps = {s, NULL, 1, LANES}, dss = {dp, NULL, 1, LANES};
     for (int kq = 0; kq < kb; kq += LANES) {
       size_t at = (size_t)(kq / LANES) * LANES * qp + (size_t)lp * (LANES / 2) * LANES;
-      L->pack_b(&ps, 0, ql, kq, LANES, w->pb + at);
-      L->pack_b(&dss, 0, ql, kq, LANES, w->dsb + at);
+      L->pack_pairs_b(&ps, 0, ql, kq, LANES, w->pb + at);
+      L->pack_pairs_b(&dss, 0, ql, kq, LANES, w->dsb + at);
     }
   }
   /* dV^T += dO^T P and dK^T += t Q^T dS, 48 keys at a time, over the tile's pairs of queries */

@@ -160,10 +160,10 @@ static void bf16_one(const slK_HalfLoops *L, int M, int N, int K, float alpha, c
     for (int pc = 0; pc < K; pc += KC) {
       int kc = K - pc < KC ? K - pc : KC, kp = pairs(kc);
       float b = pc == 0 ? beta : 1.0f;
-      L->pack_b(B, pc, kc, jc, nc, bbuf);
+      L->pack_pairs_b(B, pc, kc, jc, nc, bbuf);
       for (int ic = 0; ic < M; ic += HALF_MC) {
         int mc = M - ic < HALF_MC ? M - ic : HALF_MC;
-        L->pack_a(A, ic, mc, pc, kc, abuf);
+        L->pack_pairs_a(A, ic, mc, pc, kc, abuf);
         for (int jr = 0; jr < nc; jr += SLK_NR) {
           const uint32_t *bp = bbuf + (size_t)jr * kp;
           int n = nc - jr < SLK_NR ? nc - jr : SLK_NR;
@@ -307,7 +307,7 @@ BF16 INLINE __m512i zip_hi(__m512i x, __m512i y) {
 }
 
 /* x[0..15] as the rows of a 16 x 16 matrix of 32-bit words, transposed in place */
-AVX512 INLINE void transpose16(__m512i *x) {
+AVX512 INLINE void transpose16_pairs(__m512i *x) {
   __m512 r[16], t[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(x[i]);
@@ -347,7 +347,7 @@ BF16 INLINE void lines16(const slK_HalfSrc *s, long base, long ls, int nl, int k
     }
     w[l] = l < nl ? load32(s, base + l * ls, kc) : _mm512_setzero_si512();
   }
-  transpose16(w);
+  transpose16_pairs(w);
 }
 
 /* A panels (8 rows, pairs of k): two panels at a time, 16 rows */

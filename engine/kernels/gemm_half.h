@@ -64,9 +64,9 @@ typedef struct slK_HalfSrc {
 
 typedef struct slK_HalfLoops {
   /* mc x kc of op(A) from (i0, k0), rounded, into MR-row panels (zero-padded) */
-  void (*pack_a)(const slK_HalfSrc *A, int i0, int mc, int k0, int kc, uint32_t *dst);
+  void (*pack_pairs_a)(const slK_HalfSrc *A, int i0, int mc, int k0, int kc, uint32_t *dst);
   /* kc x nc of op(B) from (k0, j0), rounded, into NR-column panels (zero-padded) */
-  void (*pack_b)(const slK_HalfSrc *B, int k0, int kc, int j0, int nc, uint32_t *dst);
+  void (*pack_pairs_b)(const slK_HalfSrc *B, int k0, int kc, int j0, int nc, uint32_t *dst);
   /* the m x n corner (m <= MR, n <= NR) of C = alpha A_panel B_panel + beta C
   ** over kp pairs (beta = 0: C is not read) */
   void (*micro)(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
