@@ -20,6 +20,7 @@
 #include "kernels/blas.h"
 #include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "kernels/round.h"
 #include "memory.h"
 #include "product.h"
@@ -54,14 +55,26 @@ void slM_product_release(void) {
 
 int slM_product_native(int precision) { return precision != SLM_FP32 && slK_half_native(precision); }
 
-/* the weight's rounded copy for this step: made at its first use */
+/* the weight's rounded copy for this step: made at its first use, in pieces on the thread team */
+typedef struct {
+  int format;
+  const float *x;
+  uint16_t *out;
+} ToHalf;
+
+static void to_half_range(void *ctx, size_t from, size_t to) {
+  const ToHalf *t = ctx;
+  slK_to_half(t->format, t->x + from, t->out + from, to - from);
+}
+
 static const uint16_t *weight_half(slM_Param *w, int format) {
   if (!w->half) {
     size_t n = w->value->size;
     w->half = malloc(n * sizeof *w->half);
     if (!w->half) return NULL;   /* the product then rounds B as it packs it */
     slM_mem_external((long long)(n * sizeof *w->half));
-    slK_to_half(format, w->value->data, w->half, n);
+    ToHalf t = {format, w->value->data, w->half};
+    slK_parallel_for(n, 1 << 16, to_half_range, &t);
   }
   return w->half;
 }
@@ -83,7 +96,9 @@ void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int 
   if (!g || g->precision == SLM_FP32) {
     slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   } else if (slK_half_native(g->precision)) {
-    const uint16_t *Bh = w && B == w->value->data ? weight_half(w, g->precision) : NULL;
+    /* a training step keeps the weight's rounded copy for its backward; an inference pass reads each
+    ** weight once, so rounding it while packing costs no more than a copy would */
+    const uint16_t *Bh = w && g->training && B == w->value->data ? weight_half(w, g->precision) : NULL;
     slK_gemm_half(g->precision, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
   } else {
     int ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;

@@ -52,8 +52,9 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
     out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
   }
   if (slM_product_native(precision)) {
-    /* one rounded copy of every product's weight (graph/product.c): the layers' and the output projection */
-    out->scratch = 2 * (L * (4 * D * D + 3 * D * F) + D * V);
+    /* a training step's rounded copy of every product's weight (graph/product.c): the layers' and the
+    ** output projection; inference rounds them while packing */
+    out->scratch = run == SLL_RUN_TRAIN ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
   } else if (precision != SLM_FP32) {
     /* the rounded copies of the largest product inputs (graph/product.c) */
     double a = BT * fmax(D, F), b = fmax(V * D, F * D);
@@ -120,7 +121,7 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     }
     if ((d->flags & SLM_OP_RESIDUAL) && out->residual == 0) out->residual = 4 * slM_items(n, batch);
   }
-  out->scratch = native ? 2 * weights : 4 * (a_max + b_max);
+  out->scratch = native ? (train ? 2 * weights : 0) : 4 * (a_max + b_max);
   free(grad);
   finish(out, run);
 }
