@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "inline.h"
 #include "notebook.h"
 #include "sanitize.h"
 #include "syslab.h"
@@ -332,7 +333,11 @@ static void add_notebook(Body *b, const slR_Notebook *nb, json_t *labels) {
     if (slR_cell_has_tag(cell, "remove-cell")) continue;
     const char *type = json_string_value(json_object_get(cell, "cell_type"));
     char *src = slR_cell_source(cell);
-    if (strcmp(type, "markdown") == 0) add_markdown_cell(&b->t, src, labels);
+    if (strcmp(type, "markdown") == 0) {
+      char *filled = slR_inline_fill(cell, src);
+      add_markdown_cell(&b->t, filled, labels);
+      free(filled);
+    }
     else if (strcmp(type, "raw") == 0) slU_add(&b->t, "%s\n\n", src);
     else add_code_cell(b, nb, i, cell, src);
     free(src);
