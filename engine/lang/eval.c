@@ -525,13 +525,36 @@ static int eval_call(sl_State *S, slY_Node *n, sl_Value *out) {
 
 /* ------------------------------------------------------------ expressions */
 
+/* 1 when `bytes` more fit the memory budget; else records a MemoryError
+** naming what would need them and returns 0 (x = x + x in a loop doubles
+** until the machine says no: the session must survive that) */
+static int grows_within(sl_State *S, slY_Node *n, double bytes, const char *what) {
+  double budget = sl_memory_budget();
+  if (bytes <= budget) return 1;
+  char need[32], have[32];
+  sl_format_bytes(bytes, need, sizeof need);
+  sl_format_bytes(budget, have, sizeof have);
+  slV_error(S, "MemoryError", n->line, n->col, "%s would need %s, more than the memory budget of %s (%s)", what, need,
+            have, sl_memory_budget_source());
+  return 0;
+}
+
 static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out) {
   char buf[16];
   const char *op = slX_describe(n->op, buf, sizeof buf);
   if (n->op == '+' && (a.type == SL_STRING || b.type == SL_STRING)) {
     char *x = sl_tostring(a), *y = sl_tostring(b);
     size_t lx = strlen(x), ly = strlen(y);
-    char *s = malloc(lx + ly + 1);
+    /* the joined text and the string made of it: refused before allocating
+    ** when over the budget, rather than ending the process in malloc */
+    char *s = grows_within(S, n, 2.0 * ((double)lx + (double)ly + 1), "joining these strings") ? malloc(lx + ly + 1)
+                                                                                                  : NULL;
+    if (!s) {
+      free(x), free(y);
+      return S->failed ? -1
+                       : slV_error(S, "MemoryError", n->line, n->col, "out of memory joining strings of %zu and %zu bytes",
+                                   lx, ly);
+    }
     memcpy(s, x, lx);
     memcpy(s + lx, y, ly + 1);
     *out = sl_string_len(s, lx + ly);
@@ -541,6 +564,8 @@ static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out
     return 0;
   }
   if (n->op == '+' && a.type == SL_LIST && b.type == SL_LIST) {
+    double items = (double)sl_list_len(a) + (double)sl_list_len(b);
+    if (!grows_within(S, n, 2.0 * items * sizeof(sl_Value), "joining these lists")) return -1;
     *out = sl_list_new();
     for (size_t i = 0; i < sl_list_len(a); i++) sl_retain(sl_list_get(a, i)), sl_list_push(*out, sl_list_get(a, i));
     for (size_t i = 0; i < sl_list_len(b); i++) sl_retain(sl_list_get(b, i)), sl_list_push(*out, sl_list_get(b, i));

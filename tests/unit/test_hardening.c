@@ -440,7 +440,23 @@ static void test_quantize_refuses_ragged_input(void) {
   sl_free(S);
 }
 
+/* x = x + x in a loop aborted the process in malloc (out of memory,
+** 1073741849 bytes): joining strings or lists past the budget is an error
+** and the session goes on */
+static void test_growth_past_the_budget_is_an_error(void) {
+  setenv("SYSLAB_MEMORY_BUDGET", "64M", 1);
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(check_eval(S, "x = \"abcdefgh\"\nfor i in 1..40 { x = x + x }"),
+                 "MemoryError: joining these strings would need");
+  CHECK_STREQ(check_eval(S, "len(x)"), "16777216");   /* the last string that fitted */
+  CHECK_CONTAINS(check_eval(S, "y = [1, 2]\nfor i in 1..40 { y = y + y }"), "MemoryError: joining these lists");
+  CHECK_STREQ(check_eval(S, "x = 1\ny = 2\nx + y"), "3");
+  sl_free(S);
+  unsetenv("SYSLAB_MEMORY_BUDGET");
+}
+
 int main(void) {
+  RUN(test_growth_past_the_budget_is_an_error);
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
   RUN(test_deep_values_are_refused);

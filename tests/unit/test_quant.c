@@ -288,6 +288,9 @@ static void test_block_fp_operand_exponent_width(void) {
                             "round((model_size q).bits_per_param, 2)"), "8.26");
   CHECK_STREQ(check_eval(S, "q = quantize_model m format=block_fp weight_width=8\n"
                             "round((model_size q).bits_per_param, 2)"), "8.51");
+  /* numbers in messages as the language prints them: not %g's 4.2949673e+09 */
+  CHECK_CONTAINS(check_eval(S, "p = prune m sparsity=0.5 seed=4294967296"), "got 4294967296");
+  CHECK_CONTAINS(check_eval(S, "p = prune m sparsity=0.5 seed=1.5"), "got 1.5");
   sl_free(S);
 }
 
