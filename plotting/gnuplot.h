@@ -8,6 +8,11 @@
 
 #include "lang/process.h"
 
+/* The part of a figure's bundle that marks it as drawn from timings,
+** {"measured": true}: the report marks such a figure, whose image differs
+** from run to run (docs/report.md). */
+#define SLP_FIGURE_MIME "application/vnd.syslab.figure+json"
+
 typedef struct slP_Image {
   char *png;
   size_t png_len;

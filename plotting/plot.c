@@ -73,6 +73,15 @@ static int numeric(sl_Call *call, slT_Table *t, int col, const char *arg, int po
   return 0;
 }
 
+/* every number of the column is at least 0 (nil cells aside) */
+static int column_at_least_zero(const slT_Table *t, int col) {
+  for (size_t r = 0; r < t->nrows; r++) {
+    sl_Value v = slT_get(t, r, (size_t)col);
+    if (v.type == SL_NUMBER && !(v.u.n >= 0)) return 0;
+  }
+  return 1;
+}
+
 /* Without gnuplot the table is shown instead (it is shown truncated, so a
 ** long table costs nothing); any other failure is just its short message. */
 static int fail(sl_Call *call, slP_Status st, sl_Value table, const char *err) {
@@ -142,6 +151,9 @@ typedef struct {
   size_t nseries;
   sl_Value *cats;             /* categories of x in order of first appearance */
   size_t ncats;
+  sl_Value lines;             /* names of series drawn as plain lines (a roof, a reference), or nil */
+  int measured;               /* a plotted column holds timings: the figure differs from run to run */
+  int xfloor, yfloor;         /* every x (y) is at least 0: the axis does not start below 0 */
 } Plot;
 
 static void plot_free(Plot *p) {
@@ -176,6 +188,15 @@ static int read_args(sl_Call *call, Plot *p) {
   for (size_t i = 0; i < p->nys; i++)
     if (numeric(call, t, p->ycols[i], "y", p->logy) != 0) return -1;
   if (p->ec >= 0 && numeric(call, t, p->ec, "yerr", 0) != 0) return -1;
+  p->lines = sl_arg(call, "lines");
+  for (size_t i = 0; p->lines.type == SL_LIST && i < sl_list_len(p->lines); i++)
+    if (!sl_str(sl_list_get(p->lines, i)))
+      return sl_arg_error(call, "lines", "item %zu of the list is not a series name (a string)", i + 1);
+  p->measured = t->timing[p->xc] || (p->ec >= 0 && t->timing[p->ec]);
+  for (size_t i = 0; i < p->nys; i++) p->measured |= t->timing[p->ycols[i]];
+  p->xfloor = !p->categorical && !p->logx && column_at_least_zero(t, p->xc);
+  p->yfloor = !p->logy;
+  for (size_t i = 0; i < p->nys; i++) p->yfloor &= column_at_least_zero(t, p->ycols[i]);
   p->width = sl_arg_number(call, "width"), p->height = sl_arg_number(call, "height");
   if (p->width < 100 || p->width > 4000) return sl_arg_error(call, "width", "must be between 100 and 4000 pixels");
   if (p->height < 100 || p->height > 4000) return sl_arg_error(call, "height", "must be between 100 and 4000 pixels");
@@ -271,14 +292,42 @@ static void write_data(slU_Text *S, const Plot *p) {
   }
 }
 
+/* The category names would run into each other side by side: the widest,
+** at about 7 pixels a character of 11-point DejaVu Sans, against the room
+** one category has (the width less about 110 pixels of margins). */
+static int labels_crowded(const Plot *p) {
+  size_t widest = 0;
+  for (size_t k = 0; k < p->ncats; k++) {
+    char *label = sl_tostring(p->cats[k]);
+    size_t n = strlen(label);
+    free(label);
+    if (n > widest) widest = n;
+  }
+  double room = (p->width - 110) / (double)(p->ncats ? p->ncats : 1);
+  return (double)widest * 7.0 + 8.0 > room;
+}
+
+/* a series drawn as a plain line (lines=[...]) */
+static int plain_line(const Plot *p, size_t s) {
+  if (p->lines.type != SL_LIST) return 0;
+  char *name = p->sc >= 0 ? sl_tostring(p->series[s].name) : strdup(p->t->names[p->series[s].ycol]);
+  int found = 0;
+  for (size_t i = 0; i < sl_list_len(p->lines) && !found; i++) found = strcmp(sl_str(sl_list_get(p->lines, i)), name) == 0;
+  free(name);
+  return found;
+}
+
 /* frame, grid, line styles, legend, labels, scales, category tics, bars */
 static void write_style(slU_Text *S, const Plot *p, const char *title, const char *xlabel, const char *ylabel,
                         const char *key) {
   slU_add(S, "set border 3 lw 1\nset tics nomirror out\n");
   slU_add(S, "set style line 100 lc rgb '#dddddd' lw 1 dt 3\nset grid xtics ytics ls 100\n");
+  /* points alone are drawn open, so one that falls on another stays visible */
+  int open = strcmp(p->kind, "points") == 0;
   for (size_t s = 0; s < p->nseries; s++)
-    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps 1.2\n", s + 1, colours[s % 8],
-            p->bars ? 1 : s % 5 + 1, (size_t[]){7, 5, 9, 11, 13}[s % 5]);
+    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps %s\n", s + 1, colours[s % 8],
+            p->bars ? 1 : s % 5 + 1, open ? (size_t[]){6, 4, 8, 10, 12, 14}[s % 6] : (size_t[]){7, 5, 9, 11, 13, 15}[s % 6],
+            open ? "1.6" : "1.2");
   if (strcmp(key, "none") == 0 || p->nseries == 1) slU_add(S, "unset key\n");
   else if (strcmp(key, "outside") == 0) slU_add(S, "set key outside right top box opaque\n");
   else slU_add(S, "set key %s box opaque\n", key);
@@ -286,6 +335,7 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
   slU_add(S, "set xlabel "), quote(S, xlabel), slU_add(S, "\nset ylabel "), quote(S, ylabel), slU_add(S, "\n");
   if (p->logx) slU_add(S, "set logscale x 2\nset mxtics\n");
   if (p->logy) slU_add(S, "set logscale y 10\nset mytics\n");
+  if (p->categorical && labels_crowded(p)) slU_add(S, "set xtics rotate by 45 right\n");
   if (p->categorical) {
     slU_add(S, "set xtics (");
     for (size_t k = 0; k < p->ncats; k++) {
@@ -305,6 +355,9 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
     if (!p->logy) slU_add(S, "set yrange [0:*]\n");
   } else {
     slU_add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n");  /* no point on the frame */
+    /* but an axis of quantities that cannot be negative does not start below 0 */
+    if (p->xfloor) slU_add(S, "set xrange [0<*:*]\n");
+    if (p->yfloor) slU_add(S, "set yrange [0<*:*]\n");
   }
 }
 
@@ -312,7 +365,7 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
 static void write_plot(slU_Text *S, const Plot *p) {
   slU_add(S, "plot ");
   for (size_t s = 0; s < p->nseries; s++) {
-    const char *style = p->bars ? "boxes" : strcmp(p->kind, "line") == 0 ? "lines"
+    const char *style = p->bars ? "boxes" : strcmp(p->kind, "line") == 0 || plain_line(p, s) ? "lines"
                       : strcmp(p->kind, "points") == 0 ? "points" : "linespoints";
     if (s) slU_add(S, ", ");
     slU_add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
@@ -359,6 +412,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   const char *xlabel = sl_arg_given(call, "xlabel") ? sl_arg_string(call, "xlabel") : t->names[p.xc];
   const char *ylabel = sl_arg_given(call, "ylabel") ? sl_arg_string(call, "ylabel") : ynames.s;
   char *script = plot_script(&p, title, xlabel, ylabel, sl_arg_string(call, "key"));
+  int measured = p.measured;
   plot_free(&p);
   if (sl_interrupted()) {  /* while the script was being written */
     free(script), free(ynames.s);
@@ -377,6 +431,8 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   sl_bundle_init(&b);
   sl_bundle_add(&b, "image/png", img.png, img.png_len);
   sl_bundle_add(&b, "image/svg+xml", img.svg, img.svg_len);
+  /* a figure drawn from timings says so, for the report to mark it (docs/report.md) */
+  if (measured) sl_bundle_addf(&b, SLP_FIGURE_MIME, "{\"measured\": true}");
   sl_bundle_addf(&b, "text/plain", "<%s plot of %s against %s%s%s: %zu series, %zu points%s%s>",
                  p.bars ? "bar" : p.kind, ynames.s, t->names[p.xc], p.sc >= 0 ? " by " : "",
                  p.sc >= 0 ? t->names[p.sc] : "", p.nseries, t->nrows, title ? ": " : "", title ? title : "");
@@ -410,6 +466,7 @@ static const sl_Command slP_commands[] = {
     {"logx", SL_ARG_BOOL, 0, "false", "logarithmic x axis (base 2)"},
     {"logy", SL_ARG_BOOL, 0, "false", "logarithmic y axis (base 10)"},
     COLUMN("yerr", 0, "column of error-bar half-heights"),
+    {"lines", SL_ARG_LIST, 0, NULL, "series drawn as plain lines without markers (a roof, a reference level)"},
     {"key", SL_ARG_ENUM, 0, "\"top left\"", "where the legend goes", key_places},
     {"width", SL_ARG_INT, 0, "720", "image width in pixels"},
     {"height", SL_ARG_INT, 0, "450", "image height in pixels"},

@@ -372,6 +372,43 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
   return status;
 }
 
+/* user_expressions of a silent request: only the reply matters, since a
+** silent request publishes no output; what IOPub says about it is left for
+** the next request's filter (it goes by parent message id) */
+slR_CellStatus slR_evaluate(slR_Kernel *k, json_t *expressions, double timeout, json_t **results) {
+  char id[64];
+  *results = NULL;
+  send_request(k, k->shell, "execute_request",
+               json_pack("{s:s, s:b, s:b, s:O, s:b, s:b}", "code", "", "silent", 1, "store_history", 0,
+                         "user_expressions", expressions, "allow_stdin", 0, "stop_on_error", 0),
+               id);
+  double deadline = now() + timeout;
+  int interrupted = 0;
+  slR_CellStatus status = SLR_CELL_OK;
+  for (;;) {
+    if (stop_signal) return SLR_CELL_STOPPED;
+    if (!alive(k)) return SLR_CELL_DIED;
+    if (now() > deadline) {
+      if (interrupted) return SLR_CELL_TIMEOUT;
+      send_request(k, k->control, "interrupt_request", NULL, NULL);
+      interrupted = 1;
+      status = SLR_CELL_TIMEOUT;
+      deadline = now() + 5;
+    }
+    slj_Msg m;
+    if (!receive(k, k->shell, 0.1, &m)) continue;
+    int mine = strcmp(parent_id(&m), id) == 0 && strcmp(slj_msg_type(&m), "execute_reply") == 0;
+    if (mine) {
+      json_t *ue = json_object_get(m.content, "user_expressions");
+      *results = json_is_object(ue) ? json_incref(ue) : json_object();
+      const char *st = json_string_value(json_object_get(m.content, "status"));
+      if (status == SLR_CELL_OK && st && strcmp(st, "ok") != 0) status = SLR_CELL_ERROR;
+    }
+    slj_msg_free(&m);
+    if (mine) return status;
+  }
+}
+
 void slR_kernel_stop(slR_Kernel *k) {
   if (!k) return;
   if (alive(k)) {

@@ -34,6 +34,12 @@ int slR_stop_requested(void);
 /* Runs code; returns the cell's nbformat outputs (new reference) in
 ** *outputs and its execution count. */
 slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json_t **outputs, int *execution_count);
+/* Evaluates `expressions` (name -> expression source) after nothing, as
+** the messaging protocol's user_expressions of a silent execute_request
+** with empty code (the kernel stores no history and publishes no output).
+** *results (new reference) is the reply's user_expressions: name ->
+** {status: ok, data, metadata} or {status: error, ename, evalue, traceback}. */
+slR_CellStatus slR_evaluate(slR_Kernel *k, json_t *expressions, double timeout, json_t **results);
 /* shuts the kernel down (asks, then kills if it does not exit) and frees */
 void slR_kernel_stop(slR_Kernel *k);
 

@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "inline.h"
 #include "notebook.h"
+#include "plotting/gnuplot.h"
 #include "sanitize.h"
 #include "syslab.h"
 
@@ -227,7 +229,7 @@ typedef struct {
 
 /* A figure output: its file under figures/ (named after the notebook and
 ** the cell's label, else its number), then the image and its caption. */
-static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg) {
+static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg, int measured) {
   b->figure++;
   size_t number = slR_cell_number(json_object_get(c->nb->nb, "cells"), c->i);
   char name[512], path[4800];
@@ -253,8 +255,10 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg) 
   }
   if (b->rc == 0) {
     const char *cap = c->caption;
-    slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", b->figure, cap[0] ? ": " : "", cap, name,
-            b->figure, cap[0] ? ": " : "", cap);
+    slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*%s\n\n", b->figure, cap[0] ? ": " : "", cap, name,
+            b->figure, cap[0] ? ": " : "", cap,
+            measured ? " <span class=\"syslab-timing-figure\">(drawn from timings: the image differs from run to "
+                       "run)</span>" : "");
   }
 }
 
@@ -267,7 +271,9 @@ static void add_display(Body *b, CellPlace *c, json_t *out) {
   char *latex = slR_multiline(json_object_get(data, "text/latex"));
   char *html = slR_multiline(json_object_get(data, "text/html"));
   char *plain = slR_multiline(json_object_get(data, "text/plain"));
-  if (png || svg) add_figure(b, c, png, svg);
+  /* a plot drawn from timings carries {"measured": true} (plotting/gnuplot.h) */
+  int measured = json_is_true(json_object_get(json_object_get(data, SLP_FIGURE_MIME), "measured"));
+  if (png || svg) add_figure(b, c, png, svg, measured);
   else if (md) slU_add(&b->t, "%s\n\n", md);
   else if (latex) slU_add(&b->t, "%s\n\n", latex);
   else if (html) slU_add(&b->t, "%s\n\n", html);
@@ -332,7 +338,11 @@ static void add_notebook(Body *b, const slR_Notebook *nb, json_t *labels) {
     if (slR_cell_has_tag(cell, "remove-cell")) continue;
     const char *type = json_string_value(json_object_get(cell, "cell_type"));
     char *src = slR_cell_source(cell);
-    if (strcmp(type, "markdown") == 0) add_markdown_cell(&b->t, src, labels);
+    if (strcmp(type, "markdown") == 0) {
+      char *filled = slR_inline_fill(cell, src);
+      add_markdown_cell(&b->t, filled, labels);
+      free(filled);
+    }
     else if (strcmp(type, "raw") == 0) slU_add(&b->t, "%s\n\n", src);
     else add_code_cell(b, nb, i, cell, src);
     free(src);

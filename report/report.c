@@ -51,6 +51,7 @@
 
 #include "client.h"
 #include "export.h"
+#include "inline.h"
 #include "notebook.h"
 #include "syslab.h"
 
@@ -166,7 +167,7 @@ static size_t recorded_errors(json_t *nb, const char *path, int print) {
     if (print) fprintf(stderr, "syslab report: %s, cell %zu: error (kept going: --allow-errors): %s\n", path,
                        slR_cell_number(cells, i), what);
   }
-  return n;
+  return n + slR_inline_errors(nb, path, print);
 }
 
 /* runs every code cell; returns 0, or -1 with err naming notebook and cell */
@@ -249,6 +250,12 @@ static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, 
       rc = -1;
       break;
     }
+  }
+  if (rc == 0 && !slR_stop_requested()) {  /* the Markdown's inline values, once every cell has run */
+    size_t values, failed;
+    double t0 = now();
+    rc = slR_inline_run(k, path, nb, o->allow_errors, o->timeout, &values, &failed, err, errlen);
+    if (values) say(log, "  inline values: %zu in %.2f s%s\n", values, now() - t0, failed ? "  (some failed)" : "");
   }
   slR_kernel_stop(k);
   return rc;
@@ -577,7 +584,7 @@ static int read_notebooks(Report *R) {
     }
     R->read[i] = slR_notebook_read(o->notebooks[i], err, sizeof err);
     json_array_append_new(R->read_errors, R->read[i] ? json_null() : json_string(err));
-    if (R->read[i]) refused += check_labels(o->notebooks[i], R->read[i]);
+    if (R->read[i]) refused += check_labels(o->notebooks[i], R->read[i]) + slR_inline_check(o->notebooks[i], R->read[i]);
   }
   return refused;
 }

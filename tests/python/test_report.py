@@ -244,3 +244,29 @@ def test_cached_notebook_saved_again_by_jupyter(tmp_path):
     assert third.returncode == 0, third.stderr
     assert "[1/1]" in third.stderr
     assert strip_timing((out / "report.md").read_text()) == md_before
+
+
+def measured_figures(md):
+    """The figures whose captions say they are drawn from timings."""
+    return set(re.findall(r'\(figures/([^)]+\.png)\)\n\n\*[^\n]*<span class="syslab-timing-figure">', md))
+
+
+def test_lab_reports_differ_only_in_measurements(tmp_path):
+    # the notebooks that measure time: outside the marked values and the
+    # figures marked as drawn from timings, two runs agree byte for byte
+    nbs = [str(ROOT / "notebooks" / n) for n in ("systems.ipynb", "lab4.ipynb")]
+    outs = []
+    for run in range(2):
+        out = tmp_path / f"run{run}"
+        r = syslab("report", *nbs, "-o", str(out), "--no-pdf", "--no-cache", timeout=900)
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    mds = [(o / "report.md").read_text() for o in outs]
+    assert strip_timing(mds[0]) == strip_timing(mds[1])
+    measured = measured_figures(mds[0])
+    assert {"systems-fig-profile.png", "lab4-fig-roofline.png", "lab4-fig-attention-times.png"} <= measured
+    figures = sorted(p.name for p in (outs[0] / "figures").iterdir())
+    assert figures == sorted(p.name for p in (outs[1] / "figures").iterdir())
+    assert set(figures) - measured  # some figures are compared
+    for name in set(figures) - measured:
+        assert (outs[0] / "figures" / name).read_bytes() == (outs[1] / "figures" / name).read_bytes(), name
