@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -669,6 +670,52 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* the last line with text in the file (its tail only: Chromium can be
+** talkative), without its newline; "" when there is none */
+static void last_line(const char *path, char *out, size_t size) {
+  out[0] = '\0';
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[4096];
+  off_t end = lseek(fd, 0, SEEK_END);
+  off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
+  ssize_t n = pread(fd, buf, sizeof buf - 1, from);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = '\0';
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = '\0';
+  char *line = strrchr(buf, '\n');
+  line = line ? line + 1 : buf;
+  size_t len = strlen(line) < size - 1 ? strlen(line) : size - 1;
+  memcpy(out, line, len);
+  out[len] = '\0';
+  for (char *c = out; *c; c++)
+    if ((unsigned char)*c < 0x20) *c = ' ';
+}
+
+/* why the browser printed nothing: its exit status or signal, and its last words */
+static void browser_failure(int status, const char *log, char *out, size_t size) {
+  char said[600];
+  last_line(log, said, sizeof said);
+  int n;
+  if (WIFSIGNALED(status))
+    n = snprintf(out, size, ": it was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else if (WEXITSTATUS(status) != 0)
+    n = snprintf(out, size, ": it exited with status %d", WEXITSTATUS(status));
+  else
+    n = snprintf(out, size, ": it exited with status 0 but wrote no PDF");
+  if (said[0] && n > 0 && (size_t)n < size) n += snprintf(out + n, size - (size_t)n, "; its last message: %s", said);
+  /* Chromium reserves far more address space than it uses (tens of GiB)
+  ** and dies of a signal at start under any `ulimit -v` */
+  struct rlimit as;
+  if (WIFSIGNALED(status) && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && n > 0 &&
+      (size_t)n < size)
+    snprintf(out + n, size - (size_t)n,
+             " (the address space is limited, ulimit -v %llu KiB, and Chromium reserves far more than it uses: "
+             "lift the limit for the report, or pass --no-pdf)",
+             (unsigned long long)(as.rlim_cur / 1024));
+}
+
 int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen) {
   const char *browser = getenv("SYSLAB_CHROMIUM");
   if (!browser || !*browser) browser = "/usr/bin/chromium";
@@ -713,7 +760,10 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  /* its messages go to the profile folder, for the reason when it fails */
+  char log[160];
+  snprintf(log, sizeof log, "%s/stderr.log", profile);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   /* its own process group, so a stop takes its helper processes too */
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -743,6 +793,8 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  char why[800] = "";
+  if (done && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) browser_failure(status, log, why, sizeof why);
   /* the browser's profile folder is scratch */
   char cmd_dir[200];
   snprintf(cmd_dir, sizeof cmd_dir, "%s", profile);
@@ -757,8 +809,9 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   }
   if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(magic, "%PDF", 4) != 0) {
     unlink(tmp);
+    if (done && !why[0]) snprintf(why, sizeof why, ": it exited with status 0 but wrote no PDF");
     snprintf(err, errlen, "%s could not print report.html to PDF%s", browser,
-             done ? "" : slR_stop_requested() ? " (stopped by a signal)" : " in time");
+             done ? why : slR_stop_requested() ? " (stopped by a signal)" : " in time");
     return -1;
   }
   if (rename(tmp, final) != 0) {

@@ -218,6 +218,40 @@ def test_missing_tools_are_named(tmp_path):
     assert "cell 4" in r.stderr
 
 
+def test_pdf_failure_gives_the_reason(tmp_path):
+    """When Chromium prints nothing the error says why: its exit status or
+    signal and its last line on stderr; before, only "could not print"."""
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\necho 'starting up' >&2\necho '[123:FATAL:memory.cc] Out of memory.' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    r = report(str(SECOND_NB), "-o", str(tmp_path / "out"), env=dict(os.environ, SYSLAB_CHROMIUM=str(fake)))
+    assert r.returncode == 1
+    assert ("could not print report.html to PDF: it exited with status 3; its last message: "
+            "[123:FATAL:memory.cc] Out of memory.") in r.stderr, r.stderr
+    fake.write_text("#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n")
+    r = report(str(SECOND_NB), "-o", str(tmp_path / "out2"), env=dict(os.environ, SYSLAB_CHROMIUM=str(fake)))
+    assert r.returncode == 1
+    assert "it was killed by signal 11 (Segmentation fault); its last message: about to crash" in r.stderr, r.stderr
+    assert (tmp_path / "out2" / "report.md").exists() and not (tmp_path / "out2" / "report.pdf").exists()
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/chromium", os.X_OK), reason="needs Chromium")
+def test_pdf_under_a_memory_limit_names_the_limit(tmp_path):
+    """Chromium reserves tens of GiB of address space and dies of a signal
+    under any `ulimit -v`: the error names the signal and the limit."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    r = subprocess.run([SYSLAB_BIN, "report", str(SECOND_NB), "-o", str(tmp_path / "out")], capture_output=True,
+                       text=True, timeout=300, preexec_fn=limit)
+    if r.returncode == 0:
+        pytest.skip("this Chromium printed under a 4 GiB address-space limit")
+    assert "could not print report.html to PDF: it was killed by signal" in r.stderr, r.stderr
+    assert "ulimit -v 4194304 KiB" in r.stderr and "--no-pdf" in r.stderr, r.stderr
+
+
 def test_cached_notebook_saved_again_by_jupyter(tmp_path):
     """An executed notebook opened and saved in Jupyter stores its outputs'
     text as lists of lines; taken from the cache, it must give the same report
