@@ -216,6 +216,7 @@ typedef struct {
   int rc;                 /* the last figure file's: 0, or -1 with err set */
   char *err;
   size_t errlen;
+  json_t *written;        /* "figures/NAME" of each figure file written */
 } Body;
 
 /* One code cell's place: what it names its figures and their caption. */
@@ -252,6 +253,7 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg) 
   } else {
     b->rc = slR_write_atomic(path, svg, strlen(svg), b->err, b->errlen);
   }
+  if (b->rc == 0) json_array_append_new(b->written, json_sprintf("figures/%s", name));
   if (b->rc == 0) {
     const char *cap = c->caption;
     slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*\n\n", b->figure, cap[0] ? ": " : "", cap, name,
@@ -376,8 +378,8 @@ static char *assemble(const char *body, const slR_Notebook *nbs, size_t count, j
   return toc.s;
 }
 
-int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, char **markdown,
-                        char *err, size_t errlen) {
+int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, json_t *written,
+                        char **markdown, char *err, size_t errlen) {
   char figdir[4200];
   snprintf(figdir, sizeof figdir, "%s/figures", outdir);
   if (slR_mkdirs(figdir) != 0) {
@@ -385,7 +387,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     return -1;
   }
   json_t *labels = number_figures(nbs, count);
-  Body b = {{0}, figdir, 0, 0, err, errlen};
+  Body b = {{0}, figdir, 0, 0, err, errlen, written};
   slU_add_len(&b.t, "", 0);
   for (size_t k = 0; k < count && b.rc == 0; k++) add_notebook(&b, &nbs[k], json_array_get(labels, k));
   json_decref(labels);
@@ -731,15 +733,18 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
     return -1;
   }
   snprintf(html, sizeof html, "%s/report.html", abs);
-  snprintf(tmp, sizeof tmp, "%s/report.pdf.tmp%d", abs, (int)getpid());
   snprintf(final, sizeof final, "%s/report.pdf", abs);
-  snprintf(out_arg, sizeof out_arg, "--print-to-pdf=%s", tmp);
   snprintf(url, sizeof url, "file://%s", html);
   char profile[] = "/tmp/syslab-chromium-XXXXXX";
   if (!mkdtemp(profile)) {
     snprintf(err, errlen, "cannot create a temporary folder: %s", strerror(errno));
     return -1;
   }
+  /* Chromium prints into its private folder (0700, made just now), not into
+  ** the report's, where it would follow a link planted at its file name;
+  ** the PDF is then written in like every other file (slR_write_atomic) */
+  snprintf(tmp, sizeof tmp, "%s/report.pdf", profile);
+  snprintf(out_arg, sizeof out_arg, "--print-to-pdf=%s", tmp);
   char profile_arg[128];
   snprintf(profile_arg, sizeof profile_arg, "--user-data-dir=%s", profile);
   /* No --allow-file-access-from-files: the page may not read files with
@@ -795,29 +800,34 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   }
   char why[800] = "";
   if (done && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) browser_failure(status, log, why, sizeof why);
-  /* the browser's profile folder is scratch */
+  /* the PDF, read before the browser's profile folder (scratch) goes */
+  char *pdf = NULL;
+  size_t pdf_len = 0;
+  int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    slU_Text t = {0};
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0) slU_add_len(&t, buf, (size_t)n);
+    close(fd);
+    pdf = t.s;
+    pdf_len = t.n;
+  }
   char cmd_dir[200];
   snprintf(cmd_dir, sizeof cmd_dir, "%s", profile);
   pid_t rm;
   char *rm_argv[] = {"rm", "-rf", cmd_dir, NULL};
   if (posix_spawnp(&rm, "rm", NULL, NULL, rm_argv, environ) == 0) waitpid(rm, NULL, 0);
-  FILE *f = fopen(tmp, "rb");
-  char magic[5] = "";
-  if (f) {
-    if (fread(magic, 1, 4, f) != 4) magic[0] = '\0';
-    fclose(f);
-  }
-  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(magic, "%PDF", 4) != 0) {
-    unlink(tmp);
+  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || pdf_len < 4 || strncmp(pdf, "%PDF", 4) != 0) {
+    free(pdf);
     if (done && !why[0]) snprintf(why, sizeof why, ": it exited with status 0 but wrote no PDF");
     snprintf(err, errlen, "%s could not print report.html to PDF%s", browser,
              done ? why : slR_stop_requested() ? " (stopped by a signal)" : " in time");
     return -1;
   }
-  if (rename(tmp, final) != 0) {
-    snprintf(err, errlen, "cannot write %s: %s", final, strerror(errno));
-    unlink(tmp);
-    return -1;
-  }
+  rc = slR_write_atomic(final, pdf, pdf_len, err, errlen);
+  free(pdf);
+  if (rc != 0) return -1;
   return 0;
 }

@@ -4,6 +4,7 @@ labels cannot collide, and no kernel or connection file outlives the run."""
 import html.parser
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -279,6 +280,65 @@ def test_failed_run_leaves_no_old_report(tmp_path):
     md = (out / "report.md").read_text()
     assert "**Incomplete report:**" in md and "broken.ipynb: not valid JSON" in md
     assert r.stdout.splitlines() == [str(out / "report.md")]
+
+
+FIGURE = "svg \"<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'><circle cx='10' cy='10' r='8'/></svg>\""
+
+
+@pytest.mark.parametrize("part", ["figures", "notebooks", ".cache"])
+def test_a_symlink_in_the_folder_is_refused(tmp_path, part):
+    """An earlier report whose figures/ (or notebooks/, .cache/) is a link
+    to someone's folder: nothing there is deleted or overwritten, with or
+    without --force; before, every PNG and SVG in the link's target went and
+    a notebook there was overwritten."""
+    nb = notebook(tmp_path / "nb.ipynb", [("code", FIGURE)])
+    out = tmp_path / "out"
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for name in ("holiday.png", "drawing.svg", "nb.ipynb", "nb.key", "nb-cell1.svg"):
+        (victim / name).write_text("someone's " + name)
+    shutil.rmtree(out / part)
+    (out / part).symlink_to(victim)
+    for force in ([], ["--force"]):
+        r = report(str(nb), "-o", str(out), "--no-pdf", *force)
+        assert r.returncode == 2, r.stderr
+        assert f"{out / part} is a symbolic link (to {victim})" in r.stderr, r.stderr
+        assert "never through a link" in r.stderr
+        assert sorted(p.name for p in victim.iterdir()) == sorted(
+            ["holiday.png", "drawing.svg", "nb.ipynb", "nb.key", "nb-cell1.svg"])
+        for p in victim.iterdir():
+            assert p.read_text() == "someone's " + p.name
+    assert r.stdout == ""
+
+
+def test_only_files_the_report_wrote_are_deleted(tmp_path):
+    """The previous run's figures go, as its manifest lists them; a picture
+    someone put in figures/ stays (before, every PNG and SVG there went)."""
+    nb = notebook(tmp_path / "nb.ipynb", [("code", FIGURE)])
+    other = notebook(tmp_path / "other.ipynb", [("code", 'print "no figure"')])
+    out = tmp_path / "out"
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    assert (out / "figures" / "nb-cell1.svg").exists()
+    (out / "figures" / "mine.png").write_bytes(b"\x89PNG mine")
+    (out / "figures" / "mine.svg").write_text("<svg/>")
+    r = report(str(other), "-o", str(out), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    assert not (out / "figures" / "nb-cell1.svg").exists()
+    assert (out / "figures" / "mine.png").read_bytes() == b"\x89PNG mine"
+    assert (out / "figures" / "mine.svg").read_text() == "<svg/>"
+    assert (out / ".syslab-report").read_text().splitlines()[1:] == ["report.md", "report.html"]
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    manifest = (out / ".syslab-report").read_text().splitlines()
+    assert manifest[1:] == ["figures/nb-cell1.svg", "report.md", "report.html"], manifest
+    # a manifest naming paths outside the report's own files is not obeyed
+    (out / "keep.txt").write_text("kept")
+    (out / ".syslab-report").write_text((out / ".syslab-report").read_text().splitlines()[0] +
+                                        "\n../victim.png\nfigures/../keep.txt\nkeep.txt\nfigures/mine.png/\n")
+    (tmp_path / "victim.png").write_text("outside")
+    assert report(str(other), "-o", str(out), "--no-pdf", "--force").returncode == 0
+    assert (out / "keep.txt").read_text() == "kept" and (tmp_path / "victim.png").read_text() == "outside"
+    assert (out / "figures" / "mine.png").exists()
 
 
 # ------------------------------------------------------------ labels
