@@ -176,6 +176,7 @@ static int decode_base64(const char *b64, unsigned char **out, size_t *len) {
 }
 
 static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t count, char (*anchors)[256]);
+static char *sanitize_markdown(const char *md);
 
 /* First pass: number the figures so references can point forward too; a
 ** label names a figure within its own notebook. One object per notebook,
@@ -251,7 +252,15 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg) 
       free(bytes);
     }
   } else {
-    b->rc = slR_write_atomic(path, svg, strlen(svg), b->err, b->errlen);
+    /* scripts, styles and references outside the figure go (sanitize.c) */
+    char *safe = slR_sanitize_svg(svg);
+    if (!safe) {
+      snprintf(b->err, b->errlen, "%s, cell %zu: the SVG output has no <svg> element", c->nb->path, number);
+      b->rc = -1;
+    } else {
+      b->rc = slR_write_atomic(path, safe, strlen(safe), b->err, b->errlen);
+      free(safe);
+    }
   }
   if (b->rc == 0) json_array_append_new(b->written, json_sprintf("figures/%s", name));
   if (b->rc == 0) {
@@ -395,8 +404,11 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     free(b.t.s);
     return -1;
   }
-  *markdown = assemble(b.t.s, nbs, count, failures);
+  char *doc = assemble(b.t.s, nbs, count, failures);
   free(b.t.s);
+  /* the notebooks' raw HTML in report.md held to the HTML sanitiser's rules */
+  *markdown = sanitize_markdown(doc);
+  free(doc);
   return 0;
 }
 
@@ -476,6 +488,156 @@ static cmark_node *parse_markdown(const char *markdown, json_t *stash, cmark_par
   cmark_parser_feed(*parser, protected, strlen(protected));
   free(protected);
   return cmark_parser_finish(*parser);
+}
+
+/* One piece of raw HTML in the Markdown: [at, at + len) of the text, and
+** what replaces it. */
+typedef struct {
+  size_t at, len;
+  char *with;
+} Patch;
+
+static int patch_order(const void *a, const void *b) {
+  size_t x = ((const Patch *)a)->at, y = ((const Patch *)b)->at;
+  return x < y ? -1 : x > y;
+}
+
+/* The raw HTML that a node holds, found in the text it came from (a
+** block's lines may carry the prefixes of the list or quote it is in,
+** which its literal lacks), made safe in place: the whole literal where the
+** text holds it as it is, else line by line, else, as a last resort, every
+** '<' of the node's lines written as text. */
+static int patch_html(const char *text, const size_t *line_at, size_t nlines, cmark_node *n, Patch **patches,
+                      size_t *np, size_t *cap) {
+  const char *lit = cmark_node_get_literal(n);
+  if (!lit) return 0;
+  size_t len = strlen(lit);
+  if (cmark_node_get_type(n) == CMARK_NODE_HTML_BLOCK)
+    while (len > 0 && lit[len - 1] == '\n') len--;  /* the block's literal ends with its newline */
+  /* the last line from the literal: cmark gives a one-line block an end
+  ** line before its start */
+  int l0 = cmark_node_get_start_line(n), c0 = cmark_node_get_start_column(n), l1 = l0;
+  for (size_t i = 0; i < len; i++) l1 += lit[i] == '\n';
+  if (l0 < 1 || (size_t)l1 > nlines || c0 < 1) return -1;
+  size_t at = line_at[l0 - 1] + (size_t)c0 - 1, end_of_text = strlen(text);
+#define ADD_PATCH(A, L, W)                                                   \
+  do {                                                                       \
+    if (*np == *cap) *patches = realloc(*patches, (*cap = *cap * 2 + 16) * sizeof **patches); \
+    (*patches)[(*np)++] = (Patch){(A), (L), (W)};                            \
+  } while (0)
+  if (at + len <= end_of_text && memcmp(text + at, lit, len) == 0) {
+    char *piece = strndup(lit, len);
+    ADD_PATCH(at, len, slR_sanitize_html(piece));
+    free(piece);
+    return 0;
+  }
+  /* line by line: each line of the literal ends a line of the text */
+  int whole = 1;
+  size_t first = *np;
+  const char *line = lit;
+  for (int l = l0; l <= l1 && whole; l++) {
+    const char *eol = strchr(line, '\n');
+    size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+    size_t ls = line_at[l - 1], le = (size_t)l < nlines ? line_at[l] - 1 : end_of_text;
+    if (le > ls && text[le - 1] == '\r') le--;
+    if (le - ls < ll || memcmp(text + le - ll, line, ll) != 0) {
+      whole = 0;
+      break;
+    }
+    char *piece = strndup(line, ll);
+    ADD_PATCH(le - ll, ll, slR_sanitize_html(piece));
+    free(piece);
+    if (!eol) break;
+    line = eol + 1;
+  }
+  if (whole) return 0;
+  while (*np > first) free((*patches)[--*np].with);
+  for (size_t k = line_at[l0 - 1]; k < ((size_t)l1 < nlines ? line_at[l1] : end_of_text); k++)
+    if (text[k] == '<') ADD_PATCH(k, 1, strdup("&lt;"));
+#undef ADD_PATCH
+  return 0;
+}
+
+/* the last resort when raw HTML could not be placed: every '<' outside
+** fenced code becomes text */
+static char *escape_all_html(const char *text) {
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  int in_fence = 0;
+  for (const char *p = text; *p; p++) {
+    if ((p == text || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
+    if (*p == '<' && !in_fence) slU_add(&t, "&lt;");
+    else slU_add_len(&t, p, 1);
+  }
+  return t.s;
+}
+
+/* report.md with every piece of raw HTML (the notebooks' Markdown cells,
+** their HTML outputs) passed through the sanitiser, as report.html's body
+** is: no script, style, iframe, meta refresh or on* attribute is left for
+** a Markdown viewer to run. Math is shielded first, as for the HTML. */
+static char *sanitize_markdown(const char *md) {
+  json_t *stash = json_array();
+  char *text = protect_math(md, stash);
+  cmark_gfm_core_extensions_ensure_registered();
+  cmark_parser *parser = cmark_parser_new(CMARK_OPT_UNSAFE | CMARK_OPT_SOURCEPOS);
+  const char *exts[] = {"table", "strikethrough", "autolink"};
+  for (int i = 0; i < 3; i++) cmark_parser_attach_syntax_extension(parser, cmark_find_syntax_extension(exts[i]));
+  cmark_parser_feed(parser, text, strlen(text));
+  cmark_node *doc = cmark_parser_finish(parser);
+  size_t nlines = 1, lcap = 64;
+  size_t *line_at = malloc(lcap * sizeof *line_at);
+  line_at[0] = 0;
+  for (size_t i = 0; text[i]; i++)
+    if (text[i] == '\n' && text[i + 1]) {
+      if (nlines == lcap) line_at = realloc(line_at, (lcap *= 2) * sizeof *line_at);
+      line_at[nlines++] = i + 1;
+    }
+  Patch *patches = NULL;
+  size_t np = 0, cap = 0;
+  int lost = 0;
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *n = cmark_iter_get_node(it);
+    cmark_node_type type = cmark_node_get_type(n);
+    if (ev == CMARK_EVENT_ENTER && (type == CMARK_NODE_HTML_BLOCK || type == CMARK_NODE_HTML_INLINE))
+      lost |= patch_html(text, line_at, nlines, n, &patches, &np, &cap) != 0;
+  }
+  cmark_iter_free(it);
+  qsort(patches, np, sizeof *patches, patch_order);
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  size_t from = 0;
+  for (size_t i = 0; i < np; i++) {
+    size_t end = patches[i].at + patches[i].len;
+    if (patches[i].at >= from) {
+      slU_add_len(&t, text + from, patches[i].at - from);
+      slU_add(&t, "%s", patches[i].with);
+      from = end;
+    } else if (end > from) {  /* pieces never overlap; if they did, the rest would be text */
+      for (; from < end; from++) {
+        if (text[from] == '<') slU_add(&t, "&lt;");
+        else slU_add_len(&t, text + from, 1);
+      }
+    }
+    free(patches[i].with);
+  }
+  slU_add(&t, "%s", text + from);
+  if (lost) {
+    char *escaped = escape_all_html(t.s);
+    free(t.s);
+    t.s = escaped;
+  }
+  char *out = restore_math(t.s, stash, 0);
+  free(t.s);
+  free(patches);
+  free(line_at);
+  free(text);
+  json_decref(stash);
+  cmark_node_free(doc);
+  cmark_parser_free(parser);
+  return out;
 }
 
 /* Every heading's id, in document order, as [text, id] pairs: GitHub's rule
