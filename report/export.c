@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "highlight.h"
 #include "notebook.h"
 #include "sanitize.h"
 #include "syslab.h"
@@ -726,6 +727,9 @@ static const char *const css =
     "h1,h2,h3{line-height:1.2}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;page-break-before:auto}"
     "pre{background:#f6f6f6;border:1px solid #e2e2e2;padding:.6em;overflow-x:auto;white-space:pre-wrap;font-size:9pt}"
     "code{font-family:'DejaVu Sans Mono',monospace}"
+    /* the language's colours: dark enough to print, told apart without colour too */
+    ".syslab-kw{color:#7b1fa2;font-weight:bold}.syslab-cmd{color:#0b4f8a;font-weight:bold}"
+    ".syslab-str{color:#a0410d}.syslab-num{color:#1b6e20}.syslab-com{color:#5f6368;font-style:italic}"
     "table{border-collapse:collapse;margin:1em 0;font-size:8pt;max-width:100%}th,td{border:1px solid #bbb;padding:.2em .4em;overflow-wrap:anywhere}"
     "th{background:#eee}img{max-width:85%;display:block;margin:1em auto}"
     "p>em:only-child{display:block;text-align:center;font-size:.95em}"
@@ -760,6 +764,39 @@ static char *read_file(const char *path) {
   return t.s;
 }
 
+/* Each ```syslab block becomes the HTML cmark would write for it, with
+** the code coloured by the language's own lexer (highlight.c); the
+** sanitiser keeps its pre, code and span elements and their classes. */
+static void highlight_code(cmark_node *doc) {
+  cmark_node **blocks = NULL;
+  size_t n = 0, cap = 0;
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *node = cmark_iter_get_node(it);
+    const char *info = cmark_node_get_fence_info(node);
+    if (ev != CMARK_EVENT_ENTER || cmark_node_get_type(node) != CMARK_NODE_CODE_BLOCK || !info ||
+        strcmp(info, "syslab") != 0)
+      continue;
+    if (n == cap) blocks = realloc(blocks, (cap = cap * 2 + 8) * sizeof *blocks);
+    blocks[n++] = node;
+  }
+  cmark_iter_free(it);
+  for (size_t i = 0; i < n; i++) {
+    const char *code = cmark_node_get_literal(blocks[i]);
+    char *coloured = slR_highlight_html(code ? code : "", code ? strlen(code) : 0);
+    slU_Text t = {0};
+    slU_add(&t, "<pre><code class=\"language-syslab\">%s</code></pre>\n", coloured);
+    cmark_node *html = cmark_node_new(CMARK_NODE_HTML_BLOCK);
+    cmark_node_set_literal(html, t.s);
+    cmark_node_replace(blocks[i], html);
+    cmark_node_free(blocks[i]);
+    free(t.s);
+    free(coloured);
+  }
+  free(blocks);
+}
+
 /* The page carries its own policy: scripts run only if their text hashes to
 ** KaTeX's or the typesetting script's, nothing is fetched, framed or
 ** embedded, and images come only from files (the sanitiser keeps those to
@@ -792,6 +829,7 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
     cmark_node_prepend_child(n, m);
   }
   cmark_iter_free(it);
+  highlight_code(doc);
   char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE, cmark_parser_get_syntax_extensions(parser));
   char *clean = slR_sanitize_html(body);
   char *with_ids = place_heading_ids(clean, ids);

@@ -218,6 +218,47 @@ def test_missing_tools_are_named(tmp_path):
     assert "cell 4" in r.stderr
 
 
+def coloured_pixels(pdf):
+    """pixels of the PDF's first page, drawn at 40 dpi, in the code's
+    colours: red, orange, green or purple, not grey and not a link's blue"""
+    ppm = subprocess.run(["pdftoppm", "-r", "40", "-f", "1", "-l", "1", str(pdf)], capture_output=True,
+                         check=True).stdout
+    fields = ppm.split(maxsplit=4)  # P6, width, height, maxval, pixels
+    assert fields[0] == b"P6"
+    pixels = fields[4]
+    count = 0
+    for i in range(0, len(pixels) - 2, 3):
+        r, g, b = pixels[i], pixels[i + 1], pixels[i + 2]
+        count += r - b > 40 or g - b > 40 or r - g > 60
+    return count
+
+
+def test_code_is_highlighted(tmp_path):
+    """Code in report.html and the PDF is coloured by the language's own
+    lexer: keywords, the registry's commands, strings, numbers, comments
+    (before, it was one colour)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Colours"),
+                nbformat.v4.new_code_cell('for i in 1..3 { print "i is" i }  # three lines\nok = not false')]
+    path = tmp_path / "colours.ipynb"
+    nbformat.write(nb, path)
+    r = report(str(path), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    code = page[page.index('<pre><code class="language-syslab">'):]
+    code = code[:code.index("</code></pre>")]
+    for piece in ('<span class="syslab-kw">for</span>', '<span class="syslab-kw">in</span>',
+                  '<span class="syslab-num">1</span>..<span class="syslab-num">3</span>',
+                  '<span class="syslab-cmd">print</span>', '<span class="syslab-str">&quot;i is&quot;</span>',
+                  '<span class="syslab-com"># three lines</span>', '<span class="syslab-kw">false</span>'):
+        assert piece in code, (piece, code)
+    assert ".syslab-kw{" in page and ".syslab-com{" in page  # the style sheet colours them
+    text = subprocess.run(["pdftotext", str(tmp_path / "out" / "report.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert 'for i in 1..3 { print "i is" i }' in text and "# three lines" in text and "ok = not false" in text
+    assert coloured_pixels(tmp_path / "out" / "report.pdf") > 10  # none before: the code was black
+
+
 def test_pdf_failure_gives_the_reason(tmp_path):
     """When Chromium prints nothing the error says why: its exit status or
     signal and its last line on stderr; before, only "could not print"."""

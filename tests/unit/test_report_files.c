@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "report/highlight.h"
 #include "report/notebook.h"
 #include "report/sanitize.h"
 
@@ -156,12 +157,46 @@ static void test_svg_figures_lose_what_runs_or_loads(void) {
   CHECK(slR_sanitize_svg("no svg here") == NULL);
 }
 
+/* The report's code coloured as the language reads it: keywords, the
+** registry's commands (not other names), strings (a '#' inside one is no
+** comment), numbers, comments; everything escaped, nothing lost. */
+static void test_code_is_coloured_by_the_language_lexer(void) {
+  const char *code = "# a comment\nfor i in 1..3 step 2 { print \"a # b\" i }  # tail\n"
+                     "x = nil\nif not true and x < 2.5e-3 { m = model mlp hidden=[64] }\n"
+                     "s = 'it''s' <b>\nlm 2.7B\n";
+  char *h = slR_highlight_html(code, strlen(code));
+  CHECK_STREQ(h,
+      "<span class=\"syslab-com\"># a comment</span>\n"
+      "<span class=\"syslab-kw\">for</span> i <span class=\"syslab-kw\">in</span> <span class=\"syslab-num\">1</span>.."
+      "<span class=\"syslab-num\">3</span> <span class=\"syslab-kw\">step</span> <span class=\"syslab-num\">2</span> { "
+      "<span class=\"syslab-cmd\">print</span> <span class=\"syslab-str\">&quot;a # b&quot;</span> i }  "
+      "<span class=\"syslab-com\"># tail</span>\n"
+      "x = <span class=\"syslab-kw\">nil</span>\n"
+      "<span class=\"syslab-kw\">if</span> <span class=\"syslab-kw\">not</span> <span class=\"syslab-kw\">true</span> "
+      "<span class=\"syslab-kw\">and</span> x &lt; <span class=\"syslab-num\">2.5e-3</span> { m = "
+      "<span class=\"syslab-cmd\">model</span> mlp hidden=[<span class=\"syslab-num\">64</span>] }\n"
+      "s = <span class=\"syslab-str\">'it'</span><span class=\"syslab-str\">'s'</span> &lt;b&gt;\n"
+      "<span class=\"syslab-cmd\">lm</span> 2.7B\n");
+  free(h);
+  /* what the lexer refuses is still shown, as text */
+  const char *bad = "print \"open\nx = 1 ! 2 $\n";
+  h = slR_highlight_html(bad, strlen(bad));
+  CHECK_STREQ(h, "<span class=\"syslab-cmd\">print</span> <span class=\"syslab-str\">&quot;open</span>\n"
+                 "x = <span class=\"syslab-num\">1</span> ! <span class=\"syslab-num\">2</span> $\n");
+  free(h);
+  h = slR_highlight_html("", 0);
+  CHECK_STREQ(h, "");
+  free(h);
+}
+
 int main(void) {
+  sl_init();
   if (!mkdtemp(dir)) return 1;
   RUN(test_write_atomic_never_follows_a_link);
   RUN(test_write_atomic_says_why_it_failed);
   RUN(test_svg_figures_keep_their_drawing);
   RUN(test_svg_figures_lose_what_runs_or_loads);
+  RUN(test_code_is_coloured_by_the_language_lexer);
   rmdir(dir);
   return check_summary();
 }
