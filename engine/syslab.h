@@ -138,10 +138,7 @@ void sl_format_number(double x, char *out, size_t size);
 /* x as the language prints it, for messages: SL_NUM(x) is a string that
 ** lives to the end of the enclosing block ("4294967296", "nan", "0.25"),
 ** so an error says what the user wrote, not %g's 4.2949673e+09 or -nan */
-static inline const char *sl_number_text(double x, char *buf, size_t size) {
-  sl_format_number(x, buf, size);
-  return buf;
-}
+const char *sl_number_text(double x, char *buf, size_t size);
 #define SL_NUM(x) sl_number_text((x), (char[40]){0}, 40)
 
 /* -------------------------------------------------------- growable string */
@@ -413,6 +410,9 @@ const char *sl_memory_budget_source(void);
 ** the predicted size and the budget (at argument `arg` when not NULL) and
 ** returns -1. Call it before allocating anything large. */
 int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what);
+/* 1 when `bytes` would not fit, with that sentence written to msg (for
+** callers that report their own kind of error); 0 when it fits. */
+int sl_memory_exceeds(double bytes, const char *what, char *msg, size_t size);
 /* "1.50 GiB" */
 void sl_format_bytes(double bytes, char *out, size_t size);
 /* --------------------------------------------------------- distributed runs */

@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 
-#define SLD_TRANSPORT_VERSION 1
+#define SLD_TRANSPORT_VERSION 2
 
 typedef struct slD_Group slD_Group;
 
@@ -34,8 +34,11 @@ typedef struct slD_Transport {
   ** NULL with err when MPI cannot start */
   slD_Group *(*world)(char *err, size_t errlen);
   /* starts n processes running argv[0] argv[1..] (NULL-terminated) and
-  ** returns the group of this process (rank 0) and them */
-  slD_Group *(*spawn)(char *const *argv, int n, char *err, size_t errlen);
+  ** returns the group of this process (rank 0) and them; NULL with err
+  ** when they could not be started, or were not all running after
+  ** `timeout` seconds (the runtime is then stopped, and no later spawn in
+  ** this process can succeed) */
+  slD_Group *(*spawn)(char *const *argv, int n, double timeout, char *err, size_t errlen);
   /* in a process started by spawn: the group of its parent and siblings */
   slD_Group *(*parent)(char *err, size_t errlen);
   int (*rank)(const slD_Group *g);

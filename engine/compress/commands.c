@@ -181,14 +181,14 @@ static const char *const prune_methods[] = {"l1", "random", NULL};
 static const char *const scopes[] = {"local", "global", NULL};
 
 static int check_sparsity(sl_Call *call, double s) {
-  if (!(s >= 0 && s <= 1)) return sl_arg_error(call, "sparsity", "must be between 0 and 1, got %.9g", s);
+  if (!(s >= 0 && s <= 1)) return sl_arg_error(call, "sparsity", "must be between 0 and 1, got %s", SL_NUM(s));
   return 0;
 }
 
 /* MT19937 takes seeds of 32 bits, as numpy's RandomState does */
 static int check_seed(sl_Call *call) {
   double seed = sl_arg_number(call, "seed");
-  if (!(seed >= 0 && seed <= 4294967295.0)) return sl_arg_error(call, "seed", "must be between 0 and 2^32 - 1, got %.9g", seed);
+  if (!(seed >= 0 && seed <= 4294967295.0)) return sl_arg_error(call, "seed", "must be between 0 and 2^32 - 1, got %s", SL_NUM(seed));
   return 0;
 }
 
@@ -382,7 +382,7 @@ static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
 static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   double s = sl_arg_number(call, "sparsity"), as = sl_arg_number(call, "activation_sparsity");
   if (check_sparsity(call, s) != 0 || check_seed(call) != 0 || check_layers(call, src) != 0) return -1;
-  if (!(as >= 0 && as <= 1)) return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %.9g", as);
+  if (!(as >= 0 && as <= 1)) return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %s", SL_NUM(as));
   int l1 = strcmp(sl_arg_string(call, "method"), "l1") == 0;
   int global = strcmp(sl_arg_string(call, "scope"), "global") == 0;
   uint64_t seed = (uint64_t)sl_arg_number(call, "seed");

@@ -77,8 +77,13 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
       snprintf(err, errlen, "block_log needs a width of 2 to 12 bits, got %d", f->width);
       return -1;
     }
-    if (f->kind == SLQ_BLOCK_MINIFLOAT && (f->exponent_width < 1 || f->width - f->exponent_width - 1 < 1)) {
-      snprintf(err, errlen, "block_minifloat needs exponent_width >= 1 and at least one mantissa bit");
+    if (f->kind == SLQ_BLOCK_MINIFLOAT && (f->width < 3 || f->width > 32 || f->exponent_width < 1 ||
+                                          f->exponent_width > 11 || f->width - f->exponent_width - 1 < 1)) {
+      snprintf(err, errlen, "block_minifloat needs width 3..32, exponent_width 1..11 and at least one mantissa bit");
+      return -1;
+    }
+    if (f->has_bias && (f->exponent_bias < -1024 || f->exponent_bias > 1024)) {
+      snprintf(err, errlen, "exponent_bias must be between -1024 and 1024, got %d", f->exponent_bias);
       return -1;
     }
     return 0;

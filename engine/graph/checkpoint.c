@@ -17,6 +17,7 @@
 ** Optimiser state (Adam's m and v) travels with the weights: training a
 ** loaded model continues exactly as the original would.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,32 @@ int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen
   return 0;
 }
 
+/* Shape functions multiply the builders' arguments and a node's settings
+** in int and divide by some of them: a checkpoint keeps them within what a
+** builder makes, so a damaged one is refused here rather than overflowing
+** or dividing by zero in slM_verify. */
+#define MAX_SIZE (1 << 24)
+
+static int in_range(int x, int lo, int hi) { return x >= lo && x <= hi; }
+
+static int settings_ok(const slM_Graph *g) {
+  const int sizes[] = {g->features, g->classes, g->tokens, g->depth, g->width, g->heads, g->mlp_ratio, g->patch};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    if (!in_range(sizes[i], 0, MAX_SIZE)) return 0;
+  for (int i = 0; i < 8; i++)
+    if (!in_range(g->hidden[i], 0, MAX_SIZE)) return 0;
+  return in_range(g->nhidden, 0, 8) && in_range(g->activation, 0, SLM_NUM_OPS - 1) && in_range(g->with_labels, 0, 1) &&
+         in_range(g->with_mask, 0, 1) && in_range(g->training, 0, 1) && g->dropout >= 0 && g->dropout < 1;
+}
+
+static int node_settings_ok(const slM_Node *n) {
+  if (!in_range(n->heads, 0, 1 << 16) || !in_range(n->patch, 0, 1 << 15) || !isfinite(n->p)) return 0;
+  if ((n->op == OP_SCORES || n->op == OP_CONTEXT || n->op == OP_ATTENTION || n->op == OP_ROPE) && n->heads < 1) return 0;
+  if (n->op == OP_PATCHIFY && n->patch < 1) return 0;
+  if (n->op == OP_DROPOUT && !(n->p >= 0 && n->p < 1)) return 0;
+  return 1;
+}
+
 static slM_Graph *fail(slM_Graph *g, slM_Param **params, int np, char *err, size_t errlen, const char *why) {
   snprintf(err, errlen, "not a model checkpoint: %s", why);
   for (int j = 0; j < np; j++) slM_param_release(params[j]);
@@ -155,6 +182,7 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
   g->dropout = slU_get_f32(&r);
   g->rng.state = slU_get_u64(&r);
 
+  if (r.bad || !settings_ok(g)) return fail(g, NULL, 0, err, errlen, "the model's settings are out of range");
   uint32_t np = slU_get_u32(&r);
   if (r.bad || np > MAX_PARAMS) return fail(g, NULL, 0, err, errlen, "the parameter count is out of range");
   slM_Param **params = calloc(np + 1, sizeof *params);
@@ -196,6 +224,7 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
     n->heads = (int)slU_get_u32(&r);
     n->patch = (int)slU_get_u32(&r);
     n->p = slU_get_f32(&r);
+    if (!node_settings_ok(n)) return fail(g, params, (int)np, err, errlen, "a node's settings are out of range");
     if (slU_get_u8(&r)) {
       size_t len;
       const char *mask = slU_get_bytes(&r, &len);

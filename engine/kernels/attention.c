@@ -19,6 +19,11 @@
 **              L = m + ln l saved; nothing N x N exists. The backward
 **              recomputes P = exp(S - L) tile by tile, with D = rowsum(dO O).
 **
+** slK_Attn.format = SLK_BF16 rounds every product's operands to bfloat16
+** (float32 sums): v0 through slK_gemm_half, v1 in attention_half.c with
+** vdpbf16ps, or, on a CPU without it, here on rounded copies of Q, K, V, dO
+** with P and dS rounded in their panels.
+**
 ** How v1 is laid out. Scores are computed transposed, S^T = K Q^T, into
 ** "lane panels" of 48 queries (one AVX-512 vector lane per query, three
 ** vectors per key row), so that the softmax's running max and sum are
@@ -42,18 +47,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_half.h"
+#include "attention_tiles.h"
+#include "gemm_half.h"
 #include "kernels.h"
+#include "round.h"
 #include "simd.h"
 
-#ifndef BQ
-#define BQ 96    /* queries per tile: two lane panels */
-#endif
-#ifndef BK
-#define BK 384   /* keys per tile: a multiple of 48 and of 8 */
-#endif
-#define LANES SLK_NR
-
-static int up(int x, int m) { return (x + m - 1) / m * m; }
 
 const char *slK_attention_name(slK_AttnImpl impl) {
   static const char *const names[SLK_ATTN_NUM] = {"naive", "fused"};
@@ -68,8 +68,6 @@ void slK_attention_contiguous(slK_Attn *a, int batch, int heads, int nq, int nk,
   a->q_batch = a->q_head * heads, a->k_batch = a->k_head * heads;
 }
 
-static float scale_of(const slK_Attn *a) { return a->scale > 0 ? a->scale : 1.0f / sqrtf((float)a->dim); }
-
 static int kept(const slK_Attn *a, int b, int q, int k) {
   if (a->causal && k > q) return 0;
   return !a->key_mask || a->key_mask[(long)b * a->nk + k] != 0;
@@ -77,7 +75,7 @@ static int kept(const slK_Attn *a, int b, int q, int k) {
 
 static int mask_any(const slK_Attn *a) { return a->causal || a->key_mask; }
 
-double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backward) {
+static double workspace32(slK_AttnImpl impl, const slK_Attn *a, int backward) {
   double bh = (double)a->batch * a->heads, f = sizeof(float);
   if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
@@ -94,6 +92,15 @@ double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backwar
   ** them once per head, shared by the threads */
   double shared = backward || a->dim % SLK_MR == 0 ? 0 : (double)heads * (nk * a->dim + nk * d8 + 128);
   return (threads * per + split + shared) * f;
+}
+
+static size_t extent(const slK_Attn *a, int isq);
+
+double slK_attention_workspace(slK_AttnImpl impl, const slK_Attn *a, int backward) {
+  if (impl != SLK_ATTN_FUSED || a->format != SLK_BF16) return workspace32(impl, a, backward);
+  if (slK_half_loops()) return slK_attention_half_workspace(a, backward);
+  /* the float32 kernel on rounded copies of Q, K, V (and dO) */
+  return workspace32(impl, a, backward) + sizeof(float) * ((backward ? 2.0 : 1.0) * extent(a, 1) + 2.0 * extent(a, 0));
 }
 
 /* ============================================================ v0: naive */
@@ -163,14 +170,20 @@ static void pass(void (*row)(Rows *, long, float *), Rows *R) {
   slK_parallel(64, slK_threads(), rows_job, R);
 }
 
-static const float *qh(const slK_Attn *a, const float *x, int b, int h) { return x + a->q_batch * b + a->q_head * h; }
-static const float *kh(const slK_Attn *a, const float *x, int b, int h) { return x + a->k_batch * b + a->k_head * h; }
+
+/* a product of the naive version: float32 (OpenBLAS), or with a->format = SLK_BF16 its operands rounded to
+** bfloat16 and the sums in float32 (gemm_half.c: vdpbf16ps, or the emulated path) */
+static void product(const slK_Attn *a, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc) {
+  if (a->format == SLK_BF16) slK_gemm_half(SLK_BF16, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, C, ldc);
+  else slK_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 /* S = QK^T into s (batch x heads x nq x nk), one OpenBLAS product per head */
 static void naive_scores(const slK_Attn *a, const float *q, const float *k, float *s) {
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++)
-      slK_sgemm(SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, q, b, h), (int)a->q_row, kh(a, k, b, h),
+      product(a, SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, q, b, h), (int)a->q_row, kh(a, k, b, h),
                 (int)a->k_row, 0.0f, s + ((long)b * a->heads + h) * a->nq * a->nk, a->nk);
 }
 
@@ -192,7 +205,7 @@ static int naive_forward(const slK_Attn *a, const float *q, const float *k, cons
   slK_free(s);
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++)
-      slK_sgemm(SLK_N, SLK_N, a->nq, a->dim, a->nk, 1.0f, p + ((long)b * a->heads + h) * a->nq * a->nk, a->nk,
+      product(a, SLK_N, SLK_N, a->nq, a->dim, a->nk, 1.0f, p + ((long)b * a->heads + h) * a->nq * a->nk, a->nk,
                 kh(a, v, b, h), (int)a->k_row, 0.0f, (float *)qh(a, o, b, h), (int)a->q_row);
   if (keep_p) *keep_p = p;
   else slK_free(p);
@@ -208,9 +221,9 @@ static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, c
     for (int h = 0; h < a->heads; h++) {
       const float *ph = p + ((long)b * a->heads + h) * a->nq * a->nk;
       float *dph = dp + ((long)b * a->heads + h) * a->nq * a->nk;
-      slK_sgemm(SLK_T, SLK_N, a->nk, a->dim, a->nq, 1.0f, ph, a->nk, qh(a, dout, b, h), (int)a->q_row, 1.0f,
+      product(a, SLK_T, SLK_N, a->nk, a->dim, a->nq, 1.0f, ph, a->nk, qh(a, dout, b, h), (int)a->q_row, 1.0f,
                 (float *)kh(a, dv, b, h), (int)a->k_row);
-      slK_sgemm(SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, dout, b, h), (int)a->q_row, kh(a, v, b, h),
+      product(a, SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, dout, b, h), (int)a->q_row, kh(a, v, b, h),
                 (int)a->k_row, 0.0f, dph, a->nk);
     }
   Rows R = {a, dp, p, NULL, t, NULL};
@@ -218,9 +231,9 @@ static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, c
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++) {
       const float *dsh = dp + ((long)b * a->heads + h) * a->nq * a->nk;
-      slK_sgemm(SLK_N, SLK_N, a->nq, a->dim, a->nk, t, dsh, a->nk, kh(a, k, b, h), (int)a->k_row, 1.0f,
+      product(a, SLK_N, SLK_N, a->nq, a->dim, a->nk, t, dsh, a->nk, kh(a, k, b, h), (int)a->k_row, 1.0f,
                 (float *)qh(a, dq, b, h), (int)a->q_row);
-      slK_sgemm(SLK_T, SLK_N, a->nk, a->dim, a->nq, t, dsh, a->nk, qh(a, q, b, h), (int)a->q_row, 1.0f,
+      product(a, SLK_T, SLK_N, a->nk, a->dim, a->nq, t, dsh, a->nk, qh(a, q, b, h), (int)a->q_row, 1.0f,
                 (float *)kh(a, dk, b, h), (int)a->k_row);
     }
   slK_free(dp);
@@ -299,24 +312,6 @@ static void pack_lanes(const float *x, long row, int n, int np, int d, float *ds
   }
 }
 
-/* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows)
-** for the queries [q0, q0+48); only the rows that can hold a masked score are visited */
-static void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
-  int from = a->nk - k0;   /* rows at and after this one are past the keys */
-  if (a->key_mask) from = 0;
-  else if (a->causal && q0 + 1 - k0 < from) from = q0 + 1 - k0;   /* key > q0: masked for some query */
-  for (int r = from < 0 ? 0 : from; r < rows; r++) {
-    int key = k0 + r;
-    float *row = s + r * LANES;
-    if (key >= a->nk || (a->key_mask && a->key_mask[(long)b * a->nk + key] == 0)) {
-      for (int j = 0; j < LANES; j++) row[j] = -INFINITY;
-      continue;
-    }
-    if (a->causal)
-      for (int j = 0; j < LANES && q0 + j < key; j++) row[j] = -INFINITY;
-  }
-}
-
 /* rows [key, key+8) of S^T = X B for a lane panel B: X (keys as rows, row
 ** stride `row`, n rows) read in place, or its last rows packed into tail
 ** with zeros past n */
@@ -343,6 +338,7 @@ typedef struct {
   int direct;         /* K and V read in place (dim a multiple of 8); else packed: */
   float *kp, *vt;     /* every head's K rows by 8 and V^T features by 8, packed once */
   FwdWork *w;
+  int round;          /* bf16 products on a CPU without them: P rounded in its panel (Q, K, V come rounded) */
 } Fwd;
 
 static size_t kp_floats(const Fwd *F) { return (size_t)F->nk8 * F->a->dim + 64; }
@@ -381,6 +377,7 @@ static void fwd_job(void *ctx, int job, int worker) {
         else simd->micro(d, kp + (long)(k0 + r) * d, qt, s + r * LANES, LANES, 0);
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
+      if (F->round) slK_round_array(SLK_BF16, s, s, (size_t)kb * LANES);
       if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
       /* O^T += V^T P^T over the keys that exist (past them P is 0) */
       for (int fp = 0; fp < d8; fp += SLK_MR)
@@ -388,31 +385,18 @@ static void fwd_job(void *ctx, int job, int worker) {
         else simd->micro(kc, vt + (long)fp * nk8 + (long)k0 * SLK_MR, s, ot + fp * LANES, LANES, k0 > 0);
     }
   }
-  float *O = (float *)qh(a, F->o, b, h), *L = F->lse + (long)bh * a->nq;
-  for (int j = 0; j < qn; j++) {
-    int lp = j / LANES, lane = j % LANES;
-    float l = w->l[j], inv = l > 0 ? 1.0f / l : 0.0f;
-    const float *ot = w->ot + (size_t)lp * d8 * LANES + lane;
-    float *orow = O + (long)(q0 + j) * a->q_row;
-    for (int f = 0; f < d; f++) orow[f] = ot[f * LANES] * inv;
-    L[q0 + j] = l > 0 ? (w->m[j] + log2f(l)) * (float)M_LN2 : 0.0f;   /* m and l are in base 2 */
-  }
+  store_rows(a, bh, q0, qn, w->l, w->m, w->ot, F->o, F->lse);
 }
 
 /* K and V can be read in place when every panel of 8 features is whole */
 static int direct_ok(const slK_Attn *a) { return a->dim % SLK_MR == 0; }
 
-static int pick_threads(const slK_Attn *a, int jobs) {
-  double work = 4.0 * a->batch * a->heads * a->nq * a->nk * a->dim;
-  int t = work < 4e6 ? 1 : slK_threads();
-  return t < jobs ? t : jobs;
-}
-
 static void free_all(float **ptrs, int n) {
   for (int i = 0; i < n; i++) slK_free(ptrs[i]);
 }
 
-static int fused_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse) {
+static int fused_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse,
+                         int round) {
   int tiles = (a->nq + BQ - 1) / BQ, jobs = a->batch * a->heads * tiles;
   if (jobs == 0) return 0;
   int threads = pick_threads(a, jobs), nk8 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
@@ -427,7 +411,7 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
     for (int i = 0; i < 7; i++) rc |= !p[i];
   }
   int heads = a->batch * a->heads;
-  Fwd F = {a, q, k, v, o, lse, tiles, nk8, direct_ok(a), NULL, NULL, w};
+  Fwd F = {a, q, k, v, o, lse, tiles, nk8, direct_ok(a), NULL, NULL, w, round};
   if (!F.direct) {
     /* K and V packed once per head, not once per thread that meets the head */
     F.kp = slK_alloc(sizeof(float) * kp_floats(&F) * heads);
@@ -463,6 +447,8 @@ typedef struct {
   size_t kd;          /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
   float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
+  const float *dprod; /* dO as the products take it (rounded when round), dout for D */
+  int round;          /* bf16 products on a CPU without them: P and dS rounded in their panels */
 } Bwd;
 
 /* lane panels [np][rows][48] -> key columns [rows/48][np*48][48], 48 x 48 blocks at a time */
@@ -471,21 +457,6 @@ static void transpose_panels(const slK_Simd *simd, const float *src, int np, int
   for (int lp = 0; lp < np; lp++)
     for (int r = 0; r < rows; r += LANES)
       simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
-}
-
-/* dK, dV of head bh += the accumulators dK^T, dV^T ([key/48][feature][48]) */
-static void add_keys(const Bwd *B, int bh, const float *dkt, const float *dvt) {
-  const slK_Attn *a = B->a;
-  int b = bh / a->heads, h = bh % a->heads, d = a->dim, d8 = up(d, SLK_MR);
-  float *dK = (float *)kh(a, B->dk, b, h), *dV = (float *)kh(a, B->dv, b, h);
-  for (int key = 0; key < a->nk; key++) {
-    size_t base = (size_t)(key / LANES) * d8 * LANES + key % LANES;
-    float *kr = dK + (long)key * a->k_row, *vr = dV + (long)key * a->k_row;
-    for (int f = 0; f < d; f++) {
-      kr[f] += dkt[base + (size_t)f * LANES];
-      vr[f] += dvt[base + (size_t)f * LANES];
-    }
-  }
 }
 
 static void bwd_job(void *ctx, int job, int worker) {
@@ -498,7 +469,7 @@ static void bwd_job(void *ctx, int job, int worker) {
   float t = scale_of(a);
   const float *K = kh(a, B->k, b, h), *V = kh(a, B->v, b, h);
   const float *Q = qh(a, B->q, b, h), *O = qh(a, B->o, b, h), *dO = qh(a, B->dout, b, h);
-  const float *L = B->lse + (long)bh * a->nq;
+  const float *dOp = qh(a, B->dprod, b, h), *L = B->lse + (long)bh * a->nq;
   if (!B->direct) {
     pack_rows8(K, a->k_row, a->nk, d, nk48, w->kp);
     pack_rows8(V, a->k_row, a->nk, d, nk48, w->vp);
@@ -510,9 +481,9 @@ static void bwd_job(void *ctx, int job, int worker) {
   for (int tile = g; tile < tiles; tile += B->groups) {
     int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
     pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t * (float)M_LOG2E);   /* scores in base 2 */
-    pack_lanes(dO + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
+    pack_lanes(dOp + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
     pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
-    pack_cols8(dO + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
+    pack_cols8(dOp + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
     for (int j = 0; j < nqp; j++) {
       const float *orow = O + (long)(q0 + j) * a->q_row, *grow = dO + (long)(q0 + j) * a->q_row;
       double D = 0;
@@ -540,6 +511,7 @@ static void bwd_job(void *ctx, int job, int worker) {
         mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
         simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
         simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
+        if (B->round) slK_round_array(SLK_BF16, s, s, (size_t)kb * LANES), slK_round_array(SLK_BF16, dp, dp, (size_t)kb * LANES);
         float *dqt = w->dqt + (size_t)lp * d8 * LANES;
         /* dQ^T += K^T dS^T over the keys that exist (past them dS is 0) */
         for (int fp = 0; fp < d8; fp += SLK_MR)
@@ -563,11 +535,12 @@ static void bwd_job(void *ctx, int job, int worker) {
       for (int f = 0; f < d; f++) row[f] += t * src[f * LANES];
     }
   }
-  if (!B->part) add_keys(B, bh, dkt, dvt);
+  if (!B->part) add_key_sums(a, bh, B->dk, B->dv, dkt, dvt);
 }
 
 static int fused_backward(const slK_Attn *a, const float *q, const float *k, const float *v, const float *o,
-                          const float *dout, const float *lse, float *dq, float *dk, float *dv) {
+                          const float *dout, const float *dprod, const float *lse, float *dq, float *dk, float *dv,
+                          int round) {
   int heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
   if (heads == 0 || tiles == 0 || a->nk == 0) return 0;
   int threads = pick_threads(a, heads * tiles);
@@ -597,10 +570,10 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
   /* split heads add their groups' dK, dV afterwards in group order, so the sums never depend on timing */
   float *part = groups > 1 ? slK_alloc(F * kd * 2 * (size_t)heads * groups) : NULL;
   rc |= groups > 1 && !part;
-  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, direct, kd, w, part};
+  Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, direct, kd, w, part, dprod, round};
   if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
   if (rc == 0 && part)
-    for (int job = 0; job < heads * groups; job++) add_keys(&B, job / groups, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
+    for (int job = 0; job < heads * groups; job++) add_key_sums(a, job / groups, dk, dv, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
   slK_free(part);
   for (int t = 0; t < threads; t++) {
     float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].ktail, w[t].vtail, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot,
@@ -612,6 +585,21 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
 
 /* ------------------------------------------------------------- dispatch */
 
+/* floats from a Q-shaped (or K-shaped) array's first element to its last */
+static size_t extent(const slK_Attn *a, int isq) {
+  long n = isq ? a->nq : a->nk, row = isq ? a->q_row : a->k_row;
+  long head = isq ? a->q_head : a->k_head, batch = isq ? a->q_batch : a->k_batch;
+  return (size_t)(batch * (a->batch - 1) + head * (a->heads - 1) + row * (n - 1) + a->dim);
+}
+
+/* bf16 products on a CPU without avx512_bf16: the operands rounded into copies with the same strides */
+static float *rounded_copy(const slK_Attn *a, const float *x, int isq) {
+  size_t n = extent(a, isq);
+  float *c = slK_alloc(n * sizeof *c);
+  if (c) slK_round_array(SLK_BF16, x, c, n);
+  return c;
+}
+
 int slK_attention_forward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
                           float *o, float *lse) {
   if (a->nk == 0) {   /* every row fully masked */
@@ -621,12 +609,23 @@ int slK_attention_forward(slK_AttnImpl impl, const slK_Attn *a, const float *q, 
     memset(lse, 0, sizeof(float) * (size_t)a->batch * a->heads * a->nq);
     return 0;
   }
-  return impl == SLK_ATTN_NAIVE ? naive_forward(a, q, k, v, o, lse, NULL) : fused_forward(a, q, k, v, o, lse);
+  if (impl == SLK_ATTN_NAIVE) return naive_forward(a, q, k, v, o, lse, NULL);
+  if (a->format != SLK_BF16) return fused_forward(a, q, k, v, o, lse, 0);
+  if (slK_half_loops()) return slK_attention_half_forward(a, q, k, v, o, lse);
+  float *rq = rounded_copy(a, q, 1), *rk = rounded_copy(a, k, 0), *rv = rounded_copy(a, v, 0);
+  int rc = rq && rk && rv ? fused_forward(a, rq, rk, rv, o, lse, 1) : -1;
+  slK_free(rq), slK_free(rk), slK_free(rv);
+  return rc;
 }
 
 int slK_attention_backward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
                            const float *o, const float *dout, const float *lse, float *dq, float *dk, float *dv) {
   if (a->nk == 0 || a->nq == 0) return 0;
-  return impl == SLK_ATTN_NAIVE ? naive_backward(a, q, k, v, dout, lse, dq, dk, dv)
-                                : fused_backward(a, q, k, v, o, dout, lse, dq, dk, dv);
+  if (impl == SLK_ATTN_NAIVE) return naive_backward(a, q, k, v, dout, lse, dq, dk, dv);
+  if (a->format != SLK_BF16) return fused_backward(a, q, k, v, o, dout, dout, lse, dq, dk, dv, 0);
+  if (slK_half_loops()) return slK_attention_half_backward(a, q, k, v, o, dout, lse, dq, dk, dv);
+  float *rq = rounded_copy(a, q, 1), *rk = rounded_copy(a, k, 0), *rv = rounded_copy(a, v, 0), *rd = rounded_copy(a, dout, 1);
+  int rc = rq && rk && rv && rd ? fused_backward(a, rq, rk, rv, o, dout, rd, lse, dq, dk, dv, 1) : -1;
+  slK_free(rq), slK_free(rk), slK_free(rv), slK_free(rd);
+  return rc;
 }

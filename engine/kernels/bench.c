@@ -23,7 +23,9 @@
 #include <time.h>
 
 #include "cuda/gpu.h"
+#include "gemm_half.h"
 #include "kernels.h"
+#include "syslab.h"
 
 double slK_now(void *ud) {
   struct timespec ts;
@@ -113,6 +115,19 @@ static int refuse(size_t need, const char *what, char *err, size_t errlen) {
 }
 
 /* GEMM: n x n x n */
+static slK_GemmImpl gemm_impl(const slK_Bench *b);
+
+static int half_format(const slK_Bench *b) {
+  return strstr(b->name, "bf16") ? SLK_BF16 : strstr(b->name, "fp16") ? SLK_FP16 : SLK_FP32;
+}
+
+static void gemm_once(const slK_Bench *b, int n, const float *x, const float *y, float *z) {
+  int f = half_format(b);
+  if (f == SLK_FP32) slK_sgemm_with(gemm_impl(b), SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, n, 0.0f, z, n);
+  else if (strstr(b->name, "emulated")) slK_gemm_half_emulated(f, SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, NULL, n, 0.0f, z, n);
+  else slK_gemm_half(f, SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, NULL, n, 0.0f, z, n);
+}
+
 static slK_GemmImpl gemm_impl(const slK_Bench *b) {
   return strcmp(b->name, "gemm_naive") == 0 ? SLK_GEMM_NAIVE : strcmp(b->name, "gemm_blocked") == 0 ? SLK_GEMM_BLOCKED
                                                                                                       : SLK_GEMM_OPENBLAS;
@@ -131,11 +146,13 @@ static slK_Case *gemm_setup_for(const slK_Bench *b, int n, char *err, size_t err
     case_free(c);
     return NULL;
   }
-  if (gemm_impl(b) != SLK_GEMM_OPENBLAS && n <= 256) {
-    /* checked against OpenBLAS before it is timed */
+  int f = half_format(b);
+  if ((gemm_impl(b) != SLK_GEMM_OPENBLAS || f != SLK_FP32) && n <= 256) {
+    /* checked against OpenBLAS (on the rounded operands for 16-bit inputs) before it is timed */
     float *ref = slK_alloc(nn * sizeof *ref);
-    slK_sgemm(SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, ref, n);
-    slK_sgemm_with(gemm_impl(b), SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+    if (f == SLK_FP32) slK_sgemm(SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, ref, n);
+    else slK_gemm_half_emulated(f, SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], NULL, n, 0.0f, ref, n);
+    gemm_once(b, n, c->x[0], c->x[1], c->x[2]);
     double worst = 0;
     for (size_t i = 0; i < nn; i++) worst = fmax(worst, fabs(ref[i] - c->x[2][i]));
     slK_free(ref);
@@ -154,7 +171,7 @@ static double gemm_run(slK_Case *c) {
     slK_sgemm(SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
   else if (strcmp(c->bench->name, "gemm_openblas") == 0)
     slK_sgemm_with(SLK_GEMM_OPENBLAS, SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
-  else slK_sgemm_with(gemm_impl(c->bench), SLK_N, SLK_N, n, n, n, 1.0f, c->x[0], n, c->x[1], n, 0.0f, c->x[2], n);
+  else gemm_once(c->bench, n, c->x[0], c->x[1], c->x[2]);
   return -1;
 }
 
@@ -168,11 +185,13 @@ static slK_AttnImpl attn_impl(const slK_Bench *b) { return strstr(b->name, "naiv
 static slK_Attn attn_shape(int L, const slK_Attn *s) {
   slK_Attn a;
   slK_attention_contiguous(&a, s ? s->batch : 1, s ? s->heads : 8, L, L, s ? s->dim : 64, s ? s->causal : 0);
+  if (s) a.format = s->format;
   return a;
 }
 
 static slK_Case *attn_setup_for(const slK_Bench *b, int L, const slK_Attn *shape, char *err, size_t errlen) {
   slK_Attn a = attn_shape(L, shape);
+  if (strstr(b->name, "bf16")) a.format = SLK_BF16;
   if (L < 1 || a.batch < 1 || a.heads < 1 || a.dim < 1 || a.dim > 1024) {
     snprintf(err, errlen, "attention needs L >= 1, batch >= 1, heads >= 1 and dim 1..1024");
     return NULL;
@@ -367,17 +386,22 @@ CPU_SETUP(setup_mx_bf16, return mx_setup_for(&benches[10], n, err, errlen);)
 CPU_SETUP(setup_mx_ref, return mx_setup_for(&benches[11], n, err, errlen);)
 CPU_SETUP(setup_mxl_fused, return mxl_setup_for(&benches[12], n, err, errlen);)
 CPU_SETUP(setup_mxl_unfused, return mxl_setup_for(&benches[13], n, err, errlen);)
-#define GPU_FIRST 14
+CPU_SETUP(setup_gemm_bf16, return gemm_setup_for(&benches[14], n, err, errlen);)
+CPU_SETUP(setup_gemm_fp16, return gemm_setup_for(&benches[15], n, err, errlen);)
+CPU_SETUP(setup_gemm_bf16_emulated, return gemm_setup_for(&benches[16], n, err, errlen);)
+CPU_SETUP(setup_attn_fused_bf16, return attn_setup_for(&benches[17], n, a, err, errlen);)
+CPU_SETUP(setup_attn_fused_bf16_train, return attn_setup_for(&benches[18], n, a, err, errlen);)
+#define GPU_FIRST 19
 #define GPU_SETUP(name, i) CPU_SETUP(name, return gpu_setup_for(&benches[i], n, a, err, errlen);)
-GPU_SETUP(setup_g0, 14)
-GPU_SETUP(setup_g1, 15)
-GPU_SETUP(setup_g2, 16)
-GPU_SETUP(setup_g3, 17)
-GPU_SETUP(setup_g4, 18)
-GPU_SETUP(setup_g5, 19)
-GPU_SETUP(setup_g6, 20)
-GPU_SETUP(setup_g7, 21)
-GPU_SETUP(setup_g8, 22)
+GPU_SETUP(setup_g0, 19)
+GPU_SETUP(setup_g1, 20)
+GPU_SETUP(setup_g2, 21)
+GPU_SETUP(setup_g3, 22)
+GPU_SETUP(setup_g4, 23)
+GPU_SETUP(setup_g5, 24)
+GPU_SETUP(setup_g6, 25)
+GPU_SETUP(setup_g7, 26)
+GPU_SETUP(setup_g8, 27)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -421,6 +445,16 @@ static const slK_Bench benches[] = {
    setup_mxl_fused, mxl_run, case_free, mxl_flops, mxl_bytes},
   {"mxint8_linear_unfused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded whole to float32, then OpenBLAS",
    setup_mxl_unfused, mxl_run, case_free, mxl_flops, mxl_bytes},
+  {"gemm_bf16", "cpu", "gemm", GEMM_SIZE, "bf16 inputs, float32 sums: rounded while packed, 8x48 vdpbf16ps micro-kernel",
+   setup_gemm_bf16, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_fp16", "cpu", "gemm", GEMM_SIZE, "fp16 inputs, float32 sums: rounded while packed, the float32 micro-kernel",
+   setup_gemm_fp16, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_bf16_emulated", "cpu", "gemm", GEMM_SIZE, "bf16 inputs rounded into float32 copies, then slK_sgemm (OpenBLAS)",
+   setup_gemm_bf16_emulated, gemm_run, case_free, gemm_flops, gemm_bytes},
+  {"attention_fused_bf16", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2, bf16 products (vdpbf16ps), float32 softmax",
+   setup_attn_fused_bf16, attn_run, case_free, attn_flops, attn_bytes_fused},
+  {"attention_fused_bf16_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2, bf16 products",
+   setup_attn_fused_bf16_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
   {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_g0, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 4x4 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_g2, gpu_run, case_free, gemm_flops, gemm_bytes},
@@ -464,10 +498,20 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   slK_Case *c = b->setup(size, shape, err, errlen);
   if (!c) return -1;
   double *t = malloc(sizeof *t * (size_t)reps);
-  for (int i = 0; i < warmup; i++) b->run(c);
-  for (int i = 0; i < reps; i++) {
+  /* an interrupt is polled between repetitions (and inside the naive loops): the run stops
+  ** within one repetition and reports nothing */
+  int stopped = 0;
+  for (int i = 0; i < warmup && !(stopped = sl_interrupted()); i++) b->run(c);
+  for (int i = 0; i < reps && !stopped; i++) {
     double t0 = clock(clock_ud), own = b->run(c), t1 = clock(clock_ud);
     t[i] = own >= 0 ? own : t1 - t0;
+    stopped = sl_interrupted();
+  }
+  if (stopped) {
+    b->teardown(c);
+    free(t);
+    snprintf(err, errlen, "interrupted");
+    return SLK_BENCH_INTERRUPTED;
   }
   out->peak_bytes = slK_mem_peak() - base;
   out->rss_peak = slK_rss_peak();

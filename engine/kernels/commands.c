@@ -200,9 +200,11 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
       snprintf(detail, sizeof detail, "%s at %d", kernels[k]->name, sizes[s]);
       sl_progress_update(p, (double)k * ns + s, detail);
       slK_Result res;
-      if (slK_bench_run(kernels[k], sizes[s], &shape, warmup, reps, NULL, NULL, &res, err, sizeof err) != 0) {
+      int rc = slK_bench_run(kernels[k], sizes[s], &shape, warmup, reps, NULL, NULL, &res, err, sizeof err);
+      if (rc != 0) {
         sl_progress_end(p);
         slT_free(t);
+        if (rc == SLK_BENCH_INTERRUPTED) return sl_interrupted_error(call);
         return sl_error(call, "%s at size %d: %s", kernels[k]->name, sizes[s], err);
       }
       size_t r = slT_add_row(t);

@@ -13,7 +13,13 @@
 **                 pair (AVX-512 when the CPU has it), edges through a small
 **                 tile; two threads split the columns (or the rows when
 **                 there are few columns). Transpositions cost nothing extra:
-**                 they only change the strides the packing reads with.
+**                 they only change the strides the packing reads with. The
+**                 packing is vectorised (simd.c: rows along memory
+**                 transposed 16 x 16 in registers), the panels kept in the
+**                 thread's scratch between calls, C's tile prefetched by
+**                 the micro-kernel: 1.01-1.04 of OpenBLAS's rate at
+**                 n = 1024..4096 (docs/kernels.md). An operand can be
+**                 rounded to IEEE half as it is packed (gemm_half.c's fp16).
 **   v2 OpenBLAS   cblas_sgemm on OpenBLAS's own threads
 **   v3 team       what slK_sgemm (the graph's dispatch) calls: cblas_sgemm
 **                 on one thread per piece, the pieces on the engine's
@@ -27,14 +33,14 @@
 
 #include "blas.h"
 #include "kernels.h"
+#include "round.h"
 #include "simd.h"
+#include "syslab.h"
 
 /* the micro-panel of B (KC x NR) stays in L1 (36 KiB); A's block in L2 */
-#ifndef KC
-#define KC 192
-#endif
+#define KC SLK_KC
 #ifndef MC
-#define MC 144
+#define MC 96
 #endif
 #ifndef NC
 #define NC 1536
@@ -107,7 +113,9 @@ const char *slK_gemm_name(slK_GemmImpl impl) {
 
 static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
                        float *C, long ldc) {
-  for (int i = 0; i < M; i++)
+  /* a row of n = 4096 takes tens of milliseconds: an interrupt stops it between rows (the caller
+  ** then discards C, sl_interrupted() still set) */
+  for (int i = 0; i < M && !sl_interrupted(); i++)
     for (int j = 0; j < N; j++) {
       float sum = 0;
       for (int k = 0; k < K; k++) sum += A->p[i * A->rs + k * A->cs] * B->p[k * B->rs + j * B->cs];
@@ -117,56 +125,23 @@ static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, c
 
 /* ---------------------------------------------------------- v1: blocked */
 
-/* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded */
+/* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded (simd.c) */
 static void pack_a(const slK_Operand *A, int i0, int mc, int k0, int kc, float alpha, float *dst) {
-  for (int p = 0; p < mc; p += SLK_MR, dst += SLK_MR * kc) {
-    int rows = mc - p < SLK_MR ? mc - p : SLK_MR;
-    for (int i = 0; i < SLK_MR; i++) {
-      if (i >= rows) {
-        for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = 0;
-        continue;
-      }
-      const float *src = A->p + (long)(i0 + p + i) * A->rs + (long)k0 * A->cs;
-      for (int k = 0; k < kc; k++) dst[k * SLK_MR + i] = alpha * src[k * A->cs];
-    }
-  }
+  slK_simd()->pack_a(A->p + (long)i0 * A->rs + (long)k0 * A->cs, A->rs, A->cs, mc, kc, alpha, A->round == SLK_FP16, dst);
 }
 
-/* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded */
-static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *dst, float *row) {
+/* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded (simd.c); MXINT8 weights decoded */
+static void pack_b(const slK_Operand *B, int k0, int kc, int j0, int nc, float *dst) {
   const slK_Simd *simd = slK_simd();
-  for (int q = 0; q < nc; q += SLK_NR, dst += SLK_NR * kc) {
-    int cols = nc - q < SLK_NR ? nc - q : SLK_NR;
-    if (B->m) {
-      /* MXINT8 weights: row j of W is column j of op(B); decode kc of it, group by group */
-      for (int j = 0; j < SLK_NR; j++) {
-        if (j >= cols) {
-          for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = 0;
-          continue;
-        }
-        long r = j0 + q + j;
-        for (int k = 0; k < kc;) {
-          int kk = k0 + k, len = B->g - kk % B->g;
-          if (len > kc - k) len = kc - k;
-          simd->dequant_f32(B->m + r * B->mrs + kk, B->s[r * (B->mrs / B->g) + kk / B->g], (size_t)len, row + k);
-          k += len;
-        }
-        for (int k = 0; k < kc; k++) dst[k * SLK_NR + j] = row[k];
-      }
-    } else if (B->cs == 1 && cols == SLK_NR) {
-      for (int k = 0; k < kc; k++) memcpy(dst + k * SLK_NR, B->p + (long)(k0 + k) * B->rs + j0 + q, SLK_NR * sizeof *dst);
-    } else {
-      for (int k = 0; k < kc; k++) {
-        const float *src = B->p + (long)(k0 + k) * B->rs + (long)(j0 + q) * B->cs;
-        for (int j = 0; j < SLK_NR; j++) dst[k * SLK_NR + j] = j < cols ? src[j * B->cs] : 0;
-      }
-    }
-  }
+  long at = (long)k0 * B->rs + (long)j0 * B->cs;
+  if (B->m) simd->pack_mx(B->m + j0 * B->mrs, B->s + j0 * (B->mrs / B->g), B->g, B->mrs, k0, kc, nc, dst);
+  else if (B->h) simd->pack_b(NULL, B->h + at, B->rs, B->cs, kc, nc, 1, dst);
+  else simd->pack_b(B->p + at, NULL, B->rs, B->cs, kc, nc, B->round == SLK_FP16, dst);
 }
 
 /* one thread's product: C (M x N) from A (M x K) and B (K x N) */
 static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,
-                        float *C, long ldc, float *abuf, float *bbuf, float *row) {
+                        float *C, long ldc, float *abuf, float *bbuf) {
   const slK_Simd *simd = slK_simd();
   if (beta != 0 && beta != 1)
     for (int i = 0; i < M; i++)
@@ -178,7 +153,7 @@ static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, 
     int nc = N - jc < NC ? N - jc : NC;
     for (int pc = 0; pc < K; pc += KC) {
       int kc = K - pc < KC ? K - pc : KC, acc = pc > 0 || beta != 0;
-      pack_b(B, pc, kc, jc, nc, bbuf, row);
+      pack_b(B, pc, kc, jc, nc, bbuf);
       for (int ic = 0; ic < M; ic += MC) {
         int mc = M - ic < MC ? M - ic : MC;
         pack_a(A, ic, mc, pc, kc, alpha, abuf);
@@ -193,7 +168,8 @@ static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, 
               simd->micro(kc, ap, bp, c, ldc, acc);
               continue;
             }
-            simd->micro(kc, ap, bp, tile, SLK_NR, 0);
+            if (n <= 32) simd->micro_narrow(kc, ap, bp, tile, SLK_NR, (n + 15) / 16);   /* 16 or 32 columns */
+            else simd->micro(kc, ap, bp, tile, SLK_NR, 0);
             for (int i = 0; i < m; i++)
               for (int j = 0; j < n; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + tile[i * SLK_NR + j];
           }
@@ -226,18 +202,19 @@ static void blocked_part(void *ctx, int part, int worker) {
     M = hi - lo;
   } else {
     if (b.m) b.m += lo * b.mrs, b.s += lo * (b.mrs / b.g);
+    else if (b.h) b.h += lo * b.cs;
     else b.p += lo * b.cs;
     c += lo;
     N = hi - lo;
   }
-  int kc = s->K < KC ? s->K : KC;
-  float *abuf = slK_alloc(sizeof(float) * (size_t)(MC + SLK_MR) * (size_t)(kc + 1));
-  float *bbuf = slK_alloc(sizeof(float) * (size_t)(NC + SLK_NR) * (size_t)(kc + 1));
-  float *row = slK_alloc(sizeof(float) * (KC + 1));
-  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, bbuf, row);
-  slK_free(abuf);
-  slK_free(bbuf);
-  slK_free(row);
+  /* panels as large as this part needs: a short product (the MXINT8 layer's 128 rows) keeps a small scratch */
+  size_t kc = (size_t)(s->K < KC ? s->K : KC), mc = (size_t)(M < MC ? M : MC), nc = (size_t)(N < NC ? N : NC);
+  size_t na = (mc + SLK_MR) * (kc + 1), nb = (nc + SLK_NR) * (kc + 1);
+  na = (na + 15) / 16 * 16, nb = (nb + 15) / 16 * 16;
+  float *abuf = slK_scratch(sizeof(float) * (na + nb));
+  if (!abuf) return;
+  blocked_one(M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na);
+  slK_scratch_release(abuf);
   (void)worker;
 }
 

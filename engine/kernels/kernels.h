@@ -8,11 +8,16 @@
 **
 **   gemm.c       sgemm: naive, blocked (packed panels, AVX-512 or portable
 **                micro-kernel, two threads), OpenBLAS; slK_sgemm dispatches
+**   gemm_half.c  products with bf16 or fp16 inputs and float32 sums
+**                (gemm_half.h): vdpbf16ps, or the blocked kernel with
+**                rounding in its packing, or round-then-sgemm
+**   round.c      float32 rounded to bfloat16 and IEEE half
 **   simd.c       the micro-kernel, vector exp and the other inner loops,
 **                compiled for AVX-512 by target attributes and chosen at run
 **                time, with a portable version of each
 **   attention.c  scaled dot-product attention: naive op by op, fused
-**                FlashAttention-2 forward and backward
+**                FlashAttention-2 forward and backward; attention_half.c
+**                the fused version with bf16 products
 **   mxint8.c     MXINT8 decode to bfloat16 and float32, the MXINT8 linear
 **   mxint8_one.c one MXINT8 element decoded, the reference of every decode
 **                (below simd.c, whose portable loops use it)
@@ -95,6 +100,8 @@ typedef struct slK_Attn {
   int causal;               /* key k is kept for query q iff k <= q */
   const float *key_mask;    /* NULL: every key is kept */
   float scale;              /* 0: 1/sqrt(dim) */
+  int format;               /* SLK_FP32 (0, round.h): float32 products; SLK_BF16: every product's operands
+                            ** (Q, K, V, P, dO, dS) rounded to bfloat16, float32 sums, float32 softmax */
 } slK_Attn;
 
 typedef enum {
@@ -146,6 +153,10 @@ void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, con
 ** harness can report the peak of each case */
 void *slK_alloc(size_t bytes);   /* 64-byte aligned; NULL if the memory is not there */
 void slK_free(void *p);
+/* the calling thread's scratch of at least `bytes` (64-byte aligned), kept
+** for its next call; give it back with slK_scratch_release before returning */
+void *slK_scratch(size_t bytes);
+void slK_scratch_release(void *p);
 size_t slK_mem_live(void);
 size_t slK_mem_peak(void);
 void slK_mem_reset_peak(void);
@@ -198,7 +209,9 @@ typedef struct slK_Result {
   size_t rss_peak;         /* process resident peak during the case */
 } slK_Result;
 
-/* warmup untimed runs, then reps timed ones; 0, or -1 with err */
+/* warmup untimed runs, then reps timed ones; 0, or -1 with err, or SLK_BENCH_INTERRUPTED when
+** sl_interrupted() stopped it between repetitions (nothing in out) */
+enum { SLK_BENCH_INTERRUPTED = -2 };
 int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmup, int reps, slK_Clock clock,
                   void *clock_ud, slK_Result *out, char *err, size_t errlen);
 

@@ -32,7 +32,7 @@ float slK_round_bf16(float x) {
 /* IEEE binary16 by hand rather than _Float16, which not every compiler this
 ** code is built with supports on x86 (clang 14 does not): round to nearest,
 ** ties to even, overflow to infinity, subnormals kept. */
-static uint16_t fp16_bits(float x) {
+uint16_t slK_fp16_bits(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
@@ -48,7 +48,7 @@ static uint16_t fp16_bits(float x) {
   return (uint16_t)(sign | (a >> 13));
 }
 
-static float fp16_value(uint16_t h) {
+float slK_fp16_value(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
   if (e == 0) {
     float f = (float)m * 0x1p-24f;
@@ -64,7 +64,7 @@ static float fp16_value(uint16_t h) {
   return f;
 }
 
-float slK_round_fp16(float x) { return fp16_value(fp16_bits(x)); }
+float slK_round_fp16(float x) { return slK_fp16_value(slK_fp16_bits(x)); }
 
 void slK_round_array(int format, const float *in, float *out, size_t n) {
   if (format == SLK_BF16)

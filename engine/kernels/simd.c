@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "round.h"
 #include "simd.h"
 
 /* ================================================================ portable */
@@ -49,6 +50,17 @@ static void micro_portable(int kc, const float *a, const float *b, float *c, lon
       for (int j = 0; j < SLK_NR; j++) t[i][j] += a[i] * b[j];
   for (int i = 0; i < SLK_MR; i++)
     for (int j = 0; j < SLK_NR; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + t[i][j];
+}
+
+static void micro_narrow_portable(int kc, const float *a, const float *b, float *c, long ldc, int nv) {
+  float t[SLK_MR][32];
+  int w = 16 * (nv < 2 ? 1 : 2);
+  memset(t, 0, sizeof t);
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR)
+    for (int i = 0; i < SLK_MR; i++)
+      for (int j = 0; j < w; j++) t[i][j] += a[i] * b[j];
+  for (int i = 0; i < SLK_MR; i++)
+    for (int j = 0; j < w; j++) c[i * ldc + j] = t[i][j];
 }
 
 static float exp_portable1(float x) {
@@ -131,10 +143,39 @@ static void dequant_bf16_n_portable(const int8_t *m, const uint8_t *scales, size
   for (size_t i = 0; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], scales[i / (size_t)g]);
 }
 
+/* the packing of the blocked product (gemm.c), element by element */
+static float half_or(float x, int fp16) { return fp16 ? slK_round_fp16(x) : x; }
+
+static void pack_a_portable(const float *a, long rs, long cs, int mc, int kc, float alpha, int fp16, float *dst) {
+  for (int p = 0; p < mc; p += SLK_MR, dst += SLK_MR * kc)
+    for (int i = 0; i < SLK_MR; i++)
+      for (int k = 0; k < kc; k++)
+        dst[k * SLK_MR + i] = p + i < mc ? alpha * half_or(a[(long)(p + i) * rs + (long)k * cs], fp16) : 0.0f;
+}
+
+static void pack_b_portable(const float *b, const uint16_t *h, long rs, long cs, int kc, int nc, int fp16, float *dst) {
+  for (int q = 0; q < nc; q += SLK_NR, dst += SLK_NR * kc)
+    for (int k = 0; k < kc; k++)
+      for (int j = 0; j < SLK_NR; j++) {
+        long at = (long)k * rs + (long)(q + j) * cs;
+        dst[k * SLK_NR + j] = q + j >= nc ? 0.0f : h ? slK_fp16_value(h[at]) : half_or(b[at], fp16);
+      }
+}
+
+static void pack_mx_portable(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst) {
+  for (int q = 0; q < nc; q += SLK_NR, dst += SLK_NR * kc)
+    for (int k = 0; k < kc; k++)
+      for (int j = 0; j < SLK_NR; j++) {
+        long r = q + j, kk = k0 + k;
+        dst[k * SLK_NR + j] = r < nc ? slK_mxint8_f32_one(m[r * mrs + kk], s[r * (mrs / g) + kk / g]) : 0.0f;
+      }
+}
+
 static const slK_Simd portable = {
   "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
   exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
-  dequant_f32_n_portable, dequant_bf16_n_portable, micro_a_portable,
+  dequant_f32_n_portable, dequant_bf16_n_portable, micro_a_portable, pack_a_portable, pack_b_portable,
+  pack_mx_portable, micro_narrow_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -142,7 +183,7 @@ static const slK_Simd portable = {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
 /* One step of k of the 8 x 48 micro-kernel: three vectors of B, and row i
 ** of the tile gets A_I (element i of A's column) times them. A macro, so
@@ -178,7 +219,17 @@ AVX512 static inline __attribute__((always_inline)) void tile_out(__m512 *c0, __
 AVX512 static void micro_avx512(int kc, const float *a, const float *b, float *c, long ldc, int acc) {
   __m512 c0[SLK_MR], c1[SLK_MR], c2[SLK_MR];
 #pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  for (int i = 0; i < SLK_MR; i++) {
+    /* C's lines arrive while the products run: a matrix's tile has rows ldc apart, past the
+    ** prefetchers (attention's panels, rows of 48 in L1 or L2, need none) */
+    if (ldc > SLK_NR) {
+      _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 47), _MM_HINT_T0);
+    }
+    c0[i] = c1[i] = c2[i] = _mm512_setzero_ps();
+  }
   for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) MICRO_STEP(a[i]);
   tile_out(c0, c1, c2, c, ldc, acc);
 }
@@ -199,6 +250,37 @@ AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, co
     for (int k = 0; k < kc; k++, a += acs, b += SLK_NR) MICRO_STEP(a[i * ars]);
   }
   tile_out(c0, c1, c2, c, ldc, acc);
+}
+
+/* The micro-kernel on an edge panel of B with only nv (1 or 2) of its three
+** vectors of columns in use: C[8 x 16 nv] = A_panel B_panel, each element the
+** same chain of fused multiply-adds as in micro_avx512, without the products
+** of the padding columns (a panel of 16 columns would otherwise cost as much
+** as one of 48). */
+AVX512 static inline __attribute__((always_inline)) void narrow(int kc, const float *a, const float *b, float *c, long ldc,
+                                                                  const int nv) {
+  __m512 cv[2][SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) cv[0][i] = cv[1][i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; k++, a += SLK_MR, b += SLK_NR) {
+    __m512 b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+      cv[0][i] = _mm512_fmadd_ps(ai, b0, cv[0][i]);
+      if (nv > 1) cv[1][i] = _mm512_fmadd_ps(ai, b1, cv[1][i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) {
+    _mm512_storeu_ps(c + i * ldc, cv[0][i]);
+    if (nv > 1) _mm512_storeu_ps(c + i * ldc + 16, cv[1][i]);
+  }
+}
+
+AVX512 static void micro_narrow_avx512(int kc, const float *a, const float *b, float *c, long ldc, int nv) {
+  if (nv <= 1) narrow(kc, a, b, c, ldc, 1);
+  else narrow(kc, a, b, c, ldc, 2);
 }
 
 AVX512 static inline __m512 exp512(__m512 x) {
@@ -316,11 +398,10 @@ AVX512 static void ds_panel_avx512(const float *p, float *dp, int rows, const fl
   }
 }
 
-/* one 16 x 16 block: unpack pairs, then shuffle within and across 128-bit lanes */
-AVX512 static void transpose16(const float *src, float *dst) {
-  __m512 r[16], t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * SLK_NR);
+/* r[0..15], the rows of a 16 x 16 block, transposed in place: unpack pairs,
+** then shuffle within and across 128-bit lanes */
+AVX512 static inline __attribute__((always_inline)) void transpose16r(__m512 *r) {
+  __m512 t[16];
 #pragma GCC unroll 8
   for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
 #pragma GCC unroll 4
@@ -342,6 +423,13 @@ AVX512 static void transpose16(const float *src, float *dst) {
     r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
   }
+}
+
+AVX512 static void transpose16(const float *src, float *dst) {
+  __m512 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * SLK_NR);
+  transpose16r(r);
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * SLK_NR, r[i]);
 }
@@ -439,10 +527,123 @@ AVX512 static void dequant_bf16_n_avx512(const int8_t *m, const uint8_t *scales,
   for (; i < n; i++) out[i] = slK_mxint8_bf16_one(m[i], scales[i / (size_t)g]);
 }
 
+/* ------------------------------------------------ packing (gemm.c's blocked product) */
+
+static __mmask16 lanes16(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* x rounded to IEEE half and back, as slK_round_fp16: vcvtps2ph rounds to
+** nearest even and keeps subnormals; a NaN becomes the quiet NaN with its
+** sign, as the scalar rounding makes it, not its payload */
+AVX512 static inline __m512 round_fp16(__m512 x) {
+  __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  __m512i q = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)),
+                              _mm512_set1_epi32(0x7FC00000));
+  return _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(q));
+}
+
+/* 16 values from unit stride (lanes past n zero): float32, half bits, or rounded to half */
+AVX512 static inline __m512 load16(const float *p, const uint16_t *h, long at, int n, int fp16) {
+  __mmask16 m = lanes16(n);
+  if (h) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + at));
+  __m512 x = _mm512_maskz_loadu_ps(m, p + at);
+  return fp16 ? round_fp16(x) : x;
+}
+
+/* A panels: 16 rows (two panels) at a time; rows along memory are read 16 k
+** at a time and transposed in registers, columns along memory copied */
+AVX512 static void pack_a_avx512(const float *a, long rs, long cs, int mc, int kc, float alpha, int fp16, float *dst) {
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int p = 0; p < mc; p += 2 * SLK_MR) {
+    float *d0 = dst + (size_t)p * kc, *d1 = d0 + (size_t)SLK_MR * kc;
+    int rows = mc - p, two = rows > SLK_MR;
+    if (cs == 1) {
+      for (int k = 0; k < kc; k += 16) {
+        __m512 x[16];
+#pragma GCC unroll 16
+        for (int l = 0; l < 16; l++) {
+          if (l < rows && k + 48 < kc) _mm_prefetch((const char *)(a + (long)(p + l) * rs + k + 48), _MM_HINT_T0);
+          x[l] = l < rows ? _mm512_mul_ps(va, load16(a, NULL, (long)(p + l) * rs + k, kc - k, fp16)) : _mm512_setzero_ps();
+        }
+        transpose16r(x);
+        int n = kc - k < 16 ? kc - k : 16;
+        for (int t = 0; t < n; t++) {
+          _mm256_storeu_ps(d0 + (size_t)(k + t) * SLK_MR, _mm512_castps512_ps256(x[t]));
+          if (two) _mm256_storeu_ps(d1 + (size_t)(k + t) * SLK_MR, _mm512_extractf32x8_ps(x[t], 1));
+        }
+      }
+    } else {
+      for (int k = 0; k < kc; k++) {
+        __m512 x = _mm512_mul_ps(va, load16(a, NULL, (long)k * cs + p, rows, fp16));
+        _mm256_storeu_ps(d0 + (size_t)k * SLK_MR, _mm512_castps512_ps256(x));
+        if (two) _mm256_storeu_ps(d1 + (size_t)k * SLK_MR, _mm512_extractf32x8_ps(x, 1));
+      }
+    }
+  }
+}
+
+/* B panels: rows along memory copied three vectors a row, columns along
+** memory read 16 k at a time and transposed in registers */
+AVX512 static void pack_b_avx512(const float *b, const uint16_t *h, long rs, long cs, int kc, int nc, int fp16,
+                                 float *dst) {
+  for (int q = 0; q < nc; q += SLK_NR, dst += (size_t)SLK_NR * kc) {
+    int cols = nc - q;
+    if (cs == 1) {
+      for (int k = 0; k < kc; k++) {
+        long at = (long)k * rs + q;
+        if (k + 4 < kc && !h) {
+          _mm_prefetch((const char *)(b + at + 4 * rs), _MM_HINT_T0);
+          _mm_prefetch((const char *)(b + at + 4 * rs + 16), _MM_HINT_T0);
+          _mm_prefetch((const char *)(b + at + 4 * rs + 32), _MM_HINT_T0);
+        }
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++) _mm512_storeu_ps(dst + (size_t)k * SLK_NR + 16 * v, load16(b, h, at + 16 * v, cols - 16 * v, fp16));
+      }
+    } else {
+      for (int v = 0; v < 3; v++)
+        for (int k = 0; k < kc; k += 16) {
+          __m512 x[16];
+#pragma GCC unroll 16
+          for (int l = 0; l < 16; l++)
+            x[l] = l < cols - 16 * v ? load16(b, h, (long)(q + 16 * v + l) * cs + k, kc - k, fp16) : _mm512_setzero_ps();
+          transpose16r(x);
+          int n = kc - k < 16 ? kc - k : 16;
+          for (int t = 0; t < n; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * SLK_NR + 16 * v, x[t]);
+        }
+    }
+  }
+}
+
+/* MXINT8 weights as B: 16 rows of W (columns of op(B)) by 16 k decoded
+** exactly (decode16_e), transposed in registers; groups of 16 or 32 and
+** blocks starting on 16 (else the portable loop) */
+AVX512 static void pack_mx_avx512(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst) {
+  if (g % 16 != 0 || k0 % 16 != 0 || kc % 16 != 0) {
+    pack_mx_portable(m, s, g, mrs, k0, kc, nc, dst);
+    return;
+  }
+  long srs = mrs / g;
+  for (int q = 0; q < nc; q += SLK_NR, dst += (size_t)SLK_NR * kc)
+    for (int v = 0; v < 3; v++)
+      for (int k = 0; k < kc; k += 16) {
+        __m512 x[16];
+        int kk = k0 + k;
+#pragma GCC unroll 16
+        for (int l = 0; l < 16; l++) {
+          long r = q + 16 * v + l;
+          x[l] = r < nc ? decode16_e(m + r * mrs + kk, s[r * srs + kk / g]) : _mm512_setzero_ps();
+        }
+        transpose16r(x);
+#pragma GCC unroll 16
+        for (int t = 0; t < 16; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * SLK_NR + 16 * v, x[t]);
+      }
+}
+
 static const slK_Simd avx512 = {
   "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
   exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
-  dequant_f32_n_avx512, dequant_bf16_n_avx512, micro_a_avx512,
+  dequant_f32_n_avx512, dequant_bf16_n_avx512, micro_a_avx512, pack_a_avx512, pack_b_avx512, pack_mx_avx512,
+  micro_narrow_avx512,
 };
 
 static int have_avx512(void) {

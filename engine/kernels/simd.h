@@ -47,12 +47,25 @@ typedef struct slK_Simd {
   /* micro with A unpacked: element (i, k) of the 8 x kc block at a[i*ars + k*acs]
   ** (acs == 1: eight rows; otherwise ars == 1 and eight consecutive floats a step) */
   void (*micro_a)(int kc, const float *a, long ars, long acs, const float *b, float *c, long ldc, int acc);
+  /* the blocked product's packing (gemm.c): mc x kc of alpha op(A), element (i, k) at a[i*rs + k*cs]
+  ** (one of rs, cs is 1), into MR-row panels, zero-padded; fp16: each value rounded to half first */
+  void (*pack_a)(const float *a, long rs, long cs, int mc, int kc, float alpha, int fp16, float *dst);
+  /* kc x nc of op(B), element (k, j) at b[k*rs + j*cs] (or half bits at h[...]), into NR-column panels */
+  void (*pack_b)(const float *b, const uint16_t *h, long rs, long cs, int kc, int nc, int fp16, float *dst);
+  /* kc x nc of op(B) = W^T from k0, W's row j as MXINT8 (mantissas m + j*mrs, one scale of s per g) */
+  void (*pack_mx)(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst);
+  /* micro on an edge panel with only its first 16 nv columns in use (nv = 1 or 2): C[MR x 16 nv] =
+  ** A_panel B_panel, each element the same sums as micro's */
+  void (*micro_narrow)(int kc, const float *a, const float *b, float *c, long ldc, int nv);
 } slK_Simd;
 
 /* An operand of the blocked product: element (r, c) of op(X) at
 ** p[r*rs + c*cs]; or, for B only, MXINT8 weights W [N x K] packed as
 ** mantissas m (row stride mrs) and one scale byte per g along K, so that
-** op(B)(k, j) = W[j][k] is decoded while it is packed (gemm.c). */
+** op(B)(k, j) = W[j][k] is decoded while it is packed (gemm.c). With
+** round = SLK_FP16 (round.h) the values are rounded to IEEE half as they
+** are packed; h (B only, instead of p) holds them already as half bits,
+** with the same strides. */
 typedef struct slK_Operand {
   const float *p;
   long rs, cs;
@@ -60,7 +73,14 @@ typedef struct slK_Operand {
   const uint8_t *s;
   int g;
   long mrs;
+  int round;
+  const uint16_t *h;
 } slK_Operand;
+
+/* the blocked float32 kernel's K per block (gemm.c; the fp16 reference of gemm_half.c follows it) */
+#ifndef SLK_KC
+#define SLK_KC 384
+#endif
 
 /* C = alpha op(A) op(B) + beta C with the micro-kernel, on `threads` threads */
 void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, const slK_Operand *B, float beta,

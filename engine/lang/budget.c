@@ -90,16 +90,13 @@ void sl_format_bytes(double bytes, char *out, size_t size) {
   else snprintf(out, size, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, units[u]);
 }
 
-int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what) {
+int sl_memory_exceeds(double bytes, const char *what, char *msg, size_t size) {
   const char *source;
   double have_bytes = budget(&source);
   if (bytes <= have_bytes) return 0;
   char need[32], have[32];
   sl_format_bytes(bytes, need, sizeof need);
   sl_format_bytes(have_bytes, have, sizeof have);
-  if (arg)
-    return sl_arg_error(call, arg, "%s would need %s, more than the memory budget of %s (%s): choose smaller sizes",
-                        what, need, have, source);
-  return sl_error(call, "%s would need %s, more than the memory budget of %s (%s): choose smaller sizes", what, need,
-                  have, source);
+  snprintf(msg, size, "%s would need %s, more than the memory budget of %s (%s)", what, need, have, source);
+  return 1;
 }

@@ -90,6 +90,14 @@ int sl_error(sl_Call *call, const char *fmt, ...) {
   return -1;
 }
 
+/* the memory budget's refusal as this command's error (budget.c decides) */
+int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *what) {
+  char msg[512];
+  if (!sl_memory_exceeds(bytes, what, msg, sizeof msg)) return 0;
+  if (arg) return sl_arg_error(call, arg, "%s: choose smaller sizes", msg);
+  return sl_error(call, "%s: choose smaller sizes", msg);
+}
+
 static int arg_index(const sl_Command *cmd, const char *name) {
   for (int i = 0; i < SL_MAX_ARGS && cmd->args[i].name; i++)
     if (strcmp(cmd->args[i].name, name) == 0) return i;
@@ -525,13 +533,32 @@ static int eval_call(sl_State *S, slY_Node *n, sl_Value *out) {
 
 /* ------------------------------------------------------------ expressions */
 
+/* 1 when `bytes` more fit the memory budget; else records a MemoryError
+** naming what would need them and returns 0 (x = x + x in a loop doubles
+** until the machine says no: the session must survive that) */
+static int grows_within(sl_State *S, slY_Node *n, double bytes, const char *what) {
+  char msg[512];
+  if (!sl_memory_exceeds(bytes, what, msg, sizeof msg)) return 1;
+  slV_error(S, "MemoryError", n->line, n->col, "%s", msg);
+  return 0;
+}
+
 static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out) {
   char buf[16];
   const char *op = slX_describe(n->op, buf, sizeof buf);
   if (n->op == '+' && (a.type == SL_STRING || b.type == SL_STRING)) {
     char *x = sl_tostring(a), *y = sl_tostring(b);
     size_t lx = strlen(x), ly = strlen(y);
-    char *s = malloc(lx + ly + 1);
+    /* the joined text and the string made of it: refused before allocating
+    ** when over the budget, rather than ending the process in malloc */
+    char *s = grows_within(S, n, 2.0 * ((double)lx + (double)ly + 1), "joining these strings") ? malloc(lx + ly + 1)
+                                                                                                  : NULL;
+    if (!s) {
+      free(x), free(y);
+      return S->failed ? -1
+                       : slV_error(S, "MemoryError", n->line, n->col, "out of memory joining strings of %zu and %zu bytes",
+                                   lx, ly);
+    }
     memcpy(s, x, lx);
     memcpy(s + lx, y, ly + 1);
     *out = sl_string_len(s, lx + ly);
@@ -541,6 +568,8 @@ static int arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out
     return 0;
   }
   if (n->op == '+' && a.type == SL_LIST && b.type == SL_LIST) {
+    double items = (double)sl_list_len(a) + (double)sl_list_len(b);
+    if (!grows_within(S, n, 2.0 * items * sizeof(sl_Value), "joining these lists")) return -1;
     *out = sl_list_new();
     for (size_t i = 0; i < sl_list_len(a); i++) sl_retain(sl_list_get(a, i)), sl_list_push(*out, sl_list_get(a, i));
     for (size_t i = 0; i < sl_list_len(b); i++) sl_retain(sl_list_get(b, i)), sl_list_push(*out, sl_list_get(b, i));

@@ -314,6 +314,11 @@ void sl_format_number(double x, char *out, size_t size) {
   else snprintf(out, size, "%.9g", x);
 }
 
+const char *sl_number_text(double x, char *buf, size_t size) {
+  sl_format_number(x, buf, size);
+  return buf;
+}
+
 /* A displayed list longer than this shows its first and last SHOW_EDGE
 ** items and a count, as tables show their head and tail: a cell that ends
 ** in a list of a million numbers should answer at once, not format ten

@@ -334,6 +334,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     char err[1024], *warning = NULL;
     if (slS_journal_open(st, sl_arg_string(call, "journal"), &warning, err, sizeof err) != 0) {
       sl_release(study);
+      if (sl_interrupted()) return sl_interrupted_error(call);
       return sl_arg_error(call, "journal", "%s", err);
     }
     if (warning) sl_eprintf(call, "%s\n", warning);
@@ -343,7 +344,9 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
   }
   sl_Value saved = sl_getvar(call, "trial");  /* the block sees its trial's number as `trial` */
   sl_retain(saved);
-  sl_Progress *bar = sl_progress_begin(call, "search", trials);
+  int planned = slS_trials_planned(st, trials);
+  sl_Progress *bar = sl_progress_begin(call, "search", planned);
+  if (st->ntrials > 0) sl_progress_update(bar, st->ntrials, NULL);  /* resumed: the journal's trials are done */
   double start = now();
   int rc = 0, stopped = 0;
   if (mode == SLS_COORDINATOR) {
@@ -378,7 +381,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
       }
     }
     char detail[160];
-    progress_detail(st, st->ntrials, trials, now() - start, detail, sizeof detail);
+    progress_detail(st, st->ntrials, planned, now() - start, detail, sizeof detail);
     sl_progress_update(bar, st->ntrials, detail);
   }
   sl_progress_end(bar);

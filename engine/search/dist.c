@@ -14,10 +14,15 @@
 ** the main one runs tasks (which may take minutes), a second one sends
 ** BEATs and watches for the coordinator's answers.
 */
+#define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +73,107 @@ double slS_timeout(void) {
   const char *v = getenv("SYSLAB_MPI_TIMEOUT");
   double t = v ? atof(v) : 0;
   return t > 0 ? t : 30.0;
+}
+
+/* ----------------------------------------------------- how many workers */
+
+/* "host slots=N" per line of an Open MPI hostfile; a line without slots=
+** counts one; -1 when it cannot be read */
+static long hostfile_slots(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[1024];
+  long total = 0;
+  while (fgets(line, sizeof line, f)) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *p = line;
+    while (isspace((unsigned char)*p)) p++;
+    if (!*p) continue;
+    const char *slots = strstr(p, "slots=");
+    long n = slots && (slots == p || isspace((unsigned char)slots[-1])) ? atol(slots + 6) : 1;
+    total += n > 0 ? n : 0;
+  }
+  fclose(f);
+  return total;
+}
+
+/* Slurm's CPUs of the job: SLURM_NTASKS, else SLURM_JOB_CPUS_PER_NODE ("4(x2),2") */
+static long slurm_slots(void) {
+  const char *v = getenv("SLURM_NTASKS");
+  if (v && atol(v) > 0) return atol(v);
+  v = getenv("SLURM_JOB_CPUS_PER_NODE");
+  if (!v || !*v) return -1;
+  long total = 0;
+  for (const char *p = v; *p;) {
+    char *end;
+    long cpus = strtol(p, &end, 10), times = 1;
+    if (end == p) return -1;
+    p = end;
+    if (strncmp(p, "(x", 2) == 0) {
+      times = strtol(p + 2, &end, 10);
+      p = *end == ')' ? end + 1 : end;
+    }
+    total += cpus * times;
+    if (*p == ',') p++;
+    else if (*p) return -1;
+  }
+  return total;
+}
+
+static long cpu_slots(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
+}
+
+static int truthy(const char *v) {
+  return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0);
+}
+
+/* file descriptors the runtime's daemon holds: about 25, and 3 per worker
+** (measured with Open MPI 4.1); with a margin */
+#define FDS_BASE 64
+#define FDS_PER_WORKER 4
+
+int slS_worker_limit(int workers, char *err, size_t errlen) {
+  /* the user's own setting, read before the MPI module sets it for its spawns */
+  static int user_oversubscribe = -1;
+  if (user_oversubscribe < 0) user_oversubscribe = truthy(getenv("OMPI_MCA_rmaps_base_oversubscribe"));
+  int oversubscribe = user_oversubscribe || truthy(getenv("SYSLAB_OVERSUBSCRIBE"));
+  if (!oversubscribe) {
+    char where[PATH_MAX + 64];
+    const char *hostfile = getenv("OMPI_MCA_orte_default_hostfile");
+    long slots = -1;
+    if (hostfile && *hostfile && (slots = hostfile_slots(hostfile)) >= 0) {
+      snprintf(where, sizeof where, "in the hostfile %s", hostfile);
+    } else if ((slots = slurm_slots()) > 0) {
+      snprintf(where, sizeof where, "in the Slurm allocation");
+    } else {
+      slots = cpu_slots();
+      snprintf(where, sizeof where, "on this machine (its CPUs)");
+    }
+    if (workers > slots) {
+      snprintf(err, errlen,
+               "%d workers need %d slots, and MPI has %ld %s: give workers=%ld or fewer, or set "
+               "SYSLAB_OVERSUBSCRIBE=1 to run more workers than slots",
+               workers, workers, slots, where, slots);
+      return -1;
+    }
+  }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    long limit = (long)rl.rlim_cur, most = (limit - FDS_BASE) / FDS_PER_WORKER;
+    if (workers > most) {
+      snprintf(err, errlen,
+               "%d workers need about %d file descriptors in the MPI runtime (%d each), over this process's "
+               "limit of %ld (ulimit -n): give workers=%ld or fewer, or raise the limit",
+               workers, FDS_BASE + FDS_PER_WORKER * workers, FDS_PER_WORKER, limit, most > 0 ? most : 0);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 #ifdef SYSLAB_HAVE_MPI

@@ -44,6 +44,12 @@ const slD_Transport *slS_transport(char *err, size_t errlen);
 slD_Group *slS_world(char *err, size_t errlen);
 /* seconds of silence after which a peer counts as dead */
 double slS_timeout(void);
+/* whether `workers` processes can be started from this one (workers=N):
+** no more than the slots MPI places them on (this machine's CPUs, or the
+** allocation's or the hostfile's slots) unless oversubscription was asked
+** for, and no more than the descriptor limit lets the runtime's daemon
+** hold. 0, or -1 with err saying which limit and how to raise it. */
+int slS_worker_limit(int workers, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- the farm */
 

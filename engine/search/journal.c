@@ -14,17 +14,28 @@
 ** only the trial lines. A last line cut short by a crash is dropped (and
 ** cut from the file) with a warning; a journal whose first line describes
 ** another search is refused, naming the first difference.
+**
+** The file is untrusted: it is read by the reader `load` uses (lang/file.c:
+** a regular file only, within the memory budget), and every field of every
+** line is checked against the header and the search space before the study
+** holds it (an index outside the choices, a value outside its range, a
+** stream position no trial could have reached), so that a damaged or
+** hostile journal is an error naming its line and field, never a crash or
+** a search that spins. Replaying the streams stops when interrupted.
 */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lang/file.h"
 #include "search.h"
 
 /* ------------------------------------------------------ values to JSON */
@@ -102,14 +113,14 @@ static json_t *header(const slS_Study *st) {
 }
 
 /* the first key whose values differ, described for the user */
-static int compare_headers(json_t *file, json_t *mine, char *err, size_t errlen) {
+static int compare_headers(json_t *file, json_t *mine, const char *path, char *err, size_t errlen) {
   const char *key;
   json_t *v;
   json_object_foreach(mine, key, v) {
     json_t *w = json_object_get(file, key);
     if (w && json_equal(v, w)) continue;
     char *a = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY), *b = w ? json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    snprintf(err, errlen, "the journal was written by another search: its %s is %s, this search's is %s", key,
+    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search's is %s", path, key,
              b ? b : "not set", a);
     free(a);
     free(b);
@@ -118,7 +129,7 @@ static int compare_headers(json_t *file, json_t *mine, char *err, size_t errlen)
   json_object_foreach(file, key, v) {
     if (json_object_get(mine, key)) continue;
     char *b = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(err, errlen, "the journal was written by another search: its %s is %s, this search has none", key, b);
+    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search has none", path, key, b);
     free(b);
     return -1;
   }
@@ -131,27 +142,6 @@ static json_t *dist_json(const slS_Dist *d) {
   if (d->kind == SLS_CATEGORICAL) return json_pack("{s:s, s:o}", "kind", "categorical", "choices", value_json(d->choices));
   return json_pack("{s:s, s:o, s:o, s:o, s:b}", "kind", d->kind == SLS_INT ? "int" : "float", "low", number(d->low),
                    "high", number(d->high), "step", number(d->step), "log", d->log);
-}
-
-static int dist_from(const json_t *j, slS_Dist *d) {
-  memset(d, 0, sizeof *d);
-  d->choices = sl_nil();
-  const char *kind = json_string_value(json_object_get(j, "kind"));
-  if (!kind) return -1;
-  if (strcmp(kind, "categorical") == 0) {
-    json_t *c = json_object_get(j, "choices");
-    if (!json_is_array(c) || json_array_size(c) == 0) return -1;
-    d->kind = SLS_CATEGORICAL;
-    d->choices = json_value(c);
-    d->nchoices = (int)json_array_size(c);
-    return 0;
-  }
-  d->kind = strcmp(kind, "int") == 0 ? SLS_INT : SLS_FLOAT;
-  d->log = json_is_true(json_object_get(j, "log"));
-  if (number_of(json_object_get(j, "low"), &d->low) || number_of(json_object_get(j, "high"), &d->high) ||
-      number_of(json_object_get(j, "step"), &d->step))
-    return -1;
-  return 0;
 }
 
 static json_t *trial_json(const slS_Study *st, const slS_Trial *t) {
@@ -175,54 +165,387 @@ static json_t *trial_json(const slS_Study *st, const slS_Trial *t) {
   return o;
 }
 
-static int trial_from(slS_Study *st, const json_t *o, char *err, size_t errlen) {
-  json_t *params = json_object_get(o, "params"), *values = json_object_get(o, "values");
-  json_t *inter = json_object_get(o, "intermediate"), *draws = json_object_get(o, "draws");
-  const char *state = json_string_value(json_object_get(o, "state"));
-  if (!json_is_array(params) || !json_is_array(values) || !json_is_array(inter) || !json_is_array(draws) || !state ||
-      json_integer_value(json_object_get(o, "trial")) != st->ntrials) {
-    snprintf(err, errlen, "trial %d is malformed or out of order", st->ntrials);
-    return -1;
+/* -------------------------------------------------------------- checking */
+
+/* A journal is read as untrusted input: a file edited by hand, damaged,
+** or written by someone else. Every field of every line is checked
+** against the header and the search space before the study uses it, and a
+** bad one is an error naming its line and field and what is allowed. */
+
+typedef struct {
+  const char *path;
+  int line;
+  char *err;
+  size_t errlen;
+} Where;
+
+static int bad(const Where *w, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int bad(const Where *w, const char *field, const char *fmt, ...) {
+  char why[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  if (field)
+    snprintf(w->err, w->errlen, "line %d of the journal %s, field \"%s\": %s", w->line, w->path, field, why);
+  else
+    snprintf(w->err, w->errlen, "line %d of the journal %s: %s", w->line, w->path, why);
+  return -1;
+}
+
+/* a JSON value as the file holds it, shortened for a message */
+static const char *shown(const json_t *j, char *out, size_t size) {
+  char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  if (!s) snprintf(out, size, "nothing");
+  else if (strlen(s) > 60) snprintf(out, size, "%.57s...", s);
+  else snprintf(out, size, "%s", s);
+  free(s);
+  return out;
+}
+
+static int missing_or(const Where *w, const char *field, const json_t *j, const char *what) {
+  char s[80];
+  if (!j) return bad(w, field, "is missing: it must be %s", what);
+  return bad(w, field, "%s is not %s", shown(j, s, sizeof s), what);
+}
+
+/* the keys of o are among `allowed`; `prefix` names o ("params[0].") */
+static int only_keys(const Where *w, const json_t *o, const char *const *allowed, const char *what, const char *prefix) {
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    int known = 0;
+    for (int i = 0; allowed[i] && !known; i++) known = strcmp(key, allowed[i]) == 0;
+    if (known) continue;
+    char field[160], list[256] = "";
+    size_t used = 0;
+    for (int i = 0; allowed[i]; i++)
+      used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s", i ? ", " : "", allowed[i]);
+    snprintf(field, sizeof field, "%s%.100s", prefix, key);
+    return bad(w, field, "is not a field of %s (its fields: %s)", what, list);
   }
-  slS_Trial *t = slS_trial_new(st);
-  for (slS_State s = SLS_RUNNING; s <= SLS_FAILED; s++)
-    if (strcmp(state, slS_state_name(s)) == 0) t->state = s;
+  return 0;
+}
+
+/* a number: JSON numbers, and the strings "nan", "inf", "-inf" */
+static int number_field(const Where *w, const char *field, const json_t *j, double *x) {
+  if (number_of(j, x) == 0) return 0;
+  return missing_or(w, field, j, "a number");
+}
+
+static int finite_field(const Where *w, const char *field, const json_t *j, double *x) {
+  if (number_of(j, x) == 0 && isfinite(*x)) return 0;
+  return missing_or(w, field, j, "a finite number");
+}
+
+/* a JSON integer in lo..hi */
+static int whole_field(const Where *w, const char *field, const json_t *j, json_int_t lo, json_int_t hi,
+                       const char *what, json_int_t *out) {
+  if (json_is_integer(j) && json_integer_value(j) >= lo && json_integer_value(j) <= hi) {
+    *out = json_integer_value(j);
+    return 0;
+  }
+  return missing_or(w, field, j, what);
+}
+
+static int integral(double x) { return isfinite(x) && x == floor(x); }
+
+/* a distribution, by suggest's rules (search/commands.c) */
+static int dist_from(const Where *w, const char *field, const json_t *j, slS_Dist *d) {
+  static const char *const categorical[] = {"kind", "choices", NULL};
+  static const char *const numeric[] = {"kind", "low", "high", "step", "log", NULL};
+  char f[200], s[80], prefix[200];
+  memset(d, 0, sizeof *d);
+  d->choices = sl_nil();
+  if (!json_is_object(j)) return missing_or(w, field, j, "a distribution (its kind, and its range or its choices)");
+  const json_t *kj = json_object_get(j, "kind");
+  const char *kind = json_string_value(kj);
+  snprintf(f, sizeof f, "%s.kind", field);
+  snprintf(prefix, sizeof prefix, "%s.", field);
+  if (!kind || (strcmp(kind, "int") && strcmp(kind, "float") && strcmp(kind, "categorical")))
+    return missing_or(w, f, kj, "a kind of distribution: int, float or categorical");
+  if (strcmp(kind, "categorical") == 0) {
+    if (only_keys(w, j, categorical, "a categorical distribution", prefix)) return -1;
+    const json_t *c = json_object_get(j, "choices");
+    snprintf(f, sizeof f, "%s.choices", field);
+    if (!json_is_array(c) || json_array_size(c) == 0 || json_array_size(c) > INT_MAX)
+      return missing_or(w, f, c, "a non-empty list of choices");
+    for (size_t i = 0; i < json_array_size(c); i++) {
+      const json_t *x = json_array_get(c, i);
+      if (json_is_string(x) || json_is_number(x) || json_is_boolean(x) || json_is_null(x)) continue;
+      snprintf(f, sizeof f, "%s.choices[%zu]", field, i);
+      return bad(w, f, "%s is not a choice: choices are numbers, strings, booleans or null", shown(x, s, sizeof s));
+    }
+    d->kind = SLS_CATEGORICAL;
+    d->choices = json_value(c);
+    d->nchoices = (int)json_array_size(c);
+    return 0;
+  }
+  if (only_keys(w, j, numeric, "a numeric distribution", prefix)) return -1;
+  d->kind = strcmp(kind, "int") == 0 ? SLS_INT : SLS_FLOAT;
+  static const char *const names[] = {"low", "high", "step"};
+  double *xs[] = {&d->low, &d->high, &d->step};
+  for (int i = 0; i < 3; i++) {
+    snprintf(f, sizeof f, "%s.%s", field, names[i]);
+    if (finite_field(w, f, json_object_get(j, names[i]), xs[i])) return -1;
+  }
+  const json_t *lj = json_object_get(j, "log");
+  snprintf(f, sizeof f, "%s.log", field);
+  if (!json_is_boolean(lj)) return missing_or(w, f, lj, "true or false");
+  d->log = json_is_true(lj);
+  char lo[32], hi[32];
+  sl_format_number(d->low, lo, sizeof lo);
+  sl_format_number(d->high, hi, sizeof hi);
+  if (d->low > d->high) return bad(w, field, "low must not be above high: %s..%s", lo, hi);
+  snprintf(f, sizeof f, "%s.step", field);
+  if (d->kind == SLS_INT) {
+    if (!integral(d->low) || !integral(d->high)) return bad(w, field, "an int distribution has whole numbers for low and high: %s..%s", lo, hi);
+    if (!integral(d->step) || d->step < 1) return bad(w, f, "an int distribution's step is a whole number of at least 1");
+    if (d->log && d->step != 1) return bad(w, f, "a log-scale int distribution has step 1");
+    if (d->log && d->low < 1) return bad(w, field, "a log-scale int distribution has low >= 1");
+  } else {
+    if (d->step < 0) return bad(w, f, "a float distribution's step is 0 (none) or more");
+    if (d->log && d->step > 0) return bad(w, f, "a log-scale float distribution has no step (0)");
+    if (d->log && !(d->low > 0)) return bad(w, field, "a log-scale float distribution has low > 0");
+  }
+  if (d->step > 0 && !d->log) {  /* suggest narrows high to low plus a whole number of steps */
+    double r = (d->high - d->low) / d->step;
+    if (!(fabs(r - rint(r)) <= 1e-9 * fmax(1, fabs(r)))) return bad(w, field, "high must be low plus a whole number of steps");
+  }
+  return 0;
+}
+
+/* a parameter's internal value fits its distribution (grid searches: the
+** grid's value, checked by the caller) */
+static int internal_fits(const Where *w, const char *field, const json_t *j, const slS_Dist *d, double v) {
+  char s[80], desc[256];
+  slS_dist_describe(d, desc, sizeof desc);
+  if (desc[0] && strlen(desc) > 120) snprintf(desc + 117, sizeof desc - 117, "...");
+  if (d->kind == SLS_CATEGORICAL) {
+    if (integral(v) && v >= 0 && v < d->nchoices) return 0;
+    return bad(w, field, "%s is not the index of a choice of %s (0 to %d)", shown(j, s, sizeof s), desc, d->nchoices - 1);
+  }
+  if (d->kind == SLS_INT) {
+    if (!(integral(v) && v >= d->low && v <= d->high)) return bad(w, field, "%s is outside %s", shown(j, s, sizeof s), desc);
+    if (fmod(v - d->low, d->step) != 0) return bad(w, field, "%s is not on the steps of %s", shown(j, s, sizeof s), desc);
+    return 0;
+  }
+  /* TPE's truncated normal may land within rounding of a bound */
+  double tol = 1e-9 * (d->high - d->low);
+  if (!(v >= d->low - tol && v <= d->high + tol)) return bad(w, field, "%s is outside %s", shown(j, s, sizeof s), desc);
+  if (d->step > 0) {
+    double k = (v - d->low) / d->step;
+    if (!(fabs(k - rint(k)) < 1e-8)) return bad(w, field, "%s is not on the steps of %s", shown(j, s, sizeof s), desc);
+  }
+  return 0;
+}
+
+static int same_number(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* the parameters of trial t from params (names, distributions, values) */
+static int params_from(const Where *w, slS_Study *st, slS_Trial *t, const json_t *params) {
+  static const char *const keys[] = {"name", "distribution", "internal", NULL};
+  char f[160], prefix[64], s[80];
+  if (!json_is_array(params)) return missing_or(w, "params", params, "a list of parameters");
   for (size_t i = 0; i < json_array_size(params); i++) {
-    json_t *p = json_array_get(params, i);
-    const char *name = json_string_value(json_object_get(p, "name"));
+    const json_t *p = json_array_get(params, i);
+    snprintf(prefix, sizeof prefix, "params[%zu]", i);
+    if (!json_is_object(p)) return missing_or(w, prefix, p, "a parameter: its name, distribution and internal value");
+    snprintf(prefix, sizeof prefix, "params[%zu].", i);
+    if (only_keys(w, p, keys, "a parameter", prefix)) return -1;
+    const json_t *nj = json_object_get(p, "name");
+    const char *name = json_string_value(nj);
+    snprintf(f, sizeof f, "params[%zu].name", i);
+    if (!name || !name[0] || strlen(name) >= SLS_NAME_MAX) {
+      snprintf(s, sizeof s, "a parameter name of 1 to %d characters", SLS_NAME_MAX - 1);
+      return missing_or(w, f, nj, s);
+    }
+    for (int k = 0; k < t->nparams; k++)
+      if (strcmp(st->space[t->param[k]].name, name) == 0) return bad(w, f, "'%s' is given twice in one trial", name);
     slS_Dist d;
-    double internal;
-    if (!name || dist_from(json_object_get(p, "distribution"), &d) != 0 ||
-        number_of(json_object_get(p, "internal"), &internal) != 0) {
-      snprintf(err, errlen, "trial %d has a malformed parameter", t->number);
+    snprintf(f, sizeof f, "params[%zu].distribution", i);
+    if (dist_from(w, f, json_object_get(p, "distribution"), &d) != 0) {
+      slS_dist_free(&d);
       return -1;
     }
-    int k = slS_space_add(st, name, &d, err, errlen);
-    if (k < 0) return -1;
-    slS_trial_set_param(t, k, internal);
+    char err[1024];
+    int k = slS_space_add(st, name, &d, err, sizeof err);
+    if (k < 0) return bad(w, f, "%s", err);
+    const json_t *ij = json_object_get(p, "internal");
+    double v;
+    snprintf(f, sizeof f, "params[%zu].internal", i);
+    if (number_field(w, f, ij, &v) != 0) return -1;
+    if (st->sampler == SLS_GRID) {  /* the grid's value at the trial's point */
+      double want;
+      if (slS_sample(st, t, k, &want, err, sizeof err) != 0) return bad(w, f, "%s", err);
+      if (!same_number(v, want)) {
+        char g[32];
+        sl_format_number(want, g, sizeof g);
+        return bad(w, f, "%s is not the grid's value for '%s' at grid point %ld (%s)", shown(ij, s, sizeof s), name,
+                   t->grid_id, g);
+      }
+    } else if (internal_fits(w, f, ij, &st->space[k].dist, v) != 0) {
+      return -1;
+    }
+    slS_trial_set_param(t, k, v);
   }
-  t->nvalues = (int)json_array_size(values);
-  if (t->nvalues > st->nobj) t->nvalues = st->nobj;
-  for (int k = 0; k < t->nvalues; k++) number_of(json_array_get(values, (size_t)k), &t->values[k]);
+  return 0;
+}
+
+static int values_from(const Where *w, const slS_Study *st, slS_Trial *t, const json_t *values) {
+  char f[64];
+  if (!json_is_array(values)) return missing_or(w, "values", values, "a list of numbers");
+  size_t n = json_array_size(values);
+  if (t->state == SLS_COMPLETE && n != (size_t)st->nobj)
+    return bad(w, "values", "a complete trial has %d value%s (one per objective), this one has %zu", st->nobj,
+               st->nobj == 1 ? "" : "s", n);
+  if (t->state == SLS_PRUNED && n > 1)
+    return bad(w, "values", "a pruned trial has at most 1 value (its last intermediate value), this one has %zu", n);
+  if (t->state == SLS_FAILED && n != 0) return bad(w, "values", "a failed trial has no values, this one has %zu", n);
+  for (size_t k = 0; k < n; k++) {
+    snprintf(f, sizeof f, "values[%zu]", k);
+    if (number_field(w, f, json_array_get(values, k), &t->values[k]) != 0) return -1;
+    if (isnan(t->values[k])) return bad(w, f, "a %s trial's value is a number, not NaN", slS_state_name(t->state));
+  }
+  t->nvalues = (int)n;
+  return 0;
+}
+
+static int intermediate_from(const Where *w, const slS_Study *st, slS_Trial *t, const json_t *inter) {
+  char f[64];
+  if (!json_is_array(inter)) return missing_or(w, "intermediate", inter, "a list of [step, value] pairs");
+  if (st->nobj > 1 && json_array_size(inter) > 0)
+    return bad(w, "intermediate", "a study of several objectives has no intermediate values");
   for (size_t i = 0; i < json_array_size(inter); i++) {
-    double v = NAN;
-    number_of(json_array_get(json_array_get(inter, i), 1), &v);
-    slS_trial_report(t, (int)json_integer_value(json_array_get(json_array_get(inter, i), 0)), v);
+    const json_t *e = json_array_get(inter, i);
+    snprintf(f, sizeof f, "intermediate[%zu]", i);
+    if (!json_is_array(e) || json_array_size(e) != 2) return missing_or(w, f, e, "a [step, value] pair");
+    json_int_t step;
+    double v;
+    snprintf(f, sizeof f, "intermediate[%zu][0]", i);
+    if (whole_field(w, f, json_array_get(e, 0), 0, 1000000000, "a step from 0 to 1e9", &step) != 0) return -1;
+    for (int k = 0; k < t->ninter; k++)
+      if (t->steps[k] == (int)step) return bad(w, f, "step %d is reported twice", (int)step);
+    snprintf(f, sizeof f, "intermediate[%zu][1]", i);
+    if (number_field(w, f, json_array_get(e, 1), &v) != 0) return -1;
+    slS_trial_report(t, (int)step, v);
   }
-  number_of(json_object_get(o, "seconds"), &t->seconds);
-  const char *msg = json_string_value(json_object_get(o, "message"));
-  if (msg) t->message = strdup(msg);
-  json_t *g = json_object_get(o, "grid_id");
-  if (json_is_integer(g)) t->grid_id = (long)json_integer_value(g);
-  t->draws[0] = (uint64_t)json_integer_value(json_array_get(draws, 0));
-  t->draws[1] = (uint64_t)json_integer_value(json_array_get(draws, 1));
+  return 0;
+}
+
+/* a pruned trial stopped at an intermediate report and keeps the last
+** step's value, unless that is NaN (run.c) */
+static int pruned_fits(const Where *w, const slS_Study *st, const slS_Trial *t) {
+  if (st->pruner != SLS_MEDIAN) return bad(w, "state", "a trial is pruned by the median pruner, and this study has none");
+  if (t->ninter == 0) return bad(w, "state", "a pruned trial stopped at an intermediate value, and this one has no intermediate value");
+  int last = 0;
+  for (int i = 1; i < t->ninter; i++)
+    if (t->steps[i] > t->steps[last]) last = i;
+  double v = t->inter[last];
+  if (isnan(v) ? t->nvalues == 0 : t->nvalues == 1 && t->values[0] == v) return 0;
+  char s[32];
+  sl_format_number(v, s, sizeof s);
+  return bad(w, "values", "a pruned trial's value is its last intermediate value (%s at step %d)%s", s, t->steps[last],
+             isnan(v) ? ", or none when that is NaN" : "");
+}
+
+static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
+  static const char *const keys[] = {"trial", "state", "params", "values", "intermediate", "seconds",
+                                     "message", "grid_id", "draws", NULL};
+  char s[80];
+  if (only_keys(w, o, keys, "a trial line", "")) return -1;
+  json_int_t number;
+  const json_t *nj = json_object_get(o, "trial");
+  if (!json_is_integer(nj) || json_integer_value(nj) != st->ntrials) {
+    if (st->ntrials == 0) return bad(w, "trial", "%s must be 0 (the first trial)", shown(nj, s, sizeof s));
+    return bad(w, "trial", "%s must be %d (trials are numbered in order)", shown(nj, s, sizeof s), st->ntrials);
+  }
+  number = json_integer_value(nj);
+  slS_Trial *t = slS_trial_new(st);
+  t->number = (int)number;
+  const json_t *sj = json_object_get(o, "state");
+  const char *state = json_string_value(sj);
+  t->state = SLS_RUNNING;
+  for (slS_State k = SLS_COMPLETE; state && k <= SLS_FAILED; k++)
+    if (strcmp(state, slS_state_name(k)) == 0) t->state = k;
+  if (t->state == SLS_RUNNING)
+    return missing_or(w, "state", sj, "the state of a finished trial (complete, pruned or failed)");
+  const json_t *gj = json_object_get(o, "grid_id");
+  json_int_t grid_id;
+  if (st->sampler == SLS_GRID) {
+    snprintf(s, sizeof s, "a grid point, 0 to %zu", st->grid_size ? st->grid_size - 1 : 0);
+    if (whole_field(w, "grid_id", gj, 0, (json_int_t)st->grid_size - 1, s, &grid_id) != 0) return -1;
+    t->grid_id = (long)grid_id;
+  } else if (gj) {
+    return bad(w, "grid_id", "only a grid search's trials have a grid point");
+  }
+  if (params_from(w, st, t, json_object_get(o, "params")) != 0 ||
+      values_from(w, st, t, json_object_get(o, "values")) != 0 ||
+      intermediate_from(w, st, t, json_object_get(o, "intermediate")) != 0)
+    return -1;
+  if (t->state == SLS_PRUNED && pruned_fits(w, st, t) != 0) return -1;
+  const json_t *secj = json_object_get(o, "seconds");
+  if (number_of(secj, &t->seconds) != 0 || !isfinite(t->seconds) || t->seconds < 0)
+    return missing_or(w, "seconds", secj, "a number of seconds, at least 0");
+  const json_t *mj = json_object_get(o, "message");
+  if (mj && !json_is_string(mj)) return missing_or(w, "message", mj, "a string");
+  if (mj && t->state != SLS_FAILED) return bad(w, "message", "only a failed trial has a message");
+  if (mj) t->message = strdup(json_string_value(mj));
+  const json_t *dj = json_object_get(o, "draws");
+  if (!json_is_array(dj) || json_array_size(dj) != 2)
+    return missing_or(w, "draws", dj, "two whole numbers (the positions of the sampler's two streams)");
+  const slM_Mt *rng[2] = {&st->rng, &st->rng2};
+  for (int k = 0; k < 2; k++) {
+    char f[16];
+    json_int_t x;
+    snprintf(f, sizeof f, "draws[%d]", k);
+    if (whole_field(w, f, json_array_get(dj, (size_t)k), 0, INT64_MAX, "a whole number of at least 0", &x) != 0) return -1;
+    if ((uint64_t)x < rng[k]->draws)  /* the grid's shuffle draws before any trial */
+      return bad(w, f, "%lld is before the stream's position after seeding (%llu)", (long long)x,
+                 (unsigned long long)rng[k]->draws);
+    t->draws[k] = (uint64_t)x;
+  }
   st->seconds += t->seconds;
   return 0;
 }
 
+/* an intermediate report, for readers of the file: checked, not kept */
+static int report_fits(const Where *w, const slS_Study *st, const json_t *o) {
+  static const char *const keys[] = {"report", "step", "value", NULL};
+  char what[96];
+  json_int_t x;
+  double v;
+  if (only_keys(w, o, keys, "a report line", "")) return -1;
+  snprintf(what, sizeof what, "the number of a trial not yet finished (%d or more)", st->ntrials);
+  if (whole_field(w, "report", json_object_get(o, "report"), st->ntrials, INT_MAX, what, &x) != 0) return -1;
+  if (st->nobj > 1) return bad(w, "report", "a study of several objectives reports no intermediate values");
+  if (whole_field(w, "step", json_object_get(o, "step"), 0, 1000000000, "a step from 0 to 1e9", &x) != 0) return -1;
+  return number_field(w, "value", json_object_get(o, "value"), &v);
+}
+
+/* What one trial can take from either stream, at most: per parameter of
+** the space, a random draw (two outputs per choice of a categorical, two
+** for a number), TPE's candidates (four outputs each) and NSGA-II's swap
+** and mutation (four); 64 times that for the rejection loops (random
+** intervals, NSGA-II's crossover retries), plus 1024 for the draws that
+** do not depend on the parameters (tournaments, a resumed grid's point). */
+static double trial_draws_max(const slS_Study *st) {
+  double per = 0;
+  for (int p = 0; p < st->nspace; p++) {
+    const slS_Dist *d = &st->space[p].dist;
+    per += 2.0 * (d->kind == SLS_CATEGORICAL ? d->nchoices : 1) + 4;
+    if (st->sampler == SLS_TPE) per += 4.0 * st->ei_candidates;
+  }
+  return 1024 + 64 * per;
+}
+
 /* ---------------------------------------------------------------- files */
 
-static int append_line(const char *path, json_t *o, char *err, size_t errlen) {
+/* One line, one write, then fsync. The file must be a regular one (a FIFO
+** put in the journal's place would block the search); `fresh` creates it,
+** and refuses a name that exists. */
+static int append_line(const char *path, json_t *o, int fresh, char *err, size_t errlen) {
   char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
   json_decref(o);
   if (!line) {
@@ -231,8 +554,13 @@ static int append_line(const char *path, json_t *o, char *err, size_t errlen) {
   }
   size_t n = strlen(line);
   line[n] = '\n';  /* json_dumps leaves room for its terminator: reuse it */
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644), rc = 0;
-  if (fd < 0 || write(fd, line, n + 1) != (ssize_t)(n + 1) || fsync(fd) != 0) {
+  int flags = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (fresh ? O_CREAT | O_EXCL | O_NOFOLLOW : 0);
+  int fd = open(path, flags, 0644), rc = 0;
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+    snprintf(err, errlen, "could not append to the journal %s: it is no longer a regular file", path);
+    rc = -1;
+  } else if (fd < 0 || write(fd, line, n + 1) != (ssize_t)(n + 1) || fsync(fd) != 0) {
     snprintf(err, errlen, "could not append to the journal %s: %s", path, strerror(errno));
     rc = -1;
   }
@@ -247,7 +575,7 @@ static int create(const char *path, json_t *h, char *err, size_t errlen) {
   char *tmp = malloc(len);
   snprintf(tmp, len, "%s.tmp", path);
   unlink(tmp);
-  int rc = append_line(tmp, json_incref(h), err, errlen);
+  int rc = append_line(tmp, json_incref(h), 1, err, errlen);
   if (rc == 0 && rename(tmp, path) != 0) {
     snprintf(err, errlen, "could not create the journal %s: %s", path, strerror(errno));
     rc = -1;
@@ -257,47 +585,19 @@ static int create(const char *path, json_t *h, char *err, size_t errlen) {
   return rc;
 }
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  size_t got;
-  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
-int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err, size_t errlen) {
+int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *path, size_t *good_end, char **warning,
+                     char *err, size_t errlen) {
   *warning = NULL;
+  *good_end = 0;
   json_t *mine = header(st);
-  struct stat sb;
-  if (stat(path, &sb) != 0) {
-    int rc = create(path, mine, err, errlen);
-    json_decref(mine);
-    if (rc == 0) st->journal = strdup(path);
-    return rc;
-  }
-  size_t len;
-  char *text = read_all(path, &len);
-  if (!text) {
-    json_decref(mine);
-    snprintf(err, errlen, "could not read the journal %s: %s", path, strerror(errno));
-    return -1;
-  }
-  int rc = 0, lineno = 0;
-  size_t good_end = 0;   /* bytes up to the end of the last complete, valid line */
+  int rc = 0, lineno = 0, *lines = NULL;  /* the line of each trial, for the bound on its draws */
+  Where w = {path, 0, err, errlen};
   for (size_t at = 0; at < len && rc == 0;) {
-    char *nl = memchr(text + at, '\n', len - at);
+    const char *nl = memchr(text + at, '\n', len - at);
     size_t end = nl ? (size_t)(nl - text) : len;
-    lineno++;
+    w.line = ++lineno;
     json_error_t jerr;
-    json_t *o = nl ? json_loadb(text + at, end - at, 0, &jerr) : NULL;
+    json_t *o = nl ? json_loadb(text + at, end - at, JSON_REJECT_DUPLICATES, &jerr) : NULL;
     if (!json_is_object(o)) {
       json_decref(o);
       if (lineno > 1 && (!nl || end + 1 >= len)) {  /* the last line, cut short by a crash */
@@ -307,7 +607,7 @@ int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err,
         break;
       }
       if (lineno == 1) snprintf(err, errlen, "%s is not a syslab study journal (its first line is not a JSON object)", path);
-      else snprintf(err, errlen, "line %d of the journal %s is not a JSON object: the file is damaged", lineno, path);
+      else bad(&w, NULL, "not a JSON object%s%s%s: the file is damaged", o ? "" : " (", o ? "" : jerr.text, o ? "" : ")");
       rc = -1;
       break;
     }
@@ -316,28 +616,92 @@ int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err,
         snprintf(err, errlen, "%s is not a syslab study journal (its first line has no \"syslab_study\")", path);
         rc = -1;
       } else {
-        rc = compare_headers(o, mine, err, errlen);
+        rc = compare_headers(o, mine, path, err, errlen);
       }
     } else if (json_object_get(o, "trial")) {
-      rc = trial_from(st, o, err, errlen);
-      if (rc != 0) {
-        char inner[512];
-        snprintf(inner, sizeof inner, "%s", err);
-        snprintf(err, errlen, "line %d of the journal %s: %s", lineno, path, inner);
+      int before = st->ntrials;
+      rc = trial_from(&w, st, o);
+      if (rc != 0 && st->ntrials > before) slS_trial_drop_last(st);
+      if (rc == 0) {
+        lines = realloc(lines, (size_t)st->ntrials * sizeof *lines);
+        lines[st->ntrials - 1] = lineno;
       }
+    } else if (json_object_get(o, "report")) {
+      rc = report_fits(&w, st, o);
+    } else if (json_object_get(o, "syslab_study")) {
+      rc = bad(&w, "syslab_study", "only the first line is a header: this line repeats it");
+    } else {
+      void *it = json_object_iter(o);
+      rc = bad(&w, it ? json_object_iter_key(it) : NULL, "this line is neither a trial nor a report (it has no \"trial\" or \"report\")");
     }
     json_decref(o);
-    good_end = end + 1;
+    *good_end = end + 1;
     at = end + 1;
   }
-  free(text);
   json_decref(mine);
   if (rc == 0 && lineno == 0) {
     snprintf(err, errlen, "the journal %s is empty: delete it to start a new search", path);
     rc = -1;
   }
+  /* the streams' positions: no further than the trials could have drawn,
+  ** with as many more trials as a distributed search may have had running */
+  double limit = ((double)st->ntrials + SLS_MAX_WORKERS) * trial_draws_max(st);
+  const slM_Mt *rng[2] = {&st->rng, &st->rng2};
+  for (int i = 0; rc == 0 && i < st->ntrials; i++)
+    for (int k = 0; rc == 0 && k < 2; k++)
+      if ((double)(st->trials[i].draws[k] - rng[k]->draws) > limit) {
+        w.line = lines[i];
+        rc = bad(&w, k ? "draws[1]" : "draws[0]",
+                 "%llu is more than the trials could have drawn (at most %.0f outputs after seeding, for this space)",
+                 (unsigned long long)st->trials[i].draws[k], limit);
+      }
+  free(lines);
+  if (rc != 0) {
+    free(*warning);
+    *warning = NULL;
+  }
+  return rc;
+}
+
+/* Advances a stream to `to`, a few million outputs at a time, so that an
+** interrupt stops a long replay within milliseconds. */
+static int advance(slM_Mt *m, uint64_t to) {
+  while (m->draws < to) {
+    if (sl_interrupted()) return -1;
+    uint64_t n = to - m->draws;
+    slM_mt_skip(m, n < (1u << 22) ? n : (1u << 22));
+  }
+  return 0;
+}
+
+int slS_journal_restore(slS_Study *st) {
+  if (st->ntrials == 0) return 0;
+  const slS_Trial *last = &st->trials[st->ntrials - 1];  /* the streams as they stood after it */
+  return advance(&st->rng, last->draws[0]) != 0 || advance(&st->rng2, last->draws[1]) != 0 ? -1 : 0;
+}
+
+int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err, size_t errlen) {
+  *warning = NULL;
+  struct stat sb;
+  if (stat(path, &sb) != 0 && errno == ENOENT) {
+    json_t *mine = header(st);
+    int rc = create(path, mine, err, errlen);
+    json_decref(mine);
+    if (rc == 0) st->journal = strdup(path);
+    return rc;
+  }
+  /* the reader `load` uses: a regular file, read whole, within the memory budget */
+  size_t len, good_end;
+  char *text = slF_read_file(path, "a syslab study journal", 1, &len, err, errlen);
+  if (!text) return -1;
+  int rc = slS_journal_load(st, text, len, path, &good_end, warning, err, errlen);
+  free(text);
   if (rc == 0 && *warning && truncate(path, (off_t)good_end) != 0) {
     snprintf(err, errlen, "could not cut the incomplete last line from %s: %s", path, strerror(errno));
+    rc = -1;
+  }
+  if (rc == 0 && slS_journal_restore(st) != 0) {
+    snprintf(err, errlen, "interrupted while restoring the sampler's streams from %s", path);
     rc = -1;
   }
   if (rc != 0) {
@@ -346,20 +710,15 @@ int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err,
     return -1;
   }
   st->journal = strdup(path);
-  if (st->ntrials > 0) {  /* the streams as they stood after the last finished trial */
-    const slS_Trial *last = &st->trials[st->ntrials - 1];
-    if (last->draws[0] >= st->rng.draws) slM_mt_skip(&st->rng, last->draws[0] - st->rng.draws);
-    if (last->draws[1] >= st->rng2.draws) slM_mt_skip(&st->rng2, last->draws[1] - st->rng2.draws);
-  }
   return 0;
 }
 
 int slS_journal_trial(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen) {
-  return append_line(st->journal, trial_json(st, t), err, errlen);
+  return append_line(st->journal, trial_json(st, t), 0, err, errlen);
 }
 
 int slS_journal_report(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen) {
   json_t *o = json_pack("{s:i, s:i, s:o}", "report", t->number, "step", t->steps[t->ninter - 1], "value",
                         number(t->inter[t->ninter - 1]));
-  return append_line(st->journal, o, err, errlen);
+  return append_line(st->journal, o, 0, err, errlen);
 }

@@ -34,9 +34,11 @@
 ** and its search becomes the worker side of this file.
 */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,8 +157,9 @@ int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
     if (!g) return -1;
     return slS_transport(err, errlen)->rank(g) == 0 ? SLS_COORDINATOR : SLS_WORKER;
   }
-  if (workers < 0 || workers > 4096) return snprintf(err, errlen, "must be between 0 and 4096"), -1;
+  if (workers < 0 || workers > SLS_MAX_WORKERS) return snprintf(err, errlen, "must be between 0 and %d", SLS_MAX_WORKERS), -1;
   if (workers == 0) return SLS_SERIAL;
+  if (slS_worker_limit(workers, err, errlen) != 0) return -1;  /* before anything starts */
   if (!slS_transport(err, errlen)) return -1;
   return SLS_COORDINATOR;
 }
@@ -167,6 +170,7 @@ typedef struct {
   sl_Call *call;
   slS_Study *st;
   int trials, workers;
+  int planned;              /* what the progress counts to (a grid: its points) */
   double deadline;          /* no new trial after this (0: none) */
   int committed;            /* trials 0..committed-1 are in the journal */
   int finished;
@@ -252,7 +256,7 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
     const slS_Trial *b = st->nobj == 1 ? slS_best(st) : NULL;
     char v[32] = "-", detail[160];
     if (b) sl_format_number(b->values[0], v, sizeof v);
-    snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->trials, v,
+    snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->planned, v,
              now() - c->start, c->workers);
     sl_progress_update(c->bar, c->committed, detail);
   }
@@ -361,7 +365,7 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     }
     free(probe.s);
     sl_release(names);
-    g = t->spawn(argv, n, err, sizeof err);
+    g = t->spawn(argv, n, slS_timeout() + 0.5 * n, err, sizeof err);
     if (!g) return sl_error(call, "%s", err);
     own = 1;
     farm = 1;
@@ -371,7 +375,8 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     }
   }
   if (!g) return sl_error(call, "%s", err);
-  Coord c = {call, st, trials, t->size(g) - 1, timeout > 0 ? now() + timeout : 0, st->ntrials, 0, bar, now(), ""};
+  Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials), timeout > 0 ? now() + timeout : 0,
+             st->ntrials, 0, bar, now(), ""};
   c.finished = st->ntrials;  /* resumed trials count as finished: the space is known */
   slS_FarmSource src = {&c, next_trial, trial_done, worker_lost, answer, final_study};
   slS_FarmStats stats;
@@ -553,6 +558,10 @@ static void discard_write(void *ud, sl_Stream s, const char *text, size_t len) {
 static void discard_display(void *ud, const sl_Bundle *b, const char *id, int update) {}
 
 int sl_worker_main(void) {
+  /* the runtime's daemon started this process: it ends with the daemon */
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 1;
   char err[1024];
   const slD_Transport *t = slS_transport(err, sizeof err);
   slD_Group *g = t ? t->parent(err, sizeof err) : NULL;

@@ -40,6 +40,18 @@ int slS_grid_exhausted(const slS_Study *st) {
   return 1;
 }
 
+int slS_trials_planned(const slS_Study *st, int trials) {
+  if (st->sampler != SLS_GRID || st->ntrials >= trials) return trials;
+  unsigned char *seen = calloc(st->grid_size ? st->grid_size : 1, 1);
+  size_t left = st->grid_size;
+  for (int i = 0; i < st->ntrials; i++) {
+    long id = st->trials[i].grid_id;
+    if (id >= 0 && (size_t)id < st->grid_size && !seen[id]) seen[id] = 1, left--;
+  }
+  free(seen);
+  return (size_t)st->ntrials + left < (size_t)trials ? (int)((size_t)st->ntrials + left) : trials;
+}
+
 void slS_before_trial(slS_Study *st, slS_Trial *t) {
   if (st->sampler != SLS_GRID) return;
   if ((size_t)t->number < st->grid_size) {

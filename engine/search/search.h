@@ -21,6 +21,8 @@
 
 #define SLS_MAX_OBJECTIVES 8
 #define SLS_NAME_MAX 64
+/* worker processes of one search, at most (workers=N) */
+#define SLS_MAX_WORKERS 4096
 
 typedef enum { SLS_FLOAT, SLS_INT, SLS_CATEGORICAL } slS_Kind;
 
@@ -147,6 +149,9 @@ int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, 
 sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
 /* grid: no unvisited point is left */
 int slS_grid_exhausted(const slS_Study *st);
+/* the trials a search of `trials` will have run when it ends: a grid stops
+** at its last unvisited point (progress counts to it) */
+int slS_trials_planned(const slS_Study *st, int trials);
 
 /* --------------------------------------------------------------- random.c */
 /* Optuna's RandomSampler draw for one parameter (numerics §6.3) */
@@ -203,6 +208,15 @@ int slS_remote_report(int step, double value, int *prune, char *err, size_t errl
 ** must have its options set); -1 with err for a foreign or unreadable file.
 ** *warning receives a malloc'd note about a torn last line, or NULL. */
 int slS_journal_open(slS_Study *st, const char *path, char **warning, char *err, size_t errlen);
+/* the journal's lines in text[0..len) into st (its options set, its streams
+** seeded), every field checked against the header and the space; `path`
+** names the file in messages. *good_end: the bytes up to the end of the
+** last complete line; *warning: a note about a torn last line (malloc'd),
+** or NULL. 0, or -1 with err naming the line and the field. */
+int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *path, size_t *good_end, char **warning,
+                     char *err, size_t errlen);
+/* advances the streams to where the last loaded trial left them; -1 when interrupted */
+int slS_journal_restore(slS_Study *st);
 /* appends a finished trial, or one intermediate report, and fsyncs */
 int slS_journal_trial(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen);
 int slS_journal_report(const slS_Study *st, const slS_Trial *t, char *err, size_t errlen);

@@ -255,3 +255,145 @@ def test_parallel_reports_equal_the_serial_report(syslab_bin, tmp_path):
             assert (outs[name] / "figures" / fig.name).read_bytes() == fig.read_bytes()
         assert sorted(p.name for p in (outs[name] / "notebooks").iterdir()) == \
             sorted(p.name for p in (outs["serial"] / "notebooks").iterdir())
+
+
+# ------------------------------------------------- starting workers (workers=N)
+
+def descendants(pid):
+    """the pids of every process below pid"""
+    children = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{p}/stat").read()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p))
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return found
+
+
+def running(pid):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def command(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def wait_for(predicate, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+SLOW = """s = search trials=20 sampler=random seed=1 workers=2 {
+  x = suggest "x" float 0 1
+  sleep SLEEP
+  objective x
+}
+print s.best_value
+"""
+
+
+def test_more_workers_than_slots_refused_at_once(syslab_bin, tmp_path):
+    """workers=1000 on a 2-core machine started processes until the runtime
+    ran out of descriptors (552 ORTE_ERROR_LOG lines), then hung"""
+    path = tmp_path / "many.syslab"
+    path.write_text(SLOW.replace("workers=2", "workers=1000").replace("SLEEP", "0"))
+    t = time.time()
+    r = syslab("run", str(path), timeout=30)
+    assert r.returncode != 0
+    assert time.time() - t < 5
+    assert "1000 workers need 1000 slots, and MPI has" in r.stderr
+    assert "SYSLAB_OVERSUBSCRIBE=1" in r.stderr
+    assert "ORTE_ERROR_LOG" not in r.stderr
+    # oversubscribed, the descriptors limit them
+    import resource
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    r = syslab("run", str(path), timeout=30, env=dict(os.environ, SYSLAB_OVERSUBSCRIBE="1"), preexec_fn=limit)
+    assert r.returncode != 0
+    assert "1000 workers need about 4064 file descriptors in the MPI runtime (4 each), over this process's limit " \
+           "of 256 (ulimit -n): give workers=48 or fewer" in r.stderr
+
+
+def test_spawn_that_cannot_finish_is_an_error(syslab_bin, tmp_path):
+    """a spawn whose workers never all start (here: the runtime's daemon
+    stopped once it has begun starting them) hung for ever"""
+    path = tmp_path / "stuck.syslab"
+    path.write_text(SLOW.replace("SLEEP", "0.1"))
+    proc = subprocess.Popen([SYSLAB_BIN, "run", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SYSLAB_MPI_TIMEOUT="3"))
+    below = []
+    try:
+        daemon = wait_for(lambda: next((p for p in descendants(proc.pid) if "orted" in command(p)), None))
+        wait_for(lambda: descendants(daemon), timeout=30)  # it has begun starting workers
+        below = descendants(proc.pid)
+        os.kill(daemon, signal.SIGSTOP)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        for p in below:
+            if running(p):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert "starting 2 workers did not finish within 4 s, so the MPI runtime was stopped" in err
+
+
+def test_killed_syslab_leaves_no_runtime_behind(syslab_bin, tmp_path):
+    """the runtime's daemon (orted) held the caller's output pipe, so a
+    shell's $(...) around syslab waited for it after syslab was killed, and
+    daemons could stay behind"""
+    path = tmp_path / "killed.syslab"
+    path.write_text(SLOW.replace("SLEEP", "2"))
+    sh = subprocess.Popen(["sh", "-c", f'out=$("{SYSLAB_BIN}" run "{path}" 2>&1); echo returned'],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: sum("syslab worker" in command(p) for p in descendants(sh.pid)) == 2)
+        time.sleep(0.5)  # the workers are in their trials
+        victim = next(p for p in descendants(sh.pid) if " run " in command(p))
+        below = descendants(victim)
+        assert any("orted" in command(p) for p in below)
+        os.kill(victim, signal.SIGKILL)
+        t = time.time()
+        assert sh.stdout.readline() == "returned\n"
+        assert time.time() - t < 0.5, f"$(...) returned {time.time() - t:.2f} s after syslab was killed"
+        wait_for(lambda: not any(running(p) for p in below), timeout=5)
+    finally:
+        sh.kill()
+
+
+def test_killed_worker_recovery_prints_no_runtime_noise(syslab_bin, tmp_path):
+    """a worker's death printed Open MPI's "PMIX ERROR: BAD-PARAM" and a
+    help text about a peer that disconnected"""
+    path = tmp_path / "recover.syslab"
+    path.write_text(SLOW.replace("trials=20", "trials=8").replace("SLEEP", "1"))
+    proc = subprocess.Popen([SYSLAB_BIN, "run", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SYSLAB_MPI_TIMEOUT="3"))
+    try:
+        workers = wait_for(lambda: [p for p in descendants(proc.pid) if "syslab worker" in command(p)][1:] or None)
+        time.sleep(1.5)
+        os.kill(workers[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped answering; trial" in err
+    for noise in ("PMIX ERROR", "ORTE_ERROR_LOG", "-----", "unexpectedly disconnected"):
+        assert noise not in err, err

@@ -179,7 +179,7 @@ static void test_spawned_workers(void) {
   CHECK_MSG(t != NULL, "%s", err);
   if (!t) return;
   char *argv[] = {(char *)self_path, "--spawned", NULL};
-  slD_Group *g = t->spawn(argv, 2, err, sizeof err);
+  slD_Group *g = t->spawn(argv, 2, 30, err, sizeof err);
   CHECK_MSG(g != NULL, "%s", err);
   if (!g) return;
   CHECK_EQ_INT(t->size(g), 3);

@@ -5,6 +5,7 @@
 ** found by trying syslab as a new user. Each test names the defect it
 ** guards against.
 */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -440,7 +441,61 @@ static void test_quantize_refuses_ragged_input(void) {
   sl_free(S);
 }
 
+/* x = x + x in a loop aborted the process in malloc (out of memory,
+** 1073741849 bytes): joining strings or lists past the budget is an error
+** and the session goes on */
+static void test_growth_past_the_budget_is_an_error(void) {
+  setenv("SYSLAB_MEMORY_BUDGET", "64M", 1);
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(check_eval(S, "x = \"abcdefgh\"\nfor i in 1..40 { x = x + x }"),
+                 "MemoryError: joining these strings would need");
+  CHECK_STREQ(check_eval(S, "len(x)"), "16777216");   /* the last string that fitted */
+  CHECK_CONTAINS(check_eval(S, "y = [1, 2]\nfor i in 1..40 { y = y + y }"), "MemoryError: joining these lists");
+  CHECK_STREQ(check_eval(S, "x = 1\ny = 2\nx + y"), "3");
+  sl_free(S);
+  unsetenv("SYSLAB_MEMORY_BUDGET");
+}
+
+/* ---------------------------------------------------------------- interrupts */
+
+static void *interrupt_after_300ms(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 300000000L};
+  nanosleep(&ts, NULL);
+  sl_interrupt();
+  return NULL;
+}
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An interrupt during `bench ["gemm_naive"] sizes=[1024] reps=20` took 104 s:
+** the bench completed, its result was assigned, and only the next statement
+** stopped. Now the naive loop and the repetitions poll it: stopped within a
+** second, nothing assigned. */
+static void test_interrupt_stops_a_bench(void) {
+  sl_State *S = sl_new();
+  /* the machine's roofs are measured at the first bench (and poll the interrupt themselves) */
+  CHECK_CONTAINS(check_eval(S, "bench [\"gemm_naive\"] sizes=[64] reps=1"), "gemm_naive");
+  sl_clear_interrupt();
+  pthread_t th;
+  double t0 = seconds_now();
+  pthread_create(&th, NULL, interrupt_after_300ms, NULL);
+  const char *out = check_eval(S, "b = bench [\"gemm_naive\"] sizes=[1024] reps=20 warmup=1");
+  double took = seconds_now() - t0;
+  pthread_join(th, NULL);
+  CHECK_CONTAINS(out, "bench was interrupted");
+  CHECK_MSG(took < 1.3, "the bench stopped %.2f s after it began (interrupt at 0.3 s)", took);
+  sl_clear_interrupt();
+  CHECK_CONTAINS(check_eval(S, "b"), "not defined");
+  sl_free(S);
+}
+
 int main(void) {
+  RUN(test_growth_past_the_budget_is_an_error);
   RUN(test_deep_nesting_is_a_syntax_error);
   RUN(test_long_flat_expressions_evaluate);
   RUN(test_deep_values_are_refused);
@@ -460,6 +515,7 @@ int main(void) {
   RUN(test_aggregates_and_table_indexing);
   RUN(test_model_size_and_operand_formats);
   RUN(test_quantize_refuses_ragged_input);
+  RUN(test_interrupt_stops_a_bench);
   check_reset();
   return check_summary();
 }

@@ -15,6 +15,7 @@
 #include "compress/quant.h"
 #include "cuda/gpu.h"
 #include "kernels/kernels.h"
+#include "kernels/round.h"
 #include "syslab.h"
 
 static uint64_t rng_state;
@@ -232,6 +233,112 @@ static void test_attention_versions(void) {
   attn_check(1, 1, 450, 200, 64, 0, 0, 0);
   attn_check(2, 2, 50, 50, 32, 0, 1, 1);     /* key masks; batch 0 fully masked: O = 0, L = 0 */
   attn_check(3, 1, 9, 7, 5, 1, 0, 1);
+}
+
+/* ---------------------------------------------------- attention in bf16
+**
+** format = SLK_BF16: Q, K, V, P, dO and dS rounded to bfloat16 (relative
+** error u = 2^-9 each), float32 sums and softmax. Against the float32
+** formulas (binary64, attn_reference) and the float32 naive version's
+** outputs every output moves by a few u times
+** its scale: a score s = t q.k moves by at most 2u t sum|q k| (~0.1 for
+** these randn inputs, d = 64, worst case; ~0.01 typically), P relatively as
+** much, and O, L, dQ, dK, dV are sums weighted by P. Checked as
+** |got - ref| <= 8 u (max |ref| + 1) per output array (measured: at most
+** 2.1 u on these shapes). Against the same formulas on rounded
+** Q, K, V, dO (the emulated path of an autocast graph) only the rounding of
+** P and dS and float32's sums remain: L within float32's 1e-4, O, dQ, dK,
+** dV within 4 u (max |ref| + 1) (measured: 1.8 u). The naive version with bf16 products
+** (slK_gemm_half) is held to the same bounds. */
+static double worst_scaled(const float *got, const float *want, size_t n) {
+  double big = 0, worst = 0;
+  for (size_t i = 0; i < n; i++) big = fmax(big, fabs((double)want[i]));
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)got[i] - want[i]);
+    worst = e > worst || e != e ? e : worst;
+  }
+  return worst / (big + 1);
+}
+
+static void round_all(float *x, size_t n) { slK_round_array(SLK_BF16, x, x, n); }
+
+static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int interleaved, int masked) {
+  Attn t, r;
+  attn_new(&t, B, H, nq, nk, d, causal, interleaved);
+  if (masked) {
+    float *mask = malloc(sizeof(float) * (size_t)B * nk);
+    for (int i = 0; i < B * nk; i++) mask[i] = uniform() < 0.7;
+    for (int j = 0; j < nk; j++) mask[j] = 0;
+    t.a.key_mask = mask;
+  }
+  size_t nxq = t.nxq, nxk = t.nxk, nl = t.nl;
+  float *ref[5], *emu[5];
+  for (int i = 0; i < 5; i++) ref[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk), emu[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk);
+  attn_reference(&t, ref[0], ref[1], ref[2], ref[3], ref[4]);
+  r = t;   /* the emulated reference: the same formulas on rounded inputs */
+  r.q = malloc(nxq * 4), r.k = malloc(nxk * 4), r.v = malloc(nxk * 4), r.dout = malloc(nxq * 4);
+  memcpy(r.q, t.q, nxq * 4), memcpy(r.k, t.k, nxk * 4), memcpy(r.v, t.v, nxk * 4), memcpy(r.dout, t.dout, nxq * 4);
+  round_all(r.q, nxq), round_all(r.k, nxk), round_all(r.v, nxk), round_all(r.dout, nxq);
+  attn_reference(&r, emu[0], emu[1], emu[2], emu[3], emu[4]);
+  /* the float32 naive version's outputs, which the bf16 ones must stay as close to */
+  float *f32[5];
+  for (int i = 0; i < 5; i++) f32[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk);
+  CHECK(slK_attention_forward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], f32[1]) == 0);
+  CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], t.dout, f32[1], f32[2], f32[3], f32[4]) == 0);
+  t.a.format = SLK_BF16;
+  size_t sizes[5] = {nxq, nl, nxq, nxk, nxk};
+  const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
+  for (int impl = 0; impl < SLK_ATTN_NUM; impl++)
+    for (int portable = 0; portable < 2; portable++) {
+      slK_force_portable(portable);
+      memset(t.o, 0, nxq * 4), memset(t.dq, 0, nxq * 4), memset(t.dk, 0, nxk * 4), memset(t.dv, 0, nxk * 4);
+      CHECK(slK_attention_forward((slK_AttnImpl)impl, &t.a, t.q, t.k, t.v, t.o, t.lse) == 0);
+      CHECK(slK_attention_backward((slK_AttnImpl)impl, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, t.dq, t.dk, t.dv) == 0);
+      float *got[5] = {t.o, t.lse, t.dq, t.dk, t.dv};
+      for (int i = 0; i < 5; i++) {
+        double e = worst_scaled(got[i], ref[i], sizes[i]), f = worst_scaled(got[i], emu[i], sizes[i]);
+        double u = 0x1p-9, te = 8 * u, tf = i == 1 ? 1e-4 : 4 * u, e32 = worst_scaled(got[i], f32[i], sizes[i]);
+        CHECK_MSG(e32 <= te, "bf16 %s%s %s: %g of the scale from the float32 naive version",
+                  slK_attention_name((slK_AttnImpl)impl), portable ? " portable" : "", names[i], e32);
+        CHECK_MSG(e <= te, "bf16 %s%s %s: %g of the scale from float32", slK_attention_name((slK_AttnImpl)impl),
+                  portable ? " portable" : "", names[i], e);
+        CHECK_MSG(f <= tf, "bf16 %s%s %s: %g of the scale from emulated", slK_attention_name((slK_AttnImpl)impl),
+                  portable ? " portable" : "", names[i], f);
+      }
+    }
+  slK_force_portable(0);
+  for (int i = 0; i < 5; i++) free(ref[i]), free(emu[i]), free(f32[i]);
+  free(r.q), free(r.k), free(r.v), free(r.dout);
+  attn_free(&t);
+}
+
+static void test_attention_bf16(void) {
+  seed(12);
+  attn_check_bf16(1, 1, 1, 1, 8, 0, 0, 0);        /* L = 1 */
+  attn_check_bf16(1, 1, 1, 1, 7, 1, 0, 0);        /* odd head dim */
+  attn_check_bf16(2, 3, 37, 37, 16, 1, 0, 0);
+  attn_check_bf16(1, 2, 100, 61, 24, 0, 1, 0);    /* nq != nk, heads interleaved */
+  attn_check_bf16(1, 2, 61, 100, 13, 1, 1, 0);    /* odd dim, causal */
+  attn_check_bf16(1, 1, 200, 450, 64, 1, 0, 0);   /* several query and key tiles */
+  attn_check_bf16(1, 1, 450, 200, 64, 0, 0, 0);
+  attn_check_bf16(2, 2, 50, 51, 32, 0, 1, 1);     /* key masks; batch 0 fully masked */
+  attn_check_bf16(3, 1, 9, 7, 5, 1, 0, 1);
+  /* one head's query tiles split between the threads: the same bits every run */
+  Attn t;
+  attn_new(&t, 1, 1, 600, 600, 64, 1, 0);
+  t.a.format = SLK_BF16;
+  float *dq1 = zeros(t.nxq), *dk1 = zeros(t.nxk), *dv1 = zeros(t.nxk);
+  CHECK(slK_attention_forward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.lse) == 0);
+  for (int run = 0; run < 6; run++) {
+    float *dq = run ? t.dq : dq1, *dk = run ? t.dk : dk1, *dv = run ? t.dv : dv1;
+    memset(dq, 0, sizeof(float) * t.nxq), memset(dk, 0, sizeof(float) * t.nxk), memset(dv, 0, sizeof(float) * t.nxk);
+    CHECK(slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, dq, dk, dv) == 0);
+    if (run == 0) continue;
+    CHECK_MSG(memcmp(t.dq, dq1, sizeof(float) * t.nxq) == 0 && memcmp(t.dk, dk1, sizeof(float) * t.nxk) == 0 &&
+                  memcmp(t.dv, dv1, sizeof(float) * t.nxk) == 0, "bf16 backward differs in run %d", run);
+  }
+  free(dq1), free(dk1), free(dv1);
+  attn_free(&t);
 }
 
 static void test_attention_online_softmax_example(void) {
@@ -600,6 +707,7 @@ int main(void) {
   RUN(test_gemm_versions);
   RUN(test_vexp);
   RUN(test_attention_versions);
+  RUN(test_attention_bf16);
   RUN(test_attention_online_softmax_example);
   RUN(test_cs336_contract);
   RUN(test_attention_naive_step_equals_parts);

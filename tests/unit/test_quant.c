@@ -94,6 +94,18 @@ static void test_bad_parameters(void) {
   f = fmt(SLQ_MXINT8, 0, 0, 0);
   f.block = 0;
   CHECK(slQ_check(&f, err, sizeof err) != 0);
+  /* a format read from a checkpoint reaches the shifts only through slQ_check */
+  f = fmt(SLQ_BLOCK_MINIFLOAT, 40, 0, 3);
+  f.bias_width = 4;
+  CHECK(slQ_check(&f, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "width 3..32");
+  f = fmt(SLQ_BLOCK_MINIFLOAT, 16, 0, 12);
+  f.bias_width = 4;
+  CHECK(slQ_check(&f, err, sizeof err) != 0);
+  f = fmt(SLQ_BLOCK_MINIFLOAT, 8, 0, 3);
+  f.bias_width = 4, f.has_bias = 1, f.exponent_bias = 100000;
+  CHECK(slQ_check(&f, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "exponent_bias must be between -1024 and 1024");
 }
 
 static void test_mx_blocks(void) {
@@ -288,6 +300,9 @@ static void test_block_fp_operand_exponent_width(void) {
                             "round((model_size q).bits_per_param, 2)"), "8.26");
   CHECK_STREQ(check_eval(S, "q = quantize_model m format=block_fp weight_width=8\n"
                             "round((model_size q).bits_per_param, 2)"), "8.51");
+  /* numbers in messages as the language prints them: not %g's 4.2949673e+09 */
+  CHECK_CONTAINS(check_eval(S, "p = prune m sparsity=0.5 seed=4294967296"), "got 4294967296");
+  CHECK_CONTAINS(check_eval(S, "p = prune m sparsity=0.5 seed=1.5"), "got 1.5");
   sl_free(S);
 }
 

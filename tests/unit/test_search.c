@@ -5,9 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include "check.h"
 #include "compress/quant.h"
 #include "graph/mt19937.h"
+#include "search/dist.h"
 #include "syslab.h"
 
 static void test_mt19937_reference_outputs(void) {
@@ -162,6 +165,45 @@ static void test_journal_resume_equals_an_uninterrupted_run(void) {
   CHECK(system(cmd) == 0);
 }
 
+/* workers=N is held to the slots MPI places workers on (this machine's
+** CPUs, a hostfile's, a Slurm allocation's) unless oversubscription is
+** asked for, and to the descriptors the runtime's daemon may hold */
+static void test_worker_limit(void) {
+  char err[512], path[] = "/tmp/syslab-hostfile-XXXXXX";
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK_EQ_INT(slS_worker_limit(1, err, sizeof err), 0);
+  CHECK_EQ_INT(slS_worker_limit((int)cpus + 1, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "slots, and MPI has");
+  CHECK_CONTAINS(err, "on this machine (its CPUs): give workers=");
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  const char *hosts = "# the lab's nodes\nnode1 slots=3\nnode2 slots=2 max_slots=4  # two\n\nnode3\n";
+  CHECK(write(fd, hosts, strlen(hosts)) == (ssize_t)strlen(hosts));
+  close(fd);
+  setenv("OMPI_MCA_orte_default_hostfile", path, 1);
+  CHECK_EQ_INT(slS_worker_limit(6, err, sizeof err), 0);
+  CHECK_EQ_INT(slS_worker_limit(7, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "7 workers need 7 slots, and MPI has 6 in the hostfile");
+  unsetenv("OMPI_MCA_orte_default_hostfile");
+  unlink(path);
+  setenv("SLURM_JOB_CPUS_PER_NODE", "4(x2),2", 1);
+  CHECK_EQ_INT(slS_worker_limit(10, err, sizeof err), 0);
+  CHECK_EQ_INT(slS_worker_limit(11, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "MPI has 10 in the Slurm allocation");
+  unsetenv("SLURM_JOB_CPUS_PER_NODE");
+  /* oversubscribed: the descriptors */
+  setenv("SYSLAB_OVERSUBSCRIBE", "1", 1);
+  struct rlimit was, low = {256, 256};
+  getrlimit(RLIMIT_NOFILE, &was);
+  low.rlim_max = was.rlim_max;
+  CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  CHECK_EQ_INT(slS_worker_limit(48, err, sizeof err), 0);
+  CHECK_EQ_INT(slS_worker_limit(49, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "49 workers need about 260 file descriptors");
+  setrlimit(RLIMIT_NOFILE, &was);
+  unsetenv("SYSLAB_OVERSUBSCRIBE");
+}
+
 int main(void) {
   RUN(test_mt19937_reference_outputs);
   RUN(test_shuffle_and_random_pruning_equal_numpy);
@@ -170,5 +212,6 @@ int main(void) {
   RUN(test_grid_stops_at_its_size_and_spaces_are_checked);
   RUN(test_multi_objective_pareto_and_curves);
   RUN(test_journal_resume_equals_an_uninterrupted_run);
+  RUN(test_worker_limit);
   return check_summary();
 }

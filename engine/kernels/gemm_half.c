@@ -1,0 +1,560 @@
+/*
+** gemm_half.c - matrix products with 16-bit inputs and float32 sums:
+** C = alpha op(A) op(B) + beta C, the operands rounded to bfloat16 or IEEE
+** half, as a mixed-precision graph multiplies.
+**
+** Build: part of the engine; tests/unit/test_gemm_half.c checks each
+** version against the exact reference bit for bit and against the
+** emulated path within the bound derived there; bench/bench_kernels.c
+** times them beside OpenBLAS's float32 (`build/bench_kernels gemm 2048`).
+**
+**   v0 reference   one element at a time, emulating what the packed
+**                  kernels compute bit for bit (gemm_half.h): the test's
+**                  oracle, never timed
+**   v1 emulated    both operands rounded into float32 copies, then
+**                  slK_sgemm (OpenBLAS on the thread team): the graph's
+**                  path before this file, kept as the portable fallback
+**   v2 bf16        the GotoBLAS/BLIS loop nest of gemm.c's blocked
+**                  kernel, on the same thread split, with vdpbf16ps:
+**                  operands rounded to bfloat16 while they are packed (no
+**                  pass of their own), B packed as pairs of k interleaved
+**                  per column (the 32-bit word vdpbf16ps multiplies lane by
+**                  lane), A's pairs broadcast as 32-bit words; an 8 x 48
+**                  micro-kernel of 24 zmm accumulators, 24 vdpbf16ps per
+**                  pair of k, each two multiply-adds per lane. alpha and
+**                  beta are applied to the float32 accumulator. Every
+**                  transposition: only the strides the packing reads with
+**                  change (rows of 32 k are rounded and transposed 16 x 16
+**                  in registers when k runs along memory, pairs of rows
+**                  interleaved otherwise). Chosen when the CPU has
+**                  avx512_bf16 and the portable loops are not forced.
+**   v3 fp16        gemm.c's blocked float32 kernel with op(A) and op(B)
+**                  rounded to half while they are packed: the CPU has no
+**                  half dot product into float32 (AVX512-FP16 multiplies
+**                  half into half), and a product of two halves is exact in
+**                  float32, so the bits are those of rounding both operands
+**                  and calling the blocked kernel.
+**
+** What vdpbf16ps does (Intel SDM, and measured on Zen 4): for each lane,
+** acc = acc + a[2i+1] b[2i+1] rounded to float32, then acc = acc + a[2i]
+** b[2i] rounded (the products are exact), bfloat16 subnormal inputs read
+** as zero and subnormal sums flushed to signed zero, whatever MXCSR says.
+** v0 emulates exactly that with fmaf.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_half.h"
+#include "kernels.h"
+#include "simd.h"
+
+/* Block sizes, measured on Zen 4 (one core, n = 1024..4096; docs/kernels.md):
+** KC = 1024 (gemm_half.h) keeps most products to one or few K blocks, so C
+** is read and written rarely; B's micro-panel (512 pairs x 48 words,
+** 96 KiB) then streams from L2 at 8 bytes a cycle, which L2 serves easily,
+** and A's block (MC x KC bf16, 192 KiB) stays in L2 beside it; B's block
+** (NC x KC, 3 MiB) sits in L3. Smaller KC (384, 512) or NC (384, 768)
+** measured 3-10% slower. */
+#ifndef HALF_MC
+#define HALF_MC 96
+#endif
+#ifndef HALF_NC
+#define HALF_NC 1536
+#endif
+#define KC SLK_HALF_KC
+
+static int pairs(int kc) { return (kc + 1) / 2; }
+
+/* ------------------------------------------------------------ v0: reference */
+
+static float flush(float x) { return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x; }
+
+static float op_at(const float *p, const uint16_t *h, int format, long at) {
+  if (h) return format == SLK_BF16 ? slK_bf16_to_f32(h[at]) : slK_fp16_value(h[at]);
+  return format == SLK_BF16 ? slK_round_bf16(p[at]) : slK_round_fp16(p[at]);
+}
+
+/* one element of C: the bf16 chain of vdpbf16ps, block by block */
+static float ref_bf16(const float *A, long acs, const float *B, const uint16_t *Bh, long brs, int K, float alpha,
+                      float beta, float c) {
+  for (int pc = 0; pc < K; pc += KC) {
+    int kc = K - pc < KC ? K - pc : KC;
+    float acc = 0;
+    for (int p = 0; p < kc; p += 2) {
+      float a[2] = {0, 0}, b[2] = {0, 0};
+      for (int e = 0; e < 2 && p + e < kc; e++) {
+        long k = pc + p + e;
+        a[e] = flush(op_at(A, NULL, SLK_BF16, k * acs));
+        b[e] = flush(op_at(B, Bh, SLK_BF16, k * brs));
+      }
+      acc = flush(fmaf(a[1], b[1], acc));
+      acc = flush(fmaf(a[0], b[0], acc));
+    }
+    if (pc == 0) c = beta == 0 ? alpha * acc : fmaf(alpha, acc, beta * c);
+    else c = fmaf(alpha, acc, c);
+  }
+  return c;
+}
+
+/* one element of C: the float32 blocked kernel (AVX-512 micro-kernel) on half-rounded operands */
+static float ref_fp16(const float *A, long acs, const float *B, const uint16_t *Bh, long brs, int K, float alpha,
+                      float beta, float c) {
+  if (beta == 0) c = 0;
+  else if (beta != 1) c *= beta;
+  for (int pc = 0; pc < K; pc += SLK_KC) {
+    int kc = K - pc < SLK_KC ? K - pc : SLK_KC;
+    float t = 0;
+    for (int k = pc; k < pc + kc; k++) t = fmaf(alpha * op_at(A, NULL, SLK_FP16, k * acs), op_at(B, Bh, SLK_FP16, k * brs), t);
+    c = pc == 0 && beta == 0 ? t : c + t;
+  }
+  return c;
+}
+
+void slK_gemm_half_reference(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                             int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  long ars = trans_a ? 1 : lda, acs = trans_a ? lda : 1, brs = trans_b ? 1 : ldb, bcs = trans_b ? ldb : 1;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      const float *a = A + i * ars, *b = Bh ? NULL : B + j * bcs;
+      const uint16_t *bh = Bh ? Bh + j * bcs : NULL;
+      float *c = C + (long)i * ldc + j;
+      if (K <= 0) *c = beta == 0 ? 0.0f : beta * *c;
+      else if (format == SLK_BF16) *c = ref_bf16(a, acs, b, bh, brs, K, alpha, beta, *c);
+      else *c = ref_fp16(a, acs, b, bh, brs, K, alpha, beta, *c);
+    }
+}
+
+/* ------------------------------------------------------------- v1: emulated */
+
+/* rows x cols of X (row stride ld) rounded into a contiguous copy */
+static float *rounded_copy(int format, const float *x, const uint16_t *h, int rows, int cols, int ld) {
+  float *out = slK_alloc(sizeof(float) * ((size_t)rows * cols + 1));
+  if (!out) return NULL;
+  for (int r = 0; r < rows; r++) {
+    float *o = out + (size_t)r * cols;
+    if (!h) slK_round_array(format, x + (size_t)r * ld, o, (size_t)cols);
+    else
+      for (int c = 0; c < cols; c++)
+        o[c] = format == SLK_BF16 ? slK_bf16_to_f32(h[(size_t)r * ld + c]) : slK_fp16_value(h[(size_t)r * ld + c]);
+  }
+  return out;
+}
+
+void slK_gemm_half_emulated(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                            int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  int ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;
+  float *a = rounded_copy(format, A, NULL, ar, ac, lda), *b = rounded_copy(format, B, Bh, br, bc, ldb);
+  if (a && b) slK_sgemm(trans_a, trans_b, M, N, K, alpha, a, ac > 0 ? ac : 1, b, bc > 0 ? bc : 1, beta, C, ldc);
+  slK_free(a);
+  slK_free(b);
+}
+
+/* ------------------------------------------------------------------ v2: bf16 */
+
+/* one thread's product: C (M x N) from op(A) (M x K) and op(B) (K x N) */
+static void bf16_one(const slK_HalfLoops *L, int M, int N, int K, float alpha, const slK_HalfSrc *A,
+                     const slK_HalfSrc *B, float beta, float *C, long ldc, uint32_t *abuf, uint32_t *bbuf) {
+  for (int jc = 0; jc < N; jc += HALF_NC) {
+    int nc = N - jc < HALF_NC ? N - jc : HALF_NC;
+    for (int pc = 0; pc < K; pc += KC) {
+      int kc = K - pc < KC ? K - pc : KC, kp = pairs(kc);
+      float b = pc == 0 ? beta : 1.0f;
+      L->pack_pairs_b(B, pc, kc, jc, nc, bbuf);
+      for (int ic = 0; ic < M; ic += HALF_MC) {
+        int mc = M - ic < HALF_MC ? M - ic : HALF_MC;
+        L->pack_pairs_a(A, ic, mc, pc, kc, abuf);
+        for (int jr = 0; jr < nc; jr += SLK_NR) {
+          const uint32_t *bp = bbuf + (size_t)jr * kp;
+          int n = nc - jr < SLK_NR ? nc - jr : SLK_NR;
+          for (int ir = 0; ir < mc; ir += SLK_MR) {
+            int m = mc - ir < SLK_MR ? mc - ir : SLK_MR;
+            L->micro(kp, abuf + (size_t)ir * kp, bp, C + (long)(ic + ir) * ldc + jc + jr, ldc, m, n, alpha, b);
+          }
+        }
+      }
+    }
+  }
+}
+
+typedef struct {
+  const slK_HalfLoops *L;
+  int M, N, K, parts, by_rows;
+  float alpha, beta;
+  slK_HalfSrc A, B;
+  float *C;
+  long ldc;
+} Split;
+
+/* part `part` of the rows or columns, on whole micro-tiles, as gemm.c's blocked kernel splits */
+static void bf16_part(void *ctx, int part, int worker) {
+  Split *s = ctx;
+  int total = s->by_rows ? s->M : s->N, unit = s->by_rows ? SLK_MR : SLK_NR;
+  int units = (total + unit - 1) / unit, lo = units * part / s->parts * unit, hi = units * (part + 1) / s->parts * unit;
+  if (hi > total) hi = total;
+  if (lo >= hi) return;
+  slK_HalfSrc a = s->A, b = s->B;
+  float *c = s->C;
+  int M = s->M, N = s->N;
+  if (s->by_rows) {
+    a.p += lo * a.rs;
+    c += lo * s->ldc;
+    M = hi - lo;
+  } else {
+    if (b.h) b.h += lo * b.cs;
+    else b.p += lo * b.cs;
+    c += lo;
+    N = hi - lo;
+  }
+  size_t kp = (size_t)pairs(s->K < KC ? s->K : KC), mc = (size_t)(M < HALF_MC ? M : HALF_MC);
+  size_t nc = (size_t)(N < HALF_NC ? N : HALF_NC), na = (mc + SLK_MR) * (kp + 1), nb = (nc + SLK_NR) * (kp + 1);
+  na = (na + 15) / 16 * 16;
+  uint32_t *abuf = slK_scratch(sizeof(uint32_t) * (na + nb));
+  if (!abuf) return;
+  bf16_one(s->L, M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na);
+  slK_scratch_release(abuf);
+  (void)worker;
+}
+
+static void gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  int threads = slK_threads();
+  double work = (double)M * N * K;
+  if (threads > 1 && work < 4e6 * threads) threads = work < 8e6 ? 1 : 2;
+  Split s = {slK_half_loops(), M, N, K, threads, 0, alpha, beta,
+             {A, NULL, trans_a ? 1 : lda, trans_a ? lda : 1},
+             {Bh ? NULL : B, Bh, trans_b ? 1 : ldb, trans_b ? ldb : 1}, C, ldc};
+  s.by_rows = N < SLK_NR * threads * 2 && M >= SLK_MR * threads * 2;
+  slK_parallel(threads, threads, bf16_part, &s);
+}
+
+/* ------------------------------------------------------------------ v3: fp16 */
+
+static void gemm_fp16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  slK_Operand a = {A, trans_a ? 1 : lda, trans_a ? lda : 1, NULL, NULL, 0, 0, SLK_FP16, NULL};
+  slK_Operand b = {Bh ? NULL : B, trans_b ? 1 : ldb, trans_b ? ldb : 1, NULL, NULL, 0, 0, SLK_FP16, Bh};
+  slK_gemm_blocked(M, N, K, alpha, &a, &b, beta, C, ldc, slK_threads());
+}
+
+static void to_half_portable(int format, const float *x, uint16_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (format == SLK_FP16) {
+      out[i] = slK_fp16_bits(x[i]);
+      continue;
+    }
+    float r = slK_round_bf16(x[i]);
+    uint32_t u;
+    memcpy(&u, &r, sizeof u);
+    out[i] = (uint16_t)(u >> 16);
+  }
+}
+
+/* ================================================================= AVX-512 */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+#define BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,avx512bf16")))
+#define INLINE static inline __attribute__((always_inline))
+
+/* the bfloat16 bits of x in the top half of each lane, the low half zero:
+** slK_round_bf16 lane by lane (nearest, ties to even; Inf kept, NaN quieted) */
+AVX512 INLINE __m512i bf16_hi(__m512 x) {
+  __m512i u = _mm512_castps_si512(x), expo = _mm512_set1_epi32(0x7F800000);
+  __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), expo);
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
+  r = _mm512_mask_mov_epi32(r, special, u);
+  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+  return _mm512_and_si512(r, _mm512_set1_epi32((int)0xFFFF0000u));
+}
+
+static __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+static __mmask32 lanes32(int n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1); }
+
+/* 32 floats (x0..x15, x16..x31) as 32 bfloat16 values in order, exactly as
+** slK_round_bf16 rounds: vcvtne2ps2bf16 does (nearest even, NaN quieted
+** with its payload's top bits) for every input but a float32 subnormal,
+** which it reads as zero; a group holding one takes the integer rounding */
+BF16 INLINE __m512i round32(__m512 lo, __m512 hi) {
+  if (_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)) {
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(bf16_hi(lo), odd, bf16_hi(hi));
+  }
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* up to 32 values of a source from `at` with unit stride (n of them, the rest zero), as bfloat16 */
+BF16 INLINE __m512i load32(const slK_HalfSrc *s, long at, int n) {
+  if (s->h) return _mm512_maskz_loadu_epi16(lanes32(n), s->h + at);
+  return round32(_mm512_maskz_loadu_ps(lanes(n), s->p + at), _mm512_maskz_loadu_ps(lanes(n - 16), s->p + at + 16));
+}
+
+/* pair words of two runs of bfloat16 x and y (16-bit lanes): x[i] | y[i] << 16 for lanes 0..15 (lo) or 16..31 (hi) */
+BF16 INLINE __m512i zip_lo(__m512i x, __m512i y) {
+  const __m512i idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
+                                       36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  return _mm512_permutex2var_epi16(x, idx, y);
+}
+BF16 INLINE __m512i zip_hi(__m512i x, __m512i y) {
+  const __m512i idx = _mm512_set_epi16(63, 31, 62, 30, 61, 29, 60, 28, 59, 27, 58, 26, 57, 25, 56, 24, 55, 23, 54, 22,
+                                       53, 21, 52, 20, 51, 19, 50, 18, 49, 17, 48, 16);
+  return _mm512_permutex2var_epi16(x, idx, y);
+}
+
+/* x[0..15] as the rows of a 16 x 16 matrix of 32-bit words, transposed in place */
+AVX512 INLINE void transpose16_pairs(__m512i *x) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(x[i]);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 16; h += 8)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    x[i] = _mm512_castps_si512(_mm512_shuffle_f32x4(t[i], t[i + 8], 0x88));
+    x[i + 8] = _mm512_castps_si512(_mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD));
+  }
+}
+
+/* 16 lines of 32 values of k each (line l at base + l*ls, k with unit
+** stride, kc of them; lines at and past `nl` zero) as pair words,
+** transposed: w[t] holds pair t of the 16 lines */
+BF16 INLINE void lines16(const slK_HalfSrc *s, long base, long ls, int nl, int kc, __m512i *w) {
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; l++) {
+    if (l < nl && kc > 64) {   /* the lines' next values, two groups ahead: 16 streams outrun the prefetchers */
+      const char *next = s->h ? (const char *)(s->h + base + l * ls + 64) : (const char *)(s->p + base + l * ls + 64);
+      _mm_prefetch(next, _MM_HINT_T0);
+      if (!s->h) _mm_prefetch(next + 64, _MM_HINT_T0);
+    }
+    w[l] = l < nl ? load32(s, base + l * ls, kc) : _mm512_setzero_si512();
+  }
+  transpose16_pairs(w);
+}
+
+/* A panels (8 rows, pairs of k): two panels at a time, 16 rows */
+BF16 static void pack_a_avx512(const slK_HalfSrc *A, int i0, int mc, int k0, int kc, uint32_t *dst) {
+  int kp = pairs(kc);
+  for (int p = 0; p < mc; p += 2 * SLK_MR) {
+    uint32_t *d0 = dst + (size_t)p * kp, *d1 = d0 + (size_t)SLK_MR * kp;
+    int rows = mc - p, two = rows > SLK_MR;
+    if (A->cs == 1) {   /* rows of op(A) run along memory: 32 k of 16 rows, transposed */
+      for (int q = 0; q < kp; q += 16) {
+        __m512i w[16];
+        lines16(A, (long)(i0 + p) * A->rs + k0 + 2 * q, A->rs, rows, kc - 2 * q, w);
+        int n = kp - q < 16 ? kp - q : 16;
+        for (int t = 0; t < n; t++) {
+          _mm256_storeu_si256((__m256i *)(d0 + (size_t)(q + t) * SLK_MR), _mm512_castsi512_si256(w[t]));
+          if (two) _mm256_storeu_si256((__m256i *)(d1 + (size_t)(q + t) * SLK_MR), _mm512_extracti64x4_epi64(w[t], 1));
+        }
+      }
+    } else {   /* columns of op(A) run along memory: 16 rows of k and k + 1, interleaved */
+      int n = rows < 16 ? rows : 16;
+      for (int q = 0; q < kp; q++) {
+        long at = (long)(k0 + 2 * q) * A->cs + i0 + p;
+        __m512i r0 = load32(A, at, n), r1 = 2 * q + 1 < kc ? load32(A, at + A->cs, n) : _mm512_setzero_si512();
+        __m512i w = zip_lo(r0, r1);
+        _mm256_storeu_si256((__m256i *)(d0 + (size_t)q * SLK_MR), _mm512_castsi512_si256(w));
+        if (two) _mm256_storeu_si256((__m256i *)(d1 + (size_t)q * SLK_MR), _mm512_extracti64x4_epi64(w, 1));
+      }
+    }
+  }
+}
+
+/* B panels (48 columns, pairs of k) */
+BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int nc, uint32_t *dst) {
+  int kp = pairs(kc);
+  for (int q = 0; q < nc; q += SLK_NR, dst += (size_t)SLK_NR * kp) {
+    int cols = nc - q;
+    if (B->cs == 1) {   /* rows of op(B) run along memory: rows k and k + 1 interleaved */
+      for (int p = 0; p < kp; p++) {
+        long at = (long)(k0 + 2 * p) * B->rs + j0 + q;
+        if (2 * p + 5 < kc && !B->h) {   /* two pairs of rows ahead */
+          _mm_prefetch((const char *)(B->p + at + 4 * B->rs), _MM_HINT_T0);
+          _mm_prefetch((const char *)(B->p + at + 4 * B->rs + 16), _MM_HINT_T0);
+          _mm_prefetch((const char *)(B->p + at + 4 * B->rs + 32), _MM_HINT_T0);
+          _mm_prefetch((const char *)(B->p + at + 5 * B->rs), _MM_HINT_T0);
+          _mm_prefetch((const char *)(B->p + at + 5 * B->rs + 16), _MM_HINT_T0);
+          _mm_prefetch((const char *)(B->p + at + 5 * B->rs + 32), _MM_HINT_T0);
+        }
+        __m512i x0 = load32(B, at, cols), x1 = load32(B, at + 32, cols - 32 < 16 ? cols - 32 : 16);
+        __m512i y0 = _mm512_setzero_si512(), y1 = y0;
+        if (2 * p + 1 < kc) y0 = load32(B, at + B->rs, cols), y1 = load32(B, at + B->rs + 32, cols - 32 < 16 ? cols - 32 : 16);
+        uint32_t *d = dst + (size_t)p * SLK_NR;
+        _mm512_storeu_si512(d, zip_lo(x0, y0));
+        _mm512_storeu_si512(d + 16, zip_hi(x0, y0));
+        _mm512_storeu_si512(d + 32, zip_lo(x1, y1));
+      }
+    } else {   /* columns of op(B) run along memory: 32 k of 16 columns, transposed */
+      for (int v = 0; v < 3; v++)
+        for (int p = 0; p < kp; p += 16) {
+          __m512i w[16];
+          lines16(B, (long)(j0 + q + 16 * v) * B->cs + k0 + 2 * p, B->cs, cols - 16 * v, kc - 2 * p, w);
+          int n = kp - p < 16 ? kp - p : 16;
+          for (int t = 0; t < n; t++) _mm512_storeu_si512(dst + (size_t)(p + t) * SLK_NR + 16 * v, w[t]);
+        }
+    }
+  }
+}
+
+/* The 8 x 48 micro-kernel: per pair of k, three vectors of B (16 columns x
+** 2 k each) and eight broadcast words of A, 24 vdpbf16ps. An edge panel
+** with 16 or 32 columns in use runs with one or two vectors (nv), its
+** sums the same. */
+BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const uint32_t *a, const uint32_t *b, float *c,
+                                                                  long ldc, int m, int n, float alpha, float beta,
+                                                                  const int nv) {
+  __m512 cv[3][SLK_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++) {
+    /* C's lines arrive while the products run: a matrix's tile has rows ldc apart, past the
+    ** prefetchers (attention's panels, rows of 48 in L1 or L2, need none) */
+    if (ldc > SLK_NR && nv == 3) {
+      _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + i * ldc + 47), _MM_HINT_T0);
+    }
+    cv[0][i] = cv[1][i] = cv[2][i] = _mm512_setzero_ps();
+  }
+  for (int p = 0; p < kp; p++, a += SLK_MR, b += SLK_NR) {
+    __m512bh bv[3];
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++) bv[v] = (__m512bh)_mm512_loadu_si512(b + 16 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++) {
+      __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
+#pragma GCC unroll 3
+      for (int v = 0; v < nv; v++) cv[v][i] = _mm512_dpbf16_ps(cv[v][i], bv[v], ai);
+    }
+  }
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  if (nv == 3 && m == SLK_MR && n == SLK_NR) {
+#pragma GCC unroll 8
+    for (int i = 0; i < SLK_MR; i++)
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; v++) {
+        float *ci = c + i * ldc + 16 * v;
+        if (beta == 0) _mm512_storeu_ps(ci, _mm512_mul_ps(va, cv[v][i]));
+        else _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, cv[v][i], _mm512_mul_ps(vb, _mm512_loadu_ps(ci))));
+      }
+    return;
+  }
+  /* an edge tile: the sums through a buffer, so that the accumulators stay in registers above */
+  float t[SLK_MR * SLK_NR];
+#pragma GCC unroll 8
+  for (int i = 0; i < SLK_MR; i++)
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++) _mm512_storeu_ps(t + i * SLK_NR + 16 * v, cv[v][i]);
+  for (int i = 0; i < m; i++)
+    for (int v = 0; v < nv; v++) {
+      __mmask16 k = lanes(n - 16 * v);
+      float *ci = c + i * ldc + 16 * v;
+      __m512 acc = _mm512_loadu_ps(t + i * SLK_NR + 16 * v);
+      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc) : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
+      _mm512_mask_storeu_ps(ci, k, x);
+    }
+}
+
+BF16 static void micro_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
+                            float beta) {
+  if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 3);
+  else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 2);
+  else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 1);
+}
+
+/* fp16 bits lane by lane as slK_fp16_bits: vcvtps2ph rounds to nearest
+** even and keeps subnormals, but carries a NaN's payload, which the scalar
+** rounding replaces by the quiet NaN 0x7E00 (with the sign) */
+AVX512 INLINE __m256i fp16_bits16(__m512 x) {
+  __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  __m256i qnan = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)), _mm256_set1_epi16(0x7E00));
+  return _mm256_mask_mov_epi16(h, nan, qnan);
+}
+
+AVX512 static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = lanes(n - i < 16 ? (int)(n - i) : 16);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m256i h = format == SLK_FP16 ? fp16_bits16(v) : _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_hi(v), 16));
+    _mm256_mask_storeu_epi16(out + i, m, h);
+  }
+}
+
+/* bf16 bits with vcvtne2ps2bf16 (round32), 32 values at a time */
+BF16 static void to_bf16_hw(const float *x, uint16_t *out, size_t n) {
+  slK_HalfSrc s = {x, NULL, 1, 1};
+  for (size_t i = 0; i < n; i += 32) {
+    int m = n - i < 32 ? (int)(n - i) : 32;
+    _mm512_mask_storeu_epi16(out + i, lanes32(m), load32(&s, (long)i, m));
+  }
+}
+
+static const slK_HalfLoops avx512_bf16 = {pack_a_avx512, pack_b_avx512, micro_bf16};
+
+static const slK_HalfLoops *loops_avx512(void) {
+  static int have = -1;
+  if (have < 0) {
+    __builtin_cpu_init();
+    have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
+  }
+  return have ? &avx512_bf16 : NULL;
+}
+#else
+static const slK_HalfLoops *loops_avx512(void) { return NULL; }
+static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) { to_half_portable(format, x, out, n); }
+static void to_bf16_hw(const float *x, uint16_t *out, size_t n) { to_half_portable(SLK_BF16, x, out, n); }
+#endif
+
+const slK_HalfLoops *slK_half_loops(void) {
+  if (strcmp(slK_isa(), "avx512") != 0) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
+  return loops_avx512();
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+int slK_half_native(int format) {
+  if (format == SLK_BF16) return slK_half_loops() != NULL;
+  if (format == SLK_FP16) return strcmp(slK_isa(), "avx512") == 0;
+  return 0;
+}
+
+void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {   /* C = beta C */
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) C[(long)i * ldc + j] = beta == 0 ? 0.0f : beta * C[(long)i * ldc + j];
+    return;
+  }
+  if (!slK_half_native(format)) slK_gemm_half_emulated(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  else if (format == SLK_BF16) gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  else gemm_fp16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+}
+
+void slK_to_half(int format, const float *x, uint16_t *out, size_t n) {
+  if (format == SLK_BF16 && slK_half_loops()) to_bf16_hw(x, out, n);
+  else if (strcmp(slK_isa(), "avx512") == 0) to_half_avx512(format, x, out, n);
+  else to_half_portable(format, x, out, n);
+}
