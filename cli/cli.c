@@ -65,7 +65,8 @@ const slc_Command slc_commands[] = {
      "Under mpirun (mpirun -n N syslab report ...) the notebooks are spread over the ranks and\n"
      "rank 0 writes the report.\n",
      report_options},
-    {"help", "[COMMAND]", "this text, one command's help, or the reference of every command", NULL, help_options},
+    {"help", "[COMMAND]", "this text, one subcommand's help, a command of the language's help (syslab help train), or "
+     "the reference of every command", NULL, help_options},
     {"worker", NULL, "a worker process, started by a search with workers=N (not run by hand)", NULL, no_options},
     {"--version", NULL, "print the version (also `syslab version`)", NULL, no_options},
     {NULL, NULL, NULL, NULL, NULL},
@@ -128,6 +129,6 @@ void slc_usage_all(FILE *f) {
     fprintf(f, "\n  %s%s%s\n      %s\n", c->name, c->args ? " " : "", c->args ? c->args : "", c->summary);
     options(f, c, 6);
   }
-  fprintf(f, "\n`syslab COMMAND --help` explains one command. Inside the language, type `help` for the list of "
-             "commands.\n");
+  fprintf(f, "\n`syslab COMMAND --help` explains one command; `syslab help NAME` also explains a command of the "
+             "language, as `help NAME` does inside. Inside the language, type `help` for the list of commands.\n");
 }

@@ -5,7 +5,8 @@
 **   syslab install [--user | --prefix DIR | --sys-prefix]
 **   syslab run FILE | -                 run a script, outputs as text
 **   syslab report [...]                 execute the notebooks, export the report
-**   syslab help [COMMAND | --commands-markdown]   usage, or the command reference
+**   syslab help [COMMAND | --commands-markdown]   usage, a subcommand's or a
+**                                       language command's help, or the reference
 **   syslab worker                       (started by a search with workers=N)
 **   syslab --version
 **
@@ -38,11 +39,8 @@ int main(int argc, char **argv) {
       slc_usage(stdout, argv[2]);  /* syslab help report */
       return 0;
     }
-    if (argc > 2 && !slc_option("help", argv[2])) {
-      fprintf(stderr, "syslab help: unknown command or option '%s'\n\n", argv[2]);
-      slc_usage_all(stderr);
-      return 2;
-    }
+    /* syslab help train: a command of the language, as `help train` inside */
+    if (argc > 2 && !slc_option("help", argv[2])) return slc_help_language(argv[2]);
     if (argc > 2 && strcmp(argv[2], "--commands-markdown") == 0) {
       char *md = sl_registry_markdown();
       fputs(md, stdout);

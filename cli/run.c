@@ -205,6 +205,37 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
   return rc;
 }
 
+/* `syslab help NAME` for a command of the language: what `help NAME` shows
+** inside, the registry's help text. An unknown name is the language's error
+** (with its suggestion) and exit status 2. */
+int slc_help_language(const char *name) {
+  int plain = name[0] != '\0';
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) plain = 0;
+  sl_Error err;
+  memset(&err, 0, sizeof err);
+  int rc = -1;
+  if (plain) {
+    Terminal term = {0, 0, "", NULL};
+    sl_Host host = {&term, term_write, term_display, term_clear, term_input, NULL};
+    sl_State *S = sl_new();
+    char code[300];
+    snprintf(code, sizeof code, "help %.200s", name);
+    sl_Value result;
+    rc = sl_execute(S, code, &host, &result, &err);
+    if (rc == 0) sl_release(result);
+    sl_free(S);
+  }
+  if (rc == 0) return 0;
+  const char *why = err.evalue ? err.evalue : "";
+  if (strncmp(why, "help: topic: ", 13) == 0) why += 13;  /* the language names its command and argument */
+  fprintf(stderr, "syslab help: '%s' is neither a subcommand of syslab nor a command of the language%s%s\n\n", name,
+          why[0] ? ": " : "", why);
+  if (err.evalue) sl_error_free(&err);
+  slc_usage_all(stderr);
+  return 2;
+}
+
 int slc_run_main(int argc, char **argv) {
   const slc_Option *opt = argc == 2 ? slc_option("run", argv[1]) : NULL;
   if (opt && strcmp(opt->name, "-h") == 0) {

@@ -124,6 +124,14 @@ char *sl_repr(sl_Value v);
 ** (123, -4.5, 1e-3, 1_000; an optional sign), else 0: "0x10", "nan", "inf"
 ** and " 1" are not numbers. */
 int sl_parse_number(const char *s, double *out);
+/* Highlighting: the pieces of a cell as the language's lexer reads them,
+** in order and covering the whole text (lang/lex.c). A name may be a
+** command (sl_command_find tells). */
+typedef enum {
+  SL_LEX_TEXT, SL_LEX_KEYWORD, SL_LEX_NAME, SL_LEX_NUMBER, SL_LEX_STRING, SL_LEX_COMMENT, SL_LEX_OPERATOR
+} sl_LexClass;
+void sl_lex_pieces(const char *code, size_t len, void (*piece)(void *ud, sl_LexClass cls, size_t at, size_t n),
+                   void *ud);
 /* Numbers as the language prints them: integers plainly, others with %.9g
 ** so every float32 value round-trips exactly. */
 void sl_format_number(double x, char *out, size_t size);

@@ -264,13 +264,17 @@ int slj_kernel_run(const char *path) {
   if (jpy && atoi(jpy) > 1 && getppid() > 1) K->parent = getppid();
   const char *owned = getenv("SYSLAB_REMOVE_CONNECTION_FILE");
   if (owned && strcmp(owned, "1") == 0) snprintf(owned_connection_file, sizeof owned_connection_file, "%s", path);
+  if (K->conn.key.len > 0) slj_sign_warm_start();  /* while the sockets are bound */
   K->ctx = zmq_ctx_new();
   K->shell = open_socket(K, ZMQ_ROUTER, K->conn.shell_port, "shell");
   K->control = open_socket(K, ZMQ_ROUTER, K->conn.control_port, "control");
   K->stdin_socket = open_socket(K, ZMQ_ROUTER, K->conn.stdin_port, "stdin");
   K->iopub = open_socket(K, ZMQ_XPUB, K->conn.iopub_port, "iopub");
   K->hb = open_socket(K, ZMQ_REP, K->conn.hb_port, "heartbeat");
-  if (!K->shell || !K->control || !K->stdin_socket || !K->iopub || !K->hb) return 1;
+  if (!K->shell || !K->control || !K->stdin_socket || !K->iopub || !K->hb) {
+    slj_sign_warm_join();
+    return 1;
+  }
   Publisher pub = {K, zmq_socket(K->ctx, ZMQ_PULL)};
   zmq_bind(pub.pull, PUBLISH_ENDPOINT);
   K->publish_main = connect_push(K);
@@ -294,6 +298,7 @@ int slj_kernel_run(const char *path) {
   pthread_create(&hb_tid, NULL, heartbeat_thread, K);
   pthread_create(&pub_tid, NULL, publisher_thread, &pub);
   pthread_create(&ctl_tid, NULL, control_thread, K);
+  slj_sign_warm_join();
   slj_publish_status(K, K->publish_main, NULL, "starting");
 
   while (!atomic_load(&K->stopping)) {

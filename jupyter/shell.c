@@ -434,12 +434,15 @@ static void is_complete(slj_Kernel *K, slj_Msg *req) {
 }
 
 json_t *slj_kernel_info(void) {
-  /* The language's lexical shape (# comments, quoted strings, numbers, the
-  ** keywords if/else/for/in/and/or/not) is Python's, so Python highlighting
-  ** in CodeMirror and Pygments reads it correctly. */
+  /* No highlighter knows syslab; Ruby's reads its lexical shape best (#
+  ** comments, strings in either quote, numbers with _ and exponents, ranges
+  ** 1..n, blocks in braces, the keywords if/else/for/in/and/or/not and
+  ** true/false/nil, NAME? for help) and is in Pygments (nbconvert) and in
+  ** JupyterLab's CodeMirror. Python's marked the `?` of `train?` as an
+  ** error and knew neither true, false nor nil (docs/kernel.md). */
   json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
-                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "python",
-                               "codemirror_mode", "python");
+                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "ruby",
+                               "codemirror_mode", "ruby");
   json_t *links = json_array();
   static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
   for (int i = 0; i < 2; i++) {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,9 +28,12 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+/* from the system's generator (getrandom): a message id need not wait for
+** OpenSSL's generator to be set up, which took a millisecond of a kernel's
+** start before its first reply */
 void slj_uuid(char out[37]) {
   unsigned char b[16];
-  if (RAND_bytes(b, sizeof b) != 1) {
+  if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b && RAND_bytes(b, sizeof b) != 1) {
     /* never expected; fall back to a weaker but still unique-enough source */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -94,6 +98,32 @@ static EVP_MAC *hmac_algorithm;
 static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
 
 static void fetch_hmac(void) { hmac_algorithm = EVP_MAC_fetch(NULL, "HMAC", NULL); }
+
+/* OpenSSL's first HMAC reads its configuration and sets up its default
+** provider and algorithm tables, most of a millisecond; a kernel has that
+** done on a thread of its own while it binds its sockets, and waits for it
+** (slj_sign_warm_join) before the first message it signs. */
+static pthread_t warm_tid;
+static int warming;
+
+static void *warm(void *arg) {
+  (void)arg;
+  static const slj_Key key = {{'k'}, 1};
+  const char *parts[4] = {"", "", "", ""};
+  const size_t lens[4] = {0, 0, 0, 0};
+  char sig[65];
+  slj_sign(&key, parts, lens, sig);
+  return NULL;
+}
+
+void slj_sign_warm_start(void) {
+  if (!warming) warming = pthread_create(&warm_tid, NULL, warm, NULL) == 0;
+}
+
+void slj_sign_warm_join(void) {
+  if (warming) pthread_join(warm_tid, NULL);
+  warming = 0;
+}
 
 void slj_sign(const slj_Key *key, const char *parts[4], const size_t lens[4], char out[65]) {
   unsigned char mac[EVP_MAX_MD_SIZE];

@@ -65,6 +65,10 @@ const char *slj_msg_id(const slj_Msg *msg);
 void slj_sign(const slj_Key *key, const char *parts[4], const size_t lens[4], char out[65]);
 /* constant-time check of a received signature */
 int slj_verify(const slj_Key *key, const char *parts[4], const size_t lens[4], const char *sig, size_t siglen);
+/* set up OpenSSL's HMAC on a thread of its own, while the caller goes on;
+** join before the first signature to have it ready (wire.c) */
+void slj_sign_warm_start(void);
+void slj_sign_warm_join(void);
 
 void slj_uuid(char out[37]);
 void slj_iso_now(char out[40]);

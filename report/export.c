@@ -1,6 +1,6 @@
 /*
 ** export.c - the lab report from executed notebooks: Markdown with figure
-** files, then HTML (cmark-gfm) and PDF (headless Chromium printing it).
+** files, then HTML (cmark-gfm); the PDF is printed from it by pdf.c.
 **
 ** Figures are numbered across the whole report in order of appearance; a
 ** code cell's `#| label: fig-x` and `#| fig-cap: ...` name and caption its
@@ -15,25 +15,18 @@
 #include <cmark-gfm.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "client.h"
+#include "highlight.h"
 #include "inline.h"
 #include "notebook.h"
 #include "plotting/gnuplot.h"
 #include "sanitize.h"
 #include "syslab.h"
-
-extern char **environ;
 
 /* GitHub-style heading anchors: lower case, spaces to '-', punctuation dropped */
 static void slug(const char *title, char *out, size_t size) {
@@ -177,6 +170,7 @@ static int decode_base64(const char *b64, unsigned char **out, size_t *len) {
 }
 
 static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t count, char (*anchors)[256]);
+static char *sanitize_markdown(const char *md);
 
 /* First pass: number the figures so references can point forward too; a
 ** label names a figure within its own notebook. One object per notebook,
@@ -217,6 +211,7 @@ typedef struct {
   int rc;                 /* the last figure file's: 0, or -1 with err set */
   char *err;
   size_t errlen;
+  json_t *written;        /* "figures/NAME" of each figure file written */
 } Body;
 
 /* One code cell's place: what it names its figures and their caption. */
@@ -251,8 +246,17 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg, 
       free(bytes);
     }
   } else {
-    b->rc = slR_write_atomic(path, svg, strlen(svg), b->err, b->errlen);
+    /* scripts, styles and references outside the figure go (sanitize.c) */
+    char *safe = slR_sanitize_svg(svg);
+    if (!safe) {
+      snprintf(b->err, b->errlen, "%s, cell %zu: the SVG output has no <svg> element", c->nb->path, number);
+      b->rc = -1;
+    } else {
+      b->rc = slR_write_atomic(path, safe, strlen(safe), b->err, b->errlen);
+      free(safe);
+    }
   }
+  if (b->rc == 0) json_array_append_new(b->written, json_sprintf("figures/%s", name));
   if (b->rc == 0) {
     const char *cap = c->caption;
     slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*%s\n\n", b->figure, cap[0] ? ": " : "", cap, name,
@@ -385,8 +389,8 @@ static char *assemble(const char *body, const slR_Notebook *nbs, size_t count, j
   return toc.s;
 }
 
-int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, char **markdown,
-                        char *err, size_t errlen) {
+int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdir, json_t *failures, json_t *written,
+                        char **markdown, char *err, size_t errlen) {
   char figdir[4200];
   snprintf(figdir, sizeof figdir, "%s/figures", outdir);
   if (slR_mkdirs(figdir) != 0) {
@@ -394,7 +398,7 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     return -1;
   }
   json_t *labels = number_figures(nbs, count);
-  Body b = {{0}, figdir, 0, 0, err, errlen};
+  Body b = {{0}, figdir, 0, 0, err, errlen, written};
   slU_add_len(&b.t, "", 0);
   for (size_t k = 0; k < count && b.rc == 0; k++) add_notebook(&b, &nbs[k], json_array_get(labels, k));
   json_decref(labels);
@@ -402,8 +406,11 @@ int slR_export_markdown(const slR_Notebook *nbs, size_t count, const char *outdi
     free(b.t.s);
     return -1;
   }
-  *markdown = assemble(b.t.s, nbs, count, failures);
+  char *doc = assemble(b.t.s, nbs, count, failures);
   free(b.t.s);
+  /* the notebooks' raw HTML in report.md held to the HTML sanitiser's rules */
+  *markdown = sanitize_markdown(doc);
+  free(doc);
   return 0;
 }
 
@@ -483,6 +490,156 @@ static cmark_node *parse_markdown(const char *markdown, json_t *stash, cmark_par
   cmark_parser_feed(*parser, protected, strlen(protected));
   free(protected);
   return cmark_parser_finish(*parser);
+}
+
+/* One piece of raw HTML in the Markdown: [at, at + len) of the text, and
+** what replaces it. */
+typedef struct {
+  size_t at, len;
+  char *with;
+} Patch;
+
+static int patch_order(const void *a, const void *b) {
+  size_t x = ((const Patch *)a)->at, y = ((const Patch *)b)->at;
+  return x < y ? -1 : x > y;
+}
+
+/* The raw HTML that a node holds, found in the text it came from (a
+** block's lines may carry the prefixes of the list or quote it is in,
+** which its literal lacks), made safe in place: the whole literal where the
+** text holds it as it is, else line by line, else, as a last resort, every
+** '<' of the node's lines written as text. */
+static int patch_html(const char *text, const size_t *line_at, size_t nlines, cmark_node *n, Patch **patches,
+                      size_t *np, size_t *cap) {
+  const char *lit = cmark_node_get_literal(n);
+  if (!lit) return 0;
+  size_t len = strlen(lit);
+  if (cmark_node_get_type(n) == CMARK_NODE_HTML_BLOCK)
+    while (len > 0 && lit[len - 1] == '\n') len--;  /* the block's literal ends with its newline */
+  /* the last line from the literal: cmark gives a one-line block an end
+  ** line before its start */
+  int l0 = cmark_node_get_start_line(n), c0 = cmark_node_get_start_column(n), l1 = l0;
+  for (size_t i = 0; i < len; i++) l1 += lit[i] == '\n';
+  if (l0 < 1 || (size_t)l1 > nlines || c0 < 1) return -1;
+  size_t at = line_at[l0 - 1] + (size_t)c0 - 1, end_of_text = strlen(text);
+#define ADD_PATCH(A, L, W)                                                   \
+  do {                                                                       \
+    if (*np == *cap) *patches = realloc(*patches, (*cap = *cap * 2 + 16) * sizeof **patches); \
+    (*patches)[(*np)++] = (Patch){(A), (L), (W)};                            \
+  } while (0)
+  if (at + len <= end_of_text && memcmp(text + at, lit, len) == 0) {
+    char *piece = strndup(lit, len);
+    ADD_PATCH(at, len, slR_sanitize_html(piece));
+    free(piece);
+    return 0;
+  }
+  /* line by line: each line of the literal ends a line of the text */
+  int whole = 1;
+  size_t first = *np;
+  const char *line = lit;
+  for (int l = l0; l <= l1 && whole; l++) {
+    const char *eol = strchr(line, '\n');
+    size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+    size_t ls = line_at[l - 1], le = (size_t)l < nlines ? line_at[l] - 1 : end_of_text;
+    if (le > ls && text[le - 1] == '\r') le--;
+    if (le - ls < ll || memcmp(text + le - ll, line, ll) != 0) {
+      whole = 0;
+      break;
+    }
+    char *piece = strndup(line, ll);
+    ADD_PATCH(le - ll, ll, slR_sanitize_html(piece));
+    free(piece);
+    if (!eol) break;
+    line = eol + 1;
+  }
+  if (whole) return 0;
+  while (*np > first) free((*patches)[--*np].with);
+  for (size_t k = line_at[l0 - 1]; k < ((size_t)l1 < nlines ? line_at[l1] : end_of_text); k++)
+    if (text[k] == '<') ADD_PATCH(k, 1, strdup("&lt;"));
+#undef ADD_PATCH
+  return 0;
+}
+
+/* the last resort when raw HTML could not be placed: every '<' outside
+** fenced code becomes text */
+static char *escape_all_html(const char *text) {
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  int in_fence = 0;
+  for (const char *p = text; *p; p++) {
+    if ((p == text || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
+    if (*p == '<' && !in_fence) slU_add(&t, "&lt;");
+    else slU_add_len(&t, p, 1);
+  }
+  return t.s;
+}
+
+/* report.md with every piece of raw HTML (the notebooks' Markdown cells,
+** their HTML outputs) passed through the sanitiser, as report.html's body
+** is: no script, style, iframe, meta refresh or on* attribute is left for
+** a Markdown viewer to run. Math is shielded first, as for the HTML. */
+static char *sanitize_markdown(const char *md) {
+  json_t *stash = json_array();
+  char *text = protect_math(md, stash);
+  cmark_gfm_core_extensions_ensure_registered();
+  cmark_parser *parser = cmark_parser_new(CMARK_OPT_UNSAFE | CMARK_OPT_SOURCEPOS);
+  const char *exts[] = {"table", "strikethrough", "autolink"};
+  for (int i = 0; i < 3; i++) cmark_parser_attach_syntax_extension(parser, cmark_find_syntax_extension(exts[i]));
+  cmark_parser_feed(parser, text, strlen(text));
+  cmark_node *doc = cmark_parser_finish(parser);
+  size_t nlines = 1, lcap = 64;
+  size_t *line_at = malloc(lcap * sizeof *line_at);
+  line_at[0] = 0;
+  for (size_t i = 0; text[i]; i++)
+    if (text[i] == '\n' && text[i + 1]) {
+      if (nlines == lcap) line_at = realloc(line_at, (lcap *= 2) * sizeof *line_at);
+      line_at[nlines++] = i + 1;
+    }
+  Patch *patches = NULL;
+  size_t np = 0, cap = 0;
+  int lost = 0;
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *n = cmark_iter_get_node(it);
+    cmark_node_type type = cmark_node_get_type(n);
+    if (ev == CMARK_EVENT_ENTER && (type == CMARK_NODE_HTML_BLOCK || type == CMARK_NODE_HTML_INLINE))
+      lost |= patch_html(text, line_at, nlines, n, &patches, &np, &cap) != 0;
+  }
+  cmark_iter_free(it);
+  qsort(patches, np, sizeof *patches, patch_order);
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  size_t from = 0;
+  for (size_t i = 0; i < np; i++) {
+    size_t end = patches[i].at + patches[i].len;
+    if (patches[i].at >= from) {
+      slU_add_len(&t, text + from, patches[i].at - from);
+      slU_add(&t, "%s", patches[i].with);
+      from = end;
+    } else if (end > from) {  /* pieces never overlap; if they did, the rest would be text */
+      for (; from < end; from++) {
+        if (text[from] == '<') slU_add(&t, "&lt;");
+        else slU_add_len(&t, text + from, 1);
+      }
+    }
+    free(patches[i].with);
+  }
+  slU_add(&t, "%s", text + from);
+  if (lost) {
+    char *escaped = escape_all_html(t.s);
+    free(t.s);
+    t.s = escaped;
+  }
+  char *out = restore_math(t.s, stash, 0);
+  free(t.s);
+  free(patches);
+  free(line_at);
+  free(text);
+  json_decref(stash);
+  cmark_node_free(doc);
+  cmark_parser_free(parser);
+  return out;
 }
 
 /* Every heading's id, in document order, as [text, id] pairs: GitHub's rule
@@ -571,6 +728,9 @@ static const char *const css =
     "h1,h2,h3{line-height:1.2}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;page-break-before:auto}"
     "pre{background:#f6f6f6;border:1px solid #e2e2e2;padding:.6em;overflow-x:auto;white-space:pre-wrap;font-size:9pt}"
     "code{font-family:'DejaVu Sans Mono',monospace}"
+    /* the language's colours: dark enough to print, told apart without colour too */
+    ".syslab-kw{color:#7b1fa2;font-weight:bold}.syslab-cmd{color:#0b4f8a;font-weight:bold}"
+    ".syslab-str{color:#a0410d}.syslab-num{color:#1b6e20}.syslab-com{color:#5f6368;font-style:italic}"
     "table{border-collapse:collapse;margin:1em 0;font-size:8pt;max-width:100%}th,td{border:1px solid #bbb;padding:.2em .4em;overflow-wrap:anywhere}"
     "th{background:#eee}img{max-width:85%;display:block;margin:1em auto}"
     "p>em:only-child{display:block;text-align:center;font-size:.95em}"
@@ -605,6 +765,39 @@ static char *read_file(const char *path) {
   return t.s;
 }
 
+/* Each ```syslab block becomes the HTML cmark would write for it, with
+** the code coloured by the language's own lexer (highlight.c); the
+** sanitiser keeps its pre, code and span elements and their classes. */
+static void highlight_code(cmark_node *doc) {
+  cmark_node **blocks = NULL;
+  size_t n = 0, cap = 0;
+  cmark_iter *it = cmark_iter_new(doc);
+  cmark_event_type ev;
+  while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+    cmark_node *node = cmark_iter_get_node(it);
+    const char *info = cmark_node_get_fence_info(node);
+    if (ev != CMARK_EVENT_ENTER || cmark_node_get_type(node) != CMARK_NODE_CODE_BLOCK || !info ||
+        strcmp(info, "syslab") != 0)
+      continue;
+    if (n == cap) blocks = realloc(blocks, (cap = cap * 2 + 8) * sizeof *blocks);
+    blocks[n++] = node;
+  }
+  cmark_iter_free(it);
+  for (size_t i = 0; i < n; i++) {
+    const char *code = cmark_node_get_literal(blocks[i]);
+    char *coloured = slR_highlight_html(code ? code : "", code ? strlen(code) : 0);
+    slU_Text t = {0};
+    slU_add(&t, "<pre><code class=\"language-syslab\">%s</code></pre>\n", coloured);
+    cmark_node *html = cmark_node_new(CMARK_NODE_HTML_BLOCK);
+    cmark_node_set_literal(html, t.s);
+    cmark_node_replace(blocks[i], html);
+    cmark_node_free(blocks[i]);
+    free(t.s);
+    free(coloured);
+  }
+  free(blocks);
+}
+
 /* The page carries its own policy: scripts run only if their text hashes to
 ** KaTeX's or the typesetting script's, nothing is fetched, framed or
 ** embedded, and images come only from files (the sanitiser keeps those to
@@ -637,6 +830,7 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
     cmark_node_prepend_child(n, m);
   }
   cmark_iter_free(it);
+  highlight_code(doc);
   char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE, cmark_parser_get_syntax_extensions(parser));
   char *clean = slR_sanitize_html(body);
   char *with_ids = place_heading_ids(clean, ids);
@@ -669,112 +863,4 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
   cmark_node_free(doc);
   cmark_parser_free(parser);
   return rc;
-}
-
-/* ------------------------------------------------------------------- PDF */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen) {
-  const char *browser = getenv("SYSLAB_CHROMIUM");
-  if (!browser || !*browser) browser = "/usr/bin/chromium";
-  if (access(browser, X_OK) != 0) {
-    snprintf(err, errlen, "cannot make report.pdf: %s is not installed (install the Debian package chromium, or set "
-             "SYSLAB_CHROMIUM); report.md and report.html were written", browser);
-    return -1;
-  }
-  char html[4300], tmp[4300], final[4300], out_arg[4400], url[4400];
-  char abs[4096];
-  if (!realpath(outdir, abs)) {
-    snprintf(err, errlen, "cannot resolve %s: %s", outdir, strerror(errno));
-    return -1;
-  }
-  snprintf(html, sizeof html, "%s/report.html", abs);
-  snprintf(tmp, sizeof tmp, "%s/report.pdf.tmp%d", abs, (int)getpid());
-  snprintf(final, sizeof final, "%s/report.pdf", abs);
-  snprintf(out_arg, sizeof out_arg, "--print-to-pdf=%s", tmp);
-  snprintf(url, sizeof url, "file://%s", html);
-  char profile[] = "/tmp/syslab-chromium-XXXXXX";
-  if (!mkdtemp(profile)) {
-    snprintf(err, errlen, "cannot create a temporary folder: %s", strerror(errno));
-    return -1;
-  }
-  char profile_arg[128];
-  snprintf(profile_arg, sizeof profile_arg, "--user-data-dir=%s", profile);
-  /* No --allow-file-access-from-files: the page may not read files with
-  ** fetch or XHR. Chromium's sandbox stays on, except as root, where
-  ** Chromium refuses to start with it (crbug.com/638180). */
-  char *argv[12];
-  int argc = 0;
-  argv[argc++] = (char *)browser;
-  argv[argc++] = "--headless";
-  if (geteuid() == 0) argv[argc++] = "--no-sandbox";
-  argv[argc++] = "--disable-gpu";
-  argv[argc++] = "--no-pdf-header-footer";
-  argv[argc++] = "--virtual-time-budget=5000";
-  argv[argc++] = profile_arg;
-  argv[argc++] = out_arg;
-  argv[argc++] = url;
-  argv[argc] = NULL;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  /* its own process group, so a stop takes its helper processes too */
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid;
-  int rc = posix_spawn(&pid, browser, &fa, &attr, argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    snprintf(err, errlen, "cannot start %s: %s", browser, strerror(rc));
-    rmdir(profile);
-    return -1;
-  }
-  double deadline = now() + timeout;
-  int status = 0, done = 0;
-  while (!done && now() < deadline && !slR_stop_requested()) {
-    if (waitpid(pid, &status, WNOHANG) == pid) done = 1;
-    else {
-      struct timespec ts = {0, 20 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  if (!done) {
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  /* the browser's profile folder is scratch */
-  char cmd_dir[200];
-  snprintf(cmd_dir, sizeof cmd_dir, "%s", profile);
-  pid_t rm;
-  char *rm_argv[] = {"rm", "-rf", cmd_dir, NULL};
-  if (posix_spawnp(&rm, "rm", NULL, NULL, rm_argv, environ) == 0) waitpid(rm, NULL, 0);
-  FILE *f = fopen(tmp, "rb");
-  char magic[5] = "";
-  if (f) {
-    if (fread(magic, 1, 4, f) != 4) magic[0] = '\0';
-    fclose(f);
-  }
-  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(magic, "%PDF", 4) != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "%s could not print report.html to PDF%s", browser,
-             done ? "" : slR_stop_requested() ? " (stopped by a signal)" : " in time");
-    return -1;
-  }
-  if (rename(tmp, final) != 0) {
-    snprintf(err, errlen, "cannot write %s: %s", final, strerror(errno));
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
 }

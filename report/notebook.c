@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +147,30 @@ int slR_label_valid(const char *label) {
 int slR_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen) {
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
+  /* the temporary name is created here, never opened through a link or over
+  ** a file someone left there (removed first); the rename then replaces
+  ** whatever the final name was, a link included, never what it points to */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-    if (f) unlink(tmp);
+    return -1;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= (size_t)n;
+  }
+  int saved = errno;
+  if (close(fd) != 0 && left == 0) left = 1, saved = errno;
+  if (left > 0 || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", path, strerror(left > 0 ? saved : errno));
+    unlink(tmp);
     return -1;
   }
   return 0;

@@ -26,7 +26,9 @@ void slR_cell_option(const char *source, const char *key, char *out, size_t size
 /* a label may name a figure file: letters, digits, '-' and '_', 1 to 100 of them */
 int slR_label_valid(const char *label);
 
-/* writes to PATH.tmpPID and renames, so readers never see half a file */
+/* writes to PATH.tmpPID and renames, so readers never see half a file; the
+** temporary file is created anew (O_EXCL, O_NOFOLLOW) and the rename replaces
+** a link at PATH itself, so nothing is written through a symbolic link */
 int slR_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 int slR_write_json_atomic(const char *path, json_t *json, char *err, size_t errlen);
 /* mkdir -p */

@@ -17,9 +17,12 @@
 ** written before the whole run has been checked: the output folder must be
 ** named, must not be /, and must be empty or an earlier report (--force
 ** overrides the latter); figure labels must be unique in their notebook
-** and usable as file names. The previous run's report.md, report.html and
-** report.pdf are removed before anything runs, so a failed run never
-** leaves an old report looking current. SIGINT, SIGTERM and SIGHUP stop the
+** and usable as file names; a symbolic link among the folder's parts
+** (figures/, notebooks/, .cache/, the report's files) is refused, with or
+** without --force. The previous run's report.md, report.html and
+** report.pdf, and the figures its manifest (.syslab-report) lists, are
+** removed before anything runs, so a failed run never leaves an old report
+** looking current; no other file is ever deleted. SIGINT, SIGTERM and SIGHUP stop the
 ** run with its kernel shut down (see client.c), then end the process with
 ** that signal.
 **
@@ -39,6 +42,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -263,14 +267,48 @@ static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, 
 
 /* ----------------------------------------------------------- the folder */
 
+/* The files a run wrote into the report folder, one path a line under a
+** header line; the next run deletes those and nothing else. */
+#define MANIFEST ".syslab-report"
+#define MANIFEST_HEADER "# syslab report: the files the last run wrote (the next run deletes these)"
+
 /* what a report folder holds; anything else means it is someone's folder */
 static int report_entry(const char *name) {
   static const char *const names[] = {".", "..", "report.md", "report.html", "report.pdf", "figures", "notebooks",
-                                      ".cache", NULL};
+                                      ".cache", MANIFEST, NULL};
   for (int i = 0; names[i]; i++)
     if (strcmp(name, names[i]) == 0) return 1;
   /* a temporary file left by an interrupted earlier run */
-  return strncmp(name, "report.", 7) == 0 && strstr(name, ".tmp") != NULL;
+  return (strncmp(name, "report.", 7) == 0 || strncmp(name, MANIFEST ".", sizeof MANIFEST) == 0) &&
+         strstr(name, ".tmp") != NULL;
+}
+
+/* The report writes and deletes only in its own folder: a symbolic link
+** there (figures/ pointing at someone's pictures, notebooks/ at their
+** notebooks) is refused before anything is written. 0, or -1 printed. */
+static int check_links(const char *outdir) {
+  static const char *const names[] = {"report.md", "report.html", "report.pdf", "figures", "notebooks", ".cache",
+                                      MANIFEST, NULL};
+  int found = 0;
+  for (int i = 0; names[i]; i++) {
+    char path[4400], target[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      ssize_t n = readlink(path, target, sizeof target - 1);
+      target[n > 0 ? n : 0] = '\0';
+      fprintf(stderr, "syslab report: %s is a symbolic link (to %s); the report writes and deletes only in its own "
+              "folder, never through a link: remove the link, or choose another folder with -o\n", path,
+              target[0] ? target : "?");
+      found++;
+    } else if (i >= 3 && i <= 5 && !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "syslab report: %s is not a folder; a report folder's %s must be one: remove it, or choose "
+              "another folder with -o\n", path, names[i]);
+      found++;
+    }
+  }
+  return found ? -1 : 0;
 }
 
 /* 0 when the report may be written to outdir; nothing is written here */
@@ -286,6 +324,7 @@ static int check_outdir(const slR_Options *o) {
     fprintf(stderr, "syslab report: %s exists and is not a folder; -o takes a folder\n", o->outdir);
     return -1;
   }
+  if (check_links(o->outdir) != 0) return -1;  /* --force or not */
   if (o->force) return 0;
   DIR *d = opendir(o->outdir);
   if (!d) {
@@ -312,8 +351,22 @@ static int check_outdir(const slR_Options *o) {
   return -1;
 }
 
-/* the previous run's report goes before anything runs, so that a run that
-** fails cannot leave it looking like this run's; figures are rewritten */
+/* a path the manifest may name: one of the report's files, or a figure
+** (figures/NAME.png or .svg, NAME a plain file name) */
+static int manifest_path(const char *p) {
+  if (strcmp(p, "report.md") == 0 || strcmp(p, "report.html") == 0 || strcmp(p, "report.pdf") == 0) return 1;
+  if (strncmp(p, "figures/", 8) != 0) return 0;
+  const char *name = p + 8;
+  size_t n = strlen(name);
+  return n > 4 && name[0] != '.' && !strchr(name, '/') &&
+         (strcmp(name + n - 4, ".png") == 0 || strcmp(name + n - 4, ".svg") == 0);
+}
+
+/* The previous run's report goes before anything runs, so that a run that
+** fails cannot leave it looking like this run's: report.md, report.html and
+** report.pdf, and the figures its manifest lists; no other file, and never
+** through a link (unlinking a link removes the link). The manifest is then
+** emptied until this run writes its own. */
 static void remove_previous(const char *outdir) {
   static const char *const names[] = {"report.md", "report.html", "report.pdf", NULL};
   char path[4400];
@@ -321,18 +374,39 @@ static void remove_previous(const char *outdir) {
     snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
     unlink(path);
   }
+  snprintf(path, sizeof path, "%s/" MANIFEST, outdir);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  if (fd >= 0 && !f) close(fd);
+  char line[1200];
   snprintf(path, sizeof path, "%s/figures", outdir);
-  DIR *d = opendir(path);
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-    if (n > 4 && (strcmp(e->d_name + n - 4, ".png") == 0 || strcmp(e->d_name + n - 4, ".svg") == 0)) {
-      char file[4700];
-      snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-      unlink(file);
+  int figures = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (f && fgets(line, sizeof line, f) && strncmp(line, MANIFEST_HEADER, strlen(MANIFEST_HEADER)) == 0)
+    while (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\r\n")] = '\0';
+      if (!manifest_path(line) || strncmp(line, "figures/", 8) != 0 || figures < 0) continue;
+      struct stat st;
+      if (fstatat(figures, line + 8, &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+        unlinkat(figures, line + 8, 0);
     }
-  }
-  if (d) closedir(d);
+  if (f) fclose(f);
+  if (figures >= 0) close(figures);
+  char err[512];
+  snprintf(path, sizeof path, "%s/" MANIFEST, outdir);
+  slR_write_atomic(path, MANIFEST_HEADER "\n", strlen(MANIFEST_HEADER) + 1, err, sizeof err);
+}
+
+/* this run's manifest: the paths it wrote, in order */
+static void write_manifest(const char *outdir, json_t *written) {
+  slU_Text t = {0};
+  slU_add(&t, "%s\n", MANIFEST_HEADER);
+  size_t i;
+  json_t *p;
+  json_array_foreach(written, i, p) if (manifest_path(json_string_value(p))) slU_add(&t, "%s\n", json_string_value(p));
+  char path[4400], err[512];
+  snprintf(path, sizeof path, "%s/" MANIFEST, outdir);
+  if (slR_write_atomic(path, t.s, t.n, err, sizeof err) != 0) fprintf(stderr, "syslab report: %s\n", err);
+  free(t.s);
 }
 
 /* ------------------------------------------------------------- labels */
@@ -545,6 +619,7 @@ typedef struct {
   json_t **read;           /* per notebook: as read; NULL once taken (or unreadable) */
   json_t *read_errors;     /* per notebook: why it cannot be read, or null */
   json_t *failures;        /* what went wrong, for the report's notice */
+  json_t *written;         /* paths this run wrote in the folder, for its manifest */
   slR_Notebook *done;      /* the report's notebooks, in order */
   Run *runs;               /* those that run (the others come from the cache) */
   size_t ndone, nruns;
@@ -559,6 +634,7 @@ static void report_free(Report *R) {
   free(R->done);
   free(R->runs);  /* their notebooks belong to done[], or were released when they failed */
   json_decref(R->failures);
+  json_decref(R->written);
 }
 
 /* Every notebook read and its name and labels checked before anything is
@@ -593,6 +669,10 @@ static int read_notebooks(Report *R) {
 ** matches; read as any notebook is: it may have been opened and saved since. */
 static json_t *from_cache(const char *key_path, const char *key, const char *executed) {
   char old[65] = "";
+  struct stat st;
+  /* what a link in the folder points at is not this report's */
+  if (lstat(executed, &st) != 0 || !S_ISREG(st.st_mode) || lstat(key_path, &st) != 0 || !S_ISREG(st.st_mode))
+    return NULL;
   FILE *f = fopen(key_path, "r");
   if (f) {
     if (!fgets(old, sizeof old, f)) old[0] = '\0';
@@ -699,12 +779,18 @@ static int export_report(Report *R, int *md_ok, int *pdf_ok, char *md_path, size
   size_t failed_before = json_array_size(R->failures);
   int stopped = slR_stop_requested();
   if (!stopped && R->ndone > 0 &&
-      slR_export_markdown(R->done, R->ndone, o->outdir, R->failures, &md, err, sizeof err) == 0 &&
+      slR_export_markdown(R->done, R->ndone, o->outdir, R->failures, R->written, &md, err, sizeof err) == 0 &&
       slR_write_atomic(md_path, md, strlen(md), err, sizeof err) == 0) {
     *md_ok = 1;
-    if (slR_export_html(md, o->outdir, err, sizeof err) != 0) json_array_append_new(R->failures, json_string(err));
-    else if (o->pdf && !(*pdf_ok = slR_export_pdf(o->outdir, 120, err, sizeof err) == 0))
+    json_array_append_new(R->written, json_string("report.md"));
+    if (slR_export_html(md, o->outdir, err, sizeof err) != 0) {
       json_array_append_new(R->failures, json_string(err));
+    } else {
+      json_array_append_new(R->written, json_string("report.html"));
+      if (o->pdf && !(*pdf_ok = slR_export_pdf(o->outdir, 120, err, sizeof err) == 0))
+        json_array_append_new(R->failures, json_string(err));
+      if (*pdf_ok) json_array_append_new(R->written, json_string("report.pdf"));
+    }
   } else if (!stopped && R->ndone > 0) {
     json_array_append_new(R->failures, json_string(err));
   }
@@ -737,7 +823,7 @@ int slR_report(const slR_Options *o) {
   double start = now();
   if (sl_job_size() > 1 && sl_job_rank() != 0) return serve_rank(o);
   if (check_outdir(o) != 0) return 2;
-  Report R = {.o = o, .failures = json_array()};
+  Report R = {.o = o, .failures = json_array(), .written = json_array()};
   int refused = read_notebooks(&R);
   if (refused) {
     fprintf(stderr, "syslab report: nothing was run; fix the %s above first\n", refused == 1 ? "problem" : "problems");
@@ -768,6 +854,7 @@ int slR_report(const slR_Options *o) {
   int md_ok, pdf_ok;
   char md_path[4200];
   int stopped = export_report(&R, &md_ok, &pdf_ok, md_path, sizeof md_path);
+  write_manifest(o->outdir, R.written);
   size_t nfail = json_array_size(R.failures), nerr = nfail + cell_errors;
   char kept_going[96] = "";
   if (cell_errors)

@@ -346,3 +346,294 @@ char *slR_sanitize_html(const char *html) {
   }
   return t.s;
 }
+
+/* ------------------------------------------------------------------ SVG */
+
+/* An SVG figure goes from a notebook's output to figures/NAME.svg, which
+** whoever reads the report may open (a browser opening the file from the
+** disk runs its scripts). So it is rebuilt from an allow-list too: drawing elements with presentation attributes;
+** no script, style, foreignObject, animation, image or filter; references
+** only to the figure's own ids (href="#id", url(#id)); no DOCTYPE (whose
+** entities could name files), comments or processing instructions. Text
+** keeps only the five XML entities and numeric references. */
+
+static const char *const svg_elements[] = {
+    "svg", "g", "defs", "title", "desc", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text",
+    "tspan", "textPath", "linearGradient", "radialGradient", "stop", "clipPath", "mask", "pattern", "marker",
+    "symbol", "use", "switch", NULL};
+
+/* dropped with their content (compared without case) */
+static const char *const svg_dropped[] = {
+    "script", "style", "foreignObject", "iframe", "object", "embed", "audio", "video", "canvas", "image", "feImage",
+    "filter", "set", "animate", "animateMotion", "animateTransform", "animateColor", "mpath", "handler", "listener",
+    "discard", "metadata", "font", "font-face", "cursor", "view", "html", "body", "head", "meta", "link", "base",
+    "template", "math", NULL};
+
+static const char *const svg_attrs[] = {
+    "id", "class", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "ry", "fx", "fy", "width", "height", "d",
+    "points", "transform", "viewBox", "preserveAspectRatio", "version", "fill", "fill-opacity", "fill-rule",
+    "stroke", "stroke-width", "stroke-opacity", "stroke-dasharray", "stroke-dashoffset", "stroke-linecap",
+    "stroke-linejoin", "stroke-miterlimit", "opacity", "color", "visibility", "display", "font-family",
+    "font-size", "font-weight", "font-style", "font-variant", "text-anchor", "dominant-baseline",
+    "alignment-baseline", "baseline-shift", "letter-spacing", "word-spacing", "text-decoration", "dx", "dy",
+    "rotate", "textLength", "lengthAdjust", "offset", "stop-color", "stop-opacity", "gradientUnits",
+    "gradientTransform", "spreadMethod", "clip-path", "clip-rule", "clipPathUnits", "mask", "maskUnits",
+    "maskContentUnits", "marker-start", "marker-mid", "marker-end", "markerWidth", "markerHeight", "markerUnits",
+    "refX", "refY", "orient", "patternUnits", "patternContentUnits", "patternTransform", "vector-effect",
+    "shape-rendering", "text-rendering", "image-rendering", "overflow", "xml:space", "style", "href",
+    "xlink:href", "xmlns", "xmlns:xlink", "startOffset", "method", "spacing", "side", "pathLength", NULL};
+
+static int in_list_nocase(const char *const *list, const char *s) {
+  for (; *list; list++)
+    if (strcasecmp(*list, s) == 0) return 1;
+  return 0;
+}
+
+/* "#name": a reference to the figure's own element */
+static int local_ref(const char *v) {
+  while (isspace((unsigned char)*v)) v++;
+  if (*v != '#' || !v[1]) return 0;
+  for (v++; *v && !isspace((unsigned char)*v); v++)
+    if (!isalnum((unsigned char)*v) && *v != '-' && *v != '_' && *v != '.' && *v != ':') return 0;
+  while (isspace((unsigned char)*v)) v++;
+  return *v == '\0';
+}
+
+/* a value may name a paint server or clip of the figure, url(#id), and
+** nothing outside it */
+static int svg_value_allowed(const char *name, const char *value) {
+  if (strcmp(name, "href") == 0 || strcmp(name, "xlink:href") == 0) return local_ref(value);
+  if (strcmp(name, "xmlns") == 0) return strcmp(value, "http://www.w3.org/2000/svg") == 0;
+  if (strcmp(name, "xmlns:xlink") == 0) return strcmp(value, "http://www.w3.org/1999/xlink") == 0;
+  if (strcmp(name, "style") == 0) return style_allowed(value);
+  char *u = url_view(value);
+  int ok = 1;
+  for (const char *p = strstr(u, "url"); p && ok; p = strstr(p + 3, "url")) {
+    const char *q = p + 3;
+    if (*q != '(') continue;
+    const char *close = strchr(q, ')');
+    if (!close || q[1] != '#') {
+      ok = 0;
+      break;
+    }
+    char ref[256];
+    snprintf(ref, sizeof ref, "%.*s", (int)(close - q - 1 < 255 ? close - q - 1 : 255), q + 1);
+    ok = local_ref(ref);
+  }
+  /* no scheme anywhere (javascript:, data:, file:) and no escapes */
+  if (ok && (strstr(u, "javascript:") || strstr(u, "data:") || strstr(u, "file:") || strstr(u, "\\") ||
+             strstr(u, "expression")))
+    ok = 0;
+  free(u);
+  return ok;
+}
+
+/* XML text as it is, except that an '&' must start one of the five XML
+** entities or a numeric reference (anything else, an entity the dropped
+** DOCTYPE declared included, is written as text) */
+static void add_xml_text(slU_Text *t, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '<') {
+      slU_add(t, "&lt;");
+    } else if (s[i] == '&') {
+      size_t j = i + 1;
+      int ok = 0;
+      if (j < n && s[j] == '#') {
+        j++;
+        int hex = j < n && (s[j] == 'x' || s[j] == 'X');
+        if (hex) j++;
+        size_t d = j;
+        while (j < n && (hex ? isxdigit((unsigned char)s[j]) : isdigit((unsigned char)s[j]))) j++;
+        ok = j > d && j < n && s[j] == ';';
+      } else {
+        static const char *const xml_entities[] = {"amp;", "lt;", "gt;", "quot;", "apos;", NULL};
+        for (int e = 0; xml_entities[e] && !ok; e++)
+          ok = n - j >= strlen(xml_entities[e]) && strncmp(s + j, xml_entities[e], strlen(xml_entities[e])) == 0;
+      }
+      slU_add(t, ok ? "&" : "&amp;");
+    } else {
+      slU_add_len(t, s + i, 1);
+    }
+  }
+}
+
+/* the attributes of an SVG tag, spanning [p, end), that the list allows */
+static void add_svg_attributes(slU_Text *t, const char *p, const char *end) {
+  while (p < end) {
+    while (p < end && (isspace((unsigned char)*p) || *p == '/')) p++;
+    const char *n0 = p;
+    while (p < end && !isspace((unsigned char)*p) && *p != '=' && *p != '/') p++;
+    size_t nlen = (size_t)(p - n0);
+    if (nlen == 0) {
+      if (p < end) p++;
+      continue;
+    }
+    char name[40];
+    snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), n0);
+    while (p < end && isspace((unsigned char)*p)) p++;
+    if (p >= end || *p != '=') continue;  /* XML has no attribute without a value */
+    p++;
+    while (p < end && isspace((unsigned char)*p)) p++;
+    if (p >= end || (*p != '"' && *p != '\'')) {
+      while (p < end && !isspace((unsigned char)*p)) p++;
+      continue;
+    }
+    char q = *p++;
+    const char *v0 = p;
+    while (p < end && *p != q) p++;
+    const char *v1 = p;
+    if (p < end) p++;
+    if (nlen >= sizeof name || !in_list(svg_attrs, name)) continue;
+    char *value = decode(v0, (size_t)(v1 - v0));
+    if (svg_value_allowed(name, value)) {
+      slU_add(t, " %s=\"", name);
+      add_escaped(t, value);
+      slU_add(t, "\"");
+    }
+    free(value);
+  }
+}
+
+/* past the element whose start tag ended just before p: its end tag, with
+** nested elements of the same name counted */
+static const char *skip_svg_element(const char *p, const char *name) {
+  size_t len = strlen(name);
+  int depth = 1;
+  while (*p) {
+    if (strncmp(p, "<![CDATA[", 9) == 0) {
+      const char *e = strstr(p + 9, "]]>");
+      p = e ? e + 3 : p + strlen(p);
+      continue;
+    }
+    if (strncmp(p, "<!--", 4) == 0) {
+      const char *e = strstr(p + 4, "-->");
+      p = e ? e + 3 : p + strlen(p);
+      continue;
+    }
+    if (*p != '<') {
+      p++;
+      continue;
+    }
+    int closing = p[1] == '/';
+    const char *n = p + 1 + closing;
+    const char *e = tag_end(p);
+    if (!e) return p + strlen(p);
+    if (strncasecmp(n, name, len) == 0 && !name_char(n[len]) && n[len] != '.') {
+      if (closing) depth--;
+      else if (e[-1] != '/') depth++;
+    }
+    p = e + 1;
+    if (depth == 0) return p;
+  }
+  return p;
+}
+
+char *slR_sanitize_svg(const char *svg) {
+  slU_Text t = {0};
+  slU_add_len(&t, "", 0);
+  const char *p = svg;
+  /* the open elements, so that every end tag written matches its start tag */
+  const char *open[256];
+  int depth = 0, seen_root = 0;
+  while (*p) {
+    if (*p != '<') {
+      const char *lt = strchr(p, '<');
+      size_t n = lt ? (size_t)(lt - p) : strlen(p);
+      if (depth > 0) add_xml_text(&t, p, n);  /* text outside the root is dropped */
+      p += n;
+      continue;
+    }
+    if (strncmp(p, "<!--", 4) == 0) {
+      const char *e = strstr(p + 4, "-->");
+      p = e ? e + 3 : p + strlen(p);
+      continue;
+    }
+    if (strncmp(p, "<![CDATA[", 9) == 0) {
+      const char *e = strstr(p + 9, "]]>");
+      size_t n = e ? (size_t)(e - p - 9) : strlen(p + 9);
+      if (depth > 0)
+        for (size_t i = 0; i < n; i++) {
+          char c[2] = {p[9 + i], 0};
+          if (c[0] == '&') slU_add(&t, "&amp;");
+          else if (c[0] == '<') slU_add(&t, "&lt;");
+          else if (c[0] == '>') slU_add(&t, "&gt;");
+          else slU_add_len(&t, c, 1);
+        }
+      p = e ? e + 3 : p + strlen(p);
+      continue;
+    }
+    if (strncasecmp(p, "<!DOCTYPE", 9) == 0) {  /* with its internal subset, if any */
+      const char *e = tag_end(p), *subset = strchr(p, '[');
+      if (subset && e && subset < e) {
+        const char *close = strstr(subset, "]");
+        while (close && (close = strchr(close, ']')) != NULL) {
+          const char *q = close + 1;
+          while (isspace((unsigned char)*q)) q++;
+          if (*q == '>') {
+            e = q;
+            break;
+          }
+          close++;
+        }
+        if (!close) e = NULL;
+      }
+      p = e ? e + 1 : p + strlen(p);
+      continue;
+    }
+    if (p[1] == '?' || p[1] == '!') {  /* processing instructions, other declarations */
+      const char *e = tag_end(p);
+      p = e ? e + 1 : p + strlen(p);
+      continue;
+    }
+    int closing = p[1] == '/';
+    const char *n0 = p + 1 + closing, *e = tag_end(p);
+    if (!e || !isalpha((unsigned char)*n0)) {  /* not a tag: the rest is not SVG */
+      break;
+    }
+    const char *n1 = n0;
+    while (name_char(*n1) || *n1 == '.') n1++;
+    char name[40];
+    size_t nlen = (size_t)(n1 - n0);
+    snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), n0);
+    int empty = e[-1] == '/';
+    p = e + 1;
+    if (nlen >= sizeof name) continue;
+    if (in_list_nocase(svg_dropped, name)) {
+      if (!closing && !empty) p = skip_svg_element(p, name);
+      continue;
+    }
+    /* the root is the first element, and it is an svg */
+    if (!seen_root && (closing || strcmp(name, "svg") != 0)) continue;
+    if (!in_list(svg_elements, name)) continue;  /* the tag goes, its content stays */
+    if (closing) {
+      int at = depth - 1;
+      while (at >= 0 && strcmp(open[at], name) != 0) at--;
+      if (at < 0) continue;  /* an end tag of nothing open */
+      while (depth > at) slU_add(&t, "</%s>", open[--depth]);
+      if (depth == 0) break;  /* the end of the root: nothing after it */
+      continue;
+    }
+    if (!empty && depth == (int)(sizeof open / sizeof *open)) continue;  /* deeper than any figure needs */
+    seen_root = 1;
+    slU_add(&t, "<%s", name);
+    add_svg_attributes(&t, n1, empty ? e - 1 : e);
+    if (empty) {
+      slU_add(&t, "/>");
+      if (depth == 0) break;
+    } else {
+      slU_add(&t, ">");
+      for (int k = 0; svg_elements[k]; k++)
+        if (strcmp(svg_elements[k], name) == 0) open[depth++] = svg_elements[k];
+    }
+  }
+  /* what is still open is closed, so the file is well formed */
+  while (depth > 0) slU_add(&t, "</%s>", open[--depth]);
+  if (!seen_root) {
+    free(t.s);
+    return NULL;
+  }
+  slU_Text out = {0};
+  slU_add(&out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n%s\n", t.s);
+  free(t.s);
+  return out.s;
+}

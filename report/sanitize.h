@@ -8,5 +8,10 @@
 /* the HTML with scripts, frames, embedded objects, event handlers and URLs
 ** reaching outside the report's folder removed; caller frees */
 char *slR_sanitize_html(const char *html);
+/* an SVG figure rebuilt from an allow-list of drawing elements and
+** attributes: no script, style, foreignObject, animation, image, DOCTYPE or
+** reference outside the figure; NULL when no <svg> element is left;
+** caller frees */
+char *slR_sanitize_svg(const char *svg);
 
 #endif

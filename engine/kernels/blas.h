@@ -1,5 +1,6 @@
 /*
-** blas.h - OpenBLAS's kernel choice for this CPU (blas.c).
+** blas.h - OpenBLAS, loaded on first use, and its kernel choice for this
+** CPU (blas.c).
 */
 #ifndef SYSLAB_BLAS_H
 #define SYSLAB_BLAS_H
@@ -13,5 +14,9 @@ void slK_blas_init(void);
 void slK_blas_threads(int n);
 /* the kernels in use, e.g. "SkylakeX" */
 const char *slK_blas_core(void);
+/* cblas_sgemm, row-major, on the calling thread (and OpenBLAS's own threads
+** when slK_blas_threads asked for them); loads OpenBLAS the first time */
+void slK_blas_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc);
 
 #endif

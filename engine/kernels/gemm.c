@@ -28,7 +28,6 @@
 ** The blocked driver also serves the MXINT8 linear layer: its B operand
 ** can be packed MXINT8 weights, decoded into the panel as they are packed.
 */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,23 +76,17 @@ typedef struct {
   float *C;
 } Pieces;
 
-static void openblas(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                     float beta, float *C, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
-              B, ldb, beta, C, ldc);
-}
-
 static void split_piece(void *ctx, int piece, int worker) {
   const Pieces *s = ctx;
   int at = piece * s->chunk, len = (s->rows ? s->M : s->N) - at;
   if (len > s->chunk) len = s->chunk;
   if (len <= 0) return;
   if (s->rows)   /* rows at..at+len of op(A) and C */
-    openblas(s->ta, s->tb, len, s->N, s->K, s->alpha, s->A + (s->ta ? at : (long)at * s->lda), s->lda, s->B, s->ldb,
-             s->beta, s->C + (long)at * s->ldc, s->ldc);
+    slK_blas_sgemm(s->ta, s->tb, len, s->N, s->K, s->alpha, s->A + (s->ta ? at : (long)at * s->lda), s->lda, s->B,
+                   s->ldb, s->beta, s->C + (long)at * s->ldc, s->ldc);
   else   /* columns at..at+len of op(B) and C */
-    openblas(s->ta, s->tb, s->M, len, s->K, s->alpha, s->A, s->lda, s->B + (s->tb ? (long)at * s->ldb : at), s->ldb,
-             s->beta, s->C + at, s->ldc);
+    slK_blas_sgemm(s->ta, s->tb, s->M, len, s->K, s->alpha, s->A, s->lda, s->B + (s->tb ? (long)at * s->ldb : at),
+                   s->ldb, s->beta, s->C + at, s->ldc);
   (void)worker;
 }
 
@@ -102,7 +95,7 @@ void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const
   slK_blas_init();   /* OpenBLAS's kernels for this CPU, on one thread, once (blas.c) */
   int t = slK_team_size(), rows = M >= N, len = rows ? M : N;
   if (t < 2 || (double)M * N * K <= SPLIT_MIN || len < 32) {
-    openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    slK_blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   int chunk = (len + t - 1) / t;
@@ -242,7 +235,7 @@ void slK_sgemm_with(slK_GemmImpl impl, int trans_a, int trans_b, int M, int N, i
                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
   if (impl == SLK_GEMM_OPENBLAS) {   /* on OpenBLAS's own threads, for comparison */
     slK_blas_threads(slK_threads());
-    openblas(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    slK_blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     slK_blas_threads(1);
     return;
   }

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
 
 #include "blas.h"
 #include "cuda/gpu.h"
@@ -78,7 +77,7 @@ static double sgemm_rate(slK_GemmImpl impl, int threads_one) {
   double best = 1e30;
   for (int r = 0; r < 6; r++) {
     double t0 = slK_now(NULL);
-    if (threads_one) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    if (threads_one) slK_blas_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     else slK_sgemm_with(impl, SLK_N, SLK_N, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     double t = slK_now(NULL) - t0;
     if (t < best) best = t;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syslab.h"
+
 static const struct {
   const char *word;
   int type;
@@ -281,4 +283,47 @@ int sl_parse_number(const char *s, double *out) {
   if (ok && out) *out = s[0] == '-' ? -t.number : t.number;
   slX_token_free(&t);
   return ok;
+}
+
+/* what the lexer skipped between two tokens: blanks and line
+** continuations (text), and comments from '#' to the end of the line */
+static void gap_pieces(const char *code, size_t from, size_t to,
+                       void (*piece)(void *ud, sl_LexClass cls, size_t at, size_t n), void *ud) {
+  while (from < to) {
+    const char *hash = memchr(code + from, '#', to - from);
+    size_t c = hash ? (size_t)(hash - code) : to;
+    if (c > from) piece(ud, SL_LEX_TEXT, from, c - from);
+    if (c == to) return;
+    const char *eol = memchr(code + c, '\n', to - c);
+    size_t e = eol ? (size_t)(eol - code) : to;
+    piece(ud, SL_LEX_COMMENT, c, e - c);
+    from = e;
+  }
+}
+
+void sl_lex_pieces(const char *code, size_t len, void (*piece)(void *ud, sl_LexClass cls, size_t at, size_t n),
+                   void *ud) {
+  slX_Lexer L;
+  slX_init(&L, code, len);
+  size_t done = 0;
+  for (;;) {
+    size_t before = L.pos;
+    slX_Token t = slX_next(&L);
+    if (t.offset > done) gap_pieces(code, done, t.offset, piece, ud);
+    if (t.type == TK_EOF || (L.pos == before && t.len == 0)) {
+      slX_token_free(&t);
+      break;
+    }
+    sl_LexClass cls = SL_LEX_OPERATOR;
+    if (t.type == TK_NUMBER) cls = SL_LEX_NUMBER;
+    else if (t.type == TK_STRING) cls = SL_LEX_STRING;
+    else if (t.type == TK_NAME) cls = SL_LEX_NAME;
+    else if (t.type >= TK_IF && t.type <= TK_STEP) cls = SL_LEX_KEYWORD;
+    else if (t.type == TK_NEWLINE) cls = SL_LEX_TEXT;
+    else if (t.type == TK_ERROR) cls = t.len && (t.start[0] == '"' || t.start[0] == '\'') ? SL_LEX_STRING : SL_LEX_TEXT;
+    if (t.len) piece(ud, cls, t.offset, t.len);
+    done = t.offset + t.len;
+    slX_token_free(&t);
+  }
+  if (done < len) gap_pieces(code, done, len, piece, ud);
 }

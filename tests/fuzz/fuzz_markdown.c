@@ -90,10 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   slR_Notebook nb = {.path = input, .stem = "nb"};
   nb.nb = slR_notebook_read(input, err, sizeof err);
   if (!nb.nb) return 0;
-  json_t *failures = json_array();
+  json_t *failures = json_array(), *written = json_array();
   char *md = NULL;
   err[0] = '\0';
-  if (slR_export_markdown(&nb, 1, dir, failures, &md, err, sizeof err) == 0) {
+  if (slR_export_markdown(&nb, 1, dir, failures, written, &md, err, sizeof err) == 0) {
     if (!md) abort();
     if (slR_export_html(md, dir, err, sizeof err) == 0) {
       char *page = read_all(html);
@@ -110,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(md);
   clean_figures();
   json_decref(failures);
+  json_decref(written);
   json_decref(nb.nb);
   return 0;
 }

@@ -99,3 +99,25 @@ def test_figure_names_keep_the_cell_number_when_parameters_are_injected(tmp_path
         r = syslab("report", str(nb), "-o", str(out), "--no-pdf", *args, timeout=300)
         assert r.returncode == 0, r.stderr
         assert [p.name for p in (out / "figures").iterdir()] == ["fig-cell2.png"], args
+
+
+def test_help_explains_a_command_of_the_language():
+    """`syslab help train` prints what `help train` prints inside (the
+    registry's help text); before, it was "unknown command"."""
+    r = syslab("help", "train")
+    assert r.returncode == 0, r.stderr
+    inside = syslab("run", "-", input="help train\n")
+    assert inside.returncode == 0, inside.stderr
+    assert r.stdout == inside.stdout
+    assert r.stdout.startswith("train model data")
+    assert "Arguments:" in r.stdout and "epochs" in r.stdout
+    # a subcommand keeps its own help, and the usage says both are answered
+    assert syslab("help", "run").stdout.startswith("usage: syslab run")
+    assert "`syslab help NAME` also explains a command of the language" in syslab("help").stdout
+    # a name that is neither: the language's suggestion, exit status 2
+    typo = syslab("help", "trian")
+    assert typo.returncode == 2
+    assert "neither a subcommand of syslab nor a command of the language" in typo.stderr
+    assert "did you mean 'train'?" in typo.stderr
+    odd = syslab("help", "train; print 1")
+    assert odd.returncode == 2 and "1\n" not in odd.stdout

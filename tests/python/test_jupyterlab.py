@@ -87,12 +87,26 @@ def test_lab0_runs_in_jupyterlab(jupyterlab):
             }}""", timeout=180000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab-lab0.png"), full_page=True)
+        # the editor colours the language with the mode the kernel names
+        # (Ruby's): the constant true (plain text in Python's mode) and
+        # strings stand out from plain text
+        colours = page.evaluate(
+            """() => {
+              const spans = [...document.querySelectorAll('.jp-CodeCell .cm-line span')];
+              const of = word => spans.find(s => s.textContent === word);
+              const plain = getComputedStyle(document.querySelector('.jp-CodeCell .cm-line')).color;
+              return {plain, true: of('true') && getComputedStyle(of('true')).color,
+                      string: (spans.find(s => s.textContent.startsWith('"')) || null) &&
+                              getComputedStyle(spans.find(s => s.textContent.startsWith('"'))).color};
+            }""")
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
         images = page.locator(".jp-OutputArea-output img").count()
         tables = page.locator(".jp-OutputArea-output table").count()
         text = page.locator(".jp-Notebook").inner_text()
         browser.close()
     assert errors == 0, text[-2000:]
+    assert colours["true"] and colours["true"] != colours["plain"], colours
+    assert colours["string"] and colours["string"] != colours["plain"], colours
     assert images >= 1
     assert tables >= 4
     assert "identical: true" in text

@@ -98,3 +98,46 @@ def test_systems_notebook_runs_with_its_tables_and_figures():
     assert "OOM" in oom and "OK" in oom
     fused = "".join(o.get("text", "") for o in cells["fuse"].outputs)
     assert "attention blocks (FlashAttention-2)" in fused
+
+
+HIGHLIGHT_CODE = """# the language's shapes, as nbconvert colours them
+data = dataset synthetic train=200 test=50 features=8 classes=2 seed=1
+done = false
+for i in 1..3 step 2 { print "i = #" i }  # a '#' in a string is no comment
+if not done and data != nil { note = 'ok' } else { note = "no" }
+x = 2.5e-3 ** 2
+train?
+"""
+
+
+def test_nbconvert_html_highlights_the_language(tmp_path):
+    """nbconvert's HTML exporter, with the language_info the kernel gives,
+    colours syslab sensibly: no error tokens (Python's lexer marked the `?`
+    of `train?`, the help syntax, as an error) and the language's keywords,
+    true/false/nil included, as keywords; and every code cell of the
+    project's notebooks lexes without an error token."""
+    from nbconvert import HTMLExporter
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Error
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(HIGHLIGHT_CODE)]
+    NotebookClient(nb, timeout=60, kernel_name="syslab", allow_errors=True).execute()
+    info = nb.metadata.language_info
+    assert info.name == "syslab"
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    code = html[html.index('<div class="highlight'):]
+    code = code[:code.index("</pre>")]
+    assert 'class="err"' not in code, code
+    for word in ("for", "in", "if", "not", "and", "else"):
+        assert f'<span class="k">{word}</span>' in code or f'<span class="ow">{word}</span>' in code, (word, code)
+    for const in ("false", "nil"):
+        assert f'<span class="kp">{const}</span>' in code or f'<span class="kc">{const}</span>' in code, (const, code)
+    assert '<span class="c1"># a ' in code and '<span class="s2">"i = #"</span>' in code, code
+    assert '<span class="mi">200</span>' in code and '<span class="o">**</span>' in code, code
+    lexer = get_lexer_by_name(info.pygments_lexer)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                bad = [v for t, v in lexer.get_tokens(cell.source) if t in Error]
+                assert not bad, (path.name, cell.source, bad)

@@ -218,6 +218,81 @@ def test_missing_tools_are_named(tmp_path):
     assert "cell 4" in r.stderr
 
 
+def coloured_pixels(pdf):
+    """pixels of the PDF's first page, drawn at 40 dpi, in the code's
+    colours: red, orange, green or purple, not grey and not a link's blue"""
+    ppm = subprocess.run(["pdftoppm", "-r", "40", "-f", "1", "-l", "1", str(pdf)], capture_output=True,
+                         check=True).stdout
+    fields = ppm.split(maxsplit=4)  # P6, width, height, maxval, pixels
+    assert fields[0] == b"P6"
+    pixels = fields[4]
+    count = 0
+    for i in range(0, len(pixels) - 2, 3):
+        r, g, b = pixels[i], pixels[i + 1], pixels[i + 2]
+        count += r - b > 40 or g - b > 40 or r - g > 60
+    return count
+
+
+def test_code_is_highlighted(tmp_path):
+    """Code in report.html and the PDF is coloured by the language's own
+    lexer: keywords, the registry's commands, strings, numbers, comments
+    (before, it was one colour)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Colours"),
+                nbformat.v4.new_code_cell('for i in 1..3 { print "i is" i }  # three lines\nok = not false')]
+    path = tmp_path / "colours.ipynb"
+    nbformat.write(nb, path)
+    r = report(str(path), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    code = page[page.index('<pre><code class="language-syslab">'):]
+    code = code[:code.index("</code></pre>")]
+    for piece in ('<span class="syslab-kw">for</span>', '<span class="syslab-kw">in</span>',
+                  '<span class="syslab-num">1</span>..<span class="syslab-num">3</span>',
+                  '<span class="syslab-cmd">print</span>', '<span class="syslab-str">&quot;i is&quot;</span>',
+                  '<span class="syslab-com"># three lines</span>', '<span class="syslab-kw">false</span>'):
+        assert piece in code, (piece, code)
+    assert ".syslab-kw{" in page and ".syslab-com{" in page  # the style sheet colours them
+    text = subprocess.run(["pdftotext", str(tmp_path / "out" / "report.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert 'for i in 1..3 { print "i is" i }' in text and "# three lines" in text and "ok = not false" in text
+    assert coloured_pixels(tmp_path / "out" / "report.pdf") > 10  # none before: the code was black
+
+
+def test_pdf_failure_gives_the_reason(tmp_path):
+    """When Chromium prints nothing the error says why: its exit status or
+    signal and its last line on stderr; before, only "could not print"."""
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\necho 'starting up' >&2\necho '[123:FATAL:memory.cc] Out of memory.' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    r = report(str(SECOND_NB), "-o", str(tmp_path / "out"), env=dict(os.environ, SYSLAB_CHROMIUM=str(fake)))
+    assert r.returncode == 1
+    assert ("could not print report.html to PDF: it exited with status 3; its last message: "
+            "[123:FATAL:memory.cc] Out of memory.") in r.stderr, r.stderr
+    fake.write_text("#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n")
+    r = report(str(SECOND_NB), "-o", str(tmp_path / "out2"), env=dict(os.environ, SYSLAB_CHROMIUM=str(fake)))
+    assert r.returncode == 1
+    assert "it was killed by signal 11 (Segmentation fault); its last message: about to crash" in r.stderr, r.stderr
+    assert (tmp_path / "out2" / "report.md").exists() and not (tmp_path / "out2" / "report.pdf").exists()
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/chromium", os.X_OK), reason="needs Chromium")
+def test_pdf_under_a_memory_limit_names_the_limit(tmp_path):
+    """Chromium reserves tens of GiB of address space and dies of a signal
+    under any `ulimit -v`: the error names the signal and the limit."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    r = subprocess.run([SYSLAB_BIN, "report", str(SECOND_NB), "-o", str(tmp_path / "out")], capture_output=True,
+                       text=True, timeout=300, preexec_fn=limit)
+    if r.returncode == 0:
+        pytest.skip("this Chromium printed under a 4 GiB address-space limit")
+    assert "could not print report.html to PDF: it was killed by signal" in r.stderr, r.stderr
+    assert "ulimit -v 4194304 KiB" in r.stderr and "--no-pdf" in r.stderr, r.stderr
+
+
 def test_cached_notebook_saved_again_by_jupyter(tmp_path):
     """An executed notebook opened and saved in Jupyter stores its outputs'
     text as lists of lines; taken from the cache, it must give the same report

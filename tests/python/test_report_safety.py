@@ -4,6 +4,8 @@ labels cannot collide, and no kernel or connection file outlives the run."""
 import html.parser
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,6 +114,20 @@ Math still works: $\\alpha^2 + \\beta$ and $$\\frac{{\\gamma}}{{2}}$$
 """
 
 
+HOSTILE_SVG = ("<?xml version='1.0'?><!DOCTYPE svg [<!ENTITY xxe SYSTEM 'file://{canary}'>]>"
+               "<svg xmlns='http://www.w3.org/2000/svg' xmlns:xlink='http://www.w3.org/1999/xlink' width='40' "
+               "height='40' onload='alert(1)'><script>alert('SVGFIG')</script>"
+               "<style>circle {{ fill: url(file://{canary}) }}</style>"
+               "<foreignObject width='9' height='9'><iframe src='file:///etc/passwd'/></foreignObject>"
+               "<image xlink:href='file://{canary}' width='10' height='10'/>"
+               "<defs><linearGradient id='g'><stop offset='0' stop-color='red'/></linearGradient></defs>"
+               "<a xlink:href='javascript:alert(2)'><circle cx='10' cy='10' r='8' fill='url(#g)' "
+               "onclick='alert(3)'/></a><use href='file:///tmp/x.svg#a'/><use xlink:href='#g'/>"
+               "<text x='1' y='30' style='fill: url(data:x)'>&xxe; T&amp;C</text>"
+               "<set attributeName='href' to='javascript:alert(4)'/><animate attributeName='x' values='1;2'/>"
+               "<rect width='5' height='5' fill='url(http://evil/x.svg#p)'/></svg>")
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
@@ -123,6 +139,7 @@ def hostile(tmp_path_factory):
     nb = notebook(tmp / "hostile.ipynb", [
         ("markdown", HOSTILE_MD.format(canary=canary)),
         ("code", f'html "{html_out}"'),
+        ("code", f'svg "{HOSTILE_SVG.format(canary=canary)}"'),
     ])
     out = tmp / "out"
     r = report(str(nb), "-o", str(out))
@@ -153,7 +170,8 @@ def test_notebook_scripts_never_run(hostile):
     for banned in ("iframe", "object", "embed", "base", "svg", "frame", "form"):
         assert banned not in tags, banned
     # images keep only sources inside the report's folder
-    assert {dict(a).get("src") for t, a in elements.seen if t == "img"} == {None, "x", "missing.png"}
+    assert {dict(a).get("src") for t, a in elements.seen if t == "img"} == {None, "x", "missing.png",
+                                                                            "figures/hostile-cell3.svg"}
     for tag, attrs in elements.seen:
         for name, value in attrs:
             assert not name.startswith("on"), (tag, name)
@@ -164,6 +182,44 @@ def test_notebook_scripts_never_run(hostile):
     assert page.lower().count("<script") == 2  # KaTeX and the typesetting script, nothing from the notebook
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert "file:///usr/share/pixmaps" not in page  # images only from the report's folder
+
+
+def test_report_md_holds_no_active_html(hostile):
+    """report.md's raw HTML follows the sanitiser's rules, as report.html
+    does: no <script>, <style>, <iframe>, <meta http-equiv=refresh> or on*
+    attribute left for a Markdown viewer (before, they were kept verbatim)."""
+    out, secret, _ = hostile
+    md = (out / "report.md").read_text()
+    prose = re.sub(r"```.*?```", "", md, flags=re.S)  # code is shown as code
+    for banned in (r"<script", r"<style", r"<iframe", r"<meta", r"<object", r"<embed", r"<link", r"<base",
+                   r"<svg", r"\son\w+\s*=", r"javascript:", r"file:"):
+        assert not re.search(banned, prose, re.I), (banned, prose)
+    assert "from a cell" in prose and "a link" in prose and "# Hostile notebook" in prose
+    assert "$\\alpha^2 + \\beta$" in prose  # math untouched
+    assert '<img src="missing.png">' in prose
+
+
+def test_svg_figures_are_inert(hostile):
+    """An SVG figure keeps its drawing and loses scripts, styles,
+    foreignObject, images, animations, DOCTYPE entities and every reference
+    outside the figure (before, it was written verbatim)."""
+    import xml.etree.ElementTree as ET
+
+    out, secret, passwd_first = hostile
+    svg = (out / "figures" / "hostile-cell3.svg").read_text()
+    for banned in ("script", "style", "foreignObject", "iframe", "image", "DOCTYPE", "ENTITY", "onload", "onclick",
+                   "javascript", "file:", "http://evil", "data:", "<set", "<animate", "<a ", "SVGFIG", secret,
+                   passwd_first):
+        assert banned not in svg, (banned, svg)
+    root = ET.fromstring(svg.encode())  # well formed
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    circle = root.find(".//{http://www.w3.org/2000/svg}circle")
+    assert circle is not None and circle.get("fill") == "url(#g)" and circle.get("r") == "8"
+    uses = root.findall(".//{http://www.w3.org/2000/svg}use")
+    hrefs = [u.get("{http://www.w3.org/1999/xlink}href") or u.get("href") for u in uses]
+    assert hrefs == [None, "#g"]  # the reference to another file is gone
+    text = root.find(".//{http://www.w3.org/2000/svg}text")
+    assert text.text == "&xxe; T&C" and text.get("style") is None
 
 
 def test_math_is_still_typeset(hostile):
@@ -279,6 +335,65 @@ def test_failed_run_leaves_no_old_report(tmp_path):
     md = (out / "report.md").read_text()
     assert "**Incomplete report:**" in md and "broken.ipynb: not valid JSON" in md
     assert r.stdout.splitlines() == [str(out / "report.md")]
+
+
+FIGURE = "svg \"<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'><circle cx='10' cy='10' r='8'/></svg>\""
+
+
+@pytest.mark.parametrize("part", ["figures", "notebooks", ".cache"])
+def test_a_symlink_in_the_folder_is_refused(tmp_path, part):
+    """An earlier report whose figures/ (or notebooks/, .cache/) is a link
+    to someone's folder: nothing there is deleted or overwritten, with or
+    without --force; before, every PNG and SVG in the link's target went and
+    a notebook there was overwritten."""
+    nb = notebook(tmp_path / "nb.ipynb", [("code", FIGURE)])
+    out = tmp_path / "out"
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for name in ("holiday.png", "drawing.svg", "nb.ipynb", "nb.key", "nb-cell1.svg"):
+        (victim / name).write_text("someone's " + name)
+    shutil.rmtree(out / part)
+    (out / part).symlink_to(victim)
+    for force in ([], ["--force"]):
+        r = report(str(nb), "-o", str(out), "--no-pdf", *force)
+        assert r.returncode == 2, r.stderr
+        assert f"{out / part} is a symbolic link (to {victim})" in r.stderr, r.stderr
+        assert "never through a link" in r.stderr
+        assert sorted(p.name for p in victim.iterdir()) == sorted(
+            ["holiday.png", "drawing.svg", "nb.ipynb", "nb.key", "nb-cell1.svg"])
+        for p in victim.iterdir():
+            assert p.read_text() == "someone's " + p.name
+    assert r.stdout == ""
+
+
+def test_only_files_the_report_wrote_are_deleted(tmp_path):
+    """The previous run's figures go, as its manifest lists them; a picture
+    someone put in figures/ stays (before, every PNG and SVG there went)."""
+    nb = notebook(tmp_path / "nb.ipynb", [("code", FIGURE)])
+    other = notebook(tmp_path / "other.ipynb", [("code", 'print "no figure"')])
+    out = tmp_path / "out"
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    assert (out / "figures" / "nb-cell1.svg").exists()
+    (out / "figures" / "mine.png").write_bytes(b"\x89PNG mine")
+    (out / "figures" / "mine.svg").write_text("<svg/>")
+    r = report(str(other), "-o", str(out), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    assert not (out / "figures" / "nb-cell1.svg").exists()
+    assert (out / "figures" / "mine.png").read_bytes() == b"\x89PNG mine"
+    assert (out / "figures" / "mine.svg").read_text() == "<svg/>"
+    assert (out / ".syslab-report").read_text().splitlines()[1:] == ["report.md", "report.html"]
+    assert report(str(nb), "-o", str(out), "--no-pdf").returncode == 0
+    manifest = (out / ".syslab-report").read_text().splitlines()
+    assert manifest[1:] == ["figures/nb-cell1.svg", "report.md", "report.html"], manifest
+    # a manifest naming paths outside the report's own files is not obeyed
+    (out / "keep.txt").write_text("kept")
+    (out / ".syslab-report").write_text((out / ".syslab-report").read_text().splitlines()[0] +
+                                        "\n../victim.png\nfigures/../keep.txt\nkeep.txt\nfigures/mine.png/\n")
+    (tmp_path / "victim.png").write_text("outside")
+    assert report(str(other), "-o", str(out), "--no-pdf", "--force").returncode == 0
+    assert (out / "keep.txt").read_text() == "kept" and (tmp_path / "victim.png").read_text() == "outside"
+    assert (out / "figures" / "mine.png").exists()
 
 
 # ------------------------------------------------------------ labels
