@@ -608,7 +608,7 @@ static char *sanitize_markdown(const char *md) {
       lost |= patch_html(text, line_at, nlines, n, &patches, &np, &cap) != 0;
   }
   cmark_iter_free(it);
-  qsort(patches, np, sizeof *patches, patch_order);
+  if (np > 0) qsort(patches, np, sizeof *patches, patch_order);   /* patches is NULL when there are none */
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
   size_t from = 0;
