@@ -484,14 +484,7 @@ static void bwd_job(void *ctx, int job, int worker) {
     pack_lanes(dOp + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
     pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
     pack_cols8(dOp + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
-    for (int j = 0; j < nqp; j++) {
-      const float *orow = O + (long)(q0 + j) * a->q_row, *grow = dO + (long)(q0 + j) * a->q_row;
-      double D = 0;
-      if (j < qn)
-        for (int f = 0; f < d; f++) D += (double)orow[f] * grow[f];
-      w->dd[j] = (float)D;
-      w->lse[j] = j < qn ? L[q0 + j] * (float)M_LOG2E : INFINITY;   /* base 2; padded queries get P = 0 */
-    }
+    backward_rows(a, O, dO, L, q0, qn, nqp, w->dd, w->lse);
     memset(w->dqt, 0, sizeof(float) * (size_t)np * d8 * LANES);
     int kend = a->nk;
     if (a->causal && q0 + qn < kend) kend = q0 + qn;

@@ -280,14 +280,7 @@ static void bwd_job(void *ctx, int job, int worker) {
     pack_lanes(L, dOt, a->q_row, qn, d, w->dot);
     pack_cols(L, Qt, a->q_row, qn, d, w->qa);
     pack_cols(L, dOt, a->q_row, qn, d, w->doa);
-    for (int j = 0; j < nqp; j++) {   /* D = rowsum(dO O) from the float32 values */
-      const float *orow = O + (long)(q0 + j) * a->q_row, *grow = dO + (long)(q0 + j) * a->q_row;
-      double D = 0;
-      if (j < qn)
-        for (int f = 0; f < d; f++) D += (double)orow[f] * grow[f];
-      w->dd[j] = (float)D;
-      w->lse[j] = j < qn ? Lse[q0 + j] * (float)M_LOG2E : INFINITY;   /* base 2; padded queries get P = 0 */
-    }
+    backward_rows(a, O, dO, Lse, q0, qn, nqp, w->dd, w->lse);
     memset(w->dqt, 0, sizeof(float) * (size_t)np * d8 * LANES);
     int kend = a->nk;
     if (a->causal && q0 + qn < kend) kend = q0 + qn;

@@ -82,4 +82,19 @@ static inline void store_rows(const slK_Attn *a, int bh, int q0, int qn, const f
   }
 }
 
+
+/* the backward's per-query numbers for a tile of qn queries (nqp padded):
+** D = rowsum(dO O) from the float32 values, in double, and the row's
+** logsumexp in base 2; padded queries get an infinite one, so P = 0 */
+static inline void backward_rows(const slK_Attn *a, const float *O, const float *dO, const float *L, int q0, int qn,
+                                 int nqp, float *dd, float *lse) {
+  for (int j = 0; j < nqp; j++) {
+    const float *orow = O + (long)(q0 + j) * a->q_row, *grow = dO + (long)(q0 + j) * a->q_row;
+    double D = 0;
+    if (j < qn)
+      for (int f = 0; f < a->dim; f++) D += (double)orow[f] * grow[f];
+    dd[j] = (float)D;
+    lse[j] = j < qn ? L[q0 + j] * (float)M_LOG2E : INFINITY;
+  }
+}
 #endif
