@@ -196,6 +196,13 @@ static void add_escaped(slU_Text *t, const char *s) {
   }
 }
 
+/* ` name="value"`, the value escaped */
+static void add_attribute(slU_Text *t, const char *name, const char *value) {
+  slU_add(t, " %s=\"", name);
+  add_escaped(t, value);
+  slU_add(t, "\"");
+}
+
 static int name_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_' || c == ':'; }
 
 /* the end of the tag starting at p ('<'), honouring quoted attribute
@@ -250,11 +257,7 @@ static void add_attributes(slU_Text *t, const char *tag, const char *p, const ch
     int ok = 1;
     if (strcmp(name, "href") == 0 || strcmp(name, "src") == 0) ok = url_allowed(tag, name, value);
     else if (strcmp(name, "style") == 0) ok = style_allowed(value);
-    if (ok) {
-      slU_add(t, " %s=\"", name);
-      add_escaped(t, value);
-      slU_add(t, "\"");
-    }
+    if (ok) add_attribute(t, name, value);
     free(value);
   }
 }
@@ -485,11 +488,7 @@ static void add_svg_attributes(slU_Text *t, const char *p, const char *end) {
     if (p < end) p++;
     if (nlen >= sizeof name || !in_list(svg_attrs, name)) continue;
     char *value = decode(v0, (size_t)(v1 - v0));
-    if (svg_value_allowed(name, value)) {
-      slU_add(t, " %s=\"", name);
-      add_escaped(t, value);
-      slU_add(t, "\"");
-    }
+    if (svg_value_allowed(name, value)) add_attribute(t, name, value);
     free(value);
   }
 }
