@@ -168,6 +168,22 @@ static void handle_control(slj_Kernel *K, slj_Msg *req) {
   slj_publish_status(K, push, req, "idle");
 }
 
+/* one waiting request from a socket, verified and handled; a message that
+** fails its checks is logged and dropped; -1 when the socket itself failed */
+static int serve_one(slj_Kernel *K, void *socket, const char *name, void (*handle)(slj_Kernel *, slj_Msg *)) {
+  slj_Msg req;
+  char err[256];
+  slj_Status st = slj_recv(socket, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
+  if (st == SLJ_OK) {
+    handle(K, &req);
+    slj_msg_free(&req);
+  } else if (st != SLJ_NOTHING) {
+    slj_log("%s: %s", name, err);
+    if (st == SLJ_SOCKET_ERROR) return -1;
+  }
+  return 0;
+}
+
 static void *control_thread(void *arg) {
   slj_Kernel *K = arg;
   while (!atomic_load(&K->stopping)) {
@@ -196,16 +212,7 @@ static void *control_thread(void *arg) {
       break;
     }
     if (rc == 0) continue;
-    slj_Msg req;
-    char err[256];
-    slj_Status st = slj_recv(K->control, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
-    if (st == SLJ_OK) {
-      handle_control(K, &req);
-      slj_msg_free(&req);
-    } else if (st != SLJ_NOTHING) {
-      slj_log("control: %s", err);
-      if (st == SLJ_SOCKET_ERROR) break;
-    }
+    if (serve_one(K, K->control, "control", handle_control) != 0) break;
   }
   return NULL;
 }
@@ -317,15 +324,7 @@ int slj_kernel_run(const char *path) {
       break;
     }
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
-    slj_Msg req;
-    slj_Status st = slj_recv(K->shell, &K->conn.key, ZMQ_DONTWAIT, &req, err, sizeof err);
-    if (st == SLJ_OK) {
-      slj_handle_shell(K, &req);
-      slj_msg_free(&req);
-    } else if (st != SLJ_NOTHING) {
-      slj_log("shell: %s", err);
-      if (st == SLJ_SOCKET_ERROR) break;
-    }
+    if (serve_one(K, K->shell, "shell", slj_handle_shell) != 0) break;
   }
 
   atomic_store(&K->stopping, 1);

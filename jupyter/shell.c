@@ -391,12 +391,20 @@ static int execute(slj_Kernel *K, slj_Msg *req) {
 
 /* ----------------------------------------------------- the other requests */
 
-static void complete(slj_Kernel *K, slj_Msg *req) {
+/* a completion or inspection request's code and cursor (in code points, as
+** the protocol counts them; a missing or negative cursor is the end) */
+static const char *code_and_cursor(const slj_Msg *req, size_t *cp) {
   const char *code = json_string_value(json_object_get(req->content, "code"));
   json_t *pos = json_object_get(req->content, "cursor_pos");
   if (!code) code = "";
-  size_t cp = json_is_integer(pos) && json_integer_value(pos) >= 0 ? (size_t)json_integer_value(pos)
-                                                                     : codepoints_from_bytes(code, strlen(code));
+  *cp = json_is_integer(pos) && json_integer_value(pos) >= 0 ? (size_t)json_integer_value(pos)
+                                                             : codepoints_from_bytes(code, strlen(code));
+  return code;
+}
+
+static void complete(slj_Kernel *K, slj_Msg *req) {
+  size_t cp;
+  const char *code = code_and_cursor(req, &cp);
   size_t cursor = bytes_from_codepoints(code, cp);
   sl_Completion c;
   sl_complete(K->S, code, cursor, &c);
@@ -410,11 +418,8 @@ static void complete(slj_Kernel *K, slj_Msg *req) {
 }
 
 static void inspect(slj_Kernel *K, slj_Msg *req) {
-  const char *code = json_string_value(json_object_get(req->content, "code"));
-  json_t *pos = json_object_get(req->content, "cursor_pos");
-  if (!code) code = "";
-  size_t cp = json_is_integer(pos) && json_integer_value(pos) >= 0 ? (size_t)json_integer_value(pos)
-                                                                     : codepoints_from_bytes(code, strlen(code));
+  size_t cp;
+  const char *code = code_and_cursor(req, &cp);
   int detail = (int)json_integer_value(json_object_get(req->content, "detail_level"));
   sl_Bundle b;
   int found = sl_inspect(K->S, code, bytes_from_codepoints(code, cp), detail, &b);
