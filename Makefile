@@ -6,6 +6,10 @@
 #                 the fuzz corpora and fuzz each target for 30 s
 #   make fuzz     fuzz each target for FUZZ_SECONDS (default 600), two at a time
 #   make bench    build and run the quick benchmarks (docs/performance.md)
+#   make gpu-check OUT=DIR   on a machine with an NVIDIA GPU: build with CUDA, run the GPU
+#                 tests (also under compute-sanitizer) and benchmarks, results into DIR
+#   make gpu-deps download the Debian packages gpu-check needs where they are missing
+#                 (docs/gpu.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -23,7 +27,7 @@ APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libs
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
   openmpi-bin libopenmpi-dev clang libclang-rt-dev
 
-.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-deps clean
 
 all: build
 
@@ -111,6 +115,15 @@ bench: kernelspec
 	$(BUILD)/bench_plot 10
 	$(VENV)/bin/python bench/kernel_bench.py --starts 5 --executes 100
 	$(VENV)/bin/python bench/search_bench.py --runs 1 --trials 100
+
+# The GPU side (docs/gpu.md). gpu-check needs no apt: on the CUDA machine the
+# libraries come from the system or from .gpu-deps/, which gpu-deps fills here.
+GPU_OUT ?= $(if $(OUT),$(OUT),out/gpu-check)
+gpu-check:
+	sh bench/gpu_check.sh $(GPU_OUT)
+
+gpu-deps: build
+	sh bench/gpu_deps.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -21,7 +21,7 @@ int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int ca
                           const float *v, float *o, float *lse, char *err, size_t errlen) {
   return fail(err, errlen);
 }
-int slG_attention_backward(int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
+int slG_attention_backward(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
                            const float *v, const float *o, const float *dout, const float *lse, float *dq, float *dk,
                            float *dv, char *err, size_t errlen) {
   return fail(err, errlen);
@@ -35,5 +35,7 @@ void *slG_case_new(int kind, int size, int batch, int heads, int dim, int causal
   return NULL;
 }
 double slG_case_run(void *c) { return -1; }
+const char *slG_case_error(void) { return none; }
+size_t slG_case_bytes(void *c) { return 0; }
 void slG_case_free(void *c) {}
 int slG_machine(double *sgemm_gflops, double *copy_gbs) { return -1; }

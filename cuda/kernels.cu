@@ -25,6 +25,9 @@
 **                     4 x 4 piece of S and of O; row max and sum are reduced
 **                     across the 16 threads of a row with warp shuffles;
 **                     only L is written besides O
+**     naive backward  P from the naive forward, four cuBLAS products (dV,
+**                     dP, dQ, dK) and one kernel for dS = P o (dP - D): the
+**                     reference the fused backward is timed against
 **     fused backward  a block owns 64 keys (dK, dV in registers), walks the
 **                     query tiles, recomputes P = exp(S - L), and adds its
 **                     part of dQ with atomicAdd; D = rowsum(dO O) first
@@ -446,6 +449,40 @@ static int fused_bwd_launch(int bh, int n, int causal, const float *q, const flo
   return 0;
 }
 
+/* dS = P o (dP - D) scale, in place over dP, one row per block (the naive backward) */
+__global__ void attention_naive_ds(const float *P, float *dP, const float *Dv, int n, float scale) {
+  long row = blockIdx.x;
+  const float *p = P + row * n;
+  float *g = dP + row * n, d = Dv[row];
+  for (int k = threadIdx.x; k < n; k += blockDim.x) g[k] = p[k] * (g[k] - d) * scale;
+}
+
+/* The naive backward: P from the naive forward (S holds it), then four
+** cuBLAS products and one elementwise kernel, every N x N array in global
+** memory: dV = P^T dO, dP = dO V^T, dS = P o (dP - D) / sqrt(d), dQ = dS K,
+** dK = dS^T Q, with D = rowsum(dO o O). The row-major products are written
+** as their column-major transposes, as in attention_naive_launch. */
+static int attention_naive_bwd_launch(int bh, int n, int dim, const float *q, const float *k, const float *v,
+                                      const float *o, const float *dout, const float *P, float *dP, float *Dv,
+                                      float *dq, float *dk, float *dv, char *err, size_t errlen) {
+  if (cublas_open(err, errlen) != 0) return -1;
+  float one = 1.0f, zero = 0.0f;
+  long long sx = (long long)n * dim, ss = (long long)n * n;
+  long rows = (long)bh * n;
+  attention_rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout, o, Dv, rows);
+  int rc = blas.batched(blas.handle, OP_N, OP_T, dim, n, n, &one, dout, dim, sx, P, n, ss, &zero, dv, dim, sx, bh);
+  rc |= blas.batched(blas.handle, OP_T, OP_N, n, n, dim, &one, v, dim, sx, dout, dim, sx, &zero, dP, n, ss, bh);
+  attention_naive_ds<<<(unsigned)rows, 256>>>(P, dP, Dv, n, 1.0f / sqrtf((float)dim));
+  rc |= blas.batched(blas.handle, OP_N, OP_N, dim, n, n, &one, k, dim, sx, dP, n, ss, &zero, dq, dim, sx, bh);
+  rc |= blas.batched(blas.handle, OP_N, OP_T, dim, n, n, &one, q, dim, sx, dP, n, ss, &zero, dk, dim, sx, bh);
+  cudaError_t e = cudaGetLastError();
+  if (rc != 0 || e != cudaSuccess) {
+    snprintf(err, errlen, "naive attention backward: %s", rc ? "a cuBLAS product failed" : cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+
 static int check_dim(int dim, char *err, size_t errlen) {
   if (dim == D) return 0;
   snprintf(err, errlen, "the CUDA attention kernels are built for dim = %d, got %d", D, dim);
@@ -481,13 +518,14 @@ fail:
   return rc;
 }
 
-extern "C" int slG_attention_backward(int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
-                                      const float *v, const float *o, const float *dout, const float *lse, float *dq,
-                                      float *dk, float *dv, char *err, size_t errlen) {
+extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
+                                      const float *k, const float *v, const float *o, const float *dout,
+                                      const float *lse, float *dq, float *dk, float *dv, char *err, size_t errlen) {
   if (check_dim(dim, err, errlen)) return -1;
   int bh = batch * heads, rc = -1;
   size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
-  float *b[11] = {NULL};
+  size_t ss = sizeof(float) * (size_t)bh * n * n;
+  float *b[11] = {NULL}, *S = NULL, *dP = NULL;
   for (int i = 0; i < 11; i++) CK(cudaMalloc(&b[i], i >= 9 ? sl : sx));
   CK(cudaMemcpy(b[0], q, sx, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(b[1], k, sx, cudaMemcpyHostToDevice));
@@ -495,8 +533,18 @@ extern "C" int slG_attention_backward(int batch, int heads, int n, int dim, int 
   CK(cudaMemcpy(b[3], o, sx, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(b[4], dout, sx, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(b[9], lse, sl, cudaMemcpyHostToDevice));
-  if (fused_bwd_launch(bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], b[5], b[6], b[7], err, errlen) != 0)
+  if (impl == SLG_ATTN_NAIVE) {
+    /* P again from the naive forward (its O and L land in scratch, b[8] and b[10]; D overwrites L in b[9]) */
+    CK(cudaMalloc(&S, ss));
+    CK(cudaMalloc(&dP, ss));
+    if (attention_naive_launch(bh, n, dim, causal, b[0], b[1], b[2], b[8], b[10], S, err, errlen) != 0 ||
+        attention_naive_bwd_launch(bh, n, dim, b[0], b[1], b[2], b[3], b[4], S, dP, b[9], b[5], b[6], b[7], err,
+                                   errlen) != 0)
+      goto fail;
+  } else if (fused_bwd_launch(bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], b[5], b[6], b[7], err,
+                              errlen) != 0) {
     goto fail;
+  }
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(dq, b[5], sx, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(dk, b[6], sx, cudaMemcpyDeviceToHost));
@@ -504,6 +552,7 @@ extern "C" int slG_attention_backward(int batch, int heads, int n, int dim, int 
   rc = 0;
 fail:
   for (int i = 0; i < 11; i++) cudaFree(b[i]);
+  cudaFree(S), cudaFree(dP);
   return rc;
 }
 
@@ -564,10 +613,13 @@ fail:
 
 typedef struct {
   int kind, n, bh, dim, causal;
-  float *x[10];
+  float *x[11];
   void *raw[3];
+  size_t bytes; /* device memory of the case: what the `bench` table reports as peak_mib */
   cudaEvent_t start, stop;
 } Case;
+
+static char case_error[256]; /* why the last slG_case_run failed */
 
 __global__ void fill_kernel(float *x, size_t n, unsigned seed) {
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -577,9 +629,10 @@ __global__ void fill_kernel(float *x, size_t n, unsigned seed) {
   x[i] = (float)(z & 0xFFFF) / 32768.0f - 1.0f;
 }
 
-static float *dev_fill(size_t n, unsigned seed) {
+static float *dev_fill(Case *c, size_t n, unsigned seed) {
   float *p = NULL;
   if (cudaMalloc(&p, n * sizeof(float) + 64) != cudaSuccess) return NULL;
+  c->bytes += n * sizeof(float) + 64;
   fill_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p, n, seed);
   return p;
 }
@@ -587,7 +640,7 @@ static float *dev_fill(size_t n, unsigned seed) {
 extern "C" void slG_case_free(void *p) {
   Case *c = (Case *)p;
   if (!c) return;
-  for (int i = 0; i < 10; i++) cudaFree(c->x[i]);
+  for (int i = 0; i < 11; i++) cudaFree(c->x[i]);
   for (int i = 0; i < 3; i++) cudaFree(c->raw[i]);
   if (c->start) cudaEventDestroy(c->start);
   if (c->stop) cudaEventDestroy(c->stop);
@@ -604,27 +657,33 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
   switch (kind) {
     case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT:
       if (kind >= SLG_GEMM_CUBLAS && cublas_open(err, errlen) != 0) goto fail;
-      ok = (c->x[0] = dev_fill(nn, 1)) && (c->x[1] = dev_fill(nn, 2)) && (c->x[2] = dev_fill(nn, 0));
+      ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0));
       break;
-    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN:
+    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_NAIVE_TRAIN: {
+      int naive = kind == SLG_ATTN_NAIVE || kind == SLG_ATTN_NAIVE_TRAIN;
+      int train = kind == SLG_ATTN_FUSED_TRAIN || kind == SLG_ATTN_NAIVE_TRAIN;
       if (check_dim(dim, err, errlen)) goto fail;
-      if (kind == SLG_ATTN_NAIVE && cublas_open(err, errlen) != 0) goto fail;
-      ok = (c->x[0] = dev_fill(nx, 1)) && (c->x[1] = dev_fill(nx, 2)) && (c->x[2] = dev_fill(nx, 3)) &&
-           (c->x[3] = dev_fill(nx, 0)) && (c->x[4] = dev_fill(nl, 0));
-      if (ok && kind == SLG_ATTN_NAIVE) ok = (c->x[5] = dev_fill((size_t)c->bh * nn, 0)) != NULL;
-      if (ok && kind == SLG_ATTN_FUSED_TRAIN)
-        ok = (c->x[5] = dev_fill(nx, 4)) && (c->x[6] = dev_fill(nx, 0)) && (c->x[7] = dev_fill(nx, 0)) &&
-             (c->x[8] = dev_fill(nx, 0)) && (c->x[9] = dev_fill(nl, 0));
+      if (naive && cublas_open(err, errlen) != 0) goto fail;
+      /* x: 0-2 Q K V, 3 O, 4 L; 5 dO, 6-8 dQ dK dV, 9 D; 10 and raw scores: the naive version's N x N arrays */
+      ok = (c->x[0] = dev_fill(c, nx, 1)) && (c->x[1] = dev_fill(c, nx, 2)) && (c->x[2] = dev_fill(c, nx, 3)) &&
+           (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0));
+      if (ok && naive) ok = (c->x[10] = dev_fill(c, (size_t)c->bh * nn, 0)) != NULL;
+      if (ok && train)
+        ok = (c->x[5] = dev_fill(c, nx, 4)) && (c->x[6] = dev_fill(c, nx, 0)) && (c->x[7] = dev_fill(c, nx, 0)) &&
+             (c->x[8] = dev_fill(c, nx, 0)) && (c->x[9] = dev_fill(c, nl, 0));
+      if (ok && naive && train) ok = (c->raw[0] = dev_fill(c, (size_t)c->bh * nn, 0)) != NULL;
       break;
+    }
     case SLG_MXINT8_DEQUANT:
       CK(cudaMalloc(&c->raw[0], n + 16));
       CK(cudaMalloc(&c->raw[1], n / 32 + 1));
       CK(cudaMalloc(&c->raw[2], 2 * n + 32));
+      c->bytes = n + 16 + n / 32 + 1 + 2 * n + 32;
       CK(cudaMemset(c->raw[0], 37, n));
       CK(cudaMemset(c->raw[1], 120, n / 32 + 1));
       break;
     case SLG_COPY:
-      ok = (c->x[0] = dev_fill(n, 1)) && (c->x[1] = dev_fill(n, 0));
+      ok = (c->x[0] = dev_fill(c, n, 1)) && (c->x[1] = dev_fill(c, n, 0));
       break;
     default:
       snprintf(err, errlen, "unknown GPU kernel %d", kind);
@@ -645,29 +704,36 @@ extern "C" double slG_case_run(void *p) {
   Case *c = (Case *)p;
   char err[256];
   size_t errlen = sizeof err;
-  int n = c->n;
+  int n = c->n, rc = 0;
   float ms = -1;
+  err[0] = 0;
   cudaDeviceSynchronize();
   cudaEventRecord(c->start);
   switch (c->kind) {
     case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS:
-      gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
+      rc = gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
       break;
     case SLG_GEMM_CUBLAS_DIRECT: {
       float one = 1.0f, zero = 0.0f;
-      blas.sgemm(blas.handle, OP_N, OP_N, n, n, n, &one, c->x[1], n, c->x[0], n, &zero, c->x[2], n);
+      if (blas.sgemm(blas.handle, OP_N, OP_N, n, n, n, &one, c->x[1], n, c->x[0], n, &zero, c->x[2], n) != 0)
+        rc = -1, snprintf(err, errlen, "cublasSgemm failed");
       break;
     }
-    case SLG_ATTN_NAIVE:
-      attention_naive_launch(c->bh, n, c->dim, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], c->x[5], err, errlen);
+    case SLG_ATTN_NAIVE: case SLG_ATTN_NAIVE_TRAIN:
+      rc = attention_naive_launch(c->bh, n, c->dim, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], c->x[10],
+                                  err, errlen);
+      if (rc == 0 && c->kind == SLG_ATTN_NAIVE_TRAIN)
+        rc = attention_naive_bwd_launch(c->bh, n, c->dim, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[10],
+                                        (float *)c->raw[0], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     case SLG_ATTN_FUSED:
-      fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+      rc = fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
       break;
     case SLG_ATTN_FUSED_TRAIN:
-      fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
-      fused_bwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4], c->x[9], c->x[6],
-                       c->x[7], c->x[8], err, errlen);
+      rc = fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+      if (rc == 0)
+        rc = fused_bwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4], c->x[9],
+                              c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     case SLG_MXINT8_DEQUANT:
       mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>((const signed char *)c->raw[0],
@@ -679,10 +745,20 @@ extern "C" double slG_case_run(void *p) {
       break;
   }
   cudaEventRecord(c->stop);
-  cudaEventSynchronize(c->stop);
+  cudaError_t e = cudaEventSynchronize(c->stop);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  /* a failed launch takes no time: report it instead of a time */
+  if (rc != 0 || e != cudaSuccess) {
+    snprintf(case_error, sizeof case_error, "%s", rc != 0 ? err : cudaGetErrorString(e));
+    cudaGetLastError();
+    return NAN;
+  }
   cudaEventElapsedTime(&ms, c->start, c->stop);
   return ms / 1e3;
 }
+
+extern "C" const char *slG_case_error(void) { return case_error; }
+extern "C" size_t slG_case_bytes(void *p) { return p ? ((Case *)p)->bytes : 0; }
 
 extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
   char err[256];
@@ -691,7 +767,7 @@ extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
   void *g = slG_case_new(SLG_GEMM_CUBLAS, n, 1, 1, 64, 0, err, sizeof err);
   void *cp = slG_case_new(SLG_COPY, words, 1, 1, 64, 0, err, sizeof err);
   double best_g = 1e30, best_c = 1e30;
-  for (int r = 0; r < 5; r++) {
+  for (int r = 0; r < 5; r++) { /* fmin drops a NaN (a failed run) */
     if (g) best_g = fmin(best_g, slG_case_run(g));
     if (cp) best_c = fmin(best_c, slG_case_run(cp));
   }

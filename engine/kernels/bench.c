@@ -402,6 +402,7 @@ GPU_SETUP(setup_g5, 24)
 GPU_SETUP(setup_g6, 25)
 GPU_SETUP(setup_g7, 26)
 GPU_SETUP(setup_g8, 27)
+GPU_SETUP(setup_g9, 28)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -469,6 +470,8 @@ static const slK_Bench benches[] = {
    mx_bf16_bytes},
   {"copy_cuda", "gpu", "memory", MX_SIZE, "device-to-device cudaMemcpy of n float32", setup_g8, gpu_run, case_free, copy_flops,
    gcopy_bytes},
+  {"attention_cuda_naive_train", "gpu", "attention", ATTN_SIZE, "naive forward and backward: cuBLAS products, N x N arrays",
+   setup_g9, gpu_run, case_free, attn_flops_train, attn_bytes_naive_train},
   {NULL},
 };
 
@@ -502,10 +505,18 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   ** within one repetition and reports nothing */
   int stopped = 0;
   for (int i = 0; i < warmup && !(stopped = sl_interrupted()); i++) b->run(c);
-  for (int i = 0; i < reps && !stopped; i++) {
+  int failed = 0;
+  for (int i = 0; i < reps && !stopped && !failed; i++) {
     double t0 = clock(clock_ud), own = b->run(c), t1 = clock(clock_ud);
+    failed = own != own; /* a GPU launch failed: NaN, never a time */
     t[i] = own >= 0 ? own : t1 - t0;
     stopped = sl_interrupted();
+  }
+  if (failed) {
+    b->teardown(c);
+    free(t);
+    snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, size, slG_case_error());
+    return -1;
   }
   if (stopped) {
     b->teardown(c);
@@ -513,7 +524,8 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
     snprintf(err, errlen, "interrupted");
     return SLK_BENCH_INTERRUPTED;
   }
-  out->peak_bytes = slK_mem_peak() - base;
+  /* a GPU case's memory is on the device */
+  out->peak_bytes = c->gpu ? slG_case_bytes(c->gpu) : slK_mem_peak() - base;
   out->rss_peak = slK_rss_peak();
   b->teardown(c);
   slK_stats(t, reps, &out->t);

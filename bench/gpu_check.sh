@@ -1,0 +1,143 @@
+#!/bin/sh
+# gpu_check.sh - build with CUDA, test and benchmark everything CUDA, into one folder.
+#
+#   make gpu-check OUT=DIR      (or: sh bench/gpu_check.sh DIR)
+#
+# On a machine with an NVIDIA GPU and the CUDA toolkit (nvcc, CMake). The
+# project's Debian libraries (ZeroMQ, jansson, OpenBLAS, cmark-gfm,
+# gnuplot and what they need) are taken from the system when it has them;
+# on a machine without them, `make gpu-deps` run on a Debian 12 machine
+# first downloads them into .gpu-deps/, and this script unpacks them into
+# a prefix inside the build folder (docs/gpu.md). What DIR receives, at
+# most eight files:
+#   summary.md   the machine, the tests' verdicts, every figure and ratio (bench/gpu_summary.py)
+#   machine.txt  GPU, driver, CUDA, clocks, compiler, PyTorch
+#   build.log    configure and build
+#   tests.log    the kernel tests (CPU and GPU versions), then the GPU tests under
+#                compute-sanitizer memcheck and racecheck (smaller shapes)
+#   bench.log    bench/gpu.sl's tables and PyTorch's rows, as printed
+#   bench.tar.gz the tables as CSV (syslab's and PyTorch's)
+#   lab4.tar.gz  `syslab report notebooks/lab4.ipynb` run here (report.md, figures, notebook)
+# The exit status is 0 only if the build and every test passed.
+set -u
+out=${1:?usage: gpu_check.sh OUT}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${GPU_BUILD:-$root/build-gpu}
+mkdir -p "$out" "$build" || exit 1
+out=$(cd "$out" && pwd)
+status=0
+note() { echo "== $*" | tee -a "$out/summary.head"; }
+: >"$out/summary.head"
+
+# --- the machine
+{
+  date -u '+%Y-%m-%d %H:%M UTC'
+  uname -srm
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,power.limit \
+    --format=csv 2>&1
+  nvidia-smi 2>&1 | grep -m1 "CUDA Version"
+  nvcc --version 2>&1 | tail -n 2
+  cmake --version 2>&1 | head -n 1
+  cc --version 2>&1 | head -n 1
+  python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1
+  grep -m1 "model name" /proc/cpuinfo
+  nproc
+} >"$out/machine.txt"
+
+# --- carried Debian packages, unpacked into a prefix
+cmake_args=""
+if [ -d "$root/.gpu-deps" ] && ls "$root"/.gpu-deps/*.deb >/dev/null 2>&1; then
+  prefix=$build/prefix
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for deb in "$root"/.gpu-deps/*.deb; do dpkg-deb -x "$deb" "$prefix" || exit 1; done
+  lib=$prefix/usr/lib/x86_64-linux-gnu
+  # the .pc files name /usr: point them at the prefix; private requirements
+  # only matter to static linking, and their packages are not carried
+  # (OpenBLAS's .pc is reached on Debian through the alternatives system, not unpacked here)
+  pcdirs="$lib/pkgconfig:$lib/openblas-pthread/pkgconfig:$prefix/usr/share/pkgconfig"
+  for pc in "$lib"/pkgconfig/*.pc "$lib"/openblas-pthread/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i -e "s|=/usr|=$prefix/usr|" -e "s| /usr/| $prefix/usr/|g" -e '/^Requires.private/d' "$pc"
+  done
+  # the -dev packages' libfoo.so links are absolute (/usr/lib/...): relink them inside the prefix
+  find "$prefix" -type l | while read -r link; do
+    target=$(readlink "$link")
+    case $target in /*) ln -sf "$prefix$target" "$link" ;; esac
+  done
+  export PKG_CONFIG_LIBDIR="$pcdirs"
+  export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$prefix/usr/bin:$PATH"
+  # fontconfig for gnuplot's PNG terminal: the carried fonts only
+  mkdir -p "$build/fontconfig"
+  printf '<?xml version="1.0"?>\n<fontconfig><dir>%s/usr/share/fonts</dir><cachedir>%s/fontconfig</cachedir></fontconfig>\n' \
+    "$prefix" "$build" >"$build/fontconfig/fonts.conf"
+  export FONTCONFIG_FILE="$build/fontconfig/fonts.conf"
+  export GNUPLOT_LIB="$prefix/usr/share/gnuplot/5.4"
+  cmake_args="-DPKG_CONFIG_EXECUTABLE=$prefix/usr/bin/pkgconf -DCMAKE_PREFIX_PATH=$prefix/usr"
+  cmake_args="$cmake_args -DOPENSSL_ROOT_DIR=$prefix/usr -DZLIB_ROOT=$prefix/usr"
+  note "carried packages: $(ls "$root"/.gpu-deps/*.deb | wc -l) unpacked into the build folder"
+fi
+# cuBLAS is loaded at run time (cuda/kernels.cu) from the toolkit's lib64
+cuda_lib=$(dirname "$(dirname "$(command -v nvcc)")")/lib64
+[ -d "$cuda_lib" ] && export LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# --- build: CUDA for Hopper (sm_90) and Ampere (sm_80), no MPI module
+gen=""
+command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
+# shellcheck disable=SC2086
+if cmake -S "$root" -B "$build" $gen -DSYSLAB_CUDA=ON -DSYSLAB_MPI=OFF -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-80;90}" $cmake_args >"$out/build.log" 2>&1 &&
+   cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1; then
+  note "build: passed"
+else
+  note "build: FAILED (build.log)"
+  tail -n 30 "$out/build.log"
+  exit 1
+fi
+syslab=$build/syslab
+"$syslab" --version >>"$out/machine.txt" 2>&1
+
+# --- tests: the GPU unit tests, then under compute-sanitizer (smaller shapes)
+gpu_tests="test_kernels"
+: >"$out/tests.log"
+for t in $gpu_tests; do
+  if "$build/$t" >>"$out/tests.log" 2>&1; then note "$t: passed"; else note "$t: FAILED (tests.log)"; status=1; fi
+done
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for tool in memcheck racecheck; do
+    if SYSLAB_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/test_kernels" gpu \
+         >>"$out/tests.log" 2>&1; then
+      note "compute-sanitizer $tool on the GPU tests: clean"
+    else
+      note "compute-sanitizer $tool on the GPU tests: FAILED (tests.log)"; status=1
+    fi
+  done
+else
+  note "compute-sanitizer: not installed, not run"
+fi
+
+# --- benchmarks: syslab's kernels, then PyTorch's rows of the same run
+csv=$build/bench-csv
+rm -rf "$csv" && mkdir -p "$csv"
+(cd "$csv" && "$syslab" run "$root/bench/gpu.sl") >"$out/bench.log" 2>&1 || { note "bench/gpu.sl: FAILED (bench.log)"; status=1; }
+(LD_LIBRARY_PATH="" python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
+  note "bench/torch_gpu.py: FAILED (bench.log)"
+tar -czf "$out/bench.tar.gz" -C "$csv" . 2>/dev/null
+
+# --- the Lab 4 notebook on this machine, without PDF (no Chromium here)
+rep=$build/lab4-report
+rm -rf "$rep"
+if (cd "$root" && "$syslab" report notebooks/lab4.ipynb --no-pdf --no-cache -o "$rep") >>"$out/bench.log" 2>&1; then
+  note "lab4 report: passed"
+else
+  note "lab4 report: FAILED (bench.log)"; status=1
+fi
+[ -d "$rep" ] && tar -czf "$out/lab4.tar.gz" -C "$rep" . 2>/dev/null
+
+{
+  cat "$out/summary.head"
+  echo
+  python3 "$root/bench/gpu_summary.py" "$csv"
+} >"$out/summary.md" 2>&1
+rm -f "$out/summary.head"
+cat "$out/summary.md"
+exit $status

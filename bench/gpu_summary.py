@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""gpu_summary.py - the GPU figures of one `make gpu-check` run as Markdown.
+
+    python3 bench/gpu_summary.py OUT > OUT/summary.md   (bench/gpu_check.sh runs it)
+
+Reads what that run wrote into OUT: syslab's tables (machine.csv,
+gemm.csv, attention_forward.csv, attention_causal.csv, attention_train.csv,
+mxint8.csv, from bench/gpu.sl) and PyTorch's rows of the same run
+(anchors.csv, from bench/torch_gpu.py), and sets each kernel beside its
+anchor and its roof: the ratios of the GPU issue's targets, and the
+fraction of the measured roofs (cuBLAS sgemm at n = 8192 and PyTorch's bf16
+matmul for arithmetic, the device-to-device copy for bandwidth) and of the
+datasheet's (about 67 TFLOP/s float32 without tensor cores, 990 dense bf16,
+4.8 TB/s on an H200, 3.35 on an H100).
+"""
+import csv
+import os
+import sys
+
+DATASHEET = {"H200": (67e3, 990e3, 4800.0), "H100": (67e3, 990e3, 3350.0)}
+
+
+def load(out, name):
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def pick(rows, kernel, size, causal=None):
+    for r in rows:
+        if r["kernel"] == kernel and int(r["size"]) == size and (causal is None or int(r.get("causal", 0)) == causal):
+            return r
+    return None
+
+
+def num(r, key):
+    return float(r[key]) if r and r.get(key) not in (None, "") else float("nan")
+
+
+def table(head, rows):
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
+
+
+def f(x, spec):
+    return "-" if x != x else format(x, spec)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: gpu_summary.py OUT")
+    out = sys.argv[1]
+    machine = {r["property"]: r for r in load(out, "machine.csv")}
+    gemm, mx, anchors = load(out, "gemm.csv"), load(out, "mxint8.csv"), load(out, "anchors.csv")
+    gpu = machine.get("gpu", {}).get("value", "no GPU")
+    print("# GPU check\n")
+    print(f"GPU: {gpu}\n")
+    if not gemm:
+        print("No GPU benchmarks in this run (see bench.log).")
+        return
+    sheet = next((v for k, v in DATASHEET.items() if k in gpu), None)
+    cublas_peak = num(pick(gemm, "gemm_cublas", 8192), "gflops")
+    bf16_peak = num(pick(anchors, "torch_matmul_bf16", 8192), "gflops")
+    copy_rows = [r for r in gemm + mx if r["kernel"] == "copy_cuda"]
+    copy_peak = max((num(r, "gbs") for r in copy_rows), default=float("nan"))
+    print("## Roofs measured in this run\n")
+    rows = [["float32 sgemm (cuBLAS, n = 8192)", f(cublas_peak, ",.0f") + " GFLOP/s",
+             f(cublas_peak / sheet[0], ".0%") if sheet else "-"],
+            ["bf16 matmul (PyTorch, n = 8192, tensor cores)", f(bf16_peak, ",.0f") + " GFLOP/s",
+             f(bf16_peak / sheet[1], ".0%") if sheet else "-"],
+            ["device-to-device copy (read + write)", f(copy_peak, ",.0f") + " GB/s",
+             f(copy_peak / sheet[2], ".0%") if sheet else "-"]]
+    table(["roof", "measured", "share of the datasheet"], rows)
+
+    print("## GEMM, float32\n")
+    rows = []
+    for n in (1024, 2048, 4096, 8192):
+        g = {k: num(pick(gemm, k, n), "gflops") for k in ("gemm_cuda_naive", "gemm_cuda_tiled", "gemm_cublas",
+                                                         "gemm_cublas_direct")}
+        t = num(pick(anchors, "torch_matmul_f32", n), "gflops")
+        rows.append([str(n)] + [f(g[k], ",.0f") for k in g] + [f(t, ",.0f"),
+                    f(g["gemm_cublas"] / g["gemm_cublas_direct"], ".3f"), f(g["gemm_cublas"] / t, ".3f"),
+                    f(g["gemm_cuda_tiled"] / g["gemm_cublas"], ".2f"), f(g["gemm_cublas"] / cublas_peak, ".2f")])
+    table(["n", "naive", "tiled", "cuBLAS via syslab", "cuBLAS direct", "torch.matmul", "syslab / direct",
+           "syslab / torch", "tiled / cuBLAS", "cuBLAS / roof"], rows)
+
+    for name, title, anchor, causal in (("attention_forward.csv", "Attention forward", "torch_sdpa", 0),
+                                        ("attention_causal.csv", "Attention forward, causal", "torch_sdpa", 1),
+                                        ("attention_train.csv", "Attention forward and backward", "torch_sdpa_train",
+                                         0)):
+        att = load(out, name)
+        if not att:
+            continue
+        print(f"## {title} (batch 1, 16 heads, head dim 64, float32; GFLOP/s, memory MiB)\n")
+        rows = []
+        for L in sorted({int(r["size"]) for r in att}):
+            naive = pick(att, "attention_cuda_naive_train" if "train" in name else "attention_cuda_naive", L)
+            fused = pick(att, "attention_cuda_fused_train" if "train" in name else "attention_cuda_fused", L)
+            t = pick(anchors, anchor, L, causal)
+            rows.append([str(L), f(num(naive, "median_ms"), ".3f"), f(num(fused, "median_ms"), ".3f"),
+                         f(num(t, "median_ms"), ".3f"), f(num(naive, "median_ms") / num(fused, "median_ms"), ".2f"),
+                         f(num(t, "median_ms") / num(fused, "median_ms"), ".2f"), f(num(fused, "gflops"), ",.0f"),
+                         f(num(fused, "gflops") / cublas_peak, ".2f"), f(num(naive, "peak_mib"), ",.0f"),
+                         f(num(fused, "peak_mib"), ",.0f")])
+        table(["L", "naive ms", "fused ms", "PyTorch SDPA ms", "fused speed-up over naive",
+               "PyTorch time / fused time", "fused GFLOP/s", "fused / sgemm roof", "naive MiB", "fused MiB"], rows)
+
+    if mx:
+        print("## MXINT8 decoding against the device-to-device copy\n")
+        rows = []
+        for n in sorted({int(r["size"]) for r in mx}):
+            c, d = pick(mx, "copy_cuda", n), pick(mx, "mxint8_cuda_dequant", n)
+            rows.append([f"{n:,}", f(num(c, "gbs"), ",.0f"), f(num(d, "gbs"), ",.0f"),
+                         f(num(d, "gbs") / num(c, "gbs"), ".2f"), f(num(d, "gbs") / copy_peak, ".2f")])
+        table(["values", "copy GB/s", "decode GB/s", "decode / copy (target 0.70)", "decode / copy roof"], rows)
+
+
+if __name__ == "__main__":
+    main()
