@@ -13,8 +13,9 @@
 #   summary.md   the machine, the tests' verdicts, every figure and ratio (bench/gpu_summary.py)
 #   machine.txt  GPU, driver, CUDA, clocks, compiler, PyTorch
 #   build.log    configure and build
-#   tests.log    the kernel tests (CPU and GPU versions), then the GPU tests under
-#                compute-sanitizer memcheck and racecheck (smaller shapes)
+#   tests.log    the kernel tests (CPU and GPU versions) and the operator tests (each
+#                graph operator on the GPU against the CPU's), then the GPU tests
+#                under compute-sanitizer memcheck and racecheck (smaller shapes)
 #   bench.log    bench/gpu.sl's tables and PyTorch's rows, as printed
 #   bench.tar.gz the tables as CSV (syslab's and PyTorch's)
 #   lab4.tar.gz  `syslab report notebooks/lab4.ipynb` run here (report.md, figures, notebook)
@@ -97,14 +98,17 @@ syslab=$build/syslab
 "$syslab" --version >>"$out/machine.txt" 2>&1
 
 # --- tests: the GPU unit tests, then under compute-sanitizer (smaller shapes)
-gpu_tests="test_kernels"
+gpu_tests="test_kernels test_gpu_ops"
 : >"$out/tests.log"
 for t in $gpu_tests; do
   if "$build/$t" >>"$out/tests.log" 2>&1; then note "$t: passed"; else note "$t: FAILED (tests.log)"; status=1; fi
 done
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for tool in memcheck racecheck; do
+    # test_kernels's GPU tests alone (its argument gpu); every test of test_gpu_ops
     if SYSLAB_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/test_kernels" gpu \
+         >>"$out/tests.log" 2>&1 &&
+       SYSLAB_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/test_gpu_ops" \
          >>"$out/tests.log" 2>&1; then
       note "compute-sanitizer $tool on the GPU tests: clean"
     else

@@ -5,10 +5,15 @@
 ** with nvcc links the CUDA sources of cuda/ instead (device.cu, kernels.cu),
 ** which find a device at run time; with no driver or no device they answer
 ** the same as gpu_none.c, so one binary runs everywhere and every caller
-** keeps a CPU path. Only engine/kernels/ includes this file. Arrays passed
-** to the slG_ compute calls are host arrays: each call copies in, runs,
+** keeps a CPU path. Only engine/kernels/ includes this file (and the
+** tests). Arrays passed to the kernel calls of the first part (GEMM,
+** attention, MXINT8) are host arrays: each call copies in, runs,
 ** synchronises and copies out, which is what the tests need; the benchmark
-** cases keep their operands on the device and time with CUDA events.
+** cases keep their operands on the device and time with CUDA events. The
+** operator calls of the second part (ops.cu, ops_rows.cu, ops_train.cu)
+** take device pointers, run on the default stream and return without
+** waiting: the graph's CUDA slots are to call them between its own
+** allocations.
 */
 #ifndef SYSLAB_GPU_H
 #define SYSLAB_GPU_H
@@ -58,6 +63,141 @@ void slG_case_free(void *c);
 
 /* cuBLAS sgemm at n = 4096 and device-to-device copy rate; 0, or -1 */
 int slG_machine(double *sgemm_gflops, double *copy_gbs);
+
+/* ====================================================================
+** The graph's operators on the device (cuda/ops.cu, ops_rows.cu,
+** ops_train.cu). Every pointer is a device pointer; every call returns 0,
+** or -1 with a message in err (a refused argument, or CUDA's reason for a
+** failed launch; a fault inside a kernel shows at the next slG_sync or
+** slG_download). Each computes what the CPU operator of engine/graph/ does,
+** in its order where it can (docs/kernels.md "GPU"). A backward call ADDS
+** into the gradients it is given, as the CPU's backward adds into its
+** gradient slots; a gradient pointer that may be NULL is not computed.
+** Sizes of 0 do nothing. ids and labels are floats holding integers, as in
+** the graph's tensors.
+** ==================================================================== */
+
+/* device memory; slG_free(NULL) does nothing */
+int slG_alloc(void **p, size_t bytes, char *err, size_t errlen);
+void slG_free(void *p);
+int slG_upload(void *dev, const void *host, size_t bytes, char *err, size_t errlen);
+int slG_download(void *host, const void *dev, size_t bytes, char *err, size_t errlen);
+int slG_zero(void *dev, size_t bytes, char *err, size_t errlen);
+/* waits for everything launched; reports a fault of any of it */
+int slG_sync(char *err, size_t errlen);
+
+/* slM_gemm's product on the device (cuBLAS in its default math mode: float32, no TF32): row-major
+** C[M x N] = alpha op(A) op(B) + beta C, op(X) = X^T when trans_x != 0 */
+int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+             int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
+
+/* linear: y = x W^T + b over rows of in_f; W is out_f x in_f; b may be NULL.
+** Backward: dx += dy W, dW += dy^T x, db += column sums of dy (row order) */
+int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f, int out_f,
+                       char *err, size_t errlen);
+int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db, size_t rows,
+                        int in_f, int out_f, char *err, size_t errlen);
+
+/* elementwise activations: ReLU, GELU (the CPU's erf form), SiLU (x sigmoid(x)) */
+enum { SLG_RELU, SLG_GELU, SLG_SILU };
+int slG_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen);
+/* dx += dy * act'(x) */
+int slG_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
+                            size_t errlen);
+/* SwiGLU y = silu(a) b; da += dy b silu'(a), db += dy silu(a) */
+int slG_swiglu_forward(const float *a, const float *b, float *y, size_t n, char *err, size_t errlen);
+int slG_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n, char *err,
+                        size_t errlen);
+
+/* residual add y = a + b: b has n items, or bn items (bn divides n) added
+** to every row of bn (a parameter row). Backward: da += dy; db += dy, or
+** the column sums of dy for a row */
+int slG_add_forward(const float *a, const float *b, float *y, size_t n, size_t bn, char *err, size_t errlen);
+int slG_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen);
+
+/* dropout (numerics §9): base is the forward's one draw from the graph's
+** stream; mask[i] = 0 or 1/(1 - p), y = x mask; p = 0 copies x and leaves
+** mask alone. Backward: dx += dy mask, or dx += dy for a NULL mask */
+int slG_dropout_forward(const float *x, float *y, float *mask, size_t n, float p, uint64_t base, char *err,
+                        size_t errlen);
+int slG_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen);
+
+/* y = x rounded to bfloat16, kept in float32 (numerics §8); y may be x */
+int slG_round_bf16(const float *x, float *y, size_t n, char *err, size_t errlen);
+
+/* embedding: y[i] = table[ids[i]] (rows of width); an id outside
+** [0, vocab) gives a row of zeros. Backward: dtable[ids[i]] += dy[i], in
+** the order of i (no atomics), ids outside [0, vocab) skipped */
+int slG_embedding_forward(const float *ids, const float *table, float *y, size_t n, int vocab, int width, char *err,
+                          size_t errlen);
+int slG_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
+                           char *err, size_t errlen);
+
+/* RoPE over B x T x D, heads of dh = D / heads (even): the table (T x dh:
+** cos in the first dh/2 of a row, sin in the second) of angles
+** t theta^(-2i/dh), made in binary64 as the CPU makes it; forward turns
+** features (2i, 2i+1) of each head by the angle; backward dx += the
+** inverse turn of dy */
+int slG_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen);
+int slG_rope_forward(const float *x, float *y, const float *table, size_t B, int T, int D, int heads, char *err,
+                     size_t errlen);
+int slG_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads, char *err,
+                      size_t errlen);
+
+/* layer norm over rows of d: y = (x - mean) rstd gamma + beta, mean and
+** rstd = 1 / sqrt(var + eps) per row kept for the backward (the moments in
+** binary64). Backward: dx, and dgamma, dbeta (either may be NULL) summed
+** over rows in row order */
+int slG_layernorm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                          size_t rows, int d, float eps, char *err, size_t errlen);
+int slG_layernorm_backward(const float *x, const float *gamma, const float *dy, const float *mean, const float *rstd,
+                           float *dx, float *dgamma, float *dbeta, size_t rows, int d, char *err, size_t errlen);
+/* RMSNorm: y = x rstd gain, rstd = 1 / sqrt(mean(x^2) + eps) per row kept */
+int slG_rmsnorm_forward(const float *x, const float *gain, float *y, float *rstd, size_t rows, int d, float eps,
+                        char *err, size_t errlen);
+int slG_rmsnorm_backward(const float *x, const float *gain, const float *dy, const float *rstd, float *dx,
+                         float *dgain, size_t rows, int d, char *err, size_t errlen);
+
+/* softmax of rows of n; causal: the rows are T x T matrices stacked (n = T)
+** and row r keeps its first r % n + 1 entries, the rest 0 (the fused
+** masked_softmax). Backward from y: dx += y (dy - <dy, y>) over the kept entries */
+int slG_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen);
+int slG_softmax_backward(const float *y, const float *dy, float *dx, size_t rows, int n, int causal, char *err,
+                         size_t errlen);
+
+/* the mean cross-entropy of rows of C logits against labels: probs =
+** softmax (kept for the backward), loss[0] = mean of -log(p[label] + eps).
+** SLG_LOSS_CLASSES is the image models' cross_entropy (eps 1e-12; dx +=
+** dloss (p - onehot) / rows), SLG_LOSS_TOKENS the language model's (eps
+** 1e-30; s = dloss / rows, dx += s p, then s off the target). dloss is the
+** loss's gradient, one float on the device. A label outside [0, C) makes
+** the loss NaN and has no one-hot term */
+enum { SLG_LOSS_CLASSES, SLG_LOSS_TOKENS };
+int slG_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
+                              size_t rows, int C, char *err, size_t errlen);
+int slG_cross_entropy_backward(int kind, const float *probs, const float *labels, const float *dloss, float *dx,
+                               size_t rows, int C, char *err, size_t errlen);
+
+/* The optimisers of engine/graph/train.c as one launch over every
+** parameter. A parameter is its value w, gradient g and state m (and v for
+** AdamW), n floats, with its own weight decay (train.c: the weights' only) */
+typedef struct slG_ParamRef {
+  float *w, *g, *m, *v;
+  size_t n;
+  float weight_decay;
+} slG_ParamRef;
+typedef struct slG_Optimizer {
+  int adamw;               /* 0: SGD with momentum; 1: AdamW */
+  double lr, momentum;     /* as train.c takes them: rounded to float32 */
+  double beta1, beta2;     /* AdamW; the bias corrections 1 / (1 - beta^(step + 1)) in binary64 */
+  float eps;
+  long step;               /* from 0 */
+} slG_Optimizer;
+/* the parameters' records copied to the device once (refs is a host array of
+** device pointers); NULL with err on failure */
+void *slG_params_new(const slG_ParamRef *refs, int count, char *err, size_t errlen);
+void slG_params_free(void *params);
+int slG_optimizer_step(void *params, const slG_Optimizer *o, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -39,3 +39,108 @@ const char *slG_case_error(void) { return none; }
 size_t slG_case_bytes(void *c) { return 0; }
 void slG_case_free(void *c) {}
 int slG_machine(double *sgemm_gflops, double *copy_gbs) { return -1; }
+
+/* the operators on device pointers (ops.cu, ops_rows.cu, ops_train.cu) */
+int slG_alloc(void **p, size_t bytes, char *err, size_t errlen) {
+  *p = NULL;
+  return fail(err, errlen);
+}
+void slG_free(void *p) {}
+int slG_upload(void *dev, const void *host, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_download(void *host, const void *dev, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_zero(void *dev, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_sync(char *err, size_t errlen) { return fail(err, errlen); }
+int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+             int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f, int out_f,
+                       char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db, size_t rows,
+                        int in_f, int out_f, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
+                            size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_swiglu_forward(const float *a, const float *b, float *y, size_t n, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n, char *err,
+                        size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_add_forward(const float *a, const float *b, float *y, size_t n, size_t bn, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_dropout_forward(const float *x, float *y, float *mask, size_t n, float p, uint64_t base, char *err,
+                        size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_round_bf16(const float *x, float *y, size_t n, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_embedding_forward(const float *ids, const float *table, float *y, size_t n, int vocab, int width, char *err,
+                          size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
+                           char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_rope_forward(const float *x, float *y, const float *table, size_t B, int T, int D, int heads, char *err,
+                     size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads, char *err,
+                      size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_layernorm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                          size_t rows, int d, float eps, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_layernorm_backward(const float *x, const float *gamma, const float *dy, const float *mean, const float *rstd,
+                           float *dx, float *dgamma, float *dbeta, size_t rows, int d, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_rmsnorm_forward(const float *x, const float *gain, float *y, float *rstd, size_t rows, int d, float eps,
+                        char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_rmsnorm_backward(const float *x, const float *gain, const float *dy, const float *rstd, float *dx,
+                         float *dgain, size_t rows, int d, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_softmax_backward(const float *y, const float *dy, float *dx, size_t rows, int n, int causal, char *err,
+                         size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
+                              size_t rows, int C, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_cross_entropy_backward(int kind, const float *probs, const float *labels, const float *dloss, float *dx,
+                               size_t rows, int C, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+void *slG_params_new(const slG_ParamRef *refs, int count, char *err, size_t errlen) {
+  fail(err, errlen);
+  return NULL;
+}
+void slG_params_free(void *params) {}
+int slG_optimizer_step(void *params, const slG_Optimizer *o, char *err, size_t errlen) { return fail(err, errlen); }

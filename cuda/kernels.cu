@@ -15,7 +15,9 @@
 **                     outputs per thread in registers
 **     v2 cuBLAS       cublasSgemm on the transposed problem (C^T = B^T A^T
 **                     in column-major terms); libcublas is opened at run
-**                     time with dlopen, so the binary starts without it
+**                     time with dlopen, so the binary starts without it;
+**                     slG_gemm is the same call on device pointers with
+**                     slM_gemm's transposes, for the operators of ops.cu
 **   attention (contiguous batch x heads x L x dim, dim = 64)
 **     naive           cuBLAS strided-batched S = QK^T, one kernel for scale,
 **                     causal mask, softmax and L, cuBLAS O = PV: the N x N
@@ -98,6 +100,27 @@ static int cublas_open(char *err, size_t errlen) {
 /* row-major C[M x N] = alpha A[M x K] B[K x N] + beta C, as column-major C^T = B^T A^T */
 static int cublas_rowmajor(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
   return blas.sgemm(blas.handle, OP_N, OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N);
+}
+
+/* slM_gemm's row-major product on device pointers, for the operators of
+** ops.cu: C = alpha op(A) op(B) + beta C is the column-major
+** C^T = alpha op(B)^T op(A)^T, and a row-major X read column-major is X^T,
+** so the transposes carry over unchanged and A and B swap places */
+extern "C" int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
+  if (M < 0 || N < 0 || K < 0) {
+    snprintf(err, errlen, "GEMM: negative size %d x %d x %d", M, N, K);
+    return -1;
+  }
+  if (M == 0 || N == 0) return 0;
+  if (cublas_open(err, errlen) != 0) return -1;
+  int rc = blas.sgemm(blas.handle, trans_b ? OP_T : OP_N, trans_a ? OP_T : OP_N, N, M, K, &alpha, B, ldb, A, lda,
+                      &beta, C, ldc);
+  if (rc != 0) {
+    snprintf(err, errlen, "cublasSgemm failed (status %d) on %d x %d x %d", rc, M, N, K);
+    return -1;
+  }
+  return 0;
 }
 
 /* ================================================================== GEMM */
