@@ -7,6 +7,7 @@
 **   build/bench_kernels attention [L ...]    fused vs naive, forward and forward+backward; fused bf16 vs float32
 **   build/bench_kernels mxint8 [MiB=64]      decode vs memcpy; fused vs unfused linear
 **   build/bench_kernels csv [L ...]          attention rows as CSV (bench/torch_attention.py)
+**   build/bench_kernels shapes               the image transformer's products, float32 against bf16
 **
 ** The load average is printed first: figures taken above about 0.7 on a
 ** shared machine are not worth recording. Every side of a comparison runs
@@ -17,11 +18,13 @@
 ** SYSLAB_BENCH_CLOCK=cpu times by the process's CPU time (meaningful with
 ** SYSLAB_THREADS=1): other jobs on a shared machine then change it little.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "kernels/blas.h"
 #include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 
@@ -183,6 +186,45 @@ static void mxint8(int mib) {
   }
 }
 
+/* The products of one training step of the labs' image transformer (width
+** 64, MLP 128, 2,176 tokens: batch 128 x 17), slK_sgemm (the graph's float32
+** entry point) against slK_gemm_half in bf16 on the same operands, best of
+** `reps` calls each, interleaved: the forward's four products of a layer,
+** the input gradients, the weight gradients (K = tokens). */
+static double best_of(int half, const int *s, const float *A, const float *B, float *C, int reps) {
+  double best = 1e30;
+  int lda = s[3] ? s[0] : s[2], ldb = s[4] ? s[2] : s[1];
+  for (int r = 0; r < reps; r++) {
+    double t0 = slK_now(NULL);
+    if (half) slK_gemm_half(SLK_BF16, s[3], s[4], s[0], s[1], s[2], 1, A, lda, B, NULL, ldb, 0, C, s[1]);
+    else slK_sgemm(s[3], s[4], s[0], s[1], s[2], 1, A, lda, B, ldb, 0, C, s[1]);
+    double t = slK_now(NULL) - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static void shapes(void) {
+  slK_blas_init();
+  static const int S[][5] = {{2176, 192, 64, 0, 1}, {2176, 64, 64, 0, 1},  {2176, 128, 64, 0, 1}, {2176, 64, 128, 0, 1},
+                             {2176, 64, 192, 0, 0}, {2176, 64, 64, 0, 0},  {2176, 64, 128, 0, 0}, {2176, 128, 64, 0, 0},
+                             {192, 64, 2176, 1, 0}, {64, 64, 2176, 1, 0},  {128, 64, 2176, 1, 0}, {64, 128, 2176, 1, 0}};
+  size_t n = 2176 * 256;
+  float *A = slK_alloc(n * 4), *B = slK_alloc(n * 4), *C = slK_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) A[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f, B[i] = (float)((i * 104729) % 997) / 997 - 0.5f;
+  printf("image transformer's products (M x N x K, op(A), op(B)): slK_sgemm float32 against bf16, best of 200\n");
+  printf("%5s %4s %5s %3s %3s %10s %10s %8s\n", "M", "N", "K", "tA", "tB", "fp32 us", "bf16 us", "speed-up");
+  double t32 = 0, t16 = 0;
+  for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+    double a = 1e30, b = 1e30;
+    for (int round = 0; round < 2; round++) a = fmin(a, best_of(0, S[k], A, B, C, 100)), b = fmin(b, best_of(1, S[k], A, B, C, 100));
+    t32 += a, t16 += b;
+    printf("%5d %4d %5d %3d %3d %10.1f %10.1f %8.2f\n", S[k][0], S[k][1], S[k][2], S[k][3], S[k][4], a * 1e6, b * 1e6, a / b);
+  }
+  printf("one layer's products: float32 %.1f us, bf16 %.1f us, speed-up %.2f\n", t32 * 1e6, t16 * 1e6, t32 / t16);
+  slK_free(A), slK_free(B), slK_free(C);
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "attention";
   int csv = strcmp(what, "csv") == 0;
@@ -191,8 +233,9 @@ int main(int argc, char **argv) {
   if (strcmp(what, "gemm") == 0) gemm(argc > 2 ? atoi(argv[2]) : 1024);
   else if (strcmp(what, "attention") == 0 || csv) attention(argc - 2, argv + 2, csv);
   else if (strcmp(what, "mxint8") == 0) mxint8(argc > 2 ? atoi(argv[2]) : 64);
+  else if (strcmp(what, "shapes") == 0) shapes();
   else {
-    fprintf(stderr, "usage: %s gemm [n] | attention [L ...] | mxint8 [MiB] | csv [L ...]\n", argv[0]);
+    fprintf(stderr, "usage: %s gemm [n] | attention [L ...] | mxint8 [MiB] | csv [L ...] | shapes\n", argv[0]);
     return 2;
   }
   return 0;

@@ -224,7 +224,9 @@ static void gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha
   Split s = {slK_half_loops(), M, N, K, threads, 0, alpha, beta,
              {A, NULL, trans_a ? 1 : lda, trans_a ? lda : 1},
              {Bh ? NULL : B, Bh, trans_b ? 1 : ldb, trans_b ? ldb : 1}, C, ldc};
-  s.by_rows = N < SLK_NR * threads * 2 && M >= SLK_MR * threads * 2;
+  /* split the rows when there are too few column panels to share, or when op(A) is the larger operand:
+  ** every part packs the whole of the operand that is not split, and A's packing rounds and interleaves */
+  s.by_rows = (N < SLK_NR * threads * 2 || (long)M * 2 >= (long)N * 3) && M >= SLK_MR * threads * 2;
   slK_parallel(threads, threads, bf16_part, &s);
 }
 
