@@ -36,7 +36,7 @@ static const slc_Option report_options[] = {
     {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable)"},
     {"--allow-errors", NULL, NULL, "keep going after a cell fails (otherwise the notebook stops there); failed cells "
                                    "still count as errors"},
-    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS (default 600)"},
+    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS (default 600; a cell's `#| timeout: S` option may raise its own)"},
     {"--no-cache", NULL, NULL, "run every notebook even if nothing changed"},
     {"--no-pdf", NULL, NULL, "write report.md and report.html only"},
     {"--force", NULL, NULL, "write into DIR even if it holds files that are not an earlier report"},

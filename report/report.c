@@ -131,6 +131,17 @@ static void inject_parameters(json_t *nb, json_t *params) {
   json_object_set_new(meta, "syslab", json_pack("{s:O}", "parameters", params));
 }
 
+/* A cell's time limit: --timeout, or more where the cell asks for it with
+** `#| timeout: SECONDS` (a search at the seeds' scale runs for many minutes;
+** the option never shortens the limit the command line gives) */
+static double cell_limit(const char *src, double timeout) {
+  char v[32];
+  slR_cell_option(src, "timeout", v, sizeof v);
+  char *end;
+  double t = strtod(v, &end);
+  return v[0] && *end == '\0' && t > timeout && t <= 86400 ? t : timeout;
+}
+
 static const char *first_line(json_t *outputs) {
   size_t i;
   json_t *o;
@@ -222,10 +233,10 @@ static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, 
       continue;
     }
     char *src = slR_cell_source(cell);
-    double t0 = now();
+    double limit = cell_limit(src, o->timeout), t0 = now();
     json_t *outputs;
     int count;
-    slR_CellStatus st = slR_execute(k, src, o->timeout, &outputs, &count);
+    slR_CellStatus st = slR_execute(k, src, limit, &outputs, &count);
     free(src);
     json_object_set_new(cell, "outputs", outputs);
     json_object_set_new(cell, "execution_count", count > 0 ? json_integer(count) : json_null());
@@ -241,8 +252,8 @@ static int execute_notebook(const char *path, json_t *nb, const slR_Options *o, 
       break;
     }
     if (st == SLR_CELL_TIMEOUT) {
-      snprintf(err, errlen, "%s, %s: still running after %g seconds (--timeout); it was interrupted", path, which,
-               o->timeout);
+      snprintf(err, errlen, "%s, %s: still running after %g seconds (%s); it was interrupted", path, which, limit,
+               limit > o->timeout ? "its `#| timeout:` option" : "--timeout");
       rc = -1;
       break;
     }

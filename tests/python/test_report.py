@@ -176,6 +176,21 @@ def test_cell_timeout(tmp_path):
     assert "still running after 1 seconds" in r.stderr
 
 
+def test_cell_asks_for_more_time(tmp_path):
+    """`#| timeout: S` lets one long cell (a search at the seeds' scale) run past --timeout"""
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    nb = tmp_path / "long.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        dict(cell, id="a", source="#| timeout: 20\nsleep 2\nprint \"long done\""),
+        dict(cell, id="b", source="#| timeout: 20\nsleep 30")]}))
+    start = time.time()
+    r = report(str(nb), "-o", str(tmp_path / "out"), "--no-pdf", "--timeout", "1")
+    assert r.returncode == 1 and time.time() - start < 40
+    assert "cell 2: still running after 20 seconds (its `#| timeout:` option)" in r.stderr
+    executed = nbformat.read(tmp_path / "out" / "notebooks" / "long.ipynb", as_version=4)
+    assert "long done" in executed.cells[0].outputs[0]["text"]
+
+
 def test_kernel_death_is_reported(tmp_path):
     nb = tmp_path / "dies.ipynb"
     nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
