@@ -524,8 +524,9 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
     snprintf(err, errlen, "interrupted");
     return SLK_BENCH_INTERRUPTED;
   }
-  /* a GPU case's memory is on the device */
-  out->peak_bytes = c->gpu ? slG_case_bytes(c->gpu) : slK_mem_peak() - base;
+  /* a GPU case's memory is on the device (only this table's GPU entries are known to hold one: a
+  ** harness caller's case is opaque) */
+  out->peak_bytes = b->run == gpu_run ? slG_case_bytes(c->gpu) : slK_mem_peak() - base;
   out->rss_peak = slK_rss_peak();
   b->teardown(c);
   slK_stats(t, reps, &out->t);
