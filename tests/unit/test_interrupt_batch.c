@@ -107,10 +107,12 @@ static void test_interrupt_lands_inside_a_batch(void) {
          w.step * 1e3, w.timer.delay * 1e3, latency * 1e3);
   /* a node of this batch takes a few ms on a quiet machine: within 50 ms
   ** there (the target is 100 ms); under load every node stretches with the
-  ** step, so the bound grows with it, a quarter of a step (a sixth failed
-  ** at a load of 7 on two cores: 56 ms against 54), still well under the
-  ** 60% of a step that waiting for the batch's end would take */
-  double bound = w.step / 4 > 0.05 ? w.step / 4 : 0.05;
+  ** step, so the bound grows with it, a third of a step (a sixth failed
+  ** at a load of 7 on two cores: 56 ms against 54; a quarter beside
+  ** another test on the same two cores: 56 ms against 44, a step of 174),
+  ** still well under the 60% of a step that waiting for the batch's end
+  ** would take */
+  double bound = w.step / 3 > 0.05 ? w.step / 3 : 0.05;
   CHECK_MSG(latency < bound, "the interrupt took %.0f ms (bound %.0f ms, a step %.0f ms)", latency * 1e3, bound * 1e3,
             w.step * 1e3);
   size_t n;
