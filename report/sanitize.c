@@ -262,6 +262,40 @@ static void add_attributes(slU_Text *t, const char *tag, const char *p, const ch
   }
 }
 
+/* Past the element whose start tag ended just before p: after its end tag,
+** nested elements of the same name counted, or at the end of the text. In
+** HTML an end tag written `</name/>` is not counted; in SVG (xml) every end
+** tag is, CDATA sections and comments are skipped whole, and `name.x` is
+** another name. */
+static const char *skip_nested(const char *p, const char *name, int xml) {
+  size_t len = strlen(name);
+  int depth = 1;
+  while (*p) {
+    int cdata = strncmp(p, "<![CDATA[", 9) == 0;
+    if (xml && (cdata || strncmp(p, "<!--", 4) == 0)) {
+      const char *e = strstr(p + 4, cdata ? "]]>" : "-->");
+      p = e ? e + 3 : p + strlen(p);
+      continue;
+    }
+    if (*p != '<') {
+      p++;
+      continue;
+    }
+    int closing = p[1] == '/';
+    const char *n = p + 1 + closing;
+    const char *e = tag_end(p);
+    if (!e) return p + strlen(p);
+    int self_closed = e[-1] == '/';
+    if (strncasecmp(n, name, len) == 0 && !name_char(n[len]) && !(xml && n[len] == '.')) {
+      if (closing) depth -= xml || !self_closed;
+      else depth += !self_closed;
+    }
+    p = e + 1;
+    if (depth == 0) return p;
+  }
+  return p;
+}
+
 /* where the content of <name> ends: after its matching end tag (nested
 ** ones counted), or at the end of the text */
 static const char *skip_element(const char *p, const char *name) {
@@ -274,21 +308,7 @@ static const char *skip_element(const char *p, const char *name) {
       }
     return p;
   }
-  int depth = 1;
-  while (*p) {
-    if (*p != '<') {
-      p++;
-      continue;
-    }
-    int closing = p[1] == '/';
-    const char *n = p + 1 + closing;
-    const char *e = tag_end(p);
-    if (!e) return p + strlen(p);
-    if (strncasecmp(n, name, len) == 0 && !name_char(n[len]) && e[-1] != '/') depth += closing ? -1 : 1;
-    p = e + 1;
-    if (depth == 0) return p;
-  }
-  return p;
+  return skip_nested(p, name, 0);
 }
 
 char *slR_sanitize_html(const char *html) {
@@ -493,40 +513,6 @@ static void add_svg_attributes(slU_Text *t, const char *p, const char *end) {
   }
 }
 
-/* past the element whose start tag ended just before p: its end tag, with
-** nested elements of the same name counted */
-static const char *skip_svg_element(const char *p, const char *name) {
-  size_t len = strlen(name);
-  int depth = 1;
-  while (*p) {
-    if (strncmp(p, "<![CDATA[", 9) == 0) {
-      const char *e = strstr(p + 9, "]]>");
-      p = e ? e + 3 : p + strlen(p);
-      continue;
-    }
-    if (strncmp(p, "<!--", 4) == 0) {
-      const char *e = strstr(p + 4, "-->");
-      p = e ? e + 3 : p + strlen(p);
-      continue;
-    }
-    if (*p != '<') {
-      p++;
-      continue;
-    }
-    int closing = p[1] == '/';
-    const char *n = p + 1 + closing;
-    const char *e = tag_end(p);
-    if (!e) return p + strlen(p);
-    if (strncasecmp(n, name, len) == 0 && !name_char(n[len]) && n[len] != '.') {
-      if (closing) depth--;
-      else if (e[-1] != '/') depth++;
-    }
-    p = e + 1;
-    if (depth == 0) return p;
-  }
-  return p;
-}
-
 char *slR_sanitize_svg(const char *svg) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
@@ -598,7 +584,7 @@ char *slR_sanitize_svg(const char *svg) {
     p = e + 1;
     if (nlen >= sizeof name) continue;
     if (in_list_nocase(svg_dropped, name)) {
-      if (!closing && !empty) p = skip_svg_element(p, name);
+      if (!closing && !empty) p = skip_nested(p, name, 1);
       continue;
     }
     /* the root is the first element, and it is an svg */
