@@ -67,9 +67,22 @@ struct Heads {
   float scale;
   const float *q, *k;   /* scores: q, k; context: p, v */
   float *out, *d0, *d1; /* forward: out; backward: the two input gradients */
+  float beta0, beta1;   /* 0 where that gradient's slot is fresh (each head writes its own slice once), else 1 */
   const float *gout;
+  const uint16_t *qh, *kh, *gh;   /* q, k and gout rounded to bfloat16 once (product.h), or NULL */
   HeadFn fn;
 };
+
+/* one head's product, from the rounded copies where the node made them */
+static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                         const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C,
+                         int ldc) {
+  if (Ah && Bh) slM_gemm_rounded(ta, tb, M, N, K, alpha, Ah, lda, Bh, ldb, beta, C, ldc);
+  else slM_gemm(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* where a pointer and its rounded copy are NULL together: the copy's element at the pointer's offset */
+#define AT(h, off) ((h) ? (h) + (off) : NULL)
 
 static void heads_range(void *ctx, size_t i0, size_t i1) {
   const Heads *t = ctx;
@@ -85,14 +98,29 @@ static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn 
   t->g = g, t->H = n->heads, t->fn = fn;
   t->scale = 1.0f / sqrtf((float)t->dh);
   size_t pairs = (size_t)B * t->H;
+  if (slM_product_operands(g)) {   /* each operand rounded once, not in each of the pairs' packings */
+    t->qh = slM_product_operand(0, t->q, in(g, n, 0)->size);
+    t->kh = slM_product_operand(1, t->k, in(g, n, 1)->size);
+    if (t->gout) t->gh = slM_product_operand(2, t->gout, n->gout->size);
+  }
   if (g->precision != SLM_FP32 && !slM_product_native(g->precision)) heads_range(t, 0, pairs);
   else slK_parallel_for(pairs, 8, heads_range, t);
 }
 
+/* the backward's two gradient slots; a fresh one is written (beta 0) rather
+** than cleared and added to. When both inputs are one node, the second
+** call finds the slot live, so its products add to what the first wrote. */
+static void grad_slots(Heads *t, slM_Graph *g, slM_Node *n) {
+  int fresh0, fresh1;
+  t->d0 = slM_input_grad_fresh(g, n, 0, &fresh0)->data;
+  t->d1 = slM_input_grad_fresh(g, n, 1, &fresh1)->data;
+  t->beta0 = fresh0 ? 0.0f : 1.0f, t->beta1 = fresh1 ? 0.0f : 1.0f;
+}
+
 /* scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
 static void scores_head(const Heads *t, size_t off, size_t poff) {
-  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, t->D, t->k + off, t->D, 0.0f, t->out + poff,
-           t->T);
+  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, AT(t->qh, off), t->D, t->k + off,
+               AT(t->kh, off), t->D, 0.0f, t->out + poff, t->T);
 }
 
 static void scores_forward(slM_Graph *g, slM_Node *n) {
@@ -104,21 +132,24 @@ static void scores_forward(slM_Graph *g, slM_Node *n) {
 
 static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
   const float *g_s = t->gout + poff;
-  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->k + off, t->D, 1.0f, t->d0 + off, t->D);
-  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, t->q + off, t->D, 1.0f, t->d1 + off, t->D);
+  const uint16_t *g_h = AT(t->gh, poff);
+  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, g_h, t->T, t->k + off, AT(t->kh, off), t->D,
+               t->beta0, t->d0 + off, t->D);
+  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, g_h, t->T, t->q + off, AT(t->qh, off), t->D,
+               t->beta1, t->d1 + off, t->D);
 }
 
 static void scores_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0);
-  Heads t = {.q = q->data, .k = in(g, n, 1)->data, .gout = n->gout->data, .d0 = slM_input_grad(g, n, 0)->data,
-             .d1 = slM_input_grad(g, n, 1)->data};
+  Heads t = {.q = q->data, .k = in(g, n, 1)->data, .gout = n->gout->data};
+  grad_slots(&t, g, n);
   per_head(&t, g, n, q, scores_grad_head);
 }
 
 /* attention-weighted values, heads merged: batch x tokens x width */
 static void context_head(const Heads *t, size_t off, size_t poff) {
-  slM_gemm(t->g, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->k + off, t->D, 0.0f, t->out + off,
-           t->D);
+  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, AT(t->qh, poff), t->T, t->k + off,
+               AT(t->kh, off), t->D, 0.0f, t->out + off, t->D);
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
@@ -128,16 +159,16 @@ static void context_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void context_grad_head(const Heads *t, size_t off, size_t poff) {
-  slM_gemm(t->g, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, t->gout + off, t->D, t->k + off, t->D, 1.0f, t->d0 + poff,
-           t->T);
-  slM_gemm(t->g, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, t->T, t->gout + off, t->D, 1.0f, t->d1 + off,
-           t->D);
+  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, t->gout + off, AT(t->gh, off), t->D, t->k + off,
+               AT(t->kh, off), t->D, t->beta0, t->d0 + poff, t->T);
+  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, AT(t->qh, poff), t->T, t->gout + off,
+               AT(t->gh, off), t->D, t->beta1, t->d1 + off, t->D);
 }
 
 static void context_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .gout = n->gout->data, .d0 = slM_input_grad(g, n, 0)->data,
-             .d1 = slM_input_grad(g, n, 1)->data};
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .gout = n->gout->data};
+  grad_slots(&t, g, n);
   per_head(&t, g, n, v, context_grad_head);
 }
 

@@ -113,7 +113,7 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
   const float *restrict a = t->a, *restrict gy = t->b, *restrict c = t->c;
   float *restrict y = t->y, p = t->p;
   if (t->op == OP_GELU) {
-    slK_gelu_grad_items(a, gy, y, i0, i1, 1);
+    slK_gelu_grad_items(a, gy, y, i0, i1, !t->fresh);
     return;
   }
 #define GRAD_LOOP(term)                                                   \
@@ -147,7 +147,7 @@ static void activation_forward(slM_Graph *g, slM_Node *n) {
 static void activation_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   Task t = {.a = a->data, .b = n->gout->data, .c = n->out->data, .op = n->op, .p = n->p};
-  t.y = (n->op == OP_GELU ? slM_input_grad(g, n, 0) : slM_input_grad_fresh(g, n, 0, &t.fresh))->data;
+  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
   slK_parallel_for(a->size, ELEMS, activation_grad_range, &t);
 }
 
@@ -389,19 +389,27 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
   size_t rows = x->size / (size_t)in_f;
   const float *xe = effective_input(n, x);
   const float *we = effective_weight(n);
-  slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], we, in_f, 0.0f, y->data, out_f);
+  float *bias = NULL, *tmp = NULL;
   if (n->nparams > 1) {
     slM_Tensor *b = n->params[1]->value;
-    float *bias = b->data, *tmp = NULL;
+    bias = b->data;
     if (n->comp.bias) {
       tmp = malloc(b->size * sizeof *tmp);
       n->comp.bias->apply(n->comp.bias, b->data, tmp, b->size);
       bias = tmp;
     }
-    Task t = {.a = bias, .y = y->data, .n = (size_t)out_f};
-    slK_parallel_for(rows, ELEMS / (size_t)out_f + 1, bias_range, &t);
-    free(tmp);
   }
+  if (g->precision != SLM_FP32 && slM_product_native(g->precision)) {
+    /* the bias and the output's rounding in the GEMM's store (the SLM_OP_ROUNDS flag below) */
+    slM_linear_half(g, (int)rows, out_f, in_f, xe, n->params[0], we, bias, y->data);
+  } else {
+    slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], we, in_f, 0.0f, y->data, out_f);
+    if (bias) {
+      Task t = {.a = bias, .y = y->data, .n = (size_t)out_f};
+      slK_parallel_for(rows, ELEMS / (size_t)out_f + 1, bias_range, &t);
+    }
+  }
+  free(tmp);
 }
 
 /* Images and their patches have nothing upstream to learn, so the first
@@ -419,9 +427,10 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   const float *we = (n->comp.weight || n->comp.weight_mask) ? n->saved2->data : w->data;
   /* straight through: the gradient reaches the raw input and weight unchanged */
   if (slM_linear_grad_to(g, n, 0)) {
-    slM_Tensor *dx = slM_input_grad(g, n, 0);
-    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, n->params[0], we, in_f, 1.0f, dx->data,
-               in_f);
+    int fresh;   /* a fresh slot is written, not cleared and added to */
+    slM_Tensor *dx = slM_input_grad_fresh(g, n, 0, &fresh);
+    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, n->params[0], we, in_f, fresh ? 0.0f : 1.0f,
+               dx->data, in_f);
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = slM_param_grad(n->params[0]);
@@ -462,7 +471,7 @@ void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int
 typedef struct {
   const float *x, *gamma, *beta, *dy;
   float *y, *mean, *rstd, *dx, *dgamma, *dbeta;
-  int d;
+  int d, fresh;   /* fresh: dx is a fresh gradient slot, stored 0.0f + term */
   size_t rows;
   float eps;
 } NormTask;
@@ -502,19 +511,20 @@ static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
     float *gx = t->dx + r * (size_t)d;
     float m = t->mean[r], rs = t->rstd[r], mg, mgx;
     slK_norm_grad_means(a, m, rs, t->gamma, gy, d, &mg, &mgx);
-    for (int j = 0; j < d; j++) {
-      float xhat = (a[j] - m) * rs;
-      gx[j] += rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);
-    }
+    if (t->fresh)
+      for (int j = 0; j < d; j++) gx[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - (a[j] - m) * rs * mgx);
+    else
+      for (int j = 0; j < d; j++) gx[j] += rs * (gy[j] * t->gamma[j] - mg - (a[j] - m) * rs * mgx);
   }
 }
 
 static void layernorm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = slM_input_grad(g, n, 0);
+  int fresh;
+  slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = slM_input_grad_fresh(g, n, 0, &fresh);
   int d = x->shape[x->ndim - 1];
   size_t rows = x->size / (size_t)d;
   NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .dy = dy->data, .mean = n->saved->data,
-                .rstd = n->saved2->data, .dx = dx->data, .d = d, .rows = rows,
+                .rstd = n->saved2->data, .dx = dx->data, .d = d, .fresh = fresh, .rows = rows,
                 .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
                 .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
   slK_parallel_for(rows, ELEMS / (size_t)d + 1, layernorm_grad_rows, &t);
@@ -530,7 +540,8 @@ static double layernorm_saves(const slM_Graph *g, const slM_Node *n, int batch, 
 /* a = softmax output, b = its gradient; y += input gradient */
 static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
   const Task *t = ctx;
-  for (size_t r = r0; r < r1; r++) slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n);
+  for (size_t r = r0; r < r1; r++)
+    slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n, !t->fresh);
 }
 
 /* over the last dimension */
@@ -543,7 +554,8 @@ static void softmax_forward(slM_Graph *g, slM_Node *n) {
 static void softmax_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int d = a->shape[a->ndim - 1];
-  Task t = {.a = n->out->data, .b = n->gout->data, .y = slM_input_grad(g, n, 0)->data, .n = (size_t)d};
+  Task t = {.a = n->out->data, .b = n->gout->data, .n = (size_t)d};
+  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
   slK_parallel_for(a->size / (size_t)d, ELEMS / (size_t)d + 1, softmax_grad_range, &t);
 }
 
@@ -639,7 +651,8 @@ const slM_OpDef slM_ops_core[] = {
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
      CPU(linear_forward, linear_backward), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT, .kernel = "cblas_sgemm"},
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT | SLM_OP_ROUNDS,
+     .kernel = "cblas_sgemm"},
     {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,

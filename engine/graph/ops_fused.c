@@ -191,7 +191,7 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
       size_t off = (m * T + i) * T;
-      slK_softmax_grad_row(n->out->data + off, n->gout->data + off, dx + off, i + 1);
+      slK_softmax_grad_row(n->out->data + off, n->gout->data + off, dx + off, i + 1, 1);
     }
 }
 

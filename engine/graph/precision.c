@@ -13,9 +13,11 @@
 #include <stdlib.h>
 
 #include "kernels/gemm_half.h"
+#include "kernels/parallel.h"
 #include "kernels/round.h"
 #include "ops.h"
 #include "precision.h"
+#include "product.h"
 
 const char *const slM_precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
@@ -58,12 +60,25 @@ void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes) {
   for (int i = 0; i <= last; i++) dtypes[i] = slM_node_dtype(g, i, dtypes);
 }
 
-/* after node i ran: an output whose dtype is 16-bit holds 16-bit values */
+typedef struct {
+  int format;
+  float *x;
+} Rounding;
+
+static void round_range(void *ctx, size_t i0, size_t i1) {
+  const Rounding *r = ctx;
+  slK_round_values(r->format, r->x + i0, r->x + i0, i1 - i0);
+}
+
+/* after node i ran: an output whose dtype is 16-bit holds 16-bit values (in pieces on the thread
+** team: between two nodes the other threads would otherwise wait) */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
   if (g->precision == SLM_FP32 || !n->out) return;
+  if ((slM_op(n->op)->flags & SLM_OP_ROUNDS) && slM_product_native(g->precision)) return;
   int d = dtypes[i];
-  if (d == SLM_BF16 || d == SLM_FP16) slK_round_values(d, n->out->data, n->out->data, n->out->size);
+  Rounding r = {d, n->out->data};
+  if (d == SLM_BF16 || d == SLM_FP16) slK_parallel_for(n->out->size, 1 << 14, round_range, &r);
 }
 
 /* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */

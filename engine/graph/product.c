@@ -42,7 +42,15 @@ static const float *rounded(int which, int precision, const float *a, int rows, 
   return scratch[which];
 }
 
-size_t slM_product_scratch_bytes(void) { return (scratch_cap[0] + scratch_cap[1]) * sizeof(float); }
+/* the bfloat16 copies of a node's operands (slM_product_operand), one buffer a slot, kept between calls */
+static uint16_t *operand[SLM_OPERAND_SLOTS];
+static size_t operand_cap[SLM_OPERAND_SLOTS];
+
+size_t slM_product_scratch_bytes(void) {
+  size_t h = 0;
+  for (int i = 0; i < SLM_OPERAND_SLOTS; i++) h += operand_cap[i] * sizeof(uint16_t);
+  return (scratch_cap[0] + scratch_cap[1]) * sizeof(float) + h;
+}
 
 void slM_product_release(void) {
   for (int i = 0; i < 2; i++) {
@@ -50,6 +58,12 @@ void slM_product_release(void) {
     free(scratch[i]);
     scratch[i] = NULL;
     scratch_cap[i] = 0;
+  }
+  for (int i = 0; i < SLM_OPERAND_SLOTS; i++) {
+    slM_mem_external(-(long long)(operand_cap[i] * sizeof(uint16_t)));
+    free(operand[i]);
+    operand[i] = NULL;
+    operand_cap[i] = 0;
   }
 }
 
@@ -90,6 +104,27 @@ void slM_product_end_pass(slM_Graph *g) {
     }
 }
 
+int slM_product_operands(const slM_Graph *g) { return g->precision == SLM_BF16 && slK_half_native(SLK_BF16); }
+
+const uint16_t *slM_product_operand(int slot, const float *x, size_t n) {
+  if (n > operand_cap[slot]) {
+    uint16_t *p = malloc(n * sizeof *p);
+    if (!p) return NULL;
+    slM_mem_external((long long)((n - operand_cap[slot]) * sizeof *p));
+    free(operand[slot]);
+    operand[slot] = p;
+    operand_cap[slot] = n;
+  }
+  ToHalf t = {SLK_BF16, x, operand[slot]};
+  slK_parallel_for(n, 1 << 14, to_half_range, &t);
+  return operand[slot];
+}
+
+void slM_gemm_rounded(int trans_a, int trans_b, int M, int N, int K, float alpha, const uint16_t *Ah, int lda,
+                      const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  slK_gemm_bf16_rounded(trans_a, trans_b, M, N, K, alpha, Ah, lda, Bh, ldb, beta, C, ldc);
+}
+
 void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                 slM_Param *w, const float *B, int ldb, float beta, float *C, int ldc) {
   slK_blas_init();
@@ -106,6 +141,13 @@ void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int 
     B = rounded(1, g->precision, B, br, bc, ldb);
     slK_sgemm(trans_a, trans_b, M, N, K, alpha, A, ac, B, bc, beta, C, ldc);
   }
+}
+
+void slM_linear_half(const slM_Graph *g, int rows, int out_f, int in_f, const float *x, slM_Param *w, const float *W,
+                     const float *bias, float *y) {
+  slK_blas_init();
+  const uint16_t *Wh = g->training && W == w->value->data ? weight_half(w, g->precision) : NULL;
+  slK_gemm_half_bias(g->precision, SLK_N, SLK_T, rows, out_f, in_f, x, in_f, W, Wh, in_f, bias, 1, y, out_f);
 }
 
 void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,

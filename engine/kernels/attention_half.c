@@ -137,7 +137,7 @@ static void fwd_job(void *ctx, int job, int worker) {
       float *s = w->s + (size_t)lp * BK * LANES, *ot = w->ot + (size_t)lp * d8 * LANES;
       const uint32_t *qt = w->qt + (size_t)lp * LANES * d2;
       for (int r = 0; r < kb; r += SLK_MR)
-        L->micro(d2, kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, alpha, 0.0f);
+        L->micro(d2, kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, alpha, 0.0f, NULL);
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
       if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
@@ -146,7 +146,7 @@ static void fwd_job(void *ctx, int job, int worker) {
       L->pack_pairs_b(&ps, 0, kc, 0, LANES, w->pt);
       for (int fp = 0; fp < d8; fp += SLK_MR)
         L->micro(pairs(kc), vt + (size_t)fp * F->nkp + (size_t)(k0 / 2) * SLK_MR, w->pt, ot + fp * LANES, LANES, SLK_MR,
-                 LANES, 1.0f, k0 > 0 ? 1.0f : 0.0f);
+                 LANES, 1.0f, k0 > 0 ? 1.0f : 0.0f, NULL);
     }
   }
   store_rows(a, bh, q0, qn, w->l, w->m, w->ot, F->o, F->lse);
@@ -223,8 +223,8 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
     float *s = w->s + (size_t)lp * BK * LANES, *dp = w->dp + (size_t)lp * BK * LANES;
     const uint32_t *qt = w->qt + (size_t)lp * LANES * d2, *dot = w->dot + (size_t)lp * LANES * d2;
     for (int r = 0; r < kb; r += SLK_MR) {
-      L->micro(d2, w->kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, t * (float)M_LOG2E, 0.0f);
-      L->micro(d2, w->vp + (size_t)(k0 + r) * d2, dot, dp + r * LANES, LANES, SLK_MR, LANES, 1.0f, 0.0f);
+      L->micro(d2, w->kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, t * (float)M_LOG2E, 0.0f, NULL);
+      L->micro(d2, w->vp + (size_t)(k0 + r) * d2, dot, dp + r * LANES, LANES, SLK_MR, LANES, 1.0f, 0.0f, NULL);
     }
     mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
     simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
@@ -235,7 +235,7 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
     float *dqt = w->dqt + (size_t)lp * d8 * LANES;
     for (int fp = 0; fp < d8; fp += SLK_MR)
       L->micro(pairs(kc), w->kt + (size_t)fp * nkp + (size_t)(k0 / 2) * SLK_MR, w->dsl, dqt + fp * LANES, LANES, SLK_MR,
-               LANES, 1.0f, 1.0f);
+               LANES, 1.0f, 1.0f, NULL);
     /* P and dS with keys as columns and the tile's queries (this panel's pairs of them) as the summed
     ** index: per 48 keys, the pairs of every lane panel one after another, as Q^T's and dO^T's panels */
     int ql = qn - lp * LANES < LANES ? qn - lp * LANES : LANES;
@@ -250,8 +250,8 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
   for (int kq = 0; kq < kb; kq += LANES) {
     size_t acc = (size_t)(k0 + kq) / LANES * d8 * LANES, col = (size_t)(kq / LANES) * LANES * qp;
     for (int fp = 0; fp < d8; fp += SLK_MR) {
-      L->micro(qp, w->doa + (size_t)fp * qp, w->pb + col, dvt + acc + fp * LANES, LANES, SLK_MR, LANES, 1.0f, 1.0f);
-      L->micro(qp, w->qa + (size_t)fp * qp, w->dsb + col, dkt + acc + fp * LANES, LANES, SLK_MR, LANES, t, 1.0f);
+      L->micro(qp, w->doa + (size_t)fp * qp, w->pb + col, dvt + acc + fp * LANES, LANES, SLK_MR, LANES, 1.0f, 1.0f, NULL);
+      L->micro(qp, w->qa + (size_t)fp * qp, w->dsb + col, dkt + acc + fp * LANES, LANES, SLK_MR, LANES, t, 1.0f, NULL);
     }
   }
 }

@@ -28,6 +28,15 @@
 **                  in registers when k runs along memory, pairs of rows
 **                  interleaved otherwise). Chosen when the CPU has
 **                  avx512_bf16 and the portable loops are not forced.
+**                  Two additions for the small products of a training
+**                  step, both leaving the bits unchanged: a linear layer's
+**                  bias and the rounding of its output happen in the
+**                  micro-kernel's last store (slK_gemm_half_bias), not in
+**                  two more passes over C; and a product with several K
+**                  blocks and a small C (a weight's gradient, K = tokens)
+**                  splits its K blocks between the threads instead of C's
+**                  rows, each thread packing only its own blocks, the
+**                  blocks' sums then added in order (the K split below).
 **   v3 fp16        gemm.c's blocked float32 kernel with op(A) and op(B)
 **                  rounded to half while they are packed: the CPU has no
 **                  half dot product into float32 (AVX512-FP16 multiplies
@@ -152,13 +161,16 @@ void slK_gemm_half_emulated(int format, int trans_a, int trans_b, int M, int N, 
 
 /* ------------------------------------------------------------------ v2: bf16 */
 
-/* one thread's product: C (M x N) from op(A) (M x K) and op(B) (K x N) */
+/* one thread's product: C (M x N) from op(A) (M x K) and op(B) (K x N);
+** end, when not NULL, is applied in the last K block's stores (its bias at
+** C's first column) */
 static void bf16_one(const slK_HalfLoops *L, int M, int N, int K, float alpha, const slK_HalfSrc *A,
-                     const slK_HalfSrc *B, float beta, float *C, long ldc, uint32_t *abuf, uint32_t *bbuf) {
+                     const slK_HalfSrc *B, float beta, float *C, long ldc, const slK_HalfEnd *end, uint32_t *abuf,
+                     uint32_t *bbuf) {
   for (int jc = 0; jc < N; jc += HALF_NC) {
     int nc = N - jc < HALF_NC ? N - jc : HALF_NC;
     for (int pc = 0; pc < K; pc += KC) {
-      int kc = K - pc < KC ? K - pc : KC, kp = pairs(kc);
+      int kc = K - pc < KC ? K - pc : KC, kp = pairs(kc), last = pc + kc >= K;
       float b = pc == 0 ? beta : 1.0f;
       L->pack_pairs_b(B, pc, kc, jc, nc, bbuf);
       for (int ic = 0; ic < M; ic += HALF_MC) {
@@ -167,9 +179,11 @@ static void bf16_one(const slK_HalfLoops *L, int M, int N, int K, float alpha, c
         for (int jr = 0; jr < nc; jr += SLK_NR) {
           const uint32_t *bp = bbuf + (size_t)jr * kp;
           int n = nc - jr < SLK_NR ? nc - jr : SLK_NR;
+          slK_HalfEnd e, *ep = NULL;
+          if (end && last) e = *end, e.bias = end->bias ? end->bias + jc + jr : NULL, ep = &e;
           for (int ir = 0; ir < mc; ir += SLK_MR) {
             int m = mc - ir < SLK_MR ? mc - ir : SLK_MR;
-            L->micro(kp, abuf + (size_t)ir * kp, bp, C + (long)(ic + ir) * ldc + jc + jr, ldc, m, n, alpha, b);
+            L->micro(kp, abuf + (size_t)ir * kp, bp, C + (long)(ic + ir) * ldc + jc + jr, ldc, m, n, alpha, b, ep);
           }
         }
       }
@@ -184,6 +198,7 @@ typedef struct {
   slK_HalfSrc A, B;
   float *C;
   long ldc;
+  const slK_HalfEnd *end;
 } Split;
 
 /* part `part` of the rows or columns, on whole micro-tiles, as gemm.c's blocked kernel splits */
@@ -196,8 +211,10 @@ static void bf16_part(void *ctx, int part, int worker) {
   slK_HalfSrc a = s->A, b = s->B;
   float *c = s->C;
   int M = s->M, N = s->N;
+  slK_HalfEnd end = s->end ? *s->end : (slK_HalfEnd){NULL, 0};
   if (s->by_rows) {
-    a.p += lo * a.rs;
+    if (a.h) a.h += lo * a.rs;
+    else a.p += lo * a.rs;
     c += lo * s->ldc;
     M = hi - lo;
   } else {
@@ -205,25 +222,91 @@ static void bf16_part(void *ctx, int part, int worker) {
     else b.p += lo * b.cs;
     c += lo;
     N = hi - lo;
+    if (end.bias) end.bias += lo;
   }
   size_t kp = (size_t)pairs(s->K < KC ? s->K : KC), mc = (size_t)(M < HALF_MC ? M : HALF_MC);
   size_t nc = (size_t)(N < HALF_NC ? N : HALF_NC), na = (mc + SLK_MR) * (kp + 1), nb = (nc + SLK_NR) * (kp + 1);
   na = (na + 15) / 16 * 16;
   uint32_t *abuf = slK_scratch(sizeof(uint32_t) * (na + nb));
   if (!abuf) return;
-  bf16_one(s->L, M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, abuf, abuf + na);
+  bf16_one(s->L, M, N, s->K, s->alpha, &a, &b, s->beta, c, s->ldc, s->end ? &end : NULL, abuf, abuf + na);
   slK_scratch_release(abuf);
   (void)worker;
 }
 
-static void gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                      const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+/* The K split. A product with a long K and a small C (a weight's gradient:
+** K the batch's tokens, C the weight) splits badly by rows or columns:
+** every part packs the whole of the other operand, so both threads round
+** and interleave the same activations. It splits instead by K blocks of
+** KC, the blocks the sums are made of anyway: each part sums one block
+** from a zero accumulator into its own M x N slice (alpha 1, beta 0: the
+** raw sums), and sum_blocks then applies alpha and beta block after block
+** exactly as the micro-kernel's stores would have, so the bits do not
+** change. */
+typedef struct {
+  const slK_HalfLoops *L;
+  int M, N, K;
+  slK_HalfSrc A, B;
+  float *sums;   /* blocks x M x N */
+} KSplit;
+
+static void ksplit_part(void *ctx, int part, int worker) {
+  KSplit *s = ctx;
+  int k0 = part * KC, kc = s->K - k0 < KC ? s->K - k0 : KC;
+  slK_HalfSrc a = s->A, b = s->B;
+  if (a.h) a.h += (long)k0 * a.cs;
+  else a.p += (long)k0 * a.cs;
+  if (b.h) b.h += (long)k0 * b.rs;
+  else b.p += (long)k0 * b.rs;
+  size_t kp = (size_t)pairs(kc), mc = (size_t)(s->M < HALF_MC ? s->M : HALF_MC);
+  size_t nc = (size_t)(s->N < HALF_NC ? s->N : HALF_NC), na = (mc + SLK_MR) * (kp + 1), nb = (nc + SLK_NR) * (kp + 1);
+  na = (na + 15) / 16 * 16;
+  uint32_t *abuf = slK_scratch(sizeof(uint32_t) * (na + nb));
+  if (!abuf) return;
+  bf16_one(s->L, s->M, s->N, kc, 1.0f, &a, &b, 0.0f, s->sums + (size_t)part * s->M * s->N, s->N, NULL, abuf, abuf + na);
+  slK_scratch_release(abuf);
+  (void)worker;
+}
+
+static void sum_blocks(int blocks, int M, int N, float alpha, const float *sums, float beta, float *C, int ldc);
+
+/* a thread's buffer of block sums, kept between calls (a fresh one of this size comes from mmap) */
+static _Thread_local struct {
+  float *p;
+  size_t cap;
+} ksums;
+
+static int gemm_bf16_ksplit(int threads, int M, int N, int K, float alpha, const slK_HalfSrc *A, const slK_HalfSrc *B,
+                            float beta, float *C, int ldc) {
+  int blocks = (K + KC - 1) / KC;
+  size_t need = (size_t)blocks * M * N;
+  if (need > ksums.cap) {
+    slK_free(ksums.p);
+    ksums.p = slK_alloc(need * sizeof(float));
+    ksums.cap = ksums.p ? need : 0;
+    if (!ksums.p) return -1;
+  }
+  KSplit s = {slK_half_loops(), M, N, K, *A, *B, ksums.p};
+  slK_parallel(blocks, threads, ksplit_part, &s);
+  sum_blocks(blocks, M, N, alpha, ksums.p, beta, C, ldc);
+  return 0;
+}
+
+/* the operands' sources: float32, or already rounded (16-bit bits, the same layout) */
+static slK_HalfSrc source(const float *p, const uint16_t *h, int trans, int ld) {
+  return (slK_HalfSrc){h ? NULL : p, h, trans ? 1 : ld, trans ? ld : 1};
+}
+
+static void gemm_bf16(int M, int N, int K, float alpha, slK_HalfSrc a, slK_HalfSrc b, float beta, float *C, int ldc,
+                      const slK_HalfEnd *end) {
   int threads = slK_threads();
   double work = (double)M * N * K;
   if (threads > 1 && work < 4e6 * threads) threads = work < 8e6 ? 1 : 2;
-  Split s = {slK_half_loops(), M, N, K, threads, 0, alpha, beta,
-             {A, NULL, trans_a ? 1 : lda, trans_a ? lda : 1},
-             {Bh ? NULL : B, Bh, trans_b ? 1 : ldb, trans_b ? ldb : 1}, C, ldc};
+  /* two or more K blocks and a C of at most 256 Ki values (a megabyte per block of sums) */
+  if (threads > 1 && !end && K > KC && (long)M * N <= (1L << 18) &&
+      gemm_bf16_ksplit(threads, M, N, K, alpha, &a, &b, beta, C, ldc) == 0)
+    return;
+  Split s = {slK_half_loops(), M, N, K, threads, 0, alpha, beta, a, b, C, ldc, end};
   /* split the rows when there are too few column panels to share, or when op(A) is the larger operand:
   ** every part packs the whole of the operand that is not split, and A's packing rounds and interleaves */
   s.by_rows = (N < SLK_NR * threads * 2 || (long)M * 2 >= (long)N * 3) && M >= SLK_MR * threads * 2;
@@ -352,13 +435,31 @@ BF16 INLINE void lines16(const slK_HalfSrc *s, long base, long ls, int nl, int k
   transpose16_pairs(w);
 }
 
+/* The same for a few lines (nl of them, 1 to 3: the 17th token of an
+** attention head), without the 16 x 16 transpose: each line's pairs are
+** rounded together and written one word at a time, word t of line l at
+** dst[t * stride + l]; the other lanes of those words are set to zero. */
+BF16 INLINE void few_lines(const slK_HalfSrc *s, long base, long ls, int nl, int kc, int n, uint32_t *dst, long stride,
+                           int width) {
+  uint32_t w[16];
+  for (int t = 0; t < n; t++) memset(dst + t * stride, 0, (size_t)width * sizeof *dst);
+  for (int l = 0; l < nl; l++) {
+    _mm512_storeu_si512(w, load32(s, base + l * ls, kc));
+    for (int t = 0; t < n; t++) dst[t * stride + l] = w[t];
+  }
+}
+
 /* A panels (8 rows, pairs of k): two panels at a time, 16 rows */
 BF16 static void pack_a_avx512(const slK_HalfSrc *A, int i0, int mc, int k0, int kc, uint32_t *dst) {
   int kp = pairs(kc);
   for (int p = 0; p < mc; p += 2 * SLK_MR) {
     uint32_t *d0 = dst + (size_t)p * kp, *d1 = d0 + (size_t)SLK_MR * kp;
     int rows = mc - p, two = rows > SLK_MR;
-    if (A->cs == 1) {   /* rows of op(A) run along memory: 32 k of 16 rows, transposed */
+    if (A->cs == 1 && rows < 4) {   /* a few rows left over */
+      for (int q = 0; q < kp; q += 16)
+        few_lines(A, (long)(i0 + p) * A->rs + k0 + 2 * q, A->rs, rows, kc - 2 * q, kp - q < 16 ? kp - q : 16,
+                  d0 + (size_t)q * SLK_MR, SLK_MR, SLK_MR);
+    } else if (A->cs == 1) {   /* rows of op(A) run along memory: 32 k of 16 rows, transposed */
       for (int q = 0; q < kp; q += 16) {
         __m512i w[16];
         lines16(A, (long)(i0 + p) * A->rs + k0 + 2 * q, A->rs, rows, kc - 2 * q, w);
@@ -406,15 +507,46 @@ BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int
         _mm512_storeu_si512(d + 32, zip_lo(x1, y1));
       }
     } else {   /* columns of op(B) run along memory: 32 k of 16 columns, transposed */
-      for (int v = 0; v < 3; v++)
+      for (int v = 0; v < 3; v++) {
+        if (cols <= 16 * v) {   /* a narrow edge panel (attention's 17 keys): zeros, nothing to transpose */
+          for (int p = 0; p < kp; p++) _mm512_storeu_si512(dst + (size_t)p * SLK_NR + 16 * v, _mm512_setzero_si512());
+          continue;
+        }
+        if (cols - 16 * v < 4) {
+          for (int p = 0; p < kp; p += 16)
+            few_lines(B, (long)(j0 + q + 16 * v) * B->cs + k0 + 2 * p, B->cs, cols - 16 * v, kc - 2 * p,
+                      kp - p < 16 ? kp - p : 16, dst + (size_t)p * SLK_NR + 16 * v, SLK_NR, 16);
+          continue;
+        }
         for (int p = 0; p < kp; p += 16) {
           __m512i w[16];
           lines16(B, (long)(j0 + q + 16 * v) * B->cs + k0 + 2 * p, B->cs, cols - 16 * v, kc - 2 * p, w);
           int n = kp - p < 16 ? kp - p : 16;
           for (int t = 0; t < n; t++) _mm512_storeu_si512(dst + (size_t)(p + t) * SLK_NR + 16 * v, w[t]);
         }
+      }
     }
   }
+}
+
+/* A tile's last store with the epilogue of a linear layer (slK_HalfEnd):
+** alpha acc + beta C, then the bias added and the sum rounded to bfloat16,
+** each a separate float32 operation, so the bits are those of the product,
+** a pass adding the bias and a pass rounding (precision.c) one after the
+** other. */
+BF16 INLINE void store_end(__m512 cv[3][SLK_MR], float *c, long ldc, int m, int n, __m512 va, __m512 vb, float beta,
+                           const slK_HalfEnd *end, const int nv) {
+  for (int i = 0; i < m; i++)
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++) {
+      __mmask16 k = lanes(n - 16 * v);
+      float *ci = c + i * ldc + 16 * v;
+      __m512 x = beta == 0 ? _mm512_mul_ps(va, cv[v][i])
+                           : _mm512_fmadd_ps(va, cv[v][i], _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
+      if (end->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, end->bias + 16 * v));
+      if (end->round) x = _mm512_castsi512_ps(bf16_hi(x));
+      _mm512_mask_storeu_ps(ci, k, x);
+    }
 }
 
 /* The 8 x 48 micro-kernel: per pair of k, three vectors of B (16 columns x
@@ -423,10 +555,10 @@ BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int
 ** sums the same. */
 BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const uint32_t *a, const uint32_t *b, float *c,
                                                                   long ldc, int m, int n, float alpha, float beta,
-                                                                  const int nv) {
+                                                                  const slK_HalfEnd *end, const int nv, const int R) {
   __m512 cv[3][SLK_MR];
 #pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++) {
+  for (int i = 0; i < R; i++) {
     /* C's lines arrive while the products run: a matrix's tile has rows ldc apart, past the
     ** prefetchers (attention's panels, rows of 48 in L1 or L2, need none) */
     if (ldc > SLK_NR && nv == 3) {
@@ -442,14 +574,18 @@ BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const ui
 #pragma GCC unroll 3
     for (int v = 0; v < nv; v++) bv[v] = (__m512bh)_mm512_loadu_si512(b + 16 * v);
 #pragma GCC unroll 8
-    for (int i = 0; i < SLK_MR; i++) {
+    for (int i = 0; i < R; i++) {
       __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
 #pragma GCC unroll 3
       for (int v = 0; v < nv; v++) cv[v][i] = _mm512_dpbf16_ps(cv[v][i], bv[v], ai);
     }
   }
   __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  if (nv == 3 && m == SLK_MR && n == SLK_NR) {
+  if (end) {
+    store_end(cv, c, ldc, m, n, va, vb, beta, end, nv);
+    return;
+  }
+  if (nv == 3 && R == SLK_MR && m == SLK_MR && n == SLK_NR) {
 #pragma GCC unroll 8
     for (int i = 0; i < SLK_MR; i++)
 #pragma GCC unroll 3
@@ -463,7 +599,7 @@ BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const ui
   /* an edge tile: the sums through a buffer, so that the accumulators stay in registers above */
   float t[SLK_MR * SLK_NR];
 #pragma GCC unroll 8
-  for (int i = 0; i < SLK_MR; i++)
+  for (int i = 0; i < R; i++)
 #pragma GCC unroll 3
     for (int v = 0; v < nv; v++) _mm512_storeu_ps(t + i * SLK_NR + 16 * v, cv[v][i]);
   for (int i = 0; i < m; i++)
@@ -476,12 +612,34 @@ BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const ui
     }
 }
 
-BF16 static void micro_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
-                            float beta) {
-  if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 3);
-  else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 2);
-  else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, 1);
+/* one instance per number of vectors of B in use (nv) and rows computed (R: an edge tile of m
+** rows runs R = 1, 2 or 4 when m is that small, so the 17th row of a 17-token attention head costs
+** one row's multiply-adds rather than eight) */
+#define MICRO_R(R)                                                             \
+  do {                                                                         \
+    if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 3, R);      \
+    else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 2, R); \
+    else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 1, R);             \
+  } while (0)
+
+BF16 static void micro_edge(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
+                            float beta, const slK_HalfEnd *end) {
+  if (m == 1) MICRO_R(1);
+  else if (m == 2) MICRO_R(2);
+  else if (m <= 4) MICRO_R(4);
+  else MICRO_R(SLK_MR);
 }
+
+BF16 static void micro_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
+                            float beta, const slK_HalfEnd *end) {
+  /* the common case without an epilogue keeps its own copies of the loops (the check inside them cost
+  ** 5% of the image transformer's products) */
+  if (m < SLK_MR || end) micro_edge(kp, a, b, c, ldc, m, n, alpha, beta, end);
+  else if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, NULL, 3, SLK_MR);
+  else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, NULL, 2, SLK_MR);
+  else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, NULL, 1, SLK_MR);
+}
+#undef MICRO_R
 
 /* fp16 bits lane by lane as slK_fp16_bits: vcvtps2ph rounds to nearest
 ** even and keeps subnormals, but carries a NaN's payload, which the scalar
@@ -521,6 +679,28 @@ AVX512 static void round_avx512(int format, const float *x, float *out, size_t n
   }
 }
 
+/* C from the K split's block sums, each block's store as micro_nv makes it: the first block
+** alpha s (beta 0) or alpha s + beta C, every later one alpha s + C, each one fused multiply-add */
+AVX512 static void sum_blocks_avx512(int blocks, int M, int N, float alpha, const float *sums, float beta, float *C,
+                                     int ldc) {
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  size_t mn = (size_t)M * N;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j += 16) {
+      __mmask16 k = lanes(N - j);
+      float *ci = C + (long)i * ldc + j;
+      const float *s = sums + (size_t)i * N + j;
+      __m512 acc = _mm512_maskz_loadu_ps(k, s);
+      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc) : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
+      for (int blk = 1; blk < blocks; blk++) x = _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, s + blk * mn), x);
+      _mm512_mask_storeu_ps(ci, k, x);
+    }
+}
+
+static void sum_blocks(int blocks, int M, int N, float alpha, const float *sums, float beta, float *C, int ldc) {
+  sum_blocks_avx512(blocks, M, N, alpha, sums, beta, C, ldc);
+}
+
 static const slK_HalfLoops avx512_bf16 = {pack_a_avx512, pack_b_avx512, micro_bf16};
 
 static const slK_HalfLoops *loops_avx512(void) {
@@ -534,6 +714,10 @@ static const slK_HalfLoops *loops_avx512(void) {
   return have ? &avx512_bf16 : NULL;
 }
 #else
+/* never reached: the K split runs only where the bf16 loops exist */
+static void sum_blocks(int blocks, int M, int N, float alpha, const float *sums, float beta, float *C, int ldc) {
+  (void)blocks, (void)M, (void)N, (void)alpha, (void)sums, (void)beta, (void)C, (void)ldc;
+}
 static const slK_HalfLoops *loops_avx512(void) { return NULL; }
 static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) { to_half_portable(format, x, out, n); }
 static void to_bf16_hw(const float *x, uint16_t *out, size_t n) { to_half_portable(SLK_BF16, x, out, n); }
@@ -562,8 +746,46 @@ void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, fl
     return;
   }
   if (!slK_half_native(format)) slK_gemm_half_emulated(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
-  else if (format == SLK_BF16) gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  else if (format == SLK_BF16)
+    gemm_bf16(M, N, K, alpha, source(A, NULL, trans_a, lda), source(B, Bh, trans_b, ldb), beta, C, ldc, NULL);
   else gemm_fp16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+}
+
+/* where the bf16 kernel runs, the bias and the rounding happen in its last store; elsewhere in two passes */
+void slK_gemm_half_bias(int format, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  slK_HalfEnd end = {bias, round_out};
+  if (format == SLK_BF16 && K > 0 && slK_half_native(format)) {
+    gemm_bf16(M, N, K, 1.0f, source(A, NULL, trans_a, lda), source(B, Bh, trans_b, ldb), 0.0f, C, ldc, &end);
+    return;
+  }
+  slK_gemm_half(format, trans_a, trans_b, M, N, K, 1.0f, A, lda, B, Bh, ldb, 0.0f, C, ldc);
+  for (int i = 0; i < M; i++) {
+    float *c = C + (long)i * ldc;
+    if (bias)
+      for (int j = 0; j < N; j++) c[j] += bias[j];
+    if (round_out) slK_round_values(format, c, c, (size_t)N);
+  }
+}
+
+void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float alpha, const uint16_t *Ah, int lda,
+                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K > 0 && slK_half_native(SLK_BF16)) {
+    gemm_bf16(M, N, K, alpha, source(NULL, Ah, trans_a, lda), source(NULL, Bh, trans_b, ldb), beta, C, ldc, NULL);
+    return;
+  }
+  /* elsewhere the operands' exact float32 values through slK_gemm_half */
+  int ar = trans_a ? K : M, br = trans_b ? N : K;
+  size_t na = ar > 0 ? (size_t)(ar - 1) * lda + (trans_a ? M : K) : 0, nb = br > 0 ? (size_t)(br - 1) * ldb + (trans_b ? K : N) : 0;
+  float *a = malloc((na + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
+  if (a && b) {
+    for (size_t i = 0; i < na; i++) a[i] = slK_bf16_to_f32(Ah[i]);
+    for (size_t i = 0; i < nb; i++) b[i] = slK_bf16_to_f32(Bh[i]);
+    slK_gemm_half(SLK_BF16, trans_a, trans_b, M, N, K, alpha, a, lda, b, NULL, ldb, beta, C, ldc);
+  }
+  free(a), free(b);
 }
 
 void slK_round_values(int format, const float *x, float *out, size_t n) {

@@ -18,6 +18,19 @@
 ** and used by several products. */
 void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc);
+/* slK_gemm_half in bf16 with both operands already rounded (Ah, Bh: bfloat16 bits from slK_to_half,
+** the layouts and lda, ldb the float32 operands would have): a node that makes many small products
+** from the same tensors (attention's per-head products) rounds them once, not in every product's
+** packing. The bits are slK_gemm_half's on the operands' values, on either dispatch path. */
+void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float alpha, const uint16_t *Ah, int lda,
+                           const uint16_t *Bh, int ldb, float beta, float *C, int ldc);
+/* C = op(A) op(B) + bias (bias: N values added to every row; NULL adds nothing), then, when
+** round_out, rounded to the format's values: a 16-bit linear layer's forward, its bias and the
+** rounding of its output done in the GEMM's store rather than in two more passes over C. The bits
+** are those of slK_gemm_half (alpha 1, beta 0), then C[i][j] + bias[j] in float32, then
+** slK_round_values. */
+void slK_gemm_half_bias(int format, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C, int ldc);
 /* 1 when this machine runs the format's products with slK_gemm_half's packed kernel (bf16: the CPU
 ** has avx512_bf16 and the portable loops are not forced); 0: the caller keeps the emulated path */
 int slK_half_native(int format);
@@ -62,15 +75,22 @@ typedef struct slK_HalfSrc {
   long rs, cs;
 } slK_HalfSrc;
 
+/* what a micro-kernel does to a tile in its last store besides alpha and beta (slK_gemm_half_bias):
+** bias, the tile's first column's bias (NULL: none); round, 1 to round to bfloat16 */
+typedef struct slK_HalfEnd {
+  const float *bias;
+  int round;
+} slK_HalfEnd;
+
 typedef struct slK_HalfLoops {
   /* mc x kc of op(A) from (i0, k0), rounded, into MR-row panels (zero-padded) */
   void (*pack_pairs_a)(const slK_HalfSrc *A, int i0, int mc, int k0, int kc, uint32_t *dst);
   /* kc x nc of op(B) from (k0, j0), rounded, into NR-column panels (zero-padded) */
   void (*pack_pairs_b)(const slK_HalfSrc *B, int k0, int kc, int j0, int nc, uint32_t *dst);
   /* the m x n corner (m <= MR, n <= NR) of C = alpha A_panel B_panel + beta C
-  ** over kp pairs (beta = 0: C is not read) */
+  ** over kp pairs (beta = 0: C is not read), then the epilogue end (NULL: none) */
   void (*micro)(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
-                float beta);
+                float beta, const slK_HalfEnd *end);
 } slK_HalfLoops;
 
 /* the bf16 loops of this machine: NULL unless slK_half_native(SLK_BF16) */

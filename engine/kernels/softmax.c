@@ -31,10 +31,13 @@ void slK_softmax_row(const float *x, float *y, int n) {
   for (int j = 0; j < n; j++) y[j] *= inv;
 }
 
-void slK_softmax_grad_row(const float *y, const float *dy, float *dx, int n) {
+void slK_softmax_grad_row(const float *y, const float *dy, float *dx, int n, int accumulate) {
   double dot = 0;
   for (int j = 0; j < n; j++) dot += dy[j] * y[j];
-  for (int j = 0; j < n; j++) dx[j] += y[j] * (dy[j] - (float)dot);
+  if (accumulate)
+    for (int j = 0; j < n; j++) dx[j] += y[j] * (dy[j] - (float)dot);
+  else
+    for (int j = 0; j < n; j++) dx[j] = 0.0f + y[j] * (dy[j] - (float)dot);
 }
 
 typedef struct {

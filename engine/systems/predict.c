@@ -55,6 +55,9 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
     /* a training step's rounded copy of every product's weight (graph/product.c): the layers' and the
     ** output projection; inference rounds them while packing */
     out->scratch = run == SLL_RUN_TRAIN ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
+    /* in bf16 the per-head products' operands, rounded once a pass into three buffers: q or the
+    ** probabilities, k or v, and in training the output gradient (BHTT of the scores, BTD of the context) */
+    if (precision == SLM_BF16) out->scratch += 2 * (fmax(BTD, BHTT) + BTD + (run == SLL_RUN_TRAIN ? fmax(BHTT, BTD) : 0));
   } else if (precision != SLM_FP32) {
     /* the rounded copies of the largest product inputs (graph/product.c) */
     double a = BT * fmax(D, F), b = fmax(V * D, F * D);
@@ -99,8 +102,8 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
   memset(out, 0, sizeof *out);
   int train = run == SLL_RUN_TRAIN;
   char *grad = gradient_reach(g);
-  double a_max = 0, b_max = 0, weights = 0;
-  int native = slM_product_native(g->precision);
+  double a_max = 0, b_max = 0, weights = 0, slot[3] = {0, 0, 0};
+  int native = slM_product_native(g->precision), operands = native && g->precision == SLM_BF16;
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     const slM_OpDef *d = slM_op(n->op);
@@ -113,6 +116,11 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     if (g->precision != SLM_FP32 && d->rounded) {
       if (native) {   /* a weight's rounded copy, two bytes an element, alive through the step */
         if (n->nparams > 0 && !n->comp.weight && !n->comp.weight_mask) weights += (double)n->params[0]->value->size;
+        if (n->nparams == 0 && operands) {   /* a product of two activations: its operands' buffers (product.h) */
+          slot[0] = fmax(slot[0], slM_items(&g->nodes[n->inputs[0]], batch));
+          slot[1] = fmax(slot[1], slM_items(&g->nodes[n->inputs[1]], batch));
+          if (train && grad[i]) slot[2] = fmax(slot[2], e);
+        }
       } else {        /* the emulated path's two scratch buffers, as large as the largest product needs */
         double a, b;
         d->rounded(g, n, e, train, &a, &b);
@@ -121,7 +129,7 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     }
     if ((d->flags & SLM_OP_RESIDUAL) && out->residual == 0) out->residual = 4 * slM_items(n, batch);
   }
-  out->scratch = native ? (train ? 2 * weights : 0) : 4 * (a_max + b_max);
+  out->scratch = native ? (train ? 2 * weights : 0) + 2 * (slot[0] + slot[1] + slot[2]) : 4 * (a_max + b_max);
   free(grad);
   finish(out, run);
 }

@@ -231,7 +231,8 @@ static void test_products_against_reference(void) {
   seed(1);
   CHECK_MSG(slK_half_native(SLK_BF16) || !__builtin_cpu_supports("avx512bf16"), "the CPU has avx512_bf16: bf16 is native");
   int shapes[][3] = {{1, 1, 1}, {1, 1, 2}, {7, 5, 3}, {8, 48, 32}, {9, 49, 33}, {16, 96, 64}, {33, 97, 65},
-                     {5, 130, 1}, {64, 1, 513}, {130, 70, 200}, {17, 50, 2 * SLK_HALF_KC + 3}, {200, 300, 250}};
+                     {5, 130, 1}, {64, 1, 513}, {130, 70, 200}, {17, 50, 2 * SLK_HALF_KC + 3}, {200, 300, 250},
+                     {96, 64, 2 * SLK_HALF_KC + 40}};   /* last: a weight's gradient, threads split K's blocks */
   for (int format = SLK_BF16; format <= SLK_FP16; format++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int t = 0; t < 4; t++) check_shape(format, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
@@ -244,7 +245,76 @@ static void test_products_against_reference(void) {
     check_shape(format, 0, 1, 9, 9, 0, 1.0f, 0.5f);
     check_shape(format, 0, 0, 300, 400, 200, 1.0f, 0.0f);    /* threads split the columns */
     check_shape(format, 1, 0, 500, 40, 1000, 1.0f, 0.0f);    /* threads split the rows */
+    check_shape(format, 1, 0, 96, 64, 2 * SLK_HALF_KC + 40, 0.5f, 0.25f);   /* K's blocks split, then beta */
+    check_shape(format, 0, 1, 70, 90, 3 * SLK_HALF_KC + 1, -1.5f, 1.0f);
   }
+}
+
+/* Both operands rounded beforehand (slK_gemm_bf16_rounded, attention's
+** per-head products): the bits of slK_gemm_half on the float32 operands,
+** for every split of the work and on both dispatch paths. */
+static void test_prerounded_operands(void) {
+  seed(4);
+  int shapes[][3] = {{17, 17, 32}, {17, 32, 17}, {1, 1, 1}, {9, 49, 33}, {300, 400, 200}, {500, 40, 1000},
+                     {96, 64, 2 * SLK_HALF_KC + 40}};
+  for (int portable = 0; portable < 2; portable++)
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+      for (int t = 0; t < 4; t++) {
+        Case c;
+        case_new(&c, SLK_BF16, t & 1, t >> 1, shapes[k][0], shapes[k][1], shapes[k][2], 0.5f, t == 2 ? 0.0f : 1.0f);
+        size_t na = (size_t)c.M * c.K;
+        uint16_t *Ah = malloc((na + 1) * sizeof *Ah);
+        slK_to_half(SLK_BF16, c.A, Ah, na);
+        round_b(&c);
+        size_t mn = (size_t)c.M * c.N;
+        float *got = malloc(mn * sizeof *got), *want = malloc(mn * sizeof *want);
+        slK_force_portable(portable);
+        run(&c, want, 0, slK_gemm_half);
+        memcpy(got, c.C0, mn * sizeof *got);
+        slK_gemm_bf16_rounded(c.ta, c.tb, c.M, c.N, c.K, c.alpha, Ah, c.lda, c.Bh, c.ldb, c.beta, got, c.N);
+        slK_force_portable(0);
+        char what[120];
+        snprintf(what, sizeof what, "pre-rounded %dx%dx%d t%d, portable %d", c.M, c.N, c.K, t, portable);
+        all_same(&c, got, want, what);
+        free(got), free(want), free(Ah);
+        case_free(&c);
+      }
+}
+
+/* A linear layer's forward (slK_gemm_half_bias): the bias and the rounding
+** in the store give the bits of the product, a pass adding the bias and a
+** pass rounding, on both dispatch paths, whichever way threads split C. */
+static void test_bias_and_rounding_in_the_store(void) {
+  seed(3);
+  int shapes[][3] = {{1, 1, 1}, {9, 49, 33}, {33, 97, 65}, {2176, 192, 64}, {300, 400, 200}, {17, 50, 2 * SLK_HALF_KC + 3}};
+  for (int portable = 0; portable < 2; portable++)
+    for (int format = SLK_BF16; format <= SLK_FP16; format++)
+      for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int t = 0; t < 4; t++)
+          for (int with = 0; with < 4; with++) {   /* bias or not, rounding or not */
+            Case c;
+            case_new(&c, format, t & 1, t >> 1, shapes[k][0], shapes[k][1], shapes[k][2], 1.0f, 0.0f);
+            float *bias = (with & 1) ? randn((size_t)c.N) : NULL;
+            size_t mn = (size_t)c.M * c.N;
+            float *got = malloc(mn * sizeof *got), *want = malloc(mn * sizeof *want);
+            slK_force_portable(portable);
+            run(&c, want, 0, slK_gemm_half);
+            for (int i = 0; i < c.M; i++) {
+              float *w = want + (size_t)i * c.N;
+              if (bias)
+                for (int j = 0; j < c.N; j++) w[j] += bias[j];
+              if (with & 2) slK_round_values(format, w, w, (size_t)c.N);
+            }
+            memcpy(got, c.C0, mn * sizeof *got);
+            slK_gemm_half_bias(format, c.ta, c.tb, c.M, c.N, c.K, c.A, c.lda, c.B, NULL, c.ldb, bias, with >> 1, got, c.N);
+            slK_force_portable(0);
+            char what[120];
+            snprintf(what, sizeof what, "%s %dx%dx%d t%d, bias %d, rounding %d, portable %d", format == SLK_BF16 ? "bf16" : "fp16",
+                     c.M, c.N, c.K, t, with & 1, with >> 1, portable);
+            all_same(&c, got, want, what);
+            free(got), free(want), free(bias);
+            case_free(&c);
+          }
 }
 
 /* a value of every class: NaN, +-Inf, +-0, subnormals (as float32 and as bf16), huge and tiny normals */
@@ -342,6 +412,8 @@ int main(void) {
   RUN(test_to_half_matches_scalar_rounding);
   RUN(test_to_half_rounds_as_the_packing);
   RUN(test_products_against_reference);
+  RUN(test_bias_and_rounding_in_the_store);
+  RUN(test_prerounded_operands);
   RUN(test_special_values);
   RUN(test_padded_strides);
   return check_summary();

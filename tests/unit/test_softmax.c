@@ -46,7 +46,7 @@ static void test_backward_against_finite_differences(void) {
   float x[N], y[N], dy[N], dx[N];
   for (int j = 0; j < N; j++) x[j] = (float)cos(1.3 * j) * 2, dy[j] = (float)sin(0.7 * j + 0.2), dx[j] = 0.25f;
   slK_softmax_row(x, y, N);
-  slK_softmax_grad_row(y, dy, dx, N);
+  slK_softmax_grad_row(y, dy, dx, N, 1);
   for (int k = 0; k < N; k++) {
     float xp[N], xm[N];
     double yp[N], ym[N], lp = 0, lm = 0, h = 1e-3;
@@ -61,7 +61,7 @@ static void test_backward_against_finite_differences(void) {
   float one[1] = {0}, gy[1] = {3}, g1[1] = {0};
   slK_softmax_row(one, one, 1);
   CHECK(one[0] == 1.0f);
-  slK_softmax_grad_row(one, gy, g1, 1);
+  slK_softmax_grad_row(one, gy, g1, 1, 1);
   CHECK(g1[0] == 0.0f);
 }
 

@@ -27,10 +27,12 @@ static slM_Graph *mlp(void) {
   return slM_mlp(&s, 1, 0, err, sizeof err);
 }
 
-static slM_Graph *vit(void) {
+static slM_Graph *vit(int precision) {
   char err[256];
   slM_TransformerSpec s = {8, 8, 4, 4, 2, 8, 2, 2, 0.0f};
-  return slM_transformer(&s, 2, 1, 0, err, sizeof err);
+  slM_Graph *g = slM_transformer(&s, 2, 1, 0, err, sizeof err);
+  g->precision = precision;
+  return g;
 }
 
 static slM_Graph *lm(int precision) {
@@ -80,7 +82,8 @@ static void check_prediction(slM_Graph *g, const char *what, int batch, int T) {
 
 static void test_memory_prediction(void) {
   check_prediction(mlp(), "mlp", 8, 0);
-  check_prediction(vit(), "image transformer", 4, 0);
+  check_prediction(vit(SLM_FP32), "image transformer", 4, 0);
+  check_prediction(vit(SLM_BF16), "image transformer bf16", 4, 0);
   check_prediction(lm(SLM_FP32), "lm fp32", 3, 12);
   check_prediction(lm(SLM_BF16), "lm bf16", 3, 12);
 }
@@ -237,7 +240,7 @@ static void check_fused(slM_Graph *eager, const char *what, int batch, int T, in
 
 static void test_fusion(void) {
   check_fused(mlp(), "mlp", 6, 0, 2);
-  check_fused(vit(), "image transformer", 3, 0, 2 + 2 * 2);   /* gelu per layer; two add+norm per layer */
+  check_fused(vit(SLM_FP32), "image transformer", 3, 0, 2 + 2 * 2);   /* gelu per layer; two add+norm per layer */
   check_fused(lm(SLM_FP32), "lm", 2, 12, 2);                  /* the masked softmax of each layer */
 }
 
@@ -294,7 +297,7 @@ static void check_fused_attention(slM_Graph *eager, const char *what, int batch,
 
 static void test_fused_attention(void) {
   check_fused_attention(lm(SLM_FP32), "lm", 2, 12, 2);
-  check_fused_attention(vit(), "image transformer", 3, 0, 2);
+  check_fused_attention(vit(SLM_FP32), "image transformer", 3, 0, 2);
 }
 
 /* the largest relative difference of g's and h's gradients (same parameter names) */
@@ -357,7 +360,7 @@ static void test_native_half(void) {
   }
   check_native_half(lm(SLM_FP32), "lm", 2, 12, 0);
   check_native_half(lm(SLM_FP32), "lm with FlashAttention-2", 2, 12, 1);
-  check_native_half(vit(), "image transformer", 3, 0, 0);
+  check_native_half(vit(SLM_FP32), "image transformer", 3, 0, 0);
 }
 
 static void test_profile(void) {
