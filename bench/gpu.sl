@@ -12,11 +12,11 @@ if (machine get="gpus") == 0 {
   save roofs "machine.csv"
   print roofs
   print "== GEMM, float32, n x n times n x n"
-  gemm = bench ["gemm_cuda_naive", "gemm_cuda_tiled", "gemm_cublas", "gemm_cublas_direct"] sizes=[1024, 2048, 4096, 8192] reps=10 warmup=3
+  gemm = bench ["gemm_cuda_naive", "gemm_cuda_tiled_v1", "gemm_cuda_tiled", "gemm_cublas", "gemm_cublas_direct"] sizes=[1024, 2048, 4096, 8192] reps=10 warmup=3
   save gemm "gemm.csv"
   print (select gemm columns=["kernel", "size", "median_ms", "gflops"])
   print "== attention forward, batch 1, 16 heads, head dim 64, float32"
-  fwd = bench ["attention_cuda_naive", "attention_cuda_fused"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
+  fwd = bench ["attention_cuda_naive", "attention_cuda_fused_v1", "attention_cuda_fused"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
   save fwd "attention_forward.csv"
   print fwd
   print "== attention forward, causal"
@@ -24,7 +24,7 @@ if (machine get="gpus") == 0 {
   save fwdc "attention_causal.csv"
   print fwdc
   print "== attention forward and backward"
-  fb = bench ["attention_cuda_naive_train", "attention_cuda_fused_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
+  fb = bench ["attention_cuda_naive_train", "attention_cuda_fused_v1_train", "attention_cuda_fused_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
   save fb "attention_train.csv"
   print fb
   print "== attention memory, the same shapes"

@@ -21,13 +21,13 @@
 #   lab4.tar.gz  `syslab report notebooks/lab4.ipynb` run here (report.md, figures, notebook)
 # The exit status is 0 only if the build and every test passed.
 #
-# GPU_CHECK_STEPS chooses the steps after the build (default: all of
-# "tests sanitizer bench lab4"), so that the check can be split over
-# calls shorter than the whole; SANITIZER_SECONDS bounds each
-# compute-sanitizer run (default 300).
+# GPU_CHECK_STEPS chooses the steps after the build and their order
+# (default: all of "tests sanitizer bench lab4"), so that the check can be
+# split over calls shorter than the whole or put what matters most first;
+# SANITIZER_SECONDS bounds each compute-sanitizer run (default 300) and
+# STEP_SECONDS every other program a step runs (default 900).
 set -u
 steps=" ${GPU_CHECK_STEPS:-tests sanitizer bench lab4} "
-wants() { case $steps in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 out=${1:?usage: gpu_check.sh OUT}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPU_BUILD:-$root/build-gpu}
@@ -74,6 +74,12 @@ if [ -d "$root/.gpu-deps" ] && ls "$root"/.gpu-deps/*.deb >/dev/null 2>&1; then
   export PKG_CONFIG_LIBDIR="$pcdirs"
   export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$prefix/usr/bin:$PATH"
+  # /usr/bin/gnuplot is an alternatives link that the package's scripts make, not its files
+  [ -e "$prefix/usr/bin/gnuplot" ] || ln -s gnuplot-nox "$prefix/usr/bin/gnuplot"
+  # Debian keeps some headers (OpenSSL's configuration.h) in the multiarch
+  # folder its compiler searches by default; a foreign compiler needs it named
+  export CPATH="$prefix/usr/include/x86_64-linux-gnu:$prefix/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
   # fontconfig for gnuplot's PNG terminal: the carried fonts only
   mkdir -p "$build/fontconfig"
   printf '<?xml version="1.0"?>\n<fontconfig><dir>%s/usr/share/fonts</dir><cachedir>%s/fontconfig</cachedir></fontconfig>\n' \
@@ -83,6 +89,15 @@ if [ -d "$root/.gpu-deps" ] && ls "$root"/.gpu-deps/*.deb >/dev/null 2>&1; then
   cmake_args="-DPKG_CONFIG_EXECUTABLE=$prefix/usr/bin/pkgconf -DCMAKE_PREFIX_PATH=$prefix/usr"
   cmake_args="$cmake_args -DOPENSSL_ROOT_DIR=$prefix/usr -DZLIB_ROOT=$prefix/usr"
   note "carried packages: $(ls "$root"/.gpu-deps/*.deb | wc -l) unpacked into the build folder"
+  # Fashion-MNIST (GPU_DATA=1) and KaTeX are read from their packages' fixed folders
+  for data in /usr/share/datasets/fashion-mnist /usr/share/javascript/katex; do
+    [ ! -d "$data" ] && [ -d "$prefix$data" ] || continue
+    if mkdir -p "$(dirname "$data")" 2>/dev/null && ln -s "$prefix$data" "$data" 2>/dev/null; then
+      note "the carried $(basename "$data") linked at $data"
+    else
+      note "$(basename "$data") carried, but $data cannot be made here: the steps that read it will fail"
+    fi
+  done
 fi
 # cuBLAS is loaded at run time (cuda/kernels.cu) from the toolkit's lib64
 cuda_lib=$(dirname "$(dirname "$(command -v nvcc)")")/lib64
@@ -104,17 +119,24 @@ fi
 syslab=$build/syslab
 "$syslab" --version >>"$out/machine.txt" 2>&1
 
-# --- tests: the GPU unit tests, then under compute-sanitizer (smaller shapes)
+# --- the steps, in the order GPU_CHECK_STEPS names them; each is bounded
+# by STEP_SECONDS (default 900) and the summary is rewritten after each, so
+# that a run cut short still brings back what it finished
 gpu_tests="test_kernels test_gpu_ops"
+csv=$build/bench-csv
+rep=$build/lab4-report
 : >"$out/tests.log"
-wants tests || gpu_tests=""
-for t in $gpu_tests; do
-  if "$build/$t" >>"$out/tests.log" 2>&1; then note "$t: passed"; else note "$t: FAILED (tests.log)"; status=1; fi
-done
+: >"$out/bench.log"
+rm -rf "$csv" && mkdir -p "$csv"
+bounded() { timeout "${STEP_SECONDS:-900}" "$@"; }
+step_tests() {
+  for t in $gpu_tests; do
+    if bounded "$build/$t" >>"$out/tests.log" 2>&1; then note "$t: passed"; else note "$t: FAILED (tests.log)"; status=1; fi
+  done
+}
 sanitize() { SYSLAB_GPU_TEST_SMALL=1 timeout "${SANITIZER_SECONDS:-300}" compute-sanitizer --tool "$1" --error-exitcode 3 "$build/$2" ${3:+"$3"}; }
-if ! wants sanitizer; then
-  :
-elif command -v compute-sanitizer >/dev/null 2>&1; then
+step_sanitizer() {
+  command -v compute-sanitizer >/dev/null 2>&1 || { note "compute-sanitizer: not installed, not run"; return; }
   for tool in memcheck racecheck; do
     # test_kernels's GPU tests alone (its argument gpu); every test of test_gpu_ops
     if sanitize "$tool" test_kernels gpu >>"$out/tests.log" 2>&1 && sanitize "$tool" test_gpu_ops >>"$out/tests.log" 2>&1; then
@@ -123,38 +145,41 @@ elif command -v compute-sanitizer >/dev/null 2>&1; then
       note "compute-sanitizer $tool on the GPU tests: FAILED or past ${SANITIZER_SECONDS:-300} s (tests.log)"; status=1
     fi
   done
-else
-  note "compute-sanitizer: not installed, not run"
-fi
-
-# --- benchmarks: syslab's kernels, then PyTorch's rows of the same run
-csv=$build/bench-csv
-: >"$out/bench.log"
-if wants bench; then
-  rm -rf "$csv" && mkdir -p "$csv"
-  (cd "$csv" && "$syslab" run "$root/bench/gpu.sl") >>"$out/bench.log" 2>&1 || { note "bench/gpu.sl: FAILED (bench.log)"; status=1; }
-  (LD_LIBRARY_PATH="" python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
+}
+# benchmarks: syslab's kernels, then PyTorch's rows of the same run
+step_bench() {
+  if (cd "$csv" && bounded "$syslab" run "$root/bench/gpu.sl") >>"$out/bench.log" 2>&1; then note "bench/gpu.sl: done"
+  else note "bench/gpu.sl: FAILED (bench.log)"; status=1; fi
+  (LD_LIBRARY_PATH="" bounded python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
     note "bench/torch_gpu.py: FAILED (bench.log)"
   tar -czf "$out/bench.tar.gz" -C "$csv" . 2>/dev/null
-fi
-
-# --- the Lab 4 notebook on this machine, without PDF (no Chromium here)
-rep=$build/lab4-report
-if wants lab4; then
+}
+# the Lab 4 notebook on this machine, without PDF (no Chromium here)
+step_lab4() {
   rm -rf "$rep"
-  if (cd "$root" && "$syslab" report notebooks/lab4.ipynb --no-pdf --no-cache -o "$rep") >>"$out/bench.log" 2>&1; then
+  if (cd "$root" && bounded "$syslab" report notebooks/lab4.ipynb --no-pdf --no-cache -o "$rep") >>"$out/bench.log" 2>&1; then
     note "lab4 report: passed"
   else
     note "lab4 report: FAILED (bench.log)"; status=1
   fi
   [ -d "$rep" ] && tar -czf "$out/lab4.tar.gz" -C "$rep" . 2>/dev/null
-fi
+}
+summarize() {
+  {
+    cat "$out/summary.head"
+    echo
+    LD_LIBRARY_PATH="" python3 "$root/bench/gpu_summary.py" "$csv"
+  } >"$out/summary.md" 2>&1
+}
+for s in $steps; do
+  case $s in
+    tests | sanitizer | bench | lab4) "step_$s" ;;
+    *) note "GPU_CHECK_STEPS: unknown step '$s' (allowed: tests sanitizer bench lab4)"; status=1 ;;
+  esac
+  summarize
+done
 
-{
-  cat "$out/summary.head"
-  echo
-  python3 "$root/bench/gpu_summary.py" "$csv"
-} >"$out/summary.md" 2>&1
+summarize
 rm -f "$out/summary.head"
 cat "$out/summary.md"
 exit $status

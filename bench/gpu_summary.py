@@ -80,13 +80,13 @@ def main():
     print("## GEMM, float32\n")
     rows = []
     for n in (1024, 2048, 4096, 8192):
-        g = {k: num(pick(gemm, k, n), "gflops") for k in ("gemm_cuda_naive", "gemm_cuda_tiled", "gemm_cublas",
-                                                         "gemm_cublas_direct")}
+        g = {k: num(pick(gemm, k, n), "gflops") for k in ("gemm_cuda_naive", "gemm_cuda_tiled_v1", "gemm_cuda_tiled",
+                                                         "gemm_cublas", "gemm_cublas_direct")}
         t = num(pick(anchors, "torch_matmul_f32", n), "gflops")
         rows.append([str(n)] + [f(g[k], ",.0f") for k in g] + [f(t, ",.0f"),
                     f(g["gemm_cublas"] / g["gemm_cublas_direct"], ".3f"), f(g["gemm_cublas"] / t, ".3f"),
                     f(g["gemm_cuda_tiled"] / g["gemm_cublas"], ".2f"), f(g["gemm_cublas"] / cublas_peak, ".2f")])
-    table(["n", "naive", "tiled", "cuBLAS via syslab", "cuBLAS direct", "torch.matmul", "syslab / direct",
+    table(["n", "naive", "tiled v1", "tiled", "cuBLAS via syslab", "cuBLAS direct", "torch.matmul", "syslab / direct",
            "syslab / torch", "tiled / cuBLAS", "cuBLAS / roof"], rows)
 
     for name, title, anchor, causal in (("attention_forward.csv", "Attention forward", "torch_sdpa", 0),
@@ -101,13 +101,15 @@ def main():
         for L in sorted({int(r["size"]) for r in att}):
             naive = pick(att, "attention_cuda_naive_train" if "train" in name else "attention_cuda_naive", L)
             fused = pick(att, "attention_cuda_fused_train" if "train" in name else "attention_cuda_fused", L)
+            v1 = pick(att, "attention_cuda_fused_v1_train" if "train" in name else "attention_cuda_fused_v1", L)
             t = pick(anchors, anchor, L, causal)
-            rows.append([str(L), f(num(naive, "median_ms"), ".3f"), f(num(fused, "median_ms"), ".3f"),
+            rows.append([str(L), f(num(naive, "median_ms"), ".3f"), f(num(v1, "median_ms"), ".3f"),
+                         f(num(fused, "median_ms"), ".3f"),
                          f(num(t, "median_ms"), ".3f"), f(num(naive, "median_ms") / num(fused, "median_ms"), ".2f"),
                          f(num(t, "median_ms") / num(fused, "median_ms"), ".2f"), f(num(fused, "gflops"), ",.0f"),
                          f(num(fused, "gflops") / cublas_peak, ".2f"), f(num(naive, "peak_mib"), ",.0f"),
                          f(num(fused, "peak_mib"), ",.0f")])
-        table(["L", "naive ms", "fused ms", "PyTorch SDPA ms", "fused speed-up over naive",
+        table(["L", "naive ms", "fused v1 ms", "fused ms", "PyTorch SDPA ms", "fused speed-up over naive",
                "PyTorch time / fused time", "fused GFLOP/s", "fused / sgemm roof", "naive MiB", "fused MiB"], rows)
 
     if mx:

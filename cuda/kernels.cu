@@ -1,5 +1,5 @@
 /*
-** kernels.cu - the GPU versions of the kernels: GEMM, attention, MXINT8.
+** kernels.cu - the GPU versions of the kernels: GEMM, naive attention, MXINT8, and their benchmark cases.
 **
 ** Build: part of the CMake build when nvcc is found (architectures 80 and
 ** 90). Run: tests/unit/test_kernels.c checks every version against the CPU
@@ -12,8 +12,12 @@
 **                     global memory
 **     v1 tiled        64 x 64 tiles of C per block of 256 threads, 16-deep
 **                     slices of A and B staged in shared memory, 4 x 4
-**                     outputs per thread in registers
-**     v2 cuBLAS       cublasSgemm on the transposed problem (C^T = B^T A^T
+**                     outputs per thread in registers (kept as the step
+**                     v2 is measured against: gemm_cuda_tiled_v1)
+**     v2 tiled        128 x 128 tiles, 8 x 8 outputs per thread, 16-byte
+**                     shared-memory reads, the next slice fetched into
+**                     registers during this one (gemm_cuda_tiled)
+**     v3 cuBLAS       cublasSgemm on the transposed problem (C^T = B^T A^T
 **                     in column-major terms); libcublas is opened at run
 **                     time with dlopen, so the binary starts without it;
 **                     slG_gemm is the same call on device pointers with
@@ -22,17 +26,11 @@
 **     naive           cuBLAS strided-batched S = QK^T, one kernel for scale,
 **                     causal mask, softmax and L, cuBLAS O = PV: the N x N
 **                     array goes through global memory
-**     fused forward   FlashAttention-2: a block owns 64 queries, walks key
-**                     tiles of 64 through shared memory; each thread holds a
-**                     4 x 4 piece of S and of O; row max and sum are reduced
-**                     across the 16 threads of a row with warp shuffles;
-**                     only L is written besides O
+**     fused forward   FlashAttention-2, v1 and v2 (used): attention.cu
 **     naive backward  P from the naive forward, four cuBLAS products (dV,
 **                     dP, dQ, dK) and one kernel for dS = P o (dP - D): the
 **                     reference the fused backward is timed against
-**     fused backward  a block owns 64 keys (dK, dV in registers), walks the
-**                     query tiles, recomputes P = exp(S - L), and adds its
-**                     part of dQ with atomicAdd; D = rowsum(dO O) first
+**     fused backward  v1 and v2 (used): attention.cu
 **   MXINT8            one thread per element, the ADLS Lab 4 kernel's bit assembly
 **                     (numerics §5.4), 16-byte loads of mantissas
 **
@@ -40,6 +38,7 @@
 ** no device, slG_device_count() is 0 and the engine never calls in.
 */
 #include "gpu.h"
+#include "attention.h"
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -136,7 +135,7 @@ __global__ void gemm_naive(int M, int N, int K, const float *A, const float *B, 
 #define TM 64
 #define TK 16
 
-__global__ void __launch_bounds__(256) gemm_tiled(int M, int N, int K, const float *A, const float *B, float *C) {
+__global__ void __launch_bounds__(256) gemm_tiled_v1(int M, int N, int K, const float *A, const float *B, float *C) {
   __shared__ float As[TK][TM + 4];   /* A slice stored transposed: As[k][i] */
   __shared__ float Bs[TK][TM + 4];
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16, i0 = blockIdx.y * TM, j0 = blockIdx.x * TM;
@@ -168,13 +167,75 @@ __global__ void __launch_bounds__(256) gemm_tiled(int M, int N, int K, const flo
     }
 }
 
+/* Tiled, version 2: 128 x 128 tiles of C per block of 256 threads, 8 x 8
+** outputs per thread, 8-deep slices. Version 1 reads 8 floats from shared
+** memory for 16 multiply-adds (about 0.47 of cuBLAS on an H200); here a
+** thread reads four float4 (rows ty*4.. and 64 + ty*4.., columns tx*4..
+** and 64 + tx*4..: a half-warp's B reads are 16 consecutive float4) for 64
+** multiply-adds, and the next slice is fetched into registers while this
+** one is multiplied. */
+#define T2 128
+#define K2 8
+
+__global__ void __launch_bounds__(256, 2) gemm_tiled(int M, int N, int K, const float *A, const float *B, float *C) {
+  __shared__ __align__(16) float As[K2][T2 + 4]; /* As[k][i], the A slice transposed */
+  __shared__ __align__(16) float Bs[K2][T2 + 4];
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, i0 = blockIdx.y * T2, j0 = blockIdx.x * T2;
+  /* each thread loads 4 elements of each slice: A rows e / 8, column e % 8; B row e / 128, column e % 128 */
+  float ra[4], rb[4];
+  auto fetch = [&](int k0) {
+    for (int t = 0; t < 4; t++) {
+      int e = threadIdx.x + 256 * t;
+      int r = e / K2, c = e % K2, br = e / T2, bc = e % T2;
+      ra[t] = i0 + r < M && k0 + c < K ? A[(size_t)(i0 + r) * K + k0 + c] : 0.0f;
+      rb[t] = k0 + br < K && j0 + bc < N ? B[(size_t)(k0 + br) * N + j0 + bc] : 0.0f;
+    }
+  };
+  float acc[8][8];
+  for (int u = 0; u < 8; u++)
+    for (int v = 0; v < 8; v++) acc[u][v] = 0;
+  fetch(0);
+  for (int k0 = 0; k0 < K; k0 += K2) {
+    for (int t = 0; t < 4; t++) {
+      int e = threadIdx.x + 256 * t;
+      As[e % K2][e / K2] = ra[t];
+      Bs[e / T2][e % T2] = rb[t];
+    }
+    __syncthreads();
+    if (k0 + K2 < K) fetch(k0 + K2);
+#pragma unroll
+    for (int k = 0; k < K2; k++) {
+      float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][64 + ty * 4];
+      float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][64 + tx * 4];
+      float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int u = 0; u < 8; u++)
+#pragma unroll
+        for (int v = 0; v < 8; v++) acc[u][v] += a[u] * b[v];
+    }
+    __syncthreads();
+  }
+  for (int u = 0; u < 8; u++) {
+    int i = i0 + (u < 4 ? ty * 4 + u : 64 + ty * 4 + u - 4);
+    if (i >= M) continue;
+    for (int v = 0; v < 8; v++) {
+      int j = j0 + (v < 4 ? tx * 4 + v : 64 + tx * 4 + v - 4);
+      if (j < N) C[(size_t)i * N + j] = acc[u][v];
+    }
+  }
+}
+
 static int gemm_launch(int impl, int M, int N, int K, const float *A, const float *B, float *C, char *err,
                        size_t errlen) {
   if (impl == SLG_GEMM_NAIVE) {
     dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
     gemm_naive<<<grid, block>>>(M, N, K, A, B, C);
-  } else if (impl == SLG_GEMM_TILED) {
+  } else if (impl == SLG_GEMM_TILED_V1) {
     dim3 grid((N + TM - 1) / TM, (M + TM - 1) / TM);
+    gemm_tiled_v1<<<grid, 256>>>(M, N, K, A, B, C);
+  } else if (impl == SLG_GEMM_TILED) {
+    dim3 grid((N + T2 - 1) / T2, (M + T2 - 1) / T2);
     gemm_tiled<<<grid, 256>>>(M, N, K, A, B, C);
   } else {
     if (cublas_open(err, errlen) != 0) return -1;
@@ -212,10 +273,7 @@ fail:
 
 /* ============================================================= attention */
 
-#define D 64     /* features per head of the fused kernels */
-#define BR 64    /* queries per block */
-#define BC 64    /* keys per tile */
-#define PAD 4
+#define D SLG_ATTN_DIM
 
 /* scale, causal mask, softmax and logsumexp of one row of S per block (the naive path) */
 __global__ void softmax_rows(float *S, float *L, int n, float scale, int causal) {
@@ -266,212 +324,6 @@ static int attention_naive_launch(int bh, int n, int dim, int causal, const floa
   return 0;
 }
 
-/* Each of the 256 threads is (ty, tx) in 16 x 16: rows ty*4..ty*4+3 of the
-** query tile, and keys (for S) or features (for O) tx*4..tx*4+3. The 16
-** threads of one ty are one half-warp, so row statistics reduce with
-** shuffles over xor offsets 1..8. */
-__global__ void __launch_bounds__(256) attention_fused_fwd(const float *Q, const float *K, const float *V, float *O,
-                                                           float *Lse, int n, float scale, int causal) {
-  extern __shared__ float smem[];
-  float *Qs = smem, *Ks = Qs + BR * (D + PAD), *Vs = Ks + BC * (D + PAD), *Ps = Vs + BC * (D + PAD);
-  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, q0 = blockIdx.x * BR;
-  long head = (long)blockIdx.y * n * D;
-  for (int e = threadIdx.x; e < BR * D; e += 256) {
-    int r = e / D, f = e % D;
-    Qs[r * (D + PAD) + f] = q0 + r < n ? Q[head + (long)(q0 + r) * D + f] * scale : 0.0f;
-  }
-  float m[4], l[4], acc[4][4];
-  for (int u = 0; u < 4; u++) {
-    m[u] = -INFINITY, l[u] = 0;
-    for (int v = 0; v < 4; v++) acc[u][v] = 0;
-  }
-  int kend = causal ? min(n, q0 + BR) : n;
-  for (int k0 = 0; k0 < kend; k0 += BC) {
-    __syncthreads();
-    for (int e = threadIdx.x; e < BC * D; e += 256) {
-      int r = e / D, f = e % D;
-      bool in = k0 + r < n;
-      Ks[r * (D + PAD) + f] = in ? K[head + (long)(k0 + r) * D + f] : 0.0f;
-      Vs[r * (D + PAD) + f] = in ? V[head + (long)(k0 + r) * D + f] : 0.0f;
-    }
-    __syncthreads();
-    float s[4][4] = {};
-    for (int f = 0; f < D; f++) {
-      float a[4], b[4];
-      for (int u = 0; u < 4; u++) a[u] = Qs[(ty * 4 + u) * (D + PAD) + f], b[u] = Ks[(tx * 4 + u) * (D + PAD) + f];
-      for (int u = 0; u < 4; u++)
-        for (int v = 0; v < 4; v++) s[u][v] += a[u] * b[v];
-    }
-    for (int u = 0; u < 4; u++) {
-      int q = q0 + ty * 4 + u;
-      float mx = m[u];
-      for (int v = 0; v < 4; v++) {
-        int key = k0 + tx * 4 + v;
-        if (key >= n || (causal && key > q)) s[u][v] = -INFINITY;
-        mx = fmaxf(mx, s[u][v]);
-      }
-      for (int o = 1; o < 16; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
-      float safe = mx == -INFINITY ? 0.0f : mx, c = __expf(m[u] - safe), sum = 0;
-      for (int v = 0; v < 4; v++) {
-        float p = __expf(s[u][v] - safe);
-        Ps[(ty * 4 + u) * (BC + PAD) + tx * 4 + v] = p;
-        sum += p;
-      }
-      for (int o = 1; o < 16; o <<= 1) sum += __shfl_xor_sync(0xffffffff, sum, o);
-      l[u] = c * l[u] + sum;
-      m[u] = mx;
-      for (int v = 0; v < 4; v++) acc[u][v] *= c;
-    }
-    __syncthreads();
-    for (int key = 0; key < BC; key++) {
-      float b[4];
-      for (int v = 0; v < 4; v++) b[v] = Vs[key * (D + PAD) + tx * 4 + v];
-      for (int u = 0; u < 4; u++) {
-        float p = Ps[(ty * 4 + u) * (BC + PAD) + key];
-        for (int v = 0; v < 4; v++) acc[u][v] += p * b[v];
-      }
-    }
-  }
-  for (int u = 0; u < 4; u++) {
-    int q = q0 + ty * 4 + u;
-    if (q >= n) continue;
-    float inv = l[u] > 0 ? 1.0f / l[u] : 0.0f;
-    for (int v = 0; v < 4; v++) O[head + (long)q * D + tx * 4 + v] = acc[u][v] * inv;
-    if (tx == 0) Lse[(long)blockIdx.y * n + q] = l[u] > 0 ? m[u] + logf(l[u]) : 0.0f;
-  }
-}
-
-/* D = rowsum(dO O), one warp per row */
-__global__ void attention_rowdot(const float *dO, const float *O, float *Dv, long rows) {
-  long row = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
-  float s = 0;
-  for (int f = threadIdx.x % 32; f < D; f += 32) s += dO[row * D + f] * O[row * D + f];
-  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
-  if (threadIdx.x % 32 == 0) Dv[row] = s;
-}
-
-/* a block owns keys k0..k0+63; (ty, tx): keys ty*4.. for dK/dV rows and
-** features tx*4..; for S and dP it is queries ty*4.. and keys tx*4.. */
-__global__ void __launch_bounds__(256) attention_fused_bwd(const float *Q, const float *K, const float *V,
-                                                           const float *dO, const float *Lse, const float *Dv,
-                                                           float *dQ, float *dK, float *dV, int n, float scale,
-                                                           int causal) {
-  extern __shared__ float smem[];
-  float *Ks = smem, *Vs = Ks + BC * (D + PAD), *Qs = Vs + BC * (D + PAD), *dOs = Qs + BR * (D + PAD);
-  float *Ps = dOs + BR * (D + PAD), *dSs = Ps + BR * (BC + PAD), *Ls = dSs + BR * (BC + PAD), *Ds = Ls + BR;
-  int tx = threadIdx.x % 16, ty = threadIdx.x / 16, k0 = blockIdx.x * BC;
-  long head = (long)blockIdx.y * n * D, lrow = (long)blockIdx.y * n;
-  for (int e = threadIdx.x; e < BC * D; e += 256) {
-    int r = e / D, f = e % D;
-    bool in = k0 + r < n;
-    Ks[r * (D + PAD) + f] = in ? K[head + (long)(k0 + r) * D + f] : 0.0f;
-    Vs[r * (D + PAD) + f] = in ? V[head + (long)(k0 + r) * D + f] : 0.0f;
-  }
-  float dk[4][4] = {}, dv[4][4] = {};
-  int qstart = causal ? k0 / BR * BR : 0;
-  for (int q0 = qstart; q0 < n; q0 += BR) {
-    __syncthreads();
-    for (int e = threadIdx.x; e < BR * D; e += 256) {
-      int r = e / D, f = e % D;
-      bool in = q0 + r < n;
-      Qs[r * (D + PAD) + f] = in ? Q[head + (long)(q0 + r) * D + f] : 0.0f;
-      dOs[r * (D + PAD) + f] = in ? dO[head + (long)(q0 + r) * D + f] : 0.0f;
-    }
-    for (int r = threadIdx.x; r < BR; r += 256) {
-      Ls[r] = q0 + r < n ? Lse[lrow + q0 + r] : INFINITY;
-      Ds[r] = q0 + r < n ? Dv[lrow + q0 + r] : 0.0f;
-    }
-    __syncthreads();
-    float s[4][4] = {}, dp[4][4] = {};
-    for (int f = 0; f < D; f++) {
-      float a[4], b[4], g[4], w[4];
-      for (int u = 0; u < 4; u++) {
-        a[u] = Qs[(ty * 4 + u) * (D + PAD) + f], g[u] = dOs[(ty * 4 + u) * (D + PAD) + f];
-        b[u] = Ks[(tx * 4 + u) * (D + PAD) + f], w[u] = Vs[(tx * 4 + u) * (D + PAD) + f];
-      }
-      for (int u = 0; u < 4; u++)
-        for (int v = 0; v < 4; v++) s[u][v] += a[u] * b[v], dp[u][v] += g[u] * w[v];
-    }
-    for (int u = 0; u < 4; u++) {
-      int qr = ty * 4 + u, q = q0 + qr;
-      for (int v = 0; v < 4; v++) {
-        int key = k0 + tx * 4 + v;
-        bool masked = key >= n || q >= n || (causal && key > q);
-        float p = masked ? 0.0f : __expf(s[u][v] * scale - Ls[qr]);
-        Ps[qr * (BC + PAD) + tx * 4 + v] = p;
-        dSs[qr * (BC + PAD) + tx * 4 + v] = p * (dp[u][v] - Ds[qr]);
-      }
-    }
-    __syncthreads();
-    /* dV += P^T dO, dK += scale dS^T Q: keys ty*4.., features tx*4.. */
-    for (int qr = 0; qr < BR; qr++) {
-      float g[4], a[4];
-      for (int v = 0; v < 4; v++) g[v] = dOs[qr * (D + PAD) + tx * 4 + v], a[v] = Qs[qr * (D + PAD) + tx * 4 + v];
-      for (int u = 0; u < 4; u++) {
-        float p = Ps[qr * (BC + PAD) + ty * 4 + u], ds = dSs[qr * (BC + PAD) + ty * 4 + u];
-        for (int v = 0; v < 4; v++) dv[u][v] += p * g[v], dk[u][v] += ds * a[v];
-      }
-    }
-    /* dQ += scale dS K: queries ty*4.., features tx*4.., added atomically across key blocks */
-    float dq[4][4] = {};
-    for (int key = 0; key < BC; key++) {
-      float b[4];
-      for (int v = 0; v < 4; v++) b[v] = Ks[key * (D + PAD) + tx * 4 + v];
-      for (int u = 0; u < 4; u++) {
-        float ds = dSs[(ty * 4 + u) * (BC + PAD) + key];
-        for (int v = 0; v < 4; v++) dq[u][v] += ds * b[v];
-      }
-    }
-    for (int u = 0; u < 4; u++) {
-      int q = q0 + ty * 4 + u;
-      if (q < n)
-        for (int v = 0; v < 4; v++) atomicAdd(&dQ[head + (long)q * D + tx * 4 + v], dq[u][v] * scale);
-    }
-  }
-  for (int u = 0; u < 4; u++) {
-    int key = k0 + ty * 4 + u;
-    if (key >= n) continue;
-    for (int v = 0; v < 4; v++) {
-      dK[head + (long)key * D + tx * 4 + v] = dk[u][v] * scale;
-      dV[head + (long)key * D + tx * 4 + v] = dv[u][v];
-    }
-  }
-}
-
-static const size_t FWD_SMEM = sizeof(float) * ((BR + 2 * BC) * (D + PAD) + BR * (BC + PAD));
-static const size_t BWD_SMEM = sizeof(float) * ((2 * BC + 2 * BR) * (D + PAD) + 2 * BR * (BC + PAD) + 2 * BR);
-
-static int fused_fwd_launch(int bh, int n, int causal, const float *q, const float *k, const float *v, float *o,
-                            float *lse, char *err, size_t errlen) {
-  cudaFuncSetAttribute(attention_fused_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)FWD_SMEM);
-  dim3 grid((n + BR - 1) / BR, bh);
-  attention_fused_fwd<<<grid, 256, FWD_SMEM>>>(q, k, v, o, lse, n, 1.0f / sqrtf((float)D), causal);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    snprintf(err, errlen, "fused attention forward: %s", cudaGetErrorString(e));
-    return -1;
-  }
-  return 0;
-}
-
-static int fused_bwd_launch(int bh, int n, int causal, const float *q, const float *k, const float *v, const float *o,
-                            const float *dout, const float *lse, float *Dv, float *dq, float *dk, float *dv, char *err,
-                            size_t errlen) {
-  long rows = (long)bh * n;
-  cudaMemset(dq, 0, sizeof(float) * rows * D);
-  attention_rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout, o, Dv, rows);
-  cudaFuncSetAttribute(attention_fused_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)BWD_SMEM);
-  dim3 grid((n + BC - 1) / BC, bh);
-  attention_fused_bwd<<<grid, 256, BWD_SMEM>>>(q, k, v, dout, lse, Dv, dq, dk, dv, n, 1.0f / sqrtf((float)D), causal);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    snprintf(err, errlen, "fused attention backward: %s", cudaGetErrorString(e));
-    return -1;
-  }
-  return 0;
-}
-
 /* dS = P o (dP - D) scale, in place over dP, one row per block (the naive backward) */
 __global__ void attention_naive_ds(const float *P, float *dP, const float *Dv, int n, float scale) {
   long row = blockIdx.x;
@@ -492,7 +344,7 @@ static int attention_naive_bwd_launch(int bh, int n, int dim, const float *q, co
   float one = 1.0f, zero = 0.0f;
   long long sx = (long long)n * dim, ss = (long long)n * n;
   long rows = (long)bh * n;
-  attention_rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout, o, Dv, rows);
+  slG_attention_rowdot(dout, o, Dv, rows);
   int rc = blas.batched(blas.handle, OP_N, OP_T, dim, n, n, &one, dout, dim, sx, P, n, ss, &zero, dv, dim, sx, bh);
   rc |= blas.batched(blas.handle, OP_T, OP_N, n, n, dim, &one, v, dim, sx, dout, dim, sx, &zero, dP, n, ss, bh);
   attention_naive_ds<<<(unsigned)rows, 256>>>(P, dP, Dv, n, 1.0f / sqrtf((float)dim));
@@ -529,7 +381,7 @@ extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int 
   if (impl == SLG_ATTN_NAIVE) {
     CK(cudaMalloc(&S, sizeof(float) * (size_t)bh * n * n));
     if (attention_naive_launch(bh, n, dim, causal, dq, dk, dv, dO, dl, S, err, errlen) != 0) goto fail;
-  } else if (fused_fwd_launch(bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
+  } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
     goto fail;
   }
   CK(cudaDeviceSynchronize());
@@ -564,8 +416,8 @@ extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int
         attention_naive_bwd_launch(bh, n, dim, b[0], b[1], b[2], b[3], b[4], S, dP, b[9], b[5], b[6], b[7], err,
                                    errlen) != 0)
       goto fail;
-  } else if (fused_bwd_launch(bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], b[5], b[6], b[7], err,
-                              errlen) != 0) {
+  } else if (slG_fused_backward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9],
+                              b[10], b[5], b[6], b[7], err, errlen) != 0) {
     goto fail;
   }
   CK(cudaDeviceSynchronize());
@@ -678,13 +530,14 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
   CK(cudaEventCreate(&c->start));
   CK(cudaEventCreate(&c->stop));
   switch (kind) {
-    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT:
-      if (kind >= SLG_GEMM_CUBLAS && cublas_open(err, errlen) != 0) goto fail;
+    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT: case SLG_GEMM_TILED_V1:
+      if ((kind == SLG_GEMM_CUBLAS || kind == SLG_GEMM_CUBLAS_DIRECT) && cublas_open(err, errlen) != 0) goto fail;
       ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0));
       break;
-    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_NAIVE_TRAIN: {
+    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_NAIVE_TRAIN:
+    case SLG_ATTN_FUSED_V1: case SLG_ATTN_FUSED_V1_TRAIN: {
       int naive = kind == SLG_ATTN_NAIVE || kind == SLG_ATTN_NAIVE_TRAIN;
-      int train = kind == SLG_ATTN_FUSED_TRAIN || kind == SLG_ATTN_NAIVE_TRAIN;
+      int train = kind == SLG_ATTN_FUSED_TRAIN || kind == SLG_ATTN_NAIVE_TRAIN || kind == SLG_ATTN_FUSED_V1_TRAIN;
       if (check_dim(dim, err, errlen)) goto fail;
       if (naive && cublas_open(err, errlen) != 0) goto fail;
       /* x: 0-2 Q K V, 3 O, 4 L; 5 dO, 6-8 dQ dK dV, 9 D; 10 and raw scores: the naive version's N x N arrays */
@@ -733,7 +586,7 @@ extern "C" double slG_case_run(void *p) {
   cudaDeviceSynchronize();
   cudaEventRecord(c->start);
   switch (c->kind) {
-    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS:
+    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_TILED_V1:
       rc = gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
       break;
     case SLG_GEMM_CUBLAS_DIRECT: {
@@ -749,15 +602,14 @@ extern "C" double slG_case_run(void *p) {
         rc = attention_naive_bwd_launch(c->bh, n, c->dim, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[10],
                                         (float *)c->raw[0], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
-    case SLG_ATTN_FUSED:
-      rc = fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+    case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_V1: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_FUSED_V1_TRAIN: {
+      int version = c->kind == SLG_ATTN_FUSED_V1 || c->kind == SLG_ATTN_FUSED_V1_TRAIN ? 1 : 2;
+      rc = slG_fused_forward(version, c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
+      if (rc == 0 && (c->kind == SLG_ATTN_FUSED_TRAIN || c->kind == SLG_ATTN_FUSED_V1_TRAIN))
+        rc = slG_fused_backward(version, c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4],
+                              c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
-    case SLG_ATTN_FUSED_TRAIN:
-      rc = fused_fwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
-      if (rc == 0)
-        rc = fused_bwd_launch(c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4], c->x[9],
-                              c->x[6], c->x[7], c->x[8], err, errlen);
-      break;
+    }
     case SLG_MXINT8_DEQUANT:
       mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>((const signed char *)c->raw[0],
                                                                  (const unsigned char *)c->raw[1], (size_t)n, 32,

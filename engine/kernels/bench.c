@@ -403,6 +403,9 @@ GPU_SETUP(setup_g6, 25)
 GPU_SETUP(setup_g7, 26)
 GPU_SETUP(setup_g8, 27)
 GPU_SETUP(setup_g9, 28)
+GPU_SETUP(setup_g10, 29)
+GPU_SETUP(setup_g11, 30)
+GPU_SETUP(setup_g12, 31)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -457,7 +460,7 @@ static const slK_Bench benches[] = {
   {"attention_fused_bf16_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2, bf16 products",
    setup_attn_fused_bf16_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
   {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_g0, gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 4x4 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 8x8 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_g2, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"gemm_cublas_direct", "gpu", "gemm", GEMM_SIZE, "cublasSgemm called directly", setup_g3, gpu_run, case_free, gemm_flops, gemm_bytes},
   {"attention_cuda_naive", "gpu", "attention", ATTN_SIZE, "cuBLAS products and a softmax kernel", setup_g4, gpu_run, case_free,
@@ -472,6 +475,12 @@ static const slK_Bench benches[] = {
    gcopy_bytes},
   {"attention_cuda_naive_train", "gpu", "attention", ATTN_SIZE, "naive forward and backward: cuBLAS products, N x N arrays",
    setup_g9, gpu_run, case_free, attn_flops_train, attn_bytes_naive_train},
+  {"attention_cuda_fused_v1", "gpu", "attention", ATTN_SIZE, "the first fused forward: one float per shared-memory read",
+   setup_g10, gpu_run, case_free, attn_flops, attn_bytes_fused},
+  {"attention_cuda_fused_v1_train", "gpu", "attention", ATTN_SIZE, "the first fused forward and backward", setup_g11,
+   gpu_run, case_free, attn_flops_train, attn_bytes_fused_train},
+  {"gemm_cuda_tiled_v1", "gpu", "gemm", GEMM_SIZE, "the first tiled kernel: 64x64 tiles, 4x4 outputs per thread", setup_g12,
+   gpu_run, case_free, gemm_flops, gemm_bytes},
   {NULL},
 };
 

@@ -1,0 +1,25 @@
+/*
+** attention.h - the fused attention kernels of attention.cu, for the entry
+** points and benchmark cases of kernels.cu. CUDA C++ only; the engine sees
+** them through gpu.h.
+*/
+#ifndef SYSLAB_CUDA_ATTENTION_H
+#define SYSLAB_CUDA_ATTENTION_H
+
+#include <stddef.h>
+
+#define SLG_ATTN_DIM 64 /* the head dimension the kernels are built for */
+
+/* O and L = logsumexp of each row for bh heads of n x SLG_ATTN_DIM device
+** arrays; version 2, or 1 (kept as the step 2 is measured against); 0, or
+** -1 with CUDA's reason in err */
+int slG_fused_forward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
+                      float *o, float *lse, char *err, size_t errlen);
+/* dQ, dK, dV (overwritten) from O, dO and L; Dv is scratch of bh x n floats */
+int slG_fused_backward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
+                       const float *o, const float *dout, const float *lse, float *Dv, float *dq, float *dk,
+                       float *dv, char *err, size_t errlen);
+/* Dv = rowsum(dO o O) over rows of SLG_ATTN_DIM, launched on the default stream */
+void slG_attention_rowdot(const float *dO, const float *O, float *Dv, long rows);
+
+#endif
