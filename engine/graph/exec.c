@@ -54,7 +54,10 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
   for (int i = 0; i < g->n && !stop_now(g); i++) {
     slM_node_begin(g, i, 0);
-    impl_of(g, &g->nodes[i])->forward(g, &g->nodes[i]);
+    slM_Node *n = &g->nodes[i];
+    n->round = dtypes && (dtypes[i] == SLM_BF16 || dtypes[i] == SLM_FP16) ? dtypes[i] : 0;
+    n->rounded = 0;
+    impl_of(g, n)->forward(g, n);
     if (dtypes) slM_precision_after(g, i, dtypes);
     slM_node_end(g, i, 0);
     if (plan) slM_plan_after_node(g, plan, i);

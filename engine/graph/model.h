@@ -157,6 +157,8 @@ typedef struct slM_Node {
   int gout_live;        /* gout holds this backward pass's gradient (exec.c) */
   slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
+  int round;            /* a forward's output dtype when 16-bit (exec.c sets it before the forward), else 0 */
+  int rounded;          /* the forward rounded its output to that dtype itself: precision.c leaves it */
 } slM_Node;
 
 typedef struct slM_Graph {

@@ -57,8 +57,6 @@ enum {
   SLM_OP_LOSS = 4,       /* the loss: one number, where the backward pass starts */
   SLM_OP_RESIDUAL = 8,   /* its output is as wide as the residual stream (memory prediction's unit) */
   SLM_OP_CACHES = 16,    /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
-  SLM_OP_ROUNDS = 32,    /* where a 16-bit precision's products are native, its forward writes its output already
-                         ** rounded (the GEMM's store: product.c), so precision.c leaves it */
 };
 
 typedef struct slM_OpDef {

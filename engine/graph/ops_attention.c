@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "memory.h"
@@ -70,6 +71,7 @@ struct Heads {
   float beta0, beta1;   /* 0 where that gradient's slot is fresh (each head writes its own slice once), else 1 */
   const float *gout;
   const uint16_t *qh, *kh, *gh;   /* q, k and gout rounded to bfloat16 once (product.h), or NULL */
+  int round;                      /* a forward's 16-bit output dtype: each head's block rounded as written */
   HeadFn fn;
 };
 
@@ -121,13 +123,15 @@ static void grad_slots(Heads *t, slM_Graph *g, slM_Node *n) {
 static void scores_head(const Heads *t, size_t off, size_t poff) {
   head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, AT(t->qh, off), t->D, t->k + off,
                AT(t->kh, off), t->D, 0.0f, t->out + poff, t->T);
+  if (t->round) slK_round_values(t->round, t->out + poff, t->out + poff, (size_t)t->T * t->T);
 }
 
 static void scores_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
   int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
-  Heads t = {.q = q->data, .k = k->data, .out = slM_ensure(&n->out, 4, shape)->data};
+  Heads t = {.q = q->data, .k = k->data, .out = slM_ensure(&n->out, 4, shape)->data, .round = n->round};
   per_head(&t, g, n, q, scores_head);
+  n->rounded = n->round != 0;
 }
 
 static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
@@ -150,12 +154,15 @@ static void scores_backward(slM_Graph *g, slM_Node *n) {
 static void context_head(const Heads *t, size_t off, size_t poff) {
   head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, AT(t->qh, poff), t->T, t->k + off,
                AT(t->kh, off), t->D, 0.0f, t->out + off, t->D);
+  if (t->round)   /* the head's columns of each token's row */
+    for (int r = 0; r < t->T; r++) slK_round_values(t->round, t->out + off + (size_t)r * t->D, t->out + off + (size_t)r * t->D, (size_t)t->dh);
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .out = slM_ensure(&n->out, 3, v->shape)->data};
+  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .out = slM_ensure(&n->out, 3, v->shape)->data, .round = n->round};
   per_head(&t, g, n, v, context_head);
+  n->rounded = n->round != 0;
 }
 
 static void context_grad_head(const Heads *t, size_t off, size_t poff) {

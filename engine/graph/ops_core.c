@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kernels/activation.h"
+#include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
@@ -90,6 +91,36 @@ static int mask_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
   return 0;
 }
 
+/* ------------------------------------------------- rounding while writing */
+
+/* An elementwise forward whose output dtype is 16-bit (n->round) rounds
+** each piece right after computing it, while the piece is in cache, rather
+** than in a pass of its own after the node (precision.c): the same
+** roundings of the same values. A piece is `width` floats of y per item. */
+typedef struct {
+  slK_RangeFn fn;
+  void *ctx;
+  int format;
+  float *y;
+  size_t width;
+} Rounding;
+
+static void rounding_range(void *ctx, size_t i0, size_t i1) {
+  const Rounding *r = ctx;
+  r->fn(r->ctx, i0, i1);
+  slK_round_values(r->format, r->y + i0 * r->width, r->y + i0 * r->width, (i1 - i0) * r->width);
+}
+
+void slM_forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_RangeFn fn, void *ctx, float *y, size_t width) {
+  if (!n->round) {
+    slK_parallel_for(items, min_chunk, fn, ctx);
+    return;
+  }
+  Rounding r = {fn, ctx, n->round, y, width};
+  slK_parallel_for(items, min_chunk, rounding_range, &r);
+  n->rounded = 1;
+}
+
 /* ------------------------------------------------------------ activations */
 
 /* Each activation has its own loop, without a choice per element, so that
@@ -141,7 +172,7 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
 static void activation_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   Task t = {.a = a->data, .y = y->data, .op = n->op, .p = n->p};
-  slK_parallel_for(a->size, ELEMS, activation_range, &t);
+  slM_forward_items(n, a->size, ELEMS, activation_range, &t, y->data, 1);
 }
 
 static void activation_backward(slM_Graph *g, slM_Node *n) {
@@ -243,7 +274,7 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
     ** element: the mask does not depend on how the loop is split */
     Task t = {.a = a->data, .y = y->data, .z = slM_ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
               .n = (size_t)slM_rng_next(&g->rng)};
-    slK_parallel_for(a->size, ELEMS, dropout_range, &t);
+    slM_forward_items(n, a->size, ELEMS, dropout_range, &t, y->data, 1);
   } else {
     memcpy(y->data, a->data, a->size * sizeof *a->data);
   }
@@ -286,11 +317,11 @@ static void add_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   if (n->ninputs == 2) {
     Task t = {.a = a->data, .b = in(g, n, 1)->data, .y = y->data};
-    slK_parallel_for(a->size, ELEMS, add_range, &t);
+    slM_forward_items(n, a->size, ELEMS, add_range, &t, y->data, 1);
   } else {
     slM_Tensor *p = n->params[0]->value;   /* e.g. position embeddings, one row per sample */
     Task t = {.a = a->data, .b = p->data, .y = y->data, .n = p->size};
-    slK_parallel_for(a->size / p->size, ELEMS / p->size + 1, add_row_range, &t);
+    slM_forward_items(n, a->size / p->size, ELEMS / p->size + 1, add_row_range, &t, y->data, p->size);
   }
 }
 
@@ -400,8 +431,9 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
     }
   }
   if (g->precision != SLM_FP32 && slM_product_native(g->precision)) {
-    /* the bias and the output's rounding in the GEMM's store (the SLM_OP_ROUNDS flag below) */
+    /* the bias and the output's rounding in the GEMM's store (n->rounded: precision.c leaves it) */
     slM_linear_half(g, (int)rows, out_f, in_f, xe, n->params[0], we, bias, y->data);
+    n->rounded = 1;
   } else {
     slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], we, in_f, 0.0f, y->data, out_f);
     if (bias) {
@@ -651,7 +683,7 @@ const slM_OpDef slM_ops_core[] = {
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
      CPU(linear_forward, linear_backward), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT | SLM_OP_ROUNDS,
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
     {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},

@@ -71,11 +71,12 @@ static void round_range(void *ctx, size_t i0, size_t i1) {
 }
 
 /* after node i ran: an output whose dtype is 16-bit holds 16-bit values (in pieces on the thread
-** team: between two nodes the other threads would otherwise wait) */
+** team: between two nodes the other threads would otherwise wait), unless its forward rounded each
+** piece as it wrote it (n->rounded: a native product's store, the elementwise operators, the
+** per-head products), which saves a pass over the output and a hand-over of the team */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
-  if (g->precision == SLM_FP32 || !n->out) return;
-  if ((slM_op(n->op)->flags & SLM_OP_ROUNDS) && slM_product_native(g->precision)) return;
+  if (g->precision == SLM_FP32 || !n->out || n->rounded) return;
   int d = dtypes[i];
   Rounding r = {d, n->out->data};
   if (d == SLM_BF16 || d == SLM_FP16) slK_parallel_for(n->out->size, 1 << 14, round_range, &r);

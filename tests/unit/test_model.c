@@ -12,6 +12,7 @@
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "graph/train.h"
+#include "kernels/round.h"
 
 /* the loss of the graph on a fixed batch, with dropout's random numbers replayed */
 static double loss_of(slM_Graph *g, const float *x, const uint8_t *y, int batch, slM_Rng rng) {
@@ -377,8 +378,44 @@ static void test_operator_table(void) {
   slM_graph_free(g);
 }
 
+/* Under bf16 every node whose dtype is bf16 holds bf16 values after a
+** training forward, whether the node rounded as it wrote (the elementwise
+** operators, the per-head products, a native product's store) or
+** precision.c rounded it after; and those that round as they write skip
+** the pass after them. */
+static void test_bf16_outputs_rounded_as_written(void) {
+  char err[256];
+  slM_TransformerSpec s = {8, 8, 3, 4, 2, 16, 2, 2, 0.25f, 0};
+  slM_Graph *g = slM_transformer(&s, 9, 1, 0, err, sizeof err);
+  CHECK_MSG(g != NULL, "%s", err);
+  if (!g) return;
+  g->precision = SLM_BF16;
+  int batch = 5, F = g->features;
+  float *x = malloc(sizeof(float) * (size_t)batch * F);
+  uint8_t y[5] = {0, 1, 2, 1, 0};
+  for (int i = 0; i < batch * F; i++) x[i] = (float)((i * 37) % 101) / 101.0f - 0.3f;
+  slM_forward(g, x, y, batch, 1);
+  int *dt = malloc((size_t)g->n * sizeof *dt);
+  slM_dtypes(g, dt);
+  int self = 0;
+  for (int i = 0; i < g->n; i++) {
+    slM_Node *n = &g->nodes[i];
+    if (dt[i] != SLM_BF16 || !n->out) continue;
+    size_t off = 0;
+    for (size_t j = 0; j < n->out->size; j++) off += n->out->data[j] != slK_round_bf16(n->out->data[j]);
+    CHECK_MSG(off == 0, "%s (%s): %zu values are not bfloat16", n->name, slM_op(n->op)->name, off);
+    int by_itself = n->op == OP_GELU || n->op == OP_DROPOUT || n->op == OP_ADD || n->op == OP_SCORES || n->op == OP_CONTEXT;
+    if (by_itself) CHECK_MSG(n->rounded, "%s (%s) left its rounding to a pass of its own", n->name, slM_op(n->op)->name);
+    self += n->rounded;
+  }
+  CHECK(self >= 6);
+  free(dt), free(x);
+  slM_graph_free(g);
+}
+
 int main(void) {
   RUN(test_operator_table);
+  RUN(test_bf16_outputs_rounded_as_written);
   RUN(test_memory_counter);
   RUN(test_mlp_gradients_each_activation);
   RUN(test_transformer_gradients);
