@@ -104,6 +104,8 @@ void slM_mem_set_context(int node, int backward, int category, const char *name,
   cur_name = name, cur_op = op;
 }
 
+int slM_mem_category(void) { return cur_cat; }
+
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, live, sizeof live); }
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, at_peak, sizeof at_peak); }
 size_t slM_mem_total_peak(void) { return total_peak; }

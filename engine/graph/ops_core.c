@@ -28,6 +28,7 @@
 #include "op.h"
 #include "product.h"
 #include "ops_core.h"
+#include "ops_cuda.h"
 #include "slots.h"
 
 #define in slM_input
@@ -643,41 +644,41 @@ double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int tr
 #define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
 
 const slM_OpDef slM_ops_core[] = {
-    {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+    {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), SLM_CUDA_SLOT(input), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
-    {OP_LABELS, "labels", 0, 0, .shape = labels_shape, CPU(labels_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+    {OP_LABELS, "labels", 0, 0, .shape = labels_shape, CPU(labels_forward, slM_op_nothing), SLM_CUDA_SLOT(labels), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
-    {OP_MASK, "attention_mask", 0, 0, .shape = mask_shape, CPU(mask_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+    {OP_MASK, "attention_mask", 0, 0, .shape = mask_shape, CPU(mask_forward, slM_op_nothing), SLM_CUDA_SLOT(mask), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
-     CPU(linear_forward, linear_backward), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
+     CPU(linear_forward, linear_backward), SLM_CUDA_SLOT(linear), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT | SLM_OP_ROUNDS,
      .kernel = "cblas_sgemm"},
-    {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+    {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), SLM_CUDA_SLOT(activation), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+    {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), SLM_CUDA_SLOT(activation), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+    {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), SLM_CUDA_SLOT(activation), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+    {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), SLM_CUDA_SLOT(activation), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, CPU(dropout_forward, dropout_backward),
+    {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, CPU(dropout_forward, dropout_backward), SLM_CUDA_SLOT(dropout),
      .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5,
-     CPU(layernorm_forward, layernorm_backward), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
+     CPU(layernorm_forward, layernorm_backward), SLM_CUDA_SLOT(layernorm), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL, .kernel = "loop"},
-    {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, CPU(patchify_forward, slM_op_nothing),
+    {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, CPU(patchify_forward, slM_op_nothing), SLM_CUDA_SLOT(patchify),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
-    {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward),
+    {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward), SLM_CUDA_SLOT(add),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_SOFTMAX, "softmax", 1, 1, .flops_per_item = 5, CPU(softmax_forward, softmax_backward), .makes = SLM_MEM_ACT,
+    {OP_SOFTMAX, "softmax", 1, 1, .flops_per_item = 5, CPU(softmax_forward, softmax_backward), SLM_CUDA_SLOT(softmax), .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
-    {OP_MEAN_TOKENS, "mean", 1, 1, .shape = mean_tokens_shape, CPU(mean_tokens_forward, mean_tokens_backward),
+    {OP_MEAN_TOKENS, "mean", 1, 1, .shape = mean_tokens_shape, CPU(mean_tokens_forward, mean_tokens_backward), SLM_CUDA_SLOT(mean_tokens),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
-    {OP_CROSS_ENTROPY, "cross_entropy", 2, 2, .shape = loss_shape, CPU(cross_entropy_forward, cross_entropy_backward),
+    {OP_CROSS_ENTROPY, "cross_entropy", 2, 2, .shape = loss_shape, CPU(cross_entropy_forward, cross_entropy_backward), SLM_CUDA_SLOT(cross_entropy),
      .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
      .flags = SLM_OP_LOSS, .kernel = "loop"},
-    {OP_OUTPUT, "output", 1, SLM_MAX_INPUTS, .flops_per_item = 0, CPU(slM_op_nothing, slM_op_nothing),
+    {OP_OUTPUT, "output", 1, SLM_MAX_INPUTS, .flops_per_item = 0, CPU(slM_op_nothing, slM_op_nothing), SLM_CUDA_SLOT(output),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FIRST, .kernel = "loop"},
     {0},
 };

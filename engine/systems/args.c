@@ -112,6 +112,7 @@ int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget) {
 }
 
 const char *const slL_runs[] = {"forward", "train", NULL};
+const char *const slL_devices[] = {"cpu", "gpu", NULL};
 const char *const slL_optimizers[] = {"adamw", "sgd", "none", NULL};
 
 int slL_optimizer_arg(sl_Call *call) {

@@ -10,6 +10,7 @@
 #include "table/table.h"
 
 extern const char *const slL_runs[];        /* forward, train */
+extern const char *const slL_devices[];     /* cpu, gpu */
 extern const char *const slL_optimizers[];  /* adamw, sgd, none */
 
 const slM_Graph *slL_model_of(sl_Call *call, const char *name);
