@@ -328,7 +328,15 @@ static int cmd_to(sl_Call *call, sl_Value *result) {
 }
 
 static int cmd_copy(sl_Call *call, sl_Value *result) {
-  *result = sl_object_new(&slM_model_class, slM_graph_copy(arg_model(call, "model"), 1));
+  slM_Graph *g = arg_model(call, "model");
+  if (g->device != SLM_CPU) {   /* a copy of a model on the GPU stays there, with its own device memory */
+    char why[512];
+    slM_Graph *c = slM_graph_to(g, g->device, why, sizeof why);
+    if (!c) return sl_error(call, "%s", why);
+    *result = sl_object_new(&slM_model_class, c);
+    return 0;
+  }
+  *result = sl_object_new(&slM_model_class, slM_graph_copy(g, 1));
   return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
 ** devices.c - a model on a device: the copy of a model on the GPU or back
 ** on the CPU, the checks that say why a model cannot go there, and the
-** device tensors the operator table's CUDA slots (ops_cuda.c) work in.
+** prediction of its device memory. The device tensors its passes make are
+** devslots.c's.
 **
 ** A model on the GPU is its graph with g->device = SLM_CUDA: the forward
 ** and backward passes run each operator's CUDA slot (exec.c), and the
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "devices.h"
+#include "devslots.h"
 #include "kernels/device.h"
 #include "memory.h"
 #include "ops.h"
@@ -51,7 +53,14 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
     const slM_OpImpl *cuda = &slM_op(n->op)->impl[SLM_CUDA];
     if (!cuda->forward || !cuda->backward)
       return snprintf(err, errlen, "node %s: operator %s has no CUDA implementation, so this %s model runs on the CPU "
-                      "only (docs/gpu.md lists the operators the GPU runs)", n->name, slM_op_name(n->op), g->family), -1;
+                      "only%s (docs/gpu.md lists the operators the GPU runs)", n->name, slM_op_name(n->op), g->family,
+                      n->op == OP_ATTENTION ? "; set_attention m attention=naive runs attention op by op, which the "
+                      "GPU runs" : ""), -1;
+    for (int k = 0; g->device == SLM_CUDA && k < n->nparams; k++)
+      if (!n->params[k]->value->dev)
+        return snprintf(err, errlen, "node %s: parameter %s has no copy on the GPU (a model made from a GPU model "
+                        "on the host, as LoRA adapters are): `to m gpu` moves all of it", n->name,
+                        n->params[k]->name), -1;
     if (has_transforms(n))
       return snprintf(err, errlen, "node %s has a compression transform (a quantiser or a pruning mask): compressed "
                       "models run on the CPU only", n->name), -1;
@@ -69,13 +78,6 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
 
 static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
 
-/* a host tensor given its device copy, filled from the host */
-static int upload(slM_Tensor *t, char *err, size_t errlen) {
-  if (!t || t->dev) return 0;
-  t->dev = slK_dev_alloc(bytes_of(t), t->category, err, errlen);
-  if (!t->dev) return -1;
-  return slK_dev_upload(t->dev, t->data, bytes_of(t), err, errlen);
-}
 
 static slM_Tensor *copy_tagged(const slM_Tensor *t, int category) {
   if (!t) return NULL;
@@ -92,8 +94,8 @@ static void copy_state(slM_Param *to, const slM_Param *from) {
 }
 
 static int upload_param(slM_Param *p, char *err, size_t errlen) {
-  if (upload(p->value, err, errlen) || upload(p->grad, err, errlen) || upload(p->m, err, errlen) ||
-      upload(p->v, err, errlen))
+  if (slM_dev_upload_tensor(p->value, err, errlen) || slM_dev_upload_tensor(p->grad, err, errlen) ||
+      slM_dev_upload_tensor(p->m, err, errlen) || slM_dev_upload_tensor(p->v, err, errlen))
     return -1;
   return 0;
 }
@@ -190,92 +192,4 @@ int slM_device_fits(const slM_Graph *g, int batch, int training, char *err, size
                   "%.3f): %s; use a smaller batch", training ? "training" : "inference", batch, need / 1073741824.0,
                   by[SLM_MEM_PARAM] / 1073741824.0, by[SLM_MEM_GRAD] / 1073741824.0, by[SLM_MEM_OPTIM] / 1073741824.0,
                   by[SLM_MEM_ACT] / 1073741824.0, by[SLM_MEM_TEMP] / 1073741824.0, why), -1;
-}
-
-/* ------------------------------------------------------- device tensors */
-
-int slM_dev_fault(slM_Graph *g, const slM_Node *n, int rc, const char *why) {
-  if (rc != 0 && !g->fault[0])
-    snprintf(g->fault, sizeof g->fault, "node %.63s (%.24s) on the GPU: %.140s", n ? n->name : "-",
-             n ? slM_op_name(n->op) : "-", why);
-  return rc;
-}
-
-static slM_Tensor *device_tensor(slM_Graph *g, const slM_Node *n, int ndim, const int *shape, int category) {
-  slM_Tensor *t = calloc(1, sizeof *t);
-  t->ndim = ndim;
-  t->size = 1;
-  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i], t->size *= (size_t)shape[i];
-  t->category = category;
-  t->node = n ? (int)(n - g->nodes) : -1;
-  char err[200];
-  t->dev = slK_dev_alloc(bytes_of(t), category, err, sizeof err);
-  if (!t->dev) {
-    free(t);
-    slM_dev_fault(g, n, -1, err);
-    return NULL;
-  }
-  return t;
-}
-
-slM_Tensor *slM_dev_ensure(slM_Graph *g, const slM_Node *n, slM_Tensor **slot, int ndim, const int *shape) {
-  slM_Tensor *t = *slot;
-  int same = t && t->dev && t->ndim == ndim;
-  for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
-  if (same) return t;
-  slM_tensor_free(t);
-  return *slot = device_tensor(g, n, ndim, shape, slM_mem_category());
-}
-
-slM_Tensor *slM_dev_input_grad(slM_Graph *g, slM_Node *n, int k) {
-  slM_Node *src = &g->nodes[n->inputs[k]];
-  if (src->gout_live) return src->gout;
-  slM_Tensor *t = slM_dev_ensure(g, n, &src->gout, src->out->ndim, src->out->shape);
-  char err[200];
-  if (!t || slM_dev_fault(g, n, slK_dev_zero(t->dev, bytes_of(t), err, sizeof err), err)) return NULL;
-  src->gout_live = 1;
-  return t;
-}
-
-float *slM_dev_param_grad(slM_Graph *g, const slM_Node *n, slM_Param *p) {
-  if (p->frozen) return NULL;
-  char err[200];
-  if (!p->grad) {
-    p->grad = slM_tensor_like(p->value);
-    slM_mem_retag(p->grad, SLM_MEM_GRAD);
-    if (slM_dev_fault(g, n, upload(p->grad, err, sizeof err), err)) return NULL;
-  }
-  return p->grad->dev;
-}
-
-int slM_dev_to_host(slM_Graph *g, slM_Tensor *t) {
-  if (!t || !t->dev) return 0;
-  if (!t->data) {
-    t->data = malloc(bytes_of(t) ? bytes_of(t) : 1);
-    if (!t->data) return slM_dev_fault(g, NULL, -1, "out of host memory for the logits");
-    slM_mem_on_alloc(t);
-  }
-  char err[200];
-  return slM_dev_fault(g, NULL, slK_dev_download(t->data, t->dev, bytes_of(t), err, sizeof err), err);
-}
-
-double slM_dev_seed_loss(slM_Graph *g, slM_Node *n) {
-  float one = 1, loss = 0;
-  char err[200];
-  slM_Tensor *go = slM_dev_ensure(g, n, &n->gout, n->out->ndim, n->out->shape);
-  if (!go) return 0;
-  n->gout_live = 1;
-  if (slM_dev_fault(g, n, slK_dev_upload(go->dev, &one, sizeof one, err, sizeof err), err) ||
-      slM_dev_fault(g, n, slK_dev_download(&loss, n->out->dev, sizeof loss, err, sizeof err), err))
-    return 0;
-  return loss;
-}
-
-void slM_dev_zero_grads(slM_Graph *g) {
-  char err[200];
-  for (int i = 0; i < g->n; i++)
-    for (int k = 0; k < g->nodes[i].nparams; k++) {
-      slM_Tensor *t = g->nodes[i].params[k]->grad;
-      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_dev_zero(t->dev, bytes_of(t), err, sizeof err), err);
-    }
 }

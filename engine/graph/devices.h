@@ -1,8 +1,7 @@
 /*
 ** devices.h - models on a device (devices.c): which devices a model can be
-** put on, the copy of a model on another device, and the device tensors
-** the CUDA slots of the operator table (ops_cuda.c) reach their data
-** through.
+** put on, why one cannot go, the copy of a model on another device, and the
+** prediction of its device memory.
 */
 #ifndef SYSLAB_DEVICES_H
 #define SYSLAB_DEVICES_H
@@ -36,24 +35,5 @@ int slM_device_fits(const slM_Graph *g, int batch, int training, char *err, size
 /* the device bytes a pass of a batch needs: parameters, their gradients
 ** and optimiser state (training), activations and temporaries */
 double slM_device_predict(const slM_Graph *g, int batch, int training, double by_category[5]);
-
-/* ------------------------------------------- for the CUDA slots and passes */
-
-/* a failed device call: the pass stops at this node with the reason kept
-** in g->fault; returns rc (0 passes through) */
-int slM_dev_fault(slM_Graph *g, const slM_Node *n, int rc, const char *why);
-/* the device tensor in *slot, reused when it has this shape, else made anew
-** (not zeroed); NULL when the memory could not be had (the fault set) */
-slM_Tensor *slM_dev_ensure(slM_Graph *g, const slM_Node *n, slM_Tensor **slot, int ndim, const int *shape);
-/* the gradient slot of input k on the device, zeroed when the pass first reaches it; NULL on a fault */
-slM_Tensor *slM_dev_input_grad(slM_Graph *g, slM_Node *n, int k);
-/* a parameter's gradient on the device (made zeroed at first use); NULL on a fault or when it is frozen */
-float *slM_dev_param_grad(slM_Graph *g, const slM_Node *n, slM_Param *p);
-/* a host tensor made on the device brought to the host (the logits the caller reads); 0 or -1 */
-int slM_dev_to_host(slM_Graph *g, slM_Tensor *t);
-/* the loss node's value read back and its gradient seeded with 1 on the device */
-double slM_dev_seed_loss(slM_Graph *g, slM_Node *n);
-/* every parameter gradient zeroed on the device */
-void slM_dev_zero_grads(slM_Graph *g);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "devices.h"
+#include "devslots.h"
 #include "kernels/device.h"
 #include "kernels/softmax.h"
 #include "memory.h"

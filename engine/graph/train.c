@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "devices.h"
+#include "devslots.h"
 #include "kernels/device.h"
 #include "kernels/parallel.h"
 #include "memory.h"

@@ -123,6 +123,14 @@ void slK_dev_free(void *dev, size_t bytes, int category) {
   pthread_mutex_unlock(&lock);
 }
 
+void slK_dev_recount(size_t bytes, int from, int to) {
+  size_t cls = size_class(bytes);
+  pthread_mutex_lock(&lock);
+  count(category_of(from), cls, -1);
+  count(category_of(to), cls, 1);
+  pthread_mutex_unlock(&lock);
+}
+
 void slK_dev_trim(void) {
   pthread_mutex_lock(&lock);
   trim_locked();

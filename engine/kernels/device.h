@@ -34,6 +34,8 @@ const char *slK_dev_why(void);
 void *slK_dev_alloc(size_t bytes, int category, char *err, size_t errlen);
 /* back to the cache, under the size and category it was allocated with */
 void slK_dev_free(void *dev, size_t bytes, int category);
+/* bytes allocated under one category counted under another from now on */
+void slK_dev_recount(size_t bytes, int from, int to);
 /* the cached blocks returned to the driver */
 void slK_dev_trim(void);
 

@@ -1,4 +1,4 @@
-/* test_gpu_graph.c - models on the GPU (engine/graph/devices.c, ops_cuda.c,
+/* test_gpu_graph.c - models on the GPU (engine/graph/devices.c, devslots.c, ops_cuda.c,
 ** engine/kernels/device.c): the same model trained on the CPU and on the
 ** GPU gives the same losses, `to` moves weights and optimiser state there
 ** and back unchanged, and what cannot run on the GPU is refused with why.
