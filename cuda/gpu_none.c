@@ -153,7 +153,9 @@ int slG_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errle
 int slG_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen) {
   return fail(err, errlen);
 }
-int slG_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
 int slG_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen) {
   return fail(err, errlen);
 }

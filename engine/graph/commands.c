@@ -226,7 +226,8 @@ static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *
 /* Without a GPU, device=gpu is refused before anything is built. */
 static int device_arg_ok(sl_Call *call) {
   char why[512];
-  return slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) ? sl_arg_error(call, "device", "%s", why) : 0;
+  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0) return sl_arg_error(call, "device", "%s", why);
+  return 0;
 }
 
 /* a pass on the GPU that stopped: why (0 when none did) */
@@ -807,7 +808,8 @@ static const sl_Command slM_commands[] = {
     {"mask", SL_ARG_BOOL, 0, "false", "trace with an attention mask input (transformer)"},
     {"attention", SL_ARG_ENUM, 0, "naive", "attention op by op, or one fused FlashAttention-2 node (transformer)", attentions},
     {"seed", SL_ARG_INT, 0, "0", "seed of the initial weights"},
-    {"device", SL_ARG_ENUM, 0, "cpu", "where its weights live and its passes run: cpu, or gpu (a CUDA GPU)", device_names},
+    {"device", SL_ARG_ENUM, 0, "cpu", "where its weights live and its passes run: cpu, or gpu (a CUDA GPU)",
+     device_names},
     {NULL}}},
   {"to", "graph", "A copy of a model on a device: its weights, gradients and optimiser state move; results are equal.",
    "`to m gpu` puts a copy of m on the CUDA GPU: training, evaluation and the language model's commands then run "

@@ -45,7 +45,8 @@ static int has_transforms(const slM_Node *n) {
 
 int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
   if (device == SLM_CPU) return 0;
-  if (device != SLM_CUDA) return snprintf(err, errlen, "unknown device %d: the devices are " SLM_DEVICE_NAMES, device), -1;
+  if (device != SLM_CUDA)
+    return snprintf(err, errlen, "unknown device %d: the devices are " SLM_DEVICE_NAMES, device), -1;
   if (!slK_dev_available())
     return slM_device_usable("gpu", err, errlen);
   for (int i = 0; i < g->n; i++) {

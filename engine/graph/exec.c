@@ -97,7 +97,8 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
 }
 
 float *slM_input_rows(slM_Graph *g, int batch) {
-  if (g->plan || g->device != SLM_CPU) return NULL;   /* on the GPU the input node's rows are device memory */   /* a planned graph places its input in its arena when the pass starts */
+  /* a planned graph places its input in its arena when the pass starts; on the GPU its rows are device memory */
+  if (g->plan || g->device != SLM_CPU) return NULL;
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].op == OP_INPUT) {
       int shape[2] = {batch, g->features};

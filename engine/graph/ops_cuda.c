@@ -197,28 +197,30 @@ void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
   RUN(slK_dev_dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
 }
 
-/* ------------------------------------------------------------- layer norm */
+/* ------------------------------------------------------------------ norms */
 
-void slM_cuda_layernorm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
-  int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
+/* layer norm (a gain and a shift; saved: the mean, saved2: 1 / std per row)
+** and RMSNorm (a gain; saved: 1 / rms per row), over the last dimension */
+void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *rstd;
+  int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d), layer = n->op == OP_LAYERNORM;
   ENSURE(y, &n->out, x->ndim, x->shape);
-  ENSURE(mean, &n->saved, 1, &rows);
-  ENSURE(rstd, &n->saved2, 1, &rows);
-  RUN(slK_dev_layernorm_forward(x->dev, n->params[0]->value->dev, n->params[1]->value->dev, y->dev, mean->dev,
-                                rstd->dev, (size_t)rows, d, n->p, err, errlen));
+  ENSURE(first, &n->saved, 1, &rows);
+  if (!(rstd = layer ? slM_dev_ensure(g, n, &n->saved2, 1, &rows) : first)) return;
+  RUN(slK_dev_norm_forward(x->dev, n->params[0]->value->dev, layer ? n->params[1]->value->dev : NULL, y->dev,
+                           layer ? first->dev : NULL, rstd->dev, (size_t)rows, d, n->p, err, errlen));
 }
 
-void slM_cuda_layernorm_backward(slM_Graph *g, slM_Node *n) {
+void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0);
-  int d = x->shape[x->ndim - 1], stop;
+  int d = x->shape[x->ndim - 1], stop, layer = n->op == OP_LAYERNORM;
   GRAD(dx, 0);
-  float *dgamma = param_grad(g, n, 0, &stop);
+  float *dgain = param_grad(g, n, 0, &stop), *dshift = NULL;
+  if (!stop && layer) dshift = param_grad(g, n, 1, &stop);
   if (stop) return;
-  float *dbeta = param_grad(g, n, 1, &stop);
-  if (stop) return;
-  RUN(slK_dev_layernorm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, n->saved->dev, n->saved2->dev,
-                                 dx->dev, dgamma, dbeta, x->size / (size_t)d, d, err, errlen));
+  RUN(slK_dev_norm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, layer ? n->saved->dev : NULL,
+                            layer ? n->saved2->dev : n->saved->dev, dx->dev, dgain, dshift, x->size / (size_t)d, d,
+                            err, errlen));
 }
 
 /* -------------------------------------------------------------------- add */
@@ -398,9 +400,36 @@ static Heads heads_of(const slM_Node *n, const slM_Tensor *rows) {
   return h;
 }
 
-/* head (b, j): its slice of the token rows, and its T x T matrix */
-#define ROWS_AT(p, h, b, j) ((p) + (size_t)(b) * (h).T * (h).D + (size_t)(j) * (h).dh)
-#define MAT_AT(p, h, b, j) ((p) + ((size_t)(b) * (h).H + (size_t)(j)) * (h).T * (h).T)
+/* An operand of a per-head product: the token rows (B x T x D, a head's
+** slice dh wide, leading dimension D) or the heads' T x T matrices. */
+typedef struct {
+  const float *p;
+  int square;
+} Operand;
+
+static Operand rows_of(const float *p) { return (Operand){p, 0}; }
+static Operand mats_of(const float *p) { return (Operand){p, 1}; }
+
+static const float *head_at(Operand o, const Heads *h, int b, int j) {
+  if (o.square) return o.p + ((size_t)b * h->H + (size_t)j) * h->T * h->T;
+  return o.p + (size_t)b * h->T * h->D + (size_t)j * h->dh;
+}
+
+static int lead(Operand o, const Heads *h) { return o.square ? h->T : h->D; }
+
+/* C = alpha op(A) op(B) + beta C for every (sample, head): one GEMM each; 0, or -1 with the fault set */
+static int per_head(slM_Graph *g, slM_Node *n, const Heads *h, int ta, int tb, int M, int N, int K, float alpha,
+                    Operand A, Operand B, float beta, Operand C) {
+  char err[200];
+  for (int b = 0; b < h->B; b++)
+    for (int j = 0; j < h->H; j++) {
+      float *c = (float *)head_at(C, h, b, j);
+      if (slM_dev_fault(g, n, slK_dev_gemm(ta, tb, M, N, K, alpha, head_at(A, h, b, j), lead(A, h), head_at(B, h, b, j),
+                                           lead(B, h), beta, c, lead(C, h), err, sizeof err), err))
+        return -1;
+    }
+  return 0;
+}
 
 /* scores q k^T / sqrt(dh) per head: batch x heads x T x T */
 void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
@@ -408,25 +437,7 @@ void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
   Heads h = heads_of(n, q);
   int shape[4] = {h.B, h.H, h.T, h.T};
   ENSURE(s, &n->out, 4, shape);
-  for (int b = 0; b < h.B; b++)
-    for (int j = 0; j < h.H; j++)
-      RUN(slK_dev_gemm(0, 1, h.T, h.T, h.dh, h.scale, ROWS_AT(q->dev, h, b, j), h.D, ROWS_AT(k->dev, h, b, j), h.D,
-                       0.0f, MAT_AT(s->dev, h, b, j), h.T, err, errlen));
-}
-
-void slM_cuda_scores_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
-  Heads h = heads_of(n, q);
-  GRAD(dq, 0);
-  GRAD(dk, 1);
-  for (int b = 0; b < h.B; b++)
-    for (int j = 0; j < h.H; j++) {
-      const float *gs = MAT_AT(n->gout->dev, h, b, j);
-      RUN(slK_dev_gemm(0, 0, h.T, h.dh, h.T, h.scale, gs, h.T, ROWS_AT(k->dev, h, b, j), h.D, 1.0f,
-                       ROWS_AT(dq->dev, h, b, j), h.D, err, errlen));
-      RUN(slK_dev_gemm(1, 0, h.T, h.dh, h.T, h.scale, gs, h.T, ROWS_AT(q->dev, h, b, j), h.D, 1.0f,
-                       ROWS_AT(dk->dev, h, b, j), h.D, err, errlen));
-    }
+  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev), rows_of(k->dev), 0.0f, mats_of(s->dev));
 }
 
 /* the attention-weighted values, heads merged: batch x T x D */
@@ -434,26 +445,30 @@ void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
   Heads h = heads_of(n, v);
   ENSURE(y, &n->out, 3, v->shape);
-  for (int b = 0; b < h.B; b++)
-    for (int j = 0; j < h.H; j++)
-      RUN(slK_dev_gemm(0, 0, h.T, h.dh, h.T, 1.0f, MAT_AT(p->dev, h, b, j), h.T, ROWS_AT(v->dev, h, b, j), h.D, 0.0f,
-                       ROWS_AT(y->dev, h, b, j), h.D, err, errlen));
+  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev), rows_of(v->dev), 0.0f, rows_of(y->dev));
 }
 
-void slM_cuda_context_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
-  Heads h = heads_of(n, v);
-  GRAD(dp, 0);
-  GRAD(dv, 1);
-  for (int b = 0; b < h.B; b++)
-    for (int j = 0; j < h.H; j++) {
-      const float *go = ROWS_AT(n->gout->dev, h, b, j);
-      RUN(slK_dev_gemm(0, 1, h.T, h.T, h.dh, 1.0f, go, h.D, ROWS_AT(v->dev, h, b, j), h.D, 1.0f,
-                       MAT_AT(dp->dev, h, b, j), h.T, err, errlen));
-      RUN(slK_dev_gemm(1, 0, h.T, h.dh, h.T, 1.0f, MAT_AT(p->dev, h, b, j), h.T, go, h.D, 1.0f,
-                       ROWS_AT(dv->dev, h, b, j), h.D, err, errlen));
-    }
+/* The two input gradients of either product: the scores' (dq += s dS k,
+** dk += s dS^T q) or the context's (dP += dO v^T, dv += P^T dO). */
+static void heads_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  int scores = n->op == OP_SCORES;
+  Heads h = heads_of(n, scores ? a : b);
+  GRAD(d0, 0);
+  GRAD(d1, 1);
+  if (scores) {
+    Operand ds = mats_of(n->gout->dev);
+    if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev), 1.0f, rows_of(d0->dev)) == 0)
+      per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev), 1.0f, rows_of(d1->dev));
+    return;
+  }
+  Operand dout = rows_of(n->gout->dev);
+  if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev), 1.0f, mats_of(d0->dev)) == 0)
+    per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev), dout, 1.0f, rows_of(d1->dev));
 }
+
+void slM_cuda_scores_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
+void slM_cuda_context_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
 
 /* --------------------------------------------------- the language model */
 
@@ -470,25 +485,6 @@ void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
   float *dw = param_grad(g, n, 0, &stop);
   if (stop || !dw) return;
   RUN(slK_dev_embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
-}
-
-void slM_cuda_rmsnorm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
-  int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
-  ENSURE(y, &n->out, x->ndim, x->shape);
-  ENSURE(rstd, &n->saved, 1, &rows);
-  RUN(slK_dev_rmsnorm_forward(x->dev, n->params[0]->value->dev, y->dev, rstd->dev, (size_t)rows, d, n->p, err,
-                              errlen));
-}
-
-void slM_cuda_rmsnorm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
-  int d = x->shape[x->ndim - 1], stop;
-  GRAD(dx, 0);
-  float *dgain = param_grad(g, n, 0, &stop);
-  if (stop) return;
-  RUN(slK_dev_rmsnorm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, n->saved->dev, dx->dev, dgain,
-                               x->size / (size_t)d, d, err, errlen));
 }
 
 /* the table of angles is made once per context length and kept (SLM_OP_CACHES) */

@@ -25,7 +25,7 @@ SLM_CUDA_DECLARE(output)
 SLM_CUDA_DECLARE(linear)
 SLM_CUDA_DECLARE(activation)   /* relu, gelu, tanh, scale */
 SLM_CUDA_DECLARE(dropout)
-SLM_CUDA_DECLARE(layernorm)
+SLM_CUDA_DECLARE(norm)         /* layer norm and RMSNorm */
 SLM_CUDA_DECLARE(add)
 SLM_CUDA_DECLARE(softmax)
 SLM_CUDA_DECLARE(patchify)
@@ -37,7 +37,6 @@ SLM_CUDA_DECLARE(mask_fill)
 SLM_CUDA_DECLARE(context)
 /* the language model's */
 SLM_CUDA_DECLARE(embedding)
-SLM_CUDA_DECLARE(rmsnorm)
 SLM_CUDA_DECLARE(rope)
 SLM_CUDA_DECLARE(swiglu)
 SLM_CUDA_DECLARE(causal_mask)

@@ -257,21 +257,14 @@ int slK_dev_rope_backward(const float *dy, float *dx, const float *table, size_t
                           char *err, size_t errlen) {
   return slG_rope_backward(dy, dx, table, B, T, D, heads, err, errlen);
 }
-int slK_dev_layernorm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean,
-                              float *rstd, size_t rows, int d, float eps, char *err, size_t errlen) {
-  return slG_layernorm_forward(x, gamma, beta, y, mean, rstd, rows, d, eps, err, errlen);
-}
-int slK_dev_layernorm_backward(const float *x, const float *gamma, const float *dy, const float *mean,
-                               const float *rstd, float *dx, float *dgamma, float *dbeta, size_t rows, int d,
-                               char *err, size_t errlen) {
-  return slG_layernorm_backward(x, gamma, dy, mean, rstd, dx, dgamma, dbeta, rows, d, err, errlen);
-}
-int slK_dev_rmsnorm_forward(const float *x, const float *gain, float *y, float *rstd, size_t rows, int d, float eps,
-                            char *err, size_t errlen) {
+int slK_dev_norm_forward(const float *x, const float *gain, const float *shift, float *y, float *mean, float *rstd,
+                         size_t rows, int d, float eps, char *err, size_t errlen) {
+  if (shift) return slG_layernorm_forward(x, gain, shift, y, mean, rstd, rows, d, eps, err, errlen);
   return slG_rmsnorm_forward(x, gain, y, rstd, rows, d, eps, err, errlen);
 }
-int slK_dev_rmsnorm_backward(const float *x, const float *gain, const float *dy, const float *rstd, float *dx,
-                             float *dgain, size_t rows, int d, char *err, size_t errlen) {
+int slK_dev_norm_backward(const float *x, const float *gain, const float *dy, const float *mean, const float *rstd,
+                          float *dx, float *dgain, float *dshift, size_t rows, int d, char *err, size_t errlen) {
+  if (mean) return slG_layernorm_backward(x, gain, dy, mean, rstd, dx, dgain, dshift, rows, d, err, errlen);
   return slG_rmsnorm_backward(x, gain, dy, rstd, dx, dgain, rows, d, err, errlen);
 }
 int slK_dev_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen) {

@@ -60,53 +60,57 @@ int slK_dev_sync(char *err, size_t errlen);
 
 /* ------------------------------------------------------------- operators */
 
-/* row-major C = alpha op(A) op(B) + beta C (cuBLAS, float32) */
+/* Forward calls write their outputs; backward calls ADD into the gradients
+** they are given (NULL: not computed). The norm is layer norm over rows
+** of d when a shift is given (the mean kept per row), else RMSNorm (mean
+** NULL); 1 / std or 1 / rms is kept per row in both. */
+enum { SLK_DEV_RELU, SLK_DEV_GELU, SLK_DEV_SILU };
+enum { SLK_DEV_LOSS_CLASSES, SLK_DEV_LOSS_TOKENS };
+
+/* RoPE's table of cos and sin (T x dh), made once per context length */
+int slK_dev_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen);
+
+/* the forwards: products, elementwise, rows */
 int slK_dev_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
 int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen);
-int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                            size_t rows, int in_f, int out_f, char *err, size_t errlen);
-enum { SLK_DEV_RELU, SLK_DEV_GELU, SLK_DEV_SILU };
 int slK_dev_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen);
-int slK_dev_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
-                                size_t errlen);
 int slK_dev_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errlen);
-int slK_dev_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen);
 int slK_dev_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen);
-int slK_dev_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen);
 int slK_dev_swiglu_forward(const float *a, const float *b, float *y, size_t n, char *err, size_t errlen);
-int slK_dev_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n,
-                            char *err, size_t errlen);
 int slK_dev_add_forward(const float *a, const float *b, float *y, size_t n, size_t bn, char *err, size_t errlen);
-int slK_dev_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen);
 int slK_dev_dropout_forward(const float *x, float *y, float *mask, size_t n, float p, uint64_t base, char *err,
                             size_t errlen);
-int slK_dev_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen);
 int slK_dev_embedding_forward(const float *ids, const float *table, float *y, size_t n, int vocab, int width,
                               char *err, size_t errlen);
-int slK_dev_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
-                               char *err, size_t errlen);
-int slK_dev_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen);
 int slK_dev_rope_forward(const float *x, float *y, const float *table, size_t B, int T, int D, int heads, char *err,
                          size_t errlen);
-int slK_dev_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads,
-                          char *err, size_t errlen);
-int slK_dev_layernorm_forward(const float *x, const float *gamma, const float *beta, float *y, float *mean,
-                              float *rstd, size_t rows, int d, float eps, char *err, size_t errlen);
-int slK_dev_layernorm_backward(const float *x, const float *gamma, const float *dy, const float *mean,
-                               const float *rstd, float *dx, float *dgamma, float *dbeta, size_t rows, int d,
-                               char *err, size_t errlen);
-int slK_dev_rmsnorm_forward(const float *x, const float *gain, float *y, float *rstd, size_t rows, int d, float eps,
-                            char *err, size_t errlen);
-int slK_dev_rmsnorm_backward(const float *x, const float *gain, const float *dy, const float *rstd, float *dx,
-                             float *dgain, size_t rows, int d, char *err, size_t errlen);
+int slK_dev_norm_forward(const float *x, const float *gain, const float *shift, float *y, float *mean, float *rstd,
+                         size_t rows, int d, float eps, char *err, size_t errlen);
 int slK_dev_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen);
-int slK_dev_softmax_backward(const float *y, const float *dy, float *dx, size_t rows, int n, int causal, char *err,
-                             size_t errlen);
-enum { SLK_DEV_LOSS_CLASSES, SLK_DEV_LOSS_TOKENS };
 int slK_dev_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
                                   size_t rows, int C, char *err, size_t errlen);
+
+/* the backwards, in the same order */
+int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                            size_t rows, int in_f, int out_f, char *err, size_t errlen);
+int slK_dev_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
+                                size_t errlen);
+int slK_dev_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen);
+int slK_dev_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen);
+int slK_dev_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n,
+                            char *err, size_t errlen);
+int slK_dev_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen);
+int slK_dev_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen);
+int slK_dev_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
+                               char *err, size_t errlen);
+int slK_dev_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads,
+                          char *err, size_t errlen);
+int slK_dev_norm_backward(const float *x, const float *gain, const float *dy, const float *mean, const float *rstd,
+                          float *dx, float *dgain, float *dshift, size_t rows, int d, char *err, size_t errlen);
+int slK_dev_softmax_backward(const float *y, const float *dy, float *dx, size_t rows, int n, int causal, char *err,
+                             size_t errlen);
 int slK_dev_cross_entropy_backward(int kind, const float *probs, const float *labels, const float *dloss, float *dx,
                                    size_t rows, int C, char *err, size_t errlen);
 

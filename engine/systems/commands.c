@@ -378,7 +378,8 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 #define BUDGET_ARG {"budget", SL_ARG_STRING, 0, NULL, "memory budget, e.g. \"80GB\" (default: what this process may use; a command that runs the model is held to that)"}
 #define BATCH_ARG(d) {"batch", SL_ARG_INT, 0, d, "samples per step"}
 #define CONTEXT_ARG {"context", SL_ARG_INT, 0, NULL, "tokens per sample (language models; default: the model's context)"}
-#define DEVICE_ARG {"device", SL_ARG_ENUM, 0, "cpu", "where the weights live and the passes run: cpu, or gpu (a CUDA GPU)", slL_devices}
+#define DEVICE_ARG \
+  {"device", SL_ARG_ENUM, 0, "cpu", "where the weights live and the passes run: cpu, or gpu (a CUDA GPU)", slL_devices}
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}
 
 static const sl_Command commands[] = {
