@@ -57,11 +57,6 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
                       "only%s (docs/gpu.md lists the operators the GPU runs)", n->name, slM_op_name(n->op), g->family,
                       n->op == OP_ATTENTION ? "; set_attention m attention=naive runs attention op by op, which the "
                       "GPU runs" : ""), -1;
-    for (int k = 0; g->device == SLM_CUDA && k < n->nparams; k++)
-      if (!n->params[k]->value->dev)
-        return snprintf(err, errlen, "node %s: parameter %s has no copy on the GPU (a model made from a GPU model "
-                        "on the host, as LoRA adapters are): `to m gpu` moves all of it", n->name,
-                        n->params[k]->name), -1;
     if (has_transforms(n))
       return snprintf(err, errlen, "node %s has a compression transform (a quantiser or a pruning mask): compressed "
                       "models run on the CPU only", n->name), -1;
@@ -72,6 +67,17 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
   if (g->plan)
     return snprintf(err, errlen, "buffer planning (the fusion pass's arena) is the CPU's; the GPU's caching "
                     "allocator reuses its blocks instead: move the model before fusing it"), -1;
+  return 0;
+}
+
+int slM_device_ready(const slM_Graph *g, char *err, size_t errlen) {
+  if (slM_device_check(g, g->device, err, errlen) != 0) return -1;
+  for (int i = 0; g->device == SLM_CUDA && i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++)
+      if (!g->nodes[i].params[k]->value->dev)
+        return snprintf(err, errlen, "node %s: parameter %s has no copy on the GPU (a model made from a GPU model "
+                        "on the host, as LoRA adapters are): `to m gpu` moves all of it", g->nodes[i].name,
+                        g->nodes[i].params[k]->name), -1;
   return 0;
 }
 

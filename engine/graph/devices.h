@@ -16,6 +16,8 @@ int slM_device_parse(const char *name);
 
 /* 0 when g can run on device here; else -1 with why and what is allowed */
 int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen);
+/* 0 when g can run where it is: the check above, and every parameter has its copy there */
+int slM_device_ready(const slM_Graph *g, char *err, size_t errlen);
 /* A copy of g on device: its weights, gradients and optimiser state, with
 ** the same numbers (for a model on the GPU, its device copies first brought
 ** back). NULL with err when it cannot go there. */

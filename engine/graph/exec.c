@@ -42,7 +42,7 @@ static int stop_now(slM_Graph *g) {
 static int device_refused(slM_Graph *g) {
   if (g->device == SLM_CPU) return 0;
   char why[200];
-  if (slM_device_check(g, g->device, why, sizeof why) != 0) snprintf(g->fault, sizeof g->fault, "%.200s", why);
+  if (slM_device_ready(g, why, sizeof why) != 0) snprintf(g->fault, sizeof g->fault, "%.200s", why);
   return g->fault[0] ? (g->stopped = 1) : 0;
 }
 
