@@ -213,14 +213,18 @@ static const char *const attentions[] = {"naive", "fused", NULL};
 
 static const char *const device_names[] = {"cpu", "gpu", NULL};
 
-/* the model, moved to the device argument names (built on the CPU, where its weights are drawn) */
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
   if (!g) return sl_error(call, "%s", err);
-  char why[512];
-  if (!(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), why, sizeof why)))
-    return sl_arg_error(call, "device", "%s", why);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
+}
+
+/* the model built, moved to the device its argument names (built on the CPU, where its weights are drawn) */
+static int finish_on_device(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
+  char why[512];
+  if (g && !(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), why, sizeof why)))
+    return sl_arg_error(call, "device", "%s", why);
+  return finish_model(call, g, err, result);
 }
 
 /* Without a GPU, device=gpu is refused before anything is built. */
@@ -295,7 +299,7 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
     const char *act = sl_arg_string(call, "activation");
     s.activation = strcmp(act, "gelu") == 0 ? OP_GELU : strcmp(act, "tanh") == 0 ? OP_TANH : OP_RELU;
     if (mask) return sl_arg_error(call, "mask", "an mlp has no attention to mask");
-    return finish_model(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
+    return finish_on_device(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
   }
   int side = (int)lround(sqrt((double)inputs));
   if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
@@ -308,7 +312,7 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
   if (side % patch == 0 && sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0) return -1;
   slM_TransformerSpec s = {side, side, classes, patch, depth, width, heads, ratio, dropout,
                            strcmp(sl_arg_string(call, "attention"), "fused") == 0};
-  return finish_model(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
+  return finish_on_device(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
 }
 
 static int cmd_capture(sl_Call *call, sl_Value *result) {
