@@ -153,6 +153,8 @@ step_sanitizer() {
 step_bench() {
   if (cd "$csv" && bounded "$syslab" run "$root/bench/gpu.sl") >>"$out/bench.log" 2>&1; then note "bench/gpu.sl: done"
   else note "bench/gpu.sl: FAILED (bench.log)"; status=1; fi
+  if bounded "$syslab" run "$root/bench/gpu_models.sl" >>"$out/bench.log" 2>&1; then note "bench/gpu_models.sl: done"
+  else note "bench/gpu_models.sl: FAILED (bench.log)"; status=1; fi
   (LD_LIBRARY_PATH="" bounded python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
     note "bench/torch_gpu.py: FAILED (bench.log)"
   tar -czf "$out/bench.tar.gz" -C "$csv" . 2>/dev/null
