@@ -656,6 +656,8 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   size_t n = train ? d->ntrain : d->ntest;
   if (n == 0) return sl_arg_error(call, "split", "the %s split is empty", train ? "train" : "test");
   if (sl_memory_check(call, NULL, activation_bytes(g) * 256, "evaluating this model") != 0) return -1;
+  char why[512];   /* slM_evaluate's batches are 256 items */
+  if (slM_device_fits(g, n < 256 ? (int)n : 256, 0, why, sizeof why) != 0) return sl_error(call, "%s", why);
   g->fault[0] = '\0';
   slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
   if (device_fault(call, g) != 0) return -1;

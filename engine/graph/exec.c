@@ -130,6 +130,10 @@ static double seed_from_logits(slM_Node *n, const uint8_t *labels, int batch) {
 ** gradient sent to the device. */
 static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8_t *labels, int batch) {
   slM_Node *n = &g->nodes[start];
+  if (!n->out || (loss_node < 0 && !n->out->data)) {   /* the forward pass stopped before it */
+    slM_dev_fault(g, n, -1, "the forward pass did not reach this node, so there is nothing to go back from");
+    return NAN;
+  }
   if (loss_node >= 0) return slM_dev_seed_loss(g, n);
   double loss = seed_from_logits(n, labels, batch);   /* from the logits' host copy; n->gout: the seed on the host */
   slM_Tensor *seed = n->gout;
@@ -144,6 +148,7 @@ static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8
 
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   g->stopped = 0;
+  if (device_refused(g)) return NAN;   /* on the GPU: the forward pass's fault stands */
   for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = slM_loss_node(g), start = loss_node >= 0 ? loss_node : slM_logits_node(g);
   double loss;

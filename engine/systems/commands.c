@@ -318,7 +318,7 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
 static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   const slM_Graph *m = slL_model_of(call, "model");
   int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (slL_batch_args(call, m, &batch, &T) != 0) return -1;
+  if (slL_cpu_only(call, m) != 0 || slL_batch_args(call, m, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;

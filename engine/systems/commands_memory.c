@@ -198,6 +198,7 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
 int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T;
+  if (slL_cpu_only(call, g) != 0) return -1;
   if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
   if (slL_run_budget_of(call, &budget) != 0) return -1;
