@@ -122,7 +122,7 @@ syslab=$build/syslab
 # --- the steps, in the order GPU_CHECK_STEPS names them; each is bounded
 # by STEP_SECONDS (default 900) and the summary is rewritten after each, so
 # that a run cut short still brings back what it finished
-gpu_tests="test_kernels test_gpu_ops"
+gpu_tests="test_kernels test_gpu_ops test_gpu_graph"
 csv=$build/bench-csv
 rep=$build/lab4-report
 : >"$out/tests.log"
@@ -145,11 +145,16 @@ step_sanitizer() {
       note "compute-sanitizer $tool on the GPU tests: FAILED or past ${SANITIZER_SECONDS:-300} s (tests.log)"; status=1
     fi
   done
+  # models trained on the device: memcheck (their kernels are test_gpu_ops's, which racecheck covers)
+  if sanitize memcheck test_gpu_graph >>"$out/tests.log" 2>&1; then note "compute-sanitizer memcheck on test_gpu_graph: clean"
+  else note "compute-sanitizer memcheck on test_gpu_graph: FAILED or past ${SANITIZER_SECONDS:-300} s (tests.log)"; status=1; fi
 }
 # benchmarks: syslab's kernels, then PyTorch's rows of the same run
 step_bench() {
   if (cd "$csv" && bounded "$syslab" run "$root/bench/gpu.sl") >>"$out/bench.log" 2>&1; then note "bench/gpu.sl: done"
   else note "bench/gpu.sl: FAILED (bench.log)"; status=1; fi
+  if bounded "$syslab" run "$root/bench/gpu_models.sl" >>"$out/bench.log" 2>&1; then note "bench/gpu_models.sl: done"
+  else note "bench/gpu_models.sl: FAILED (bench.log)"; status=1; fi
   (LD_LIBRARY_PATH="" bounded python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
     note "bench/torch_gpu.py: FAILED (bench.log)"
   tar -czf "$out/bench.tar.gz" -C "$csv" . 2>/dev/null

@@ -85,6 +85,10 @@ void slG_free(void *p);
 int slG_upload(void *dev, const void *host, size_t bytes, char *err, size_t errlen);
 int slG_download(void *host, const void *dev, size_t bytes, char *err, size_t errlen);
 int slG_zero(void *dev, size_t bytes, char *err, size_t errlen);
+/* device to device */
+int slG_copy(void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+/* the driver's free and total device memory; 0, or -1 without a device */
+int slG_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* waits for everything launched; reports a fault of any of it */
 int slG_sync(char *err, size_t errlen);
 
@@ -106,6 +110,12 @@ int slG_activation_forward(int act, const float *x, float *y, size_t n, char *er
 /* dx += dy * act'(x) */
 int slG_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
                             size_t errlen);
+/* tanh y = tanh(x), backward dx += dy (1 - y^2) from the output y (ops_graph.cu);
+** the scale y = a x, backward dx += a dy */
+int slG_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errlen);
+int slG_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen);
+int slG_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen);
+int slG_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen);
 /* SwiGLU y = silu(a) b; da += dy b silu'(a), db += dy silu(a) */
 int slG_swiglu_forward(const float *a, const float *b, float *y, size_t n, char *err, size_t errlen);
 int slG_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n, char *err,

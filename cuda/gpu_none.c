@@ -49,6 +49,11 @@ void slG_free(void *p) {}
 int slG_upload(void *dev, const void *host, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
 int slG_download(void *host, const void *dev, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
 int slG_zero(void *dev, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_copy(void *dst, const void *src, size_t bytes, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_mem_info(size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  return -1;
+}
 int slG_sync(char *err, size_t errlen) { return fail(err, errlen); }
 int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
              int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
@@ -144,3 +149,13 @@ void *slG_params_new(const slG_ParamRef *refs, int count, char *err, size_t errl
 }
 void slG_params_free(void *params) {}
 int slG_optimizer_step(void *params, const slG_Optimizer *o, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen) {
+  return fail(err, errlen);
+}

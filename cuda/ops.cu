@@ -58,6 +58,20 @@ extern "C" int slG_zero(void *dev, size_t bytes, char *err, size_t errlen) {
   return 0;
 }
 
+extern "C" int slG_copy(void *dst, const void *src, size_t bytes, char *err, size_t errlen) {
+  if (bytes) CUDA_OR_FAIL(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "device copy (cudaMemcpy)");
+  return 0;
+}
+
+extern "C" int slG_mem_info(size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  if (cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return 0;
+}
+
 extern "C" int slG_sync(char *err, size_t errlen) {
   CUDA_OR_FAIL(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return 0;

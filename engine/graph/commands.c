@@ -15,6 +15,8 @@
 #include "lang/process.h"
 #include "kernels/kernels.h"
 #include "table/table.h"
+#include "devices.h"
+#include "kernels/device.h"
 #include "ops.h"
 #include "passes.h"
 #include "train.h"
@@ -209,10 +211,35 @@ static const char *const families[] = {"mlp", "transformer", NULL};
 static const char *const activations[] = {"relu", "gelu", "tanh", NULL};
 static const char *const attentions[] = {"naive", "fused", NULL};
 
+static const char *const device_names[] = {"cpu", "gpu", NULL};
+
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
   if (!g) return sl_error(call, "%s", err);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
+}
+
+/* the model built, moved to the device its argument names (built on the CPU, where its weights are drawn) */
+static int finish_on_device(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
+  char why[512];
+  if (g && !(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), why, sizeof why)))
+    return sl_arg_error(call, "device", "%s", why);
+  return finish_model(call, g, err, result);
+}
+
+/* Without a GPU, device=gpu is refused before anything is built. */
+static int device_arg_ok(sl_Call *call) {
+  char why[512];
+  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0) return sl_arg_error(call, "device", "%s", why);
+  return 0;
+}
+
+/* a pass on the GPU that stopped: why (0 when none did) */
+static int device_fault(sl_Call *call, slM_Graph *g) {
+  if (!g->fault[0]) return 0;
+  int rc = sl_error(call, "%s", g->fault);
+  g->fault[0] = '\0';
+  return rc;
 }
 
 /* A whole-number argument within [lo, hi]; NaN and huge values fail here
@@ -238,6 +265,7 @@ static double transformer_params(int side, int classes, int patch, int depth, in
 
 static int cmd_model(sl_Call *call, sl_Value *result) {
   const char *family = sl_arg_string(call, "family");
+  if (device_arg_ok(call) != 0) return -1;
   slM_Dataset *d = arg_data(call, "data");
   int inputs, classes;
   if (d) inputs = d->features, classes = d->classes;
@@ -271,7 +299,7 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
     const char *act = sl_arg_string(call, "activation");
     s.activation = strcmp(act, "gelu") == 0 ? OP_GELU : strcmp(act, "tanh") == 0 ? OP_TANH : OP_RELU;
     if (mask) return sl_arg_error(call, "mask", "an mlp has no attention to mask");
-    return finish_model(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
+    return finish_on_device(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
   }
   int side = (int)lround(sqrt((double)inputs));
   if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
@@ -284,7 +312,7 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
   if (side % patch == 0 && sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0) return -1;
   slM_TransformerSpec s = {side, side, classes, patch, depth, width, heads, ratio, dropout,
                            strcmp(sl_arg_string(call, "attention"), "fused") == 0};
-  return finish_model(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
+  return finish_on_device(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
 }
 
 static int cmd_capture(sl_Call *call, sl_Value *result) {
@@ -294,8 +322,26 @@ static int cmd_capture(sl_Call *call, sl_Value *result) {
   return finish_model(call, g, err, result);
 }
 
+static int cmd_to(sl_Call *call, sl_Value *result) {
+  slM_Graph *g = arg_model(call, "model");
+  if (device_arg_ok(call) != 0) return -1;
+  char why[512];
+  slM_Graph *c = slM_graph_to(g, slM_device_parse(sl_arg_string(call, "device")), why, sizeof why);
+  if (!c) return sl_arg_error(call, "device", "%s", why);
+  *result = sl_object_new(&slM_model_class, c);
+  return 0;
+}
+
 static int cmd_copy(sl_Call *call, sl_Value *result) {
-  *result = sl_object_new(&slM_model_class, slM_graph_copy(arg_model(call, "model"), 1));
+  slM_Graph *g = arg_model(call, "model");
+  if (g->device != SLM_CPU) {   /* a copy of a model on the GPU stays there, with its own device memory */
+    char why[512];
+    slM_Graph *c = slM_graph_to(g, g->device, why, sizeof why);
+    if (!c) return sl_error(call, "%s", why);
+    *result = sl_object_new(&slM_model_class, c);
+    return 0;
+  }
+  *result = sl_object_new(&slM_model_class, slM_graph_copy(g, 1));
   return 0;
 }
 
@@ -554,8 +600,18 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_EpochStats *stats = calloc((size_t)c.epochs, sizeof *stats);
   TrainUi ui = {sl_progress_begin(call, "train", c.epochs), c.epochs};
   slM_TrainHooks hooks = {&ui, on_progress, on_stop};
+  char why[512];
+  if (slM_device_fits(g, c.batch, 1, why, sizeof why) != 0) {
+    free(stats);
+    sl_progress_end(ui.bar);
+    return sl_arg_error(call, "batch", "%s", why);
+  }
   int done = slM_train(g, d, &c, &hooks, stats);
   sl_progress_end(ui.bar);
+  if (device_fault(call, g) != 0) {
+    free(stats);
+    return -1;
+  }
   if (done > 0 && stats[done - 1].diverged) {
     slM_EpochStats last = stats[done - 1], *s = &last;
     free(stats);
@@ -600,7 +656,11 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   size_t n = train ? d->ntrain : d->ntest;
   if (n == 0) return sl_arg_error(call, "split", "the %s split is empty", train ? "train" : "test");
   if (sl_memory_check(call, NULL, activation_bytes(g) * 256, "evaluating this model") != 0) return -1;
+  char why[512];   /* slM_evaluate's batches are 256 items */
+  if (slM_device_fits(g, n < 256 ? (int)n : 256, 0, why, sizeof why) != 0) return sl_error(call, "%s", why);
+  g->fault[0] = '\0';
   slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
+  if (device_fault(call, g) != 0) return -1;
   if (sl_interrupted()) return sl_interrupted_error(call);
   if (!isfinite(loss))
     sl_eprintf(call, "warning: the loss is %g: the model's outputs are not finite numbers (did training diverge?)\n",
@@ -618,8 +678,14 @@ static int cmd_difference(sl_Call *call, sl_Value *result) {
   if (check_fit(call, a, d) != 0 || check_fit(call, b, d) != 0) return -1;
   size_t n = d->ntest < 512 ? d->ntest : 512;
   if (n == 0) return sl_arg_error(call, "data", "the data set has no test items");
+  a->fault[0] = b->fault[0] = '\0';
   slM_Tensor *la = slM_forward(a, d->test_x, d->test_y, (int)n, 0);
   slM_Tensor *lb = slM_forward(b, d->test_x, d->test_y, (int)n, 0);
+  if (device_fault(call, a) != 0 || device_fault(call, b) != 0 || !la || !lb) {
+    slM_release_activations(a);
+    slM_release_activations(b);
+    return -1;
+  }
   double max = 0;
   for (size_t i = 0; i < la->size && i < lb->size; i++) max = fmax(max, fabs((double)la->data[i] - lb->data[i]));
   slM_release_activations(a);
@@ -631,10 +697,31 @@ static int cmd_difference(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* the device's bytes by the memory categories, where there is a GPU */
+static void device_memory(sl_Value record) {
+  if (!slK_dev_available()) return;
+  slK_DevMemory m;
+  slK_dev_memory(&m);
+  sl_Value live = sl_record_new(), peak = sl_record_new();
+  double total = 0;
+  for (int c = 0; c < SLM_MEM_NCAT; c++) {
+    sl_record_set(live, slM_mem_category_names[c], sl_number((double)m.live[c]));
+    sl_record_set(peak, slM_mem_category_names[c], sl_number((double)m.at_peak[c]));
+    total += (double)m.live[c];
+  }
+  sl_record_set(record, "device_live_bytes", sl_number(total));
+  sl_record_set(record, "device_peak_bytes", sl_number((double)m.peak));
+  sl_record_set(record, "device_cached_bytes", sl_number((double)m.cached));
+  sl_record_set(record, "device_free_bytes", sl_number((double)m.free_bytes));
+  sl_record_set(record, "device_live_by_category", live);
+  sl_record_set(record, "device_peak_by_category", peak);
+}
+
 static int cmd_memory(sl_Call *call, sl_Value *result) {
   *result = sl_record_new();
   sl_record_set(*result, "live_bytes", sl_number((double)slM_mem_live()));
   sl_record_set(*result, "peak_bytes", sl_number((double)slM_mem_peak()));
+  device_memory(*result);
   return 0;
 }
 
@@ -727,7 +814,16 @@ static const sl_Command slM_commands[] = {
     {"mask", SL_ARG_BOOL, 0, "false", "trace with an attention mask input (transformer)"},
     {"attention", SL_ARG_ENUM, 0, "naive", "attention op by op, or one fused FlashAttention-2 node (transformer)", attentions},
     {"seed", SL_ARG_INT, 0, "0", "seed of the initial weights"},
+    {"device", SL_ARG_ENUM, 0, "cpu", "where its weights live and its passes run: cpu, or gpu (a CUDA GPU)",
+     device_names},
     {NULL}}},
+  {"to", "graph", "A copy of a model on a device: its weights, gradients and optimiser state move; results are equal.",
+   "`to m gpu` puts a copy of m on the CUDA GPU: training, evaluation and the language model's commands then run "
+   "its operators there, and the optimiser updates every parameter in one launch; `to m cpu` brings a copy back. "
+   "Without a GPU, or for a model with an operator the GPU does not run (fused attention, the fusion pass's operators, "
+   "compression transforms, a 16-bit precision), the error says why. docs/gpu.md lists what runs where.",
+   "m = model mlp hidden=[64]\nback = to m cpu", cmd_to, 0,
+   {MODEL_ARG, {"device", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "cpu or gpu", device_names}, {NULL}}},
   {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",
    "With labels the graph ends in a cross-entropy loss node; without, it is a pure inference graph. With an "
    "attention mask every attention block gains a masked_fill node.",

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices.h"
+#include "devslots.h"
+#include "kernels/device.h"
 #include "kernels/softmax.h"
 #include "memory.h"
 #include "ops.h"
@@ -29,7 +32,19 @@
 ** pass only computes activations and gradients; the weights change in the
 ** optimizer step alone, which a stopped step skips, so an interrupted step
 ** leaves every weight as it was. */
-static int stop_now(slM_Graph *g) { return g->stop && (g->stopped = g->stop(g->stop_ud) != 0); }
+static int stop_now(slM_Graph *g) {
+  if (g->fault[0]) return g->stopped = 1;   /* a device call failed: the rest of the pass would read its output */
+  return g->stop && (g->stopped = g->stop(g->stop_ud) != 0);
+}
+
+/* A model on the GPU is checked before its pass (an operator without a CUDA
+** slot, no device): the pass does not start, and the reason is the fault. */
+static int device_refused(slM_Graph *g) {
+  if (g->device == SLM_CPU) return 0;
+  char why[200];
+  if (slM_device_ready(g, why, sizeof why) != 0) snprintf(g->fault, sizeof g->fault, "%.200s", why);
+  return g->fault[0] ? (g->stopped = 1) : 0;
+}
 
 static const slM_OpImpl *impl_of(const slM_Graph *g, const slM_Node *n) { return &slM_op(n->op)->impl[g->device]; }
 
@@ -41,6 +56,19 @@ static int *dtypes_of(const slM_Graph *g) {
   return dt;
 }
 
+/* The end of a forward pass on the GPU waits for its kernels, so that a
+** fault inside one is reported here and a timing of the pass is the
+** device's. The image models' loops read the logits on the host (accuracy);
+** the language model's read the loss alone (slM_lm_loss): its logits are
+** batch x context x vocab, and stay on the device. */
+static void device_end_pass(slM_Graph *g, slM_Node *logits) {
+  char err[200];
+  if (g->stopped) return;
+  if (slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0 ||
+      (strcmp(g->family, "lm") != 0 && slM_dev_to_host(g, logits->out) != 0))
+    g->stopped = 1;
+}
+
 /* With buffer planning (a graph after the fusion pass), a pass writes
 ** every output into its place in one arena (plan.c): the peak is the arena
 ** rather than the sum of the nodes, and nothing is allocated. */
@@ -49,6 +77,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   g->stopped = 0;
   g->feed_x = x, g->feed_labels = labels, g->feed_batch = batch;
   int logits = slM_logits_node(g);
+  if (device_refused(g)) return NULL;   /* a fault stays until the command that runs the model starts again */
   int *dtypes = dtypes_of(g);
   slM_product_end_pass(g);   /* weights' rounded copies are made afresh in each step */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
@@ -66,11 +95,13 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   if (!training) slM_product_end_pass(g);   /* training keeps them for the backward */
   free(dtypes);
   g->feed_x = NULL, g->feed_labels = NULL;
+  if (g->device != SLM_CPU) device_end_pass(g, &g->nodes[logits]);
   return g->nodes[logits].out;
 }
 
 float *slM_input_rows(slM_Graph *g, int batch) {
-  if (g->plan) return NULL;   /* a planned graph places its input in its arena when the pass starts */
+  /* a planned graph places its input in its arena when the pass starts; on the GPU its rows are device memory */
+  if (g->plan || g->device != SLM_CPU) return NULL;
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].op == OP_INPUT) {
       int shape[2] = {batch, g->features};
@@ -97,13 +128,37 @@ static double seed_from_logits(slM_Node *n, const uint8_t *labels, int batch) {
   return loss / batch;
 }
 
+/* On the GPU the loss is read back, or, for a graph without a loss node,
+** computed on the host from the logits the forward brought back, and its
+** gradient sent to the device. */
+static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8_t *labels, int batch) {
+  slM_Node *n = &g->nodes[start];
+  if (!n->out || (loss_node < 0 && !n->out->data)) {   /* the forward pass stopped before it */
+    slM_dev_fault(g, n, -1, "the forward pass did not reach this node, so there is nothing to go back from");
+    return NAN;
+  }
+  if (loss_node >= 0) return slM_dev_seed_loss(g, n);
+  double loss = seed_from_logits(n, labels, batch);   /* from the logits' host copy; n->gout: the seed on the host */
+  slM_Tensor *seed = n->gout;
+  n->gout = NULL;
+  if (slM_dev_ensure(g, n, &n->gout, seed->ndim, seed->shape)) {
+    char err[200];
+    slM_dev_fault(g, n, slK_dev_upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err), err);
+  }
+  slM_tensor_free(seed);
+  return loss;
+}
+
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   g->stopped = 0;
+  if (device_refused(g)) return NAN;   /* on the GPU: the forward pass's fault stands */
   for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = slM_loss_node(g), start = loss_node >= 0 ? loss_node : slM_logits_node(g);
   double loss;
   slM_node_begin(g, start, 1);
-  if (loss_node >= 0) {
+  if (g->device != SLM_CPU) {
+    loss = seed_on_device(g, loss_node, start, labels, batch);
+  } else if (loss_node >= 0) {
     slM_Node *n = &g->nodes[loss_node];
     slM_tensor_free(n->gout);
     n->gout = slM_tensor_like(n->out);
@@ -121,10 +176,17 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
       slM_node_end(g, i, 1);
     }
   slM_product_end_pass(g);
+  char err[200];   /* the pass's kernels done, as at the end of a forward pass */
+  if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0)
+    g->stopped = 1;
   return loss;
 }
 
 void slM_zero_grads(slM_Graph *g) {
+  if (g->device != SLM_CPU) {
+    slM_dev_zero_grads(g);
+    return;
+  }
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Param *p = g->nodes[i].params[k];

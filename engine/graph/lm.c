@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device.h"
 #include "lm.h"
 
 /* ------------------------------------------------------------- presets */
@@ -165,8 +166,14 @@ slM_Tensor *slM_lm_forward(slM_Graph *g, const int32_t *tokens, const int32_t *t
 }
 
 double slM_lm_loss(const slM_Graph *g) {
-  for (int i = 0; i < g->n; i++)
-    if (g->nodes[i].op == OP_TOKEN_CE && g->nodes[i].out) return g->nodes[i].out->data[0];
+  for (int i = 0; i < g->n; i++) {
+    const slM_Tensor *t = g->nodes[i].out;
+    if (g->nodes[i].op != OP_TOKEN_CE || !t) continue;
+    if (t->data) return t->data[0];
+    float loss = NAN;   /* on the GPU: read back */
+    char err[200];
+    return slK_dev_download(&loss, t->dev, sizeof loss, err, sizeof err) == 0 ? loss : NAN;
+  }
   return NAN;
 }
 

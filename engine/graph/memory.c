@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device.h"
 #include "memory.h"
 
 const char *const slM_mem_category_names[] = {"parameter", "gradient", "optimizer_state", "activation", "temporary",
@@ -87,6 +88,11 @@ void slM_mem_on_free(slM_Tensor *t) {
 
 void slM_mem_retag(slM_Tensor *t, int category) {
   long long bytes = (long long)(t->size * sizeof(float));
+  if (t->dev) slK_dev_recount((size_t)bytes, t->category, category);   /* its device copy moves with it */
+  if (t->dev && !t->data) {   /* nothing on the host */
+    t->category = category;
+    return;
+  }
   live[t->category] -= (size_t)bytes;
   live[category] += (size_t)bytes;
   if (recording && nallocs > 0 && allocs[nallocs - 1].bytes == (size_t)bytes) allocs[nallocs - 1].category = category;
@@ -103,6 +109,8 @@ void slM_mem_set_context(int node, int backward, int category, const char *name,
   cur_cat = category;
   cur_name = name, cur_op = op;
 }
+
+int slM_mem_category(void) { return cur_cat; }
 
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, live, sizeof live); }
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, at_peak, sizeof at_peak); }

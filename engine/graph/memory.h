@@ -21,6 +21,9 @@ void slM_mem_external(long long delta);
 ** category, and the node's and its operator's names for the records */
 void slM_mem_set_context(int node, int backward, int category, const char *name, const char *op);
 
+/* the category new tensors are tagged with now (device tensors take it too) */
+int slM_mem_category(void);
+
 /* live bytes by category now; at the overall peak since the last reset */
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]);
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]);

@@ -29,6 +29,10 @@ typedef struct slM_Tensor {
   float *data;
   int category, node;   /* what it is and which node made it (memory.c) */
   int view;             /* data is another allocation's (plan.c's arena): not owned, not counted */
+  /* its copy in device memory (device.c), NULL on the CPU; a tensor made on
+  ** the device has no host data (data NULL) unless it is a parameter's, whose
+  ** host copy is refreshed when a command ends (slM_device_pull) */
+  float *dev;
 } slM_Tensor;
 
 slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
@@ -182,7 +186,10 @@ typedef struct slM_Graph {
   struct slM_Plan *arena;  /* the placements and the arena held (plan.c) */
   struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
   int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
-  int device;            /* where its nodes run: SLM_CPU (op.h); the operator table has a slot per device */
+  int device;            /* where its nodes run: SLM_CPU or SLM_CUDA (op.h); the operator table has a slot per device */
+  /* why the last pass on the device stopped (a failed launch, memory that
+  ** could not be had); "" otherwise. A pass stops at the node that failed. */
+  char fault[256];
   /* the batch of the pass being run (exec.c), read by the placeholders */
   const float *feed_x;
   const uint8_t *feed_labels;

@@ -43,6 +43,8 @@ const char *slM_ops_check(void) {
     if (declared[op] != 1) return snprintf(why, sizeof why, "operator %d is declared %d times", op, declared[op]), why;
     if (!d->impl[SLM_CPU].forward || !d->impl[SLM_CPU].backward)
       return snprintf(why, sizeof why, "operator %s has no CPU forward or backward", d->name), why;
+    if ((d->impl[SLM_CUDA].forward == NULL) != (d->impl[SLM_CUDA].backward == NULL))
+      return snprintf(why, sizeof why, "operator %s has half a CUDA slot", d->name), why;
     if (d->min_inputs > d->max_inputs || !d->kernel)
       return snprintf(why, sizeof why, "operator %s: arity or kernel missing", d->name), why;
   }

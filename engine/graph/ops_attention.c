@@ -18,6 +18,7 @@
 #include "kernels/parallel.h"
 #include "memory.h"
 #include "op.h"
+#include "ops_cuda.h"
 #include "product.h"
 #include "slots.h"
 
@@ -262,12 +263,15 @@ static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int 
 
 const slM_OpDef slM_ops_attention[] = {
     {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, CPU(scores_forward, scores_backward),
+     SLM_CUDA_SLOT(scores),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
      .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC, .kernel = "cblas_sgemm"},
     {OP_MASK_FILL, "masked_fill", 2, 2, .flops_per_item = 1, CPU(mask_fill_forward, mask_fill_backward),
+     SLM_CUDA_SLOT(mask_fill),
      .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC,
      .kernel = "loop"},
     {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, CPU(context_forward, context_backward),
+     SLM_CUDA_SLOT(context),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
     {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, CPU(fused_forward, fused_backward),

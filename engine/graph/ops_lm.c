@@ -19,6 +19,7 @@
 #include "memory.h"
 #include "op.h"
 #include "ops_core.h"
+#include "ops_cuda.h"
 #include "slots.h"
 
 #define in slM_input
@@ -290,21 +291,29 @@ static double rope_saves(const slM_Graph *g, const slM_Node *n, int batch, int t
 
 const slM_OpDef slM_ops_lm[] = {
     {OP_TOKENS, "tokens", 0, 0, .shape = ids_shape, CPU(tokens_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+     SLM_CUDA_SLOT(ids),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_TARGETS, "targets", 0, 0, .shape = ids_shape, CPU(targets_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
+     SLM_CUDA_SLOT(ids),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_EMBEDDING, "embedding", 1, 1, .min_params = 1, .shape = embedding_shape, CPU(embedding_forward, embedding_backward),
+     SLM_CUDA_SLOT(embedding),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL,
      .kernel = "loop"},
     {OP_RMSNORM, "rms_norm", 1, 1, .min_params = 1, .flops_per_item = 5, CPU(rmsnorm_forward, rmsnorm_backward),
+     SLM_CUDA_SLOT(norm),
      .saves = rmsnorm_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_ROPE, "rope", 1, 1, .shape = rope_shape, CPU(rope_forward, rope_backward), .saves = rope_saves,
+     SLM_CUDA_SLOT(rope),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_CACHES, .kernel = "loop"},
     {OP_SWIGLU, "swiglu", 2, 2, .flops_per_item = 1, CPU(swiglu_forward, swiglu_backward), .makes = SLM_MEM_ACT,
+     SLM_CUDA_SLOT(swiglu),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_CAUSAL_MASK, "causal_mask", 1, 1, .flops_per_item = 1, CPU(causal_forward, causal_backward),
+     SLM_CUDA_SLOT(causal_mask),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
     {OP_TOKEN_CE, "cross_entropy", 2, 2, .shape = token_ce_shape, CPU(token_ce_forward, token_ce_backward),
+     SLM_CUDA_SLOT(token_ce),
      .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
      .flags = SLM_OP_LOSS, .kernel = "loop"},
     {0},

@@ -6,11 +6,14 @@
 ** nothing attached the hooks cost two branches per node, so eager runs are
 ** not slowed; attached, every node's forward and backward time is summed.
 ** Products run in OpenBLAS threads, which return before the node ends, so
-** a node's time is its whole cost, threads included.
+** a node's time is its whole cost, threads included. On the GPU the
+** profiler waits for each node's kernels before reading the clock.
 */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "kernels/device.h"
 #include "memory.h"
 #include "ops.h"
 #include "profile.h"
@@ -54,6 +57,10 @@ void slM_node_begin(slM_Graph *g, int node, int backward) {
 
 void slM_node_end(slM_Graph *g, int node, int backward) {
   slM_Profile *p = g->profile;
+  char err[200];
+  /* on the GPU a node's kernels return before they finish: a profile waits for them, so each node's time is its own */
+  if (p && g->device != SLM_CPU && slK_dev_sync(err, sizeof err) != 0 && !g->fault[0])
+    snprintf(g->fault, sizeof g->fault, "a kernel of node %d failed: %.200s", node, err);
   if (p && node >= 0 && node < p->n) (backward ? p->backward : p->forward)[node] += slM_now() - p->started;
   slM_mem_mark(node, backward);
   slM_mem_set_context(-1, 0, SLM_MEM_TEMP, NULL, NULL);

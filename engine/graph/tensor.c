@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device.h"
 #include "memory.h"
 
 static slM_Tensor *header(int ndim, const int *shape) {
@@ -66,7 +67,8 @@ slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape) {
 
 void slM_tensor_free(slM_Tensor *t) {
   if (!t) return;
-  if (t->view) {
+  if (t->dev) slK_dev_free(t->dev, t->size * sizeof(float), t->category);
+  if (t->view || (t->dev && !t->data)) {   /* nothing on the host to count or free */
     free(t);
     return;
   }

@@ -9,12 +9,17 @@
 ** a batch boundary with the model's weights intact.
 */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "devices.h"
+#include "devslots.h"
+#include "kernels/device.h"
 #include "kernels/parallel.h"
 #include "memory.h"
+#include "op.h"
 #include "train.h"
 
 static double now(void) {
@@ -103,7 +108,49 @@ static void update_range(void *ctx, size_t i0, size_t i1) {
   update_scalar(u, i0, i1);
 }
 
+/* a zeroed optimiser state tensor of a parameter: on the host, and on the device for a model there */
+static slM_Tensor *state_like(slM_Graph *g, const slM_Tensor *value) {
+  slM_Tensor *t = slM_tensor_like(value);
+  slM_mem_retag(t, SLM_MEM_OPTIM);
+  char err[200];
+  if (g->device != SLM_CPU && !g->fault[0]) {
+    t->dev = slK_dev_alloc(t->size * sizeof(float), SLM_MEM_OPTIM, err, sizeof err);
+    if (!t->dev || slK_dev_zero(t->dev, t->size * sizeof(float), err, sizeof err) != 0)
+      snprintf(g->fault, sizeof g->fault, "optimiser state on the GPU: %.200s", err);
+  }
+  return t;
+}
+
+/* On the GPU, one launch updates every parameter (cuda/ops_train.cu), with
+** the same arithmetic as update_scalar below. */
+static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
+  int cap = 0, count = 0;
+  for (int i = 0; i < g->n; i++) cap += g->nodes[i].nparams;
+  slK_DevParam *refs = calloc((size_t)(cap ? cap : 1), sizeof *refs);
+  int adam = c->optimizer != SLM_SGD;
+  for (int i = 0; i < g->n && refs; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      if (p->frozen || !p->grad || !p->grad->dev) continue;
+      if (!p->m) p->m = state_like(g, p->value);
+      if (adam && !p->v) p->v = state_like(g, p->value);
+      if (g->fault[0]) break;
+      refs[count++] = (slK_DevParam){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
+                                     p->value->size, p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f};
+    }
+  slK_DevOptimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
+  char err[200];
+  if (!refs) snprintf(g->fault, sizeof g->fault, "out of host memory for the optimiser's records");
+  else if (!g->fault[0] && slK_dev_optimizer_step(refs, count, &o, err, sizeof err) != 0)
+    snprintf(g->fault, sizeof g->fault, "the optimiser step on the GPU: %.200s", err);
+  free(refs);
+}
+
 void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
+  if (g->device != SLM_CPU) {
+    device_step(g, c, lr, step);
+    return;
+  }
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Param *p = g->nodes[i].params[k];
@@ -183,6 +230,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   slM_Rng rng;
   slM_rng_seed(&rng, c->seed);
   slM_rng_seed(&g->rng, c->seed ^ 0xD50Full);
+  g->fault[0] = '\0';
   g->stop = hooks ? hooks->stop : NULL;
   g->stop_ud = hooks ? hooks->ud : NULL;
   long steps_per_epoch = (long)((n + (size_t)B - 1) / (size_t)B), step = 0, total = steps_per_epoch * c->epochs;
@@ -235,6 +283,10 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       loss_sum += loss * b;
       seen += (size_t)b;
       slM_optimizer_step(g, c, learning_rate(c, step, total), step);
+      if (g->fault[0]) {   /* the device failed in the update: the caller reports why */
+        stopped = 1;
+        break;
+      }
       if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
     }
     if (seen == 0) break;
@@ -252,6 +304,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   }
   g->stop = NULL, g->stop_ud = NULL, g->stopped = 0;
   slM_release_activations(g);
+  char err[200];
+  slM_device_pull(g, err, sizeof err);   /* the host copies of a model on the GPU; a failure is its fault */
   free(order);
   free(bx);
   free(by);

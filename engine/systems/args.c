@@ -10,10 +10,17 @@
 #include <string.h>
 
 #include "args.h"
+#include "graph/devices.h"
 #include "graph/train.h"
 
 const slM_Graph *slL_model_of(sl_Call *call, const char *name) {
   return sl_arg_object(call, name, &slM_model_class);
+}
+
+int slL_cpu_only(sl_Call *call, const slM_Graph *g) {
+  if (g->device == SLM_CPU) return 0;
+  return sl_arg_error(call, "model", "this command measures the CPU's passes and memory, and the model is on the %s: "
+                      "`to m cpu` gives a copy on the CPU", slM_device_name(g->device));
 }
 
 /* a table with the given columns */
@@ -112,6 +119,7 @@ int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget) {
 }
 
 const char *const slL_runs[] = {"forward", "train", NULL};
+const char *const slL_devices[] = {"cpu", "gpu", NULL};
 const char *const slL_optimizers[] = {"adamw", "sgd", "none", NULL};
 
 int slL_optimizer_arg(sl_Call *call) {

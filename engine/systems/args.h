@@ -10,6 +10,9 @@
 #include "table/table.h"
 
 extern const char *const slL_runs[];        /* forward, train */
+/* 0 for a model on the CPU; else an error saying the command measures the CPU (-1) */
+int slL_cpu_only(sl_Call *call, const slM_Graph *g);
+extern const char *const slL_devices[];     /* cpu, gpu */
 extern const char *const slL_optimizers[];  /* adamw, sgd, none */
 
 const slM_Graph *slL_model_of(sl_Call *call, const char *name);

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "args.h"
+#include "graph/devices.h"
+#include "kernels/device.h"
 #include "commands_memory.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
@@ -39,6 +41,8 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
     }
   char err[512];
   if (slM_lm_check(&s, err, sizeof err) != 0) return sl_error(call, "%s", err);
+  if (slM_device_usable(sl_arg_string(call, "device"), err, sizeof err) != 0)
+    return sl_arg_error(call, "device", "%s", err);
   double budget;
   if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_Prediction p;
@@ -48,6 +52,8 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
                     budget / 1e9);
   slM_Graph *g = slM_lm(&s, (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   if (!g) return sl_error(call, "%s", err);
+  if (!(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), err, sizeof err)))
+    return sl_arg_error(call, "device", "%s", err);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
 }
@@ -99,6 +105,9 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(g, batch, T, SLL_RUN_TRAIN, c.optimizer, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
+  char why[512];
+  if (slM_device_fits(g, batch, 1, why, sizeof why) != 0) return sl_arg_error(call, "batch", "%s", why);
+  g->fault[0] = '\0';
   const char *data = sl_arg_string(call, "data");
   unsigned char *bytes = NULL;
   size_t n = 0;
@@ -147,6 +156,14 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   g->stop = NULL, g->stopped = 0;
   sl_progress_end(bar);
   free(tok), free(tgt), free(bytes);
+  slM_release_activations(g);
+  if (!g->fault[0]) slM_device_pull(g, why, sizeof why);   /* the host copies of a model on the GPU */
+  if (g->fault[0]) {
+    slT_free(t);
+    int rc = sl_error(call, "%s", g->fault);
+    g->fault[0] = '\0';
+    return rc;
+  }
   slT_mark_timing(t, 2);
   slT_mark_timing(t, 3);
   *result = slT_value(t);
@@ -161,11 +178,20 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   int np = slL_preset_list(call, specs, 8), nc = slL_list_ints(call, "contexts", contexts, 16, 1, 65536);
   int nw = slL_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
   int batch = (int)sl_arg_number(call, "batch"), precision = slL_precision_arg(call);
+  int device = slM_device_parse(sl_arg_string(call, "device"));
   if (np < 0 || nc < 0 || nw < 0) return -1;
+  char why[512] = "";   /* why a preset could not be built on the device */
+  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
+    return sl_arg_error(call, "device", "%s", why);
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
   if (slL_run_budget_of(call, &budget) != 0) return -1;
+  if (device == SLM_CUDA && !sl_arg_given(call, "budget")) {   /* on the GPU the budget is the device's memory */
+    slK_DevMemory m;
+    slK_dev_memory(&m);
+    budget = (double)(m.free_bytes + m.cached);
+  }
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
                         "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
@@ -183,9 +209,9 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
       slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precision, &pt);
       int fits_f = pf.peak <= budget, fits_t = pt.peak <= budget;
       if (fits_f && !g) {
-        char err[256];
-        g = slM_lm(&s, 0, err, sizeof err);
+        if (!(g = slM_lm(&s, 0, why, sizeof why))) break;
         g->precision = precision;
+        if (!(g = slM_graph_move(g, device, why, sizeof why))) break;
       }
       for (int w = 0; w < nw; w++) {
         size_t r = slT_add_row(t);
@@ -206,17 +232,24 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
           slM_release_activations(g);   /* each row starts cold, as a fresh process would */
           slL_time_steps(g, &b, train, warmups[w], steps, &tm);
           slL_batch_free(&b);
+          if (g->fault[0]) snprintf(why, sizeof why, "%.400s", g->fault);
           slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
           slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
           slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
         }
       }
       sl_progress_update(bar, p * nc + c + 1, specs[p].name);
+      if (why[0]) break;
     }
     slM_graph_free(g);
     slM_product_release();
+    if (why[0]) break;
   }
   sl_progress_end(bar);
+  if (why[0]) {
+    slT_free(t);
+    return sl_arg_error(call, "device", "%s", why);
+  }
   for (int c = 11; c <= 16; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
@@ -285,7 +318,7 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
 static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   const slM_Graph *m = slL_model_of(call, "model");
   int batch, T, steps = (int)sl_arg_number(call, "steps");
-  if (slL_batch_args(call, m, &batch, &T) != 0) return -1;
+  if (slL_cpu_only(call, m) != 0 || slL_batch_args(call, m, &batch, &T) != 0) return -1;
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;
@@ -345,6 +378,8 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 #define BUDGET_ARG {"budget", SL_ARG_STRING, 0, NULL, "memory budget, e.g. \"80GB\" (default: what this process may use; a command that runs the model is held to that)"}
 #define BATCH_ARG(d) {"batch", SL_ARG_INT, 0, d, "samples per step"}
 #define CONTEXT_ARG {"context", SL_ARG_INT, 0, NULL, "tokens per sample (language models; default: the model's context)"}
+#define DEVICE_ARG \
+  {"device", SL_ARG_ENUM, 0, "cpu", "where the weights live and the passes run: cpu, or gpu (a CUDA GPU)", slL_devices}
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}
 
 static const sl_Command commands[] = {
@@ -360,7 +395,7 @@ static const sl_Command commands[] = {
     {"layers", SL_ARG_INT, 0, NULL, "blocks"}, {"heads", SL_ARG_INT, 0, NULL, "attention heads"},
     {"vocab", SL_ARG_INT, 0, NULL, "vocabulary size (256 for bytes)"},
     {"context", SL_ARG_INT, 0, NULL, "longest sequence"}, {"seed", SL_ARG_INT, 0, "0", "seed of the weights"},
-    BUDGET_ARG, {NULL}}},
+    BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"lm_train", "language model", "Train a language model on random tokens or on the bytes of a file; a table of the loss.",
    "data=\"random\" draws uniform tokens (nothing to learn beyond log(vocab)); a path trains on windows of the "
    "file's bytes (vocab must be at least 256), where the loss falls. Refused when the predicted training peak "
@@ -381,7 +416,7 @@ static const sl_Command commands[] = {
    {{"presets", SL_ARG_LIST, 0, "[\"tiny\"]", "preset names"},
     {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     {"warmups", SL_ARG_LIST, 0, "[0, 1, 5]", "untimed steps before timing"},
-    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG, BUDGET_ARG, {NULL}}},
+    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG, BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"profile", "benchmark", "Per-operation profile of inference and training steps: time per operator and node, GEMM share, attention's parts.",
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "

@@ -17,10 +17,12 @@
 
 #include "args.h"
 #include "commands_memory.h"
+#include "graph/devices.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
 #include "graph/product.h"
 #include "graph/profile.h"
+#include "kernels/device.h"
 #include "runner.h"
 
 /* --------------------------------------------------------------- profile */
@@ -196,6 +198,7 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
 int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T;
+  if (slL_cpu_only(call, g) != 0) return -1;
   if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
   if (slL_run_budget_of(call, &budget) != 0) return -1;
@@ -238,6 +241,30 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* A model on the GPU: the device's bytes by category at the step's peak
+** (the caching allocator's counters, kernels/device.c) against the graph's
+** prediction of them, which the step was checked against before it ran. */
+static sl_Value device_figures(const slM_Graph *g, int batch, int train) {
+  slK_DevMemory m;
+  slK_dev_memory(&m);
+  double by[SLM_MEM_NCAT], predicted = slM_device_predict(g, batch, train, by);
+  const char *cols[] = {"category", "mb_at_peak", "predicted_mb", NULL};
+  slT_Table *t = slL_table(cols);
+  for (int c = 0; c < SLM_MEM_NCAT; c++) {
+    size_t r = slT_add_row(t);
+    slL_sets(t, r, "category", slM_mem_category_names[c]);
+    slL_setn(t, r, "mb_at_peak", (double)m.at_peak[c] / 1e6);
+    slL_setn(t, r, "predicted_mb", by[c] / 1e6);
+  }
+  sl_Value rec = sl_record_new();
+  sl_record_set(rec, "gpu", sl_string(slK_dev_why()));
+  sl_record_set(rec, "peak_mb", sl_number((double)m.peak / 1e6));
+  sl_record_set(rec, "predicted_mb", sl_number(predicted / 1e6));
+  sl_record_set(rec, "cached_mb", sl_number((double)m.cached / 1e6));
+  sl_record_set(rec, "categories", slT_value(t));
+  return rec;
+}
+
 int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   int batch, T, train = strcmp(sl_arg_string(call, "run"), "train") == 0, top = (int)sl_arg_number(call, "top");
@@ -247,10 +274,14 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   if (slL_run_budget_of(call, &budget) != 0) return -1;
   slL_predict(g, batch, T, train, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
+  char why[512];
+  if (slM_device_fits(g, batch, train, why, sizeof why) != 0) return sl_arg_error(call, "batch", "%s", why);
   slL_Batch b;
   slL_batch_init(&b, g, batch, T, 1);
   slM_release_activations(g);
   slM_product_release();
+  slK_dev_reset_peak();
+  g->fault[0] = '\0';
   /* The counters see every tensor of the session. What other models hold
   ** stays as it is while this one steps, so it is measured now and taken
   ** off: the figures are this model's alone. */
@@ -312,7 +343,14 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   sl_record_set(rec, "categories", slT_value(cat));
   sl_record_set(rec, "top", slT_value(at));
   sl_record_set(rec, "timeline", slT_value(tl));
+  if (g->device != SLM_CPU) sl_record_set(rec, "device", device_figures(g, batch, train));
   slM_release_activations(g);
+  if (g->fault[0]) {
+    sl_release(rec);
+    int rc = sl_error(call, "%s", g->fault);
+    g->fault[0] = '\0';
+    return rc;
+  }
   *result = rec;
   return 0;
 }

@@ -49,6 +49,27 @@ def test_run_input_fails_clearly_without_a_terminal(syslab_bin):
     assert r.returncode == 1 and "input is not available" in r.stderr
 
 
+def test_device_gpu_is_refused_with_why_or_runs(syslab_bin):
+    """Without a GPU, device=gpu and `to m gpu` fail naming why and what is
+    allowed, and the script stops there; with one, the model goes and comes
+    back with the same weights."""
+    script = ("m = model mlp hidden=[8] inputs=4 classes=2 seed=1\n"
+              "g = to m gpu\n"
+              "back = to g cpu\n"
+              "print (difference m back (dataset synthetic features=4 classes=2 train=8 test=8)).identical\n")
+    r = syslab("run", "-", input=script)
+    if r.returncode == 0:
+        assert r.stdout.strip() == "true"
+        return
+    assert r.returncode == 1
+    assert "line 2" in r.stderr and "needs a CUDA GPU" in r.stderr and "no GPU" in r.stderr
+    assert "cpu runs everywhere" in r.stderr
+    r = syslab("run", "-", input="m = lm tiny device=gpu\n")
+    assert r.returncode == 1 and "needs a CUDA GPU" in r.stderr
+    r = syslab("run", "-", input="m = lm tiny device=tpu\n")
+    assert r.returncode == 1 and "allowed are cpu, gpu" in r.stderr
+
+
 def test_run_notebook(syslab_bin):
     r = syslab("run", str(ROOT / "notebooks" / "example.ipynb"))
     assert r.returncode == 0, r.stderr

@@ -1,0 +1,520 @@
+/*
+** ops_cuda.c - the operators on the GPU: the CUDA slot of each record of
+** the operator table, for the image models (linear, activations, dropout,
+** layer norm, residual adds, attention op by op, patches, pooling, the
+** classification loss) and the language model (embedding, RMSNorm, RoPE,
+** SwiGLU, the causal mask, the token loss).
+**
+** Each slot does what its CPU kernel does, through the device operators of
+** kernels/device.h (cuda/'s kernels, checked against the CPU operators by
+** test_gpu_ops), on the device tensors of devslots.h: the forward makes or
+** reuses its output and saved slots in device memory, the backward adds
+** into its inputs' gradient slots (zeroed when the pass first reaches
+** them) and its parameters' gradients. A call that fails records why in
+** the graph (slM_dev_fault) and the pass stops at the next node.
+**
+** Three operators have no kernel of their own and are written with the
+** ones there are: attention's per-head products are cuBLAS GEMMs on
+** strided slices of the token rows, one per (sample, head) pair; the mean
+** over tokens is a GEMM with a row of ones; the patches are cut on the host
+** from the batch being fed, which is on the host anyway, and uploaded. The
+** attention mask of this engine's transformer is all ones (every patch is a
+** real token), so masked_fill is a copy; the causal mask is a copy too, as
+** the softmax after it keeps only each row's first entries on the GPU (the
+** fused masked softmax's kernel) and gives the rest a zero gradient.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devslots.h"
+#include "kernels/device.h"
+#include "ops_cuda.h"
+#include "slots.h"
+
+#define in slM_input
+
+/* a device call of the node being run: on failure the pass stops here with the reason */
+#define RUN(call)                                         \
+  do {                                                    \
+    char err[200];                                        \
+    size_t errlen = sizeof err;                           \
+    if (slM_dev_fault(g, n, (call), err) != 0) return;    \
+  } while (0)
+
+#define ENSURE(t, slot, ndim, shape)                              \
+  slM_Tensor *t = slM_dev_ensure(g, n, (slot), (ndim), (shape));  \
+  if (!t) return
+
+#define GRAD(t, k)                              \
+  slM_Tensor *t = slM_dev_input_grad(g, n, k);  \
+  if (!t) return
+
+/* The CPU's rule (slM_linear_grad_to): images and their patches have
+** nothing upstream to learn, so the first layer skips its input gradient.
+** Restated here because the operator files' tables name these slots. */
+static int linear_grad_to_input(const slM_Graph *g, const slM_Node *n) {
+  slM_Op from = g->nodes[n->inputs[0]].op;
+  return from != OP_INPUT && from != OP_PATCHIFY;
+}
+
+static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
+static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
+
+static int same_shape(const slM_Tensor *t, int ndim, const int *shape) {
+  if (!t || !t->dev || t->ndim != ndim) return 0;
+  for (int i = 0; i < ndim; i++)
+    if (t->shape[i] != shape[i]) return 0;
+  return 1;
+}
+
+/* a parameter's gradient, NULL when frozen; *stop when the device failed */
+static float *param_grad(slM_Graph *g, slM_Node *n, int k, int *stop) {
+  float *d = slM_dev_param_grad(g, n, n->params[k]);
+  *stop = g->fault[0] != 0;
+  return d;
+}
+
+static void nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
+
+/* ---------------------------------------------------------- placeholders */
+
+/* floats made on the host uploaded into the node's output */
+static void feed(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const float *host) {
+  ENSURE(y, &n->out, ndim, shape);
+  RUN(slK_dev_upload(y->dev, host, bytes_of(y), err, errlen));
+}
+
+void slM_cuda_input_forward(slM_Graph *g, slM_Node *n) {
+  int shape[2] = {g->feed_batch, g->features};
+  feed(g, n, 2, shape, g->feed_x);
+}
+
+/* labels, the mask and token ids are floats holding small integers, as on the CPU */
+static void feed_values(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const uint8_t *bytes,
+                        const int32_t *ids, float fill) {
+  size_t count = 1;
+  for (int i = 0; i < ndim; i++) count *= (size_t)shape[i];
+  float *host = malloc((count ? count : 1) * sizeof *host);
+  if (!host) {
+    slM_dev_fault(g, n, -1, "out of host memory for a batch's labels");
+    return;
+  }
+  for (size_t i = 0; i < count; i++) host[i] = bytes ? bytes[i] : ids ? (float)ids[i] : fill;
+  feed(g, n, ndim, shape, host);
+  free(host);
+}
+
+void slM_cuda_labels_forward(slM_Graph *g, slM_Node *n) {
+  feed_values(g, n, 1, &g->feed_batch, g->feed_labels, NULL, 0);
+}
+
+void slM_cuda_mask_forward(slM_Graph *g, slM_Node *n) {
+  int shape[2] = {g->feed_batch, g->tokens};
+  feed_values(g, n, 2, shape, NULL, NULL, 1);   /* every patch is a real token */
+}
+
+void slM_cuda_ids_forward(slM_Graph *g, slM_Node *n) {
+  int shape[2] = {g->batch_rows, g->context_now};
+  feed_values(g, n, 2, shape, NULL, n->op == OP_TOKENS ? g->tok : g->tgt, 0);
+}
+
+void slM_cuda_input_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+void slM_cuda_labels_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+void slM_cuda_mask_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+void slM_cuda_ids_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+void slM_cuda_output_forward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+
+/* ----------------------------------------------------------------- linear */
+
+void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  shape[x->ndim - 1] = out_f;
+  ENSURE(y, &n->out, x->ndim, shape);
+  const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
+  RUN(slK_dev_linear_forward(x->dev, w->dev, b, y->dev, x->size / (size_t)in_f, in_f, out_f, err, errlen));
+}
+
+void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
+  int out_f = w->shape[0], in_f = w->shape[1], stop;
+  if (linear_grad_to_input(g, n) && !(dx = slM_dev_input_grad(g, n, 0))) return;
+  float *dw = param_grad(g, n, 0, &stop);
+  if (stop) return;
+  float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
+  if (stop) return;
+  RUN(slK_dev_linear_backward(x->dev, w->dev, n->gout->dev, dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f,
+                              err, errlen));
+}
+
+/* ------------------------------------------------------------ activations */
+
+void slM_cuda_activation_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  switch (n->op) {
+    case OP_RELU: RUN(slK_dev_activation_forward(SLK_DEV_RELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_dev_activation_forward(SLK_DEV_GELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_dev_tanh_forward(a->dev, y->dev, a->size, err, errlen)); break;
+    default: RUN(slK_dev_scale_forward(a->dev, y->dev, a->size, n->p, err, errlen)); break;
+  }
+}
+
+void slM_cuda_activation_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  GRAD(dx, 0);
+  const float *dy = n->gout->dev;
+  switch (n->op) {
+    case OP_RELU: RUN(slK_dev_activation_backward(SLK_DEV_RELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_dev_activation_backward(SLK_DEV_GELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_dev_tanh_backward(n->out->dev, dy, dx->dev, a->size, err, errlen)); break;
+    default: RUN(slK_dev_scale_backward(dy, dx->dev, a->size, n->p, err, errlen)); break;
+  }
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+/* the same draw from the graph's generator as the CPU's forward, so the same mask (numerics §9) */
+void slM_cuda_dropout_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  if (g->training && n->p > 0) {
+    ENSURE(mask, &n->saved, a->ndim, a->shape);
+    uint64_t base = slM_rng_next(&g->rng);
+    RUN(slK_dev_dropout_forward(a->dev, y->dev, mask->dev, a->size, n->p, base, err, errlen));
+  } else {
+    RUN(slK_dev_dropout_forward(a->dev, y->dev, NULL, a->size, 0.0f, 0, err, errlen));
+  }
+}
+
+void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  GRAD(dx, 0);
+  const float *mask = g->training && n->p > 0 ? n->saved->dev : NULL;
+  RUN(slK_dev_dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
+}
+
+/* ------------------------------------------------------------------ norms */
+
+/* layer norm (a gain and a shift; saved: the mean, saved2: 1 / std per row)
+** and RMSNorm (a gain; saved: 1 / rms per row), over the last dimension */
+void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0), *rstd;
+  int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d), layer = n->op == OP_LAYERNORM;
+  ENSURE(y, &n->out, x->ndim, x->shape);
+  ENSURE(first, &n->saved, 1, &rows);
+  if (!(rstd = layer ? slM_dev_ensure(g, n, &n->saved2, 1, &rows) : first)) return;
+  RUN(slK_dev_norm_forward(x->dev, n->params[0]->value->dev, layer ? n->params[1]->value->dev : NULL, y->dev,
+                           layer ? first->dev : NULL, rstd->dev, (size_t)rows, d, n->p, err, errlen));
+}
+
+void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0);
+  int d = x->shape[x->ndim - 1], stop, layer = n->op == OP_LAYERNORM;
+  GRAD(dx, 0);
+  float *dgain = param_grad(g, n, 0, &stop), *dshift = NULL;
+  if (!stop && layer) dshift = param_grad(g, n, 1, &stop);
+  if (stop) return;
+  RUN(slK_dev_norm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, layer ? n->saved->dev : NULL,
+                            layer ? n->saved2->dev : n->saved->dev, dx->dev, dgain, dshift, x->size / (size_t)d, d,
+                            err, errlen));
+}
+
+/* -------------------------------------------------------------------- add */
+
+void slM_cuda_add_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = n->ninputs == 2 ? in(g, n, 1) : n->params[0]->value;
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  RUN(slK_dev_add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
+}
+
+void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int stop = 0;
+  GRAD(da, 0);
+  float *db;
+  size_t bn = a->size;
+  if (n->ninputs == 2) {
+    GRAD(t, 1);
+    db = t->dev;
+  } else {
+    db = param_grad(g, n, 0, &stop);
+    bn = n->params[0]->value->size;
+  }
+  if (stop) return;
+  RUN(slK_dev_add_backward(n->gout->dev, da->dev, db, a->size, bn, err, errlen));
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* after the causal mask, the GPU's softmax keeps each row's first entries itself */
+static int after_causal_mask(const slM_Graph *g, const slM_Node *n) {
+  return g->nodes[n->inputs[0]].op == OP_CAUSAL_MASK;
+}
+
+void slM_cuda_softmax_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int d = a->shape[a->ndim - 1];
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  RUN(slK_dev_softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
+}
+
+void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int d = a->shape[a->ndim - 1];
+  GRAD(dx, 0);
+  RUN(slK_dev_softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d, after_causal_mask(g, n),
+                               err, errlen));
+}
+
+/* a copy forward and the gradient passed through (masked_fill under an all-ones mask, the causal mask) */
+static void copy_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  RUN(slK_dev_copy(y->dev, a->dev, bytes_of(a), err, errlen));
+}
+
+static void pass_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  GRAD(dx, 0);
+  RUN(slK_dev_add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
+}
+
+void slM_cuda_mask_fill_forward(slM_Graph *g, slM_Node *n) {
+  if (g->nodes[n->inputs[1]].op != OP_MASK) {
+    slM_dev_fault(g, n, -1, "the GPU's masked_fill takes the model's own attention mask (all ones) only");
+    return;
+  }
+  copy_forward(g, n);
+}
+void slM_cuda_mask_fill_backward(slM_Graph *g, slM_Node *n) { pass_backward(g, n); }
+
+void slM_cuda_causal_mask_forward(slM_Graph *g, slM_Node *n) {
+  for (int i = n - g->nodes + 1; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].ninputs; k++)
+      if (g->nodes[i].inputs[k] == n - g->nodes && g->nodes[i].op != OP_SOFTMAX) {
+        slM_dev_fault(g, n, -1, "on the GPU the causal mask must feed a softmax, which applies it");
+        return;
+      }
+  copy_forward(g, n);
+}
+void slM_cuda_causal_mask_backward(slM_Graph *g, slM_Node *n) { pass_backward(g, n); }
+
+/* ---------------------------------------------- patches, pooling, the loss */
+
+/* the CPU's loop, on the batch being fed (the input node's rows on the host) */
+void slM_cuda_patchify_forward(slM_Graph *g, slM_Node *n) {
+  if (g->nodes[n->inputs[0]].op != OP_INPUT || !g->feed_x) {
+    slM_dev_fault(g, n, -1, "the GPU cuts patches from the model's input images only");
+    return;
+  }
+  int batch = g->feed_batch, side = (int)lround(sqrt((double)g->features)), P = n->patch, per = side / P;
+  int shape[3] = {batch, per * per, P * P};
+  size_t count = (size_t)batch * per * per * P * P;
+  float *host = malloc((count ? count : 1) * sizeof *host);
+  if (!host) {
+    slM_dev_fault(g, n, -1, "out of host memory for a batch's patches");
+    return;
+  }
+  const float *x = g->feed_x;
+  for (int b = 0; b < batch; b++)
+    for (int t = 0; t < per * per; t++)
+      for (int i = 0; i < P; i++)
+        for (int j = 0; j < P; j++)
+          host[((size_t)b * per * per + t) * P * P + i * P + j] =
+              x[(size_t)b * g->features + ((t / per) * P + i) * side + (t % per) * P + j];
+  feed(g, n, 3, shape, host);
+  free(host);
+}
+void slM_cuda_patchify_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
+
+/* a row of T ones, kept in the node's saved slot */
+static slM_Tensor *ones(slM_Graph *g, slM_Node *n, int T) {
+  if (same_shape(n->saved, 1, &T)) return n->saved;
+  slM_Tensor *t = slM_dev_ensure(g, n, &n->saved, 1, &T);
+  float *host = t ? malloc((size_t)T * sizeof *host) : NULL;
+  if (!host) return t ? (slM_dev_fault(g, n, -1, "out of host memory"), NULL) : NULL;
+  for (int i = 0; i < T; i++) host[i] = 1;
+  char err[200];
+  int rc = slM_dev_fault(g, n, slK_dev_upload(t->dev, host, bytes_of(t), err, sizeof err), err);
+  free(host);
+  return rc ? NULL : t;
+}
+
+/* y[b] = (1 / T) ones^T a[b]: one GEMM per sample */
+void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *one = ones(g, n, a->shape[1]);
+  int B = a->shape[0], T = a->shape[1], D = a->shape[2], shape[2] = {B, D};
+  if (!one) return;
+  ENSURE(y, &n->out, 2, shape);
+  for (int b = 0; b < B; b++)
+    RUN(slK_dev_gemm(0, 0, 1, D, T, 1.0f / (float)T, one->dev, T, a->dev + (size_t)b * T * D, D, 0.0f,
+                     y->dev + (size_t)b * D, D, err, errlen));
+}
+
+void slM_cuda_mean_tokens_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0);
+  int B = a->shape[0], T = a->shape[1], D = a->shape[2];
+  GRAD(dx, 0);
+  for (int b = 0; b < B; b++)
+    RUN(slK_dev_gemm(0, 0, T, D, 1, 1.0f / (float)T, n->saved->dev, 1, n->gout->dev + (size_t)b * D, D, 1.0f,
+                     dx->dev + (size_t)b * T * D, D, err, errlen));
+}
+
+static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
+  slM_Tensor *z = in(g, n, 0), *labels = in(g, n, 1);
+  int C = z->shape[z->ndim - 1], one = 1;
+  ENSURE(probs, &n->saved, z->ndim, z->shape);
+  ENSURE(loss, &n->out, 1, &one);
+  RUN(slK_dev_cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C, err,
+                                    errlen));
+}
+
+static void loss_backward(slM_Graph *g, slM_Node *n, int kind) {
+  slM_Tensor *z = in(g, n, 0);
+  int C = z->shape[z->ndim - 1];
+  GRAD(dz, 0);
+  RUN(slK_dev_cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
+                                     z->size / (size_t)C, C, err, errlen));
+}
+
+void slM_cuda_cross_entropy_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_CLASSES); }
+void slM_cuda_cross_entropy_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_CLASSES); }
+void slM_cuda_token_ce_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_TOKENS); }
+void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_TOKENS); }
+
+/* ------------------------------------------------- attention op by op */
+
+/* the dimensions of B x T x D token rows in heads of dh */
+typedef struct {
+  int B, T, D, H, dh;
+  float scale;
+} Heads;
+
+static Heads heads_of(const slM_Node *n, const slM_Tensor *rows) {
+  Heads h = {rows->shape[0], rows->shape[1], rows->shape[2], n->heads, rows->shape[2] / n->heads, 0};
+  h.scale = 1.0f / sqrtf((float)h.dh);
+  return h;
+}
+
+/* An operand of a per-head product: the token rows (B x T x D, a head's
+** slice dh wide, leading dimension D) or the heads' T x T matrices. */
+typedef struct {
+  const float *p;
+  int square;
+} Operand;
+
+static Operand rows_of(const float *p) { return (Operand){p, 0}; }
+static Operand mats_of(const float *p) { return (Operand){p, 1}; }
+
+static const float *head_at(Operand o, const Heads *h, int b, int j) {
+  if (o.square) return o.p + ((size_t)b * h->H + (size_t)j) * h->T * h->T;
+  return o.p + (size_t)b * h->T * h->D + (size_t)j * h->dh;
+}
+
+static int lead(Operand o, const Heads *h) { return o.square ? h->T : h->D; }
+
+/* C = alpha op(A) op(B) + beta C for every (sample, head): one GEMM each; 0, or -1 with the fault set */
+static int per_head(slM_Graph *g, slM_Node *n, const Heads *h, int ta, int tb, int M, int N, int K, float alpha,
+                    Operand A, Operand B, float beta, Operand C) {
+  char err[200];
+  for (int b = 0; b < h->B; b++)
+    for (int j = 0; j < h->H; j++) {
+      float *c = (float *)head_at(C, h, b, j);
+      if (slM_dev_fault(g, n, slK_dev_gemm(ta, tb, M, N, K, alpha, head_at(A, h, b, j), lead(A, h), head_at(B, h, b, j),
+                                           lead(B, h), beta, c, lead(C, h), err, sizeof err), err))
+        return -1;
+    }
+  return 0;
+}
+
+/* scores q k^T / sqrt(dh) per head: batch x heads x T x T */
+void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
+  Heads h = heads_of(n, q);
+  int shape[4] = {h.B, h.H, h.T, h.T};
+  ENSURE(s, &n->out, 4, shape);
+  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev), rows_of(k->dev), 0.0f, mats_of(s->dev));
+}
+
+/* the attention-weighted values, heads merged: batch x T x D */
+void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
+  Heads h = heads_of(n, v);
+  ENSURE(y, &n->out, 3, v->shape);
+  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev), rows_of(v->dev), 0.0f, rows_of(y->dev));
+}
+
+/* The two input gradients of either product: the scores' (dq += s dS k,
+** dk += s dS^T q) or the context's (dP += dO v^T, dv += P^T dO). */
+static void heads_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  int scores = n->op == OP_SCORES;
+  Heads h = heads_of(n, scores ? a : b);
+  GRAD(d0, 0);
+  GRAD(d1, 1);
+  if (scores) {
+    Operand ds = mats_of(n->gout->dev);
+    if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev), 1.0f, rows_of(d0->dev)) == 0)
+      per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev), 1.0f, rows_of(d1->dev));
+    return;
+  }
+  Operand dout = rows_of(n->gout->dev);
+  if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev), 1.0f, mats_of(d0->dev)) == 0)
+    per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev), dout, 1.0f, rows_of(d1->dev));
+}
+
+void slM_cuda_scores_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
+void slM_cuda_context_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
+
+/* --------------------------------------------------- the language model */
+
+void slM_cuda_embedding_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
+  int shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
+  ENSURE(y, &n->out, 3, shape);
+  RUN(slK_dev_embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
+}
+
+void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
+  int stop;
+  float *dw = param_grad(g, n, 0, &stop);
+  if (stop || !dw) return;
+  RUN(slK_dev_embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
+}
+
+/* the table of angles is made once per context length and kept (SLM_OP_CACHES) */
+void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0);
+  int T = x->shape[1], D = x->shape[2], tshape[2] = {T, D / n->heads};
+  ENSURE(y, &n->out, x->ndim, x->shape);
+  if (!same_shape(n->saved, 2, tshape)) {
+    ENSURE(table, &n->saved, 2, tshape);
+    RUN(slK_dev_rope_table(table->dev, T, tshape[1], n->p, err, errlen));
+  }
+  RUN(slK_dev_rope_forward(x->dev, y->dev, n->saved->dev, (size_t)x->shape[0], T, D, n->heads, err, errlen));
+}
+
+void slM_cuda_rope_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *x = in(g, n, 0);
+  GRAD(dx, 0);
+  RUN(slK_dev_rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1], x->shape[2],
+                            n->heads, err, errlen));
+}
+
+void slM_cuda_swiglu_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  ENSURE(y, &n->out, a->ndim, a->shape);
+  RUN(slK_dev_swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
+}
+
+void slM_cuda_swiglu_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  GRAD(da, 0);
+  GRAD(db, 1);
+  RUN(slK_dev_swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));
+}
