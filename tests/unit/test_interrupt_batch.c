@@ -105,14 +105,15 @@ static void test_interrupt_lands_inside_a_batch(void) {
   double latency = end - w.timer.at;
   printf("  a step of batch %d: %.0f ms; the interrupt, sent %.0f ms into the next, answered in %.1f ms\n", BATCH,
          w.step * 1e3, w.timer.delay * 1e3, latency * 1e3);
-  /* a node of this batch takes a few ms on a quiet machine: within 50 ms
-  ** there (the target is 100 ms); under load every node stretches with the
-  ** step, so the bound grows with it, a third of a step (a sixth failed
-  ** at a load of 7 on two cores: 56 ms against 54; a quarter beside
-  ** another test on the same two cores: 56 ms against 44, a step of 174),
-  ** still well under the 60% of a step that waiting for the batch's end
-  ** would take */
-  double bound = w.step / 3 > 0.05 ? w.step / 3 : 0.05;
+  /* Sent 40% into a step, the interrupt waits for the node then running,
+  ** some of which take a large share of this small model's step: answered
+  ** 29% of a step after it was sent on a quiet machine (23 ms of 78), 37%
+  ** beside the other tests on two cores (63 ms of 169). Every node
+  ** stretches with the step under load, so the bound is a share of the
+  ** step: 45%, which still tells a node's wait from the 60% of a step that
+  ** waiting for the batch's end would take (a sixth failed at a load of 7,
+  ** a quarter and a third beside another test) */
+  double bound = w.step * 0.45 > 0.05 ? w.step * 0.45 : 0.05;
   CHECK_MSG(latency < bound, "the interrupt took %.0f ms (bound %.0f ms, a step %.0f ms)", latency * 1e3, bound * 1e3,
             w.step * 1e3);
   size_t n;
