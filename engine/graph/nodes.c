@@ -35,12 +35,14 @@ slM_Param *slM_param_new(const char *name, int ndim, const int *shape) {
 
 void slM_param_release(slM_Param *p) {
   if (!p || --p->refs > 0) return;
+  /* a weight's bf16 copy outlives a training forward whose backward never ran (a stopped step, a
+  ** model freed in between): uncounted from the value's size before the value goes */
+  if (p->half) slM_mem_external(-(long long)(2 * p->value->size));
+  free(p->half);
   slM_tensor_free(p->value);
   slM_tensor_free(p->grad);
   slM_tensor_free(p->m);
   slM_tensor_free(p->v);
-  if (p->half) slM_mem_external(-(long long)(2 * p->value->size));
-  free(p->half);
   free(p);
 }
 
