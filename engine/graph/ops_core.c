@@ -112,7 +112,9 @@ static void rounding_range(void *ctx, size_t i0, size_t i1) {
   slK_round_values(r->format, r->y + i0 * r->width, r->y + i0 * r->width, (i1 - i0) * r->width);
 }
 
-void slM_forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_RangeFn fn, void *ctx, float *y, size_t width) {
+/* slK_parallel_for over a forward's items, rounding as above when the node asks (n->round) */
+static void forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_RangeFn fn, void *ctx, float *y,
+                          size_t width) {
   if (!n->round) {
     slK_parallel_for(items, min_chunk, fn, ctx);
     return;
@@ -173,7 +175,7 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
 static void activation_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   Task t = {.a = a->data, .y = y->data, .op = n->op, .p = n->p};
-  slM_forward_items(n, a->size, ELEMS, activation_range, &t, y->data, 1);
+  forward_items(n, a->size, ELEMS, activation_range, &t, y->data, 1);
 }
 
 static void activation_backward(slM_Graph *g, slM_Node *n) {
@@ -275,7 +277,7 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
     ** element: the mask does not depend on how the loop is split */
     Task t = {.a = a->data, .y = y->data, .z = slM_ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
               .n = (size_t)slM_rng_next(&g->rng)};
-    slM_forward_items(n, a->size, ELEMS, dropout_range, &t, y->data, 1);
+    forward_items(n, a->size, ELEMS, dropout_range, &t, y->data, 1);
   } else {
     memcpy(y->data, a->data, a->size * sizeof *a->data);
   }
@@ -318,11 +320,11 @@ static void add_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   if (n->ninputs == 2) {
     Task t = {.a = a->data, .b = in(g, n, 1)->data, .y = y->data};
-    slM_forward_items(n, a->size, ELEMS, add_range, &t, y->data, 1);
+    forward_items(n, a->size, ELEMS, add_range, &t, y->data, 1);
   } else {
     slM_Tensor *p = n->params[0]->value;   /* e.g. position embeddings, one row per sample */
     Task t = {.a = a->data, .b = p->data, .y = y->data, .n = p->size};
-    slM_forward_items(n, a->size / p->size, ELEMS / p->size + 1, add_row_range, &t, y->data, p->size);
+    forward_items(n, a->size / p->size, ELEMS / p->size + 1, add_row_range, &t, y->data, p->size);
   }
 }
 

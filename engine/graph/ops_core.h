@@ -6,15 +6,11 @@
 #ifndef SYSLAB_OPS_CORE_H
 #define SYSLAB_OPS_CORE_H
 
-#include "kernels/parallel.h"
 #include "op.h"
 
 int slM_linear_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen);
 int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k);
 void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b);
-/* slK_parallel_for over a forward's items, each piece of y (width floats an item) rounded to the node's
-** 16-bit dtype as soon as it is written when the node asks (n->round); sets n->rounded then */
-void slM_forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_RangeFn fn, void *ctx, float *y, size_t width);
 /* a loss keeps the softmax of its logits (input 0) */
 double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int training);
 
