@@ -16,13 +16,16 @@
 #   tests.log    the kernel tests (CPU and GPU versions) and the operator tests (each
 #                graph operator on the GPU against the CPU's), then the GPU tests
 #                under compute-sanitizer memcheck and racecheck (smaller shapes)
-#   bench.log    bench/gpu.sl's tables and PyTorch's rows, then bench/gpu_models.sl's, as printed
+#   bench.log    bench/gpu.sl's tables and PyTorch's rows, then bench/gpu_models.sl's, then the
+#                language models' tables (step lm: bench/gpu_lm.sl and bench/torch_lm_gpu.py), as printed
 #   bench.tar.gz the tables as CSV (syslab's and PyTorch's)
 #   lab4.tar.gz  `syslab report notebooks/lab4.ipynb` run here (report.md, figures, notebook)
 # The exit status is 0 only if the build and every test passed.
 #
 # GPU_CHECK_STEPS chooses the steps after the build and their order
-# (default: all of "tests sanitizer bench lab4"), so that the check can be
+# (default: "tests sanitizer bench lab4"; "lm", the CS336 language-model
+# tables from small to 2.7B beside PyTorch eager and compiled, is asked for
+# by name, as it takes minutes), so that the check can be
 # split over calls shorter than the whole or put what matters most first;
 # SANITIZER_SECONDS bounds each compute-sanitizer run (default 300) and
 # STEP_SECONDS every other program a step runs (default 900).
@@ -149,17 +152,23 @@ step_sanitizer() {
   if sanitize memcheck test_gpu_graph >>"$out/tests.log" 2>&1; then note "compute-sanitizer memcheck on test_gpu_graph: clean"
   else note "compute-sanitizer memcheck on test_gpu_graph: FAILED or past ${SANITIZER_SECONDS:-300} s (tests.log)"; status=1; fi
 }
-# benchmarks: syslab's kernels, then PyTorch's rows of the same run
-step_bench() {
-  if (cd "$csv" && bounded "$syslab" run "$root/bench/gpu.sl") >>"$out/bench.log" 2>&1; then note "bench/gpu.sl: done"
-  else note "bench/gpu.sl: FAILED (bench.log)"; status=1; fi
-  (LD_LIBRARY_PATH="" bounded python3 "$root/bench/torch_gpu.py" "$csv/anchors.csv") >>"$out/bench.log" 2>&1 ||
-    note "bench/torch_gpu.py: FAILED (bench.log)"
+# a syslab script run in the CSV folder, then PyTorch's rows of the same shapes into CSV there
+tables() {
+  if (cd "$csv" && bounded "$syslab" run "$root/bench/$1") >>"$out/bench.log" 2>&1; then note "bench/$1: done"
+  else note "bench/$1: FAILED (bench.log)"; status=1; fi
+  (LD_LIBRARY_PATH="" bounded python3 "$root/bench/$2" "$csv/$3") >>"$out/bench.log" 2>&1 ||
+    note "bench/$2: FAILED or past the step's bound (bench.log)"
   tar -czf "$out/bench.tar.gz" -C "$csv" . 2>/dev/null
+}
+# benchmarks: syslab's kernels and PyTorch's rows, then the models on the device
+step_bench() {
+  tables gpu.sl torch_gpu.py anchors.csv
   # the models on the device last: the kernels' tables above are complete whatever happens here
   if bounded "$syslab" run "$root/bench/gpu_models.sl" >>"$out/bench.log" 2>&1; then note "bench/gpu_models.sl: done"
   else note "bench/gpu_models.sl: FAILED (bench.log)"; status=1; fi
 }
+# the language models from small to 2.7B: syslab's lm_bench and PyTorch's rows of the same shapes
+step_lm() { tables gpu_lm.sl torch_lm_gpu.py lm_anchors.csv; }
 # the Lab 4 notebook on this machine, without PDF (no Chromium here)
 step_lab4() {
   rm -rf "$rep"
@@ -179,8 +188,8 @@ summarize() {
 }
 for s in $steps; do
   case $s in
-    tests | sanitizer | bench | lab4) "step_$s" ;;
-    *) note "GPU_CHECK_STEPS: unknown step '$s' (allowed: tests sanitizer bench lab4)"; status=1 ;;
+    tests | sanitizer | bench | lm | lab4) "step_$s" ;;
+    *) note "GPU_CHECK_STEPS: unknown step '$s' (allowed: tests sanitizer bench lm lab4)"; status=1 ;;
   esac
   summarize
 done

@@ -19,6 +19,12 @@ if (machine get="gpus") == 0 {
   tg = to t gpu
   print (train t data epochs=1 batch=128 optimizer="adamw" lr=0.001)
   print (train tg data epochs=1 batch=128 optimizer="adamw" lr=0.001)
+  print "== the same image transformer in bf16: the products on the tensor cores, float32 sums"
+  t0 = model transformer data=data depth=2 width=64 heads=2 patch=7 seed=1
+  t16 = precision t0 bf16
+  t16g = to t16 gpu
+  print (train t16 data epochs=1 batch=128 optimizer="adamw" lr=0.001)
+  print (train t16g data epochs=1 batch=128 optimizer="adamw" lr=0.001)
   print "== language model tiny, context 64, 20 AdamW steps on random tokens"
   l = lm tiny context=64 seed=1
   lg = to l gpu
@@ -26,6 +32,8 @@ if (machine get="gpus") == 0 {
   print (lm_train lg steps=20 batch=8 context=64 every=10)
   print "== lm_bench on the GPU: forward and forward+backward"
   print (lm_bench presets=["tiny", "small"] contexts=[128, 256] warmups=[1] steps=5 device="gpu")
+  print "== lm_bench on the GPU in bf16 (tensor cores)"
+  print (lm_bench presets=["tiny", "small"] contexts=[128, 256] warmups=[1] steps=5 device="gpu" precision="bf16")
   print "== the device's memory by category: one training step of the small model"
   s = lm small context=128 device="gpu"
   mp = memory_profile s batch=4 context=128 run="train"

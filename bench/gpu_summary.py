@@ -5,9 +5,10 @@
 
 Reads what that run wrote into OUT: syslab's tables (machine.csv,
 gemm.csv, attention_forward.csv, attention_causal.csv, attention_train.csv,
-mxint8.csv, from bench/gpu.sl) and PyTorch's rows of the same run
-(anchors.csv, from bench/torch_gpu.py), and sets each kernel beside its
-anchor and its roof: the ratios of the GPU issue's targets, and the
+mxint8.csv, from bench/gpu.sl; lm_fp32.csv and lm_bf16.csv, from
+bench/gpu_lm.sl) and PyTorch's rows of the same run (anchors.csv, from
+bench/torch_gpu.py; lm_anchors.csv, from bench/torch_lm_gpu.py), and sets
+each kernel beside its anchor and its roof: the ratios of the GPU issue's targets, and the
 fraction of the measured roofs (cuBLAS sgemm at n = 8192 and PyTorch's bf16
 matmul for arithmetic, the device-to-device copy for bandwidth) and of the
 datasheet's (about 67 TFLOP/s float32 without tensor cores, 990 dense bf16,
@@ -61,7 +62,8 @@ def main():
     print("# GPU check\n")
     print(f"GPU: {gpu}\n")
     if not gemm:
-        print("No GPU benchmarks in this run (see bench.log).")
+        print("No kernel benchmarks in this run (see bench.log).\n")
+        lm_section(out, float("nan"), float("nan"))
         return
     sheet = next((v for k, v in DATASHEET.items() if k in gpu), None)
     cublas_peak = num(pick(gemm, "gemm_cublas", 8192), "gflops")
@@ -120,6 +122,48 @@ def main():
             rows.append([f"{n:,}", f(num(c, "gbs"), ",.0f"), f(num(d, "gbs"), ",.0f"),
                          f(num(d, "gbs") / num(c, "gbs"), ".2f"), f(num(d, "gbs") / copy_peak, ".2f")])
         table(["values", "copy GB/s", "decode GB/s", "decode / copy (target 0.70)", "decode / copy roof"], rows)
+    lm_section(out, cublas_peak, bf16_peak)
+
+
+SHAPES = {  # d_model, d_ff, layers, vocab (engine/graph/lm.c)
+    "tiny": (64, 128, 2, 10000), "small": (768, 3072, 12, 10000), "medium": (1024, 4096, 24, 10000),
+    "large": (1280, 5120, 36, 10000), "xl": (1600, 6400, 48, 10000), "2.7B": (2560, 10240, 32, 10000)}
+
+
+def lm_flops(config, T, batch=4):
+    """a training step's FLOPs as lm_precision.py counts them: 6 x the products' multiply-adds per token
+    (the layers' projections, the attention's two products over the whole T x T, the output projection)"""
+    d, ff, layers, vocab = SHAPES[config]
+    return 6.0 * batch * T * (layers * (4 * d * d + 3 * d * ff + 2 * T * d) + d * vocab)
+
+
+def lm_section(out, f32_peak, bf16_peak):
+    """syslab's lm_bench on the device beside PyTorch eager and compiled, with the model FLOPs utilisation"""
+    ours = {"fp32": load(out, "lm_fp32.csv"), "bf16": load(out, "lm_bf16.csv")}
+    torch = load(out, "lm_anchors.csv")
+    if not ours["fp32"] and not ours["bf16"]:
+        return
+    print("## Language models, batch 4, forward+backward (seconds a step; MFU against the measured peak)\n")
+
+    def anchor(impl, config, T, precision):
+        r = next((r for r in torch if r["impl"] == impl and r["config"] == config and int(r["context"]) == T
+                  and r["precision"] == precision), None)
+        return num(r, "mean_s_train") if r and r.get("status_train") == "OK" else float("nan")
+
+    rows = []
+    for precision, peak in (("fp32", f32_peak), ("bf16", bf16_peak)):
+        for r in ours[precision]:
+            config, T = r["config"], int(float(r["context"]))
+            if r.get("status_train") != "OK":
+                rows.append([config, str(T), precision, "OOM"] + ["-"] * 6)
+                continue
+            t = num(r, "mean_s_train")
+            eager, comp = anchor("torch_eager", config, T, precision), anchor("torch_compile", config, T, precision)
+            mfu = lm_flops(config, T) / t / 1e9 / peak if config in SHAPES else float("nan")
+            rows.append([config, str(T), precision, f(t, ".4f"), f(eager, ".4f"), f(comp, ".4f"), f(eager / t, ".2f"),
+                         f(comp / t, ".2f"), f(mfu, ".0%"), f(num(r, "mean_s_fwd"), ".4f")])
+    table(["model", "context", "precision", "syslab", "PyTorch eager", "PyTorch compiled", "eager / syslab",
+           "compiled / syslab", "syslab MFU", "syslab forward"], rows)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,19 @@ int slG_sync(char *err, size_t errlen);
 int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
              int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
 
+/* 16-bit operand formats (the engine's SLK_BF16 and SLK_FP16) */
+enum { SLG_BF16 = 1, SLG_FP16 = 2 };
+/* slG_gemm over `batch` products at fixed strides (elements; 0 repeats an
+** operand), the operands float32 (format 0) or 16-bit bits (SLG_BF16,
+** SLG_FP16: tensor cores, float32 sums); C is float32 */
+int slG_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
+                     long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
+                     long long stride_c, int batch, char *err, size_t errlen);
+/* float32 values as 16-bit bits of the format, rounded as kernels/round.c rounds; and the
+** values rounded in place of float32 (y may be x) */
+int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen);
+int slG_round_half(int format, const float *x, float *y, size_t n, char *err, size_t errlen);
+
 /* linear: y = x W^T + b over rows of in_f; W is out_f x in_f; b may be NULL.
 ** Backward: dx += dy W, dW += dy^T x, db += column sums of dy (row order) */
 int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f, int out_f,

@@ -95,6 +95,13 @@ int slG_dropout_backward(const float *dy, const float *mask, float *dx, size_t n
   return fail(err, errlen);
 }
 int slG_round_bf16(const float *x, float *y, size_t n, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_round_half(int format, const float *x, float *y, size_t n, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) { return fail(err, errlen); }
+int slG_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
+                     long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
+                     long long stride_c, int batch, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
 int slG_embedding_forward(const float *ids, const float *table, float *y, size_t n, int vocab, int width, char *err,
                           size_t errlen) {
   return fail(err, errlen);

@@ -64,12 +64,17 @@ typedef int (*CublasSgemm)(void *, int, int, int, int, int, const float *, const
                            const float *, float *, int);
 typedef int (*CublasSgemmBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
                                   const float *, int, long long, const float *, float *, int, long long, int);
+/* cublasGemmStridedBatchedEx: the data types and the compute type are ints (cudaDataType, cublasComputeType_t) */
+typedef int (*CublasGemmBatchedEx)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
+                                   const void *, int, int, long long, const void *, void *, int, int, long long, int,
+                                   int, int);
 
 static struct {
   int tried;
   void *lib, *handle;
   CublasSgemm sgemm;
   CublasSgemmBatched batched;
+  CublasGemmBatchedEx batched_ex;
   char why[256];
 } blas;
 
@@ -86,7 +91,8 @@ static int cublas_open(char *err, size_t errlen) {
       CublasCreate create = (CublasCreate)dlsym(blas.lib, "cublasCreate_v2");
       blas.sgemm = (CublasSgemm)dlsym(blas.lib, "cublasSgemm_v2");
       blas.batched = (CublasSgemmBatched)dlsym(blas.lib, "cublasSgemmStridedBatched");
-      if (!create || !blas.sgemm || !blas.batched || create(&blas.handle) != 0) {
+      blas.batched_ex = (CublasGemmBatchedEx)dlsym(blas.lib, "cublasGemmStridedBatchedEx");
+      if (!create || !blas.sgemm || !blas.batched || !blas.batched_ex || create(&blas.handle) != 0) {
         snprintf(blas.why, sizeof blas.why, "cuBLAS was loaded but could not be initialised");
         blas.handle = NULL;
       }
@@ -117,6 +123,43 @@ extern "C" int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alp
                       &beta, C, ldc);
   if (rc != 0) {
     snprintf(err, errlen, "cublasSgemm failed (status %d) on %d x %d x %d", rc, M, N, K);
+    return -1;
+  }
+  return 0;
+}
+
+/* library_types.h and cublas_api.h's numbers, which the types above carry as ints */
+enum { R_32F = 0, R_16F = 2, R_16BF = 14, COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
+
+/* slG_gemm for a batch of products at fixed strides, the operands float32
+** (format 0) or 16-bit (SLG_BF16, SLG_FP16: cublasGemmStridedBatchedEx on
+** the tensor cores, float32 sums and C). The same mapping to column-major
+** as slG_gemm; a batch of 1 is one product. */
+extern "C" int slG_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
+                                int lda, long long stride_a, const void *B, int ldb, long long stride_b, float beta,
+                                float *C, int ldc, long long stride_c, int batch, char *err, size_t errlen) {
+  if (M < 0 || N < 0 || K < 0 || batch < 0) {
+    snprintf(err, errlen, "GEMM: negative size %d x %d x %d (batch %d)", M, N, K, batch);
+    return -1;
+  }
+  if (format != 0 && format != SLG_BF16 && format != SLG_FP16) {
+    snprintf(err, errlen, "GEMM: unknown operand format %d (allowed: float32, bf16, fp16)", format);
+    return -1;
+  }
+  if (M == 0 || N == 0 || batch == 0) return 0;
+  if (cublas_open(err, errlen) != 0) return -1;
+  int ta = trans_a ? OP_T : OP_N, tb = trans_b ? OP_T : OP_N, rc;
+  if (format == 0)
+    rc = blas.batched(blas.handle, tb, ta, N, M, K, &alpha, (const float *)B, ldb, stride_b, (const float *)A, lda,
+                      stride_a, &beta, C, ldc, stride_c, batch);
+  else {
+    int type = format == SLG_BF16 ? R_16BF : R_16F;
+    rc = blas.batched_ex(blas.handle, tb, ta, N, M, K, &alpha, B, type, ldb, stride_b, A, type, lda, stride_a, &beta, C,
+                         R_32F, ldc, stride_c, batch, COMPUTE_32F, GEMM_DEFAULT);
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "cuBLAS %s GEMM failed (status %d) on %d x %d x %d, batch %d",
+             format == 0 ? "float32" : format == SLG_BF16 ? "bf16" : "fp16", rc, M, N, K, batch);
     return -1;
   }
   return 0;

@@ -16,6 +16,8 @@
 ** computes in the order of the CPU loop it stands for, with the never-fused
 ** arithmetic of ops.h where the CPU's bits are the aim.
 */
+#include <cuda_fp16.h>
+
 #include "gpu.h"
 #include "ops.h"
 
@@ -327,24 +329,62 @@ extern "C" int slG_dropout_backward(const float *dy, const float *mask, float *d
 
 /* ============================================================ bfloat16 */
 
-/* kernels/round.c's slK_round_bf16 on the bits; the result is stored as
-** bits too, so no float operation can touch a NaN's payload */
-__global__ void round_bf16(const unsigned *x, unsigned *y, size_t n) {
-  EACH_ITEM(i, n) {
-    unsigned u = x[i];
-    if ((u & 0x7F800000u) == 0x7F800000u) {
-      if (u & 0x007FFFFFu) u |= 0x00400000u;
-    } else {
-      u += 0x7FFFu + ((u >> 16) & 1u);
-    }
-    y[i] = u & 0xFFFF0000u;
+/* kernels/round.c's slK_round_bf16 on the bits (the float's bits, rounded) */
+__device__ __forceinline__ unsigned bf16_round_bits(unsigned u) {
+  if ((u & 0x7F800000u) == 0x7F800000u) {
+    if (u & 0x007FFFFFu) u |= 0x00400000u;
+  } else {
+    u += 0x7FFFu + ((u >> 16) & 1u);
   }
+  return u & 0xFFFF0000u;
+}
+
+/* kernels/round.c's slK_fp16_bits: __float2half_rn rounds to nearest even,
+** overflows to infinity and keeps subnormals as it does; only a NaN differs
+** (CUDA's canonical 0x7FFF against the quiet NaN 0x7E00 with the sign) */
+__device__ __forceinline__ unsigned short fp16_bits(float x) {
+  if (isnan(x)) return (unsigned short)(((__float_as_uint(x) >> 16) & 0x8000u) | 0x7E00u);
+  return __half_as_ushort(__float2half_rn(x));
+}
+
+/* the result is stored as bits, so no float operation can touch a NaN's payload */
+__global__ void round_bf16(const unsigned *x, unsigned *y, size_t n) {
+  EACH_ITEM(i, n) y[i] = bf16_round_bits(x[i]);
+}
+
+__global__ void round_fp16(const float *x, float *y, size_t n) {
+  EACH_ITEM(i, n) y[i] = __half2float(__ushort_as_half(fp16_bits(x[i])));
+}
+
+__global__ void to_bf16(const unsigned *x, unsigned short *y, size_t n) {
+  EACH_ITEM(i, n) y[i] = (unsigned short)(bf16_round_bits(x[i]) >> 16);
+}
+
+__global__ void to_fp16(const float *x, unsigned short *y, size_t n) {
+  EACH_ITEM(i, n) y[i] = fp16_bits(x[i]);
 }
 
 extern "C" int slG_round_bf16(const float *x, float *y, size_t n, char *err, size_t errlen) {
   if (n == 0) return 0;
   round_bf16<<<grid_for(n), THREADS>>>((const unsigned *)x, (unsigned *)y, n);
   return launched("bfloat16 rounding", err, errlen);
+}
+
+extern "C" int slG_round_half(int format, const float *x, float *y, size_t n, char *err, size_t errlen) {
+  if (format == SLG_BF16) return slG_round_bf16(x, y, n, err, errlen);
+  if (format != SLG_FP16) return refuse(err, errlen, "rounding: the formats are bf16 and fp16");
+  if (n == 0) return 0;
+  round_fp16<<<grid_for(n), THREADS>>>(x, y, n);
+  return launched("fp16 rounding", err, errlen);
+}
+
+/* the 16-bit operands of a tensor-core product */
+extern "C" int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) {
+  if (format != SLG_BF16 && format != SLG_FP16) return refuse(err, errlen, "16-bit copy: the formats are bf16 and fp16");
+  if (n == 0) return 0;
+  if (format == SLG_BF16) to_bf16<<<grid_for(n), THREADS>>>((const unsigned *)x, (unsigned short *)y, n);
+  else to_fp16<<<grid_for(n), THREADS>>>(x, (unsigned short *)y, n);
+  return launched("16-bit copy", err, errlen);
 }
 
 /* =========================================================== embedding */

@@ -17,7 +17,8 @@
 **
 ** What cannot run there is refused with the reason before anything moves:
 ** no GPU (the reason the CUDA runtime gives), an operator without a CUDA
-** slot, a 16-bit precision, buffer planning, compression transforms.
+** slot, buffer planning, compression transforms. A 16-bit precision runs
+** its products on the tensor cores (ops_cuda.c).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,9 +62,6 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
       return snprintf(err, errlen, "node %s has a compression transform (a quantiser or a pruning mask): compressed "
                       "models run on the CPU only", n->name), -1;
   }
-  if (g->precision != SLM_FP32)
-    return snprintf(err, errlen, "the GPU runs float32 products only so far; set precision fp32 first "
-                    "(16-bit precisions run on the CPU)"), -1;
   if (g->plan)
     return snprintf(err, errlen, "buffer planning (the fusion pass's arena) is the CPU's; the GPU's caching "
                     "allocator reuses its blocks instead: move the model before fusing it"), -1;

@@ -15,13 +15,19 @@
 **
 ** Three operators have no kernel of their own and are written with the
 ** ones there are: attention's per-head products are cuBLAS GEMMs on
-** strided slices of the token rows, one per (sample, head) pair; the mean
-** over tokens is a GEMM with a row of ones; the patches are cut on the host
+** strided slices of the token rows, one strided batch over the samples per
+** head; the mean over tokens is a batch of GEMMs with a row of ones; the patches are cut on the host
 ** from the batch being fed, which is on the host anyway, and uploaded. The
 ** attention mask of this engine's transformer is all ones (every patch is a
 ** real token), so masked_fill is a copy; the causal mask is a copy too, as
 ** the softmax after it keeps only each row's first entries on the GPU (the
 ** fused masked softmax's kernel) and gives the rest a zero gradient.
+**
+** Under precision bf16 or fp16 the products (linear layers, attention's two
+** products) take 16-bit copies of their operands and run on the tensor
+** cores with float32 sums; every node's output is then rounded to its
+** dtype as on the CPU (precision.c), and parameters, gradients and the
+** optimiser stay float32.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +35,7 @@
 
 #include "devslots.h"
 #include "kernels/device.h"
+#include "memory.h"
 #include "ops_cuda.h"
 #include "slots.h"
 
@@ -76,6 +83,55 @@ static float *param_grad(slM_Graph *g, slM_Node *n, int k, int *stop) {
 }
 
 static void nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
+
+/* ----------------------------------------------------- 16-bit products */
+
+/* Under precision bf16 or fp16 a product's operands are rounded into 16-bit
+** copies on the device (counted as temporaries while the node runs) and
+** multiplied on the tensor cores with float32 sums, as the CPU rounds them
+** into its packed panels; float32 models multiply their float32 arrays. */
+typedef struct {
+  uint16_t *h;
+  size_t n;
+} Half;
+
+static void half_free(Half *c) {
+  if (c->h) slK_dev_free(c->h, c->n * sizeof *c->h, SLM_MEM_TEMP);
+  c->h = NULL;
+}
+
+/* x's 16-bit copy in c (c->h NULL for a float32 model); 0, or -1 with the fault set */
+static int half_of(slM_Graph *g, const slM_Node *n, const float *x, size_t count, Half *c) {
+  char err[200];
+  c->h = NULL, c->n = count;
+  if (g->precision == SLM_FP32) return 0;
+  if (!(c->h = slK_dev_alloc((count ? count : 1) * sizeof *c->h, SLM_MEM_TEMP, err, sizeof err)))
+    return slM_dev_fault(g, n, -1, err);
+  if (slM_dev_fault(g, n, slK_dev_to_half(g->precision, x, c->h, count, err, sizeof err), err) != 0) {
+    half_free(c);
+    return -1;
+  }
+  return 0;
+}
+
+/* a product's operand: a float32 device array, or its 16-bit copy where there is one */
+typedef struct {
+  const float *p;
+  const uint16_t *h;
+} Src;
+
+static Src src_of(const float *p, const Half *c) { return (Src){p, c ? c->h : NULL}; }
+static const void *src_at(Src s, size_t off) { return s.h ? (const void *)(s.h + off) : (const void *)(s.p + off); }
+
+/* C = alpha op(A) op(B) + beta C over `batch` products at fixed strides, in the operands' format */
+static int product(slM_Graph *g, const slM_Node *n, int ta, int tb, int M, int N, int K, float alpha, Src A, size_t a0,
+                   int lda, long long sa, Src B, size_t b0, int ldb, long long sb, float beta, float *C, int ldc,
+                   long long sc, int batch) {
+  char err[200];
+  int format = A.h && B.h ? g->precision : SLM_FP32;
+  return slM_dev_fault(g, n, slK_dev_gemm_batched(format, ta, tb, M, N, K, alpha, src_at(A, a0), lda, sa, src_at(B, b0),
+                                                  ldb, sb, beta, C, ldc, sc, batch, err, sizeof err), err);
+}
 
 /* ---------------------------------------------------------- placeholders */
 
@@ -128,6 +184,21 @@ void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
 
 /* ----------------------------------------------------------------- linear */
 
+/* y = x W^T (+ b): under a 16-bit precision the product from x's and W's
+** 16-bit copies, the bias added in float32 after it; the output is then
+** rounded to its dtype like every node's (precision.c) */
+static void linear_half_forward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, const float *b, slM_Tensor *y,
+                                size_t rows, int in_f, int out_f) {
+  Half xh, wh = {NULL, 0};
+  if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0 &&
+      product(g, n, 0, 1, (int)rows, out_f, in_f, 1.0f, src_of(x->dev, &xh), 0, in_f, 0, src_of(w->dev, &wh), 0,
+              in_f, 0, 0.0f, y->dev, out_f, 0, 1) == 0 && b) {
+    char err[200];
+    slM_dev_fault(g, n, slK_dev_add_forward(y->dev, b, y->dev, y->size, (size_t)out_f, err, sizeof err), err);
+  }
+  half_free(&xh), half_free(&wh);
+}
+
 void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
@@ -135,7 +206,32 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   shape[x->ndim - 1] = out_f;
   ENSURE(y, &n->out, x->ndim, shape);
   const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
-  RUN(slK_dev_linear_forward(x->dev, w->dev, b, y->dev, x->size / (size_t)in_f, in_f, out_f, err, errlen));
+  size_t rows = x->size / (size_t)in_f;
+  if (g->precision != SLM_FP32) {
+    linear_half_forward(g, n, x, w, b, y, rows, in_f, out_f);
+    return;
+  }
+  RUN(slK_dev_linear_forward(x->dev, w->dev, b, y->dev, rows, in_f, out_f, err, errlen));
+}
+
+/* dx += dy W and dW += dy^T x from the 16-bit copies of dy, W and x; db from dy in float32 */
+static void linear_half_backward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, float *dx, float *dw,
+                                 float *db, size_t rows, int in_f, int out_f) {
+  Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
+  const float *dy = n->gout->dev;
+  int rc = half_of(g, n, dy, n->gout->size, &dyh);
+  if (rc == 0 && dx && (rc = half_of(g, n, w->dev, w->size, &wh)) == 0)
+    rc = product(g, n, 0, 0, (int)rows, in_f, out_f, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(w->dev, &wh), 0, in_f,
+                 0, 1.0f, dx, in_f, 0, 1);
+  if (rc == 0 && dw && (rc = half_of(g, n, x->dev, x->size, &xh)) == 0)
+    rc = product(g, n, 1, 0, out_f, in_f, (int)rows, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(x->dev, &xh), 0, in_f,
+                 0, 1.0f, dw, in_f, 0, 1);
+  if (rc == 0 && db) {
+    char err[200];
+    slM_dev_fault(g, n, slK_dev_linear_backward(x->dev, w->dev, dy, NULL, NULL, db, rows, in_f, out_f, err, sizeof err),
+                  err);
+  }
+  half_free(&dyh), half_free(&wh), half_free(&xh);
 }
 
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
@@ -146,8 +242,12 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   if (stop) return;
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
   if (stop) return;
-  RUN(slK_dev_linear_backward(x->dev, w->dev, n->gout->dev, dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f,
-                              err, errlen));
+  size_t rows = x->size / (size_t)in_f;
+  if (g->precision != SLM_FP32) {
+    linear_half_backward(g, n, x, w, dev_of(dx), dw, db, rows, in_f, out_f);
+    return;
+  }
+  RUN(slK_dev_linear_backward(x->dev, w->dev, n->gout->dev, dev_of(dx), dw, db, rows, in_f, out_f, err, errlen));
 }
 
 /* ------------------------------------------------------------ activations */
@@ -344,24 +444,23 @@ static slM_Tensor *ones(slM_Graph *g, slM_Node *n, int T) {
   return rc ? NULL : t;
 }
 
-/* y[b] = (1 / T) ones^T a[b]: one GEMM per sample */
+/* y[b] = (1 / T) ones^T a[b]: the samples as one strided batch of GEMMs (the row of ones repeated, stride 0) */
 void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *one = ones(g, n, a->shape[1]);
   int B = a->shape[0], T = a->shape[1], D = a->shape[2], shape[2] = {B, D};
   if (!one) return;
   ENSURE(y, &n->out, 2, shape);
-  for (int b = 0; b < B; b++)
-    RUN(slK_dev_gemm(0, 0, 1, D, T, 1.0f / (float)T, one->dev, T, a->dev + (size_t)b * T * D, D, 0.0f,
-                     y->dev + (size_t)b * D, D, err, errlen));
+  product(g, n, 0, 0, 1, D, T, 1.0f / (float)T, src_of(one->dev, NULL), 0, T, 0, src_of(a->dev, NULL), 0, D,
+          (long long)T * D, 0.0f, y->dev, D, D, B);
 }
 
+/* dx[b] += (1 / T) ones gout[b] */
 void slM_cuda_mean_tokens_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int B = a->shape[0], T = a->shape[1], D = a->shape[2];
   GRAD(dx, 0);
-  for (int b = 0; b < B; b++)
-    RUN(slK_dev_gemm(0, 0, T, D, 1, 1.0f / (float)T, n->saved->dev, 1, n->gout->dev + (size_t)b * D, D, 1.0f,
-                     dx->dev + (size_t)b * T * D, D, err, errlen));
+  product(g, n, 0, 0, T, D, 1, 1.0f / (float)T, src_of(n->saved->dev, NULL), 0, 1, 0, src_of(n->gout->dev, NULL), 0, D,
+          D, 1.0f, dx->dev, D, (long long)T * D, B);
 }
 
 static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
@@ -401,33 +500,39 @@ static Heads heads_of(const slM_Node *n, const slM_Tensor *rows) {
 }
 
 /* An operand of a per-head product: the token rows (B x T x D, a head's
-** slice dh wide, leading dimension D) or the heads' T x T matrices. */
+** slice dh wide, leading dimension D) or the heads' T x T matrices, as a
+** float32 device array and, under a 16-bit precision, its 16-bit copy. */
 typedef struct {
-  const float *p;
+  Src s;
   int square;
 } Operand;
 
-static Operand rows_of(const float *p) { return (Operand){p, 0}; }
-static Operand mats_of(const float *p) { return (Operand){p, 1}; }
+static Operand rows_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 0}; }
+static Operand mats_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 1}; }
 
-static const float *head_at(Operand o, const Heads *h, int b, int j) {
-  if (o.square) return o.p + ((size_t)b * h->H + (size_t)j) * h->T * h->T;
-  return o.p + (size_t)b * h->T * h->D + (size_t)j * h->dh;
-}
-
+/* where head j of sample 0 starts, and the step from one sample to the next */
+static size_t head_start(Operand o, const Heads *h, int j) { return o.square ? (size_t)j * h->T * h->T : (size_t)j * h->dh; }
+static long long sample_step(Operand o, const Heads *h) { return o.square ? (long long)h->H * h->T * h->T : (long long)h->T * h->D; }
 static int lead(Operand o, const Heads *h) { return o.square ? h->T : h->D; }
 
-/* C = alpha op(A) op(B) + beta C for every (sample, head): one GEMM each; 0, or -1 with the fault set */
+/* C = alpha op(A) op(B) + beta C for every (sample, head): per head, one
+** strided batch over the samples; 0, or -1 with the fault set */
 static int per_head(slM_Graph *g, slM_Node *n, const Heads *h, int ta, int tb, int M, int N, int K, float alpha,
-                    Operand A, Operand B, float beta, Operand C) {
-  char err[200];
-  for (int b = 0; b < h->B; b++)
-    for (int j = 0; j < h->H; j++) {
-      float *c = (float *)head_at(C, h, b, j);
-      if (slM_dev_fault(g, n, slK_dev_gemm(ta, tb, M, N, K, alpha, head_at(A, h, b, j), lead(A, h), head_at(B, h, b, j),
-                                           lead(B, h), beta, c, lead(C, h), err, sizeof err), err))
-        return -1;
-    }
+                    Operand A, Operand B, float beta, float *C, int c_square) {
+  Operand c = {src_of(C, NULL), c_square};
+  for (int j = 0; j < h->H; j++)
+    if (product(g, n, ta, tb, M, N, K, alpha, A.s, head_start(A, h, j), lead(A, h), sample_step(A, h), B.s,
+                head_start(B, h, j), lead(B, h), sample_step(B, h), beta, C + head_start(c, h, j), lead(c, h),
+                sample_step(c, h), h->B) != 0)
+      return -1;
+  return 0;
+}
+
+/* the 16-bit copies of a per-head product's two operands (none for a float32 model) */
+static int halves(slM_Graph *g, slM_Node *n, const slM_Tensor *a, const slM_Tensor *b, Half *ah, Half *bh) {
+  bh->h = NULL;
+  if (half_of(g, n, a->dev, a->size, ah) != 0) return -1;
+  if (half_of(g, n, b->dev, b->size, bh) != 0) return half_free(ah), -1;
   return 0;
 }
 
@@ -437,7 +542,10 @@ void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
   Heads h = heads_of(n, q);
   int shape[4] = {h.B, h.H, h.T, h.T};
   ENSURE(s, &n->out, 4, shape);
-  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev), rows_of(k->dev), 0.0f, mats_of(s->dev));
+  Half qh, kh;
+  if (halves(g, n, q, k, &qh, &kh) != 0) return;
+  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev, &qh), rows_of(k->dev, &kh), 0.0f, s->dev, 1);
+  half_free(&qh), half_free(&kh);
 }
 
 /* the attention-weighted values, heads merged: batch x T x D */
@@ -445,7 +553,10 @@ void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
   Heads h = heads_of(n, v);
   ENSURE(y, &n->out, 3, v->shape);
-  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev), rows_of(v->dev), 0.0f, rows_of(y->dev));
+  Half ph, vh;
+  if (halves(g, n, p, v, &ph, &vh) != 0) return;
+  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev, &ph), rows_of(v->dev, &vh), 0.0f, y->dev, 0);
+  half_free(&ph), half_free(&vh);
 }
 
 /* The two input gradients of either product: the scores' (dq += s dS k,
@@ -456,15 +567,21 @@ static void heads_backward(slM_Graph *g, slM_Node *n) {
   Heads h = heads_of(n, scores ? a : b);
   GRAD(d0, 0);
   GRAD(d1, 1);
-  if (scores) {
-    Operand ds = mats_of(n->gout->dev);
-    if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev), 1.0f, rows_of(d0->dev)) == 0)
-      per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev), 1.0f, rows_of(d1->dev));
-    return;
+  Half ah, bh, gh;
+  if (halves(g, n, a, b, &ah, &bh) != 0) return;
+  if (half_of(g, n, n->gout->dev, n->gout->size, &gh) == 0) {
+    if (scores) {
+      Operand ds = mats_of(n->gout->dev, &gh);
+      if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev, &bh), 1.0f, d0->dev, 0) == 0)
+        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev, &ah), 1.0f, d1->dev, 0);
+    } else {
+      Operand dout = rows_of(n->gout->dev, &gh);
+      if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev, &bh), 1.0f, d0->dev, 1) == 0)
+        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev, &ah), dout, 1.0f, d1->dev, 0);
+    }
+    half_free(&gh);
   }
-  Operand dout = rows_of(n->gout->dev);
-  if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev), 1.0f, mats_of(d0->dev)) == 0)
-    per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev), dout, 1.0f, rows_of(d1->dev));
+  half_free(&ah), half_free(&bh);
 }
 
 void slM_cuda_scores_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }

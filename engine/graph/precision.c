@@ -12,6 +12,8 @@
 */
 #include <stdlib.h>
 
+#include "devslots.h"
+#include "kernels/device.h"
 #include "kernels/gemm_half.h"
 #include "kernels/parallel.h"
 #include "kernels/round.h"
@@ -78,8 +80,14 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
   if (g->precision == SLM_FP32 || !n->out || n->rounded) return;
   int d = dtypes[i];
+  if (d != SLM_BF16 && d != SLM_FP16) return;
+  if (g->device != SLM_CPU) {   /* a model on the GPU: its outputs are device memory */
+    char err[200];
+    if (n->out->dev) slM_dev_fault(g, n, slK_dev_round(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
+    return;
+  }
   Rounding r = {d, n->out->data};
-  if (d == SLM_BF16 || d == SLM_FP16) slK_parallel_for(n->out->size, 1 << 14, round_range, &r);
+  slK_parallel_for(n->out->size, 1 << 14, round_range, &r);
 }
 
 /* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */

@@ -20,6 +20,7 @@
 
 #include "cuda/gpu.h"
 #include "device.h"
+#include "round.h"
 
 int slK_dev_available(void) { return slG_device_count() > 0; }
 const char *slK_dev_why(void) { return slG_describe(); }
@@ -184,6 +185,18 @@ int slK_dev_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, con
                  int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
   return slG_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err, errlen);
 }
+int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
+                         long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
+                         long long stride_c, int batch, char *err, size_t errlen) {
+  return slG_gemm_batched(format, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
+                          stride_c, batch, err, errlen);
+}
+int slK_dev_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) {
+  return slG_to_half(format, x, y, n, err, errlen);
+}
+int slK_dev_round(int format, const float *x, float *y, size_t n, char *err, size_t errlen) {
+  return slG_round_half(format, x, y, n, err, errlen);
+}
 int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen) {
   return slG_linear_forward(x, w, b, y, rows, in_f, out_f, err, errlen);
@@ -196,6 +209,7 @@ int slK_dev_linear_backward(const float *x, const float *w, const float *dy, flo
 /* this header's activation numbers are cuda/gpu.h's, named for the layers above */
 _Static_assert((int)SLK_DEV_RELU == (int)SLG_RELU && (int)SLK_DEV_GELU == (int)SLG_GELU &&
                    (int)SLK_DEV_SILU == (int)SLG_SILU, "activations");
+_Static_assert((int)SLK_BF16 == (int)SLG_BF16 && (int)SLK_FP16 == (int)SLG_FP16 && SLK_FP32 == 0, "formats");
 _Static_assert((int)SLK_DEV_LOSS_CLASSES == (int)SLG_LOSS_CLASSES && (int)SLK_DEV_LOSS_TOKENS == (int)SLG_LOSS_TOKENS,
                "losses");
 

@@ -75,6 +75,17 @@ int slK_dev_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, con
                  int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
 int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen);
+/* slK_dev_gemm over `batch` products at fixed strides (in elements; a
+** stride 0 repeats the operand), with the operands float32 (format SLK_FP32)
+** or the 16-bit bits of SLK_BF16 / SLK_FP16 (round.h), which run on the
+** tensor cores with float32 sums into a float32 C */
+int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
+                         long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
+                         long long stride_c, int batch, char *err, size_t errlen);
+/* x as the 16-bit bits of the format, rounded as round.c rounds */
+int slK_dev_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen);
+/* y = x rounded to the format, kept in float32 (y may be x) */
+int slK_dev_round(int format, const float *x, float *y, size_t n, char *err, size_t errlen);
 int slK_dev_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen);
 int slK_dev_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errlen);
 int slK_dev_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen);

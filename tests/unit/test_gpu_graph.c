@@ -9,7 +9,12 @@
 **                         a few SGD steps that carry the differences on
 **   transformer    1e-3   the same, with softmax and layer norm through
 **   language model 1e-3   CUDA's expf; more products per step
-** The round trip `to gpu` then `to cpu` is exact (copies, no arithmetic).
+**   under bf16    2e-2   the products' sums in another order land a value
+**   and fp16              near a rounding boundary of the 16-bit output on
+**                         the other side of it: one bf16 step is 2^-8 of
+**                         the value (fp16's 2^-11)
+** The round trip `to gpu` then `to cpu` is exact (copies, no arithmetic);
+** so is the rounding to 16 bits (ties, NaN, infinities, subnormals).
 **
 ** Without a GPU every refusal is checked (the reason slG_describe gives
 ** appears in the message, the allowed devices are named), the CPU side of
@@ -26,6 +31,8 @@
 #include "graph/ops.h"
 #include "graph/train.h"
 #include "kernels/device.h"
+#include "kernels/gemm_half.h"
+#include "kernels/round.h"
 
 static int gpu;
 static char err[512];
@@ -183,6 +190,92 @@ static void test_transformer_on_both(void) {
   slM_graph_free(g);
 }
 
+/* the same model in a 16-bit precision on both devices: the GPU's products on the tensor cores */
+static void test_half_on_both(void) {
+  slM_Graph *g = transformer();
+  g->precision = SLM_BF16;
+  train_both(g, 2e-2, "transformer bf16");
+  slM_graph_free(g);
+  g = mlp();
+  g->precision = SLM_FP16;
+  train_both(g, 2e-2, "mlp fp16");
+  slM_graph_free(g);
+}
+
+/* the device's rounding to 16 bits gives round.c's bits, including the awkward values */
+static void test_rounding_bits(void) {
+  enum { N = 4096 };
+  static float x[N], y[N], r[N];
+  static uint16_t h[N];
+  const float special[] = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 1e30f, -1e-40f, 0x1p-25f,
+                           0x1.8p-24f, INFINITY, -INFINITY, NAN, -NAN};
+  int ns = (int)(sizeof special / sizeof *special);
+  slM_Rng rng;
+  slM_rng_seed(&rng, 5);
+  for (int i = 0; i < N; i++) {
+    uint32_t u = (uint32_t)slM_rng_next(&rng);
+    memcpy(&x[i], &u, sizeof u);   /* every bit pattern: NaN payloads, subnormals, ties */
+    if (i < ns) x[i] = special[i];
+  }
+  float *dx = slK_dev_alloc(sizeof x, SLM_MEM_TEMP, err, sizeof err), *dy = slK_dev_alloc(sizeof y, SLM_MEM_TEMP, err, sizeof err);
+  uint16_t *dh = slK_dev_alloc(sizeof h, SLM_MEM_TEMP, err, sizeof err);
+  CHECK_MSG(dx && dy && dh, "alloc: %s", err);
+  if (!dx || !dy || !dh) return;
+  for (int format = SLK_BF16; format <= SLK_FP16; format++) {
+    CHECK_EQ_INT(slK_dev_upload(dx, x, sizeof x, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_dev_round(format, dx, dy, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_dev_to_half(format, dx, dh, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_dev_download(y, dy, sizeof y, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_dev_download(h, dh, sizeof h, err, sizeof err), 0);
+    slK_round_array(format, x, r, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+      uint32_t want, got, from;
+      memcpy(&want, &r[i], 4), memcpy(&got, &y[i], 4), memcpy(&from, &x[i], 4);
+      uint16_t bits = format == SLK_FP16 ? slK_fp16_bits(x[i]) : (uint16_t)(want >> 16);
+      if ((got != want || h[i] != bits) && bad++ < 5)
+        printf("  format %d: %a (0x%08x) rounded 0x%08x / 0x%04x, want 0x%08x / 0x%04x\n", format, x[i],
+               (unsigned)from, (unsigned)got, h[i], (unsigned)want, bits);
+    }
+    CHECK_MSG(bad == 0, "format %d: %d of %d values rounded otherwise than round.c", format, bad, N);
+  }
+  slK_dev_free(dx, sizeof x, SLM_MEM_TEMP), slK_dev_free(dy, sizeof y, SLM_MEM_TEMP), slK_dev_free(dh, sizeof h, SLM_MEM_TEMP);
+}
+
+/* a strided batch of bf16 products on the tensor cores against the CPU's exact-product reference */
+static void test_half_gemm_batched(void) {
+  enum { B = 3, M = 37, N = 45, K = 70 };
+  static float a[B * M * K], b[B * K * N], c[B * M * N], ref[M * N];
+  static uint16_t ah[B * M * K], bh[B * K * N];
+  slM_Rng rng;
+  slM_rng_seed(&rng, 9);
+  for (size_t i = 0; i < sizeof a / sizeof *a; i++) a[i] = (float)slM_rng_uniform(&rng) - 0.5f;
+  for (size_t i = 0; i < sizeof b / sizeof *b; i++) b[i] = (float)slM_rng_uniform(&rng) - 0.5f;
+  slK_to_half(SLK_BF16, a, ah, sizeof a / sizeof *a);
+  slK_to_half(SLK_BF16, b, bh, sizeof b / sizeof *b);
+  uint16_t *dah = slK_dev_alloc(sizeof ah, SLM_MEM_TEMP, err, sizeof err), *dbh = slK_dev_alloc(sizeof bh, SLM_MEM_TEMP, err, sizeof err);
+  float *dc = slK_dev_alloc(sizeof c, SLM_MEM_TEMP, err, sizeof err);
+  CHECK_MSG(dah && dbh && dc, "alloc: %s", err);
+  if (!dah || !dbh || !dc) return;
+  slK_dev_upload(dah, ah, sizeof ah, err, sizeof err);
+  slK_dev_upload(dbh, bh, sizeof bh, err, sizeof err);
+  slK_dev_zero(dc, sizeof c, err, sizeof err);
+  /* op(A) = A^T stored K x M, op(B) = B stored K x N: a weight's gradient's shape */
+  int rc = slK_dev_gemm_batched(SLK_BF16, 1, 0, M, N, K, 0.5f, dah, M, (long long)M * K, dbh, N, (long long)K * N, 0.0f,
+                                dc, N, (long long)M * N, B, err, sizeof err);
+  CHECK_MSG(rc == 0, "gemm: %s", err);
+  slK_dev_download(c, dc, sizeof c, err, sizeof err);
+  double worst = 0;
+  for (int s = 0; s < B; s++) {
+    slK_gemm_half_reference(SLK_BF16, 1, 0, M, N, K, 0.5f, a + (size_t)s * M * K, M, b + (size_t)s * K * N, NULL, N,
+                            0.0f, ref, N);
+    for (int i = 0; i < M * N; i++) worst = fmax(worst, fabs((double)c[(size_t)s * M * N + i] - ref[i]));
+  }
+  printf("  bf16 strided batch %d x %d x %d x %d: largest difference from the CPU reference %.3g\n", B, M, N, K, worst);
+  CHECK_MSG(worst <= 1e-5 * sqrt((double)K), "bf16 batch differs by %g", worst);   /* |terms| <= 1/4: sums in another order */
+  slK_dev_free(dah, sizeof ah, SLM_MEM_TEMP), slK_dev_free(dbh, sizeof bh, SLM_MEM_TEMP), slK_dev_free(dc, sizeof c, SLM_MEM_TEMP);
+}
+
 static void test_lm_on_both(void) {
   slM_Graph *cpu = tiny_lm(), *dev = slM_graph_to(cpu, SLM_CUDA, err, sizeof err);
   CHECK_MSG(dev != NULL, "lm to gpu: %s", err);
@@ -271,10 +364,11 @@ static void test_refusals_on_a_device(void) {
   CHECK(g && slM_graph_to(g, SLM_CUDA, err, sizeof err) == NULL);
   CHECK_CONTAINS(err, "scaled_dot_product_attention");
   slM_graph_free(g);
-  slM_Graph *m = mlp();
-  m->precision = SLM_BF16;
-  CHECK(slM_graph_to(m, SLM_CUDA, err, sizeof err) == NULL);
-  CHECK_CONTAINS(err, "float32");
+  slM_Graph *m = mlp(), *dev;
+  m->precision = SLM_BF16;   /* a 16-bit precision moves: its products run on the tensor cores */
+  CHECK_MSG((dev = slM_graph_to(m, SLM_CUDA, err, sizeof err)) != NULL, "bf16 to gpu: %s", err);
+  CHECK(dev && dev->precision == SLM_BF16);
+  slM_graph_free(dev);
   slM_graph_free(m);
 }
 
@@ -292,6 +386,9 @@ int main(void) {
   RUN(test_mlp_on_both);
   RUN(test_transformer_on_both);
   RUN(test_lm_on_both);
+  RUN(test_rounding_bits);
+  RUN(test_half_gemm_batched);
+  RUN(test_half_on_both);
   RUN(test_round_trip);
   RUN(test_device_memory);
   RUN(test_refusals_on_a_device);
