@@ -20,12 +20,14 @@
 #                language models' tables (step lm: bench/gpu_lm.sl and bench/torch_lm_gpu.py), as printed
 #   bench.tar.gz the tables as CSV (syslab's and PyTorch's)
 #   lab4.tar.gz  `syslab report notebooks/lab4.ipynb` run here (report.md, figures, notebook)
+#   systems.tar.gz  the same of notebooks/systems.ipynb (step systems), its GPU section filled
 # The exit status is 0 only if the build and every test passed.
 #
 # GPU_CHECK_STEPS chooses the steps after the build and their order
 # (default: "tests sanitizer bench lab4"; "lm", the CS336 language-model
-# tables from small to 2.7B beside PyTorch eager and compiled, is asked for
-# by name, as it takes minutes), so that the check can be
+# tables from small to 2.7B beside PyTorch eager and compiled, and
+# "systems", the systems notebook's report, are asked for by name, as they
+# take minutes), so that the check can be
 # split over calls shorter than the whole or put what matters most first;
 # SANITIZER_SECONDS bounds each compute-sanitizer run (default 300) and
 # STEP_SECONDS every other program a step runs (default 900).
@@ -127,7 +129,6 @@ syslab=$build/syslab
 # that a run cut short still brings back what it finished
 gpu_tests="test_kernels test_gpu_ops test_gpu_graph"
 csv=$build/bench-csv
-rep=$build/lab4-report
 : >"$out/tests.log"
 : >"$out/bench.log"
 rm -rf "$csv" && mkdir -p "$csv"
@@ -169,16 +170,20 @@ step_bench() {
 }
 # the language models from small to 2.7B: syslab's lm_bench and PyTorch's rows of the same shapes
 step_lm() { tables gpu_lm.sl torch_lm_gpu.py lm_anchors.csv; }
-# the Lab 4 notebook on this machine, without PDF (no Chromium here)
-step_lab4() {
+# a lab notebook's report on this machine, without PDF (no Chromium here), into OUT/NAME.tar.gz
+notebook() {
+  rep=$build/$1-report
   rm -rf "$rep"
-  if (cd "$root" && bounded "$syslab" report notebooks/lab4.ipynb --no-pdf --no-cache -o "$rep") >>"$out/bench.log" 2>&1; then
-    note "lab4 report: passed"
+  if (cd "$root" && bounded "$syslab" report "notebooks/$1.ipynb" --no-pdf --no-cache -o "$rep") >>"$out/bench.log" 2>&1; then
+    note "$1 report: passed"
   else
-    note "lab4 report: FAILED (bench.log)"; status=1
+    note "$1 report: FAILED (bench.log)"; status=1
   fi
-  [ -d "$rep" ] && tar -czf "$out/lab4.tar.gz" -C "$rep" . 2>/dev/null
+  [ -d "$rep" ] && tar -czf "$out/$1.tar.gz" -C "$rep" . 2>/dev/null
 }
+step_lab4() { notebook lab4; }
+# the systems notebook, whose GPU section fills its tables on this machine
+step_systems() { notebook systems; }
 summarize() {
   {
     cat "$out/summary.head"
@@ -188,8 +193,8 @@ summarize() {
 }
 for s in $steps; do
   case $s in
-    tests | sanitizer | bench | lm | lab4) "step_$s" ;;
-    *) note "GPU_CHECK_STEPS: unknown step '$s' (allowed: tests sanitizer bench lm lab4)"; status=1 ;;
+    tests | sanitizer | bench | lm | lab4 | systems) "step_$s" ;;
+    *) note "GPU_CHECK_STEPS: unknown step '$s' (allowed: tests sanitizer bench lm lab4 systems)"; status=1 ;;
   esac
   summarize
 done
