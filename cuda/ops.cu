@@ -352,8 +352,16 @@ __global__ void round_bf16(const unsigned *x, unsigned *y, size_t n) {
   EACH_ITEM(i, n) y[i] = bf16_round_bits(x[i]);
 }
 
+/* kernels/round.c's slK_fp16_value: __half2float for every half but a NaN,
+** which it gives as CUDA's canonical NaN; round.c widens its bits */
+__device__ __forceinline__ float fp16_value(unsigned short h) {
+  if ((h & 0x7C00u) == 0x7C00u && (h & 0x03FFu))
+    return __uint_as_float(((unsigned)(h & 0x8000u) << 16) | 0x7F800000u | ((unsigned)(h & 0x03FFu) << 13));
+  return __half2float(__ushort_as_half(h));
+}
+
 __global__ void round_fp16(const float *x, float *y, size_t n) {
-  EACH_ITEM(i, n) y[i] = __half2float(__ushort_as_half(fp16_bits(x[i])));
+  EACH_ITEM(i, n) y[i] = fp16_value(fp16_bits(x[i]));
 }
 
 __global__ void to_bf16(const unsigned *x, unsigned short *y, size_t n) {

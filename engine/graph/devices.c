@@ -180,16 +180,34 @@ double slM_device_predict(const slM_Graph *g, int batch, int training, double by
   return sum;
 }
 
+static double dev_bytes(const slM_Tensor *t) { return t && t->dev ? (double)t->size * sizeof(float) : 0; }
+
+/* the device bytes of a model's own tensors: its parameters (a parameter shared by two nodes once), their
+** gradients and state, and the slots its passes keep */
+static double model_held(const slM_Graph *g) {
+  double held = 0;
+  for (int i = 0; i < g->n; i++) {
+    const slM_Node *n = &g->nodes[i];
+    held += dev_bytes(n->out) + dev_bytes(n->gout) + dev_bytes(n->saved) + dev_bytes(n->saved2);
+    for (int k = 0; k < n->nparams; k++) {
+      const slM_Param *p = n->params[k];
+      int seen = 0;
+      for (int j = 0; j < i && !seen; j++)
+        for (int q = 0; q < g->nodes[j].nparams; q++) seen |= g->nodes[j].params[q] == p;
+      for (int q = 0; q < k; q++) seen |= n->params[q] == p;
+      if (!seen) held += dev_bytes(p->value) + dev_bytes(p->grad) + dev_bytes(p->m) + dev_bytes(p->v);
+    }
+  }
+  return held;
+}
+
 int slM_device_fits(const slM_Graph *g, int batch, int training, char *err, size_t errlen) {
   if (g->device != SLM_CUDA) return 0;
   double by[SLM_MEM_NCAT];
   double need = slM_device_predict(g, batch, training, by);
-  slK_DevMemory m;
-  slK_dev_memory(&m);
-  /* what the model already holds on the device is part of the prediction */
-  double held = 0;
-  for (int c = 0; c < SLK_DEV_CATEGORIES; c++) held += (double)m.live[c];
-  double more = need > held ? need - held : 0;
+  /* what this model already holds on the device is part of the prediction
+  ** (other models' memory is not: the device must hold it besides) */
+  double held = model_held(g), more = need > held ? need - held : 0;
   char why[240];
   if (slK_dev_fits((size_t)more, why, sizeof why) == 0) return 0;
   return snprintf(err, errlen, "refused before allocating: a %s pass of batch %d is predicted to take %.3f GiB on "

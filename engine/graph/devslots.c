@@ -30,6 +30,7 @@ int slM_dev_fault(slM_Graph *g, const slM_Node *n, int rc, const char *why) {
 
 static slM_Tensor *device_tensor(slM_Graph *g, const slM_Node *n, int ndim, const int *shape, int category) {
   slM_Tensor *t = calloc(1, sizeof *t);
+  if (!t) return slM_dev_fault(g, n, -1, "out of host memory for a device tensor's record"), NULL;
   t->ndim = ndim;
   t->size = 1;
   for (int i = 0; i < ndim; i++) t->shape[i] = shape[i], t->size *= (size_t)shape[i];

@@ -128,7 +128,8 @@ static int product(slM_Graph *g, const slM_Node *n, int ta, int tb, int M, int N
                    int lda, long long sa, Src B, size_t b0, int ldb, long long sb, float beta, float *C, int ldc,
                    long long sc, int batch) {
   char err[200];
-  int format = A.h && B.h ? g->precision : SLM_FP32;
+  if (!A.h != !B.h) return slM_dev_fault(g, n, -1, "a product with one 16-bit operand and one float32");
+  int format = A.h ? g->precision : SLM_FP32;
   return slM_dev_fault(g, n, slK_dev_gemm_batched(format, ta, tb, M, N, K, alpha, src_at(A, a0), lda, sa, src_at(B, b0),
                                                   ldb, sb, beta, C, ldc, sc, batch, err, sizeof err), err);
 }
@@ -207,6 +208,10 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, shape);
   const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
   size_t rows = x->size / (size_t)in_f;
+  if (g->precision != SLM_FP32 && rows > 0x7fffffff) {
+    slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)");
+    return;
+  }
   if (g->precision != SLM_FP32) {
     linear_half_forward(g, n, x, w, b, y, rows, in_f, out_f);
     return;
@@ -243,6 +248,10 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
   if (stop) return;
   size_t rows = x->size / (size_t)in_f;
+  if (g->precision != SLM_FP32 && rows > 0x7fffffff) {
+    slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)");
+    return;
+  }
   if (g->precision != SLM_FP32) {
     linear_half_backward(g, n, x, w, dev_of(dx), dw, db, rows, in_f, out_f);
     return;

@@ -297,8 +297,28 @@ int slK_dev_cross_entropy_backward(int kind, const float *probs, const float *la
   return slG_cross_entropy_backward(kind, probs, labels, dloss, dx, rows, C, err, errlen);
 }
 
-/* The records go to the device in each call: one small copy beside a step
-** that launches a kernel per node. */
+/* The records go to the device once per set of parameters (slG_params_new)
+** and are kept while the same parameters step again, so that a step is one
+** launch: no allocation outside the caching allocator (cudaMalloc and
+** cudaFree wait for the device) and no copy. A different set (another
+** model, or the same after `to`) replaces them. */
+static struct {
+  slG_ParamRef *refs;
+  int count;
+  void *table;
+} records;
+
+static int same_records(const slG_ParamRef *refs, int count) {
+  if (!records.table || count != records.count) return 0;
+  for (int i = 0; i < count; i++) {
+    const slG_ParamRef *a = &refs[i], *b = &records.refs[i];
+    if (a->w != b->w || a->g != b->g || a->m != b->m || a->v != b->v || a->n != b->n ||
+        a->weight_decay != b->weight_decay)
+      return 0;
+  }
+  return 1;
+}
+
 int slK_dev_optimizer_step(const slK_DevParam *params, int count, const slK_DevOptimizer *o, char *err,
                            size_t errlen) {
   if (count <= 0) return 0;
@@ -306,11 +326,14 @@ int slK_dev_optimizer_step(const slK_DevParam *params, int count, const slK_DevO
   if (!refs) return snprintf(err, errlen, "out of host memory for %d parameter records", count), -1;
   for (int i = 0; i < count; i++)
     refs[i] = (slG_ParamRef){params[i].w, params[i].g, params[i].m, params[i].v, params[i].n, params[i].weight_decay};
-  void *table = slG_params_new(refs, count, err, errlen);
-  free(refs);
-  if (!table) return -1;
+  if (same_records(refs, count)) {
+    free(refs);
+  } else {
+    slG_params_free(records.table);
+    free(records.refs);
+    records.refs = refs, records.count = count;
+    if (!(records.table = slG_params_new(refs, count, err, errlen))) return -1;
+  }
   slG_Optimizer opt = {o->adamw, o->lr, o->momentum, o->beta1, o->beta2, o->eps, o->step};
-  int rc = slG_optimizer_step(table, &opt, err, errlen);
-  slG_params_free(table);
-  return rc;
+  return slG_optimizer_step(records.table, &opt, err, errlen);
 }

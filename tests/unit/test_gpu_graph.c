@@ -168,12 +168,16 @@ static void train_both(slM_Graph *cpu, double tol, const char *what) {
   }
   /* the host copies were brought up to date: the weights agree too */
   double worst = 0;
+  const char *where = "-";
   for (int i = 0; i < cpu->n; i++)
     for (int k = 0; k < cpu->nodes[i].nparams; k++) {
       const slM_Tensor *x = cpu->nodes[i].params[k]->value, *y = dev->nodes[i].params[k]->value;
-      for (size_t j = 0; j < x->size; j++) worst = fmax(worst, fabs((double)x->data[j] - y->data[j]));
+      for (size_t j = 0; j < x->size; j++)
+        if (fabs((double)x->data[j] - y->data[j]) > worst)
+          worst = fabs((double)x->data[j] - y->data[j]), where = cpu->nodes[i].params[k]->name;
     }
-  CHECK_MSG(worst <= 10 * tol, "%s: weights differ by %g", what, worst);
+  printf("  %s: weights differ by at most %.3g (%s)\n", what, worst, where);
+  CHECK_MSG(worst <= 10 * tol, "%s: weights differ by %g (%s)", what, worst, where);
   slM_graph_free(dev);
   slM_dataset_free(d);
 }
