@@ -5,7 +5,7 @@
 
 Reads what that run wrote into OUT: syslab's tables (machine.csv,
 gemm.csv, attention_forward.csv, attention_causal.csv, attention_train.csv,
-mxint8.csv, from bench/gpu.sl; lm_fp32.csv and lm_bf16.csv, from
+attention_bf16.csv, mxint8.csv, from bench/gpu.sl; lm_fp32.csv and lm_bf16.csv, from
 bench/gpu_lm.sl) and PyTorch's rows of the same run (anchors.csv, from
 bench/torch_gpu.py; lm_anchors.csv, from bench/torch_lm_gpu.py), and sets
 each kernel beside its anchor and its roof: the ratios of the GPU issue's targets, and the
@@ -113,6 +113,20 @@ def main():
                          f(num(fused, "peak_mib"), ",.0f")])
         table(["L", "naive ms", "fused v1 ms", "fused ms", "PyTorch SDPA ms", "fused speed-up over naive",
                "PyTorch time / fused time", "fused GFLOP/s", "fused / sgemm roof", "naive MiB", "fused MiB"], rows)
+
+    tc = load(out, "attention_bf16.csv")
+    if tc:
+        print("## Attention forward on the tensor cores (bf16, batch 1, 16 heads, head dim 128; target 300 TFLOP/s "
+              "at L = 4096)\n")
+        rows = []
+        for L in sorted({int(r["size"]) for r in tc}):
+            ours, t = pick(tc, "attention_cuda_fused_bf16", L), pick(anchors, "torch_sdpa_bf16_d128", L)
+            rows.append([str(L), f(num(ours, "median_ms"), ".3f"), f(num(t, "median_ms"), ".3f"),
+                         f(num(ours, "gflops") / 1e3, ".1f"), f(num(t, "gflops") / 1e3, ".1f"),
+                         f(num(t, "median_ms") / num(ours, "median_ms"), ".2f"),
+                         f(num(ours, "gflops") / bf16_peak, ".2f")])
+        table(["L", "syslab ms", "PyTorch SDPA ms", "syslab TFLOP/s", "PyTorch TFLOP/s", "PyTorch time / syslab time",
+               "syslab / bf16 roof"], rows)
 
     if mx:
         print("## MXINT8 decoding against the device-to-device copy\n")

@@ -409,7 +409,7 @@ static int check_dim(int dim, char *err, size_t errlen) {
 
 extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
                                      const float *k, const float *v, float *o, float *lse, char *err, size_t errlen) {
-  if (check_dim(dim, err, errlen)) return -1;
+  if (impl != SLG_ATTN_FUSED_BF16 && check_dim(dim, err, errlen)) return -1;
   int bh = batch * heads, rc = -1;
   size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
   float *dq = NULL, *dk = NULL, *dv = NULL, *dO = NULL, *dl = NULL, *S = NULL;
@@ -424,6 +424,9 @@ extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int 
   if (impl == SLG_ATTN_NAIVE) {
     CK(cudaMalloc(&S, sizeof(float) * (size_t)bh * n * n));
     if (attention_naive_launch(bh, n, dim, causal, dq, dk, dv, dO, dl, S, err, errlen) != 0) goto fail;
+  } else if (impl == SLG_ATTN_FUSED_BF16) {
+    CK(cudaMalloc(&S, sizeof(uint16_t) * 3 * (size_t)bh * n * dim));
+    if (slG_fused_forward_bf16_f32(bh, n, dim, causal, dq, dk, dv, S, dO, dl, err, errlen) != 0) goto fail;
   } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
     goto fail;
   }
@@ -593,6 +596,20 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       if (ok && naive && train) ok = (c->raw[0] = dev_fill(c, (size_t)c->bh * nn, 0)) != NULL;
       break;
     }
+    case SLG_ATTN_FUSED_BF16:
+      if (dim != 64 && dim != 128) {
+        snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
+        goto fail;
+      }
+      /* x: 0-2 Q K V float32, rounded once into raw[0] (not timed), 3 O, 4 L */
+      ok = (c->x[0] = dev_fill(c, nx, 1)) && (c->x[1] = dev_fill(c, nx, 2)) && (c->x[2] = dev_fill(c, nx, 3)) &&
+           (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0));
+      if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 3 * nx) != cudaSuccess) ok = 0;
+      if (ok) {   /* rounded once here, so that the timed runs are the kernel alone */
+        c->bytes += sizeof(uint16_t) * 3 * nx;
+        for (int i = 0; i < 3; i++) slG_attention_to_bf16(c->x[i], (uint16_t *)c->raw[0] + i * nx, nx);
+      }
+      break;
     case SLG_MXINT8_DEQUANT:
       CK(cudaMalloc(&c->raw[0], n + 16));
       CK(cudaMalloc(&c->raw[1], n / 32 + 1));
@@ -651,6 +668,12 @@ extern "C" double slG_case_run(void *p) {
       if (rc == 0 && (c->kind == SLG_ATTN_FUSED_TRAIN || c->kind == SLG_ATTN_FUSED_V1_TRAIN))
         rc = slG_fused_backward(version, c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4],
                               c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
+      break;
+    }
+    case SLG_ATTN_FUSED_BF16: {
+      const uint16_t *h = (const uint16_t *)c->raw[0];
+      size_t nx = (size_t)c->bh * n * c->dim;
+      rc = slG_fused_forward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, c->x[3], c->x[4], err, errlen);
       break;
     }
     case SLG_MXINT8_DEQUANT:

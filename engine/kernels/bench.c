@@ -406,6 +406,7 @@ GPU_SETUP(setup_g9, 28)
 GPU_SETUP(setup_g10, 29)
 GPU_SETUP(setup_g11, 30)
 GPU_SETUP(setup_g12, 31)
+GPU_SETUP(setup_g13, 32)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -416,6 +417,8 @@ static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_byt
 static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[8], n); }
 static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[9], n); }
 static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[10], n); }
+/* bf16 Q, K, V read once, float32 O written */
+static double attn_bytes_bf16(int n, const slK_Attn *a) { return attn_bytes_fused(n, a) * (3 * 2 + 4) / 16.0; }
 static double copy_flops(int n, const slK_Attn *a) { return 0; }
 static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 
@@ -481,6 +484,9 @@ static const slK_Bench benches[] = {
    gpu_run, case_free, attn_flops_train, attn_bytes_fused_train},
   {"gemm_cuda_tiled_v1", "gpu", "gemm", GEMM_SIZE, "the first tiled kernel: 64x64 tiles, 4x4 outputs per thread", setup_g12,
    gpu_run, case_free, gemm_flops, gemm_bytes},
+  {"attention_cuda_fused_bf16", "gpu", "attention", ATTN_SIZE,
+   "fused forward on the tensor cores: bf16 Q, K, V (WMMA), float32 softmax and O; dim 64 or 128", setup_g13, gpu_run,
+   case_free, attn_flops, attn_bytes_bf16},
   {NULL},
 };
 

@@ -720,6 +720,38 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
   attn_free(&t);
 }
 
+/* The tensor-core forward against the binary64 reference of the same
+** bf16-rounded inputs. P is rounded to bf16 before P V (2^-9 relative, each
+** weight), so O is held to 1e-2; L comes from float32 sums of exact
+** products and the float32 row sums, so 1e-4. */
+static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
+  char err[256], what[96], w[128];
+  Attn t;
+  attn_new(&t, B, H, L, L, dim, causal, 0);
+  slK_round_array(SLK_BF16, t.q, t.q, t.nxq);
+  slK_round_array(SLK_BF16, t.k, t.k, t.nxk);
+  slK_round_array(SLK_BF16, t.v, t.v, t.nxk);
+  float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
+  attn_reference(&t, o, lse, dq, dk, dv);
+  snprintf(what, sizeof what, "GPU attention bf16 B%d H%d L%d dim %d%s", B, H, L, dim, causal ? " causal" : "");
+  memset(t.o, 0xff, t.nxq * 4), memset(t.lse, 0xff, t.nl * 4);
+  CHECK_MSG(slG_attention_forward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err,
+                                  sizeof err) == 0, "%s: %s", what, err);
+  snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-2, 1e-2, w);
+  snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
+  free(o), free(lse), free(dq), free(dk), free(dv);
+  attn_free(&t);
+}
+
+static void test_gpu_attention_bf16(void) {
+  seed(9);
+  static const int shapes[][3] = {{1, 1, 1}, {1, 2, 63}, {2, 3, 65}, {1, 1, 128}, {2, 2, 150}, {1, 1, 257}};
+  int n = gpu_small() ? 3 : (int)(sizeof shapes / sizeof shapes[0]);
+  for (int i = 0; i < n; i++)
+    for (int dim = 64; dim <= 128; dim += 64)
+      for (int causal = 0; causal < 2; causal++) gpu_attention_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2], dim, causal);
+}
+
 static void test_gpu_gemm(void) {
   seed(7);
   static const int sizes[][3] = {{1, 1, 1}, {1, 64, 64}, {64, 64, 16}, {65, 63, 17}, {131, 77, 200}, {7, 300, 129},
@@ -778,6 +810,9 @@ static void test_gpu_refusals(void) {
   float x[32 * 16] = {0}, y[32 * 16], l[16];
   CHECK(slG_attention_forward(SLG_ATTN_FUSED, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
   CHECK_CONTAINS(err, "dim");
+  err[0] = 0;
+  CHECK(slG_attention_forward(SLG_ATTN_FUSED_BF16, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "dim");
 }
 
 /* `version` on a machine without NVIDIA's driver said "CUDA driver version
@@ -797,6 +832,7 @@ static void run_gpu_tests(void) {
   }
   RUN(test_gpu_gemm);
   RUN(test_gpu_attention);
+  RUN(test_gpu_attention_bf16);
   RUN(test_gpu_cs336_contract);
   RUN(test_gpu_mxint8);
   RUN(test_gpu_refusals);
