@@ -12,6 +12,7 @@
 #include "args.h"
 #include "graph/devices.h"
 #include "graph/train.h"
+#include "kernels/device.h"
 
 const slM_Graph *slL_model_of(sl_Call *call, const char *name) {
   return sl_arg_object(call, name, &slM_model_class);
@@ -51,6 +52,16 @@ int slL_run_budget_of(sl_Call *call, double *budget) {
   if (slL_budget_of(call, budget) != 0) return -1;
   double here = sl_memory_budget();
   if (here < *budget) *budget = here;
+  return 0;
+}
+
+int slL_device_budget_of(sl_Call *call, int device, double *budget) {
+  if (slL_run_budget_of(call, budget) != 0) return -1;
+  if (device == SLM_CUDA && !sl_arg_given(call, "budget")) {   /* on the GPU the budget is the device's memory */
+    slK_DevMemory m;
+    slK_dev_memory(&m);
+    *budget = (double)(m.free_bytes + m.cached);
+  }
   return 0;
 }
 

@@ -186,12 +186,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (slL_run_budget_of(call, &budget) != 0) return -1;
-  if (device == SLM_CUDA && !sl_arg_given(call, "budget")) {   /* on the GPU the budget is the device's memory */
-    slK_DevMemory m;
-    slK_dev_memory(&m);
-    budget = (double)(m.free_bytes + m.cached);
-  }
+  if (slL_device_budget_of(call, device, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
                         "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
@@ -453,7 +448,7 @@ static const sl_Command commands[] = {
    "backward pass. Over-budget configurations are OOM with their predicted peak.",
    "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, 0,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
-    BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, {NULL}}},
+    BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",
    "accumulation", cmd_accumulation, 0, {{NULL}}},
   {"precision", "precision", "The model in a mixed-precision mode (sharing its weights): products take bf16 or fp16 inputs.",

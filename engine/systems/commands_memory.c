@@ -404,19 +404,24 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
 }
 
 /* attention alone over sequence length x width: forward and backward time
-** of its nodes (from the profiler) and the memory live before backward */
+** of its nodes (from the profiler, which on the GPU waits after each node)
+** and the memory live before backward, on the CPU or the GPU */
 int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   int contexts[16], widths[16];
   int nc = slL_list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = slL_list_ints(call, "widths", widths, 16, 2, 16384);
   int B = (int)sl_arg_number(call, "batch"), steps = (int)sl_arg_number(call, "steps");
   if (nc < 0 || nw < 0) return -1;
   if (B < 1 || steps < 1) return sl_error(call, "batch and steps must be at least 1");
+  char why[512] = "";
+  int device = slM_device_parse(sl_arg_string(call, "device"));
+  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
+    return sl_arg_error(call, "device", "%s", why);
   double budget;
-  if (slL_run_budget_of(call, &budget) != 0) return -1;
+  if (slL_device_budget_of(call, device, &budget) != 0) return -1;
   const char *cols[] = {"context", "d_model", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
                         "predicted_mb", NULL};
   slT_Table *t = slL_table(cols);
-  for (int c = 0; c < nc && !sl_interrupted(); c++)
+  for (int c = 0; c < nc && !sl_interrupted() && !why[0]; c++)
     for (int w = 0; w < nw && !sl_interrupted(); w++) {
       slM_LmSpec s = {"", 16, contexts[c], widths[w] % 2 ? widths[w] + 1 : widths[w], widths[w], 1, 1};
       slL_Prediction p;
@@ -429,8 +434,8 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
         slL_sets(t, r, "status", "OOM");
         continue;
       }
-      char err[256];
-      slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
+      slM_Graph *g = slM_lm(&s, 0, why, sizeof why);
+      if (!g || !(g = slM_graph_move(g, device, why, sizeof why))) break;
       slL_Batch b;
       slL_batch_init(&b, g, B, contexts[c], 1);
       slL_run_step(g, &b, 1, NULL, 0);
@@ -448,14 +453,20 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
         if (g->nodes[i].out) mem += 4.0 * (double)g->nodes[i].out->size;
         if (g->nodes[i].saved) mem += 4.0 * (double)g->nodes[i].saved->size;
       }
-      slL_sets(t, r, "status", "OK");
+      if (g->fault[0]) snprintf(why, sizeof why, "%.400s", g->fault);
+      slL_sets(t, r, "status", g->fault[0] ? "failed" : "OK");
       slL_setn(t, r, "forward_ms", 1e3 * f / steps);
       slL_setn(t, r, "backward_ms", 1e3 * bw / steps);
       slL_setn(t, r, "memory_before_backward_mb", mem / 1e6);
       slM_profile_free(pr);
       slL_batch_free(&b);
       slM_graph_free(g);
+      if (why[0]) break;
     }
+  if (why[0]) {   /* a model that could not be built or run on the device: the reason, not a partial table */
+    slT_free(t);
+    return sl_arg_error(call, "device", "%s", why);
+  }
   slT_mark_timing(t, 3);
   slT_mark_timing(t, 4);
   *result = slT_value(t);
