@@ -27,8 +27,8 @@ if (machine get="gpus") == 0 {
   fb = bench ["attention_cuda_naive_train", "attention_cuda_fused_v1_train", "attention_cuda_fused_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
   save fb "attention_train.csv"
   print fb
-  print "== attention forward on the tensor cores: bf16, batch 1, 16 heads, head dim 128"
-  tc = bench ["attention_cuda_fused_bf16"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
+  print "== attention on the tensor cores, forward and forward+backward: bf16, batch 1, 16 heads, head dim 128"
+  tc = bench ["attention_cuda_fused_bf16", "attention_cuda_fused_bf16_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
   save tc "attention_bf16.csv"
   print tc
   print "== attention memory, the same shapes"

@@ -6,7 +6,7 @@
 The same shapes as bench/gpu.sl: torch.matmul in float32 with TF32 off
 (what cublasSgemm computes) for n = 1024 ... 8192; scaled_dot_product_attention
 in float32, batch 1, 16 heads, head dim 64, forward and forward+backward,
-L = 1024 ... 16384, causal and not, and its bf16 forward at head dim 128; a device-to-device copy (the bandwidth
+L = 1024 ... 16384, causal and not, and in bf16 at head dim 128 (forward, forward+backward); a device-to-device copy (the bandwidth
 anchor); and a bf16 matmul at n = 8192 (the tensor cores' measured roof).
 Each row is the median of 10 timed runs after 3 warm-ups, timed with CUDA
 events as syslab times its own kernels. FLOPs are counted as syslab counts
@@ -87,10 +87,16 @@ def main():
 
     # bf16 at head dim 128 (FlashAttention's kernels behind SDPA): the anchor of the tensor-core forward
     for L in (1024, 2048, 4096, 8192, 16384):
-        q, k, v = (torch.randn(1, heads, L, 128, device=dev, dtype=torch.bfloat16) for _ in range(3))
-        add("torch_sdpa_bf16_d128", L, False, timed(lambda: F.scaled_dot_product_attention(q, k, v)),
-            4.0 * heads * L * L * 128)
-        del q, k, v
+        q, k, v = (torch.randn(1, heads, L, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        flops = 4.0 * heads * L * L * 128
+        add("torch_sdpa_bf16_d128", L, False, timed(lambda: F.scaled_dot_product_attention(q, k, v)), flops)
+        dout = torch.randn(1, heads, L, 128, device=dev, dtype=torch.bfloat16)
+
+        def step_bf16():
+            F.scaled_dot_product_attention(q, k, v).backward(dout)
+        add("torch_sdpa_bf16_d128_train", L, False, timed(step_bf16), 3.5 * flops)
+        del q, k, v, dout
         torch.cuda.empty_cache()
 
     with open(sys.argv[1], "w", newline="") as f:

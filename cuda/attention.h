@@ -23,6 +23,11 @@ int slG_fused_backward(int version, int bh, int n, int causal, const float *q, c
 ** bf16 (dim 64 or 128), O and L float32 as above; 0, or -1 with the reason */
 int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
                            float *lse, char *err, size_t errlen);
+/* its backward: dQ, dK, dV (float32, overwritten) from bf16 q, k, v, dout, and the float32 O, dO and L of the
+** forward (O and dO for rowsum(dO o O), into Dv: bh x n floats of scratch) */
+int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
+                            const void *dout, const float *o, const float *dout32, const float *lse, float *Dv,
+                            float *dq, float *dk, float *dv, char *err, size_t errlen);
 /* n float32 values as bf16 (round to nearest even), launched on the default stream */
 void slG_attention_to_bf16(const float *x, void *out, size_t n);
 /* the same from float32 q, k, v, rounded into halves (3 bh n dim bf16 of device scratch) first */

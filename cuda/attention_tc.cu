@@ -1,11 +1,12 @@
 /*
-** attention_tc.cu - fused attention forward on the tensor cores: bf16 Q, K, V, float32 sums and softmax.
+** attention_tc.cu - fused attention on the tensor cores: bf16 Q, K, V (and dO), float32 sums and softmax.
 **
 ** Build: part of the CMake build when nvcc is found. Run: `bench
-** attention_cuda_fused_bf16` (dim = 64 or 128) and slG_attention_forward
-** with SLG_ATTN_FUSED_BF16; tests/unit/test_kernels.c checks it against the
-** binary64 reference of the same bf16-rounded inputs before anything is
-** timed (the float32 kernels of attention.cu stay the reference version).
+** attention_cuda_fused_bf16` and `..._bf16_train` (dim = 64 or 128), and
+** slG_attention_forward / _backward with SLG_ATTN_FUSED_BF16;
+** tests/unit/test_kernels.c checks both against the binary64 reference of
+** the same bf16-rounded inputs before anything is timed (the float32
+** kernels of attention.cu stay the reference version).
 **
 ** FlashAttention-2's structure with WMMA fragments (16 x 16 x 16, bf16 in,
 ** float32 out): a block of four warps owns 64 queries, each warp 16 of
@@ -49,13 +50,22 @@ using namespace nvcuda;
 
 typedef __nv_bfloat16 bf16;
 
-/* the shared-memory layout of one block, in bytes from the start, for head dimension DIM */
+/* The shared tiles of a block (TQ = TK = 64 rows each) for head dimension
+** DIM: their row strides, in elements, and their sizes in bytes: H rows of
+** DIM bf16, S rows of 64 floats (scores), P rows of 64 bf16, O rows of DIM
+** floats (accumulators). */
 template <int DIM>
-struct Layout {
+struct Tiles {
   static const int LDH = DIM + HPAD, LDS = TK + FPAD, LDP = TK + HPAD, LDO = DIM + FPAD;
-  static const size_t Q = 0, K = Q + sizeof(bf16) * TQ * LDH, V = K + sizeof(bf16) * TK * LDH;
-  static const size_t S = V + sizeof(bf16) * TK * LDH, P = S + sizeof(float) * TQ * LDS;
-  static const size_t O = P + sizeof(bf16) * TQ * LDP, BYTES = O + sizeof(float) * TQ * LDO;
+  static const size_t H = sizeof(bf16) * 64 * LDH, S = sizeof(float) * 64 * LDS, P = sizeof(bf16) * 64 * LDP;
+  static const size_t O = sizeof(float) * 64 * LDO;
+};
+
+/* the forward's layout in bytes from the start: Q, K, V, S, P, O */
+template <int DIM>
+struct Layout : Tiles<DIM> {
+  typedef Tiles<DIM> T;
+  static const size_t Q = 0, K = T::H, V = 2 * T::H, S = 3 * T::H, P = S + T::S, O = P + T::P, BYTES = O + T::O;
 };
 
 /* rows [row0, row0 + rows) of a head's n x DIM bf16 array into shared rows of LDH, zeros past n, 16 bytes at a time */
@@ -70,17 +80,38 @@ __device__ void stage(bf16 *dst, const bf16 *src, int row0, int rows, int n) {
   }
 }
 
-/* acc += A B over STEPS steps of 16 along k: A row-major (16 x 16 from a + 16 kk), B in layout BL from b + kk b_step */
-template <typename BL, int STEPS>
-__device__ void mma_steps(wmma::fragment<wmma::accumulator, 16, 16, 16, float> &acc, const bf16 *a, int lda,
-                          const bf16 *b, int ldb, int b_step) {
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> Acc;
+
+/* acc += A B over STEPS steps of 16 along k: A (16 x 16, layout AL) from a + kk a_step, B (layout BL) from
+** b + kk b_step */
+template <typename AL, typename BL, int STEPS>
+__device__ void mma_steps(Acc &acc, const bf16 *a, int lda, int a_step, const bf16 *b, int ldb, int b_step) {
   for (int kk = 0; kk < STEPS; kk++) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, AL> fa;
     wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, BL> fb;
-    wmma::load_matrix_sync(fa, a + kk * 16, lda);
+    wmma::load_matrix_sync(fa, a + kk * a_step, lda);
     wmma::load_matrix_sync(fb, b + kk * b_step, ldb);
     wmma::mma_sync(acc, fa, fb, acc);
   }
+}
+
+/* acc loaded from a float row-major tile of shared memory, then A B added as above, then stored back */
+template <typename AL, typename BL, int STEPS>
+__device__ void mma_into(float *c, int ldc, const bf16 *a, int lda, int a_step, const bf16 *b, int ldb, int b_step) {
+  Acc acc;
+  wmma::load_matrix_sync(acc, c, ldc, wmma::mem_row_major);
+  mma_steps<AL, BL, STEPS>(acc, a, lda, a_step, b, ldb, b_step);
+  wmma::store_matrix_sync(c, acc, ldc, wmma::mem_row_major);
+}
+
+/* a warp's 16 rows of C (16 x DIM floats, rows LDO apart) += A (its 16 rows of 64 bf16, LDP apart) B (64 x DIM
+** bf16, LDH apart): O += P V, dV += P^T dO, dK += dS^T Q */
+template <int DIM>
+__device__ void add_product(float *c, const bf16 *a, const bf16 *b) {
+  typedef Tiles<DIM> T;
+  for (int j = 0; j < DIM / 16; j++)
+    mma_into<wmma::row_major, wmma::row_major, 64 / 16>(c + j * 16, T::LDO, a, T::LDP, 16, b + j * 16, T::LDH,
+                                                        16 * T::LDH);
 }
 
 template <int DIM>
@@ -107,10 +138,11 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
     __syncthreads();
     /* S (16 x 64 of this warp) = Q K^T */
     for (int j = 0; j < TK / 16; j++) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
+      Acc s;
       wmma::fill_fragment(s, 0.0f);
       /* K^T column-major is K's rows as they lie */
-      mma_steps<wmma::col_major, DIM / 16>(s, Qs + warp * 16 * L::LDH, L::LDH, Ks + j * 16 * L::LDH, L::LDH, 16);
+      mma_steps<wmma::row_major, wmma::col_major, DIM / 16>(s, Qs + warp * 16 * L::LDH, L::LDH, 16,
+                                                            Ks + j * 16 * L::LDH, L::LDH, 16);
       wmma::store_matrix_sync(Ss + warp * 16 * L::LDS + j * 16, s, L::LDS, wmma::mem_row_major);
     }
     __syncwarp();
@@ -140,12 +172,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
     for (int d = 0; d < DIM / 2; d++) orow[d] *= alpha;
     __syncwarp();
     /* O (16 x DIM of this warp) += P V */
-    for (int j = 0; j < DIM / 16; j++) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-      wmma::load_matrix_sync(o, Os + warp * 16 * L::LDO + j * 16, L::LDO, wmma::mem_row_major);
-      mma_steps<wmma::row_major, TK / 16>(o, Ps + warp * 16 * L::LDP, L::LDP, Vs + j * 16, L::LDH, 16 * L::LDH);
-      wmma::store_matrix_sync(Os + warp * 16 * L::LDO + j * 16, o, L::LDO, wmma::mem_row_major);
-    }
+    add_product<DIM>(Os + warp * 16 * L::LDO, Ps + warp * 16 * L::LDP, Vs);
     __syncwarp();
   }
   if (q >= n) return;
@@ -167,6 +194,134 @@ static int launch(int bh, int n, int causal, const bf16 *q, const bf16 *k, const
   return 0;
 }
 
+/* ------------------------------------------------------------ backward */
+
+/* The backward's block: four warps own 64 keys, 16 each, and walk the
+** query tiles of 64 (from the block's first key on under the causal mask).
+** Per tile, each warp, on its 16 keys (transposed, so that rows are keys):
+**   S^T = K Q^T, P^T = exp(S^T scale - L) (P recomputed from the saved
+**   logsumexp), dV += P^T dO, dP^T = V dO^T, dS^T = P^T o (dP^T - Dq) with
+**   Dq = rowsum(dO o O), dK += dS^T Q;
+** then each warp takes 16 of the 64 queries for dQ = dS K over the block's
+** keys (dS read column-major from dS^T) and adds them to dQ in global
+** memory with atomicAdd (other blocks add theirs). dK and dV accumulate in
+** shared memory; scale multiplies dQ and dK at the end, as in attention.cu. */
+/* the backward's layout: K, V, Q, dO, S^T, dP^T, P^T (then dS^T), dK, dV, dQ, then L and D of the query tile */
+template <int DIM>
+struct BwdLayout : Tiles<DIM> {
+  typedef Tiles<DIM> T;
+  static const size_t K = 0, V = T::H, Q = 2 * T::H, DO = 3 * T::H, ST = 4 * T::H, DPT = ST + T::S;
+  static const size_t PT = DPT + T::S, DK = PT + T::P, DV = DK + T::O, DQ = DV + T::O, LQ = DQ + T::O;
+  static const size_t DQV = LQ + sizeof(float) * TQ, BYTES = DQV + sizeof(float) * TQ;
+};
+
+template <int DIM>
+__global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const bf16 *K, const bf16 *V,
+                                                            const bf16 *dO, const float *Lse, const float *Dv,
+                                                            float *dQ, float *dK, float *dV, int n, float scale,
+                                                            int causal) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  typedef BwdLayout<DIM> L;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16 *Ks = (bf16 *)(smem + L::K), *Vs = (bf16 *)(smem + L::V), *Qs = (bf16 *)(smem + L::Q);
+  bf16 *dOs = (bf16 *)(smem + L::DO), *Pt = (bf16 *)(smem + L::PT);
+  float *St = (float *)(smem + L::ST), *dPt = (float *)(smem + L::DPT), *dKs = (float *)(smem + L::DK);
+  float *dVs = (float *)(smem + L::DV), *dQs = (float *)(smem + L::DQ), *Lq = (float *)(smem + L::LQ);
+  float *Dq = (float *)(smem + L::DQV);
+  const float log2e = 1.4426950408889634f;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32, k0 = blockIdx.x * TK;
+  long head = (long)blockIdx.y * n * DIM, rows = (long)blockIdx.y * n;
+  stage<DIM>(Ks, K + head, k0, TK, n);
+  stage<DIM>(Vs, V + head, k0, TK, n);
+  for (int e = threadIdx.x; e < TK * L::LDO; e += THREADS) dKs[e] = 0.0f, dVs[e] = 0.0f;
+  /* this lane's key (a row of the transposed tiles) and its half of the 64 queries */
+  int row = warp * 16 + lane / 2, half = lane % 2, key = k0 + row;
+  for (int q0 = causal ? k0 / TQ * TQ : 0; q0 < n; q0 += TQ) {
+    __syncthreads();   /* the previous tile's Q, dO, dS^T and dQ rows are no longer read */
+    stage<DIM>(Qs, Q + head, q0, TQ, n);
+    stage<DIM>(dOs, dO + head, q0, TQ, n);
+    for (int i = threadIdx.x; i < TQ; i += THREADS) {
+      bool in = q0 + i < n;
+      Lq[i] = in ? Lse[rows + q0 + i] * log2e : INFINITY;   /* a query past n: P = 0 */
+      Dq[i] = in ? Dv[rows + q0 + i] : 0.0f;
+    }
+    __syncthreads();
+    /* S^T (16 keys x 64 queries) = K Q^T and dP^T = V dO^T */
+    for (int j = 0; j < TQ / 16; j++) {
+      Acc st, dpt;
+      wmma::fill_fragment(st, 0.0f);
+      wmma::fill_fragment(dpt, 0.0f);
+      mma_steps<wmma::row_major, wmma::col_major, DIM / 16>(st, Ks + warp * 16 * L::LDH, L::LDH, 16,
+                                                            Qs + j * 16 * L::LDH, L::LDH, 16);
+      mma_steps<wmma::row_major, wmma::col_major, DIM / 16>(dpt, Vs + warp * 16 * L::LDH, L::LDH, 16,
+                                                            dOs + j * 16 * L::LDH, L::LDH, 16);
+      wmma::store_matrix_sync(St + warp * 16 * L::LDS + j * 16, st, L::LDS, wmma::mem_row_major);
+      wmma::store_matrix_sync(dPt + warp * 16 * L::LDS + j * 16, dpt, L::LDS, wmma::mem_row_major);
+    }
+    __syncwarp();
+    /* P^T, as the forward made it, into Pt for dV += P^T dO */
+    float *srow = St + row * L::LDS + half * 32;
+    bf16 *prow = Pt + row * L::LDP + half * 32;
+    for (int c = 0; c < 32; c++) {
+      int q = q0 + half * 32 + c;
+      bool keep = key < n && q < n && !(causal && key > q);
+      float p = keep ? exp2f(srow[c] * scale * log2e - Lq[half * 32 + c]) : 0.0f;
+      srow[c] = p;
+      prow[c] = __float2bfloat16_rn(p);
+    }
+    __syncwarp();
+    add_product<DIM>(dVs + warp * 16 * L::LDO, Pt + warp * 16 * L::LDP, dOs);
+    __syncwarp();
+    /* dS^T = P^T o (dP^T - Dq), in place of P^T, for dK += dS^T Q */
+    const float *dprow = dPt + row * L::LDS + half * 32;
+    for (int c = 0; c < 32; c++) prow[c] = __float2bfloat16_rn(srow[c] * (dprow[c] - Dq[half * 32 + c]));
+    __syncwarp();
+    add_product<DIM>(dKs + warp * 16 * L::LDO, Pt + warp * 16 * L::LDP, Qs);
+    __syncthreads();   /* every warp's rows of dS^T are written */
+    /* dQ, queries warp*16.. (16 x DIM) = dS (column-major view of dS^T) K over the block's 64 keys */
+    for (int j = 0; j < DIM / 16; j++) {
+      Acc dq;
+      wmma::fill_fragment(dq, 0.0f);
+      mma_steps<wmma::col_major, wmma::row_major, TK / 16>(dq, Pt + warp * 16, L::LDP, 16 * L::LDP, Ks + j * 16,
+                                                           L::LDH, 16 * L::LDH);
+      wmma::store_matrix_sync(dQs + warp * 16 * L::LDO + j * 16, dq, L::LDO, wmma::mem_row_major);
+    }
+    __syncwarp();
+    /* the warp's 16 query rows added to dQ: two lanes a row */
+    int qr = warp * 16 + lane / 2, q = q0 + qr;
+    if (q < n) {
+      const float *src = dQs + qr * L::LDO + half * (DIM / 2);
+      float *dst = dQ + head + (long)q * DIM + half * (DIM / 2);
+      for (int d = 0; d < DIM / 2; d++) atomicAdd(dst + d, src[d] * scale);
+    }
+  }
+  __syncthreads();
+  if (key >= n) return;
+  const float *gk = dKs + row * L::LDO + half * (DIM / 2), *gv = dVs + row * L::LDO + half * (DIM / 2);
+  float *outk = dK + head + (long)key * DIM + half * (DIM / 2), *outv = dV + head + (long)key * DIM + half * (DIM / 2);
+  for (int d = 0; d < DIM / 2; d++) outk[d] = gk[d] * scale, outv[d] = gv[d];
+#endif
+}
+
+/* Dv = rowsum(dO o O) over rows of dim floats, one warp a row */
+__global__ void rowdot(const float *dO, const float *O, float *Dv, long rows, int dim) {
+  long r = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  float s = 0;
+  for (int f = threadIdx.x % 32; f < dim; f += 32) s += dO[r * dim + f] * O[r * dim + f];
+  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (threadIdx.x % 32 == 0) Dv[r] = s;
+}
+
+template <int DIM>
+static void launch_bwd(int bh, int n, int causal, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *dout,
+                       const float *lse, const float *Dv, float *dq, float *dk, float *dv) {
+  const size_t bytes = BwdLayout<DIM>::BYTES;
+  cudaFuncSetAttribute(attention_tc_bwd<DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  attention_tc_bwd<DIM><<<dim3((n + TK - 1) / TK, bh), THREADS, bytes>>>(q, k, v, dout, lse, Dv, dq, dk, dv, n,
+                                                                         1.0f / sqrtf((float)DIM), causal);
+}
+
 /* float32 to bf16, round to nearest even (the inputs of the float32 entry below) */
 __global__ void to_bf16_rn(const float *x, bf16 *y, size_t n) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -185,8 +340,8 @@ int slG_fused_forward_bf16_f32(int bh, int n, int dim, int causal, const float *
   return slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, o, lse, err, errlen);
 }
 
-int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
-                           float *lse, char *err, size_t errlen) {
+/* 0 when the kernels can run this head dimension on this GPU; else -1 with why */
+static int usable(int dim, char *err, size_t errlen) {
   if (dim != 64 && dim != 128) {
     snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
     return -1;
@@ -198,14 +353,36 @@ int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, co
     snprintf(err, errlen, "the bf16 tensor-core attention needs compute capability 8.0 or later (this GPU: %d.x)", major);
     return -1;
   }
+  return 0;
+}
+
+static int launched_tc(const char *what, char *err, size_t errlen) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return 0;
+  snprintf(err, errlen, "bf16 fused attention %s: %s", what, cudaGetErrorString(e));
+  return -1;
+}
+
+int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
+                           float *lse, char *err, size_t errlen) {
+  if (usable(dim, err, errlen)) return -1;
   if (n <= 0 || bh <= 0) return 0;
   const bf16 *Q = (const bf16 *)q, *K = (const bf16 *)k, *V = (const bf16 *)v;
   if (dim == 64) launch<64>(bh, n, causal, Q, K, V, o, lse);
   else launch<128>(bh, n, causal, Q, K, V, o, lse);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    snprintf(err, errlen, "bf16 fused attention forward: %s", cudaGetErrorString(e));
-    return -1;
-  }
-  return 0;
+  return launched_tc("forward", err, errlen);
+}
+
+int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
+                            const void *dout, const float *o, const float *dout32, const float *lse, float *Dv,
+                            float *dq, float *dk, float *dv, char *err, size_t errlen) {
+  if (usable(dim, err, errlen)) return -1;
+  if (n <= 0 || bh <= 0) return 0;
+  long rows = (long)bh * n;
+  cudaMemset(dq, 0, sizeof(float) * rows * dim);
+  rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout32, o, Dv, rows, dim);
+  const bf16 *Q = (const bf16 *)q, *K = (const bf16 *)k, *V = (const bf16 *)v, *dO = (const bf16 *)dout;
+  if (dim == 64) launch_bwd<64>(bh, n, causal, Q, K, V, dO, lse, Dv, dq, dk, dv);
+  else launch_bwd<128>(bh, n, causal, Q, K, V, dO, lse, Dv, dq, dk, dv);
+  return launched_tc("backward", err, errlen);
 }

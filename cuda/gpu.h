@@ -38,8 +38,9 @@ enum {
   SLG_ATTN_NAIVE, SLG_ATTN_FUSED, SLG_ATTN_FUSED_TRAIN, SLG_MXINT8_DEQUANT, SLG_COPY, SLG_ATTN_NAIVE_TRAIN,
   /* the first tiled and fused kernels, kept as the step the current ones improve on */
   SLG_ATTN_FUSED_V1, SLG_ATTN_FUSED_V1_TRAIN, SLG_GEMM_TILED_V1,
-  /* the fused forward on the tensor cores: bf16 Q, K, V (rounded from float32), dim 64 or 128 */
-  SLG_ATTN_FUSED_BF16
+  /* the fused forward (and forward and backward) on the tensor cores: bf16 Q, K, V (rounded from float32), dim 64 or
+  ** 128 */
+  SLG_ATTN_FUSED_BF16, SLG_ATTN_FUSED_BF16_TRAIN
 };
 
 /* C = A B, row-major, M x K times K x N; 0, or -1 with a message in err */
@@ -48,8 +49,9 @@ int slG_sgemm(int impl, int M, int N, int K, const float *A, const float *B, flo
 ** SLG_ATTN_FUSED_BF16 (q, k, v rounded to bf16 on the device; dim 64 or 128) */
 int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
                           const float *v, float *o, float *lse, char *err, size_t errlen);
-/* dq, dk, dv are overwritten; impl SLG_ATTN_FUSED or _V1 (from O and L) or SLG_ATTN_NAIVE (P recomputed by the
-** naive forward, then the N x N arrays through global memory) */
+/* dq, dk, dv are overwritten; impl SLG_ATTN_FUSED or _V1 (from O and L), SLG_ATTN_FUSED_BF16 (q, k, v and dout
+** rounded to bf16) or SLG_ATTN_NAIVE (P recomputed by the naive forward, then the N x N arrays through global
+** memory) */
 int slG_attention_backward(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
                            const float *v, const float *o, const float *dout, const float *lse, float *dq, float *dk,
                            float *dv, char *err, size_t errlen);

@@ -439,10 +439,22 @@ fail:
   return rc;
 }
 
+/* the tensor-core backward from float32 device arrays: q, k, v, dout rounded into halves (4 nx bf16) first */
+static int fused_backward_bf16(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
+                               const float *o, const float *dout, const float *lse, float *Dv, void *halves, float *dq,
+                               float *dk, float *dv, char *err, size_t errlen) {
+  size_t nx = (size_t)bh * n * dim;
+  uint16_t *h = (uint16_t *)halves;
+  const float *src[4] = {q, k, v, dout};
+  for (int i = 0; i < 4; i++) slG_attention_to_bf16(src[i], h + i * nx, nx);
+  return slG_fused_backward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, h + 3 * nx, o, dout, lse, Dv, dq, dk, dv,
+                                 err, errlen);
+}
+
 extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
                                       const float *k, const float *v, const float *o, const float *dout,
                                       const float *lse, float *dq, float *dk, float *dv, char *err, size_t errlen) {
-  if (check_dim(dim, err, errlen)) return -1;
+  if (impl != SLG_ATTN_FUSED_BF16 && check_dim(dim, err, errlen)) return -1;
   int bh = batch * heads, rc = -1;
   size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
   size_t ss = sizeof(float) * (size_t)bh * n * n;
@@ -461,6 +473,11 @@ extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int
     if (attention_naive_launch(bh, n, dim, causal, b[0], b[1], b[2], b[8], b[10], S, err, errlen) != 0 ||
         attention_naive_bwd_launch(bh, n, dim, b[0], b[1], b[2], b[3], b[4], S, dP, b[9], b[5], b[6], b[7], err,
                                    errlen) != 0)
+      goto fail;
+  } else if (impl == SLG_ATTN_FUSED_BF16) {
+    CK(cudaMalloc(&S, sizeof(uint16_t) * 4 * (size_t)bh * n * dim));
+    if (fused_backward_bf16(bh, n, dim, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], S, b[5], b[6], b[7], err,
+                            errlen) != 0)
       goto fail;
   } else if (slG_fused_backward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9],
                               b[10], b[5], b[6], b[7], err, errlen) != 0) {
@@ -596,18 +613,21 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       if (ok && naive && train) ok = (c->raw[0] = dev_fill(c, (size_t)c->bh * nn, 0)) != NULL;
       break;
     }
-    case SLG_ATTN_FUSED_BF16:
+    case SLG_ATTN_FUSED_BF16: case SLG_ATTN_FUSED_BF16_TRAIN:
       if (dim != 64 && dim != 128) {
         snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
         goto fail;
       }
-      /* x: 0-2 Q K V float32, rounded once into raw[0] (not timed), 3 O, 4 L */
+      /* x: 0-2 Q K V float32, 3 O, 4 L, 5 dO, 6-8 dQ dK dV, 9 D; raw[0]: Q K V dO rounded once (not timed) */
       ok = (c->x[0] = dev_fill(c, nx, 1)) && (c->x[1] = dev_fill(c, nx, 2)) && (c->x[2] = dev_fill(c, nx, 3)) &&
-           (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0));
-      if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 3 * nx) != cudaSuccess) ok = 0;
-      if (ok) {   /* rounded once here, so that the timed runs are the kernel alone */
-        c->bytes += sizeof(uint16_t) * 3 * nx;
-        for (int i = 0; i < 3; i++) slG_attention_to_bf16(c->x[i], (uint16_t *)c->raw[0] + i * nx, nx);
+           (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0)) && (c->x[5] = dev_fill(c, nx, 4));
+      if (ok && kind == SLG_ATTN_FUSED_BF16_TRAIN)
+        ok = (c->x[6] = dev_fill(c, nx, 0)) && (c->x[7] = dev_fill(c, nx, 0)) && (c->x[8] = dev_fill(c, nx, 0)) &&
+             (c->x[9] = dev_fill(c, nl, 0));
+      if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 4 * nx) != cudaSuccess) ok = 0;
+      if (ok) {
+        c->bytes += sizeof(uint16_t) * 4 * nx;
+        for (int i = 0; i < 4; i++) slG_attention_to_bf16(c->x[i == 3 ? 5 : i], (uint16_t *)c->raw[0] + i * nx, nx);
       }
       break;
     case SLG_MXINT8_DEQUANT:
@@ -670,10 +690,13 @@ extern "C" double slG_case_run(void *p) {
                               c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     }
-    case SLG_ATTN_FUSED_BF16: {
+    case SLG_ATTN_FUSED_BF16: case SLG_ATTN_FUSED_BF16_TRAIN: {
       const uint16_t *h = (const uint16_t *)c->raw[0];
       size_t nx = (size_t)c->bh * n * c->dim;
       rc = slG_fused_forward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, c->x[3], c->x[4], err, errlen);
+      if (rc == 0 && c->kind == SLG_ATTN_FUSED_BF16_TRAIN)
+        rc = slG_fused_backward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, h + 3 * nx, c->x[3], c->x[5],
+                                     c->x[4], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     }
     case SLG_MXINT8_DEQUANT:

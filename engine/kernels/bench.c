@@ -407,6 +407,7 @@ GPU_SETUP(setup_g10, 29)
 GPU_SETUP(setup_g11, 30)
 GPU_SETUP(setup_g12, 31)
 GPU_SETUP(setup_g13, 32)
+GPU_SETUP(setup_g14, 33)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -417,8 +418,12 @@ static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_byt
 static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[8], n); }
 static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[9], n); }
 static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[10], n); }
-/* bf16 Q, K, V read once, float32 O written */
+/* bf16 Q, K, V read once, float32 O written; the backward also reads bf16 dO and float32 O and dO, and writes
+** float32 dQ, dK, dV */
 static double attn_bytes_bf16(int n, const slK_Attn *a) { return attn_bytes_fused(n, a) * (3 * 2 + 4) / 16.0; }
+static double attn_bytes_bf16_train(int n, const slK_Attn *a) {
+  return attn_bytes_fused(n, a) * (3 * 2 + 4 + 2 + 4 + 4 + 3 * 4) / 16.0;
+}
 static double copy_flops(int n, const slK_Attn *a) { return 0; }
 static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 
@@ -487,6 +492,9 @@ static const slK_Bench benches[] = {
   {"attention_cuda_fused_bf16", "gpu", "attention", ATTN_SIZE,
    "fused forward on the tensor cores: bf16 Q, K, V (WMMA), float32 softmax and O; dim 64 or 128", setup_g13, gpu_run,
    case_free, attn_flops, attn_bytes_bf16},
+  {"attention_cuda_fused_bf16_train", "gpu", "attention", ATTN_SIZE,
+   "fused forward and backward on the tensor cores: bf16 Q, K, V, dO; dQ by atomicAdd; dim 64 or 128", setup_g14,
+   gpu_run, case_free, attn_flops_train, attn_bytes_bf16_train},
   {NULL},
 };
 

@@ -720,10 +720,11 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
   attn_free(&t);
 }
 
-/* The tensor-core forward against the binary64 reference of the same
-** bf16-rounded inputs. P is rounded to bf16 before P V (2^-9 relative, each
-** weight), so O is held to 1e-2; L comes from float32 sums of exact
-** products and the float32 row sums, so 1e-4. */
+/* The tensor-core forward and backward against the binary64 reference of
+** the same bf16-rounded inputs. P is rounded to bf16 before P V (2^-9
+** relative, each weight), so O is held to 1e-2; L comes from float32 sums
+** of exact products and the float32 row sums, so 1e-4. The backward rounds
+** P and dS to bf16 for its products: dQ, dK, dV within 3e-2. */
 static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
   char err[256], what[96], w[128];
   Attn t;
@@ -731,6 +732,7 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
   slK_round_array(SLK_BF16, t.q, t.q, t.nxq);
   slK_round_array(SLK_BF16, t.k, t.k, t.nxk);
   slK_round_array(SLK_BF16, t.v, t.v, t.nxk);
+  slK_round_array(SLK_BF16, t.dout, t.dout, t.nxq);
   float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
   attn_reference(&t, o, lse, dq, dk, dv);
   snprintf(what, sizeof what, "GPU attention bf16 B%d H%d L%d dim %d%s", B, H, L, dim, causal ? " causal" : "");
@@ -739,6 +741,12 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
                                   sizeof err) == 0, "%s: %s", what, err);
   snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-2, 1e-2, w);
   snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
+  memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
+  CHECK_MSG(slG_attention_backward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq,
+                                   t.dk, t.dv, err, sizeof err) == 0, "%s backward: %s", what, err);
+  snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 3e-2, 3e-2, w);
+  snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 3e-2, 3e-2, w);
+  snprintf(w, sizeof w, "%s dV", what), close_all(t.dv, dv, t.nxk, 3e-2, 3e-2, w);
   free(o), free(lse), free(dq), free(dk), free(dv);
   attn_free(&t);
 }
