@@ -377,6 +377,15 @@ int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, c
                             const void *dout, const float *o, const float *dout32, const float *lse, float *Dv,
                             float *dq, float *dk, float *dv, char *err, size_t errlen) {
   if (usable(dim, err, errlen)) return -1;
+  int dev = 0, most = 0;
+  size_t need = dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if ((size_t)most < need) {
+    snprintf(err, errlen, "the bf16 tensor-core attention backward at dim %d needs %zu bytes of shared memory a "
+             "block; this GPU allows %d", dim, need, most);
+    return -1;
+  }
   if (n <= 0 || bh <= 0) return 0;
   long rows = (long)bh * n;
   cudaMemset(dq, 0, sizeof(float) * rows * dim);
