@@ -102,6 +102,17 @@ int slG_sync(char *err, size_t errlen);
 int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
              int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
 
+/* The fused attention node of the graph (ops_graph.cu): q, k, v and out are token rows B x T x H dh, heads
+** interleaved; lse is B x H x T. format 0 runs attention.cu's float32 kernels (dh = 64), SLG_BF16 the tensor
+** cores' (dh = 64 or 128); anything else is refused with the reason. scratch is device memory of
+** slG_attention_graph_scratch bytes. The backward ADDS into dq, dk, dv. */
+size_t slG_attention_graph_scratch(int format, int B, int T, int H, int dh, int backward);
+int slG_attention_graph_forward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                                const float *v, float *out, float *lse, void *scratch, char *err, size_t errlen);
+int slG_attention_graph_backward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                                 const float *v, const float *out, const float *gout, const float *lse, float *dq,
+                                 float *dk, float *dv, void *scratch, char *err, size_t errlen);
+
 /* 16-bit operand formats (the engine's SLK_BF16 and SLK_FP16) */
 enum { SLG_BF16 = 1, SLG_FP16 = 2 };
 /* slG_gemm over `batch` products at fixed strides (elements; 0 repeats an

@@ -166,3 +166,13 @@ int slG_scale_forward(const float *x, float *y, size_t n, float a, char *err, si
 int slG_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen) {
   return fail(err, errlen);
 }
+size_t slG_attention_graph_scratch(int format, int B, int T, int H, int dh, int backward) { return 0; }
+int slG_attention_graph_forward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                                const float *v, float *out, float *lse, void *scratch, char *err, size_t errlen) {
+  return fail(err, errlen);
+}
+int slG_attention_graph_backward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                                 const float *v, const float *out, const float *gout, const float *lse, float *dq,
+                                 float *dk, float *dv, void *scratch, char *err, size_t errlen) {
+  return fail(err, errlen);
+}

@@ -275,7 +275,7 @@ const slM_OpDef slM_ops_attention[] = {
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
     {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, CPU(fused_forward, fused_backward),
-     .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     SLM_CUDA_SLOT(attention), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "flash_attention_2"},
     {0},
 };

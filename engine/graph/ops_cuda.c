@@ -596,6 +596,43 @@ static void heads_backward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_scores_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
 void slM_cuda_context_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n); }
 
+/* --------------------------------------------------- FlashAttention-2 */
+
+/* The fused node on the GPU (kernels/device.h): float32 with heads of 64,
+** or under bf16 on the tensor cores with heads of 64 or 128; another width
+** or fp16 is refused with the reason when the pass reaches the node. The
+** inputs are split into contiguous heads in scratch and the results merged
+** back (cuda/ops_graph.cu). Only the model's own attention mask (all ones)
+** is taken, as by masked_fill above. */
+static int fused_format(const slM_Graph *g) { return g->precision == SLM_BF16 ? SLK_BF16 : g->precision; }
+
+static int fused_mask_ok(slM_Graph *g, slM_Node *n) {
+  if (n->ninputs <= 3 || g->nodes[n->inputs[3]].op == OP_MASK) return 1;
+  slM_dev_fault(g, n, -1, "the GPU's fused attention takes the model's own attention mask (all ones) only");
+  return 0;
+}
+
+void slM_cuda_attention_forward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  int B = q->shape[0], T = q->shape[1], H = n->heads, dh = q->shape[2] / H, lshape[3] = {B, H, T};
+  if (!fused_mask_ok(g, n)) return;
+  ENSURE(o, &n->out, 3, q->shape);
+  ENSURE(lse, &n->saved, 3, lshape);
+  RUN(slK_dev_attention_forward(fused_format(g), B, T, H, dh, n->causal, q->dev, in(g, n, 1)->dev, in(g, n, 2)->dev,
+                                o->dev, lse->dev, SLM_MEM_TEMP, err, errlen));
+}
+
+void slM_cuda_attention_backward(slM_Graph *g, slM_Node *n) {
+  slM_Tensor *q = in(g, n, 0);
+  int B = q->shape[0], T = q->shape[1], H = n->heads, dh = q->shape[2] / H;
+  GRAD(dq, 0);
+  GRAD(dk, 1);
+  GRAD(dv, 2);
+  RUN(slK_dev_attention_backward(fused_format(g), B, T, H, dh, n->causal, q->dev, in(g, n, 1)->dev, in(g, n, 2)->dev,
+                                 n->out->dev, n->gout->dev, n->saved->dev, dq->dev, dk->dev, dv->dev, SLM_MEM_TEMP, err,
+                                 errlen));
+}
+
 /* --------------------------------------------------- the language model */
 
 void slM_cuda_embedding_forward(slM_Graph *g, slM_Node *n) {

@@ -31,10 +31,11 @@ SLM_CUDA_DECLARE(softmax)
 SLM_CUDA_DECLARE(patchify)
 SLM_CUDA_DECLARE(mean_tokens)
 SLM_CUDA_DECLARE(cross_entropy)
-/* attention op by op */
+/* attention op by op, and fused */
 SLM_CUDA_DECLARE(scores)
 SLM_CUDA_DECLARE(mask_fill)
 SLM_CUDA_DECLARE(context)
+SLM_CUDA_DECLARE(attention)
 /* the language model's */
 SLM_CUDA_DECLARE(embedding)
 SLM_CUDA_DECLARE(rope)

@@ -191,6 +191,26 @@ int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int
   return slG_gemm_batched(format, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
                           stride_c, batch, err, errlen);
 }
+int slK_dev_attention_forward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                              const float *v, float *out, float *lse, int category, char *err, size_t errlen) {
+  size_t bytes = slG_attention_graph_scratch(format, B, T, H, dh, 0);
+  void *scratch = slK_dev_alloc(bytes ? bytes : 1, category, err, errlen);
+  if (!scratch) return -1;
+  int rc = slG_attention_graph_forward(format, B, T, H, dh, causal, q, k, v, out, lse, scratch, err, errlen);
+  slK_dev_free(scratch, bytes ? bytes : 1, category);
+  return rc;
+}
+int slK_dev_attention_backward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                               const float *v, const float *out, const float *gout, const float *lse, float *dq,
+                               float *dk, float *dv, int category, char *err, size_t errlen) {
+  size_t bytes = slG_attention_graph_scratch(format, B, T, H, dh, 1);
+  void *scratch = slK_dev_alloc(bytes ? bytes : 1, category, err, errlen);
+  if (!scratch) return -1;
+  int rc = slG_attention_graph_backward(format, B, T, H, dh, causal, q, k, v, out, gout, lse, dq, dk, dv, scratch, err,
+                                        errlen);
+  slK_dev_free(scratch, bytes ? bytes : 1, category);
+  return rc;
+}
 int slK_dev_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) {
   return slG_to_half(format, x, y, n, err, errlen);
 }

@@ -103,6 +103,15 @@ int slK_dev_softmax_forward(const float *x, float *y, size_t rows, int n, int ca
 int slK_dev_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
                                   size_t rows, int C, char *err, size_t errlen);
 
+/* fused attention of token rows B x T x H dh (heads interleaved), causal or not, in float32 (dh = 64) or with bf16
+** products on the tensor cores (format SLK_BF16, dh = 64 or 128); lse B x H x T. The backward ADDS into dq, dk, dv.
+** Their scratch is device memory counted under `category` while the call runs. */
+int slK_dev_attention_forward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                              const float *v, float *out, float *lse, int category, char *err, size_t errlen);
+int slK_dev_attention_backward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                               const float *v, const float *out, const float *gout, const float *lse, float *dq,
+                               float *dk, float *dv, int category, char *err, size_t errlen);
+
 /* the backwards, in the same order */
 int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
                             size_t rows, int in_f, int out_f, char *err, size_t errlen);
