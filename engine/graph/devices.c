@@ -55,9 +55,8 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
     const slM_OpImpl *cuda = &slM_op(n->op)->impl[SLM_CUDA];
     if (!cuda->forward || !cuda->backward)
       return snprintf(err, errlen, "node %s: operator %s has no CUDA implementation, so this %s model runs on the CPU "
-                      "only%s (docs/gpu.md lists the operators the GPU runs)", n->name, slM_op_name(n->op), g->family,
-                      n->op == OP_ATTENTION ? "; set_attention m attention=naive runs attention op by op, which the "
-                      "GPU runs" : ""), -1;
+                      "only (the fusion pass's operators are the CPU's; move the model unfused: docs/gpu.md lists the "
+                      "operators the GPU runs)", n->name, slM_op_name(n->op), g->family), -1;
     if (has_transforms(n))
       return snprintf(err, errlen, "node %s has a compression transform (a quantiser or a pruning mask): compressed "
                       "models run on the CPU only", n->name), -1;
