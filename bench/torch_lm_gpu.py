@@ -7,8 +7,10 @@ The CS336 basics language model of bench/torch_lm.py (the same module, the
 same shapes as syslab's presets) on the device, timed as `lm_bench` times
 it: forward, and forward+backward of the next-token cross-entropy on random
 tokens, batch 4, after warm-up steps, each step waited for. Four ways per
-row: eager and torch.compile, float32 (TF32 off: what cuBLAS's sgemm
-computes) and under CUDA autocast to bf16. A row that does not fit is
+row: eager and torch.compile (the presets in COMPILE_PRESETS, default
+small and medium: compiling takes a minute or more per model, shape and
+precision), float32 (TF32 off: what cuBLAS's sgemm computes) and under
+CUDA autocast to bf16. A row that does not fit is
 written as OOM. Presets and contexts come from PRESETS and CONTEXTS in the
 environment (default: bench/gpu_lm.sl's); DEVICE=cpu runs the same code on
 the CPU (a check of this script where there is no GPU: the tiny preset).
@@ -93,6 +95,8 @@ def main():
     presets = os.environ.get("PRESETS", "small medium large xl 2.7B").split()
     contexts = [int(c) for c in os.environ.get("CONTEXTS", "128 512").split()]
     modes = os.environ.get("MODES", "eager compile").split()
+    # torch.compile takes a minute or more per model, shape and precision: by default only where it is quick
+    compiled = os.environ.get("COMPILE_PRESETS", "small medium").split()
     batch, warmups, steps = int(os.environ.get("BATCH", 4)), int(os.environ.get("WARMUPS", 1)), int(os.environ.get("STEPS", 3))
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -105,6 +109,8 @@ def main():
             for T in contexts:
                 for precision in ("fp32", "bf16"):
                     for mode in modes:
+                        if mode == "compile" and preset not in compiled:
+                            continue
                         r = row(device, preset, T, precision, mode, batch, warmups, steps)
                         r.update(impl="torch_" + mode, config=preset, context=T, precision=precision)
                         w.writerow(r)
