@@ -44,7 +44,7 @@ using namespace nvcuda;
 
 #define TQ 64      /* queries per block: four warps of 16 */
 #define TK 64      /* keys per tile */
-#define HPAD 8     /* bf16 at the end of each shared row: rows stay 32-byte aligned, banks staggered */
+#define HPAD 8     /* bf16 at the end of each shared row: rows stay 16-byte aligned (fragments start at 32), banks staggered */
 #define FPAD 4     /* floats at the end of each float row */
 #define THREADS 128
 
@@ -56,16 +56,16 @@ typedef __nv_bfloat16 bf16;
 ** floats (accumulators). */
 template <int DIM>
 struct Tiles {
-  static const int LDH = DIM + HPAD, LDS = TK + FPAD, LDP = TK + HPAD, LDO = DIM + FPAD;
-  static const size_t H = sizeof(bf16) * 64 * LDH, S = sizeof(float) * 64 * LDS, P = sizeof(bf16) * 64 * LDP;
-  static const size_t O = sizeof(float) * 64 * LDO;
+  static constexpr int LDH = DIM + HPAD, LDS = TK + FPAD, LDP = TK + HPAD, LDO = DIM + FPAD;
+  static constexpr size_t H = sizeof(bf16) * 64 * LDH, S = sizeof(float) * 64 * LDS, P = sizeof(bf16) * 64 * LDP;
+  static constexpr size_t O = sizeof(float) * 64 * LDO;
 };
 
 /* the forward's layout in bytes from the start: Q, K, V, S, P, O */
 template <int DIM>
 struct Layout : Tiles<DIM> {
   typedef Tiles<DIM> T;
-  static const size_t Q = 0, K = T::H, V = 2 * T::H, S = 3 * T::H, P = S + T::S, O = P + T::P, BYTES = O + T::O;
+  static constexpr size_t Q = 0, K = T::H, V = 2 * T::H, S = 3 * T::H, P = S + T::S, O = P + T::P, BYTES = O + T::O;
 };
 
 /* rows [row0, row0 + rows) of a head's n x DIM bf16 array into shared rows of LDH, zeros past n, 16 bytes at a time */
@@ -210,9 +210,9 @@ static int launch(int bh, int n, int causal, const bf16 *q, const bf16 *k, const
 template <int DIM>
 struct BwdLayout : Tiles<DIM> {
   typedef Tiles<DIM> T;
-  static const size_t K = 0, V = T::H, Q = 2 * T::H, DO = 3 * T::H, ST = 4 * T::H, DPT = ST + T::S;
-  static const size_t PT = DPT + T::S, DK = PT + T::P, DV = DK + T::O, DQ = DV + T::O, LQ = DQ + T::O;
-  static const size_t DQV = LQ + sizeof(float) * TQ, BYTES = DQV + sizeof(float) * TQ;
+  static constexpr size_t K = 0, V = T::H, Q = 2 * T::H, DO = 3 * T::H, ST = 4 * T::H, DPT = ST + T::S;
+  static constexpr size_t PT = DPT + T::S, DK = PT + T::P, DV = DK + T::O, DQ = DV + T::O, LQ = DQ + T::O;
+  static constexpr size_t DQV = LQ + sizeof(float) * TQ, BYTES = DQV + sizeof(float) * TQ;
 };
 
 template <int DIM>
@@ -340,17 +340,26 @@ int slG_fused_forward_bf16_f32(int bh, int n, int dim, int causal, const float *
   return slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, o, lse, err, errlen);
 }
 
-/* 0 when the kernels can run this head dimension on this GPU; else -1 with why */
-static int usable(int dim, char *err, size_t errlen) {
+/* 0 when the forward (or the backward) can run this head dimension on this GPU, its compute capability and its
+** shared memory a block; else -1 with why */
+static int usable(int dim, int backward, char *err, size_t errlen) {
   if (dim != 64 && dim != 128) {
     snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
     return -1;
   }
-  int dev = 0, major = 0;
+  int dev = 0, major = 0, most = 0;
   cudaGetDevice(&dev);
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8) {
     cudaGetLastError();
     snprintf(err, errlen, "the bf16 tensor-core attention needs compute capability 8.0 or later (this GPU: %d.x)", major);
+    return -1;
+  }
+  size_t need = backward ? (dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES)
+                         : (dim == 64 ? Layout<64>::BYTES : Layout<128>::BYTES);
+  cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if ((size_t)most < need) {
+    snprintf(err, errlen, "the bf16 tensor-core attention %s at dim %d needs %zu bytes of shared memory a block; this "
+             "GPU allows %d", backward ? "backward" : "forward", dim, need, most);
     return -1;
   }
   return 0;
@@ -365,7 +374,7 @@ static int launched_tc(const char *what, char *err, size_t errlen) {
 
 int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
                            float *lse, char *err, size_t errlen) {
-  if (usable(dim, err, errlen)) return -1;
+  if (usable(dim, 0, err, errlen)) return -1;
   if (n <= 0 || bh <= 0) return 0;
   const bf16 *Q = (const bf16 *)q, *K = (const bf16 *)k, *V = (const bf16 *)v;
   if (dim == 64) launch<64>(bh, n, causal, Q, K, V, o, lse);
@@ -376,16 +385,7 @@ int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, co
 int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
                             const void *dout, const float *o, const float *dout32, const float *lse, float *Dv,
                             float *dq, float *dk, float *dv, char *err, size_t errlen) {
-  if (usable(dim, err, errlen)) return -1;
-  int dev = 0, most = 0;
-  size_t need = dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if ((size_t)most < need) {
-    snprintf(err, errlen, "the bf16 tensor-core attention backward at dim %d needs %zu bytes of shared memory a "
-             "block; this GPU allows %d", dim, need, most);
-    return -1;
-  }
+  if (usable(dim, 1, err, errlen)) return -1;
   if (n <= 0 || bh <= 0) return 0;
   long rows = (long)bh * n;
   cudaMemset(dq, 0, sizeof(float) * rows * dim);

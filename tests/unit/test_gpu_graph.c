@@ -33,6 +33,7 @@
 #include "graph/train.h"
 #include "kernels/device.h"
 #include "kernels/gemm_half.h"
+#include "kernels/kernels.h"
 #include "kernels/round.h"
 
 static int gpu;
@@ -319,6 +320,66 @@ done:
 
 static void test_lm_on_both(void) { lm_both(tiny_lm(), 1e-3, "lm"); }
 
+/* largest |a - b| over n values, and the largest |b| */
+static double worst_of(const float *a, const float *b, size_t n, double *scale) {
+  double w = 0;
+  *scale = 0;
+  for (size_t i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i])), *scale = fmax(*scale, fabs((double)b[i]));
+  return isfinite(w) ? w : INFINITY;
+}
+
+/* The fused node's device calls against the CPU's fused attention on the
+** same interleaved token rows: several heads, T past one tile of 64, heads
+** of 64 (float32 and bf16) and 128 (bf16). The backward ADDS to the
+** gradients it is given, so they start at 0.25. */
+static void fused_rows_case(int format, int B, int T, int H, int dh, int causal, double tol) {
+  size_t D = (size_t)H * dh, nx = (size_t)B * T * D, nl = (size_t)B * H * T, bx = nx * sizeof(float);
+  float *h[12];   /* q k v dout; the CPU's o lse dq dk dv; the GPU's o lse, then its dq dk dv in turn */
+  for (int i = 0; i < 12; i++) h[i] = calloc(nx, sizeof(float));
+  slM_Rng rng;
+  slM_rng_seed(&rng, 21);
+  for (int i = 0; i < 4; i++)
+    for (size_t j = 0; j < nx; j++) h[i][j] = (float)(2 * slM_rng_uniform(&rng) - 1);
+  slK_Attn a;
+  slK_attention_contiguous(&a, B, H, T, T, dh, causal);
+  a.q_row = a.k_row = (long)D, a.q_head = a.k_head = dh, a.q_batch = a.k_batch = (long)T * D, a.format = format;
+  CHECK(slK_attention_forward(SLK_ATTN_FUSED, &a, h[0], h[1], h[2], h[4], h[5]) == 0);
+  CHECK(slK_attention_backward(SLK_ATTN_FUSED, &a, h[0], h[1], h[2], h[4], h[3], h[5], h[6], h[7], h[8]) == 0);
+  float *d[9];
+  for (int i = 0; i < 9; i++) d[i] = slK_dev_alloc(bx, SLM_MEM_TEMP, err, sizeof err);
+  for (int i = 0; i < 4; i++) slK_dev_upload(d[i], h[i], bx, err, sizeof err);
+  int rc = slK_dev_attention_forward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[5], SLM_MEM_TEMP, err,
+                                     sizeof err);
+  CHECK_MSG(rc == 0, "fused rows forward: %s", err);
+  for (size_t j = 0; j < nx; j++) h[9][j] = 0.25f;
+  for (int i = 6; i < 9; i++) slK_dev_upload(d[i], h[9], bx, err, sizeof err);
+  rc = rc ? rc : slK_dev_attention_backward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[3], d[5], d[6], d[7],
+                                            d[8], SLM_MEM_TEMP, err, sizeof err);
+  CHECK_MSG(rc == 0, "fused rows backward: %s", err);
+  const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
+  for (int i = 0; rc == 0 && i < 5; i++) {
+    slK_dev_download(h[9], d[4 + i], i == 1 ? nl * sizeof(float) : bx, err, sizeof err);
+    size_t n = i == 1 ? nl : nx;
+    if (i >= 2)
+      for (size_t j = 0; j < n; j++) h[9][j] -= 0.25f;
+    double scale, w = worst_of(h[9], h[4 + i], n, &scale);
+    printf("  fused rows %s B%d T%d H%d dh %d%s %s: largest difference %.3g (largest value %.3g)\n",
+           format == SLK_BF16 ? "bf16" : "float32", B, T, H, dh, causal ? " causal" : "", names[i], w, scale);
+    CHECK_MSG(w <= tol * (1 + scale), "fused rows %s dh %d %s: %g", format == SLK_BF16 ? "bf16" : "float32", dh,
+              names[i], w);
+  }
+  for (int i = 0; i < 9; i++) slK_dev_free(d[i], bx, SLM_MEM_TEMP);
+  for (int i = 0; i < 12; i++) free(h[i]);
+}
+
+static void test_fused_rows(void) {
+  for (int causal = 0; causal < 2; causal++) {
+    fused_rows_case(SLK_FP32, 2, 150, 3, 64, causal, 1e-4);
+    fused_rows_case(SLK_BF16, 2, 150, 3, 64, causal, 3e-2);
+    fused_rows_case(SLK_BF16, 1, 150, 2, 128, causal, 3e-2);
+  }
+}
+
 /* the fused attention node on the GPU: float32 (attention.cu's kernels) and bf16 (the tensor cores') */
 static void test_fused_attention_on_both(void) {
   lm_both(lm_heads_64(1), 1e-3, "lm fused");
@@ -417,6 +478,7 @@ int main(void) {
   RUN(test_mlp_on_both);
   RUN(test_transformer_on_both);
   RUN(test_lm_on_both);
+  RUN(test_fused_rows);
   RUN(test_fused_attention_on_both);
   RUN(test_rounding_bits);
   RUN(test_half_gemm_batched);
