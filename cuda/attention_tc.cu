@@ -15,10 +15,10 @@
 **                  (4 x dim/16 fragment products) into float32 S in shared
 **                  memory
 **   softmax        two lanes a row, 32 keys each: the scale, the mask, the
-**                  running max and sum (numerics §7: the online softmax,
-**                  in base 2 with log2(e) folded into the scale), P = exp2(S
-**                  - m) rounded to bf16 as the tensor cores take it, and
-**                  the row of the float32 accumulator O rescaled by
+**                  running max and sum (numerics §7.1 and §7.7: the online
+**                  softmax, in base 2 with log2(e) folded into the scale),
+**                  P = exp2(S - m) rounded to bf16 as the tensor cores take
+**                  it, and the row of the float32 accumulator O rescaled by
 **                  exp2(m_old - m_new)
 **   O += P V       4 x dim/16 fragment products added to O, which lives in
 **                  shared memory between tiles so that the rescaling above
