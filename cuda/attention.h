@@ -30,9 +30,6 @@ int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, c
                             float *dq, float *dk, float *dv, char *err, size_t errlen);
 /* n float32 values as bf16 (round to nearest even), launched on the default stream */
 void slG_attention_to_bf16(const float *x, void *out, size_t n);
-/* the same from float32 q, k, v, rounded into halves (3 bh n dim bf16 of device scratch) first */
-int slG_fused_forward_bf16_f32(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
-                               void *halves, float *o, float *lse, char *err, size_t errlen);
 /* Dv = rowsum(dO o O) over rows of SLG_ATTN_DIM, launched on the default stream */
 void slG_attention_rowdot(const float *dO, const float *O, float *Dv, long rows);
 

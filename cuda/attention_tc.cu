@@ -322,7 +322,7 @@ static void launch_bwd(int bh, int n, int causal, const bf16 *q, const bf16 *k, 
                                                                          1.0f / sqrtf((float)DIM), causal);
 }
 
-/* float32 to bf16, round to nearest even (the inputs of the float32 entry below) */
+/* float32 to bf16, round to nearest even */
 __global__ void to_bf16_rn(const float *x, bf16 *y, size_t n) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     y[i] = __float2bfloat16_rn(x[i]);
@@ -330,14 +330,6 @@ __global__ void to_bf16_rn(const float *x, bf16 *y, size_t n) {
 
 void slG_attention_to_bf16(const float *x, void *out, size_t n) {
   if (n) to_bf16_rn<<<(unsigned)(n / 256 + 1 < 65535 ? n / 256 + 1 : 65535), 256>>>(x, (bf16 *)out, n);
-}
-
-int slG_fused_forward_bf16_f32(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
-                               void *halves, float *o, float *lse, char *err, size_t errlen) {
-  size_t nx = (size_t)bh * n * dim;
-  bf16 *h = (bf16 *)halves;
-  slG_attention_to_bf16(q, h, nx), slG_attention_to_bf16(k, h + nx, nx), slG_attention_to_bf16(v, h + 2 * nx, nx);
-  return slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, o, lse, err, errlen);
 }
 
 /* 0 when the forward (or the backward) can run this head dimension on this GPU, its compute capability and its

@@ -407,6 +407,14 @@ static int check_dim(int dim, char *err, size_t errlen) {
   return -1;
 }
 
+/* count float32 device arrays of nx values each as consecutive bf16 arrays in halves: the tensor-core kernels'
+** inputs (attention_tc.cu) */
+static uint16_t *to_halves(const float *const *src, int count, void *halves, size_t nx) {
+  uint16_t *h = (uint16_t *)halves;
+  for (int i = 0; i < count; i++) slG_attention_to_bf16(src[i], h + i * nx, nx);
+  return h;
+}
+
 extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
                                      const float *k, const float *v, float *o, float *lse, char *err, size_t errlen) {
   if (impl != SLG_ATTN_FUSED_BF16 && check_dim(dim, err, errlen)) return -1;
@@ -425,8 +433,11 @@ extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int 
     CK(cudaMalloc(&S, sizeof(float) * (size_t)bh * n * n));
     if (attention_naive_launch(bh, n, dim, causal, dq, dk, dv, dO, dl, S, err, errlen) != 0) goto fail;
   } else if (impl == SLG_ATTN_FUSED_BF16) {
-    CK(cudaMalloc(&S, sizeof(uint16_t) * 3 * (size_t)bh * n * dim));
-    if (slG_fused_forward_bf16_f32(bh, n, dim, causal, dq, dk, dv, S, dO, dl, err, errlen) != 0) goto fail;
+    size_t nx = (size_t)bh * n * dim;
+    CK(cudaMalloc(&S, sizeof(uint16_t) * 3 * nx));
+    const float *src[3] = {dq, dk, dv};
+    uint16_t *h = to_halves(src, 3, S, nx);
+    if (slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, dO, dl, err, errlen) != 0) goto fail;
   } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
     goto fail;
   }
@@ -444,9 +455,8 @@ static int fused_backward_bf16(int bh, int n, int dim, int causal, const float *
                                const float *o, const float *dout, const float *lse, float *Dv, void *halves, float *dq,
                                float *dk, float *dv, char *err, size_t errlen) {
   size_t nx = (size_t)bh * n * dim;
-  uint16_t *h = (uint16_t *)halves;
   const float *src[4] = {q, k, v, dout};
-  for (int i = 0; i < 4; i++) slG_attention_to_bf16(src[i], h + i * nx, nx);
+  uint16_t *h = to_halves(src, 4, halves, nx);
   return slG_fused_backward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, h + 3 * nx, o, dout, lse, Dv, dq, dk, dv,
                                  err, errlen);
 }
@@ -627,7 +637,8 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 4 * nx) != cudaSuccess) ok = 0;
       if (ok) {
         c->bytes += sizeof(uint16_t) * 4 * nx;
-        for (int i = 0; i < 4; i++) slG_attention_to_bf16(c->x[i == 3 ? 5 : i], (uint16_t *)c->raw[0] + i * nx, nx);
+        const float *src[4] = {c->x[0], c->x[1], c->x[2], c->x[5]};
+        to_halves(src, 4, c->raw[0], nx);
       }
       break;
     case SLG_MXINT8_DEQUANT:

@@ -185,12 +185,18 @@ void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
 
 /* ----------------------------------------------------------------- linear */
 
+/* a 16-bit linear layer's rows fit cuBLAS's int sizes; else the fault (the float32 path checks its own) */
+static int rows_fit(slM_Graph *g, const slM_Node *n, size_t rows) {
+  return rows <= 0x7fffffff || (slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)"), 0);
+}
+
 /* y = x W^T (+ b): under a 16-bit precision the product from x's and W's
 ** 16-bit copies, the bias added in float32 after it; the output is then
 ** rounded to its dtype like every node's (precision.c) */
 static void linear_half_forward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, const float *b, slM_Tensor *y,
                                 size_t rows, int in_f, int out_f) {
   Half xh, wh = {NULL, 0};
+  if (!rows_fit(g, n, rows)) return;
   if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0 &&
       product(g, n, 0, 1, (int)rows, out_f, in_f, 1.0f, src_of(x->dev, &xh), 0, in_f, 0, src_of(w->dev, &wh), 0,
               in_f, 0, 0.0f, y->dev, out_f, 0, 1) == 0 && b) {
@@ -208,10 +214,6 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, shape);
   const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
   size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32 && rows > 0x7fffffff) {
-    slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)");
-    return;
-  }
   if (g->precision != SLM_FP32) {
     linear_half_forward(g, n, x, w, b, y, rows, in_f, out_f);
     return;
@@ -224,6 +226,7 @@ static void linear_half_backward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_T
                                  float *db, size_t rows, int in_f, int out_f) {
   Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
   const float *dy = n->gout->dev;
+  if (!rows_fit(g, n, rows)) return;
   int rc = half_of(g, n, dy, n->gout->size, &dyh);
   if (rc == 0 && dx && (rc = half_of(g, n, w->dev, w->size, &wh)) == 0)
     rc = product(g, n, 0, 0, (int)rows, in_f, out_f, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(w->dev, &wh), 0, in_f,
@@ -248,10 +251,6 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
   if (stop) return;
   size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32 && rows > 0x7fffffff) {
-    slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)");
-    return;
-  }
   if (g->precision != SLM_FP32) {
     linear_half_backward(g, n, x, w, dev_of(dx), dw, db, rows, in_f, out_f);
     return;

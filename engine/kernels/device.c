@@ -181,10 +181,6 @@ int slK_dev_sync(char *err, size_t errlen) { return slG_sync(err, errlen); }
 
 /* ------------------------------------------------------------- operators */
 
-int slK_dev_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
-  return slG_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err, errlen);
-}
 int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
                          long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
                          long long stride_c, int batch, char *err, size_t errlen) {

@@ -71,12 +71,12 @@ enum { SLK_DEV_LOSS_CLASSES, SLK_DEV_LOSS_TOKENS };
 int slK_dev_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen);
 
 /* the forwards: products, elementwise, rows */
-int slK_dev_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
 int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen);
-/* slK_dev_gemm over `batch` products at fixed strides (in elements; a
-** stride 0 repeats the operand), with the operands float32 (format SLK_FP32)
+/* the graph's products on the device: row-major C = alpha op(A) op(B) +
+** beta C (op(X) = X^T when trans_x != 0) over `batch` products at fixed
+** strides (in elements; a stride 0 repeats the operand; batch 1 is one
+** product), with the operands float32 (format SLK_FP32)
 ** or the 16-bit bits of SLK_BF16 / SLK_FP16 (round.h), which run on the
 ** tensor cores with float32 sums into a float32 C */
 int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
