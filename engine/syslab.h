@@ -415,6 +415,16 @@ int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *wh
 int sl_memory_exceeds(double bytes, const char *what, char *msg, size_t size);
 /* "1.50 GiB" */
 void sl_format_bytes(double bytes, char *out, size_t size);
+/* ------------------------------------------------------ the program's files */
+
+/* A file or folder that ships with the program, by its place under the
+** install prefix ("share/syslab/kernelspec", "lib/syslab/syslab_mpi.so"):
+** found beside the running program (<prefix>/bin/syslab), else at
+** `build_tree`, its place for a program run from its build folder (NULL
+** in a program built for installation; lang/layout.c). 0 with its path in
+** out; -1 with out the place it would have under the prefix, for messages. */
+int sl_program_file(const char *installed, const char *build_tree, char *out, size_t size);
+
 /* --------------------------------------------------------- distributed runs */
 
 /* This process's rank in an mpirun job (from the launcher's environment,

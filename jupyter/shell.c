@@ -502,11 +502,20 @@ json_t *slj_kernel_info(void) {
   json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
                                "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "ruby",
                                "codemirror_mode", "ruby");
+  /* the documentation, installed under share/doc/syslab/docs, or in the source tree */
   json_t *links = json_array();
   static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
   for (int i = 0; i < 2; i++) {
-    char url[1024];
-    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
+    char installed[64], path[4096], url[4200];
+#ifdef SYSLAB_SOURCE_DIR
+    char source[4096];
+    snprintf(source, sizeof source, "%s/docs/%s", SYSLAB_SOURCE_DIR, docs[i][1]);
+#else
+    const char *source = NULL;
+#endif
+    snprintf(installed, sizeof installed, "share/doc/syslab/docs/%s", docs[i][1]);
+    sl_program_file(installed, source, path, sizeof path);
+    snprintf(url, sizeof url, "file://%s", path);
     json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
   }
   return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
