@@ -10,10 +10,13 @@
 #                 tests (also under compute-sanitizer) and benchmarks, results into DIR
 #   make gpu-deps download the Debian packages gpu-check needs where they are missing
 #                 (docs/gpu.md)
+#   make deb      the Debian package for a class's machines, $(DEB_BUILD)/syslab_VERSION_amd64.deb
+#                 (docs/package.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+DEB_BUILD  ?= build-deb
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := parse eval csv idx wire notebook markdown journal checkpoint
 VENV       ?= .venv
@@ -21,13 +24,14 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= python3
 SYSLAB     := $(BUILD)/syslab
 
-# Debian packages needed to build, run and test syslab.
+# Debian packages needed to build, run and test syslab (and to package it:
+# CPack finds the programs to give dpkg-shlibdeps with `file`).
 APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libssl-dev \
   libopenblas-dev zlib1g-dev gnuplot-nox dataset-fashion-mnist chromium poppler-utils \
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
-  openmpi-bin libopenmpi-dev clang libclang-rt-dev
+  openmpi-bin libopenmpi-dev clang libclang-rt-dev file
 
-.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-deps clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-deps deb clean
 
 all: build
 
@@ -125,5 +129,16 @@ gpu-check:
 gpu-deps: build
 	sh bench/gpu_deps.sh
 
+# The Debian package (docs/package.md): a release build of the program and
+# the MPI module that knows no path of this tree (SYSLAB_BUILD_TREE_PATHS=OFF),
+# installed under /usr and packed by CPack; only the two targets are built
+# (CMAKE_SKIP_INSTALL_ALL_DEPENDENCY keeps CPack from building the tests).
+deb: deps
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DSYSLAB_BUILD_TREE_PATHS=OFF -DSYSLAB_WERROR=ON \
+	  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
+	cmake --build $(DEB_BUILD) -j $(JOBS) --target syslab
+	cd $(DEB_BUILD) && cpack -G DEB >/dev/null
+	@ls $(DEB_BUILD)/syslab_*.deb
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD)

@@ -22,6 +22,8 @@ static const slc_Option install_options[] = {
     {"--user", NULL, NULL, "into the user's Jupyter folder (the default; $XDG_DATA_HOME/jupyter or ~/.local/share/jupyter)"},
     {"--prefix", NULL, "DIR", "into DIR/share/jupyter/kernels"},
     {"--sys-prefix", NULL, NULL, "into the active virtualenv or conda environment"},
+    {"--command", NULL, "PROGRAM", "the program the kernelspec starts (default: this program's absolute path; the "
+                                   "Debian package's spec gives `syslab`, found on PATH)"},
     {"-h", "--help", NULL, "this text"},
     {NULL, NULL, NULL, NULL},
 };

@@ -4,7 +4,9 @@
 **
 ** The kernelspec is how Jupyter starts this program (`syslab kernel -f
 ** {connection_file}`), so it belongs to the command line; it uses nothing
-** of the protocol.
+** of the protocol. It names this program by its absolute path, or by what
+** --command gives: the Debian package's system-wide spec says `syslab`,
+** found on PATH, so that it holds no path of the machine that built it.
 **
 ** The directory is assembled under a temporary name beside its final place
 ** and renamed over it, so a Jupyter server reading kernelspecs at the same
@@ -69,33 +71,17 @@ static void remove_tree(const char *dir) {
   rmdir(dir);
 }
 
-/* the logos ship in share/kernelspec: next to an installed binary
-** (../share/syslab/kernelspec) or in the source tree it was built from */
-static int find_share(const char *exe, char *out, size_t size) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", exe);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  const char *candidates[3];
-  char installed[PATH_MAX + 64];
-  snprintf(installed, sizeof installed, "%s/../share/syslab/kernelspec", dir);
-  candidates[0] = getenv("SYSLAB_SHARE_DIR");
-  candidates[1] = installed;
-  candidates[2] = SYSLAB_SHARE_DIR "/kernelspec";
-  for (int i = 0; i < 3; i++) {
-    if (!candidates[i]) continue;
-    char probe[PATH_MAX + 64];
-    snprintf(probe, sizeof probe, "%s/%s", candidates[i], logos[2]);
-    if (access(probe, R_OK) == 0) {
-      snprintf(out, size, "%s", candidates[i]);
-      return 0;
-    }
-  }
-  return -1;
-}
+/* the logos ship in share/syslab/kernelspec under the program's prefix,
+** and in share/kernelspec of the source tree it was built from */
+#ifdef SYSLAB_SOURCE_DIR
+#define BUILD_TREE_LOGOS SYSLAB_SOURCE_DIR "/share/kernelspec"
+#else
+#define BUILD_TREE_LOGOS NULL
+#endif
 
 int slc_install_main(int argc, char **argv) {
   char base[PATH_MAX] = "";
+  const char *command = NULL;  /* what the kernelspec starts: this program, unless --command names another */
   const char *home = getenv("HOME");
   const char *xdg = getenv("XDG_DATA_HOME");
   for (int i = 1; i < argc; i++) {
@@ -105,7 +91,8 @@ int slc_install_main(int argc, char **argv) {
       return 0;
     }
     if (!opt || (opt->arg && i + 1 >= argc)) {
-      fprintf(stderr, "syslab install: %s '%s'\n\n", opt ? "a folder must follow" : "unknown option", argv[i]);
+      if (opt) fprintf(stderr, "syslab install: %s must follow '%s'\n\n", opt->arg, argv[i]);
+      else fprintf(stderr, "syslab install: unknown option '%s'\n\n", argv[i]);
       slc_usage(stderr, "install");
       return 2;
     }
@@ -123,6 +110,12 @@ int slc_install_main(int argc, char **argv) {
         return 2;
       }
       snprintf(base, sizeof base, "%s/share/jupyter/kernels", prefix);
+    } else if (strcmp(argv[i], "--command") == 0) {
+      command = argv[++i];
+      if (!*command) {
+        fprintf(stderr, "syslab install: --command needs the program's name or path, not an empty string\n");
+        return 2;
+      }
     }
   }
   if (!base[0]) {
@@ -136,10 +129,10 @@ int slc_install_main(int argc, char **argv) {
     return 1;
   }
   exe[n] = '\0';
+  if (!command) command = exe;
   char share[PATH_MAX];
-  if (find_share(exe, share, sizeof share) != 0) {
-    fprintf(stderr, "syslab install: cannot find the kernelspec logos (share/kernelspec); "
-                    "set SYSLAB_SHARE_DIR to that folder\n");
+  if (sl_program_file("share/syslab/kernelspec", BUILD_TREE_LOGOS, share, sizeof share) != 0) {
+    fprintf(stderr, "syslab install: cannot find the kernelspec logos: %s is missing (reinstall syslab)\n", share);
     return 1;
   }
   if (mkdirs(base) != 0) {
@@ -155,7 +148,7 @@ int slc_install_main(int argc, char **argv) {
     fprintf(stderr, "syslab install: cannot create %s: %s\n", tmp, strerror(errno));
     return 1;
   }
-  json_t *spec = json_pack("{s:[s, s, s, s], s:s, s:s, s:s, s:{}}", "argv", exe, "kernel", "-f", "{connection_file}",
+  json_t *spec = json_pack("{s:[s, s, s, s], s:s, s:s, s:s, s:{}}", "argv", command, "kernel", "-f", "{connection_file}",
                            "display_name", "syslab", "language", SYSLAB_LANGUAGE, "interrupt_mode", "message",
                            "metadata");
   char path[PATH_MAX + 64];

@@ -415,6 +415,16 @@ int sl_memory_check(sl_Call *call, const char *arg, double bytes, const char *wh
 int sl_memory_exceeds(double bytes, const char *what, char *msg, size_t size);
 /* "1.50 GiB" */
 void sl_format_bytes(double bytes, char *out, size_t size);
+/* ------------------------------------------------------ the program's files */
+
+/* A file or folder that ships with the program, by its place under the
+** install prefix ("share/syslab/kernelspec", "lib/syslab/syslab_mpi.so"):
+** found beside the running program (<prefix>/bin/syslab), else at
+** `build_tree`, its place for a program run from its build folder (NULL
+** in a program built for installation; lang/layout.c). 0 with its path in
+** out; -1 with out the place it would have under the prefix, for messages. */
+int sl_program_file(const char *installed, const char *build_tree, char *out, size_t size);
+
 /* --------------------------------------------------------- distributed runs */
 
 /* This process's rank in an mpirun job (from the launcher's environment,
@@ -463,8 +473,19 @@ sl_Value sl_state_get(sl_State *S, const char *name);
 int sl_execute(sl_State *S, const char *code, const sl_Host *host,
                sl_Value *result, sl_Error *err);
 
+/* Evaluates one expression for a client that shows its value elsewhere
+** (Jupyter's user_expressions, the report's inline values): 0 and *result
+** (caller releases), or -1 and *err. Code that is not a single expression
+** (an assignment, if, for, help, a command with a block, several
+** statements) is refused before it runs (SyntaxError); an expression that
+** prints, displays (a plot, a table) or clears output fails (ValueError)
+** once it has run, its output dropped. */
+int sl_evaluate(sl_State *S, const char *code, sl_Value *result, sl_Error *err);
+
 typedef enum { SL_COMPLETE, SL_INCOMPLETE, SL_INVALID } sl_Completeness;
-/* indent receives the suggested indent for an incomplete cell ("  ") */
+/* Incomplete only where a further line can complete the cell (inside
+** brackets or a block, after a line-ending '\'); indent receives the
+** suggested indent then ("  "). */
 sl_Completeness sl_is_complete(const char *code, char *indent, size_t indent_size);
 
 /* Completion at byte offset `cursor`. Fills a malloc'd array of malloc'd

@@ -9,7 +9,8 @@
 ** parent. An execute publishes execute_input, then the cell's outputs as
 ** they happen, then the reply, then idle (ipykernel's order). Text output is
 ** buffered per stream and flushed when the other stream or a display comes
-** next, or every 50 ms, so print loops do not flood IOPub with messages.
+** next, or every 50 ms, so print loops do not flood IOPub with messages;
+** no stream message carries more than 1 MiB.
 **
 ** One cell's text output is capped (10 MiB by default, SYSLAB_OUTPUT_LIMIT
 ** to change it): past the cap the text is dropped and counted, and a last
@@ -79,11 +80,34 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A stream message carries at most this much text as it travels, JSON
+** escapes counted, so that with its header, parent header and signature it
+** stays within 1 MiB: one print of a huge string leaves in several
+** messages, each under jupyter_server's IOPub data rate limit. */
+#define STREAM_CHUNK (((size_t)1 << 20) - 16 * 1024)
+
+/* the bytes one byte of text takes in a JSON string as jansson writes it */
+static size_t json_width(unsigned char c) {
+  if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') return 2;
+  return c < 0x20 ? 6 : 1;
+}
+
 static void flush_stream(Exec *x, int s) {
   if (x->len[s] == 0) return;
-  json_t *content = json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text",
-                              slj_json_text(x->buf[s], x->len[s]));
-  slj_publish(x->K, x->K->publish_main, x->req, "stream", content);
+  json_t *text = slj_json_text(x->buf[s], x->len[s]);  /* valid UTF-8 from here on */
+  const char *t = json_string_value(text);
+  size_t len = json_string_length(text);
+  for (size_t at = 0; at < len;) {
+    size_t end = at, width = 0;
+    while (end < len && width + json_width((unsigned char)t[end]) <= STREAM_CHUNK)
+      width += json_width((unsigned char)t[end++]);
+    while (end < len && end > at && ((unsigned char)t[end] & 0xC0) == 0x80) end--;  /* whole characters */
+    json_t *content = json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text",
+                                json_stringn(t + at, end - at));
+    slj_publish(x->K, x->K->publish_main, x->req, "stream", content);
+    at = end;
+  }
+  json_decref(text);
   x->len[s] = 0;
 }
 
@@ -110,6 +134,7 @@ static void host_write(void *ud, sl_Stream stream, const char *text, size_t len)
   }
   x->shown += len;
   if (x->len[1 - s] > 0) flush_stream(x, 1 - s);
+  if (x->len[s] > 0 && x->len[s] + len > STREAM_CHUNK) flush_all(x);  /* whole writes per message */
   if (x->len[s] + len + 1 > x->cap[s]) {
     x->cap[s] = (x->len[s] + len + 1) * 2;
     x->buf[s] = realloc(x->buf[s], x->cap[s]);
@@ -117,7 +142,7 @@ static void host_write(void *ud, sl_Stream stream, const char *text, size_t len)
   memcpy(x->buf[s] + x->len[s], text, len);
   x->len[s] += len;
   x->last_stream = s;
-  if (now() - x->last_flush > 0.05 || x->len[s] > (1 << 20)) flush_all(x);
+  if (now() - x->last_flush > 0.05 || x->len[s] >= STREAM_CHUNK) flush_all(x);
 }
 
 static int is_text_mime(const char *mime) {
@@ -234,26 +259,40 @@ static json_t *error_content(const sl_Error *err) {
                    "traceback", tb);
 }
 
+/* One user expression (sl_evaluate: a single expression, without output).
+** An interrupt stops the one running; the ones after it are not started. */
+static int evaluate_expression(slj_Kernel *K, const char *src, sl_Value *v, sl_Error *err) {
+  const char *why = !src              ? "the expression is not a string"
+                    : sl_interrupted() ? "not evaluated: interrupted by the user"
+                                       : NULL;
+  if (!why) return sl_evaluate(K->S, src, v, err);
+  memset(err, 0, sizeof *err);
+  snprintf(err->ename, sizeof err->ename, "%s", src ? "Interrupt" : "TypeError");
+  err->evalue = strdup(why);
+  slU_Text tb = {0};
+  slU_add(&tb, "%s: %s", err->ename, why);
+  err->traceback = tb.s;
+  return -1;
+}
+
 static json_t *user_expressions(slj_Kernel *K, json_t *exprs) {
   json_t *out = json_object();
   const char *name;
   json_t *code;
   json_object_foreach(exprs, name, code) {
-    const char *src = json_string_value(code);
     sl_Value v;
     sl_Error err;
-    if (src && sl_execute(K->S, src, NULL, &v, &err) == 0) {
+    if (evaluate_expression(K, json_string_value(code), &v, &err) == 0) {
       sl_Bundle b;
       sl_show(v, &b);
       json_object_set_new(out, name, json_pack("{s:s, s:o, s:{}}", "status", "ok", "data", bundle_json(&b), "metadata"));
       sl_bundle_free(&b);
       sl_release(v);
     } else {
-      json_t *e = src ? error_content(&err) : json_pack("{s:s, s:s, s:[]}", "ename", "TypeError", "evalue",
-                                                         "the expression is not a string", "traceback");
+      json_t *e = error_content(&err);
       json_object_set_new(e, "status", json_string("error"));
       json_object_set_new(out, name, e);
-      if (src) sl_error_free(&err);
+      sl_error_free(&err);
     }
   }
   return out;
@@ -299,9 +338,33 @@ static int nul_error(const char *code, size_t len, sl_Error *err) {
   return 1;
 }
 
-static void abort_queued(slj_Kernel *K);
+/* The requests waiting on the shell socket behind a failed cell, taken off
+** it before that cell's reply (take_queued) and answered after its idle
+** (answer_queued). */
+typedef struct Queued {
+  slj_Msg *msgs;
+  size_t n, cap;
+} Queued;
 
-static int execute(slj_Kernel *K, slj_Msg *req) {
+static void take_queued(slj_Kernel *K, Queued *q);
+static void answer_queued(slj_Kernel *K, Queued *q);
+
+/* the note on a cell whose text passed the cap, the last flush */
+static void finish_output(Exec *x) {
+  if (x->dropped > 0) {
+    char note[256];
+    int n = snprintf(note, sizeof note,
+                     "\n[output truncated: %zu more bytes were not shown; a cell shows at most %zu bytes of text "
+                     "(SYSLAB_OUTPUT_LIMIT)]\n", x->dropped, x->limit);
+    x->limit = (size_t)-1;
+    host_write(x, SL_STDERR, note, (size_t)n);
+  }
+  flush_all(x);
+  free(x->buf[0]);
+  free(x->buf[1]);
+}
+
+static int execute(slj_Kernel *K, slj_Msg *req, Queued *behind) {
   json_t *c = req->content;
   const char *code = json_string_value(json_object_get(c, "code"));
   int silent = json_is_true(json_object_get(c, "silent"));
@@ -338,18 +401,11 @@ static int execute(slj_Kernel *K, slj_Msg *req) {
   atomic_store(&K->executing, 1);
   int rc = nul_error(code, json_string_length(json_object_get(c, "code")), &err) ? -1
            : sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
+  finish_output(&x);
+  /* the user expressions are part of the request: an interrupt stops them too */
+  json_t *exprs = json_object_get(c, "user_expressions");
+  json_t *values = rc == 0 && json_is_object(exprs) ? user_expressions(K, exprs) : json_object();
   atomic_store(&K->executing, 0);
-  if (x.dropped > 0) {
-    char note[256];
-    int n = snprintf(note, sizeof note,
-                     "\n[output truncated: %zu more bytes were not shown; a cell shows at most %zu bytes of text "
-                     "(SYSLAB_OUTPUT_LIMIT)]\n", x.dropped, x.limit);
-    x.limit = (size_t)-1;
-    host_write(&x, SL_STDERR, note, (size_t)n);
-  }
-  flush_all(&x);
-  free(x.buf[0]);
-  free(x.buf[1]);
 
   char *output_text = NULL;
   if (rc == 0) {
@@ -364,22 +420,20 @@ static int execute(slj_Kernel *K, slj_Msg *req) {
       sl_bundle_free(&b);
     }
     sl_release(result);
-    json_t *exprs = json_object_get(c, "user_expressions");
     slj_reply(K, K->shell, req, "execute_reply",
               json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count", K->execution_count, "payload",
-                        x.payload, "user_expressions",
-                        json_is_object(exprs) ? user_expressions(K, exprs) : json_object()));
+                        x.payload, "user_expressions", values));
   } else {
     json_decref(x.payload);
     json_t *content = error_content(&err);
     if (!silent) slj_publish(K, K->publish_main, req, "error", json_deep_copy(content));
-    /* Abort before replying: whatever is queued now was sent before the
-    ** client could know this cell failed ("Run All"); a request sent after
-    ** the reply is a new decision and must run. */
-    if (stop_on_error) abort_queued(K);
+    /* What is queued now was sent before the client could know this cell
+    ** failed ("Run All"): it is taken off the socket before the reply, since
+    ** a request sent after the reply is a new decision and must run. */
+    if (stop_on_error) take_queued(K, behind);
     json_object_set_new(content, "status", json_string("error"));
     json_object_set_new(content, "execution_count", json_integer(K->execution_count));
-    json_object_set_new(content, "user_expressions", json_object());
+    json_object_set_new(content, "user_expressions", values);
     json_object_set_new(content, "payload", json_array());
     slj_reply(K, K->shell, req, "execute_reply", content);
     sl_error_free(&err);
@@ -448,11 +502,20 @@ json_t *slj_kernel_info(void) {
   json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
                                "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "ruby",
                                "codemirror_mode", "ruby");
+  /* the documentation, installed under share/doc/syslab/docs, or in the source tree */
   json_t *links = json_array();
   static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};
   for (int i = 0; i < 2; i++) {
-    char url[1024];
-    snprintf(url, sizeof url, "file://%s/../docs/%s", SYSLAB_SHARE_DIR, docs[i][1]);
+    char installed[64], path[4096], url[4200];
+#ifdef SYSLAB_SOURCE_DIR
+    char source[4096];
+    snprintf(source, sizeof source, "%s/docs/%s", SYSLAB_SOURCE_DIR, docs[i][1]);
+#else
+    const char *source = NULL;
+#endif
+    snprintf(installed, sizeof installed, "share/doc/syslab/docs/%s", docs[i][1]);
+    sl_program_file(installed, source, path, sizeof path);
+    snprintf(url, sizeof url, "file://%s", path);
     json_array_append_new(links, json_pack("{s:s, s:s}", "text", docs[i][0], "url", url));
   }
   return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:[]}", "status", "ok", "protocol_version",
@@ -465,9 +528,10 @@ json_t *slj_kernel_info(void) {
 
 void slj_handle_shell(slj_Kernel *K, slj_Msg *req) {
   const char *type = slj_msg_type(req);
+  Queued behind = {NULL, 0, 0};
   slj_publish_status(K, K->publish_main, req, "busy");
   if (strcmp(type, "execute_request") == 0) {
-    execute(K, req);
+    execute(K, req, &behind);
   } else if (strcmp(type, "kernel_info_request") == 0) {
     slj_reply(K, K->shell, req, "kernel_info_reply", slj_kernel_info());
   } else if (strcmp(type, "complete_request") == 0) {
@@ -495,12 +559,10 @@ void slj_handle_shell(slj_Kernel *K, slj_Msg *req) {
     slj_log("ignoring unknown shell message type '%s'", type);
   }
   slj_publish_status(K, K->publish_main, req, "idle");
+  answer_queued(K, &behind);
 }
 
-/* execute_requests already queued on the shell socket after a failed cell
-** are answered with status "aborted"; other requests are kept in
-** K->pending and handled next, in order */
-static void abort_queued(slj_Kernel *K) {
+static void take_queued(slj_Kernel *K, Queued *q) {
   for (;;) {
     slj_Msg req;
     char err[256];
@@ -510,17 +572,33 @@ static void abort_queued(slj_Kernel *K) {
       slj_log("shell: %s", err);
       continue;
     }
-    if (strcmp(slj_msg_type(&req), "execute_request") == 0) {
-      slj_publish_status(K, K->publish_main, &req, "busy");
-      slj_reply(K, K->shell, &req, "execute_reply",
+    if (q->n == q->cap) {
+      q->cap = q->cap ? q->cap * 2 : 16;
+      q->msgs = realloc(q->msgs, q->cap * sizeof *q->msgs);
+      if (!q->msgs) abort();
+    }
+    q->msgs[q->n++] = req;
+  }
+}
+
+/* After the failed cell's idle, as ipykernel does: each execute_request
+** taken is answered with status "aborted" (busy, reply, idle) without
+** running; other requests are kept in K->pending and handled next. */
+static void answer_queued(slj_Kernel *K, Queued *q) {
+  for (size_t i = 0; i < q->n; i++) {
+    slj_Msg *req = &q->msgs[i];
+    if (strcmp(slj_msg_type(req), "execute_request") == 0) {
+      slj_publish_status(K, K->publish_main, req, "busy");
+      slj_reply(K, K->shell, req, "execute_reply",
                 json_pack("{s:s, s:i}", "status", "aborted", "execution_count", K->execution_count));
-      slj_publish_status(K, K->publish_main, &req, "idle");
-      slj_msg_free(&req);
+      slj_publish_status(K, K->publish_main, req, "idle");
+      slj_msg_free(req);
     } else if (K->npending < sizeof K->pending / sizeof K->pending[0]) {
-      K->pending[K->npending++] = req;
+      K->pending[K->npending++] = *req;
     } else {
-      slj_log("dropping a %s request: too many requests queued behind a failed cell", slj_msg_type(&req));
-      slj_msg_free(&req);
+      slj_log("dropping a %s request: too many requests queued behind a failed cell", slj_msg_type(req));
+      slj_msg_free(req);
     }
   }
+  free(q->msgs);
 }

@@ -1,7 +1,8 @@
 /*
-** interp.c - the interpreter's entry points: run a cell, and answer the
-** questions an editor asks about code (is it complete, what completes the
-** word at the cursor, what is the name under the cursor).
+** interp.c - the interpreter's entry points: run a cell, evaluate one
+** expression for a client that shows its value (user_expressions), and
+** answer the questions an editor asks about code (is it complete, what
+** completes the word at the cursor, what is the name under the cursor).
 **
 ** Completion and inspection work on the text before the cursor with the
 ** lexer alone, so they answer sensibly while the cell is half typed and
@@ -120,44 +121,138 @@ int sl_execute(sl_State *S, const char *code, const sl_Host *host, sl_Value *res
   return rc;
 }
 
+/* ------------------------------------------------------------ evaluation */
+
+/* Why a parsed cell is not one expression, or NULL when it is. A call
+** that takes a block (sweep, search) runs statements, wherever it stands. */
+static int runs_block(const slY_Node *n) {
+  if (!n) return 0;
+  if (n->kind == N_CALL && n->c) return 1;
+  if (runs_block(n->a) || runs_block(n->b) || runs_block(n->c)) return 1;
+  for (size_t i = 0; i < n->nkids; i++)
+    if (runs_block(n->kids[i])) return 1;
+  return 0;
+}
+
+static const char *not_an_expression(const slY_Node *root, const slY_Node **where) {
+  static char several[64];
+  *where = root->nkids > 0 ? root->kids[root->nkids > 1 ? 1 : 0] : NULL;
+  if (root->nkids == 0) return "the expression is empty";
+  if (root->nkids > 1) {
+    snprintf(several, sizeof several, "this is %zu statements", root->nkids);
+    return several;
+  }
+  switch ((*where)->kind) {
+    case N_ASSIGN: return "this is an assignment";
+    case N_IF: return "this is an if statement";
+    case N_FOR: return "this is a for loop";
+    case N_HELP: return "this is a help request";
+    default: return runs_block(*where) ? "this command runs a block of statements" : NULL;
+  }
+}
+
+/* The host of an expression: output is not shown but remembered, so that
+** the evaluation can fail with what the expression tried to do. */
+typedef struct {
+  const char *what;
+} Refusal;
+
+static void refuse(Refusal *r, const char *what) {
+  if (!r->what) r->what = what;
+}
+static void refuse_write(void *ud, sl_Stream stream, const char *text, size_t len) { refuse(ud, "prints text"); }
+static void refuse_display(void *ud, const sl_Bundle *b, const char *display_id, int update) {
+  refuse(ud, "displays output (a plot, a table, an image or a progress bar)");
+}
+static void refuse_clear(void *ud, int wait) { refuse(ud, "clears the output"); }
+static void refuse_page(void *ud, const char *text) { refuse(ud, "shows help"); }
+
+static int evaluation_error(const char *code, sl_Error *err, const char *ename, int line, int col, const char *why) {
+  snprintf(err->ename, sizeof err->ename, "%s", ename);
+  size_t n = strlen(why) + 200;
+  err->evalue = malloc(n);
+  snprintf(err->evalue, n, "%s: a user expression must only compute a value, without assigning, printing or "
+                           "plotting (run it in a code cell)", why);
+  err->line = line;
+  err->col = col;
+  err->traceback = make_traceback(code, strlen(code), err);
+  return -1;
+}
+
+int sl_evaluate(sl_State *S, const char *code, sl_Value *result, sl_Error *err) {
+  memset(err, 0, sizeof *err);
+  *result = sl_nil();
+  slY_Error perr;
+  slY_Tree *tree = slY_parse(code, strlen(code), &perr);
+  if (tree) {
+    const slY_Node *where;
+    const char *why = not_an_expression(slY_root(tree), &where);
+    int line = where ? where->line : 0, col = where ? where->col : 0;
+    slY_free(tree);
+    if (why) return evaluation_error(code, err, "SyntaxError", line, col, why);
+  }
+  Refusal r = {NULL};
+  sl_Host host = {&r, refuse_write, refuse_display, refuse_clear, NULL, refuse_page};
+  int rc = sl_execute(S, code, &host, result, err);  /* a syntax error is reported as for a cell */
+  if (rc != 0 || !r.what) return rc;
+  sl_release(*result);
+  *result = sl_nil();
+  char why[128];
+  snprintf(why, sizeof why, "this expression %s", r.what);
+  return evaluation_error(code, err, "ValueError", 0, 0, why);
+}
+
 /* ------------------------------------------------------------ is_complete */
 
+/* Complete: the cell parses. Incomplete: more lines could still complete
+** it, which in this language means it ends inside brackets or a block, or
+** with a '\' that continues the line; elsewhere a newline ends the
+** statement, so `x = ` is as invalid as `print )`, and a string cannot
+** span lines, so `"abc` can never be closed. The test is the parser's:
+** the cell followed by a newline fails at the end of the input (a further
+** line could go on from there) or before it (nothing can). */
 sl_Completeness sl_is_complete(const char *code, char *indent, size_t indent_size) {
   size_t len = strlen(code);
   while (len > 0 && isspace((unsigned char)code[len - 1])) len--;
   if (indent && indent_size) indent[0] = '\0';
-  if (len > 0 && code[len - 1] == '\\') {
-    if (indent) snprintf(indent, indent_size, "  ");
-    return SL_INCOMPLETE;
-  }
   slX_Lexer L;
   slX_init(&L, code, len);
+  int continued = 0;
   for (;;) {
     slX_Token t = slX_next(&L);
     int type = t.type;
+    size_t at = t.offset;
     slX_token_free(&t);
     if (type == TK_EOF) break;
     if (type == TK_ERROR) {
-      if (L.eof_in_string) return SL_INCOMPLETE;
+      /* a '\' that ends the text (outside strings and comments) asks for the next line */
+      continued = at + 1 == len && code[at] == '\\';
+      if (continued) break;
       return SL_INVALID;
     }
   }
-  slY_Error perr;
-  slY_Tree *tree = slY_parse(code, len, &perr);
-  if (tree) {
-    slY_free(tree);
-    return SL_COMPLETE;
-  }
-  if (perr.at_eof || L.depth > 0) {
-    if (indent) {
-      int depth = L.depth > 0 ? L.depth : 1;
-      size_t n = 0;
-      for (int i = 0; i < depth && n + 2 < indent_size; i++) indent[n++] = ' ', indent[n++] = ' ';
-      indent[n] = '\0';
+  if (!continued) {
+    char *text = malloc(len + 2);
+    if (!text) abort();
+    memcpy(text, code, len);
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    slY_Error perr;
+    slY_Tree *tree = slY_parse(text, len + 1, &perr);
+    free(text);
+    if (tree) {
+      slY_free(tree);
+      return SL_COMPLETE;
     }
-    return SL_INCOMPLETE;
+    if (!perr.at_eof) return SL_INVALID;
   }
-  return SL_INVALID;
+  if (indent) {
+    int depth = L.depth > 0 ? L.depth : 1;
+    size_t n = 0;
+    for (int i = 0; i < depth && n + 2 < indent_size; i++) indent[n++] = ' ', indent[n++] = ' ';
+    indent[n] = '\0';
+  }
+  return SL_INCOMPLETE;
 }
 
 /* ------------------------------------------------------------- completion */

@@ -4,7 +4,7 @@
 **
 ** The module is found, in order, at $SYSLAB_MPI_MODULE, next to an
 ** installed program (<prefix>/lib/syslab/syslab_mpi.so, from
-** <prefix>/bin/syslab), and in the build tree. It is opened with
+** <prefix>/bin/syslab), and in the build tree (lang/layout.c). It is opened with
 ** RTLD_GLOBAL because Open MPI's own plugins resolve libmpi's symbols
 ** through the global namespace.
 **
@@ -177,21 +177,16 @@ int slS_worker_limit(int workers, char *err, size_t errlen) {
 }
 
 #ifdef SYSLAB_HAVE_MPI
+#ifdef SYSLAB_MPI_MODULE
+#define BUILD_TREE_MODULE SYSLAB_MPI_MODULE
+#else
+#define BUILD_TREE_MODULE NULL
+#endif
+
 static int module_path(char *out, size_t size) {
   const char *env = getenv("SYSLAB_MPI_MODULE");
   if (env && *env) return snprintf(out, size, "%s", env), 0;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      snprintf(out, size, "%s/../lib/syslab/syslab_mpi.so", exe);
-      if (access(out, R_OK) == 0) return 0;
-    }
-  }
-  snprintf(out, size, "%s", SYSLAB_MPI_MODULE);
+  sl_program_file("lib/syslab/syslab_mpi.so", BUILD_TREE_MODULE, out, size);
   return 0;
 }
 #endif

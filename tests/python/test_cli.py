@@ -94,6 +94,18 @@ def test_install_prefix_writes_a_complete_kernelspec(syslab_bin, tmp_path):
     assert sorted(p.name for p in spec_dir.parent.iterdir()) == ["syslab"]
 
 
+def test_install_command_names_the_program_the_spec_starts(syslab_bin, tmp_path):
+    """The Debian package's spec names `syslab`, found on PATH (docs/package.md)."""
+    r = syslab("install", "--prefix", str(tmp_path), "--command", "syslab")
+    assert r.returncode == 0, r.stderr
+    spec = json.loads((tmp_path / "share" / "jupyter" / "kernels" / "syslab" / "kernel.json").read_text())
+    assert spec["argv"] == ["syslab", "kernel", "-f", "{connection_file}"]
+    r = syslab("install", "--prefix", str(tmp_path), "--command", "")
+    assert r.returncode == 2 and "--command needs the program's name or path" in r.stderr
+    r = syslab("install", "--prefix", str(tmp_path), "--command")
+    assert r.returncode == 2 and "PROGRAM must follow '--command'" in r.stderr
+
+
 def test_install_sys_prefix_needs_an_environment(syslab_bin):
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     r = syslab("install", "--sys-prefix", env=env)

@@ -155,10 +155,45 @@ static void test_is_complete(void) {
   CHECK(sl_is_complete("for i in [1] {", indent, sizeof indent) == SL_INCOMPLETE);
   CHECK_STREQ(indent, "  ");
   CHECK(sl_is_complete("x = [1,", indent, sizeof indent) == SL_INCOMPLETE);
-  CHECK(sl_is_complete("print \"abc", indent, sizeof indent) == SL_INCOMPLETE);
-  CHECK(sl_is_complete("1 +", indent, sizeof indent) == SL_INCOMPLETE);
+  CHECK(sl_is_complete("print (1 +\n  2", indent, sizeof indent) == SL_INCOMPLETE);
+  CHECK(sl_is_complete("print 1 \\", indent, sizeof indent) == SL_INCOMPLETE);
   CHECK(sl_is_complete("print )", indent, sizeof indent) == SL_INVALID);
   CHECK(sl_is_complete("1 +* 2", indent, sizeof indent) == SL_INVALID);
+  /* a newline ends a statement outside brackets, and a string cannot span
+  ** lines: no further line completes these */
+  CHECK(sl_is_complete("x = ", indent, sizeof indent) == SL_INVALID);
+  CHECK(sl_is_complete("1 +", indent, sizeof indent) == SL_INVALID);
+  CHECK(sl_is_complete("print \"abc", indent, sizeof indent) == SL_INVALID);
+  CHECK(sl_is_complete("print \"abc \\", indent, sizeof indent) == SL_INVALID);
+  CHECK(sl_is_complete("for i in [1] {\n  y = ", indent, sizeof indent) == SL_INVALID);
+  CHECK(sl_is_complete("print 1 # a comment \\", indent, sizeof indent) == SL_COMPLETE);
+}
+
+static void test_evaluate_takes_one_expression_without_output(void) {
+  sl_State *S = sl_new();
+  check_eval(S, "a = 20");
+  sl_Value v;
+  sl_Error err;
+  CHECK(sl_evaluate(S, "a * 2", &v, &err) == 0 && v.type == SL_NUMBER && v.u.n == 40);
+  CHECK(sl_evaluate(S, "(len [1, 2]) + a", &v, &err) == 0 && v.u.n == 22);
+  static const char *const refused[][2] = {
+      {"b = 1", "SyntaxError: this is an assignment"},
+      {"for i in [1] { a = i }", "SyntaxError: this is a for loop"},
+      {"1\n2", "SyntaxError: this is 2 statements"},
+      {"sweep x=[1] { row y=x }", "SyntaxError: this command runs a block"},
+      {"print a", "ValueError: this expression prints text"},
+      {"show [1]", "ValueError: this expression displays output"},
+      {"", "SyntaxError: the expression is empty"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    CHECK_MSG(sl_evaluate(S, refused[i][0], &v, &err) == -1 && v.type == SL_NIL, "%s was evaluated", refused[i][0]);
+    CHECK_CONTAINS(err.traceback, refused[i][1]);
+    CHECK_CONTAINS(err.evalue, "a user expression must only compute a value");
+    sl_error_free(&err);
+  }
+  CHECK(sl_state_get(S, "b").type == SL_NIL && sl_state_get(S, "i").type == SL_NIL);  /* nothing was assigned */
+  CHECK_STREQ(check_eval(S, "a"), "20");
+  sl_free(S);
 }
 
 static int has(const sl_Completion *c, const char *m) {
@@ -273,6 +308,7 @@ int main(void) {
   RUN(test_displays_input_and_help);
   RUN(test_interrupt_stops_sleep_and_loops);
   RUN(test_is_complete);
+  RUN(test_evaluate_takes_one_expression_without_output);
   RUN(test_completion);
   RUN(test_inspection);
   return check_summary();
