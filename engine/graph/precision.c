@@ -10,7 +10,9 @@
 ** Values are kept in float32 storage after being rounded, so activation
 ** memory does not halve.
 */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "devslots.h"
 #include "kernels/device.h"
@@ -54,6 +56,21 @@ int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes) {
     case SLM_AUTOCAST_WIDEST: return widest(n, dtypes);
   }
   return SLM_FP32;
+}
+
+/* A product's kernel follows the mode: bf16's packed kernel where the CPU has avx512_bf16 (fp16's on
+** AVX-512), else OpenBLAS on operands rounded into float32 copies (product.c) */
+void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size) {
+  const slM_OpDef *d = slM_op(n->op);
+  const char *mode = slM_precision_names[g->precision];
+  if (g->precision == SLM_FP32 || d->autocast != SLM_AUTOCAST_LOW || g->device != SLM_CPU)
+    snprintf(buf, size, "%s", d->kernel);
+  else if (strcmp(d->kernel, "cblas_sgemm") != 0)
+    snprintf(buf, size, "%s with %s products", d->kernel, mode);
+  else if (slM_product_native(g->precision))
+    snprintf(buf, size, "%s", g->precision == SLM_BF16 ? "gemm_bf16 (vdpbf16ps)" : "gemm_fp16 (AVX-512, fp16 operands)");
+  else
+    snprintf(buf, size, "cblas_sgemm on %s-rounded operands", mode);
 }
 
 void slM_dtypes(const slM_Graph *g, int *dtypes) { slM_dtypes_upto(g, g->n - 1, dtypes); }

@@ -14,6 +14,8 @@ const char *slM_dtype_name(int dtype);
 /* output dtype of node i under the graph's precision, given its inputs' */
 int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes);
 void slM_dtypes(const slM_Graph *g, int *dtypes);         /* every node, size g->n */
+/* what runs node n on the CPU under its graph's precision mode (node metadata) */
+void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size);
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes);
 /* rounds node i's output to its dtype (dtypes: slM_dtypes of the graph) */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes);
