@@ -257,7 +257,7 @@ static const char *get_compression(slU_Reader *r, slM_Node *n, char *why, size_t
     size_t len;
     const char *mask = slU_get_bytes(r, &len);
     if (!mask || n->nparams == 0 || len != n->params[0]->value->size) return "a pruning mask does not fit its weight";
-    n->comp.weight_mask = malloc(len);
+    n->comp.weight_mask = slM_mask_new(len);
     memcpy(n->comp.weight_mask, mask, len);
   }
   for (int k = 0; k < 4; k++) {

@@ -45,7 +45,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
     n->comp.bias = clone_transform(from->bias);
     if (from->weight_mask) {
       size_t size = n->params[0]->value->size;
-      n->comp.weight_mask = malloc(size);
+      n->comp.weight_mask = slM_mask_new(size);
       memcpy(n->comp.weight_mask, from->weight_mask, size);
     }
   }
