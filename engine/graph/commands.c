@@ -581,6 +581,26 @@ static double activation_bytes(const slM_Graph *g) {
   return bytes;
 }
 
+/* Training stopped at values that are not numbers: a loss, or under fp16
+** an output that overflowed float16's range. Before any update the
+** learning rate cannot be the cause. */
+static int diverged(sl_Call *call, slM_Graph *g, const slM_EpochStats *s, double lr) {
+  char why[512];
+  slM_nonfinite_why(g, s->nonfinite_node, why, sizeof why);
+  const char *loss = isnan(s->loss) ? "nan" : isinf(s->loss) ? "infinite" : NULL;
+  int first = s->epoch == 1 && s->diverged == 1, fp16 = strstr(why, "float16") != NULL;
+  if (first)
+    return sl_error(call, "training stopped in the first forward pass, before any update (the learning rate is not the "
+                          "cause): %s", why);
+  if (fp16 || !loss)
+    return sl_error(call, "training stopped at step %ld of epoch %d (the weights are those before that step): %s; a "
+                          "smaller learning rate than %g may keep the values in range", s->diverged, s->epoch, why, lr);
+  return sl_arg_error(call, "lr",
+                      "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
+                      "(the weights are those before that step). Use a smaller learning rate than %g",
+                      loss, s->diverged, s->epoch, lr);
+}
+
 static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = arg_model(call, "model");
   slM_Dataset *d = arg_data(call, "data");
@@ -630,12 +650,9 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     return -1;
   }
   if (done > 0 && stats[done - 1].diverged) {
-    slM_EpochStats last = stats[done - 1], *s = &last;
+    slM_EpochStats last = stats[done - 1];
     free(stats);
-    return sl_arg_error(call, "lr",
-                        "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
-                        "(the weights are those before that step). Use a smaller learning rate than %g",
-                        isnan(s->loss) ? "nan" : "infinite", s->diverged, s->epoch, c.lr);
+    return diverged(call, g, &last, c.lr);
   }
   slT_Table *t = slT_new();
   const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
@@ -644,7 +661,7 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     size_t r = slT_add_row(t);
     double v[7] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
                    stats[e].seconds, stats[e].samples_per_second};
-    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, sl_number(v[k]));
+    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
   }
   free(stats);
   slT_mark_timing(t, 5);
@@ -676,12 +693,14 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   char why[512];   /* slM_evaluate's batches are 256 items */
   if (slM_device_fits(g, n < 256 ? (int)n : 256, 0, why, sizeof why) != 0) return sl_error(call, "%s", why);
   g->fault[0] = '\0';
-  slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
+  int nonfinite = slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
   if (device_fault(call, g) != 0) return -1;
   if (sl_interrupted()) return sl_interrupted_error(call);
-  if (!isfinite(loss))
-    sl_eprintf(call, "warning: the loss is %g: the model's outputs are not finite numbers (did training diverge?)\n",
-               loss);
+  if (!isfinite(loss)) {   /* an accuracy beside it would count the argmax of NaN */
+    slM_nonfinite_why(g, nonfinite, why, sizeof why);
+    return sl_error(call, "the model's loss on the %s split is %s, so it has no accuracy: %s", train ? "train" : "test",
+                    isnan(loss) ? "nan" : "infinite", why);
+  }
   *result = sl_record_new();
   sl_record_set(*result, "accuracy", sl_number(acc));
   sl_record_set(*result, "loss", sl_number(loss));

@@ -10,6 +10,7 @@
 ** Values are kept in float32 storage after being rounded, so activation
 ** memory does not halve.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,55 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   }
   Rounding r = {d, n->out->data};
   slK_parallel_for(n->out->size, 1 << 14, round_range, &r);
+}
+
+/* ------------------------------------------------------- values that went */
+
+static int finite_tensor(const slM_Tensor *t) {
+  if (!t || !t->data) return 1;   /* nothing on the host to read (a model on the GPU) */
+  for (size_t i = 0; i < t->size; i++)
+    if (!isfinite(t->data[i])) return 0;
+  return 1;
+}
+
+int slM_first_nonfinite(const slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].kind != SLM_OUTPUT && !finite_tensor(g->nodes[i].out)) return i;
+  return -1;
+}
+
+/* Checked after each pass of an fp16 model, as the loss may not show it: a
+** ReLU turns NaN into 0, and a batch whose products all overflowed then
+** gives every class the same logit, a finite loss of log(classes). */
+int slM_fp16_overflow(const slM_Graph *g) {
+  if (g->precision != SLM_FP16) return -1;
+  int *dtypes = malloc((size_t)g->n * sizeof *dtypes), at = -1;
+  slM_dtypes(g, dtypes);
+  for (int i = 0; i < g->n && at < 0; i++)
+    if (dtypes[i] == SLM_FP16 && g->nodes[i].kind != SLM_OUTPUT && !finite_tensor(g->nodes[i].out)) at = i;
+  free(dtypes);
+  return at;
+}
+
+/* A float16 output holds nothing above 65504: a larger value becomes
+** infinity as it is rounded, or already as a product's operand is, and the
+** NaN of infinity less infinity follows. */
+void slM_nonfinite_why(const slM_Graph *g, int i, char *buf, size_t size) {
+  if (i < 0) {
+    snprintf(buf, size, "the outputs are not finite numbers");
+    return;
+  }
+  const slM_Node *n = &g->nodes[i];
+  int *dtypes = malloc((size_t)(i + 1) * sizeof *dtypes);
+  slM_dtypes_upto(g, i, dtypes);
+  if (dtypes[i] == SLM_FP16)
+    snprintf(buf, size,
+             "the values overflowed float16's range (its largest finite value is 65504) at node %s (%s), whose "
+             "output is float16 under precision fp16: bf16 keeps float32's range, or scale the inputs down",
+             n->name, slM_op_name(n->op));
+  else
+    snprintf(buf, size, "node %s (%s) is the first whose output is not a finite number", n->name, slM_op_name(n->op));
+  free(dtypes);
 }
 
 /* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */
