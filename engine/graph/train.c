@@ -187,7 +187,6 @@ int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doubl
     int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
     slM_Tensor *logits = slM_forward(g, x + start * (size_t)features, y + start, b, 0);
     if (g->stopped) break;   /* cut short: the logits are not this batch's */
-    double before = total_loss;
     int C = logits->shape[1];
     for (int i = 0; i < b; i++) {
       const float *row = logits->data + (size_t)i * C;
@@ -200,9 +199,9 @@ int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doubl
       for (int c = 0; c < C; c++) sum += exp(row[c] - m);
       total_loss += -(row[y[start + i]] - m - log(sum));
     }
-    int overflow = nonfinite < 0 ? slM_fp16_overflow(g) : -1;
-    if (overflow >= 0) nonfinite = overflow, total_loss = NAN;   /* its outputs are not the model's numbers */
-    if (isfinite(before) && !isfinite(total_loss)) nonfinite = slM_first_nonfinite(g);   /* while its outputs live */
+    int overflow = nonfinite < 0 ? slM_fp16_overflow(g) : -1;   /* a ReLU may have hidden it from the loss */
+    if (overflow >= 0) total_loss = NAN;
+    if (nonfinite < 0 && !isfinite(total_loss)) nonfinite = overflow >= 0 ? overflow : slM_first_nonfinite(g);
     done += (size_t)b;
   }
   slM_release_activations(g);
@@ -283,19 +282,17 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         stopped = 1;
         break;
       }
+      seen += (size_t)b;
+      correct += batch_correct;
       int overflow = slM_fp16_overflow(g);
       if (!isfinite(loss) || overflow >= 0) {  /* diverged: stop before the update spreads it into every weight */
         stats[done].diverged = step - steps_per_epoch * e + 1;
         stats[done].nonfinite_node = overflow >= 0 ? overflow : slM_first_nonfinite(g);
         loss_sum = loss;
-        seen += (size_t)b;
-        correct += batch_correct;
         stopped = 1;
         break;
       }
       loss_sum += loss * b;
-      seen += (size_t)b;
-      correct += batch_correct;
       slM_optimizer_step(g, c, learning_rate(c, step, total), step);
       if (g->fault[0]) {   /* the device failed in the update: the caller reports why */
         stopped = 1;
