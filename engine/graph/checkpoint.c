@@ -20,6 +20,7 @@
 ** language-model sizes, no attention or activation settings of fused
 ** nodes) is still read, and what it left out is recovered from what it
 ** kept (format1_fill).
+**
 ** Node transforms (quantisers, activation pruners) are written by their own
 ** encode and read back by the decoder compress/ installs when the engine
 ** starts (slM_set_transform_decoder): the graph stores their bytes without
@@ -44,8 +45,9 @@ void slM_set_transform_decoder(slM_TransformDecoder decode) { transform_decoder 
 #define MAX_PARAMS 200000
 
 /* Format 1 wrote each operator as its number in the enum of that time:
-** these are their names, in that order. Frozen: the enum may change, this
-** list may not. */
+** these are the names those operators have now, in that order (number 27,
+** the language model's loss, was then called cross_entropy too). Frozen:
+** the enum may change, this list may not. */
 static const char *const format1_ops[] = {
   "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify", "add",
   "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul", "cross_entropy",

@@ -857,8 +857,9 @@ static const sl_Command slM_commands[] = {
   {"to", "graph", "A copy of a model on a device: its weights, gradients and optimiser state move; results are equal.",
    "`to m gpu` puts a copy of m on the CUDA GPU: training, evaluation and the language model's commands then run "
    "its operators there, and the optimiser updates every parameter in one launch; `to m cpu` brings a copy back. "
-   "Without a GPU, or for a model with an operator the GPU does not run (fused attention, the fusion pass's operators, "
-   "compression transforms, a 16-bit precision), the error says why. docs/gpu.md lists what runs where.",
+   "The copy keeps the model's precision mode (bf16 and fp16 products run on the tensor cores). Without a GPU, or for "
+   "a model the GPU does not run (the fusion pass's operators or buffer planning, compression transforms), the "
+   "error says why. docs/gpu.md lists what runs where.",
    "m = model mlp hidden=[64]\nback = to m cpu", cmd_to, 0,
    {MODEL_ARG, {"device", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "cpu or gpu", device_names}, {NULL}}},
   {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",
