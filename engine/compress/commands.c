@@ -414,7 +414,7 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
     slM_Node *n = &g->nodes[i];
     if (!targeted(call, n)) continue;
     slM_Tensor *w = n->params[0]->value;
-    unsigned char *mask = malloc(w->size);
+    unsigned char *mask = slM_mask_new(w->size);
     if (global) memcpy(mask, pool_mask + at, w->size);
     else if (l1) slQ_prune_l1(w->data, w->size, s, mask);
     else slQ_prune_random(w->size, s, seed + (uint64_t)i, mask);
@@ -424,7 +424,7 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
       if (n->comp.weight_mask && !n->comp.weight_mask[j]) mask[j] = 0;  /* pruning twice keeps the first mask */
       pruned += !mask[j];
     }
-    free(n->comp.weight_mask);
+    slM_mask_free(n->comp.weight_mask, w->size);
     n->comp.weight_mask = mask;
     if (as > 0) replace(&n->comp.data_in_prune, activation_pruner(as, l1, seed + 1000 + (uint64_t)i));
     for (size_t j = 0; j < w->size; j++)  /* the stored weights are zero too, so an export of them is sparse */

@@ -19,6 +19,7 @@
 #include "kernels/device.h"
 #include "ops.h"
 #include "passes.h"
+#include "precision.h"
 #include "train.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -29,10 +30,12 @@
 
 static void model_free(void *data) { slM_Graph *g = data; slM_graph_free(g); }
 
-static const char *precision_of(const slM_Node *n) {
+/* a node's number format: its quantiser's when it has one, else its output's dtype under the model's
+** precision mode (dtypes: slM_dtypes of the graph) */
+static const char *precision_of(const slM_Node *n, int dtype) {
   if (n->comp.weight) return n->comp.weight->name;
   if (n->comp.data_in) return n->comp.data_in->name;
-  return n->kind == SLM_PLACEHOLDER && n->op == OP_LABELS ? "int64" : "float32";
+  return slM_dtype_name(dtype);
 }
 
 static void shape_text(const slM_Node *n, char *buf, size_t size) {
@@ -47,6 +50,8 @@ static slT_Table *node_table(const slM_Graph *g) {
   slT_Table *t = slT_new();
   const char *cols[] = {"name", "kind", "target", "args", "shape", "params", "precision"};
   for (int c = 0; c < 7; c++) slT_add_column(t, cols[c]);
+  int *dtypes = malloc((size_t)g->n * sizeof *dtypes);
+  slM_dtypes(g, dtypes);
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     size_t r = slT_add_row(t);
@@ -62,8 +67,9 @@ static slT_Table *node_table(const slM_Graph *g) {
     slT_set(t, r, 3, sl_string(args));
     slT_set(t, r, 4, sl_string(shape));
     slT_set(t, r, 5, sl_number((double)slM_node_params(n)));
-    slT_set(t, r, 6, sl_string(precision_of(n)));
+    slT_set(t, r, 6, sl_string(precision_of(n, dtypes[i])));
   }
+  free(dtypes);
   return t;
 }
 
@@ -118,9 +124,13 @@ static int model_show(void *data, sl_Bundle *out) {
   size_t trainable, total;
   slM_param_counts(g, &trainable, &total);
   slT_Table *t = node_table(g);
-  char head[512];
-  snprintf(head, sizeof head, "%s\n%d nodes, %zu parameters (%zu trainable)%s%s", g->description, g->n, total, trainable,
-           g->with_labels ? ", traced with labels" : "", g->with_mask ? ", traced with an attention mask" : "");
+  char head[640], mode[128] = "";
+  if (g->precision != SLM_FP32)
+    snprintf(mode, sizeof mode, "; precision %s: products take %s inputs and sum in float32",
+             slM_precision_names[g->precision], slM_dtype_name(g->precision));
+  snprintf(head, sizeof head, "%s\n%d nodes, %zu parameters (%zu trainable)%s%s%s", g->description, g->n, total,
+           trainable, g->with_labels ? ", traced with labels" : "", g->with_mask ? ", traced with an attention mask" : "",
+           mode);
   char *text = slT_to_text(t), *md = slT_to_markdown(t), *html = slT_to_html(t);
   sl_bundle_addf(out, "text/plain", "%s\n%s", head, text);
   sl_bundle_addf(out, "text/markdown", "**%s**\n\n%s", head, md);
@@ -142,6 +152,7 @@ static int model_field(void *data, const char *name, sl_Value *out) {
   if (strcmp(name, "trainable") == 0) return *out = sl_number((double)trainable), 0;
   if (strcmp(name, "family") == 0) return *out = sl_string(g->family), 0;
   if (strcmp(name, "classes") == 0) return *out = sl_number(g->classes), 0;
+  if (strcmp(name, "precision") == 0) return *out = sl_string(slM_precision_names[g->precision]), 0;
   if (strcmp(name, "node_names") == 0) {
     *out = sl_list_new();
     for (int i = 0; i < g->n; i++) sl_list_push(*out, sl_string(g->nodes[i].name));
@@ -150,7 +161,8 @@ static int model_field(void *data, const char *name, sl_Value *out) {
   return -1;
 }
 
-static const char *const model_fields[] = {"nodes", "params", "trainable", "family", "classes", "node_names", NULL};
+static const char *const model_fields[] = {"nodes", "params", "trainable", "family", "classes", "precision", "node_names",
+                                           NULL};
 
 static int model_encode(void *data, slU_Text *out, char *err, size_t errlen) {
   return slM_graph_encode(data, out, err, errlen);
@@ -471,16 +483,21 @@ static int cmd_meta(sl_Call *call, sl_Value *result) {
   int i = slM_find_node(g, name);
   if (i < 0) return sl_arg_error(call, "node", "the model has no node '%s' (see model.node_names)", name);
   const slM_Node *n = &g->nodes[i];
+  int *dtypes = malloc((size_t)(i + 1) * sizeof *dtypes);
+  slM_dtypes_upto(g, i, dtypes);
+  char kernel[96];
+  slM_node_kernel(g, n, kernel, sizeof kernel);
   sl_Value common = sl_record_new(), hw = sl_record_new(), sw = sl_record_new(), meta = sl_record_new();
   sl_record_set(common, "mase_type", sl_string(n->kind == SLM_CALL_MODULE ? "module" : n->kind == SLM_PLACEHOLDER ? "placeholder" : n->kind == SLM_OUTPUT ? "output" : "function"));
   sl_record_set(common, "mase_op", sl_string(slM_op_name(n->op)));
   sl_record_set(common, "shape", dims_list(n));
-  sl_record_set(common, "precision", sl_string(precision_of(n)));
+  sl_record_set(common, "precision", sl_string(precision_of(n, dtypes[i])));
+  free(dtypes);
   sl_record_set(common, "params", sl_number((double)slM_node_params(n)));
   sl_record_set(common, "flops", sl_number(n->flops));
-  sl_record_set(hw, "device", sl_string(slK_gpu_count() > 0 ? "cuda" : "cpu"));
+  sl_record_set(hw, "device", sl_string(g->device == SLM_CUDA ? "cuda" : "cpu"));
   sl_record_set(hw, "parallelism", sl_number(1));
-  sl_record_set(sw, "kernel", sl_string(slM_op(n->op)->kernel));
+  sl_record_set(sw, "kernel", sl_string(kernel));
   sl_record_set(sw, "trainable", sl_bool(n->nparams > 0 && !n->params[0]->frozen));
   sl_record_set(meta, "common", common);
   sl_record_set(meta, "hardware", hw);
@@ -564,6 +581,26 @@ static double activation_bytes(const slM_Graph *g) {
   return bytes;
 }
 
+/* Training stopped at values that are not numbers: a loss, or under fp16
+** an output that overflowed float16's range. Before any update the
+** learning rate cannot be the cause. */
+static int diverged(sl_Call *call, slM_Graph *g, const slM_EpochStats *s, double lr) {
+  char why[512];
+  slM_nonfinite_why(g, s->nonfinite_node, why, sizeof why);
+  const char *loss = isnan(s->loss) ? "nan" : isinf(s->loss) ? "infinite" : NULL;
+  int first = s->epoch == 1 && s->diverged == 1, fp16 = strstr(why, "float16") != NULL;
+  if (first)
+    return sl_error(call, "training stopped in the first forward pass, before any update (the learning rate is not the "
+                          "cause): %s", why);
+  if (fp16 || !loss)
+    return sl_error(call, "training stopped at step %ld of epoch %d (the weights are those before that step): %s; a "
+                          "smaller learning rate than %g may keep the values in range", s->diverged, s->epoch, why, lr);
+  return sl_arg_error(call, "lr",
+                      "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
+                      "(the weights are those before that step). Use a smaller learning rate than %g",
+                      loss, s->diverged, s->epoch, lr);
+}
+
 static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = arg_model(call, "model");
   slM_Dataset *d = arg_data(call, "data");
@@ -613,12 +650,9 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     return -1;
   }
   if (done > 0 && stats[done - 1].diverged) {
-    slM_EpochStats last = stats[done - 1], *s = &last;
+    slM_EpochStats last = stats[done - 1];
     free(stats);
-    return sl_arg_error(call, "lr",
-                        "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
-                        "(the weights are those before that step). Use a smaller learning rate than %g",
-                        isnan(s->loss) ? "nan" : "infinite", s->diverged, s->epoch, c.lr);
+    return diverged(call, g, &last, c.lr);
   }
   slT_Table *t = slT_new();
   const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
@@ -627,7 +661,7 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     size_t r = slT_add_row(t);
     double v[7] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
                    stats[e].seconds, stats[e].samples_per_second};
-    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, sl_number(v[k]));
+    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
   }
   free(stats);
   slT_mark_timing(t, 5);
@@ -659,12 +693,14 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   char why[512];   /* slM_evaluate's batches are 256 items */
   if (slM_device_fits(g, n < 256 ? (int)n : 256, 0, why, sizeof why) != 0) return sl_error(call, "%s", why);
   g->fault[0] = '\0';
-  slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
+  int nonfinite = slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
   if (device_fault(call, g) != 0) return -1;
   if (sl_interrupted()) return sl_interrupted_error(call);
-  if (!isfinite(loss))
-    sl_eprintf(call, "warning: the loss is %g: the model's outputs are not finite numbers (did training diverge?)\n",
-               loss);
+  if (!isfinite(loss)) {   /* an accuracy beside it would count the argmax of NaN */
+    slM_nonfinite_why(g, nonfinite, why, sizeof why);
+    return sl_error(call, "the model's loss on the %s split is %s, so it has no accuracy: %s", train ? "train" : "test",
+                    isnan(loss) ? "nan" : "infinite", why);
+  }
   *result = sl_record_new();
   sl_record_set(*result, "accuracy", sl_number(acc));
   sl_record_set(*result, "loss", sl_number(loss));
@@ -795,7 +831,8 @@ static const sl_Command slM_commands[] = {
    "The transformer cuts each image into patches (tokens), embeds them, runs `depth` encoder layers of multi-head "
    "self-attention and MLP with residuals and layer norm, mean-pools, and classifies through a tanh pooler. "
    "Fields of a model m: m.nodes (number of graph nodes), m.params (all parameters), m.trainable (those not "
-   "frozen), m.family (\"mlp\" or \"transformer\"), m.classes, m.node_names (a list, for `meta`).",
+   "frozen), m.family (\"mlp\", \"transformer\" or \"lm\"), m.classes, m.precision (its mode: \"fp32\", or "
+   "\"bf16\"/\"fp16\" after `precision`), m.node_names (a list, for `meta`).",
    "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
    cmd_model, 0,
    {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},
@@ -820,8 +857,9 @@ static const sl_Command slM_commands[] = {
   {"to", "graph", "A copy of a model on a device: its weights, gradients and optimiser state move; results are equal.",
    "`to m gpu` puts a copy of m on the CUDA GPU: training, evaluation and the language model's commands then run "
    "its operators there, and the optimiser updates every parameter in one launch; `to m cpu` brings a copy back. "
-   "Without a GPU, or for a model with an operator the GPU does not run (fused attention, the fusion pass's operators, "
-   "compression transforms, a 16-bit precision), the error says why. docs/gpu.md lists what runs where.",
+   "The copy keeps the model's precision mode (bf16 and fp16 products run on the tensor cores). Without a GPU, or for "
+   "a model the GPU does not run (the fusion pass's operators or buffer planning, compression transforms), the "
+   "error says why. docs/gpu.md lists what runs where.",
    "m = model mlp hidden=[64]\nback = to m cpu", cmd_to, 0,
    {MODEL_ARG, {"device", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "cpu or gpu", device_names}, {NULL}}},
   {"capture", "graph", "Trace a model again with other inputs; the new graph shares the weights.",

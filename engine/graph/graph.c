@@ -45,7 +45,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
     n->comp.bias = clone_transform(from->bias);
     if (from->weight_mask) {
       size_t size = n->params[0]->value->size;
-      n->comp.weight_mask = malloc(size);
+      n->comp.weight_mask = slM_mask_new(size);
       memcpy(n->comp.weight_mask, from->weight_mask, size);
     }
   }
@@ -94,7 +94,15 @@ int slM_propagate(slM_Graph *g, char *err, size_t errlen) {
   return 0;
 }
 
-/* the operator's rules of structure: inputs, parameters, and its own check */
+/* a node setting against the range its operator declares (NaN is never inside one) */
+static int setting_ok(const slM_Node *n, const char *what, double x, slM_Range r, char *err, size_t errlen) {
+  if (r.lo == 0 && r.hi == 0) return 0;   /* the operator does not read it */
+  if (x >= r.lo && (r.below ? x < r.hi : x <= r.hi)) return 0;
+  return snprintf(err, errlen, "node %s (%s) has %s = %g, outside [%g, %g%s", n->name, slM_op_name(n->op), what, x, r.lo,
+                  r.hi, r.below ? ")" : "]"), -1;
+}
+
+/* the operator's rules of structure: inputs, parameters, the settings it reads, and its own check */
 static int check_node(const slM_Graph *g, int i, char *err, size_t errlen) {
   const slM_Node *n = &g->nodes[i];
   const slM_OpDef *d = slM_op(n->op);
@@ -108,6 +116,9 @@ static int check_node(const slM_Graph *g, int i, char *err, size_t errlen) {
     if (g->nodes[j].op == OP_OUTPUT) return snprintf(err, errlen, "node %s reads the output node", n->name), -1;
   }
   if (n->nparams < d->min_params) return snprintf(err, errlen, "node %s lacks its parameters", n->name), -1;
+  if (setting_ok(n, "heads", n->heads, d->heads, err, errlen) || setting_ok(n, "patch", n->patch, d->patch, err, errlen) ||
+      setting_ok(n, "p", n->p, d->p, err, errlen))
+    return -1;
   return d->check ? d->check(g, n, err, errlen) : 0;
 }
 

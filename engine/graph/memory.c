@@ -102,6 +102,7 @@ void slM_mem_retag(slM_Tensor *t, int category) {
 }
 
 void slM_mem_external(long long delta) { account(SLM_MEM_TEMP, delta); }
+void slM_mem_held(int category, long long delta) { account(category, delta); }
 
 void slM_mem_set_context(int node, int backward, int category, const char *name, const char *op) {
   cur_node = node;
@@ -115,6 +116,7 @@ int slM_mem_category(void) { return cur_cat; }
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, live, sizeof live); }
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]) { memcpy(out, at_peak, sizeof at_peak); }
 size_t slM_mem_total_peak(void) { return total_peak; }
+size_t slM_mem_total_live(void) { return total_live(); }
 
 void slM_mem_reset(void) {
   total_peak = total_live();

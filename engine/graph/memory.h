@@ -16,6 +16,8 @@ void slM_mem_on_free(slM_Tensor *t);
 void slM_mem_retag(slM_Tensor *t, int category);
 /* memory outside tensors (scratch buffers), counted as temporaries */
 void slM_mem_external(long long delta);
+/* memory outside tensors that a model holds (pruning masks), counted in its category */
+void slM_mem_held(int category, long long delta);
 /* the tag new tensors get, set around each node by the node hooks
 ** (profile.c): the node (negative outside any), the direction, the
 ** category, and the node's and its operator's names for the records */
@@ -28,6 +30,7 @@ int slM_mem_category(void);
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]);
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]);
 size_t slM_mem_total_peak(void);   /* tensors and scratch */
+size_t slM_mem_total_live(void);   /* tensors and scratch, now */
 void slM_mem_reset(void);          /* peaks := live, records cleared */
 
 /* recording of allocations and a timeline while on */

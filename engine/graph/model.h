@@ -239,6 +239,9 @@ int slM_insert_node(slM_Graph *g, int at, const char *name, slM_Kind kind, slM_O
 void slM_remove_node(slM_Graph *g, int i);
 /* frees what a node owns: its references to parameters, transforms, tensors */
 void slM_node_clear(slM_Node *n);
+/* a pruning mask of n bytes, counted as parameter memory while its node holds it */
+unsigned char *slM_mask_new(size_t n);
+void slM_mask_free(unsigned char *mask, size_t n);
 slM_Param *slM_param_new(const char *name, int ndim, const int *shape);
 slM_Param *slM_param_clone(const slM_Param *p);   /* a copy of the values, not the gradients */
 void slM_param_release(slM_Param *p);

@@ -267,6 +267,7 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
     }
   }
   c->rng = g->rng;
+  c->precision = g->precision;   /* the mode is the model's, however it is traced */
   c->device = g->device;   /* it shares the weights, so it runs where they live */
   return c;
 }

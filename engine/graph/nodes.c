@@ -78,17 +78,33 @@ int slM_add_node(slM_Graph *g, const char *name, slM_Kind kind, slM_Op op, const
   return g->n++;
 }
 
-static void free_comp(slM_NodeTransforms *c) {
+/* A pruning mask is a byte per weight that its model holds as long as it
+** lives: counted with the parameters, so that memory figures and their
+** prediction include it. */
+unsigned char *slM_mask_new(size_t n) {
+  unsigned char *mask = malloc(n ? n : 1);
+  slM_mem_held(SLM_MEM_PARAM, (long long)n);
+  return mask;
+}
+
+void slM_mask_free(unsigned char *mask, size_t n) {
+  if (!mask) return;
+  slM_mem_held(SLM_MEM_PARAM, -(long long)n);
+  free(mask);
+}
+
+static void free_comp(slM_NodeTransforms *c, size_t mask_bytes) {
   slM_Transform *ts[4] = {c->data_in, c->data_in_prune, c->weight, c->bias};
   for (int i = 0; i < 4; i++)
     if (ts[i] && ts[i]->free) ts[i]->free(ts[i]);
-  free(c->weight_mask);
+  slM_mask_free(c->weight_mask, mask_bytes);
   memset(c, 0, sizeof *c);
 }
 
 void slM_node_clear(slM_Node *n) {
+  size_t mask_bytes = n->comp.weight_mask ? n->params[0]->value->size : 0;   /* its weight's, before it goes */
   for (int k = 0; k < n->nparams; k++) slM_param_release(n->params[k]);
-  free_comp(&n->comp);
+  free_comp(&n->comp, mask_bytes);
   slM_tensor_free(n->out);
   slM_tensor_free(n->gout);
   slM_tensor_free(n->saved);

@@ -6,8 +6,10 @@
 ** static array of structs. The record says everything the rest of the
 ** engine asks about an operator, so no pass keeps a switch of its own:
 **
-**   name, arity      what torch.fx would call it; how many inputs and
-**                    parameters it takes
+**   name, arity      what torch.fx would call it (unique: checkpoints name
+**                    operators by it); how many inputs and parameters it takes
+**   settings         the node settings it reads (heads, patch, p) and the
+**                    values each may take
 **   shape            its output shape for a batch of one and its FLOPs per
 **                    sample (graph.c's propagation calls it)
 **   impl[device]     forward and backward, one slot per device: the CPU's
@@ -36,6 +38,13 @@
 enum { SLM_CPU, SLM_CUDA, SLM_NUM_DEVICES };
 
 typedef void (*slM_Kernel)(slM_Graph *g, slM_Node *n);
+
+/* the values a node setting may take: lo <= x <= hi, or lo <= x < hi when `below` (a probability);
+** {0}: the operator does not read the setting */
+typedef struct slM_Range {
+  double lo, hi;
+  int below;
+} slM_Range;
 
 typedef struct slM_OpImpl {
   slM_Kernel forward;    /* reads the inputs' outputs; writes n->out (and n->saved, n->saved2) */
@@ -66,6 +75,9 @@ typedef struct slM_OpDef {
   int min_params;                /* parameters it cannot run without (a weight; a gain and a shift) */
   /* structure beyond the counts of inputs and parameters; 0, or -1 with err */
   int (*check)(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen);
+  /* the node settings it reads and the values each may take: slM_verify refuses a node outside
+  ** them (a damaged checkpoint, a faulty pass) before a shape rule or a kernel divides by one */
+  slM_Range heads, patch, p;
   /* fills n->ndim, n->shape (a batch of one) and n->flops; 0, or -1 with err. NULL: the shape of its
   ** first input, and flops_per_item FLOPs per item of it */
   int (*shape)(slM_Graph *g, slM_Node *n, char *err, size_t errlen);
@@ -84,6 +96,10 @@ typedef struct slM_OpDef {
   unsigned flags;
   const char *kernel;            /* what runs it on the CPU, for node metadata ("cblas_sgemm", "loop") */
 } slM_OpDef;
+
+/* ranges several operators declare: attention's heads, a norm's epsilon */
+#define SLM_RANGE_HEADS {1, 1 << 16, 0}
+#define SLM_RANGE_EPS {0, 1, 0}
 
 /* rules several operators share: nothing to run, no input gradient, a gradient for input 0 only */
 static inline void slM_op_nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }

@@ -5,10 +5,13 @@
 ** Each family declares its operators in its own file (op.h says what a
 ** record holds); this file only gathers them. An operator declared twice,
 ** or one without a record, is a programming error that slM_ops_check
-** names, and the tests run it.
+** names, and the tests run it. Names are unique: a checkpoint names each
+** node's operator, so that a new operator numbered among the others
+** re-labels no saved model.
 */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -47,8 +50,18 @@ const char *slM_ops_check(void) {
       return snprintf(why, sizeof why, "operator %s has half a CUDA slot", d->name), why;
     if (d->min_inputs > d->max_inputs || !d->kernel)
       return snprintf(why, sizeof why, "operator %s: arity or kernel missing", d->name), why;
+    for (int other = 0; other < op; other++)
+      if (strcmp(table[other]->name, d->name) == 0)
+        return snprintf(why, sizeof why, "operators %d and %d are both named %s", other, op, d->name), why;
   }
   return "";
+}
+
+int slM_op_by_name(const char *name) {
+  pthread_once(&once, gather);
+  for (int op = 0; op < SLM_NUM_OPS; op++)
+    if (table[op] && strcmp(table[op]->name, name) == 0) return op;
+  return -1;
 }
 
 const char *slM_op_name(slM_Op op) {

@@ -15,5 +15,7 @@ const slM_OpDef *slM_op(slM_Op op);
 /* "" when every operator is declared exactly once with what the engine
 ** needs of it; else what is missing (for the tests) */
 const char *slM_ops_check(void);
+/* the operator a name denotes (as checkpoints write it), or -1 */
+int slM_op_by_name(const char *name);
 
 #endif

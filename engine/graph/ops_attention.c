@@ -262,7 +262,7 @@ static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int 
 #define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
 
 const slM_OpDef slM_ops_attention[] = {
-    {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, CPU(scores_forward, scores_backward),
+    {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(scores_forward, scores_backward),
      SLM_CUDA_SLOT(scores),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
      .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC, .kernel = "cblas_sgemm"},
@@ -270,11 +270,11 @@ const slM_OpDef slM_ops_attention[] = {
      SLM_CUDA_SLOT(mask_fill),
      .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC,
      .kernel = "loop"},
-    {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, CPU(context_forward, context_backward),
+    {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(context_forward, context_backward),
      SLM_CUDA_SLOT(context),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
-    {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, CPU(fused_forward, fused_backward),
+    {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, .heads = SLM_RANGE_HEADS, CPU(fused_forward, fused_backward),
      SLM_CUDA_SLOT(attention), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "flash_attention_2"},
     {0},

@@ -447,6 +447,15 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
   free(tmp);
 }
 
+/* the copies its compression keeps for the backward: the transformed input (activation pruning, a
+** quantiser) and the masked or quantised weight */
+static double linear_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
+  double floats = 0;
+  if (n->comp.data_in || n->comp.data_in_prune) floats += slM_items(&g->nodes[n->inputs[0]], batch);
+  if (n->comp.weight || n->comp.weight_mask) floats += (double)n->params[0]->value->size;
+  return floats;
+}
+
 /* Images and their patches have nothing upstream to learn, so the first
 ** layer skips its input gradient, a third of its backward work. */
 int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
@@ -688,7 +697,8 @@ const slM_OpDef slM_ops_core[] = {
      SLM_CUDA_SLOT(mask),
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
-     CPU(linear_forward, linear_backward), .grad_to = slM_linear_grad_to, .rounded = slM_linear_rounded,
+     CPU(linear_forward, linear_backward), .saves = linear_saves, .grad_to = slM_linear_grad_to,
+     .rounded = slM_linear_rounded,
      SLM_CUDA_SLOT(linear),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
@@ -701,17 +711,17 @@ const slM_OpDef slM_ops_core[] = {
     {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
      SLM_CUDA_SLOT(activation),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
+    {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, .p = {-1e6, 1e6}, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
      SLM_CUDA_SLOT(activation),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, CPU(dropout_forward, dropout_backward),
+    {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, .p = {0, 1, 1}, CPU(dropout_forward, dropout_backward),
      SLM_CUDA_SLOT(dropout),
      .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
-    {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5,
+    {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5, .p = SLM_RANGE_EPS,
      CPU(layernorm_forward, layernorm_backward), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
      SLM_CUDA_SLOT(norm),
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL, .kernel = "loop"},
-    {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, CPU(patchify_forward, slM_op_nothing),
+    {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, .patch = {1, 1 << 15}, CPU(patchify_forward, slM_op_nothing),
      SLM_CUDA_SLOT(patchify),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward),

@@ -197,6 +197,13 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
 
 /* ------------------------------------------------------------ rules */
 
+/* the activation folded in is one the sweep runs: ReLU, GELU, or none (OP_OUTPUT) */
+static int linear_act_check(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen) {
+  if (n->act == OP_RELU || n->act == OP_GELU || n->act == OP_OUTPUT) return 0;
+  return snprintf(err, errlen, "node %s (linear_act) folds in operator %d, which is not relu, gelu or none", n->name,
+                  n->act), -1;
+}
+
 /* the pre-activation, kept for GELU's slope */
 static double linear_act_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
   return n->act == OP_GELU ? slM_items(n, batch) : 0;
@@ -212,11 +219,11 @@ static double add_norm_saves(const slM_Graph *g, const slM_Node *n, int batch, i
 #define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
 
 const slM_OpDef slM_ops_fused[] = {
-    {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .shape = slM_linear_shape,
+    {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .check = linear_act_check, .shape = slM_linear_shape,
      CPU(linear_act_forward, linear_act_backward), .saves = linear_act_saves, .grad_to = slM_linear_grad_to,
      .backward_temps = 1, .rounded = slM_linear_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
      .flags = SLM_OP_PRODUCT, .kernel = "cblas_sgemm"},
-    {OP_ADD_NORM, "add_layer_norm", 2, 2, .min_params = 2, .flops_per_item = 5,
+    {OP_ADD_NORM, "add_layer_norm", 2, 2, .min_params = 2, .flops_per_item = 5, .p = SLM_RANGE_EPS,
      CPU(add_norm_forward, add_norm_backward), .saves = add_norm_saves, .makes = SLM_MEM_ACT,
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_MASKED_SOFTMAX, "masked_softmax", 1, 1, .flops_per_item = 5, CPU(masked_softmax_forward, masked_softmax_backward),

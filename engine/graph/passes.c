@@ -128,7 +128,7 @@ int slM_set_attention(slM_Graph *g, int fused) {
       changed++;
     }
   }
-  g->fused_attention = fused;
+  if (strcmp(g->family, "transformer") == 0) g->fused_attention = fused;   /* the builder's argument capture reuses */
   return changed;
 }
 

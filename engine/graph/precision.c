@@ -10,7 +10,10 @@
 ** Values are kept in float32 storage after being rounded, so activation
 ** memory does not halve.
 */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "devslots.h"
 #include "kernels/device.h"
@@ -56,6 +59,21 @@ int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes) {
   return SLM_FP32;
 }
 
+/* A product's kernel follows the mode: bf16's packed kernel where the CPU has avx512_bf16 (fp16's on
+** AVX-512), else OpenBLAS on operands rounded into float32 copies (product.c) */
+void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size) {
+  const slM_OpDef *d = slM_op(n->op);
+  const char *mode = slM_precision_names[g->precision];
+  if (g->precision == SLM_FP32 || d->autocast != SLM_AUTOCAST_LOW || g->device != SLM_CPU)
+    snprintf(buf, size, "%s", d->kernel);
+  else if (strcmp(d->kernel, "cblas_sgemm") != 0)
+    snprintf(buf, size, "%s with %s products", d->kernel, mode);
+  else if (slM_product_native(g->precision))
+    snprintf(buf, size, "%s", g->precision == SLM_BF16 ? "gemm_bf16 (vdpbf16ps)" : "gemm_fp16 (AVX-512, fp16 operands)");
+  else
+    snprintf(buf, size, "cblas_sgemm on %s-rounded operands", mode);
+}
+
 void slM_dtypes(const slM_Graph *g, int *dtypes) { slM_dtypes_upto(g, g->n - 1, dtypes); }
 
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes) {
@@ -88,6 +106,55 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   }
   Rounding r = {d, n->out->data};
   slK_parallel_for(n->out->size, 1 << 14, round_range, &r);
+}
+
+/* ------------------------------------------------------- values that went */
+
+static int finite_tensor(const slM_Tensor *t) {
+  if (!t || !t->data) return 1;   /* nothing on the host to read (a model on the GPU) */
+  for (size_t i = 0; i < t->size; i++)
+    if (!isfinite(t->data[i])) return 0;
+  return 1;
+}
+
+int slM_first_nonfinite(const slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].kind != SLM_OUTPUT && !finite_tensor(g->nodes[i].out)) return i;
+  return -1;
+}
+
+/* Checked after each pass of an fp16 model, as the loss may not show it: a
+** ReLU turns NaN into 0, and a batch whose products all overflowed then
+** gives every class the same logit, a finite loss of log(classes). */
+int slM_fp16_overflow(const slM_Graph *g) {
+  if (g->precision != SLM_FP16) return -1;
+  int *dtypes = malloc((size_t)g->n * sizeof *dtypes), at = -1;
+  slM_dtypes(g, dtypes);
+  for (int i = 0; i < g->n && at < 0; i++)
+    if (dtypes[i] == SLM_FP16 && g->nodes[i].kind != SLM_OUTPUT && !finite_tensor(g->nodes[i].out)) at = i;
+  free(dtypes);
+  return at;
+}
+
+/* A float16 output holds nothing above 65504: a larger value becomes
+** infinity as it is rounded, or already as a product's operand is, and the
+** NaN of infinity less infinity follows. */
+void slM_nonfinite_why(const slM_Graph *g, int i, char *buf, size_t size) {
+  if (i < 0) {
+    snprintf(buf, size, "the outputs are not finite numbers");
+    return;
+  }
+  const slM_Node *n = &g->nodes[i];
+  int *dtypes = malloc((size_t)(i + 1) * sizeof *dtypes);
+  slM_dtypes_upto(g, i, dtypes);
+  if (dtypes[i] == SLM_FP16)
+    snprintf(buf, size,
+             "the values overflowed float16's range (its largest finite value is 65504) at node %s (%s), whose "
+             "output is float16 under precision fp16: bf16 keeps float32's range, or scale the inputs down",
+             n->name, slM_op_name(n->op));
+  else
+    snprintf(buf, size, "node %s (%s) is the first whose output is not a finite number", n->name, slM_op_name(n->op));
+  free(dtypes);
 }
 
 /* the CS336 systems assignment's mixed_precision_accumulation experiment: 1000 additions of 0.01 (numerics §8) */

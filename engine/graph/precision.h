@@ -14,9 +14,17 @@ const char *slM_dtype_name(int dtype);
 /* output dtype of node i under the graph's precision, given its inputs' */
 int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes);
 void slM_dtypes(const slM_Graph *g, int *dtypes);         /* every node, size g->n */
+/* what runs node n on the CPU under its graph's precision mode (node metadata) */
+void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size);
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes);
 /* rounds node i's output to its dtype (dtypes: slM_dtypes of the graph) */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes);
+/* after a forward pass on the CPU: the first node whose output holds NaN or infinity (-1: none) */
+int slM_first_nonfinite(const slM_Graph *g);
+/* after a forward pass of an fp16 model on the CPU: the first float16 node whose output overflowed (-1: none) */
+int slM_fp16_overflow(const slM_Graph *g);
+/* why node i's output is not finite (i < 0: unknown), for messages: float16's range, when it overflowed */
+void slM_nonfinite_why(const slM_Graph *g, int i, char *buf, size_t size);
 /* 1000 additions of 0.01: float32; float16; float16 values into a float32 sum */
 void slM_accumulation(double out[3]);
 

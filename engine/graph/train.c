@@ -20,6 +20,7 @@
 #include "kernels/parallel.h"
 #include "memory.h"
 #include "op.h"
+#include "precision.h"
 #include "train.h"
 
 static double now(void) {
@@ -174,11 +175,13 @@ void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
     }
 }
 
-void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss) {
+/* Cut short (an interrupt, a stopped pass), it measured only part of the
+** items: accuracy and loss are NaN, never a share of the whole. */
+int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss) {
   const int B = 256;
-  size_t correct = 0;
+  size_t correct = 0, done = 0;
   double total_loss = 0;
-  int features = g->features;
+  int features = g->features, nonfinite = -1;
   for (size_t start = 0; start < n; start += B) {
     if (sl_interrupted()) break;  /* the caller reports it */
     int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
@@ -196,10 +199,15 @@ void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doub
       for (int c = 0; c < C; c++) sum += exp(row[c] - m);
       total_loss += -(row[y[start + i]] - m - log(sum));
     }
+    int overflow = nonfinite < 0 ? slM_fp16_overflow(g) : -1;   /* a ReLU may have hidden it from the loss */
+    if (overflow >= 0) total_loss = NAN;
+    if (nonfinite < 0 && !isfinite(total_loss)) nonfinite = overflow >= 0 ? overflow : slM_first_nonfinite(g);
+    done += (size_t)b;
   }
   slM_release_activations(g);
-  *accuracy = n ? (double)correct / (double)n : 0;
-  *loss = n ? total_loss / (double)n : 0;
+  *accuracy = done == n && n ? (double)correct / (double)n : NAN;
+  *loss = done == n && n ? total_loss / (double)n : NAN;
+  return nonfinite;
 }
 
 /* A batch is gathered from shuffled rows of the training set straight into
@@ -238,7 +246,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   for (int e = 0; e < c->epochs && !stopped; e++) {
     double t0 = now(), loss_sum = 0;
     size_t seen = 0, correct = 0;
-    stats[done].diverged = 0;
+    stats[done].diverged = 0, stats[done].nonfinite_node = -1;
     for (size_t i = n; i > 1; i--) {  /* Fisher-Yates */
       size_t j = (size_t)(slM_rng_next(&rng) % i), tmp = order[i - 1];
       order[i - 1] = order[j];
@@ -260,12 +268,13 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         break;
       }
       int C = logits->shape[1];
+      size_t batch_correct = 0;   /* counted once the step is whole */
       for (int i = 0; i < b; i++) {
         const float *row = logits->data + (size_t)i * C;
         int best = 0;
         for (int k = 1; k < C; k++)
           if (row[k] > row[best]) best = k;
-        correct += best == by[i];
+        batch_correct += best == by[i];
       }
       slM_zero_grads(g);
       double loss = slM_backward(g, by, b);
@@ -273,15 +282,17 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         stopped = 1;
         break;
       }
-      if (!isfinite(loss)) {  /* diverged: stop before the update spreads it into every weight */
+      seen += (size_t)b;
+      correct += batch_correct;
+      int overflow = slM_fp16_overflow(g);
+      if (!isfinite(loss) || overflow >= 0) {  /* diverged: stop before the update spreads it into every weight */
         stats[done].diverged = step - steps_per_epoch * e + 1;
+        stats[done].nonfinite_node = overflow >= 0 ? overflow : slM_first_nonfinite(g);
         loss_sum = loss;
-        seen += (size_t)b;
         stopped = 1;
         break;
       }
       loss_sum += loss * b;
-      seen += (size_t)b;
       slM_optimizer_step(g, c, learning_rate(c, step, total), step);
       if (g->fault[0]) {   /* the device failed in the update: the caller reports why */
         stopped = 1;
@@ -298,8 +309,10 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     /* the time of the training steps alone: evaluation is not training speed */
     s->seconds = now() - t0;
     s->samples_per_second = (double)seen / s->seconds;
-    if (s->diverged) s->test_accuracy = s->test_loss = NAN;
+    /* an epoch cut short is shown with what it measured: its training batches, no test */
+    if (!s->complete) s->test_accuracy = s->test_loss = NAN;
     else slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
+    if (!isfinite(s->test_loss)) s->test_accuracy = NAN;   /* no accuracy beside a loss that is not a number */
     done++;
   }
   g->stop = NULL, g->stop_ud = NULL, g->stopped = 0;

@@ -32,6 +32,7 @@ typedef struct slM_EpochStats {
   int epoch;
   int complete;             /* 0 when the epoch was cut short */
   long diverged;            /* the step (from 1) whose loss was not finite, where training stopped; 0 if none */
+  int nonfinite_node;       /* then the first node whose output was not finite (-1: unknown) */
   double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
 } slM_EpochStats;
 
@@ -40,6 +41,8 @@ void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
 /* trains; fills stats[0..epochs-1]; returns the number of epochs recorded */
 int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
               slM_EpochStats *stats);
-void slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss);
+/* accuracy and mean loss over n items (NaN when cut short); returns the first node whose output was
+** not finite in the first batch whose loss was not (-1: none, or unknown) */
+int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, double *accuracy, double *loss);
 
 #endif

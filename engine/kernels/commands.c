@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "kernels.h"
 #include "table/table.h"
 
@@ -68,6 +69,10 @@ static int cmd_version(sl_Call *call, sl_Value *result) {
 
 static int cmd_machine(sl_Call *call, sl_Value *result) {
   const char *get = sl_arg_string(call, "get");
+  /* a GPU's figure where there is none: not a measurement of 0 */
+  if (strncmp(get, "gpu_", 4) == 0 && slK_gpu_count() == 0)
+    return sl_arg_error(call, "get", "%s is a figure of a GPU, and here there is none (%s): `machine get=gpus` is 0",
+                        get, slK_gpu_describe());
   const slK_Machine *m = slK_machine();
   if (strcmp(get, "table") != 0) {
     double v = strcmp(get, "sgemm_gflops") == 0     ? m->sgemm_gflops
@@ -176,6 +181,10 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
   const slK_Bench *kernels[32];
   int sizes[64], nk = kernel_list(call, kernels, 32);
   if (nk < 0) return -1;
+  for (int k = 0; k < nk; k++)   /* before any kernel runs: a table cut at the first GPU kernel would be lost */
+    if (strcmp(kernels[k]->device, "gpu") == 0 && !slK_dev_available())
+      return sl_arg_error(call, "kernel", "'%s' runs on a GPU, and here there is %s: nothing was run (`kernels` lists "
+                          "each kernel's device)", kernels[k]->name, slK_dev_why());
   int ns = size_list(call, sizes, 64);
   if (ns < 0) return -1;
   slK_Attn shape;
@@ -456,7 +465,8 @@ static const sl_Command slK_commands[] = {
    "Measured once per kernel process, then cached: sgemm at n = 1024 by OpenBLAS (all threads, one thread) and by the "
    "blocked kernel, the peak being the faster (OpenBLAS may not recognise a new CPU and run generic code); memcpy and a "
    "threaded triad for bandwidth; with a GPU, its cuBLAS sgemm peak and device-to-device copy rate. get= returns one "
-   "figure as a number instead of the table.",
+   "figure as a number instead of the table; a GPU's figure (gpu_sgemm_gflops, gpu_copy_gbs) where there is no GPU is "
+   "an error saying so (get=gpus is 0 there).",
    "machine\npeak = machine get=sgemm_gflops", cmd_machine, 0,
    {{"get", SL_ARG_ENUM, 0, "\"table\"", "the whole table, or one figure", machine_fields}, {NULL}}},
   {"speedup", "kernels", "Compare two kernels of a bench table size by size: time ratio and bandwidth ratio.",

@@ -72,16 +72,11 @@ int slL_precision_arg(sl_Call *call) {
 
 int slL_is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
 
-/* the prediction for a built model on this batch: by formula for a language
-** model (any context), by walking the graph for the others */
+/* the prediction for a built model on this batch: the graph walked as it
+** is, fused, adapted or compressed (the configuration's formula would see
+** only the language model as lm builds it) */
 void slL_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *p) {
-  if (slL_is_lm(g)) {
-    slM_LmSpec s;
-    slM_lm_spec_of(g, &s);
-    slL_predict_lm(&s, batch, T, run, optimizer, g->precision, p);
-  } else {
-    slL_predict_graph(g, batch, T, run, optimizer, p);
-  }
+  slL_predict_graph(g, batch, T, run, optimizer, p);
 }
 
 /* batch and tokens per sample from the call; T = 0 for image models */
@@ -106,10 +101,11 @@ void slL_state_bytes(const slM_Graph *g, double *grads, double *optim) {
 }
 
 /* the bytes a model holds by category: its parameters (each once, however
-** many nodes share it), their gradients and optimizer state */
+** many nodes share it) and pruning masks, their gradients and optimizer state */
 void slL_own_bytes(const slM_Graph *g, size_t own[SLM_MEM_NCAT]) {
   memset(own, 0, SLM_MEM_NCAT * sizeof *own);
-  for (int i = 0; i < g->n; i++)
+  for (int i = 0; i < g->n; i++) {
+    if (g->nodes[i].comp.weight_mask) own[SLM_MEM_PARAM] += g->nodes[i].params[0]->value->size;
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       const slM_Param *q = g->nodes[i].params[k];
       int seen = 0;
@@ -120,6 +116,7 @@ void slL_own_bytes(const slM_Graph *g, size_t own[SLM_MEM_NCAT]) {
       own[SLM_MEM_GRAD] += q->grad ? 4 * q->grad->size : 0;
       own[SLM_MEM_OPTIM] += 4 * ((q->m ? q->m->size : 0) + (q->v ? q->v->size : 0));
     }
+  }
 }
 
 int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget) {

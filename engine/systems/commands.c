@@ -339,7 +339,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       double grads, optim;
       slL_state_bytes(g, &grads, &optim);
       slM_mem_reset();
-      size_t base = slM_mem_live();
+      size_t base = slM_mem_total_live();   /* the peak counts what is not a tensor too (pruning masks, scratch) */
       slL_run_step(g, &b, train, NULL, 0);
       double first = slM_now() - t0;
       size_t peak = slM_mem_total_peak() - base + (size_t)(train ? grads : 0);
@@ -428,7 +428,10 @@ static const sl_Command commands[] = {
     {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slL_optimizers},
     PRECISION_ARG, BUDGET_ARG, {NULL}}},
   {"memory_check", "memory", "Predicted against measured peak memory of a model's forward pass and training step.",
-   "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch) over the run.",
+   "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch, pruning masks) over "
+   "the run. The steps run on a fresh copy of the model, whose weights, gradients and optimizer state stay as they "
+   "were; the training row's step is the optimizer's (none: forward and backward alone). A compressed model is "
+   "predicted with what its quantisers and masks hold.",
    "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slL_optimizers},
     BUDGET_ARG, {NULL}}},

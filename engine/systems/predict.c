@@ -8,7 +8,8 @@
 ** activations, activation gradients, and the scratch of rounded product
 ** operands under a 16-bit precision. A built model is predicted node by
 ** node from the operator table (what each operator makes, saves, sends
-** back and rounds); a language model can also be predicted from its
+** back and rounds, the copies its compression makes) and what it holds
+** (pruning masks); a language model can also be predicted from its
 ** configuration alone, before a 2.7B model is allocated.
 */
 #include <ctype.h>
@@ -85,6 +86,7 @@ static char *gradient_reach(const slM_Graph *g) {
 }
 
 static void param_bytes(const slM_Node *n, int trains, int optimizer, slL_Prediction *out) {
+  if (n->comp.weight_mask) out->params += (double)n->params[0]->value->size;   /* a byte per weight */
   for (int k = 0; k < n->nparams; k++) {
     double bytes = 4.0 * (double)n->params[k]->value->size;
     out->params += bytes;
@@ -96,9 +98,21 @@ static void param_bytes(const slM_Node *n, int trains, int optimizer, slL_Predic
 }
 
 /* Any model, node by node from its operators' records: what each makes,
-** saves and sends back, and the rounded copies of its products' operands. */
+** saves and sends back, and the rounded copies of its products' operands.
+** A language model is walked at T tokens: its shapes are propagated again
+** on a copy of its node array (the parameters and transforms stay the
+** graph's, only read). */
 void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *out) {
-  (void)T;
+  if (strcmp(g->family, "lm") == 0 && T > 0 && T != g->context) {
+    slM_Graph at = *g;
+    char err[256];
+    at.context = T;
+    at.nodes = malloc((size_t)g->n * sizeof *at.nodes);
+    memcpy(at.nodes, g->nodes, (size_t)g->n * sizeof *at.nodes);
+    if (slM_propagate(&at, err, sizeof err) == 0) slL_predict_graph(&at, batch, T, run, optimizer, out);
+    free(at.nodes);
+    return;
+  }
   memset(out, 0, sizeof *out);
   int train = run == SLL_RUN_TRAIN;
   char *grad = gradient_reach(g);

@@ -167,6 +167,18 @@ s = search trials=3 sampler=random workers=2 {
     assert "0 finished trials" in r.stderr
 
 
+def serial_and_two_workers(tmp_path, code, stem):
+    """the standard output of a script whose search runs serially, then on two workers"""
+    outs = []
+    for workers in ("", "workers=2"):
+        path = tmp_path / f"{stem}{len(outs)}.syslab"
+        path.write_text(code.replace("WORKERS", workers))
+        r = syslab("run", str(path))
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    return outs
+
+
 def test_quantised_model_ships_to_workers(syslab_bin, tmp_path):
     code = """data = dataset synthetic train=200 test=50 features=8 classes=3 seed=1
 q = quantize_model (model mlp data=data hidden=[16] seed=2) format=integer width=8 frac=4
@@ -178,13 +190,25 @@ s = search trials=4 sampler=random seed=5 WORKERS {
 }
 print (select s.trials columns=["number", "lr", "value"])
 """
-    outs = []
-    for workers in ("", "workers=2"):
-        path = tmp_path / f"q{len(outs)}.syslab"
-        path.write_text(code.replace("WORKERS", workers))
-        r = syslab("run", str(path))
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout)
+    outs = serial_and_two_workers(tmp_path, code, "q")
+    assert outs[0] == outs[1]
+
+
+def test_language_model_in_bf16_ships_to_workers(syslab_bin, tmp_path):
+    """a language model travels with its context and a model with its
+    precision mode: each trial on a worker trains the bf16 language model
+    the serial search trains, to the same losses"""
+    code = """l = precision (lm vocab=64 d_model=16 d_ff=32 layers=1 heads=2 context=16 seed=1) bf16
+s = search trials=4 sampler=random seed=5 WORKERS {
+  lr = suggest "lr" float 0.001 0.01
+  m = copy l
+  h = lm_train m steps=3 batch=2 lr=lr every=3
+  objective h.loss[0]
+}
+print (select s.trials columns=["number", "state", "lr", "value"])
+"""
+    outs = serial_and_two_workers(tmp_path, code, "l")
+    assert outs[0].count("complete") == 4, outs[0]
     assert outs[0] == outs[1]
 
 

@@ -639,7 +639,19 @@ static void test_commands(void) {
   CHECK_CONTAINS(run(S, "bench nosuch"), "no kernel named 'nosuch'");
   CHECK_CONTAINS(run(S, "bench gemm_blocked sizes=[0]"), "whole numbers from 1");
   CHECK_CONTAINS(run(S, "bench attention_naive sizes=[1000000] heads=64"), "more than the budget");
-  if (slG_device_count() == 0) CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "needs a GPU");
+  if (slG_device_count() == 0) {
+    CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
+    /* refused before the CPU kernel is timed (at n = 2048, 20 times, it would run for many seconds) */
+    double t0 = slK_now(NULL);
+    t = run(S, "bench [\"gemm_blocked\", \"gemm_cublas\"] sizes=[2048] reps=20");
+    CHECK_CONTAINS(t, "'gemm_cublas' runs on a GPU");
+    CHECK_CONTAINS(t, "nothing was run");
+    CHECK_MSG(slK_now(NULL) - t0 < 2, "the refusal took %.1f s: the CPU kernel ran first", slK_now(NULL) - t0);
+    /* a GPU's figure without a GPU is no measurement of 0 */
+    CHECK_STREQ(run(S, "machine get=gpus"), "0");
+    CHECK_CONTAINS(run(S, "machine get=gpu_sgemm_gflops"), "gpu_sgemm_gflops is a figure of a GPU, and here there is none");
+    CHECK_CONTAINS(run(S, "machine get=gpu_copy_gbs"), "`machine get=gpus` is 0");
+  }
   t = run(S, "r = bench gemm_blocked sizes=[64, 128] reps=2\nrf = roofline r\nlen(rf.series)");
   CHECK_MSG(atoi(t) >= 2 + 17, "roofline rows: %s", t);
   t = run(S, "attention_memory sizes=[128, 4096] heads=2 dim=16 budget_gib=0.1");

@@ -335,7 +335,7 @@ static void test_operator_table(void) {
       "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
       "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul",
       "cross_entropy", "output", "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask",
-      "cross_entropy", "linear_act", "add_layer_norm", "masked_softmax"};
+      "token_cross_entropy", "linear_act", "add_layer_norm", "masked_softmax"};
   for (int op = 0; op < SLM_NUM_OPS; op++) {
     CHECK_STREQ(slM_op_name((slM_Op)op), names[op]);
     CHECK(slM_op((slM_Op)op)->op == (slM_Op)op);

@@ -426,8 +426,51 @@ static void test_memory_profile_is_the_models_own(void) {
   sl_free(S);
 }
 
+/* predicted against measured by memory_check, for models whose nodes hold
+** more than a plain model's: quantised (copies of inputs and weights), pruned
+** (masks, masked weights, pruned activations), a quantised language model at
+** a context below its own, and a pruned one fused (whose planned inference
+** frees each output after its last reader: its forward is predicted as the
+** sum, an upper bound); each training row's step is the optimizer asked for */
+static void test_memory_check_compressed_and_optimizers(void) {
+  sl_State *S = sl_new();
+  const char *e = check_fails(S, "m = model mlp hidden=[256, 128] seed=1\n"
+                                 "q = quantize_model m format=integer width=8 frac=4\n"
+                                 "p = prune m sparsity=0.5 activation_sparsity=0.25\n"
+                                 "c = compress m format=mxint8 sparsity=0.3\n"
+                                 "l = quantize_model (lm tiny vocab=256 context=64) format=mxint8\n"
+                                 "f = fuse (prune (lm tiny vocab=256 context=64) sparsity=0.5)\n");
+  CHECK_MSG(e == NULL, "%s", e);
+  const char *calls[] = {"memory_check q batch=64", "memory_check p batch=64 optimizer=sgd",
+                         "memory_check c batch=64 optimizer=none", "memory_check l batch=2 context=16",
+                         "memory_check f batch=2 context=32"};
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+    char code[256];
+    snprintf(code, sizeof code, "r = %s\n[r.ratio[0], r.ratio[1]]", calls[i]);
+    const char *ratios = check_eval(S, code);
+    double fwd = 0, train = 0;
+    CHECK_MSG(sscanf(ratios, "[%lf, %lf]", &fwd, &train) == 2, "%s: %s", calls[i], ratios);
+    printf("  %s: predicted / measured %.4f forward, %.4f training\n", calls[i], fwd, train);
+    int planned = strstr(calls[i], " f ") != NULL;
+    CHECK_MSG((planned ? fwd >= 1 : fabs(fwd - 1) <= 0.10) && fabs(train - 1) <= 0.10, "%s: %s", calls[i], ratios);
+  }
+  CHECK_STREQ(check_eval(S, "(memory_check m batch=8).run[1]"), "\"train (AdamW step)\"");
+  CHECK_STREQ(check_eval(S, "(memory_check m batch=8 optimizer=sgd).run[1]"), "\"train (SGD step)\"");
+  CHECK_STREQ(check_eval(S, "(memory_check m batch=8 optimizer=none).run[1]"), "\"train (no optimizer step)\"");
+  /* each optimizer's state is what it holds: AdamW two moments, SGD one, none none */
+  CHECK_STREQ(check_eval(S, "a = memory_check m batch=8\ns = memory_check m batch=8 optimizer=sgd\n"
+                            "n = memory_check m batch=8 optimizer=none\n"
+                            "a.measured_mb[1] > s.measured_mb[1] and s.measured_mb[1] > n.measured_mb[1]"), "true");
+  /* and the model checked is left as it was: no step touched its weights */
+  CHECK_STREQ(check_eval(S, "x = copy m\nr = memory_check m batch=8\n"
+                            "(difference x m (dataset synthetic train=8 test=8 features=784 classes=10)).identical"),
+              "true");
+  sl_free(S);
+}
+
 int main(void) {
   RUN(test_memory_prediction);
+  RUN(test_memory_check_compressed_and_optimizers);
   RUN(test_budget_and_refusal);
   RUN(test_budget_limits_hold);
   RUN(test_memory_profile_is_the_models_own);
