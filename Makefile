@@ -2,6 +2,8 @@
 # this file only installs what is missing, builds, and runs the suites.
 #
 #   make report   set up, build, install the kernelspec, build the lab report
+#   make lab      set up (the kernelspec in .venv, with JupyterLab and jupyterlab-myst)
+#                 and start JupyterLab on notebooks/ (LAB_ARGS=... passes options)
 #   make test     set up, build, run every test (also under ASan + UBSan), replay
 #                 the fuzz corpora and fuzz each target for 30 s
 #   make fuzz     fuzz each target for FUZZ_SECONDS (default 600), two at a time
@@ -18,7 +20,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 DEB_BUILD  ?= build-deb
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := parse eval csv idx wire notebook markdown journal checkpoint
+FUZZ_TARGETS := parse eval csv idx wire notebook markdown journal checkpoint inline
 VENV       ?= .venv
 JOBS       ?= $(shell nproc)
 PYTHON     ?= python3
@@ -31,7 +33,7 @@ APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libs
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
   openmpi-bin libopenmpi-dev clang libclang-rt-dev file
 
-.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-deps deb clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report lab bench gpu-check gpu-deps deb clean
 
 all: build
 
@@ -102,6 +104,13 @@ test: test-unit test-python test-asan test-fuzz
 report: build
 	$(SYSLAB) install --user
 	$(SYSLAB) report
+
+# The lab notebooks in JupyterLab as students use them: the test
+# environment (.venv) has JupyterLab and jupyterlab-myst, which shows the
+# notebooks' {eval} values live, and the kernelspec is installed there.
+LAB_ARGS ?=
+lab: kernelspec
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
 
 # The quick benchmarks: each bench/ program at a small size, kernel start-up
 # and the sampler overhead against Optuna, about 75 s on two cores once built

@@ -140,6 +140,16 @@ void sl_format_number(double x, char *out, size_t size);
 ** so an error says what the user wrote, not %g's 4.2949673e+09 or -nan */
 const char *sl_number_text(double x, char *buf, size_t size);
 #define SL_NUM(x) sl_number_text((x), (char[40]){0}, 40)
+/* The fewest significant digits that read back as the same double
+** ("0.1", "9007199254740992", "1e+300", "nan"): the exact value in text
+** (lang/format.c). */
+void sl_format_exact(double x, char *out, size_t size);
+/* x by a subset of Python's format spec, [+|-][z][,|_][.precision][f|e|g|%|d],
+** as Python's format() writes it; no type: as the language prints it.
+** Caller frees; NULL with err for a spec it does not read or a 'd' of a
+** number that is not whole. sl_format_spec_check reads the spec alone. */
+char *sl_format_spec(double x, const char *spec, char *err, size_t errlen);
+int sl_format_spec_check(const char *spec, char *err, size_t errlen);
 
 /* -------------------------------------------------------- growable string */
 
@@ -225,6 +235,12 @@ void sl_bundle_free(sl_Bundle *b);
 
 /* Fill a bundle for showing value v (execute_result, `show`). */
 int sl_show(sl_Value v, sl_Bundle *out);
+/* A number's exact value beside its shown text: SL_MIME_NUMBER holds
+** sl_format_exact's text, which a client that formats the number itself
+** reads (the report's inline values from user_expressions); other values
+** add nothing. */
+#define SL_MIME_NUMBER "text/vnd.syslab.number"
+void sl_show_exact(sl_Value v, sl_Bundle *out);
 
 /* -------------------------------------------------------------------- host */
 

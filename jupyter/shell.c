@@ -285,6 +285,7 @@ static json_t *user_expressions(slj_Kernel *K, json_t *exprs) {
     if (evaluate_expression(K, json_string_value(code), &v, &err) == 0) {
       sl_Bundle b;
       sl_show(v, &b);
+      sl_show_exact(v, &b);  /* a number's exact value too, for clients that format it (the report) */
       json_object_set_new(out, name, json_pack("{s:s, s:o, s:{}}", "status", "ok", "data", bundle_json(&b), "metadata"));
       sl_bundle_free(&b);
       sl_release(v);

@@ -4,7 +4,8 @@
 **
 ** Figures are numbered across the whole report in order of appearance; a
 ** code cell's `#| label: fig-x` and `#| fig-cap: ...` name and caption its
-** figure, and `@fig-x` in Markdown becomes "Figure N" (Quarto's
+** figure (the caption's inline values filled in, as a Markdown cell's
+** are), and `@fig-x` in Markdown becomes "Figure N" (Quarto's
 ** convention). Figure files are named after the notebook and the cell's
 ** label or position, so two runs name them the same way. Headings of the
 ** notebooks move one level down under the report's title.
@@ -217,7 +218,8 @@ typedef struct {
 typedef struct {
   const slR_Notebook *nb;
   size_t i;               /* the cell's index in the notebook */
-  char label[128], caption[512];
+  char label[128];
+  char *caption;          /* "#| fig-cap:" with its inline values filled in */
   int nfig;               /* figures of this cell so far */
 } CellPlace;
 
@@ -294,10 +296,11 @@ static void add_code_cell(Body *b, const slR_Notebook *nb, size_t i, json_t *cel
     if (code[0]) fenced(&b->t, "syslab", code);
     free(code);
   }
-  CellPlace c = {nb, i, "", "", 0};
-  slR_cell_option(src, "label", c.label, sizeof c.label);
-  slR_cell_option(src, "fig-cap", c.caption, sizeof c.caption);
   if (slR_cell_has_tag(cell, "remove-output")) return;
+  char *caption = slR_inline_text(cell);
+  CellPlace c = {nb, i, "", caption ? slR_inline_fill(cell, caption, 0) : strdup(""), 0};
+  free(caption);
+  slR_cell_option(src, "label", c.label, sizeof c.label);
   size_t j;
   json_t *out;
   json_array_foreach(json_object_get(cell, "outputs"), j, out) {
@@ -322,6 +325,7 @@ static void add_code_cell(Body *b, const slR_Notebook *nb, size_t i, json_t *cel
       if (b->rc != 0) break;
     }
   }
+  free(c.caption);
 }
 
 /* One notebook's section: a heading of its file name unless its first
@@ -344,7 +348,7 @@ static void add_notebook(Body *b, const slR_Notebook *nb, json_t *labels) {
     const char *type = json_string_value(json_object_get(cell, "cell_type"));
     char *src = slR_cell_source(cell);
     if (strcmp(type, "markdown") == 0) {
-      char *filled = slR_inline_fill(cell, src);
+      char *filled = slR_inline_fill(cell, src, 1);
       add_markdown_cell(&b->t, filled, labels);
       free(filled);
     }

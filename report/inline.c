@@ -1,27 +1,39 @@
 /*
-** inline.c - inline values: `{{ expression }}` in a Markdown cell is
-** evaluated in the notebook's kernel after the notebook's cells have run,
-** and the report shows the value instead of the braces.
+** inline.c - inline values: `{{ expression }}` or MyST's {eval}`expression`
+** in a Markdown cell (or a figure's `#| fig-cap:`) is evaluated in the
+** notebook's kernel after the notebook's cells have run, and the report
+** shows the value instead.
 **
 **   inline  = "{{" expression [ "!timing" ] [ ":" spec ] "}}"
+**           | "{eval" [ " .timing" ] "}" backticks expression backticks
 **   spec    = [ "+" | "-" ] [ "z" ] [ "," | "_" ] [ "." digits ] [ "f" | "e" | "g" | "%" | "d" ]
 **
-** The expression is the language's; it runs to the first '!' that is not
-** part of '!=', the first ':' or the closing "}}" outside a string
-** literal, on one line. The spec is Python's format-spec mini-language
-** without fill, alignment, width, '#' and '0' (the report is prose, not a
-** table); a precision needs a type. `!timing` marks a measurement: the
-** value goes into <span class="syslab-timing">, as the engine marks its
-** timing columns, so two runs can be compared outside the marks.
+** In braces the expression is the language's; it runs to the first '!'
+** that is not part of '!=', the first ':' or the closing "}}" outside a
+** string literal, on one line. The spec is Python's format-spec
+** mini-language without fill, alignment, width, '#' and '0'
+** (lang/format.c, which the language's `format` shares). `!timing` marks
+** a measurement: the value goes into <span class="syslab-timing">, as the
+** engine marks its timing columns, so two runs can be compared outside
+** the marks.
+**
+** {eval} is the role JupyterLab's jupyterlab-myst evaluates live and Jupyter
+** Book renders from the stored values: the expression is the code span's
+** text as written (formatting inside it: format(x, ".3f")), the class
+** .timing is the measurement mark. Math ($...$, $$...$$), code and HTML
+** comments are text: neither form is read there.
 **
 ** The values are sent as the messaging protocol's user_expressions of a
-** silent execute_request with empty code, one request per Markdown cell,
-** after every code cell ran: the request every Jupyter kernel accepts for
+** silent execute_request with empty code, one request per cell, after
+** every code cell ran: the request every Jupyter kernel accepts for
 ** evaluating expressions without running a cell (ipykernel, IRkernel,
-** xeus), which MyST-NB and jupyterlab-myst use for their inline
-** expressions. The replies are kept where jupyterlab-myst keeps them, in
-** the Markdown cell's metadata (user_expressions: [{expression, result}]),
-** so an executed notebook from the cache is filled in the same way.
+** xeus), and the one jupyterlab-myst sends. The replies are kept where
+** jupyterlab-myst keeps them, in the cell's metadata (user_expressions:
+** [{expression, result}], the expression as the role's text), so an
+** executed notebook opened in JupyterLab shows the values without a run,
+** and one from the cache is filled in the same way. A number is formatted
+** from its exact value, which syslab's kernel sends beside the text/plain
+** it shows (SL_MIME_NUMBER), not from those nine digits.
 */
 #include "inline.h"
 
@@ -36,49 +48,9 @@
 
 /* ----------------------------------------------------------- reading */
 
-typedef struct {
-  char sign;   /* '+' or '-' */
-  int z;       /* negative zero printed as zero */
-  char group;  /* ',' or '_' or 0 */
-  int prec;    /* -1: the type's default */
-  char type;   /* 'f', 'e', 'g', '%', 'd', or 0: as the language prints it */
-} Spec;
-
-static int parse_spec(const char *s, Spec *sp, char *err, size_t errlen) {
-  const char *p = s;
-  *sp = (Spec){'-', 0, 0, -1, 0};
-  if (*p == '+' || *p == '-') sp->sign = *p++;
-  if (*p == 'z') sp->z = 1, p++;
-  if (*p == ',' || *p == '_') sp->group = *p++;
-  if (*p == '.') {
-    p++;
-    if (!isdigit((unsigned char)*p)) {
-      snprintf(err, errlen, "the format ':%s' has a '.' without a precision after it", s);
-      return -1;
-    }
-    sp->prec = 0;
-    while (isdigit((unsigned char)*p) && sp->prec < 100) sp->prec = sp->prec * 10 + (*p++ - '0');
-    if (sp->prec > 50) {
-      snprintf(err, errlen, "the format ':%s' asks for more than 50 digits", s);
-      return -1;
-    }
-  }
-  if (*p && strchr("feg%d", *p)) sp->type = *p++;
-  if (*p) {
-    snprintf(err, errlen, "the format ':%s' is not one syslab reads: [+|-][z][,|_][.precision][f|e|g|%%|d] "
-             "(Python's format spec without fill, alignment and width)", s);
-    return -1;
-  }
-  if (sp->prec >= 0 && !sp->type) {
-    snprintf(err, errlen, "the format ':%s' gives a precision without a type: add f, e, g or %%", s);
-    return -1;
-  }
-  if (sp->type == 'd' && sp->prec >= 0) {
-    snprintf(err, errlen, "the format ':%s' gives a precision to whole numbers (d)", s);
-    return -1;
-  }
-  return 0;
-}
+/* an inline value's text at most: prose quotes a number, a name or a short
+** list, and a value that is a whole file must not flood the report */
+#define INLINE_MAX 4096
 
 static char *trimmed(const char *s, size_t n) {
   while (n && isspace((unsigned char)*s)) s++, n--;
@@ -123,8 +95,10 @@ static int split_span(const char *in, size_t n, slR_Inline *v, char *err, size_t
     snprintf(err, errlen, "{{%.*s}} has no expression", (int)(n > 200 ? 200 : n), in);
     return -1;
   }
-  Spec sp;
-  return parse_spec(v->spec, &sp, err, errlen);
+  char why[320];
+  if (sl_format_spec_check(v->spec, why, sizeof why) == 0) return 0;
+  snprintf(err, errlen, "{{ %.200s :%.80s }}: %s", v->expr, v->spec, why);
+  return -1;
 }
 
 /* the end of "{{ ... }}" starting at p (just past its "}}"), or NULL */
@@ -191,28 +165,95 @@ static void push(List *l, slR_Inline v) {
   l->v[l->n++] = v;
 }
 
+/* "{eval}" or "{eval .timing}" (MyST's role header, classes allowed) at p,
+** directly followed by a backtick: the end of the header, or NULL */
+static const char *eval_header(const char *p, int *timing) {
+  const char *q = p + 1;
+  while (*q == ' ' || *q == '\t') q++;
+  if (strncmp(q, "eval", 4) != 0) return NULL;
+  q += 4;
+  *timing = 0;
+  while (*q != '}') {
+    if (*q != ' ' && *q != '\t') return NULL;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q == '}') break;
+    size_t n = strcspn(q, " \t}\n");
+    if (q[0] != '.' || n < 2) return NULL;  /* only classes: .timing marks a measurement */
+    if (n == 7 && strncmp(q, ".timing", 7) == 0) *timing = 1;
+    q += n;
+  }
+  return q[1] == '`' ? q + 1 : NULL;
+}
+
+/* {eval}`expression` at p: the value, and the end of the role; NULL (and
+** *v untouched) when the backticks have no closing run, as MyST reads it */
+static const char *eval_role(const char *src, const char *p, slR_Inline *v, char *err, size_t errlen, int *bad) {
+  int timing;
+  const char *tick = eval_header(p, &timing);
+  if (!tick) return NULL;
+  size_t n = 0;
+  while (tick[n] == '`') n++;
+  const char *end = code_span_end(tick + n, n);
+  if (!end) return NULL;
+  const char *body = tick + n, *body_end = end - n;
+  *v = (slR_Inline){(size_t)(p - src), (size_t)(end - src), NULL, strdup(""), timing, 1};
+  v->expr = malloc((size_t)(body_end - body) + 1);
+  memcpy(v->expr, body, (size_t)(body_end - body));
+  v->expr[body_end - body] = '\0';
+  if (memchr(body, '\n', (size_t)(body_end - body))) {
+    snprintf(err, errlen, "{eval}`%.60s...`: the expression must be on one line", v->expr);
+    *bad = 1;
+  } else if (strspn(v->expr, " \t") == strlen(v->expr)) {
+    snprintf(err, errlen, "{eval}`%s` has no expression", v->expr);
+    *bad = 1;
+  }
+  return end;
+}
+
+/* the end of the math that starts at p ($...$ on one line, $$...$$ over
+** lines, as the report's HTML reads it), or NULL when it is a plain '$' */
+static const char *math_end(const char *p) {
+  if (p[1] == '$') {
+    const char *close = strstr(p + 2, "$$");
+    return close ? close + 2 : NULL;
+  }
+  const char *close = strchr(p + 1, '$');
+  size_t line = strcspn(p + 1, "\n");
+  return close && (size_t)(close - p - 1) < line ? close + 1 : NULL;
+}
+
 /* one line of text (not code): its inline values; returns the end of the
-** line (of a later line when a code span or comment ends there: its rest
-** is text too), or NULL with err */
+** line (of a later line when a code span, math or a comment ends there:
+** its rest is text too), or NULL with err */
 static const char *scan_text(const char *src, const char *p, List *l, char *err, size_t errlen) {
   while (*p && *p != '\n') {
+    const char *end;
+    slR_Inline v;
+    int bad = 0;
     if (*p == '\\' && p[1] && ispunct((unsigned char)p[1])) {
       p += 2;
+    } else if (*p == '{' && (end = eval_role(src, p, &v, err, errlen, &bad))) {
+      push(l, v);
+      if (bad) return NULL;
+      p = end;
     } else if (*p == '`') {
       size_t n = 0;
       while (p[n] == '`') n++;
-      const char *end = code_span_end(p + n, n);
+      end = code_span_end(p + n, n);
       p = end ? end : p + n;
+    } else if (*p == '$') {
+      end = math_end(p);
+      p = end ? end : p + 1 + (p[1] == '$');
     } else if (strncmp(p, "<!--", 4) == 0) {
-      const char *end = strstr(p + 4, "-->");
+      end = strstr(p + 4, "-->");
       p = end ? end + 3 : p + strlen(p);
     } else if (p[0] == '{' && p[1] == '{') {
-      const char *end = span_end(p);
+      end = span_end(p);
       if (!end) {
         snprintf(err, errlen, "'{{' without its '}}' on the same line: %.40s", p);
         return NULL;
       }
-      slR_Inline v = {(size_t)(p - src), (size_t)(end - src), NULL, NULL, 0};
+      v = (slR_Inline){(size_t)(p - src), (size_t)(end - src), NULL, NULL, 0, 0};
       int rc = split_span(p + 2, (size_t)(end - p - 4), &v, err, errlen);
       push(l, v);
       if (rc != 0) return NULL;
@@ -279,24 +320,35 @@ static int is_markdown(json_t *cell) {
   return t && strcmp(t, "markdown") == 0;
 }
 
+char *slR_inline_text(json_t *cell) {
+  const char *t = json_string_value(json_object_get(cell, "cell_type"));
+  if (!t || strcmp(t, "raw") == 0) return NULL;
+  char *src = slR_cell_source(cell);
+  if (strcmp(t, "markdown") == 0) return src;
+  char caption[512];  /* a figure's caption, as export.c reads it */
+  slR_cell_option(src, "fig-cap", caption, sizeof caption);
+  free(src);
+  return caption[0] ? strdup(caption) : NULL;
+}
+
 int slR_inline_check(const char *path, json_t *nb) {
   int problems = 0, first = 1;
   size_t i;
   json_t *cell, *cells = json_object_get(nb, "cells");
   json_array_foreach(cells, i, cell) {
-    if (!is_markdown(cell)) continue;
-    char *src = slR_cell_source(cell), err[512];
+    char *src = slR_inline_text(cell), err[512];
+    if (!src) continue;
     slR_Inline *v;
     size_t n;
     if (slR_inline_parse(src, &v, &n, err, sizeof err) != 0) {
       fprintf(stderr, "  error: %s, cell %zu: inline value: %s\n", path, slR_cell_number(cells, i), err);
       problems++;
-    } else if (first && src[0] == '#' && n > 0 && v[0].start < strcspn(src, "\n")) {
+    } else if (first && is_markdown(cell) && src[0] == '#' && n > 0 && v[0].start < strcspn(src, "\n")) {
       fprintf(stderr, "  error: %s, cell %zu: the notebook's title (its first heading, which names it in the "
               "report's contents) cannot hold an inline value\n", path, slR_cell_number(cells, i));
       problems++;
     }
-    first = 0;
+    if (is_markdown(cell)) first = 0;
     slR_inline_free(v, n);
     free(src);
   }
@@ -305,8 +357,14 @@ int slR_inline_check(const char *path, json_t *nb) {
 
 /* ------------------------------------------------------------ values */
 
+static void too_long(char *err, size_t errlen, size_t len) {
+  snprintf(err, errlen, "the value's text is %zu bytes; an inline value holds at most %d (a number, a name or a "
+           "short list: show a longer text in a code cell)", len, INLINE_MAX);
+}
+
 /* a user_expressions result as text, as the language prints it: a string
-** without its quotes; NULL with err for an error or a rich object */
+** without its quotes (as jupyterlab-myst shows it); NULL with err for an
+** error, a rich object or a text over the cap */
 static char *result_text(json_t *result, char *err, size_t errlen) {
   const char *status = json_string_value(json_object_get(result, "status"));
   if (!status || strcmp(status, "ok") != 0) {
@@ -318,7 +376,7 @@ static char *result_text(json_t *result, char *err, size_t errlen) {
   json_t *data = json_object_get(result, "data");
   const char *mime;
   json_t *value;
-  json_object_foreach(data, mime, value) if (strcmp(mime, "text/plain") != 0) {
+  json_object_foreach(data, mime, value) if (strcmp(mime, "text/plain") != 0 && strcmp(mime, SL_MIME_NUMBER) != 0) {
     snprintf(err, errlen, "the value is an object shown as %s (a table, a model, a figure...); an inline value is "
              "a number, a string, a boolean or a list", mime);
     return NULL;
@@ -328,13 +386,18 @@ static char *result_text(json_t *result, char *err, size_t errlen) {
     snprintf(err, errlen, "the kernel sent no text/plain form of the value");
     return NULL;
   }
+  size_t len = strlen(text);
+  if (len > INLINE_MAX + 2) {  /* a string's quotes are not shown */
+    too_long(err, errlen, len);
+    free(text);
+    return NULL;
+  }
   if (strchr(text, '\n')) {
     snprintf(err, errlen, "the value takes more than one line; an inline value is a number, a string, a boolean or "
              "a list");
     free(text);
     return NULL;
   }
-  size_t len = strlen(text);
   if (len >= 2 && text[0] == '"' && text[len - 1] == '"') {  /* a string, quoted as the kernel shows it */
     char *w = text;
     for (const char *r = text + 1; r < text + len - 1; r++) {
@@ -350,50 +413,26 @@ static char *result_text(json_t *result, char *err, size_t errlen) {
   return text;
 }
 
-/* digits of the whole part grouped by threes */
-static void group_digits(slU_Text *t, const char *s, char sep) {
-  const char *d = s + (*s == '-' || *s == '+');
-  size_t whole = strspn(d, "0123456789");
-  slU_add_len(t, s, (size_t)(d - s));
-  for (size_t i = 0; i < whole; i++) {
-    if (sep && i > 0 && (whole - i) % 3 == 0) slU_add_len(t, &sep, 1);
-    slU_add_len(t, d + i, 1);
+/* the number a result holds: its exact value where the kernel sends one
+** (syslab's does), else its text; 0, or -1 when it is not a number */
+static int result_number(json_t *result, const char *text, double *x) {
+  char *exact = slR_multiline(json_object_get(json_object_get(result, "data"), SL_MIME_NUMBER));
+  const char *s = exact ? exact : text;
+  int ok = sl_parse_number(s, x);
+  if (!ok && (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0)) *x = NAN, ok = 1;
+  if (!ok && (strcmp(s, "inf") == 0 || strcmp(s, "-inf") == 0)) *x = s[0] == '-' ? -INFINITY : INFINITY, ok = 1;
+  if (!ok && exact) {  /* sl_format_exact's "1e+300": read as the C library writes it */
+    char *end;
+    *x = strtod(s, &end);
+    ok = end != s && *end == '\0';
   }
-  slU_add(t, "%s", d + whole);
-}
-
-static int format_number(double x, const char *printed, const Spec *sp, slU_Text *t, char *err, size_t errlen) {
-  char buf[512];
-  int prec = sp->prec >= 0 ? sp->prec : 6;
-  if (isnan(x) || isinf(x)) {
-    snprintf(buf, sizeof buf, "%s%s", isnan(x) ? "nan" : x < 0 ? "-inf" : "inf", sp->type == '%' ? "%" : "");
-  } else {
-    switch (sp->type) {
-      case 'f': snprintf(buf, sizeof buf, "%.*f", prec, x); break;
-      case 'e': snprintf(buf, sizeof buf, "%.*e", prec, x); break;
-      case 'g': snprintf(buf, sizeof buf, "%.*g", prec ? prec : 1, x); break;
-      case '%': snprintf(buf, sizeof buf, "%.*f%%", prec, x * 100); break;
-      case 'd':
-        if (x != floor(x) || fabs(x) > 9007199254740992.0) {
-          snprintf(err, errlen, "the format 'd' needs a whole number; the value is %s", printed);
-          return -1;
-        }
-        snprintf(buf, sizeof buf, "%.0f", x);
-        break;
-      default: snprintf(buf, sizeof buf, "%s", printed);
-    }
-  }
-  const char *s = buf;
-  if (sp->z && s[0] == '-' && strspn(s + 1, "0.") == strcspn(s + 1, "e%") && strcspn(s + 1, "e%") > 0) s++;
-  if (sp->sign == '+' && s[0] != '-') slU_add(t, "+");
-  group_digits(t, s, sp->group);
-  return 0;
+  free(exact);
+  return ok ? 0 : -1;
 }
 
 int slR_inline_format(json_t *result, const char *spec, char **text, char *err, size_t errlen) {
-  Spec sp;
   *text = NULL;
-  if (parse_spec(spec, &sp, err, errlen) != 0) return -1;
+  if (sl_format_spec_check(spec, err, errlen) != 0) return -1;
   char *value = result_text(result, err, errlen);
   if (!value) return -1;
   if (!spec[0]) {
@@ -401,24 +440,14 @@ int slR_inline_format(json_t *result, const char *spec, char **text, char *err, 
     return 0;
   }
   double x;
-  int number = sl_parse_number(value, &x);
-  if (!number && (strcmp(value, "nan") == 0 || strcmp(value, "-nan") == 0)) x = NAN, number = 1;
-  if (!number && (strcmp(value, "inf") == 0 || strcmp(value, "-inf") == 0)) x = value[0] == '-' ? -INFINITY : INFINITY, number = 1;
-  if (!number) {
+  if (result_number(result, value, &x) != 0) {
     snprintf(err, errlen, "the format ':%s' is for numbers; the value is %.200s", spec, value);
     free(value);
     return -1;
   }
-  slU_Text t = {0};
-  slU_add_len(&t, "", 0);
-  int rc = format_number(x, value, &sp, &t, err, errlen);
   free(value);
-  if (rc != 0) {
-    free(t.s);
-    return -1;
-  }
-  *text = t.s;
-  return 0;
+  *text = sl_format_spec(x, spec, err, errlen);
+  return *text ? 0 : -1;
 }
 
 /* -------------------------------------------------------- evaluation */
@@ -445,19 +474,43 @@ static json_t *result_of(json_t *cell, size_t k, const slR_Inline *v) {
 }
 
 static void describe(char *out, size_t size, const char *path, size_t number, const slR_Inline *v, const char *err) {
-  snprintf(out, size, "%s, cell %zu, inline value {{ %s%s%s%s }}: %s", path, number, v->expr,
-           v->timing ? " !timing" : "", v->spec[0] ? " :" : "", v->spec, err);
+  if (v->eval)
+    snprintf(out, size, "%s, cell %zu, inline value {eval%s}`%s`: %s", path, number, v->timing ? " .timing" : "",
+             v->expr, err);
+  else
+    snprintf(out, size, "%s, cell %zu, inline value {{ %s%s%s%s }}: %s", path, number, v->expr,
+             v->timing ? " !timing" : "", v->spec[0] ? " :" : "", v->spec, err);
 }
 
-/* one Markdown cell's values in one request; 0, or -1 with err */
+/* the kernel's result for one value as the notebook keeps it: a text over
+** the cap is kept as the error it is, so the notebook does not carry it */
+static json_t *kept_result(json_t *results, const char *name) {
+  json_t *result = json_object_get(results, name);
+  if (!result)
+    return json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "KernelError", "evalue",
+                     "the kernel did not evaluate it", "traceback");
+  char *plain = slR_multiline(json_object_get(json_object_get(result, "data"), "text/plain"));
+  size_t len = plain ? strlen(plain) : 0;
+  free(plain);
+  if (len <= INLINE_MAX + 2) return json_incref(result);
+  char why[256];
+  too_long(why, sizeof why, len);
+  return json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "ValueError", "evalue", why, "traceback");
+}
+
+/* one cell's values in one request; 0, or -1 with err */
 static int run_cell(slR_Kernel *k, const char *path, json_t *cells, size_t i, int allow_errors, double timeout,
                     size_t *count, size_t *failed, char *err, size_t errlen) {
   json_t *cell = json_array_get(cells, i);
-  char *src = slR_cell_source(cell), why[512];
+  char *src = slR_inline_text(cell), why[512];
   slR_Inline *v;
   size_t n;
   size_t number = slR_cell_number(cells, i);
   int rc = 0;
+  if (!src) {
+    record(cell, NULL);
+    return 0;
+  }
   if (slR_inline_parse(src, &v, &n, why, sizeof why) != 0) {  /* checked before the run: only if edited since */
     snprintf(err, errlen, "%s, cell %zu: inline value: %s", path, number, why);
     free(src);
@@ -466,6 +519,7 @@ static int run_cell(slR_Kernel *k, const char *path, json_t *cells, size_t i, in
   free(src);
   if (n == 0) {
     record(cell, NULL);
+    slR_inline_free(v, n);
     return 0;
   }
   json_t *exprs = json_object();
@@ -489,10 +543,7 @@ static int run_cell(slR_Kernel *k, const char *path, json_t *cells, size_t i, in
   for (size_t j = 0; j < n && rc == 0; j++) {
     char name[32], *text;
     snprintf(name, sizeof name, "%zu", j);
-    json_t *result = json_object_get(results, name);
-    if (!result) result = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "KernelError", "evalue",
-                                    "the kernel did not evaluate it", "traceback");
-    else json_incref(result);
+    json_t *result = kept_result(results, name);
     json_array_append_new(list, json_pack("{s:s, s:o}", "expression", v[j].expr, "result", result));
     (*count)++;
     if (slR_inline_format(result, v[j].spec, &text, why, sizeof why) == 0) {
@@ -518,7 +569,6 @@ int slR_inline_run(slR_Kernel *k, const char *path, json_t *nb, int allow_errors
   json_t *cell;
   *count = *failed = 0;
   json_array_foreach(cells, i, cell) {
-    if (!is_markdown(cell)) continue;
     if (run_cell(k, path, cells, i, allow_errors, timeout, count, failed, err, errlen) != 0) return -1;
   }
   return 0;
@@ -528,11 +578,11 @@ size_t slR_inline_errors(json_t *nb, const char *path, int print) {
   size_t errors = 0, i;
   json_t *cell, *cells = json_object_get(nb, "cells");
   json_array_foreach(cells, i, cell) {
-    if (!is_markdown(cell) || !recorded(cell)) continue;
-    char *src = slR_cell_source(cell), why[512], line[1200];
+    if (!recorded(cell)) continue;
+    char *src = slR_inline_text(cell), why[512], line[1200];
     slR_Inline *v;
     size_t n;
-    if (slR_inline_parse(src, &v, &n, why, sizeof why) == 0)
+    if (src && slR_inline_parse(src, &v, &n, why, sizeof why) == 0) {
       for (size_t j = 0; j < n; j++) {
         json_t *result = result_of(cell, j, &v[j]);
         char *text = NULL;
@@ -545,7 +595,8 @@ size_t slR_inline_errors(json_t *nb, const char *path, int print) {
         describe(line, sizeof line, path, slR_cell_number(cells, i), &v[j], why);
         if (print) fprintf(stderr, "syslab report: %s (kept going: --allow-errors)\n", line);
       }
-    slR_inline_free(v, n);
+      slR_inline_free(v, n);
+    }
     free(src);
   }
   return errors;
@@ -553,21 +604,53 @@ size_t slR_inline_errors(json_t *nb, const char *path, int print) {
 
 /* ------------------------------------------------------------ export */
 
-/* a value as Markdown text: what would be markup is escaped, '$' (math to
-** the report) and HTML's specials as character references */
-static void add_escaped(slU_Text *t, const char *s) {
+/* whether text written after t would start a Markdown block: its line so
+** far holds at most indentation and container marks (>, -, +, *, 1.) */
+static int at_block_start(const slU_Text *t) {
+  const char *line = t->s, *nl;
+  while ((nl = strchr(line, '\n'))) line = nl + 1;
+  for (const char *p = line;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    size_t digits = strspn(p, "0123456789");
+    if (*p == '>') p++;
+    else if (strchr("-+*", *p) && *p && (p[1] == ' ' || p[1] == '\t')) p += 2;
+    else if (digits > 0 && digits < 10 && (p[digits] == '.' || p[digits] == ')') &&
+             (p[digits + 1] == ' ' || p[digits + 1] == '\t')) p += digits + 2;
+    else return *p == '\0';
+  }
+}
+
+/* whether text s (followed in the source by after) would open a block at
+** the start of one: a list item, a setext or thematic rule, indented code */
+static int opens_block(const char *s, const char *after) {
+  char look[16];
+  snprintf(look, sizeof look, "%s%s", s, after);
+  if (look[0] == ' ' || look[0] == '\t') return 1;
+  if (strchr("-+=", look[0]) && look[0]) return !isalnum((unsigned char)look[1]) && look[1] != '.';
+  size_t digits = strspn(look, "0123456789");
+  return digits > 0 && digits < 10 && (look[digits] == '.' || look[digits] == ')') &&
+         (look[digits + 1] == '\0' || isspace((unsigned char)look[digits + 1]));
+}
+
+/* a value as Markdown text within its line: what would be markup is
+** escaped, '$' (math to the report) and HTML's specials as character
+** references, line breaks and other control characters as spaces, and at
+** the start of a block a first character that would open one as a
+** character reference (which Markdown reads as text) */
+static void add_escaped(slU_Text *t, const char *s, const char *after, int block) {
+  if (block && *s && at_block_start(t) && opens_block(s, after)) slU_add(t, "&#%d;", (unsigned char)*s++);
   for (; *s; s++) {
     if (strchr("\\`*_[]|~#", *s)) slU_add(t, "\\%c", *s);
     else if (*s == '$') slU_add(t, "&#36;");
     else if (*s == '<') slU_add(t, "&lt;");
     else if (*s == '>') slU_add(t, "&gt;");
     else if (*s == '&') slU_add(t, "&amp;");
-    else if (*s == '\n') slU_add(t, " ");
+    else if ((unsigned char)*s < 0x20 || *s == 0x7f) slU_add(t, " ");
     else slU_add_len(t, s, 1);
   }
 }
 
-char *slR_inline_fill(json_t *cell, const char *src) {
+char *slR_inline_fill(json_t *cell, const char *src, int block) {
   slR_Inline *v;
   size_t n;
   char err[512];
@@ -586,14 +669,14 @@ char *slR_inline_fill(json_t *cell, const char *src) {
     if (!result) snprintf(err, sizeof err, "not evaluated");
     if (result && slR_inline_format(result, v[j].spec, &text, err, sizeof err) == 0) {
       if (v[j].timing) slU_add(&t, "<span class=\"syslab-timing\">");
-      add_escaped(&t, text);
+      add_escaped(&t, text, src + at, block);
       if (v[j].timing) slU_add(&t, "</span>");
       free(text);
     } else {
       slU_add(&t, "**[inline value ");
-      add_escaped(&t, v[j].expr);
+      add_escaped(&t, v[j].expr, "", 0);
       slU_add(&t, " failed: ");
-      add_escaped(&t, err);
+      add_escaped(&t, err, "", 0);
       slU_add(&t, "]**");
     }
   }

@@ -262,6 +262,26 @@ static int cmd_round(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* format(x, ".3f"): the text an inline value {{ x :.3f }} of the report
+** shows, so a notebook's {eval} values read the same in JupyterLab */
+static int cmd_format(sl_Call *call, sl_Value *result) {
+  sl_Value v = sl_arg(call, "value");
+  const char *spec = sl_arg_string(call, "spec");
+  char err[256];
+  if (sl_format_spec_check(spec, err, sizeof err) != 0) return sl_arg_error(call, "spec", "%s", err);
+  char *text;
+  if (v.type == SL_NUMBER) {
+    if (!(text = sl_format_spec(v.u.n, spec, err, sizeof err))) return sl_arg_error(call, "value", "%s", err);
+  } else if (!spec[0]) {
+    text = sl_tostring(v);
+  } else {
+    return sl_arg_error(call, "value", "is a %s; the format '%s' is for numbers", sl_typename(v), spec);
+  }
+  *result = sl_string(text);
+  free(text);
+  return 0;
+}
+
 /* sum, min, max, mean: of their arguments, max(4, w - 2), or of one list,
 ** max [3, 1, 2] or mean t.loss */
 static int numbers(sl_Call *call, const double **x, size_t *n, double **buf) {
@@ -366,6 +386,16 @@ static const sl_Command slB_commands[] = {
   {"round", "core", "Round a number to a number of decimal digits.", "", "round 3.14159 2", cmd_round, 0,
    {{"value", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "the number"},
     {"digits", SL_ARG_INT, SL_POSITIONAL, "0", "decimal digits to keep, 0 to 15"},
+    {NULL}}},
+  {"format", "core", "A number as text by a format spec, as Python's format() writes it.",
+   "The spec is Python's without fill, alignment and width: [+|-][z][,|_][.precision][f|e|g|%|d] (f fixed, e "
+   "exponent, g general, % percent, d whole number; , or _ group thousands; + always a sign; z no negative "
+   "zero). Without a spec, or for a value that is not a number, the text is the value as print writes it. The "
+   "report's inline values take the same specs, so {eval}`format(x, \".3f\")` in a notebook's Markdown reads the "
+   "same in JupyterLab as {{ x :.3f }} in the report.",
+   "format(2 / 3, \".3f\")\nformat(60000, \",d\")\nformat(0.8056, \".1%\")", cmd_format, 0,
+   {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a number (or any value, without a spec)"},
+    {"spec", SL_ARG_STRING, SL_POSITIONAL, "\"\"", "the format spec, e.g. \".3f\", \",d\", \".1%\""},
     {NULL}}},
   {"sum", "core", "The sum of numbers: of the arguments, or of one list.", "A NaN among them makes the result NaN.",
    "sum [1, 2, 3]\nsum(1, 2, 3)", cmd_sum, 0, {NUMBERS_ARG, {NULL}}},

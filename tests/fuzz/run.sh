@@ -21,6 +21,7 @@ one() {
     parse|eval) dict="-dict=$here/syslab.dict" ;;
     notebook|markdown) dict="-dict=$here/notebook.dict" ;;
     journal) dict="-dict=$here/journal.dict" ;;
+    inline) dict="-dict=$here/inline.dict" ;;
   esac
   log="$build/fuzz-$t.log"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

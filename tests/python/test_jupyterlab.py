@@ -1,6 +1,10 @@
 """A real JupyterLab in a real browser: open the Lab 0 notebook, run every
-cell with the syslab kernel, and check what a student would see."""
+cell with the syslab kernel, and check what a student would see: with
+jupyterlab-myst, the Observations' {eval} values are the report's numbers,
+live after a run and from the values an executed notebook of the report
+keeps."""
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -11,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, syslab
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "build" / "test-artifacts"
@@ -23,11 +27,60 @@ def free_port():
         return s.getsockname()[1]
 
 
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?%?")
+
+
+@pytest.fixture(scope="module")
+def lab0_report(tmp_path_factory):
+    """Lab 0 as syslab report runs it: the Observations' numbers in
+    report.md, and the executed notebook with its values in the metadata."""
+    out = tmp_path_factory.mktemp("report")
+    r = syslab("report", str(ROOT / "notebooks" / "lab0.ipynb"), "-o", str(out), "--no-pdf", timeout=600)
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    observations = md[md.index("## Observations"):md.index("## Conclusion")]
+    numbers = NUMBER.findall(observations)
+    assert len(numbers) >= 12, observations
+    return numbers, out / "notebooks" / "lab0.ipynb"
+
+
+def open_notebook(p, base, token, name):
+    """Chromium on JupyterLab with one notebook open: (browser, page)."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+    return browser, page
+
+
+def observations(page, screenshot):
+    """The Observations cell's text once jupyterlab-myst shows values there
+    (until then it shows each expression as code)."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-MarkdownCell')]
+             .some(c => c.innerText.includes('Observations') && !c.innerText.includes('base.nodes'))""",
+        timeout=60000)
+    cell = page.locator(".jp-MarkdownCell", has_text="Observations").first
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    cell.screenshot(path=str(ARTIFACTS / screenshot))
+    return cell.inner_text()
+
+
+def assert_like_the_report(text, numbers):
+    assert "{{" not in text and "}}" not in text and "{eval" not in text, text
+    assert NUMBER.findall(text[text.index("Observations"):]) == numbers, text
+
+
 @pytest.fixture
-def jupyterlab(tmp_path):
+def jupyterlab(tmp_path, lab0_report):
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: install the Debian package chromium")
+    try:
+        import jupyterlab_myst  # noqa: F401  (the extension that evaluates {eval})
+    except ImportError:
+        pytest.fail("jupyterlab-myst is missing: pip install -r tests/requirements.txt (make venv)")
     shutil.copy(ROOT / "notebooks" / "lab0.ipynb", tmp_path / "lab0.ipynb")
+    shutil.copy(lab0_report[1], tmp_path / "executed.ipynb")
     port, token = free_port(), secrets.token_hex(16)
     # every cell stays in the page (no windowing), so the whole notebook can be checked
     settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
@@ -61,17 +114,14 @@ def jupyterlab(tmp_path):
         server.kill()
 
 
-def test_lab0_runs_in_jupyterlab(jupyterlab):
+def test_lab0_runs_in_jupyterlab(jupyterlab, lab0_report):
     from playwright.sync_api import sync_playwright
 
     base, token, tmp_path = jupyterlab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{base}/lab/tree/lab0.ipynb?token={token}")
+        browser, page = open_notebook(p, base, token, "lab0.ipynb")
         # the notebook names the syslab kernel: JupyterLab starts it and shows it in the toolbar
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
         page.wait_for_function(
             "() => [...document.querySelectorAll('.jp-KernelName, .jp-Toolbar-kernelName')]"
             ".some(e => e.textContent.includes('syslab'))", timeout=60000)
@@ -86,6 +136,8 @@ def test_lab0_runs_in_jupyterlab(jupyterlab):
               return prompts.length === {code_cells} && prompts.every(t => /\\[\\d+\\]/.test(t));
             }}""", timeout=180000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
+        # jupyterlab-myst asked the kernel for the Observations' values when Run All reached the cell
+        observed = observations(page, "jupyterlab-lab0-observations.png")
         page.screenshot(path=str(ARTIFACTS / "jupyterlab-lab0.png"), full_page=True)
         # the editor colours the language with the mode the kernel names
         # (Ruby's): the constant true (plain text in Python's mode) and
@@ -111,3 +163,21 @@ def test_lab0_runs_in_jupyterlab(jupyterlab):
     assert tables >= 4
     assert "identical: true" in text
     assert "unchanged: true" in text
+    assert_like_the_report(observed, lab0_report[0])
+
+
+def test_executed_notebook_shows_its_values_without_a_run(jupyterlab, lab0_report):
+    """The report's executed notebook keeps the values where jupyterlab-myst
+    reads them: opened in JupyterLab, nothing run, the Observations read as
+    report.md does."""
+    from playwright.sync_api import sync_playwright
+
+    base, token, tmp_path = jupyterlab
+    with sync_playwright() as p:
+        browser, page = open_notebook(p, base, token, "executed.ipynb")
+        text = observations(page, "jupyterlab-lab0-executed-observations.png")
+        prompts = [t.strip() for t in page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+        browser.close()
+    assert_like_the_report(text, lab0_report[0])
+    # the counts are the report's run, not a new one: this page ran nothing
+    assert prompts and all(re.fullmatch(r"\[\d+\]:", t) for t in prompts), prompts

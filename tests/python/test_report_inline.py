@@ -1,8 +1,11 @@
-"""syslab report: inline values in Markdown cells ({{ expression }}): the
-prose follows the run and its parameters, formats agree with Python's
-format(), measurements carry the timing mark, code is left alone, and a
-value that fails is an error of the report naming notebook and cell."""
+"""syslab report: inline values in Markdown cells ({{ expression }} and
+MyST's {eval}`expression`): the prose follows the run and its parameters,
+formats agree with Python's format() on the exact value, measurements carry
+the timing mark, code and math are left alone, a value stays within its
+line, and a value that fails is an error of the report naming notebook and
+cell."""
 import json
+import random
 import re
 
 import nbformat
@@ -25,6 +28,14 @@ def notebook(tmp_path, cells, name="nb.ipynb"):
     path = tmp_path / name
     nbformat.write(nb, path)
     return path
+
+
+def filled(tmp_path, cells, *args):
+    """report.md of a notebook of (kind, source) cells that must succeed."""
+    out = tmp_path / "out"
+    r = report(str(notebook(tmp_path, cells)), "-o", str(out), "--no-pdf", *args)
+    assert r.returncode == 0, r.stderr
+    return (out / "report.md").read_text()
 
 
 def prose(md):
@@ -72,33 +83,154 @@ def test_executed_notebook_keeps_the_source_and_records_the_values(tmp_path):
     entries = cell.metadata["user_expressions"]  # where jupyterlab-myst keeps them
     assert [e["expression"] for e in entries] == ["width", "saving", "saving", "name", "1000 * width",
                                                  "1000 * width / 8", "h.seconds[0]"]
-    assert entries[1]["result"] == {"status": "ok", "data": {"text/plain": "0.75"}, "metadata": {}}
+    # the text the kernel shows, and the exact value the report formats
+    assert entries[1]["result"] == {"status": "ok", "data": {"text/plain": "0.75", "text/vnd.syslab.number": "0.75"},
+                                    "metadata": {}}
     # from the cache the prose is the same
     again = report(str(INLINE_NB), "-o", str(out), "--no-pdf")
     assert "taken from the cache" in again.stderr
     assert prose((out / "report.md").read_text()).startswith("At 8 bits")
 
 
-CASES = [
-    (0.8056, ""), (0.8056, ".3f"), (0.8056, ".1%"), (0.8056, "%"), (0.8056, ".2e"), (0.8056, "g"), (0.8056, ".2g"),
-    (1234567.891, ",.2f"), (1234567.891, "_.1f"), (1234567.891, ",g"), (1234567.891, ".3e"), (1234567.891, ",.0%"),
-    (60000, ",d"), (60000, "d"), (60000, "+,d"), (-60000, ",d"), (-0.0001, ".2f"), (-0.0001, "z.2f"),
-    (2.5, ".0f"), (3.5, ".0f"), (0.125, ".2f"), (0.375, ".2f"), (1e-7, "g"), (1e-7, ".3f"), (123456789, "g"),
-    (0.5, "+.2f"), (-0.5, "+.2f"), (1 / 3, ".9f"), (2 / 3, ".12g"), (0.12344999996, ".4f"), (1e21, ",.1f"), (0.0, "e"), (7, ".1f"),
-]
+SPECS = ["", ".3f", ".12f", ".0f", ".1%", "%", ".2e", "e", ".15e", "g", ".2g", ".12g", ".17g", ",.2f", "_.1f", ",g",
+         "+.3e", "z.2f", "+,.0%", "-.4f", "z.0e"]
+WHOLE_SPECS = ["d", ",d", "_d", "+,d", "-d"]
+VALUES = [0.8056, 1 / 3, 2 / 3, 1234567.891, 60000, -60000, -0.0001, 2.5, 3.5, 0.125, 0.375, 1e-7, 123456789, 0.5,
+          -0.5, 0.12344999996, 1e21, 0.0, 7, 2 ** 53, 2 ** 53 + 2, 2 ** 62, 1e300, 5e-324, 0.1, 1.7976931348623157e308,
+          -1e-300, 299792458, 0.30000000000000004, 1e16, 999999.9999996]
+VALUES += [random.Random(5).uniform(-1, 1) * 10 ** e for e in range(-12, 25, 3)]
 
 
-def test_formats_agree_with_pythons_format(tmp_path):
-    lines = [f"- case {i}: {{{{ {value!r} :{spec} }}}}" for i, (value, spec) in enumerate(CASES)]
+def python_text(value, spec):
+    """What Python's format() writes, or the language's print for no spec."""
+    if not spec:
+        return f"{value:.9g}" if value != int(value) or abs(value) >= 2 ** 53 else str(int(value))
+    return format(int(value) if spec.endswith("d") else float(value), spec)
+
+
+def test_formats_agree_with_pythons_format_on_the_exact_value(tmp_path):
+    """Both forms, {{ x :spec }} and {eval}`format(x, "spec")`, write what
+    Python's format() writes for the double itself, not for its nine
+    printed digits."""
+    cases = [(v, s) for v in VALUES for s in SPECS]
+    cases += [(v, s) for v in VALUES if v == int(v) for s in WHOLE_SPECS]
+    lines = [f'- case {i}: {{{{ {v!r} :{s} }}}} / {{eval}}`format({v!r}, "{s}")`' for i, (v, s) in enumerate(cases)]
     nb = notebook(tmp_path, [("code", "x = 1"), ("md", "\n".join(lines))])
     out = tmp_path / "out"
     r = report(str(nb), "-o", str(out), "--no-pdf")
     assert r.returncode == 0, r.stderr
     got = dict(re.findall(r"^- case (\d+): (.*)$", (out / "report.md").read_text(), re.M))
-    for i, (value, spec) in enumerate(CASES):
-        printed = float(f"{value:.9g}")  # the value as the language prints it: nine significant digits
-        want = format(int(printed) if spec.endswith("d") else printed, spec) if spec else f"{value:.9g}"
-        assert got[str(i)] == want.replace("_", "\\_"), (value, spec)
+    assert len(got) == len(cases)
+    for i, (value, spec) in enumerate(cases):
+        want = python_text(value, spec).replace("_", "\\_")
+        assert got[str(i)] == f"{want} / {want}", (value, spec)
+
+
+def test_the_exact_value_not_the_printed_digits(tmp_path):
+    md = filled(tmp_path, [("code", "third = 1 / 3"),
+                           ("md", "A {{ third :.12f }} B {{ 2 ** 53 :,d }} C {{ 2 ** 62 :d }}"
+                                  " D {eval}`format(2 ** 62, \",d\")` E {{ third }}")])
+    assert ("A 0.333333333333 B 9,007,199,254,740,992 C 4611686018427387904 D 4,611,686,018,427,387,904 "
+            "E 0.333333333") in md
+
+
+def test_eval_role_reads_as_braces_do(tmp_path):
+    """MyST's {eval} is read like {{ }}: the same values, the timing mark as
+    the class .timing, the executed notebook keeping the role's text where
+    jupyterlab-myst looks for it, and the same errors naming the cell."""
+    nb = notebook(tmp_path, [("code", 'width = 8\nname = "mx"\nh = 0.25'),
+                             ("md", "At {eval}`width` bits ({{ width }}), {eval}`format(1 - width / 32, \".1%\")`"
+                                    " saved, {eval}` name `, {eval .timing}`format(h, \".2f\")` s, "
+                                    "{ eval }`` width * 2 ``; not `{eval}`width`` nor \\{eval}`width`.")])
+    out = tmp_path / "out"
+    r = report(str(nb), "-o", str(out), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    assert ('At 8 bits (8), 75.0% saved, mx, <span class="syslab-timing">0.25</span> s, 16; not `{eval}`width`` '
+            "nor \\{eval}`width`.") in md, md
+    executed = nbformat.read(out / "notebooks" / "nb.ipynb", as_version=4)
+    assert [e["expression"] for e in executed.cells[1].metadata["user_expressions"]] == [
+        "width", "width", 'format(1 - width / 32, ".1%")', " name ", 'format(h, ".2f")', " width * 2 "]
+    bad = notebook(tmp_path, [("md", "# T"), ("code", "x = 1"),
+                              ("md", "x is {eval}`x`, y is {eval}`format(y, \".2f\")`.")], name="bad.ipynb")
+    r = report(str(bad), "-o", str(tmp_path / "bad"), "--no-pdf")
+    assert r.returncode == 1
+    assert "bad.ipynb, cell 3, inline value {eval}`format(y, \".2f\")`: NameError: name 'y' is not defined" in r.stderr
+    for src, why in [("{eval}`x +\n1`", "must be on one line"), ("{eval}` `", "has no expression")]:
+        nb = notebook(tmp_path, [("code", 'print "ran"'), ("md", f"value: {src}")], name="unread.ipynb")
+        r = report(str(nb), "-o", str(tmp_path / "unread"), "--no-pdf", "--force")
+        assert r.returncode == 1 and why in r.stderr, r.stderr
+        assert "nothing was run" in r.stderr and "cell 2" in r.stderr, r.stderr
+
+
+def test_format_refuses_what_it_cannot_write(tmp_path):
+    for code, why in [('format("text", ".2f")', "is a string; the format '.2f' is for numbers"),
+                      ("format(2.5, \"d\")", "the format 'd' needs a whole number; the value is 2.5"),
+                      ('format(1, ".3q")', "is not one syslab reads"), ('format(1, ".f")', "without a precision")]:
+        script = tmp_path / "f.syslab"
+        script.write_text(f"print {code}\n")
+        r = syslab("run", str(script))
+        assert r.returncode != 0 and why in r.stderr, (code, r.stderr)
+    script.write_text('print format(0.8056, ".1%") format("a b") format([1, 2]) format(-0.0001, "z.2f")\n')
+    r = syslab("run", str(script))
+    assert r.returncode == 0 and r.stdout == "80.6% a b [1, 2] 0.00\n", r.stderr
+
+
+def test_math_is_left_alone(tmp_path):
+    src = ("Inline $a_{{i}} + {eval}`x`$ and {{ x }} then $$\\sum_{{k}}\n{{ k }}$$ after {eval}`x`; "
+           "a lone $ and {{ x }}.")
+    md = filled(tmp_path, [("code", "x = 3"), ("md", src)])
+    assert "Inline $a_{{i}} + {eval}`x`$ and 3 then $$\\sum_{{k}}\n{{ k }}$$ after 3; a lone $ and 3." in md, md
+
+
+def test_a_value_stays_within_its_line(tmp_path):
+    """A string with carriage returns and line feeds, or a value at the start
+    of a line that would open a block there, is text within its line."""
+    md = filled(tmp_path, [("code", 's = "a\\r# heading\\r- item\\n| x | y |"\nd = "- not a list"\nn = 3\nr = "==="'),
+                           ("md", "Value: {{ s }} end.\n{{ d }}\n\n{eval}`n`. not ordered\n\nline\n{{ r }}\n\n"
+                                  "- {{ d }}")])
+    assert "Value: a \\# heading - item \\| x \\| y \\| end.\n&#45; not a list\n\n&#51;. not ordered\n\n" \
+           "line\n&#61;==\n\n- &#45; not a list" in md, md
+    assert "\r" not in md
+    html = (tmp_path / "out" / "report.html").read_text()
+    body = html[html.index("Value:"):]
+    body = body[:body.index("</ul>") + 5]
+    assert "<h1" not in body and "<h2" not in body and "<ol" not in body and "<table" not in body, body
+    assert body.count("<li>") == 1 and "<hr" not in body, body
+    assert "3. not ordered" in body and "- not a list" in body, body
+
+
+def test_a_value_over_the_cap_is_an_error_naming_the_cell(tmp_path):
+    nb = notebook(tmp_path, [("code", 'big = ""\nfor i in 1..500 {\n  big = big + "xxxxxxxxxx"\n}'), ("md", "# T"),
+                             ("md", "Here: {{ big }}.")])
+    out = tmp_path / "out"
+    r = report(str(nb), "-o", str(out), "--no-pdf", "--allow-errors")
+    assert "nb.ipynb, cell 3, inline value {{ big }}: ValueError: the value's text is 5002 bytes; an inline value " \
+           "holds at most 4096" in r.stderr, r.stderr
+    executed = (out / "notebooks" / "nb.ipynb").read_text()
+    assert "x" * 4097 not in executed and "x" * 4097 not in (out / "report.md").read_text()
+
+
+def test_figure_captions_hold_values(tmp_path):
+    md = filled(tmp_path, [("code", 'acc = 0.8056\nh = table epoch=[1, 2] a=[0.5, 0.8]'),
+                           ("code", "#| label: fig-acc\n"
+                                    '#| fig-cap: Accuracy {{ acc :.3f }}, or {eval}`format(acc, ".1%")`.\n'
+                                    "plot h x=epoch y=a")])
+    assert "*Figure 1: Accuracy 0.806, or 80.6%.*" in md, md
+    bad = notebook(tmp_path, [("code", "#| fig-cap: {{ nope }}\nx = 1")], name="bad.ipynb")
+    r = report(str(bad), "-o", str(tmp_path / "bad"), "--no-pdf")
+    assert r.returncode == 1 and "bad.ipynb, cell 1, inline value {{ nope }}: NameError" in r.stderr, r.stderr
+
+
+def test_the_kernel_sends_a_numbers_exact_value(kernel):
+    from conftest import run
+    _, kc = kernel
+    reply, _ = run(kc, "x = 1 / 3", user_expressions={"n": "x", "big": "2 ** 62", "s": '"0.5"', "l": "[x]"})
+    values = reply["user_expressions"]
+    assert values["n"]["data"] == {"text/plain": "0.333333333", "text/vnd.syslab.number": "0.3333333333333333"}
+    assert values["big"]["data"]["text/vnd.syslab.number"] == "4.611686018427388e+18"
+    assert float(values["big"]["data"]["text/vnd.syslab.number"]) == 2 ** 62
+    assert values["s"]["data"] == {"text/plain": '"0.5"'} and values["l"]["data"] == {"text/plain": "[0.333333333]"}
 
 
 def test_a_failing_value_names_notebook_and_cell(tmp_path):
