@@ -8,6 +8,8 @@
 #   make bench    build and run the quick benchmarks (docs/performance.md)
 #   make gpu-check OUT=DIR   on a machine with an NVIDIA GPU: build with CUDA, run the GPU
 #                 tests (also under compute-sanitizer) and benchmarks, results into DIR
+#   make gpu-first OUT=DIR   on a machine with an NVIDIA GPU: the first command there, within
+#                 540 s: the models on both devices, then the figures (docs/gpu.md)
 #   make gpu-deps download the Debian packages gpu-check needs where they are missing
 #                 (docs/gpu.md)
 
@@ -27,7 +29,7 @@ APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libs
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
   openmpi-bin libopenmpi-dev clang libclang-rt-dev
 
-.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-deps clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report bench gpu-check gpu-first gpu-deps clean
 
 all: build
 
@@ -121,6 +123,11 @@ bench: kernelspec
 GPU_OUT ?= $(if $(OUT),$(OUT),out/gpu-check)
 gpu-check:
 	sh bench/gpu_check.sh $(GPU_OUT)
+
+# the first command on a GPU machine: its budget (GPU_FIRST_SECONDS, 540) and
+# steps (GPU_FIRST_STEPS) are variables of bench/gpu_first.sh
+gpu-first:
+	sh bench/gpu_first.sh $(if $(OUT),$(OUT),out/gpu-first)
 
 gpu-deps: build
 	sh bench/gpu_deps.sh
