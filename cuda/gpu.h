@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cublas_args.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,7 +42,10 @@ enum {
   SLG_ATTN_FUSED_V1, SLG_ATTN_FUSED_V1_TRAIN, SLG_GEMM_TILED_V1,
   /* the fused forward (and forward and backward) on the tensor cores: bf16 Q, K, V (rounded from float32), dim 64 or
   ** 128 */
-  SLG_ATTN_FUSED_BF16, SLG_ATTN_FUSED_BF16_TRAIN
+  SLG_ATTN_FUSED_BF16, SLG_ATTN_FUSED_BF16_TRAIN,
+  /* bf16 products on the tensor cores, n x n times n x n: cuBLAS on operands rounded once beforehand, and the
+  ** linear layer as the graph runs it (x and W rounded into bf16 copies in every call, the product, the bias) */
+  SLG_GEMM_CUBLAS_BF16, SLG_LINEAR_BF16
 };
 
 /* C = A B, row-major, M x K times K x N; 0, or -1 with a message in err */
@@ -97,10 +102,13 @@ int slG_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* waits for everything launched; reports a fault of any of it */
 int slG_sync(char *err, size_t errlen);
 
-/* slM_gemm's product on the device (cuBLAS in its default math mode: float32, no TF32): row-major
-** C[M x N] = alpha op(A) op(B) + beta C, op(X) = X^T when trans_x != 0 */
-int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-             int ldb, float beta, float *C, int ldc, char *err, size_t errlen);
+/* A row-major product on device pointers (cublas_args.h's request:
+** C = alpha op(A) op(B) + beta C over its batch), the operands float32
+** (format 0, cuBLAS's default math mode: no TF32) or the 16-bit bits of
+** SLG_BF16 / SLG_FP16 (the tensor cores, float32 sums); C is float32. A
+** request cuBLAS would refuse is refused here with the rule it breaks. */
+int slG_gemm_run(int format, const slG_Gemm *g, float alpha, const void *A, const void *B, float beta, float *C,
+                 char *err, size_t errlen);
 
 /* The fused attention node of the graph (ops_graph.cu): q, k, v and out are token rows B x T x H dh, heads
 ** interleaved; lse is B x H x T. format 0 runs attention.cu's float32 kernels (dh = 64), SLG_BF16 the tensor
@@ -115,9 +123,7 @@ int slG_attention_graph_backward(int format, int B, int T, int H, int dh, int ca
 
 /* 16-bit operand formats (the engine's SLK_BF16 and SLK_FP16) */
 enum { SLG_BF16 = 1, SLG_FP16 = 2 };
-/* slG_gemm over `batch` products at fixed strides (elements; 0 repeats an
-** operand), the operands float32 (format 0) or 16-bit bits (SLG_BF16,
-** SLG_FP16: tensor cores, float32 sums); C is float32 */
+/* slG_gemm_run with the request's fields as arguments */
 int slG_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
                      long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
                      long long stride_c, int batch, char *err, size_t errlen);
@@ -127,11 +133,14 @@ int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, si
 int slG_round_half(int format, const float *x, float *y, size_t n, char *err, size_t errlen);
 
 /* linear: y = x W^T + b over rows of in_f; W is out_f x in_f; b may be NULL.
-** Backward: dx += dy W, dW += dy^T x, db += column sums of dy (row order) */
-int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f, int out_f,
-                       char *err, size_t errlen);
-int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db, size_t rows,
-                        int in_f, int out_f, char *err, size_t errlen);
+** Backward: dx += dy W, dW += dy^T x, db += column sums of dy32 (row
+** order). x, w and dy are float32 (format 0) or their 16-bit copies
+** (SLG_BF16, SLG_FP16: the products on the tensor cores); b, dy32 and the
+** results are float32 */
+int slG_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows, int in_f,
+                       int out_f, char *err, size_t errlen);
+int slG_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32, float *dx,
+                        float *dw, float *db, size_t rows, int in_f, int out_f, char *err, size_t errlen);
 
 /* elementwise activations: ReLU, GELU (the CPU's erf form), SiLU (x sigmoid(x)) */
 enum { SLG_RELU, SLG_GELU, SLG_SILU };

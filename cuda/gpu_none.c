@@ -55,16 +55,16 @@ int slG_mem_info(size_t *free_bytes, size_t *total_bytes) {
   return -1;
 }
 int slG_sync(char *err, size_t errlen) { return fail(err, errlen); }
-int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-             int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
+int slG_gemm_run(int format, const slG_Gemm *g, float alpha, const void *A, const void *B, float beta, float *C,
+                 char *err, size_t errlen) {
   return fail(err, errlen);
 }
-int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f, int out_f,
-                       char *err, size_t errlen) {
+int slG_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows, int in_f,
+                       int out_f, char *err, size_t errlen) {
   return fail(err, errlen);
 }
-int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db, size_t rows,
-                        int in_f, int out_f, char *err, size_t errlen) {
+int slG_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32, float *dx,
+                        float *dw, float *db, size_t rows, int in_f, int out_f, char *err, size_t errlen) {
   return fail(err, errlen);
 }
 int slG_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen) {

@@ -112,25 +112,33 @@ static int linear_check(size_t rows, int in_f, int out_f, char *err, size_t errl
   return 0;
 }
 
-/* the CPU's slM_gemm_w(N, T, rows, out_f, in_f, x, W, y): y = x W^T */
-extern "C" int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
-                                  int out_f, char *err, size_t errlen) {
+/* the CPU's slM_gemm_w(N, T, rows, out_f, in_f, x, W, y): y = x W^T, from
+** float32 x and W (format 0) or their 16-bit copies (SLG_BF16, SLG_FP16:
+** the tensor cores, float32 sums), then the bias in float32 */
+extern "C" int slG_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows,
+                                  int in_f, int out_f, char *err, size_t errlen) {
   if (linear_check(rows, in_f, out_f, err, errlen)) return -1;
   if (rows == 0) return 0;
-  if (slG_gemm(0, 1, (int)rows, out_f, in_f, 1.0f, x, in_f, w, in_f, 0.0f, y, out_f, err, errlen)) return -1;
+  slG_Gemm g = slG_linear_gemm(SLG_LINEAR_Y, (int)rows, in_f, out_f);
+  if (slG_gemm_run(format, &g, 1.0f, x, w, 0.0f, y, err, errlen)) return -1;
   if (!b) return 0;
   add_bias<<<grid_for(rows * (size_t)out_f), THREADS>>>(y, b, rows, out_f);
   return launched("linear bias", err, errlen);
 }
 
-/* linear_backward's three products, each added (beta = 1) */
-extern "C" int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                                   size_t rows, int in_f, int out_f, char *err, size_t errlen) {
+/* linear_backward's three products, each added (beta = 1): dx and dW from
+** dy, W and x in the format (float32 or their 16-bit copies), db from the
+** float32 dy32 */
+extern "C" int slG_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32,
+                                   float *dx, float *dw, float *db, size_t rows, int in_f, int out_f, char *err,
+                                   size_t errlen) {
   if (linear_check(rows, in_f, out_f, err, errlen)) return -1;
   if (rows == 0) return 0;
-  if (dx && slG_gemm(0, 0, (int)rows, in_f, out_f, 1.0f, dy, out_f, w, in_f, 1.0f, dx, in_f, err, errlen)) return -1;
-  if (dw && slG_gemm(1, 0, out_f, in_f, (int)rows, 1.0f, dy, out_f, x, in_f, 1.0f, dw, in_f, err, errlen)) return -1;
-  if (db) return column_sums_launch(dy, rows, (size_t)out_f, db, err, errlen);
+  slG_Gemm gx = slG_linear_gemm(SLG_LINEAR_DX, (int)rows, in_f, out_f);
+  slG_Gemm gw = slG_linear_gemm(SLG_LINEAR_DW, (int)rows, in_f, out_f);
+  if (dx && slG_gemm_run(format, &gx, 1.0f, dy, w, 1.0f, dx, err, errlen)) return -1;
+  if (dw && slG_gemm_run(format, &gw, 1.0f, dy, x, 1.0f, dw, err, errlen)) return -1;
+  if (db) return column_sums_launch(dy32, rows, (size_t)out_f, db, err, errlen);
   return 0;
 }
 

@@ -38,12 +38,27 @@ static int stop_now(slM_Graph *g) {
 }
 
 /* A model on the GPU is checked before its pass (an operator without a CUDA
-** slot, no device): the pass does not start, and the reason is the fault. */
+** slot, no device): the pass does not start, and the reason is the fault.
+** On either device a fault of an earlier pass stands until the command that
+** runs the model clears it: a backward after a forward that stopped at a
+** fault has nothing to go back from. */
 static int device_refused(slM_Graph *g) {
-  if (g->device == SLM_CPU) return 0;
+  if (g->device == SLM_CPU) return g->fault[0] ? (g->stopped = 1) : 0;
   char why[200];
   if (slM_device_ready(g, why, sizeof why) != 0) snprintf(g->fault, sizeof g->fault, "%.200s", why);
   return g->fault[0] ? (g->stopped = 1) : 0;
+}
+
+/* SYSLAB_FAULT_NODE=NAME: a pass that reaches the node NAME stops there with
+** a fault, as a failed kernel stops a pass on the GPU, so that what reports
+** faults and carries on past them (lm_bench's rows, the GPU script's) can be
+** checked on a machine without one. Read at each node: a test sets it and
+** clears it between commands. */
+static int fault_injected(slM_Graph *g, const slM_Node *n) {
+  const char *name = getenv("SYSLAB_FAULT_NODE");
+  if (!name || strcmp(name, n->name) != 0) return 0;
+  snprintf(g->fault, sizeof g->fault, "node %.63s: a fault injected by SYSLAB_FAULT_NODE", n->name);
+  return g->stopped = 1;
 }
 
 static const slM_OpImpl *impl_of(const slM_Graph *g, const slM_Node *n) { return &slM_op(n->op)->impl[g->device]; }
@@ -81,7 +96,7 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   int *dtypes = dtypes_of(g);
   slM_product_end_pass(g);   /* weights' rounded copies are made afresh in each step */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
-  for (int i = 0; i < g->n && !stop_now(g); i++) {
+  for (int i = 0; i < g->n && !stop_now(g) && !fault_injected(g, &g->nodes[i]); i++) {
     slM_node_begin(g, i, 0);
     slM_Node *n = &g->nodes[i];
     n->round = dtypes && (dtypes[i] == SLM_BF16 || dtypes[i] == SLM_FP16) ? dtypes[i] : 0;

@@ -53,6 +53,7 @@ typedef struct slM_Rng {
 } slM_Rng;
 void slM_rng_seed(slM_Rng *r, uint64_t seed);
 uint64_t slM_rng_next(slM_Rng *r);
+void slM_rng_skip(slM_Rng *r, uint64_t draws);   /* as if `draws` draws had been taken */
 double slM_rng_uniform(slM_Rng *r);   /* [0, 1) */
 double slM_rng_normal(slM_Rng *r);
 

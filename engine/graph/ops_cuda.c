@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devgemm.h"
 #include "devslots.h"
 #include "kernels/device.h"
 #include "memory.h"
@@ -123,15 +124,15 @@ typedef struct {
 static Src src_of(const float *p, const Half *c) { return (Src){p, c ? c->h : NULL}; }
 static const void *src_at(Src s, size_t off) { return s.h ? (const void *)(s.h + off) : (const void *)(s.p + off); }
 
-/* C = alpha op(A) op(B) + beta C over `batch` products at fixed strides, in the operands' format */
-static int product(slM_Graph *g, const slM_Node *n, int ta, int tb, int M, int N, int K, float alpha, Src A, size_t a0,
-                   int lda, long long sa, Src B, size_t b0, int ldb, long long sb, float beta, float *C, int ldc,
-                   long long sc, int batch) {
+/* the request p (devgemm.h) on A, B and C, in the operands' format */
+static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A, Src B, float *C) {
   char err[200];
   if (!A.h != !B.h) return slM_dev_fault(g, n, -1, "a product with one 16-bit operand and one float32");
   int format = A.h ? g->precision : SLM_FP32;
-  return slM_dev_fault(g, n, slK_dev_gemm_batched(format, ta, tb, M, N, K, alpha, src_at(A, a0), lda, sa, src_at(B, b0),
-                                                  ldb, sb, beta, C, ldc, sc, batch, err, sizeof err), err);
+  return slM_dev_fault(g, n, slK_dev_gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha,
+                                                  src_at(A, p->a0), p->lda, p->stride_a, src_at(B, p->b0), p->ldb,
+                                                  p->stride_b, p->beta, C + p->c0, p->ldc, p->stride_c, p->batch, err,
+                                                  sizeof err), err);
 }
 
 /* ---------------------------------------------------------- placeholders */
@@ -185,27 +186,9 @@ void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
 
 /* ----------------------------------------------------------------- linear */
 
-/* a 16-bit linear layer's rows fit cuBLAS's int sizes; else the fault (the float32 path checks its own) */
-static int rows_fit(slM_Graph *g, const slM_Node *n, size_t rows) {
-  return rows <= 0x7fffffff || (slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)"), 0);
-}
-
 /* y = x W^T (+ b): under a 16-bit precision the product from x's and W's
-** 16-bit copies, the bias added in float32 after it; the output is then
-** rounded to its dtype like every node's (precision.c) */
-static void linear_half_forward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, const float *b, slM_Tensor *y,
-                                size_t rows, int in_f, int out_f) {
-  Half xh, wh = {NULL, 0};
-  if (!rows_fit(g, n, rows)) return;
-  if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0 &&
-      product(g, n, 0, 1, (int)rows, out_f, in_f, 1.0f, src_of(x->dev, &xh), 0, in_f, 0, src_of(w->dev, &wh), 0,
-              in_f, 0, 0.0f, y->dev, out_f, 0, 1) == 0 && b) {
-    char err[200];
-    slM_dev_fault(g, n, slK_dev_add_forward(y->dev, b, y->dev, y->size, (size_t)out_f, err, sizeof err), err);
-  }
-  half_free(&xh), half_free(&wh);
-}
-
+** 16-bit copies (none in float32), the bias added in float32 after it; the
+** output is then rounded to its dtype like every node's (precision.c) */
 void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
@@ -213,35 +196,17 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   shape[x->ndim - 1] = out_f;
   ENSURE(y, &n->out, x->ndim, shape);
   const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
-  size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32) {
-    linear_half_forward(g, n, x, w, b, y, rows, in_f, out_f);
-    return;
-  }
-  RUN(slK_dev_linear_forward(x->dev, w->dev, b, y->dev, rows, in_f, out_f, err, errlen));
-}
-
-/* dx += dy W and dW += dy^T x from the 16-bit copies of dy, W and x; db from dy in float32 */
-static void linear_half_backward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, float *dx, float *dw,
-                                 float *db, size_t rows, int in_f, int out_f) {
-  Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
-  const float *dy = n->gout->dev;
-  if (!rows_fit(g, n, rows)) return;
-  int rc = half_of(g, n, dy, n->gout->size, &dyh);
-  if (rc == 0 && dx && (rc = half_of(g, n, w->dev, w->size, &wh)) == 0)
-    rc = product(g, n, 0, 0, (int)rows, in_f, out_f, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(w->dev, &wh), 0, in_f,
-                 0, 1.0f, dx, in_f, 0, 1);
-  if (rc == 0 && dw && (rc = half_of(g, n, x->dev, x->size, &xh)) == 0)
-    rc = product(g, n, 1, 0, out_f, in_f, (int)rows, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(x->dev, &xh), 0, in_f,
-                 0, 1.0f, dw, in_f, 0, 1);
-  if (rc == 0 && db) {
+  Half xh, wh = {NULL, 0};
+  if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_linear_backward(x->dev, w->dev, dy, NULL, NULL, db, rows, in_f, out_f, err, sizeof err),
-                  err);
+    slM_dev_fault(g, n, slK_dev_linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                               src_at(src_of(w->dev, &wh), 0), b, y->dev, x->size / (size_t)in_f, in_f,
+                                               out_f, err, sizeof err), err);
   }
-  half_free(&dyh), half_free(&wh), half_free(&xh);
+  half_free(&xh), half_free(&wh);
 }
 
+/* dx += dy W and dW += dy^T x from the copies of dy, W and x in the model's precision; db from dy in float32 */
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
   int out_f = w->shape[0], in_f = w->shape[1], stop;
@@ -250,12 +215,17 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   if (stop) return;
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
   if (stop) return;
-  size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32) {
-    linear_half_backward(g, n, x, w, dev_of(dx), dw, db, rows, in_f, out_f);
-    return;
+  const float *dy = n->gout->dev;
+  Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
+  if (half_of(g, n, dy, n->gout->size, &dyh) == 0 && (!dx || half_of(g, n, w->dev, w->size, &wh) == 0) &&
+      (!dw || half_of(g, n, x->dev, x->size, &xh) == 0)) {
+    char err[200];
+    slM_dev_fault(g, n, slK_dev_linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                                src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
+                                                dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err,
+                                                sizeof err), err);
   }
-  RUN(slK_dev_linear_backward(x->dev, w->dev, n->gout->dev, dev_of(dx), dw, db, rows, in_f, out_f, err, errlen));
+  half_free(&dyh), half_free(&wh), half_free(&xh);
 }
 
 /* ------------------------------------------------------------ activations */
@@ -458,17 +428,16 @@ void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
   int B = a->shape[0], T = a->shape[1], D = a->shape[2], shape[2] = {B, D};
   if (!one) return;
   ENSURE(y, &n->out, 2, shape);
-  product(g, n, 0, 0, 1, D, T, 1.0f / (float)T, src_of(one->dev, NULL), 0, T, 0, src_of(a->dev, NULL), 0, D,
-          (long long)T * D, 0.0f, y->dev, D, D, B);
+  slM_DevGemm p = slM_gemm_mean_tokens(0, B, T, D);
+  product(g, n, &p, src_of(one->dev, NULL), src_of(a->dev, NULL), y->dev);
 }
 
 /* dx[b] += (1 / T) ones gout[b] */
 void slM_cuda_mean_tokens_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
-  int B = a->shape[0], T = a->shape[1], D = a->shape[2];
   GRAD(dx, 0);
-  product(g, n, 0, 0, T, D, 1, 1.0f / (float)T, src_of(n->saved->dev, NULL), 0, 1, 0, src_of(n->gout->dev, NULL), 0, D,
-          D, 1.0f, dx->dev, D, (long long)T * D, B);
+  slM_DevGemm p = slM_gemm_mean_tokens(1, a->shape[0], a->shape[1], a->shape[2]);
+  product(g, n, &p, src_of(n->saved->dev, NULL), src_of(n->gout->dev, NULL), dx->dev);
 }
 
 static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
@@ -495,44 +464,12 @@ void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n,
 
 /* ------------------------------------------------- attention op by op */
 
-/* the dimensions of B x T x D token rows in heads of dh */
-typedef struct {
-  int B, T, D, H, dh;
-  float scale;
-} Heads;
-
-static Heads heads_of(const slM_Node *n, const slM_Tensor *rows) {
-  Heads h = {rows->shape[0], rows->shape[1], rows->shape[2], n->heads, rows->shape[2] / n->heads, 0};
-  h.scale = 1.0f / sqrtf((float)h.dh);
-  return h;
-}
-
-/* An operand of a per-head product: the token rows (B x T x D, a head's
-** slice dh wide, leading dimension D) or the heads' T x T matrices, as a
-** float32 device array and, under a 16-bit precision, its 16-bit copy. */
-typedef struct {
-  Src s;
-  int square;
-} Operand;
-
-static Operand rows_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 0}; }
-static Operand mats_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 1}; }
-
-/* where head j of sample 0 starts, and the step from one sample to the next */
-static size_t head_start(Operand o, const Heads *h, int j) { return o.square ? (size_t)j * h->T * h->T : (size_t)j * h->dh; }
-static long long sample_step(Operand o, const Heads *h) { return o.square ? (long long)h->H * h->T * h->T : (long long)h->T * h->D; }
-static int lead(Operand o, const Heads *h) { return o.square ? h->T : h->D; }
-
-/* C = alpha op(A) op(B) + beta C for every (sample, head): per head, one
-** strided batch over the samples; 0, or -1 with the fault set */
-static int per_head(slM_Graph *g, slM_Node *n, const Heads *h, int ta, int tb, int M, int N, int K, float alpha,
-                    Operand A, Operand B, float beta, float *C, int c_square) {
-  Operand c = {src_of(C, NULL), c_square};
-  for (int j = 0; j < h->H; j++)
-    if (product(g, n, ta, tb, M, N, K, alpha, A.s, head_start(A, h, j), lead(A, h), sample_step(A, h), B.s,
-                head_start(B, h, j), lead(B, h), sample_step(B, h), beta, C + head_start(c, h, j), lead(c, h),
-                sample_step(c, h), h->B) != 0)
-      return -1;
+/* head by head, the request `which` (devgemm.h) over token rows B x T x D in n's heads; 0, or -1 with the fault set */
+static int per_head(slM_Graph *g, slM_Node *n, int which, const slM_Tensor *rows, Src A, Src B, float *C) {
+  for (int j = 0; j < n->heads; j++) {
+    slM_DevGemm p = slM_gemm_heads(which, rows->shape[0], rows->shape[1], rows->shape[2], n->heads, j);
+    if (product(g, n, &p, A, B, C) != 0) return -1;
+  }
   return 0;
 }
 
@@ -547,23 +484,21 @@ static int halves(slM_Graph *g, slM_Node *n, const slM_Tensor *a, const slM_Tens
 /* scores q k^T / sqrt(dh) per head: batch x heads x T x T */
 void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
-  Heads h = heads_of(n, q);
-  int shape[4] = {h.B, h.H, h.T, h.T};
+  int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
   ENSURE(s, &n->out, 4, shape);
   Half qh, kh;
   if (halves(g, n, q, k, &qh, &kh) != 0) return;
-  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev, &qh), rows_of(k->dev, &kh), 0.0f, s->dev, 1);
+  per_head(g, n, SLM_GEMM_SCORES, q, src_of(q->dev, &qh), src_of(k->dev, &kh), s->dev);
   half_free(&qh), half_free(&kh);
 }
 
 /* the attention-weighted values, heads merged: batch x T x D */
 void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
-  Heads h = heads_of(n, v);
   ENSURE(y, &n->out, 3, v->shape);
   Half ph, vh;
   if (halves(g, n, p, v, &ph, &vh) != 0) return;
-  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev, &ph), rows_of(v->dev, &vh), 0.0f, y->dev, 0);
+  per_head(g, n, SLM_GEMM_CONTEXT, v, src_of(p->dev, &ph), src_of(v->dev, &vh), y->dev);
   half_free(&ph), half_free(&vh);
 }
 
@@ -572,20 +507,19 @@ void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
 static void heads_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   int scores = n->op == OP_SCORES;
-  Heads h = heads_of(n, scores ? a : b);
+  const slM_Tensor *rows = scores ? a : b;
   GRAD(d0, 0);
   GRAD(d1, 1);
   Half ah, bh, gh;
   if (halves(g, n, a, b, &ah, &bh) != 0) return;
   if (half_of(g, n, n->gout->dev, n->gout->size, &gh) == 0) {
+    Src gout = src_of(n->gout->dev, &gh);
     if (scores) {
-      Operand ds = mats_of(n->gout->dev, &gh);
-      if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev, &bh), 1.0f, d0->dev, 0) == 0)
-        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev, &ah), 1.0f, d1->dev, 0);
+      if (per_head(g, n, SLM_GEMM_SCORES_DQ, rows, gout, src_of(b->dev, &bh), d0->dev) == 0)
+        per_head(g, n, SLM_GEMM_SCORES_DK, rows, gout, src_of(a->dev, &ah), d1->dev);
     } else {
-      Operand dout = rows_of(n->gout->dev, &gh);
-      if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev, &bh), 1.0f, d0->dev, 1) == 0)
-        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev, &ah), dout, 1.0f, d1->dev, 0);
+      if (per_head(g, n, SLM_GEMM_CONTEXT_DP, rows, gout, src_of(b->dev, &bh), d0->dev) == 0)
+        per_head(g, n, SLM_GEMM_CONTEXT_DV, rows, src_of(a->dev, &ah), gout, d1->dev);
     }
     half_free(&gh);
   }

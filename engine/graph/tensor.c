@@ -79,6 +79,10 @@ void slM_tensor_free(slM_Tensor *t) {
 
 void slM_rng_seed(slM_Rng *r, uint64_t seed) { r->state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull; }
 
+/* splitmix64 is counter-based: each draw adds the same step to the state
+** before hashing it, so the stream after k draws starts from state + k steps */
+void slM_rng_skip(slM_Rng *r, uint64_t draws) { r->state += draws * 0x9E3779B97F4A7C15ull; }
+
 uint64_t slM_rng_next(slM_Rng *r) {
   uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

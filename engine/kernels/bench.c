@@ -408,6 +408,8 @@ GPU_SETUP(setup_g11, 30)
 GPU_SETUP(setup_g12, 31)
 GPU_SETUP(setup_g13, 32)
 GPU_SETUP(setup_g14, 33)
+GPU_SETUP(setup_g15, 34)
+GPU_SETUP(setup_g16, 35)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
@@ -424,6 +426,8 @@ static double attn_bytes_bf16(int n, const slK_Attn *a) { return attn_bytes_fuse
 static double attn_bytes_bf16_train(int n, const slK_Attn *a) {
   return attn_bytes_fused(n, a) * (3 * 2 + 4 + 2 + 4 + 4 + 3 * 4) / 16.0;
 }
+/* bf16 A and B read once, float32 C written */
+static double gemm_bf16_bytes(int n, const slK_Attn *a) { return (2 * 2 + 4) * (double)n * n; }
 static double copy_flops(int n, const slK_Attn *a) { return 0; }
 static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 
@@ -495,6 +499,12 @@ static const slK_Bench benches[] = {
   {"attention_cuda_fused_bf16_train", "gpu", "attention", ATTN_SIZE,
    "fused forward and backward on the tensor cores: bf16 Q, K, V, dO; dQ by atomicAdd; dim 64 or 128", setup_g14,
    gpu_run, case_free, attn_flops_train, attn_bytes_bf16_train},
+  {"gemm_cublas_bf16", "gpu", "gemm", GEMM_SIZE,
+   "cuBLAS on the tensor cores: bf16 operands (rounded once, beforehand), float32 sums and C", setup_g15, gpu_run,
+   case_free, gemm_flops, gemm_bf16_bytes},
+  {"linear_cuda_bf16", "gpu", "gemm", GEMM_SIZE,
+   "the linear layer as a bf16 model runs it on the GPU: x and W rounded into bf16 copies in each call, cuBLAS on "
+   "the tensor cores, the float32 bias (n rows, n -> n)", setup_g16, gpu_run, case_free, gemm_flops, gemm_bytes},
   {NULL},
 };
 

@@ -213,13 +213,13 @@ int slK_dev_to_half(int format, const float *x, uint16_t *y, size_t n, char *err
 int slK_dev_round(int format, const float *x, float *y, size_t n, char *err, size_t errlen) {
   return slG_round_half(format, x, y, n, err, errlen);
 }
-int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
+int slK_dev_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen) {
-  return slG_linear_forward(x, w, b, y, rows, in_f, out_f, err, errlen);
+  return slG_linear_forward(format, x, w, b, y, rows, in_f, out_f, err, errlen);
 }
-int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                            size_t rows, int in_f, int out_f, char *err, size_t errlen) {
-  return slG_linear_backward(x, w, dy, dx, dw, db, rows, in_f, out_f, err, errlen);
+int slK_dev_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32, float *dx,
+                            float *dw, float *db, size_t rows, int in_f, int out_f, char *err, size_t errlen) {
+  return slG_linear_backward(format, x, w, dy, dy32, dx, dw, db, rows, in_f, out_f, err, errlen);
 }
 
 /* this header's activation numbers are cuda/gpu.h's, named for the layers above */

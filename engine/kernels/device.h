@@ -71,7 +71,9 @@ enum { SLK_DEV_LOSS_CLASSES, SLK_DEV_LOSS_TOKENS };
 int slK_dev_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen);
 
 /* the forwards: products, elementwise, rows */
-int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
+/* y = x W^T + b, from float32 x and W (format SLK_FP32) or their 16-bit bits (SLK_BF16, SLK_FP16: the tensor
+** cores, float32 sums); b and y float32 */
+int slK_dev_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows, int in_f,
                            int out_f, char *err, size_t errlen);
 /* the graph's products on the device: row-major C = alpha op(A) op(B) +
 ** beta C (op(X) = X^T when trans_x != 0) over `batch` products at fixed
@@ -113,8 +115,9 @@ int slK_dev_attention_backward(int format, int B, int T, int H, int dh, int caus
                                float *dk, float *dv, int category, char *err, size_t errlen);
 
 /* the backwards, in the same order */
-int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                            size_t rows, int in_f, int out_f, char *err, size_t errlen);
+/* dx += dy W, dW += dy^T x from x, W and dy in the format; db += the column sums of the float32 dy32 */
+int slK_dev_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32, float *dx,
+                            float *dw, float *db, size_t rows, int in_f, int out_f, char *err, size_t errlen);
 int slK_dev_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
                                 size_t errlen);
 int slK_dev_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen);

@@ -172,15 +172,71 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
 
 /* ----------------------------------------------------------- benchmarking */
 
+/* a run of lm_bench that faulted: its status is the fault, its times are left empty */
+static void lm_bench_fault(slT_Table *t, size_t r, const char *status, const char *why) {
+  char text[600];
+  snprintf(text, sizeof text, "fault: %s", why);
+  slL_sets(t, r, status, text);
+}
+
+/* The row's two runs, forward and forward+backward, each cold, on g (NULL when the preset could not be built: its
+** runs are that fault); fits[train] 0 for a run predicted over the budget (OOM, not run). A run that faults is a
+** row whose status is the fault, and the table goes on. */
+static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *fault, const int fits[2], int batch, int T,
+                          int warmup, int steps) {
+  for (int train = 0; train < 2; train++) {
+    const char *status = train ? "status_train" : "status_fwd";
+    if (!fits[train]) {
+      slL_sets(t, r, status, "OOM");
+      continue;
+    }
+    if (!g) {
+      lm_bench_fault(t, r, status, fault);
+      continue;
+    }
+    slL_Batch b;
+    slL_Timing tm;
+    g->fault[0] = '\0';
+    slL_batch_init(&b, g, batch, T, 1);
+    slM_release_activations(g);   /* each row starts cold, as a fresh process would */
+    slL_time_steps(g, &b, train, warmup, steps, &tm);
+    slL_batch_free(&b);
+    if (g->fault[0]) {
+      lm_bench_fault(t, r, status, g->fault);
+      continue;
+    }
+    slL_sets(t, r, status, "OK");
+    slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
+    slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
+    slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+  }
+}
+
+/* the precisions to measure: the list `precisions` when given, else `precision`; their count, or -1 */
+static int lm_bench_precisions(sl_Call *call, int *out) {
+  if (!sl_arg_given(call, "precisions")) return out[0] = slL_precision_arg(call), 1;
+  sl_Value l = sl_arg(call, "precisions");
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > 3) return sl_arg_error(call, "precisions", "must list 1 to 3 of fp32, bf16 and fp16"), -1;
+  for (int i = 0; i < n; i++) {
+    const char *name = sl_str(sl_list_get(l, (size_t)i));
+    out[i] = -1;
+    for (int m = SLM_FP32; m <= SLM_FP16 && name; m++)
+      if (strcmp(name, slM_precision_names[m]) == 0) out[i] = m;
+    if (out[i] < 0) return sl_arg_error(call, "precisions", "'%s' is not a precision: fp32, bf16 or fp16", name ? name : "?"), -1;
+  }
+  return n;
+}
+
 static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   slM_LmSpec specs[8];
-  int contexts[16], warmups[8];
+  int contexts[16], warmups[8], precisions[3];
   int np = slL_preset_list(call, specs, 8), nc = slL_list_ints(call, "contexts", contexts, 16, 1, 65536);
   int nw = slL_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
-  int batch = (int)sl_arg_number(call, "batch"), precision = slL_precision_arg(call);
+  int batch = (int)sl_arg_number(call, "batch"), nm = lm_bench_precisions(call, precisions);
   int device = slM_device_parse(sl_arg_string(call, "device"));
-  if (np < 0 || nc < 0 || nw < 0) return -1;
-  char why[512] = "";   /* why a preset could not be built on the device */
+  if (np < 0 || nc < 0 || nw < 0 || nm < 0) return -1;
+  char why[512] = "";   /* why the device cannot be used */
   if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
     return sl_arg_error(call, "device", "%s", why);
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
@@ -189,7 +245,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
-                        "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
+                        "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", "precision", NULL};
   slT_Table *t = slL_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_bench", np * nc);
   for (int p = 0; p < np && !sl_interrupted(); p++) {
@@ -197,54 +253,40 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
     int maxT = 0;
     for (int c = 0; c < nc; c++) maxT = contexts[c] > maxT ? contexts[c] : maxT;
     s.context = maxT;
+    /* Built once for every context and precision (the weights are float32 in every precision), at the first
+    ** configuration predicted to fit. A build or move that fails is the fault of the preset's rows. */
     slM_Graph *g = NULL;
-    for (int c = 0; c < nc && !sl_interrupted(); c++) {
-      slL_Prediction pf, pt;
-      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precision, &pf);
-      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precision, &pt);
-      int fits_f = pf.peak <= budget, fits_t = pt.peak <= budget;
-      if (fits_f && !g) {
-        if (!(g = slM_lm(&s, 0, why, sizeof why))) break;
-        g->precision = precision;
-        if (!(g = slM_graph_move(g, device, why, sizeof why))) break;
-      }
-      for (int w = 0; w < nw; w++) {
-        size_t r = slT_add_row(t);
-        slL_sets(t, r, "config", specs[p].name);
-        slL_setn(t, r, "context", contexts[c]);
-        slL_setn(t, r, "warmup", warmups[w]);
-        slL_setn(t, r, "d_model", s.d_model), slL_setn(t, r, "d_ff", s.d_ff);
-        slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
-        slL_sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
-        slL_sets(t, r, "status_train", fits_t ? "OK" : "OOM");
-        slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
-        slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
-        for (int train = 0; train < 2; train++) {
-          if (!(train ? fits_t : fits_f)) continue;
-          slL_Batch b;
-          slL_Timing tm;
-          slL_batch_init(&b, g, batch, contexts[c], 1);
-          slM_release_activations(g);   /* each row starts cold, as a fresh process would */
-          slL_time_steps(g, &b, train, warmups[w], steps, &tm);
-          slL_batch_free(&b);
-          if (g->fault[0]) snprintf(why, sizeof why, "%.400s", g->fault);
-          slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
-          slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
-          slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+    char fault[512] = "";
+    for (int c = 0; c < nc && !sl_interrupted(); c++)
+      for (int m = 0; m < nm; m++) {
+        slL_Prediction pf, pt;
+        slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precisions[m], &pf);
+        slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precisions[m], &pt);
+        int fits[2] = {pf.peak <= budget, pt.peak <= budget};
+        if (fits[0] && !g && !fault[0] && (g = slM_lm(&s, 0, fault, sizeof fault)))
+          g = slM_graph_move(g, device, fault, sizeof fault);
+        if (g && g->precision != precisions[m]) {
+          slM_product_release();   /* the last precision's 16-bit copies of the weights */
+          g->precision = precisions[m];
         }
+        for (int w = 0; w < nw; w++) {
+          size_t r = slT_add_row(t);
+          slL_sets(t, r, "config", specs[p].name);
+          slL_sets(t, r, "precision", slM_precision_names[precisions[m]]);
+          slL_setn(t, r, "context", contexts[c]);
+          slL_setn(t, r, "warmup", warmups[w]);
+          slL_setn(t, r, "d_model", s.d_model), slL_setn(t, r, "d_ff", s.d_ff);
+          slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
+          slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
+          slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
+          lm_bench_runs(t, r, g, fault, fits, batch, contexts[c], warmups[w], steps);
+        }
+        sl_progress_update(bar, p * nc + c + 1, specs[p].name);
       }
-      sl_progress_update(bar, p * nc + c + 1, specs[p].name);
-      if (why[0]) break;
-    }
     slM_graph_free(g);
     slM_product_release();
-    if (why[0]) break;
   }
   sl_progress_end(bar);
-  if (why[0]) {
-    slT_free(t);
-    return sl_arg_error(call, "device", "%s", why);
-  }
   for (int c = 11; c <= 16; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
@@ -406,12 +448,17 @@ static const sl_Command commands[] = {
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
    "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
-   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run.",
+   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; a run "
+   "that faults (a model that cannot be built or moved, a kernel's error) is a row whose status is the fault, and "
+   "the table goes on.",
    "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, 0,
    {{"presets", SL_ARG_LIST, 0, "[\"tiny\"]", "preset names"},
     {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     {"warmups", SL_ARG_LIST, 0, "[0, 1, 5]", "untimed steps before timing"},
-    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG, BUDGET_ARG, DEVICE_ARG, {NULL}}},
+    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG,
+    {"precisions", SL_ARG_LIST, 0, NULL, "several precisions instead of one, e.g. [\"fp32\", \"bf16\"]: each preset "
+     "built once for all of them"},
+    BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"profile", "benchmark", "Per-operation profile of inference and training steps: time per operator and node, GEMM share, attention's parts.",
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "

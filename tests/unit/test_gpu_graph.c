@@ -19,7 +19,15 @@
 ** Without a GPU every refusal is checked (the reason slG_describe gives
 ** appears in the message, the allowed devices are named), the CPU side of
 ** `to` and the operator table's CUDA slots are checked, and the GPU part
-** prints that it skipped and why. */
+** prints that it skipped and why.
+**
+** Each model's losses are printed as soon as a device has them (the CPU's
+** before the GPU's run starts), line by line, so that a run that faults
+** or is stopped still shows how far the models agreed. SYSLAB_GPU_TEST_SMALL=1
+** (what bench/gpu_check.sh and bench/gpu_first.sh set under
+** compute-sanitizer, which runs kernels far slower) trains one epoch on
+** fewer samples, two language-model steps, and the fused node's causal
+** cases alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +46,11 @@
 
 static int gpu;
 static char err[512];
+
+static int small(void) {
+  const char *e = getenv("SYSLAB_GPU_TEST_SMALL");
+  return e && *e == '1';
+}
 
 static slM_Graph *mlp(void) {
   slM_MlpSpec s = {16, 3, {32, 16}, 2, OP_RELU, 0.1f};
@@ -162,13 +175,16 @@ static void train_both(slM_Graph *cpu, double tol, const char *what) {
   slM_Graph *dev = slM_graph_to(cpu, SLM_CUDA, err, sizeof err);
   CHECK_MSG(dev != NULL, "%s to gpu: %s", what, err);
   if (!dev) return;
-  slM_Dataset *d = slM_synthetic(64, 32, cpu->features, cpu->classes, 0.5, 3);
-  slM_TrainConfig c = {2, 16, 0.01, 0.9, 0.01, SLM_ADAMW, SLM_CONSTANT, 0, 5};
+  int epochs = small() ? 1 : 2;
+  slM_Dataset *d = slM_synthetic(small() ? 32 : 64, small() ? 16 : 32, cpu->features, cpu->classes, 0.5, 3);
+  slM_TrainConfig c = {epochs, 16, 0.01, 0.9, 0.01, SLM_ADAMW, SLM_CONSTANT, 0, 5};
   slM_EpochStats a[2], b[2];
-  CHECK_EQ_INT(slM_train(cpu, d, &c, NULL, a), 2);
-  CHECK_EQ_INT(slM_train(dev, d, &c, NULL, b), 2);
+  CHECK_EQ_INT(slM_train(cpu, d, &c, NULL, a), epochs);
+  for (int e = 0; e < epochs; e++) printf("  %s epoch %d on the cpu: loss %.7f, test loss %.7f\n", what, e + 1, a[e].loss,
+                                          a[e].test_loss);
+  CHECK_EQ_INT(slM_train(dev, d, &c, NULL, b), epochs);
   CHECK_MSG(!dev->fault[0], "%s: %s", what, dev->fault);
-  for (int e = 0; e < 2; e++) {
+  for (int e = 0; e < epochs; e++) {
     printf("  %s epoch %d: loss cpu %.7f gpu %.7f, test loss cpu %.7f gpu %.7f\n", what, e + 1, a[e].loss, b[e].loss,
            a[e].test_loss, b[e].test_loss);
     CHECK_MSG(close_to(b[e].loss, a[e].loss, tol), "%s epoch %d: %.9g vs %.9g", what, e + 1, b[e].loss, a[e].loss);
@@ -294,12 +310,13 @@ static void lm_both(slM_Graph *cpu, double tol, const char *what) {
   slM_Graph *dev = slM_graph_to(cpu, SLM_CUDA, err, sizeof err);
   CHECK_MSG(dev != NULL, "%s to gpu: %s", what, err);
   if (!dev) goto done;
-  enum { B = 4, T = 16, STEPS = 4 };
+  enum { B = 4, T = 16 };
   int32_t tok[B * T], tgt[B * T];
+  const int steps = small() ? 2 : 4;
   slM_Rng rng;
   slM_rng_seed(&rng, 11);
   slM_TrainConfig c = {1, B, 0.003, 0.9, 0.0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
-  for (int s = 0; s < STEPS; s++) {
+  for (int s = 0; s < steps; s++) {
     slM_lm_random_batch(&rng, cpu->vocab, B, T, tok, tgt);
     double loss[2];
     slM_Graph *gs[2] = {cpu, dev};
@@ -373,7 +390,7 @@ static void fused_rows_case(int format, int B, int T, int H, int dh, int causal,
 }
 
 static void test_fused_rows(void) {
-  for (int causal = 0; causal < 2; causal++) {
+  for (int causal = small(); causal < 2; causal++) {
     fused_rows_case(SLK_FP32, 2, 150, 3, 64, causal, 1e-4);
     fused_rows_case(SLK_BF16, 2, 150, 3, 64, causal, 3e-2);
     fused_rows_case(SLK_BF16, 1, 150, 2, 128, causal, 3e-2);
@@ -465,6 +482,7 @@ static void test_refusals_on_a_device(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);   /* each line as it comes, into a log too */
   gpu = slK_dev_available();
   RUN(test_cuda_slots);
   RUN(test_to_cpu_copies_the_state);

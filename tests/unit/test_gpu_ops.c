@@ -78,58 +78,7 @@ static float *ints(size_t n, int k) {
   return x;
 }
 
-/* ------------------------------------------------- the CPU side: one node */
-
-static slM_Graph *graph_new(void) {
-  slM_Graph *g = calloc(1, sizeof *g);
-  slM_rng_seed(&g->rng, 5);
-  return g;
-}
-
-/* a placeholder holding data; OP_MASK, since the linear layer computes no
-** gradient for an OP_INPUT */
-static int input(slM_Graph *g, int ndim, const int *shape, const float *data) {
-  int k = slM_add_node(g, "x", SLM_PLACEHOLDER, OP_MASK, NULL, 0);
-  slM_Tensor *t = g->nodes[k].out = slM_tensor_new(ndim, shape);
-  memcpy(t->data, data, t->size * sizeof *t->data);
-  return k;
-}
-
-/* the operator node over input a (and b when b >= 0); added last, so the
-** pointer stays valid */
-static slM_Node *op_node(slM_Graph *g, slM_Op op, int a, int b) {
-  int ins[2] = {a, b};
-  int k = slM_add_node(g, slM_op_name(op), SLM_CALL_FUNCTION, op, ins, b < 0 ? 1 : 2);
-  return &g->nodes[k];
-}
-
-static void param(slM_Node *n, int ndim, const int *shape, const float *data) {
-  slM_Param *p = slM_param_new("p", ndim, shape);
-  memcpy(p->value->data, data, p->value->size * sizeof(float));
-  n->params[n->nparams++] = p;
-}
-
-static void forward(slM_Graph *g, slM_Node *n) { slM_op(n->op)->impl[SLM_CPU].forward(g, n); }
-
-/* the backward from dy; input k's gradient starts at init[k] and parameter
-** k's at pinit[k] (NULL: the backward makes it, zeroed) */
-static void backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *init, float *const *pinit) {
-  n->gout = slM_tensor_like(n->out);
-  memcpy(n->gout->data, dy, n->gout->size * sizeof(float));
-  n->gout_live = 1;
-  for (int k = 0; k < n->ninputs && init; k++) {
-    slM_Node *src = &g->nodes[n->inputs[k]];
-    if (!init[k]) continue;
-    src->gout = slM_tensor_like(src->out);
-    memcpy(src->gout->data, init[k], src->gout->size * sizeof(float));
-    src->gout_live = 1;
-  }
-  for (int k = 0; k < n->nparams && pinit; k++)
-    if (pinit[k]) memcpy(slM_param_grad(n->params[k])->data, pinit[k], n->params[k]->value->size * sizeof(float));
-  slM_op(n->op)->impl[SLM_CPU].backward(g, n);
-}
-
-static float *grad_of(slM_Graph *g, const slM_Node *n, int k) { return g->nodes[n->inputs[k]].gout->data; }
+/* the CPU side: one node (check.h's check_op_node and its kin) */
 
 /* ---------------------------------------------------- the GPU side */
 
@@ -231,12 +180,12 @@ static void activation_case(size_t n) {
   int shape[1] = {(int)n};
   for (int a = 0; a < 4; a++) {
     int swiglu = a == 3, act = swiglu ? SLG_SILU : acts[a].act;
-    slM_Graph *g = graph_new();
-    int ia = input(g, 1, shape, x), ib = swiglu || act == SLG_SILU ? input(g, 1, shape, swiglu ? b : ones) : -1;
-    slM_Node *nd = op_node(g, swiglu ? OP_SWIGLU : acts[a].op, ia, ib);
+    slM_Graph *g = check_graph_new();
+    int ia = check_input(g, 1, shape, x), ib = swiglu || act == SLG_SILU ? check_input(g, 1, shape, swiglu ? b : ones) : -1;
+    slM_Node *nd = check_op_node(g, swiglu ? OP_SWIGLU : acts[a].op, ia, ib);
     float *init[2] = {g0, swiglu ? g1 : NULL};
-    forward(g, nd);
-    backward(g, nd, dy, init, NULL);
+    check_forward(g, nd);
+    check_backward(g, nd, dy, init, NULL);
     snprintf(tag, sizeof tag, "%s n = %zu", swiglu ? "SwiGLU" : acts[a].name, n);
     Dev d = {.ok = gpu};
     float *dx = up(&d, x, n), *db = up(&d, b, n), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
@@ -244,14 +193,14 @@ static void activation_case(size_t n) {
     if (swiglu) {
       ON_GPU(&d, slG_swiglu_forward(dx, db, y, n, err, sizeof err));
       ON_GPU(&d, slG_swiglu_backward(dx, db, ddy, dg0, dg1, n, err, sizeof err));
-      expect(&d, "db", dg1, grad_of(g, nd, 1), n, 1e-6, 2e-6);
+      expect(&d, "db", dg1, check_grad_of(g, nd, 1), n, 1e-6, 2e-6);
     } else {
       ON_GPU(&d, slG_activation_forward(act, dx, y, n, err, sizeof err));
       ON_GPU(&d, slG_activation_backward(act, dx, ddy, dg0, n, err, sizeof err));
     }
     int exp_fwd = act == SLG_SILU, exp_bwd = act != SLG_RELU;
     expect(&d, "y", y, nd->out->data, n, exp_fwd ? 1e-6 : 0, exp_fwd ? 1e-7 : 0);
-    expect(&d, "dx", dg0, grad_of(g, nd, 0), n, exp_bwd ? 1e-6 : 0, exp_bwd ? 2e-6 : 0);
+    expect(&d, "dx", dg0, check_grad_of(g, nd, 0), n, exp_bwd ? 1e-6 : 0, exp_bwd ? 2e-6 : 0);
     dev_free(&d);
     slM_graph_free(g);
   }
@@ -267,15 +216,15 @@ static void test_activations(void) {
 static void dropout_case(size_t n, float p) {
   float *x = randn(n, 1), *dy = randn(n, 1), *g0 = randn(n, 0.5);
   int shape[1] = {(int)n};
-  slM_Graph *g = graph_new();
+  slM_Graph *g = check_graph_new();
   g->training = 1;
-  slM_Node *nd = op_node(g, OP_DROPOUT, input(g, 1, shape, x), -1);
+  slM_Node *nd = check_op_node(g, OP_DROPOUT, check_input(g, 1, shape, x), -1);
   nd->p = p;
   slM_Rng draws = g->rng;
-  forward(g, nd);
+  check_forward(g, nd);
   uint64_t base = slM_rng_next(&draws);
   float *init[1] = {g0};
-  backward(g, nd, dy, init, NULL);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "dropout n = %zu p = %g", n, p);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *y = up(&d, NULL, n), *mask = up(&d, NULL, n), *ddy = up(&d, dy, n), *dg = up(&d, g0, n);
@@ -283,7 +232,7 @@ static void dropout_case(size_t n, float p) {
   ON_GPU(&d, slG_dropout_backward(ddy, p > 0 ? mask : NULL, dg, n, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
   if (p > 0) expect(&d, "mask", mask, nd->saved->data, n, 0, 0);
-  expect(&d, "dx", dg, grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "dx", dg, check_grad_of(g, nd, 0), n, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -301,13 +250,13 @@ static void add_case(int rows, int width, int broadcast) {
   size_t n = (size_t)rows * width, bn = broadcast ? (size_t)width : n;
   float *a = randn(n, 1), *b = randn(bn, 1), *dy = randn(n, 1), *ga = randn(n, 0.5), *gb = randn(bn, 0.5);
   int shape[2] = {rows, width};
-  slM_Graph *g = graph_new();
-  int ia = input(g, 2, shape, a);
-  slM_Node *nd = op_node(g, OP_ADD, ia, broadcast ? -1 : input(g, 2, shape, b));
-  if (broadcast) param(nd, 1, &width, b);
+  slM_Graph *g = check_graph_new();
+  int ia = check_input(g, 2, shape, a);
+  slM_Node *nd = check_op_node(g, OP_ADD, ia, broadcast ? -1 : check_input(g, 2, shape, b));
+  if (broadcast) check_param(nd, 1, &width, b);
   float *init[2] = {ga, gb}, *pinit[1] = {gb};
-  forward(g, nd);
-  backward(g, nd, dy, init, broadcast ? pinit : NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, broadcast ? pinit : NULL);
   snprintf(tag, sizeof tag, "add %d x %d%s", rows, width, broadcast ? " (a row broadcast)" : "");
   Dev d = {.ok = gpu};
   float *da = up(&d, a, n), *db = up(&d, b, bn), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
@@ -315,8 +264,8 @@ static void add_case(int rows, int width, int broadcast) {
   ON_GPU(&d, slG_add_forward(da, db, y, n, bn, err, sizeof err));
   ON_GPU(&d, slG_add_backward(ddy, dga, dgb, n, bn, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
-  expect(&d, "da", dga, grad_of(g, nd, 0), n, 0, 0);
-  expect(&d, "db", dgb, broadcast ? nd->params[0]->grad->data : grad_of(g, nd, 1), bn, 0, 0);
+  expect(&d, "da", dga, check_grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "db", dgb, broadcast ? nd->params[0]->grad->data : check_grad_of(g, nd, 1), bn, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(a), free(b), free(dy), free(ga), free(gb);
@@ -359,21 +308,21 @@ static void linear_case(int rows, int in_f, int out_f) {
   float *x = randn(nx, 1), *w = randn(nw, 1 / sqrt(in_f)), *b = randn(out_f, 0.5), *dy = randn(ny, 1);
   float *gx = randn(nx, 0.5), *gw = randn(nw, 0.5), *gb = randn(out_f, 0.5);
   int xs[2] = {rows, in_f}, ws[2] = {out_f, in_f};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_LINEAR, input(g, 2, xs, x), -1);
-  param(nd, 2, ws, w);
-  param(nd, 1, &out_f, b);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_LINEAR, check_input(g, 2, xs, x), -1);
+  check_param(nd, 2, ws, w);
+  check_param(nd, 1, &out_f, b);
   float *init[1] = {gx}, *pinit[2] = {gw, gb};
-  forward(g, nd);
-  backward(g, nd, dy, init, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, pinit);
   snprintf(tag, sizeof tag, "linear %d rows, %d -> %d", rows, in_f, out_f);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, nx), *dw = up(&d, w, nw), *db = up(&d, b, out_f), *ddy = up(&d, dy, ny), *y = up(&d, NULL, ny);
   float *dgx = up(&d, gx, nx), *dgw = up(&d, gw, nw), *dgb = up(&d, gb, out_f);
-  ON_GPU(&d, slG_linear_forward(dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
-  ON_GPU(&d, slG_linear_backward(dx, dw, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, slG_linear_forward(0, dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, slG_linear_backward(0, dx, dw, ddy, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
   expect(&d, "y", y, nd->out->data, ny, 1e-5, 1e-5 * sqrt(in_f));
-  expect(&d, "dx", dgx, grad_of(g, nd, 0), nx, 1e-5, 1e-5 * sqrt(out_f));
+  expect(&d, "dx", dgx, check_grad_of(g, nd, 0), nx, 1e-5, 1e-5 * sqrt(out_f));
   expect(&d, "dW", dgw, nd->params[0]->grad->data, nw, 1e-5, 1e-5 * sqrt(rows));
   expect(&d, "db", dgb, nd->params[1]->grad->data, out_f, 0, 0);
   dev_free(&d);
@@ -396,14 +345,14 @@ static void norm_case(int rows, int d, int rms) {
   float *gg = randn(d, 0.5), *gbeta = randn(d, 0.5);
   for (size_t i = 0; i < n; i++) x[i] += 0.5f;
   int shape[2] = {rows, d};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, rms ? OP_RMSNORM : OP_LAYERNORM, input(g, 2, shape, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, rms ? OP_RMSNORM : OP_LAYERNORM, check_input(g, 2, shape, x), -1);
   nd->p = 1e-5f;
-  param(nd, 1, &d, gamma);
-  if (!rms) param(nd, 1, &d, beta);
+  check_param(nd, 1, &d, gamma);
+  if (!rms) check_param(nd, 1, &d, beta);
   float *init[1] = {g0}, *pinit[2] = {gg, gbeta};
-  forward(g, nd);
-  backward(g, nd, dy, init, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, pinit);
   snprintf(tag, sizeof tag, "%s %d x %d", rms ? "RMSNorm" : "layer norm", rows, d);
   Dev dv = {.ok = gpu};
   float *dx = up(&dv, x, n), *dgam = up(&dv, gamma, d), *dbeta = up(&dv, beta, d), *y = up(&dv, NULL, n);
@@ -422,7 +371,7 @@ static void norm_case(int rows, int d, int rms) {
   }
   expect(&dv, "1/std", rstd, cpu_rstd, rows, 1e-6, 0);
   expect(&dv, "y", y, nd->out->data, n, 1e-6, 1e-6);
-  expect(&dv, "dx", dg0, grad_of(g, nd, 0), n, 1e-6, 1e-6);
+  expect(&dv, "dx", dg0, check_grad_of(g, nd, 0), n, 1e-6, 1e-6);
   expect(&dv, "dgain", dgg, nd->params[0]->grad->data, d, 0, 0);
   dev_free(&dv);
   slM_graph_free(g);
@@ -441,12 +390,12 @@ static void softmax_case(int rows, int n, int causal) {
   size_t items = (size_t)rows * n;
   float *x = randn(items, 3), *dy = randn(items, 1), *g0 = randn(items, 0.5);
   int plain[2] = {rows, n}, square[4] = {1, rows / (n ? n : 1), n, n};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, causal ? OP_MASKED_SOFTMAX : OP_SOFTMAX,
-                         causal ? input(g, 4, square, x) : input(g, 2, plain, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, causal ? OP_MASKED_SOFTMAX : OP_SOFTMAX,
+                         causal ? check_input(g, 4, square, x) : check_input(g, 2, plain, x), -1);
   float *init[1] = {g0};
-  forward(g, nd);
-  backward(g, nd, dy, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "softmax %d x %d%s", rows, n, causal ? " causal" : "");
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, items), *y = up(&d, NULL, items), *cy = up(&d, nd->out->data, items);
@@ -454,7 +403,7 @@ static void softmax_case(int rows, int n, int causal) {
   ON_GPU(&d, slG_softmax_forward(dx, y, rows, n, causal, err, sizeof err));
   ON_GPU(&d, slG_softmax_backward(cy, ddy, dg0, rows, n, causal, err, sizeof err));
   expect(&d, "y", y, nd->out->data, items, 2e-6, 1e-12);
-  expect(&d, "dx", dg0, grad_of(g, nd, 0), items, 1e-6, 2e-7);
+  expect(&d, "dx", dg0, check_grad_of(g, nd, 0), items, 1e-6, 2e-7);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -474,13 +423,13 @@ static void loss_case(int kind, int B, int T, int C) {
   size_t items = (size_t)rows * C;
   float *z = randn(items, 2), *labels = ints(rows, C), *g0 = randn(items, 0.5), dloss = 0.75f;
   int zs2[2] = {rows, C}, zs3[3] = {B, T, C}, ls2[2] = {B, T};
-  slM_Graph *g = graph_new();
+  slM_Graph *g = check_graph_new();
   int tokens = kind == SLG_LOSS_TOKENS;
-  int iz = tokens ? input(g, 3, zs3, z) : input(g, 2, zs2, z), il = tokens ? input(g, 2, ls2, labels) : input(g, 1, &rows, labels);
-  slM_Node *nd = op_node(g, tokens ? OP_TOKEN_CE : OP_CROSS_ENTROPY, iz, il);
+  int iz = tokens ? check_input(g, 3, zs3, z) : check_input(g, 2, zs2, z), il = tokens ? check_input(g, 2, ls2, labels) : check_input(g, 1, &rows, labels);
+  slM_Node *nd = check_op_node(g, tokens ? OP_TOKEN_CE : OP_CROSS_ENTROPY, iz, il);
   float *init[2] = {g0, NULL};
-  forward(g, nd);
-  backward(g, nd, &dloss, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, &dloss, init, NULL);
   snprintf(tag, sizeof tag, "cross-entropy (%s) %d rows x %d", tokens ? "tokens" : "classes", rows, C);
   Dev d = {.ok = gpu};
   float *dz = up(&d, z, items), *dl = up(&d, labels, rows), *p = up(&d, NULL, items), *loss = up(&d, NULL, 1);
@@ -489,7 +438,7 @@ static void loss_case(int kind, int B, int T, int C) {
   ON_GPU(&d, slG_cross_entropy_backward(kind, cp, dl, ddl, dg0, rows, C, err, sizeof err));
   expect(&d, "probabilities", p, nd->saved->data, items, 2e-6, 1e-12);
   expect(&d, "loss", loss, nd->out->data, 1, 1e-6, 1e-6);
-  expect(&d, "dlogits", dg0, grad_of(g, nd, 0), items, 0, 0);
+  expect(&d, "dlogits", dg0, check_grad_of(g, nd, 0), items, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(z), free(labels), free(g0);
@@ -508,12 +457,12 @@ static void embedding_case(int vocab, int width, int B, int T) {
   size_t n = (size_t)B * T, items = n * width, nt = (size_t)vocab * width;
   float *ids = ints(n, vocab), *table = randn(nt, 1), *dy = randn(items, 1), *gt = randn(nt, 0.5);
   int is[2] = {B, T}, ts[2] = {vocab, width};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_EMBEDDING, input(g, 2, is, ids), -1);
-  param(nd, 2, ts, table);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_EMBEDDING, check_input(g, 2, is, ids), -1);
+  check_param(nd, 2, ts, table);
   float *pinit[1] = {gt};
-  forward(g, nd);
-  backward(g, nd, dy, NULL, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, NULL, pinit);
   snprintf(tag, sizeof tag, "embedding %d x %d, %d x %d ids", vocab, width, B, T);
   Dev d = {.ok = gpu};
   float *di = up(&d, ids, n), *dt = up(&d, table, nt), *y = up(&d, NULL, items), *ddy = up(&d, dy, items);
@@ -538,12 +487,12 @@ static void rope_case(int B, int T, int D, int heads) {
   size_t n = (size_t)B * T * D;
   int dh = D / heads, shape[3] = {B, T, D};
   float *x = randn(n, 1), *dy = randn(n, 1), *g0 = randn(n, 0.5);
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_ROPE, input(g, 3, shape, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_ROPE, check_input(g, 3, shape, x), -1);
   nd->heads = heads, nd->p = 10000.0f;
   float *init[1] = {g0};
-  forward(g, nd);
-  backward(g, nd, dy, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "RoPE %d x %d x %d, %d heads", B, T, D, heads);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *tab = up(&d, NULL, (size_t)T * dh), *ctab = up(&d, nd->saved->data, (size_t)T * dh);
@@ -555,7 +504,7 @@ static void rope_case(int B, int T, int D, int heads) {
   expect(&d, "table", tab, nd->saved->data, (size_t)T * dh, 0, 1.2e-7);
   expect(&d, "y (the CPU's table)", y, nd->out->data, n, 0, 0);
   expect(&d, "y (the GPU's table)", y2, nd->out->data, n, 0, 2e-6);
-  expect(&d, "dx", dg0, grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "dx", dg0, check_grad_of(g, nd, 0), n, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -642,7 +591,7 @@ static void test_refusals(void) {
   REFUSED(slG_cross_entropy_forward(7, none, none, none, none, 4, 3, err, sizeof err), "unknown");
   REFUSED(slG_embedding_forward(none, none, none, 4, 0, 8, err, sizeof err), "positive");
   REFUSED(slG_layernorm_forward(none, none, none, none, none, none, 4, 0, 1e-5f, err, sizeof err), "positive");
-  REFUSED(slG_linear_forward(none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
+  REFUSED(slG_linear_forward(0, none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
   REFUSED(slG_dropout_forward(none, none, none, 4, NAN, 0, err, sizeof err), "p must");
   slG_Optimizer o = {1, 1e-3, 0, 0.9, 0.999, 1e-8f, 0};
   REFUSED(slG_optimizer_step(NULL, &o, err, sizeof err), "no parameters");

@@ -411,6 +411,33 @@ static void test_budget_limits_hold(void) {
   sl_free(S);
 }
 
+/* lm_bench keeps what it measured: a preset that faults becomes rows whose
+** status names the fault, and the presets after it are measured. The fault
+** is a real one of the executor's (SYSLAB_FAULT_NODE stops a pass at a node
+** as a failed kernel does on the GPU), at a node of the third layer, which
+** the small preset has and the tiny one has not. */
+static void test_lm_bench_keeps_rows(void) {
+  sl_State *S = sl_new();
+  setenv("SYSLAB_FAULT_NODE", "layers_2_ffn_w1", 1);
+  const char *out = check_eval(S, "t = lm_bench presets=[\"tiny\", \"small\", \"tiny\"] contexts=[8] warmups=[0] "
+                                  "steps=1 batch=1\n[t.config, t.status_fwd, t.status_train, t.mean_s_train]");
+  unsetenv("SYSLAB_FAULT_NODE");
+  CHECK_CONTAINS(out, "[[\"tiny\", \"small\", \"tiny\"], [\"OK\", \"fault: node layers_2_ffn_w1");
+  CHECK_CONTAINS(out, "\"OK\"]");   /* the tiny preset after the fault: measured */
+  double t0 = atof(check_eval(S, "t.mean_s_train[0]")), t2 = atof(check_eval(S, "t.mean_s_train[2]"));
+  CHECK(t0 > 0 && t2 > 0);
+  CHECK_STREQ(check_eval(S, "t.mean_s_train[1]"), "nil");   /* no time for a run that faulted */
+  /* without the fault the same table runs through: the fault was the only difference */
+  CHECK_CONTAINS(check_eval(S, "u = lm_bench presets=[\"tiny\"] contexts=[8] warmups=[0] steps=1 batch=1\nu.status_train"),
+                 "[\"OK\"]");
+  /* several precisions from one build of each preset: a row per precision, each named */
+  CHECK_STREQ(check_eval(S, "v = lm_bench presets=[\"tiny\"] contexts=[8, 16] warmups=[0] steps=1 batch=1 "
+                            "precisions=[\"fp32\", \"bf16\"]\n[v.precision, v.context, v.status_train]"),
+              "[[\"fp32\", \"bf16\", \"fp32\", \"bf16\"], [8, 8, 16, 16], [\"OK\", \"OK\", \"OK\", \"OK\"]]");
+  CHECK_CONTAINS(check_eval(S, "lm_bench presets=[\"tiny\"] precisions=[\"fp64\"]"), "'fp64' is not a precision");
+  sl_free(S);
+}
+
 /* memory_profile measures the profiled model alone, whatever else the session holds */
 static void test_memory_profile_is_the_models_own(void) {
   sl_State *S = sl_new();
@@ -473,6 +500,7 @@ int main(void) {
   RUN(test_memory_check_compressed_and_optimizers);
   RUN(test_budget_and_refusal);
   RUN(test_budget_limits_hold);
+  RUN(test_lm_bench_keeps_rows);
   RUN(test_memory_profile_is_the_models_own);
   RUN(test_tags_and_timeline);
   RUN(test_accumulation_and_rounding);
