@@ -52,10 +52,9 @@ static int device_refused(slM_Graph *g) {
 /* SYSLAB_FAULT_NODE=NAME: a pass that reaches the node NAME stops there with
 ** a fault, as a failed kernel stops a pass on the GPU, so that what reports
 ** faults and carries on past them (lm_bench's rows, the GPU script's) can be
-** checked on a machine without one. Read at each node: a test sets it and
-** clears it between commands. */
-static int fault_injected(slM_Graph *g, const slM_Node *n) {
-  const char *name = getenv("SYSLAB_FAULT_NODE");
+** checked on a machine without one. Read once per pass (a test sets it and
+** clears it between commands), so the node loop pays one comparison. */
+static int fault_injected(slM_Graph *g, const slM_Node *n, const char *name) {
   if (!name || strcmp(name, n->name) != 0) return 0;
   snprintf(g->fault, sizeof g->fault, "node %.63s: a fault injected by SYSLAB_FAULT_NODE", n->name);
   return g->stopped = 1;
@@ -96,7 +95,8 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   int *dtypes = dtypes_of(g);
   slM_product_end_pass(g);   /* weights' rounded copies are made afresh in each step */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
-  for (int i = 0; i < g->n && !stop_now(g) && !fault_injected(g, &g->nodes[i]); i++) {
+  const char *fault_at = getenv("SYSLAB_FAULT_NODE");
+  for (int i = 0; i < g->n && !stop_now(g) && !fault_injected(g, &g->nodes[i], fault_at); i++) {
     slM_node_begin(g, i, 0);
     slM_Node *n = &g->nodes[i];
     n->round = dtypes && (dtypes[i] == SLM_BF16 || dtypes[i] == SLM_FP16) ? dtypes[i] : 0;
