@@ -17,6 +17,7 @@
 #include "table/table.h"
 #include "devices.h"
 #include "kernels/device.h"
+#include "lm.h"
 #include "ops.h"
 #include "passes.h"
 #include "train.h"
@@ -157,7 +158,9 @@ static int model_encode(void *data, slU_Text *out, char *err, size_t errlen) {
 }
 
 static void *model_decode(const char *bytes, size_t n, char *err, size_t errlen) {
-  return slM_graph_decode(bytes, n, err, errlen);
+  slM_Graph *g = slM_graph_decode(bytes, n, err, errlen);
+  if (g) slM_lm_settle(g);
+  return g;
 }
 
 const sl_Class slM_model_class = {.name = "model", .free = model_free, .show = model_show, .field = model_field,

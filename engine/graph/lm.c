@@ -150,6 +150,15 @@ slM_Graph *slM_lm(const slM_LmSpec *s, uint64_t seed, char *err, size_t errlen) 
   return g;
 }
 
+void slM_lm_settle(slM_Graph *g) {
+  if (strcmp(g->family, "lm") != 0) return;
+  if (!g->vocab) g->vocab = g->classes;
+  if (!g->context) g->context = g->tokens;
+  if (!g->layers) g->layers = g->depth;
+  int w1 = slM_find_node(g, "layers_0_ffn_w1");
+  if (!g->d_ff && w1 >= 0 && g->nodes[w1].nparams > 0) g->d_ff = g->nodes[w1].params[0]->value->shape[0];
+}
+
 void slM_lm_spec_of(const slM_Graph *g, slM_LmSpec *s) {
   memset(s, 0, sizeof *s);
   s->vocab = g->vocab, s->context = g->context, s->d_model = g->width, s->d_ff = g->d_ff;

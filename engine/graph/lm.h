@@ -19,6 +19,11 @@ int slM_lm_preset(const char *name, slM_LmSpec *out);
 int slM_lm_check(const slM_LmSpec *s, char *err, size_t errlen);
 slM_Graph *slM_lm(const slM_LmSpec *s, uint64_t seed, char *err, size_t errlen);
 void slM_lm_spec_of(const slM_Graph *g, slM_LmSpec *s);
+/* A language model read back from bytes (`load`, a worker's copy): the
+** builder's sizes the format does not keep, from those it does (vocab =
+** classes, context = tokens, layers = depth, d_ff = the feed-forward
+** weight's rows). Nothing for another family, or a size already set. */
+void slM_lm_settle(slM_Graph *g);
 
 /* forward on batch x T token ids (T <= context); targets may be NULL for
 ** inference. Returns the logits (batch x T x vocab), owned by the graph. */
