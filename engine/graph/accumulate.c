@@ -244,9 +244,8 @@ static int wait_bucket(slM_Steps *s, Bucket *b) {
   char err[512];
   slM_Xfer *x = b->x;
   if (!x) return 0;
-  int rc = s->ops->wait(s->sc.group, x, err, sizeof err);
+  if (s->ops->wait(s->sc.group, x, err, sizeof err) != 0) return fail(s, err);   /* b->x stays: still MPI's */
   b->x = NULL;
-  if (rc != 0) return fail(s, err);
   finish_bucket(s, b);
   return 0;
 }

@@ -184,7 +184,7 @@ def test_killed_worker_is_an_error_and_nothing_is_left(syslab_bin, tmp_path):
     try:
         workers = lambda: [p for p in descendants(proc.pid) if " worker" in command(p)]
         victim = wait_for(lambda: len(workers()) == 2 and workers()[0])
-        below = descendants(proc.pid)   # the runtime's daemon and the workers
+        below = {p: command(p) for p in descendants(proc.pid)}   # the runtime's daemon and the workers
         time.sleep(1)   # inside the training
         os.kill(victim, signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
@@ -193,7 +193,7 @@ def test_killed_worker_is_an_error_and_nothing_is_left(syslab_bin, tmp_path):
     assert proc.returncode != 0
     assert "stopped answering" in err and "rank " in err
     assert not (tmp_path / "w" / "model.slm").exists()
-    assert any("orted" in command(p) for p in below)
+    assert any("orted" in c for c in below.values())
     wait_for(lambda: not any(running(p) for p in below), timeout=10)
 
 
@@ -219,3 +219,34 @@ def test_a_call_in_parentheses_reaches_the_workers(syslab_bin, tmp_path):
     r = syslab("run", str(path), env=dict(os.environ, SYSLAB_MPI_TIMEOUT="5"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[2, 2]"
+
+
+# ------------------------------------------------------- from a notebook
+
+def test_notebook_interrupt_stops_every_rank_at_one_step(syslab_bin, kernel, tmp_path):
+    """an interrupt of the kernel (rank 0) reaches the workers with the
+    step's losses: every rank stops after the same step, without its update,
+    the workers end and the kernel goes on; the checkpoint of the last step
+    made, resumed in one process with accumulate=2, ends where the
+    uninterrupted run ends"""
+    from conftest import run
+    km, kc = kernel
+    content, _ = run(kc, LONG.split("h = train")[0] + "base = copy m\n")
+    assert content["status"] == "ok", content
+    call = f'h = train m d epochs=2 batch=8 lr=0.02 optimizer=adamw checkpoint="{tmp_path}/int.ckpt" checkpoint_every=1'
+    msg_id = kc.execute(call + ' parallel="data" workers=2')
+    pid = km.provisioner.process.pid
+    wait_for(lambda: (tmp_path / "int.ckpt").exists(), timeout=120)   # training, past its first step
+    workers = [p for p in descendants(pid) if " worker" in command(p)]
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=120)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "Interrupt", reply["content"]
+    wait_for(lambda: workers and not any(running(p) for p in workers), timeout=30)
+    content, outputs = run(kc, "m = copy base\n" + call + " accumulate=2\n"
+                           f'save m "{tmp_path}/resumed.slm"\nr = copy base\n'
+                           "h = train r d epochs=2 batch=8 lr=0.02 optimizer=adamw accumulate=2\n"
+                           f'save r "{tmp_path}/whole.slm"', timeout=300)
+    assert content["status"] == "ok", content
+    assert "resumed from" in "".join(m["content"].get("text", "") for m in outputs)
+    assert (tmp_path / "resumed.slm").read_bytes() == (tmp_path / "whole.slm").read_bytes()
