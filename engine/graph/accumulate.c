@@ -58,8 +58,7 @@ typedef struct {
   size_t n;
   slM_Tensor *buf;    /* NULL: a lone parameter, reduced in its own gradient */
   size_t *bounds;     /* each rank's shard of the buffer: size + 1 offsets */
-  slM_Xfer *x;
-  int started;
+  slM_Xfer *x;         /* its sum in flight (started, not yet waited for) */
 } Bucket;
 
 struct slM_Steps {
@@ -210,7 +209,6 @@ void slM_steps_free(slM_Steps *s) {
 
 int slM_steps_rank(const slM_Steps *s) { return s->rank; }
 int slM_steps_size(const slM_Steps *s) { return s->size; }
-int slM_steps_micro(const slM_Steps *s) { return s->K; }
 slM_Group *slM_steps_group(const slM_Steps *s) { return s ? s->sc.group : NULL; }
 
 /* --------------------------------------------------------- communication */
@@ -226,7 +224,6 @@ static int start_bucket(slM_Steps *s, int i) {
   }
   char err[512];
   b->x = s->ops->sum(s->sc.group, bucket_data(b, s->par), b->bounds, !s->sc.shard, i, err, sizeof err);
-  b->started = 1;
   return b->x ? 0 : fail(s, err);
 }
 

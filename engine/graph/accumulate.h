@@ -68,8 +68,6 @@ void slM_steps_free(slM_Steps *s);
 /* this rank and the group's size (0 and 1 without a group) */
 int slM_steps_rank(const slM_Steps *s);
 int slM_steps_size(const slM_Steps *s);
-/* the micro-batches of one step, in this process or across the group */
-int slM_steps_micro(const slM_Steps *s);
 /* the group, or NULL */
 slM_Group *slM_steps_group(const slM_Steps *s);
 

@@ -882,7 +882,9 @@ static const sl_Command slM_commands[] = {
     {"seed", SL_ARG_INT, 0, "0", "seed of the A matrices"}, {NULL}}},
   {"train", "model", "Train a model; returns a table with one row per epoch.",
    "Shows progress in place; an interrupt stops at the next batch with the weights intact. The same seed gives "
-   "the same numbers.",
+   "the same numbers. accumulate=K splits each batch into K micro-batches whose gradients are summed in order; "
+   "parallel=\"data\" runs one micro-batch per process (under mpirun -n N, or workers=N), with the numbers of "
+   "accumulate=N; checkpoint= with checkpoint_every= lets the same command resume (docs/scaling.md).",
    "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
    {MODEL_ARG, DATA_ARG,
     {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},

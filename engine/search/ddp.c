@@ -54,7 +54,7 @@ struct slM_Xfer {
   int kind, gather, root, slot;
   int phase;              /* 1: shards to their summing rank, 2: summed shards out, 3: done */
   float *buf;
-  float *recv;            /* a sum's other shards, one per rank (recv_space) */
+  float *recv;            /* the other ranks' copies of this rank's shard (recv_space) */
   size_t *bounds;
   slD_Request **reqs;
   int nreq;
@@ -175,7 +175,8 @@ static int post(slM_Group *g, slM_Xfer *x, int send, int peer, int tag, float *d
 
 static size_t shard(const slM_Xfer *x, int q) { return x->bounds[q + 1] - x->bounds[q]; }
 
-/* where the other ranks' shards of a sum arrive: one shard each, kept per slot */
+/* where the other ranks' copies of this rank's shard of a sum arrive (N - 1
+** shards), kept per slot for the call: buckets in flight at once need their own */
 static float *recv_space(slM_Group *g, int slot, size_t n) {
   if (slot >= g->nrecv) {
     g->recv = realloc(g->recv, ((size_t)slot + 1) * sizeof *g->recv);
@@ -207,14 +208,19 @@ static int start_out(slM_Group *g, slM_Xfer *x, char *err, size_t errlen) {
   return rc;
 }
 
+/* where rank q's copy of this rank's shard arrives: the others in rank order */
+static float *arrived(const slM_Group *g, const slM_Xfer *x, int q, size_t n) {
+  return x->recv + (size_t)(q < g->rank ? q : q - 1) * n;
+}
+
 /* rank order: acc = c_0, acc += c_1, ... (own shard at q = me) */
 static void sum_shards(slM_Group *g, slM_Xfer *x) {
   int me = g->rank;
   size_t n = shard(x, me);
   if (n == 0) return;
-  float *own = x->buf + x->bounds[me], *recv = x->recv;
-  float *acc = me == 0 ? own : recv;
-  for (int q = 1; q < g->size; q++) slM_grads_add(acc, q == me ? own : recv + (size_t)q * n, n);
+  float *own = x->buf + x->bounds[me];
+  float *acc = me == 0 ? own : arrived(g, x, 0, n);
+  for (int q = 1; q < g->size; q++) slM_grads_add(acc, q == me ? own : arrived(g, x, q, n), n);
   if (me != 0) memcpy(own, acc, n * sizeof *own);
 }
 
@@ -230,12 +236,12 @@ static slM_Xfer *start(slM_Group *g, int kind, float *buf, const size_t *bounds,
   if (kind == SUM) {
     int me = g->rank, tag = tag_of(x, 1);
     size_t n = shard(x, me);
-    float *recv = x->recv = n && g->size > 1 ? recv_space(g, slot, n * (size_t)g->size) : NULL;
+    x->recv = n && g->size > 1 ? recv_space(g, slot, n * (size_t)(g->size - 1)) : NULL;
     x->phase = 1;
     rc = 0;
     for (int q = 0; q < g->size && rc == 0; q++) {
       if (q == me) continue;
-      rc = post(g, x, 0, q, tag, recv + (size_t)q * n, n, err, errlen);
+      rc = post(g, x, 0, q, tag, n ? arrived(g, x, q, n) : NULL, n, err, errlen);
       if (rc == 0) rc = post(g, x, 1, q, tag, buf + x->bounds[q], shard(x, q), err, errlen);
     }
   } else {

@@ -484,7 +484,7 @@ static const sl_Command commands[] = {
   {"lm_train", "language model", "Train a language model on random tokens or on the bytes of a file; a table of the loss.",
    "data=\"random\" draws uniform tokens (nothing to learn beyond log(vocab)); a path trains on windows of the "
    "file's bytes (vocab must be at least 256), where the loss falls. Refused when the predicted training peak "
-   "exceeds the budget.",
+   "exceeds the budget. accumulate=, parallel=\"data\" and checkpoints as in train.",
    "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, 0,
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
