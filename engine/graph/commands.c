@@ -21,6 +21,7 @@
 #include "passes.h"
 #include "precision.h"
 #include "train.h"
+#include "trainrun.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define FASHION_MNIST_TRAIN 60000
@@ -634,38 +635,47 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
                               "evaluate the model without training it (PTQ), or choose another format",
                         g->nodes[i].name, ts[k]->name);
   }
+  char why[512];
+  if (slM_device_fits(g, c.batch, 1, why, sizeof why) != 0) return sl_arg_error(call, "batch", "%s", why);
+  /* the run is its data and settings (and, in slM_run_begin, the model it starts from) */
+  slU_Text def = {0};
+  slM_dataset_encode(d, &def, why, sizeof why);
+  const double set[] = {c.epochs, c.batch, c.lr, c.momentum, c.weight_decay, c.optimizer, c.schedule, c.warmup, c.seed};
+  uint64_t id = slM_hash(slM_hash(SLM_HASH_START, def.s, def.n), set, sizeof set);
+  free(def.s);
+  slM_Run run;
+  if (slM_run_begin(call, g, c.batch, id, &run) != 0) return -1;
+  c.run = &run;
   slM_EpochStats *stats = calloc((size_t)c.epochs, sizeof *stats);
   TrainUi ui = {sl_progress_begin(call, "train", c.epochs), c.epochs};
   slM_TrainHooks hooks = {&ui, on_progress, on_stop};
-  char why[512];
-  if (slM_device_fits(g, c.batch, 1, why, sizeof why) != 0) {
-    free(stats);
-    sl_progress_end(ui.bar);
-    return sl_arg_error(call, "batch", "%s", why);
-  }
   int done = slM_train(g, d, &c, &hooks, stats);
   sl_progress_end(ui.bar);
-  if (device_fault(call, g) != 0) {
+  slM_run_end(&run, run.err[0] ? run.err : NULL);
+  if (run.err[0] || device_fault(call, g) != 0) {
     free(stats);
-    return -1;
+    return run.err[0] ? sl_error(call, "%s", run.err) : -1;
   }
+  if (run.resumed) sl_printf(call, "resumed from %s\n", run.ckpt.path);
   if (done > 0 && stats[done - 1].diverged) {
     slM_EpochStats last = stats[done - 1];
     free(stats);
     return diverged(call, g, &last, c.lr);
   }
   slT_Table *t = slT_new();
-  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
-  for (int k = 0; k < 7; k++) slT_add_column(t, cols[k]);
+  /* in parallel, the time spent communicating that the compute did not hide */
+  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second",
+                        "comm_seconds"};
+  int ncols = run.ranks > 1 ? 8 : 7;
+  for (int k = 0; k < ncols; k++) slT_add_column(t, cols[k]);
   for (int e = 0; e < done; e++) {
     size_t r = slT_add_row(t);
-    double v[7] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
-                   stats[e].seconds, stats[e].samples_per_second};
-    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
+    double v[8] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
+                   stats[e].seconds, stats[e].samples_per_second, stats[e].comm_seconds};
+    for (int k = 0; k < ncols; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
   }
   free(stats);
-  slT_mark_timing(t, 5);
-  slT_mark_timing(t, 6);
+  for (int k = 5; k < ncols; k++) slT_mark_timing(t, k);
   sl_Value table = slT_value(t);
   if (sl_interrupted()) {
     sl_Bundle b;
@@ -907,7 +917,9 @@ static const sl_Command slM_commands[] = {
     {"seed", SL_ARG_INT, 0, "0", "seed of the A matrices"}, {NULL}}},
   {"train", "model", "Train a model; returns a table with one row per epoch.",
    "Shows progress in place; an interrupt stops at the next batch with the weights intact. The same seed gives "
-   "the same numbers.",
+   "the same numbers. accumulate=K splits each batch into K micro-batches whose gradients are summed in order; "
+   "parallel=\"data\" runs one micro-batch per process (under mpirun -n N, or workers=N), with the numbers of "
+   "accumulate=N; checkpoint= with checkpoint_every= lets the same command resume (docs/scaling.md).",
    "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
    {MODEL_ARG, DATA_ARG,
     {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},
@@ -919,6 +931,7 @@ static const sl_Command slM_commands[] = {
     {"schedule", SL_ARG_ENUM, 0, "constant", "learning-rate schedule", schedules},
     {"warmup", SL_ARG_INT, 0, "0", "steps of linear warm-up"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the data order and dropout"},
+    SLM_RUN_ARGS,
     {NULL}}},
   {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\n(evaluate m data).accuracy",
    cmd_evaluate, 0, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},

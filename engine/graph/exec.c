@@ -189,6 +189,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
       slM_node_begin(g, i, 1);
       impl_of(g, &g->nodes[i])->backward(g, &g->nodes[i]);
       slM_node_end(g, i, 1);
+      if (g->grad_ready) g->grad_ready(g->grad_ready_ud, i);
     }
   slM_product_end_pass(g);
   char err[200];   /* the pass's kernels done, as at the end of a forward pass */

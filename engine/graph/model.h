@@ -195,6 +195,15 @@ typedef struct slM_Graph {
   const float *feed_x;
   const uint8_t *feed_labels;
   int feed_batch;
+  /* A micro-batch's first row within its step's batch (accumulate.c), 0
+  ** otherwise: dropout numbers its elements from there, so a micro-batch
+  ** gets the masks its rows have in the whole batch. */
+  int feed_row0;
+  /* Told after each node's backward while a data-parallel step runs
+  ** (accumulate.c): the gradients of parameters first used at that node or
+  ** later are complete, and can travel while the rest of the pass runs. */
+  void (*grad_ready)(void *ud, int node);
+  void *grad_ready_ud;
   /* Asked between the nodes of a pass while training runs (set by the
   ** training loops, NULL otherwise): non-zero cuts the pass short and sets
   ** `stopped`, so the caller skips the update and one large batch stops

@@ -42,6 +42,7 @@ typedef struct {
   size_t n;       /* row length, or a count */
   int op;
   int fresh;      /* y is a fresh gradient slot (slM_input_grad_fresh): store 0.0f + term */
+  int odd;        /* dropout: the first element's number in the whole batch is odd (a micro-batch) */
   float p;
 } Task;
 
@@ -188,12 +189,14 @@ static void activation_backward(slM_Graph *g, slM_Node *n) {
 /* ---------------------------------------------------------------- dropout */
 
 /* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
-** falls below p * 2^32 (numerics §9) */
+** falls below p * 2^32 (numerics §9); in a micro-batch i counts from its
+** first row in the whole batch (t->n and t->odd carry that offset) */
 static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
   for (size_t i = i0; i < i1; i++) {
-    slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};
+    size_t j = i + (size_t)t->odd;
+    slM_Rng r = {t->n + (j >> 1) * 0x9E3779B97F4A7C15ull};
     uint64_t h = slM_rng_next(&r);
-    t->z[i] = ((h >> (32 * (i & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
+    t->z[i] = ((h >> (32 * (j & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
     t->y[i] = t->a[i] * t->z[i];
   }
 }
@@ -236,7 +239,7 @@ static void dropout_range(void *ctx, size_t i0, size_t i1) {
   float keep = 1.0f / (1.0f - t->p);
   uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+  if (!t->odd && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
     size_t start = i0 + (i0 & 1), end = start;
     if (start < i1) end = dropout_avx512(t, start, i1, keep, (uint32_t)threshold);
     if (end > start) {   /* the element before the even start, then the tail */
@@ -274,9 +277,13 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   if (g->training && n->p > 0) {
     /* one draw from the graph's generator, then a counter-based hash per
-    ** element: the mask does not depend on how the loop is split */
+    ** element: the mask does not depend on how the loop is split. A
+    ** micro-batch's elements are numbered from its first row in the whole
+    ** batch: an even offset moves the base by half of it, an odd one also
+    ** shifts which half of each hash an element reads. */
+    uint64_t off = (uint64_t)g->feed_row0 * (a->size / (size_t)a->shape[0]);
     Task t = {.a = a->data, .y = y->data, .z = slM_ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
-              .n = (size_t)slM_rng_next(&g->rng)};
+              .n = (size_t)(slM_rng_next(&g->rng) + (off >> 1) * 0x9E3779B97F4A7C15ull), .odd = (int)(off & 1)};
     forward_items(n, a->size, ELEMS, dropout_range, &t, y->data, 1);
   } else {
     memcpy(y->data, a->data, a->size * sizeof *a->data);

@@ -256,7 +256,7 @@ static slY_Node *primary(Parser *P, int allow_call) {
       P->in_args = in_args;
       expect_close(P, ')', line, col, "')'");
       leave(P);
-      break;
+      return n;   /* not finished again: a call's source (workers run it) ends before the ')' */
     }
     case '[': {
       int line = P->tok.line, col = P->tok.col, in_args = P->in_args;

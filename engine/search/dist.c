@@ -528,15 +528,19 @@ static void *beat_thread(void *arg) {
     }
     pthread_mutex_lock(&b->lock);
     if (b->stop) break;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    double t = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + interval;
-    until.tv_sec = (time_t)t;
-    until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
-    pthread_cond_timedwait(&b->wake, &b->lock, &until);
+    slS_nap(&b->wake, &b->lock, interval);
   }
   pthread_mutex_unlock(&b->lock);
   return NULL;
+}
+
+void slS_nap(pthread_cond_t *wake, pthread_mutex_t *lock, double seconds) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  double t = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + seconds;
+  until.tv_sec = (time_t)t;
+  until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+  pthread_cond_timedwait(wake, lock, &until);
 }
 
 /* the task a worker runs now, for slS_farm_ask */

@@ -25,6 +25,7 @@
 #include "graph/precision.h"
 #include "graph/product.h"
 #include "graph/profile.h"
+#include "graph/trainrun.h"
 #include "runner.h"
 
 /* ------------------------------------------------------------- the model */
@@ -88,6 +89,52 @@ static int interrupted(void *ud) {
   return sl_interrupted();
 }
 
+/* one micro-batch of a step split by accumulate.c: its rows of the batch's token windows */
+typedef struct {
+  const int32_t *tok, *tgt;
+  int T;
+} LmRows;
+
+static double lm_micro(void *ud, slM_Graph *g, int lo, int hi, long *correct) {
+  const LmRows *m = ud;
+  slM_lm_forward(g, m->tok + (size_t)lo * m->T, m->tgt + (size_t)lo * m->T, hi - lo, m->T, 1);
+  return g->stopped ? NAN : slM_backward(g, NULL, hi - lo);
+}
+
+/* Where a run stands, for its checkpoint: the next step, the data's random
+** state, the loss summed since the last row, and the rows so far. */
+static void put_progress(slU_Text *o, int step, const slM_Rng *rng, double sum, int seen, double elapsed, double comm,
+                         const slT_Table *t) {
+  slU_put_u32(o, (uint32_t)step), slU_put_u64(o, rng->state), slU_put_f64(o, sum), slU_put_u32(o, (uint32_t)seen);
+  slU_put_f64(o, elapsed), slU_put_f64(o, comm), slU_put_u32(o, (uint32_t)t->nrows);
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols; c++) slU_put_f64(o, slT_get(t, r, c).u.n);
+}
+
+static int get_progress(const char *bytes, size_t n, int *step, slM_Rng *rng, double *sum, int *seen, double *elapsed,
+                        double *comm, slT_Table *t) {
+  slU_Reader r = {bytes, n, 0, 0};
+  *step = (int)slU_get_u32(&r), rng->state = slU_get_u64(&r), *sum = slU_get_f64(&r), *seen = (int)slU_get_u32(&r);
+  *elapsed = slU_get_f64(&r), *comm = slU_get_f64(&r);
+  uint32_t rows = slU_get_u32(&r);
+  if (r.bad || rows > 1000000) return -1;
+  for (uint32_t i = 0; i < rows && !r.bad; i++) {
+    size_t row = slT_add_row(t);
+    for (size_t c = 0; c < t->ncols; c++) slT_set(t, row, c, sl_number(slU_get_f64(&r)));
+  }
+  return r.bad ? -1 : 0;
+}
+
+/* one row of the table: the mean loss since the last one */
+static void loss_row(slT_Table *t, int step, double loss, double elapsed, double tokens, double comm, int with_comm) {
+  size_t r = slT_add_row(t);
+  slL_setn(t, r, "step", step);
+  slL_setn(t, r, "loss", loss);
+  slL_setn(t, r, "seconds", elapsed);
+  slL_setn(t, r, "tokens_per_second", tokens / elapsed);
+  if (with_comm) slL_setn(t, r, "comm_seconds", comm);
+}
+
 static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
   if (!slL_is_lm(g)) return sl_arg_error(call, "model", "lm_train trains a language model (see `lm`)");
@@ -120,52 +167,92 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
       return sl_arg_error(call, "data", "'%s' has %zu bytes, fewer than a context of %d", data, n, T);
     }
   }
+  /* the run: its data (the bytes themselves) and settings */
+  const double set[] = {steps, every, batch, T, lr, c.weight_decay, c.optimizer, c.seed, n};
+  uint64_t id = slM_hash(slM_hash(SLM_HASH_START, set, sizeof set), bytes ? (const void *)bytes : "", n);
+  slM_Run run;
+  if (slM_run_begin(call, g, batch, id, &run) != 0) return free(bytes), -1;
+  c.run = &run;
+  slM_Steps *split = run.use_split ? slM_steps_new(g, &run.split, run.err, sizeof run.err) : NULL;
   int32_t *tok = malloc((size_t)batch * T * sizeof *tok), *tgt = malloc((size_t)batch * T * sizeof *tgt);
   slM_Rng rng;
   slM_rng_seed(&rng, c.seed);
-  const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", NULL};
+  const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", run.ranks > 1 ? "comm_seconds" : NULL, NULL};
   slT_Table *t = slL_table(cols);
+  double sum = 0, elapsed = 0, comm = 0;
+  int seen = 0, first = 0;
+  if (run.use_ckpt && (!run.use_split || split)) {
+    char *progress = NULL;
+    size_t len = 0;
+    int got = slM_ckpt_load(&run.ckpt, g, split, &progress, &len, run.err, sizeof run.err);
+    if (got > 0 && get_progress(progress, len, &first, &rng, &sum, &seen, &elapsed, &comm, t) != 0)
+      snprintf(run.err, sizeof run.err, "cannot resume from '%s': its progress is damaged", run.ckpt.path);
+    run.resumed = got > 0;
+    free(progress);
+  }
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
-  double t0 = slM_now(), sum = 0;
-  int seen = 0;
+  double t0 = slM_now() - elapsed;
   g->stop = interrupted;   /* an interrupt inside a step skips its update */
-  for (int s = 0; s < steps && !sl_interrupted(); s++) {
+  for (int s = first; s < steps && !run.err[0]; s++) {
+    int stop = sl_interrupted();
+    if (stop && !run.split.group) break;   /* in a group the others must hear of it first */
     if (bytes) slM_lm_stream_batch(&rng, bytes, n, batch, T, tok, tgt);
     else slM_lm_random_batch(&rng, g->vocab, batch, T, tok, tgt);
-    slM_lm_forward(g, tok, tgt, batch, T, 1);
-    if (g->stopped) break;
-    slM_zero_grads(g);
-    double loss = slM_backward(g, NULL, batch);
-    if (g->stopped) break;
+    double loss;
+    if (split) {
+      LmRows rows = {tok, tgt, T};
+      slM_StepUpdate u = {&c, lr, s};
+      slM_StepWork work = {lm_micro, &rows, slM_update_param, &u};
+      slM_StepStats st;
+      if (slM_steps_run(split, batch, stop, &work, &st, run.err, sizeof run.err) != 0 || st.stopped) break;
+      if (st.nonfinite) {
+        snprintf(run.err, sizeof run.err, "training diverged: the loss was not finite at step %d, so training stopped "
+                                          "there (the weights are those before that step)", s + 1);
+        break;
+      }
+      loss = st.loss_sum / st.rows;
+      comm += st.comm_seconds;
+    } else {
+      slM_lm_forward(g, tok, tgt, batch, T, 1);
+      if (g->stopped) break;
+      slM_zero_grads(g);
+      loss = slM_backward(g, NULL, batch);
+      if (g->stopped) break;
+      slM_optimizer_step(g, &c, lr, s);
+    }
     sum += loss;
-    slM_optimizer_step(g, &c, lr, s);
     seen++;
     if ((s + 1) % every == 0 || s + 1 == steps) {
-      double el = slM_now() - t0;
-      size_t r = slT_add_row(t);
-      slL_setn(t, r, "step", s + 1);
-      slL_setn(t, r, "loss", sum / seen);
-      slL_setn(t, r, "seconds", el);
-      slL_setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
+      loss_row(t, s + 1, sum / seen, slM_now() - t0, (double)(s + 1) * batch * T, comm, run.ranks > 1);
       char detail[64];
       snprintf(detail, sizeof detail, "loss %.4f", sum / seen);
       sl_progress_update(bar, s + 1, detail);
       sum = 0, seen = 0;
     }
+    if (run.use_ckpt && (s + 1) % run.ckpt.every == 0) {
+      slU_Text progress = {0};
+      put_progress(&progress, s + 1, &rng, sum, seen, slM_now() - t0, comm, t);
+      slM_ckpt_save(&run.ckpt, g, split, &progress, run.err, sizeof run.err);
+      free(progress.s);
+    }
   }
   g->stop = NULL, g->stopped = 0;
   sl_progress_end(bar);
+  /* a sharded optimizer's state back on every rank, so the model goes on anywhere */
+  if (split && !run.err[0]) slM_steps_collect(split, -1, run.err, sizeof run.err);
+  slM_steps_free(split);
+  slM_run_end(&run, run.err[0] ? run.err : NULL);
   free(tok), free(tgt), free(bytes);
   slM_release_activations(g);
   if (!g->fault[0]) slM_device_pull(g, why, sizeof why);   /* the host copies of a model on the GPU */
-  if (g->fault[0]) {
+  if (g->fault[0] || run.err[0]) {
     slT_free(t);
-    int rc = sl_error(call, "%s", g->fault);
+    int rc = sl_error(call, "%s", run.err[0] ? run.err : g->fault);
     g->fault[0] = '\0';
     return rc;
   }
-  slT_mark_timing(t, 2);
-  slT_mark_timing(t, 3);
+  if (run.resumed) sl_printf(call, "resumed from %s\n", run.ckpt.path);
+  for (size_t col = 2; col < t->ncols; col++) slT_mark_timing(t, (int)col);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }
@@ -417,6 +504,9 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 #define CONTEXT_ARG {"context", SL_ARG_INT, 0, NULL, "tokens per sample (language models; default: the model's context)"}
 #define DEVICE_ARG \
   {"device", SL_ARG_ENUM, 0, "cpu", "where the weights live and the passes run: cpu, or gpu (a CUDA GPU)", slL_devices}
+#define SHARD_ARGS                                                                                                    \
+  {"ranks", SL_ARG_INT, 0, "1", "processes sharing the optimizer state (with shard_optimizer=true)"},                  \
+  {"shard_optimizer", SL_ARG_BOOL, 0, "false", "the figures of the process with the largest share of the optimizer state"}
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}
 
 static const sl_Command commands[] = {
@@ -436,7 +526,7 @@ static const sl_Command commands[] = {
   {"lm_train", "language model", "Train a language model on random tokens or on the bytes of a file; a table of the loss.",
    "data=\"random\" draws uniform tokens (nothing to learn beyond log(vocab)); a path trains on windows of the "
    "file's bytes (vocab must be at least 256), where the loss falls. Refused when the predicted training peak "
-   "exceeds the budget.",
+   "exceeds the budget. accumulate=, parallel=\"data\" and checkpoints as in train.",
    "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, 0,
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
@@ -444,7 +534,7 @@ static const sl_Command commands[] = {
     {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", slL_optimizers},
     {"weight_decay", SL_ARG_NUMBER, 0, "0", "decoupled weight decay"},
     {"every", SL_ARG_INT, 0, "10", "steps per row (mean loss over them)"},
-    {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, {NULL}}},
+    {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, SLM_RUN_ARGS, {NULL}}},
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
    "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
@@ -473,7 +563,7 @@ static const sl_Command commands[] = {
    {{"presets", SL_ARG_LIST, 0, "[\"small\"]", "preset names"}, {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", slL_runs},
     {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slL_optimizers},
-    PRECISION_ARG, BUDGET_ARG, {NULL}}},
+    PRECISION_ARG, BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"memory_check", "memory", "Predicted against measured peak memory of a model's forward pass and training step.",
    "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch, pruning masks) over "
    "the run. The steps run on a fresh copy of the model, whose weights, gradients and optimizer state stay as they "
@@ -481,13 +571,13 @@ static const sl_Command commands[] = {
    "predicted with what its quantisers and masks hold.",
    "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slL_optimizers},
-    BUDGET_ARG, {NULL}}},
+    BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"memory_profile", "memory", "Memory profile of one step: bytes by category at the peak, the largest allocations, and a timeline.",
    "Returns a record: peak_mb, predicted_mb, categories, top (size, category, node, operator, shape) and timeline "
    "(live bytes after every node, forward then backward) for plotting.",
    "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, 0,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slL_runs},
-    {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, {NULL}}},
+    {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
    "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, 0,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "graph/accumulate.h"
 #include "graph/ops.h"
 #include "graph/product.h"
 #include "graph/slots.h"
@@ -146,6 +147,36 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
   out->scratch = native ? (train ? 2 * weights : 0) + 2 * (slot[0] + slot[1] + slot[2]) : 4 * (a_max + b_max);
   free(grad);
   finish(out, run);
+}
+
+double slL_largest_share(const size_t *sizes, int n, int ranks, int *rank) {
+  int *owner = malloc(((size_t)n + 1) * sizeof *owner);
+  double *share = calloc((size_t)ranks, sizeof *share), most = 0;
+  slM_shard_owners(sizes, n, ranks, owner);
+  for (int i = 0; i < n; i++) share[owner[i]] += (double)sizes[i];
+  *rank = 0;
+  for (int q = 0; q < ranks; q++)
+    if (share[q] > most) most = share[q], *rank = q;
+  free(owner), free(share);
+  return most;
+}
+
+void slL_predict_shard(slL_Prediction *p, double share, int optimizer) {
+  p->optim = 4 * share * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
+  finish(p, SLL_RUN_TRAIN);
+}
+
+int slL_lm_param_sizes(const slM_LmSpec *s, size_t *out) {
+  size_t D = (size_t)s->d_model, F = (size_t)s->d_ff, V = (size_t)s->vocab;
+  int n = 0;
+  out[n++] = V * D;   /* the token embedding */
+  for (int l = 0; l < s->layers; l++) {
+    const size_t layer[9] = {D, D * D, D * D, D * D, D * D, D, F * D, F * D, D * F};   /* ln1, q, k, v, o, ln2, w1, w3, w2 */
+    for (int k = 0; k < 9; k++) out[n++] = layer[k];
+  }
+  out[n++] = D;       /* the final norm */
+  out[n++] = V * D;   /* the output projection */
+  return n;
 }
 
 double slL_budget(const char *text, char *err, size_t errlen) {
