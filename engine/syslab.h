@@ -124,6 +124,10 @@ char *sl_repr(sl_Value v);
 ** (123, -4.5, 1e-3, 1_000; an optional sign), else 0: "0x10", "nan", "inf"
 ** and " 1" are not numbers. */
 int sl_parse_number(const char *s, double *out);
+/* "Did you mean": the candidate (a NULL-terminated list) closest to name by
+** edit distance, when close enough for its length; else NULL (lang/suggest.c,
+** the same rule as the language's suggestions) */
+const char *sl_closest(const char *name, const char *const *candidates);
 /* Highlighting: the pieces of a cell as the language's lexer reads them,
 ** in order and covering the whole text (lang/lex.c). A name may be a
 ** command (sl_command_find tells). */

@@ -65,6 +65,55 @@ static void test_deep_nesting_is_a_syntax_error(void) {
   sl_free(S);
 }
 
+/* round(round(... 1 ...)) 100,000 deep died by SIGSEGV: function-style
+** calls were no level of the nesting count. Every construct that nests is
+** one level of the one count, refused past it and run below it. */
+static void test_every_kind_of_nesting_counts(void) {
+  static const struct {
+    const char *open, *middle, *close, *below;   /* below: what 150 levels give (NULL: no error) */
+    int levels;                                  /* levels one open adds */
+  } kinds[] = {
+      {"(", "1", ")", "1"},
+      {"[", "1", "]", NULL},
+      {"round(", "1", ")", "1"},
+      {"round(1 + ", "1", ")", "151"},
+      {"(round ", "1", ")", "1"},
+      {"len([", "1", "])", "1", 2},
+      {"xs[", "0", "]", "0"},
+      {"-", "1", NULL, "1"},
+      {"not ", "true", NULL, "true"},
+      {"1 ** ", "1", NULL, "1"},
+      {"if true { ", "7", " }", NULL},
+      {"for i in [1] { ", "7", " }", NULL},
+      {"sweep a=[1] { ", "7", " }", NULL},
+  };
+  sl_State *S = sl_new();
+  CHECK_STREQ(check_eval(S, "xs = [0]"), "nil");
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    char *code = repeat(kinds[k].open, 100000, kinds[k].middle, kinds[k].close);
+    const char *got = check_eval(S, code);
+    CHECK_MSG(strstr(got, "SyntaxError: the code is nested more than 200 levels deep"),
+              "%s...%s 100,000 deep gave: %.200s", kinds[k].open, kinds[k].close ? kinds[k].close : "", got);
+    free(code);
+    code = repeat(kinds[k].open, 150 / (kinds[k].levels ? kinds[k].levels : 1), kinds[k].middle, kinds[k].close);
+    got = check_eval(S, code);
+    if (kinds[k].below) {
+      CHECK_MSG(strcmp(got, kinds[k].below) == 0, "%s...%s 150 deep gave: %.200s", kinds[k].open,
+                     kinds[k].close ? kinds[k].close : "", got);
+    } else {
+      CHECK_MSG(!strstr(got, "Error"), "%s...%s 150 deep gave: %.200s", kinds[k].open, kinds[k].close, got);
+    }
+    free(code);
+  }
+  /* a flat chain is no nesting: round(1) + round(1) + ... 100,000 times */
+  slU_Text t = {0};
+  slU_add(&t, "round(1)");
+  for (int i = 1; i < 100000; i++) slU_add(&t, " + round(1)");
+  CHECK_STREQ(check_eval(S, t.s), "100000");
+  free(t.s);
+  sl_free(S);
+}
+
 /* a flat sum of 100,000 terms is a left-deep tree; the evaluator walks it
 ** in a loop */
 static void test_long_flat_expressions_evaluate(void) {
@@ -338,6 +387,28 @@ static void test_language_errors_and_gaps(void) {
   sl_free(S);
 }
 
+/* A misspelt command after `name =` read as a name followed by stray
+** arguments ("expected end of statement"); a name that starts with a digit
+** could be assigned; a choice written with '-' for '_' got no hint. */
+static void test_misspellings_and_names(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(check_eval(S, "q = quantise_model base bits=8"),
+                 "SyntaxError: 'quantise_model' is not a command; did you mean 'quantize_model'?");
+  CHECK_CONTAINS(check_eval(S, "quantise_model base bits=8"), "did you mean 'quantize_model'?");
+  CHECK_CONTAINS(check_eval(S, "x = frobnicate a b"), "'frobnicate' is not a command (type help for the list)");
+  CHECK_STREQ(check_eval(S, "x = 2\ny = x\ny"), "2");
+  CHECK_CONTAINS(check_eval(S, "3abc = 4"), "SyntaxError: '3abc' cannot be a name: a name starts with a letter or '_'");
+  CHECK_CONTAINS(check_eval(S, "3abc"), "not a number, and a name cannot start with a digit");
+  CHECK_CONTAINS(check_eval(S, "for 2x in [1] { }"), "SyntaxError: '2x' cannot be a name");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion-mnist"),
+                 "'fashion-mnist' is not a choice for name: allowed are fashion_mnist, synthetic; did you mean "
+                 "'fashion_mnist'?");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnst"), "did you mean 'fashion_mnist'?");
+  /* a difference of variables is still a difference */
+  CHECK_CONTAINS(check_eval(S, "a = \"fashion_mnist\"\nb = \"\"\ndataset a-b train=1"), "TypeError");
+  sl_free(S);
+}
+
 /* image accepted any file that began with the PNG signature */
 static void test_image_checks(void) {
   sl_State *S = sl_new();
@@ -497,6 +568,7 @@ static void test_interrupt_stops_a_bench(void) {
 int main(void) {
   RUN(test_growth_past_the_budget_is_an_error);
   RUN(test_deep_nesting_is_a_syntax_error);
+  RUN(test_every_kind_of_nesting_counts);
   RUN(test_long_flat_expressions_evaluate);
   RUN(test_deep_values_are_refused);
   RUN(test_caret_on_long_lines);
@@ -510,6 +582,7 @@ int main(void) {
   RUN(test_plot_checks);
   RUN(test_strings_hold_characters);
   RUN(test_language_errors_and_gaps);
+  RUN(test_misspellings_and_names);
   RUN(test_image_checks);
   RUN(test_block_formats_nan_rule);
   RUN(test_aggregates_and_table_indexing);
