@@ -137,24 +137,14 @@ static int contains(const char *data, size_t n, const char *needle) {
 
 static int cmd_image(sl_Call *call, sl_Value *result) {
   const char *path = sl_arg_string(call, "path");
-  struct stat st;  /* before opening: opening a FIFO would block */
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return sl_arg_error(call, "path", "'%s' is not a regular file", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl_arg_error(call, "path", "cannot open '%s': %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0, got;
-  char *data = malloc(cap);
-  while ((got = fread(data + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      if (cap >= (64u << 20)) {
-        fclose(f);
-        free(data);
-        return sl_arg_error(call, "path", "'%s' is larger than 64 MiB", path);
-      }
-      data = realloc(data, cap *= 2);
-    }
+  char err[512];
+  size_t n;
+  char *data = slF_read_file(path, "a PNG or SVG image", 0, &n, err, sizeof err);
+  if (!data) return sl_arg_error(call, "path", "%s", err);
+  if (n > (64u << 20)) {
+    free(data);
+    return sl_arg_error(call, "path", "'%s' is larger than 64 MiB", path);
   }
-  fclose(f);
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   sl_Bundle b;
   sl_bundle_init(&b);

@@ -67,22 +67,6 @@ static int cmd_precision(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------- training */
 
-static unsigned char *read_bytes(const char *path, size_t *n, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "cannot open '%s' (give a text file, or data=\"random\")", path), NULL;
-  size_t cap = 1 << 20, len = 0;
-  unsigned char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap && cap < (64u << 20)) buf = realloc(buf, cap *= 2);
-    else if (len == cap) break;
-  }
-  fclose(f);
-  *n = len;
-  return buf;
-}
-
 static int interrupted(void *ud) {
   (void)ud;
   return sl_interrupted();
@@ -114,7 +98,9 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   if (strcmp(data, "random") != 0) {
     char err[512];
     if (g->vocab < 256) return sl_arg_error(call, "data", "a byte stream needs a vocabulary of at least 256, the model has %d", g->vocab);
-    if (!(bytes = read_bytes(data, &n, err, sizeof err))) return sl_arg_error(call, "data", "%s", err);
+    /* a regular file, whole (a FIFO would block, /dev/zero never ends) */
+    if (!(bytes = (unsigned char *)slF_read_file(data, "the text to train on", 0, &n, err, sizeof err)))
+      return sl_arg_error(call, "data", "%s (give a text file, or data=\"random\")", err);
     if (n <= (size_t)T + 1) {
       free(bytes);
       return sl_arg_error(call, "data", "'%s' has %zu bytes, fewer than a context of %d", data, n, T);
