@@ -295,7 +295,14 @@ typedef struct sl_Call sl_Call;
 typedef int (*sl_CommandFn)(sl_Call *call, sl_Value *result);
 
 enum {
-  SL_CMD_EXTRA_KEYWORDS = 1 << 0   /* accepts name=value pairs not in args (sweep, row) */
+  SL_CMD_EXTRA_KEYWORDS = 1 << 0,  /* accepts name=value pairs not in args (sweep, row) */
+  /* may run for more than a second: it polls sl_interrupted() in its inner
+  ** loops (per step, row, node or timed repetition) and, interrupted, returns
+  ** sl_interrupted_error with no result. tests/unit/test_interrupt_commands.c
+  ** runs every command so marked at a size that takes seconds, interrupts it
+  ** and wants it stopped within a second; a marked command without a case
+  ** there fails that test. */
+  SL_CMD_LONG = 1 << 1
 };
 
 typedef struct sl_Command {

@@ -453,7 +453,7 @@ static const sl_Command slP_commands[] = {
    "side by side. Colours are colour-blind safe and series also differ by dash and point shape, so they "
    "survive printing in grey.",
    "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\ntimings = table kernel=[\"naive\", \"blas\"] ms=[1000, 110] std=[20, 4]\nplot results x=width y=accuracy series=mode title=\"PTQ vs QAT\"\nplot timings x=kernel y=ms kind=bars yerr=std",
-   cmd_plot, 0,
+   cmd_plot, SL_CMD_LONG,
    {{"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table to plot", NULL, "table"},
     COLUMN("x", SL_REQUIRED, "column for the horizontal axis"),
     {"y", SL_ARG_ANY, SL_REQUIRED | SL_BAREWORD, NULL,

@@ -101,8 +101,9 @@ static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t
       }
       buf = more;
     }
+    if (sl_interrupted()) break;   /* between pieces of 4 MiB */
     z.next_out = buf + out;
-    z.avail_out = (uInt)(cap - out < (1u << 30) ? cap - out : (1u << 30));
+    z.avail_out = (uInt)(cap - out < (4u << 20) ? cap - out : (4u << 20));
     size_t before = z.avail_out;
     rc = inflate(&z, Z_NO_FLUSH);
     out += before - z.avail_out;
@@ -110,7 +111,10 @@ static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t
     if (rc == Z_BUF_ERROR && z.avail_out > 0) break;                    /* the input ended mid-stream */
     if (rc == Z_BUF_ERROR) rc = Z_OK;
   }
-  const char *what = rc == Z_MEM_ERROR ? "it inflates past the memory budget" : z.msg ? z.msg : "the gzip stream is cut short";
+  const char *what = rc == Z_MEM_ERROR    ? "it inflates past the memory budget"
+                     : sl_interrupted() ? "interrupted while it was read"
+                     : z.msg            ? z.msg
+                                        : "the gzip stream is cut short";
   if (rc != Z_STREAM_END) snprintf(err, errlen, "%s is corrupt (%s): %s", path, what, PACKAGE_HINT);
   inflateEnd(&z);
   free(raw);
@@ -236,6 +240,7 @@ slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classe
   size_t ns[2] = {ntrain, ntest};
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < ns[s]; i++) {
+      if ((i & 1023) == 0 && sl_interrupted()) break;   /* the caller sees it and frees the set */
       int c = (int)(slM_rng_next(&rng) % (uint64_t)classes);
       ys[s][i] = (uint8_t)c;
       for (int f = 0; f < features; f++)

@@ -53,8 +53,14 @@ slM_Param *slM_param_clone(const slM_Param *p) {
   return c;
 }
 
+/* A large model's weights take seconds to draw: the draw stops at an
+** interrupt, and the command building the model sees sl_interrupted() and
+** frees it (a model is never kept half drawn). */
 void slM_param_normal(slM_Param *p, slM_Rng *rng, double std) {
-  for (size_t i = 0; i < p->value->size; i++) p->value->data[i] = (float)(slM_rng_normal(rng) * std);
+  for (size_t i = 0; i < p->value->size; i++) {
+    if ((i & 0xFFFF) == 0 && sl_interrupted()) return;
+    p->value->data[i] = (float)(slM_rng_normal(rng) * std);
+  }
 }
 
 void slM_param_fill(slM_Param *p, float v) {

@@ -65,18 +65,13 @@ static int cmd_help(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-static int cmd_sleep(sl_Call *call, sl_Value *result) {
-  double seconds = sl_arg_number(call, "seconds");
-  if (!(seconds >= 0 && seconds <= 86400)) {
-    char got[32];
-    sl_format_number(seconds, got, sizeof got);
-    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
-  }
-  /* short slices keep an interrupt prompt */
+/* waits `seconds` in short slices, which keep an interrupt prompt; 0, or
+** -1 when interrupted */
+static int pause_for(double seconds) {
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
-    if (sl_interrupted()) return sl_interrupted_error(call);
+    if (sl_interrupted()) return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double left = seconds - ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9);
     if (left <= 0) return 0;
@@ -84,6 +79,16 @@ static int cmd_sleep(sl_Call *call, sl_Value *result) {
     struct timespec ts = {(time_t)slice, (long)((slice - floor(slice)) * 1e9)};
     nanosleep(&ts, NULL);
   }
+}
+
+static int cmd_sleep(sl_Call *call, sl_Value *result) {
+  double seconds = sl_arg_number(call, "seconds");
+  if (!(seconds >= 0 && seconds <= 86400)) {
+    char got[32];
+    sl_format_number(seconds, got, sizeof got);
+    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
+  }
+  return pause_for(seconds) == 0 ? 0 : sl_interrupted_error(call);
 }
 
 static int cmd_input(sl_Call *call, sl_Value *result) {
@@ -195,9 +200,7 @@ static int cmd_countdown(sl_Call *call, sl_Value *result) {
   if (!(delay >= 0 && delay <= 10)) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
   sl_Progress *p = sl_progress_begin(call, "countdown", steps);
   for (int i = 1; i <= (int)steps; i++) {
-    struct timespec ts = {(time_t)delay, (long)((delay - floor(delay)) * 1e9)};
-    nanosleep(&ts, NULL);
-    if (sl_interrupted()) {
+    if (pause_for(delay) != 0) {   /* a step may be 10 s long: it is waited in slices */
       sl_progress_end(p);
       return sl_interrupted_error(call);
     }
@@ -317,7 +320,7 @@ static const sl_Command slB_commands[] = {
    "help\nhelp train", cmd_help, 0,
    {{"topic", SL_ARG_STRING, SL_POSITIONAL | SL_BAREWORD, NULL, "a command name"}, {NULL}}},
   {"sleep", "core", "Wait for a number of seconds (an interrupt stops it at once).", "",
-   "sleep 0.5", cmd_sleep, 0,
+   "sleep 0.5", cmd_sleep, SL_CMD_LONG,
    {{"seconds", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "how long to wait, 0 to 86400"}, {NULL}}},
   {"input", "core", "Ask the user a question and return the answer as a string.",
    "Needs a client that allows input (JupyterLab, jupyter console); batch runs fail with a clear error.",
@@ -344,7 +347,7 @@ static const sl_Command slB_commands[] = {
    cmd_clear, 0, {{"wait", SL_ARG_BOOL, 0, "false", "clear only when new output arrives"}, {NULL}}},
   {"countdown", "display", "Count down with a progress bar that updates in place.",
    "A demonstration of progress display; training and sweeps show the same bar.", "countdown 10 delay=0.1",
-   cmd_countdown, 0,
+   cmd_countdown, SL_CMD_LONG,
    {{"steps", SL_ARG_INT, SL_POSITIONAL, "10", "number of steps"},
     {"delay", SL_ARG_NUMBER, 0, "0.1", "seconds per step"},
     {NULL}}},

@@ -450,7 +450,7 @@ static const sl_Command slS_commands[] = {
    "s = search trials=20 sampler=tpe seed=1 direction=maximize {\n  w = suggest \"width\" int 16 256 by=16\n"
    "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n  objective -(lr - 0.01) ** 2 - (w - 128) ** 2 / 1e4\n}\n"
    "plot s.running_best x=trial y=best",
-   cmd_search, SL_CMD_EXTRA_KEYWORDS,
+   cmd_search, SL_CMD_EXTRA_KEYWORDS | SL_CMD_LONG,
    {{"trials", SL_ARG_INT, 0, "10", "number of trials (a grid stops when every point is done)"},
     {"sampler", SL_ARG_ENUM, 0, "auto", "how parameters are chosen (auto: tpe, or nsga2 for several objectives)", samplers},
     {"seed", SL_ARG_INT, 0, "0", "seed of the sampler's MT19937 streams, 0 to 2^32 - 1"},

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <time.h>
 
 int check_failures_in_test;
 static int passed, failed, skipped;
@@ -129,3 +130,28 @@ const char *check_fails(sl_State *S, const char *code) {
   sl_release(v);
   return NULL;
 }
+
+/* ------------------------------------------------------------ interrupts */
+
+double check_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *interrupt_later(void *arg) {
+  check_Timer *t = arg;
+  struct timespec ts = {(time_t)t->after, (long)((t->after - (double)(time_t)t->after) * 1e9)};
+  nanosleep(&ts, NULL);
+  t->at = check_now();
+  sl_interrupt();
+  return NULL;
+}
+
+void check_interrupt_later(check_Timer *t, double after) {
+  t->after = after;
+  t->at = 0;
+  pthread_create(&t->thread, NULL, interrupt_later, t);
+}
+
+void check_interrupt_join(check_Timer *t) { pthread_join(t->thread, NULL); }

@@ -83,4 +83,20 @@ const char *check_show(sl_State *S, const char *code, const char *mime);
 /* runs code; NULL when it ran, else "Ename: message" */
 const char *check_fails(sl_State *S, const char *code);
 
+/* ------------------------------------------------------------ interrupts */
+
+#include <pthread.h>
+
+/* seconds on the monotonic clock (the engine's slM_now reads the same) */
+double check_now(void);
+/* An interrupt sent by another thread `after` seconds from now, as the
+** kernel's control thread sends one; check_interrupt_join waits for that
+** thread, after which `at` holds when the interrupt was sent. */
+typedef struct {
+  double after, at;
+  pthread_t thread;
+} check_Timer;
+void check_interrupt_later(check_Timer *t, double after);
+void check_interrupt_join(check_Timer *t);
+
 #endif

@@ -529,20 +529,6 @@ static void test_growth_past_the_budget_is_an_error(void) {
 
 /* ---------------------------------------------------------------- interrupts */
 
-static void *interrupt_after_300ms(void *arg) {
-  (void)arg;
-  struct timespec ts = {0, 300000000L};
-  nanosleep(&ts, NULL);
-  sl_interrupt();
-  return NULL;
-}
-
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* An interrupt during `bench ["gemm_naive"] sizes=[1024] reps=20` took 104 s:
 ** the bench completed, its result was assigned, and only the next statement
 ** stopped. Now the naive loop and the repetitions poll it: stopped within a
@@ -552,12 +538,12 @@ static void test_interrupt_stops_a_bench(void) {
   /* the machine's roofs are measured at the first bench (and poll the interrupt themselves) */
   CHECK_CONTAINS(check_eval(S, "bench [\"gemm_naive\"] sizes=[64] reps=1"), "gemm_naive");
   sl_clear_interrupt();
-  pthread_t th;
-  double t0 = seconds_now();
-  pthread_create(&th, NULL, interrupt_after_300ms, NULL);
+  check_Timer timer;
+  double t0 = check_now();
+  check_interrupt_later(&timer, 0.3);
   const char *out = check_eval(S, "b = bench [\"gemm_naive\"] sizes=[1024] reps=20 warmup=1");
-  double took = seconds_now() - t0;
-  pthread_join(th, NULL);
+  double took = check_now() - t0;
+  check_interrupt_join(&timer);
   CHECK_CONTAINS(out, "bench was interrupted");
   CHECK_MSG(took < 1.3, "the bench stopped %.2f s after it began (interrupt at 0.3 s)", took);
   sl_clear_interrupt();
