@@ -30,7 +30,13 @@ void slT_free(slT_Table *t) {
   free(t->names);
   free(t->timing);
   free(t->cells);
+  free(t->note);
   free(t);
+}
+
+void slT_set_note(slT_Table *t, const char *note) {
+  free(t->note);
+  t->note = note ? strdup(note) : NULL;
 }
 
 int slT_column(const slT_Table *t, const char *name) {

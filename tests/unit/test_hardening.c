@@ -344,6 +344,16 @@ static void test_plot_checks(void) {
   CHECK_CONTAINS(check_eval(S, "plot big x=i y=i"), "the table has 200001 rows; a plot draws at most 200000 points");
   CHECK(seconds_since(&t0) < 1);
   CHECK_EQ_INT(check_cap.displays, 0);
+  /* a study with no complete trial passed gnuplot's "no valid points" through */
+  check_eval(S, "s = search trials=3 sampler=random seed=1 {\n  x = suggest \"x\" float 0 1\n  y = nope\n  objective x\n}");
+  const char *got = check_eval(S, "plot s.running_best x=trial y=best");
+  CHECK_CONTAINS(got, "ArgumentError: plot: table: none of its 3 rows holds both an x ('trial') and a y ('best'): "
+                      "there is nothing to draw; the study has no complete trial (3 failed, 0 pruned, 0 running); "
+                      "the first failure: NameError: name 'nope' is not defined");
+  CHECK_CONTAINS(check_eval(S, "plot s.trials x=number y=value"), "the study has no complete trial");
+  CHECK_CONTAINS(check_eval(S, "plot (sweep i=1..3 { row j=nil }) x=i y=j"),
+                 "none of its 3 rows holds both an x ('i') and a y ('j'): there is nothing to draw");
+  CHECK_EQ_INT(check_cap.displays, 0);
   sl_free(S);
 }
 
