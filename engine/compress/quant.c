@@ -379,20 +379,23 @@ static int by_magnitude(const void *a, const void *b) {
 static size_t prune_count(size_t n, double sparsity) { return (size_t)rint(sparsity * (double)n); }
 
 /* order[] by by_magnitude, as qsort would have it (the order is total: ties
-** go by index), but in passes of a bottom-up merge sort, so that sorting
-** millions of weights (seconds) stops between passes at an interrupt.
-** 0, or -1 when interrupted (order is then some permutation). */
+** go by index), but by a bottom-up merge sort that asks for an interrupt
+** every 65,536 values it places, so that sorting millions of weights
+** (seconds) stops at once. 0, or -1 when interrupted (order is then some
+** permutation). */
 static int sort_by_magnitude(size_t *order, size_t n) {
   size_t *tmp = malloc((n ? n : 1) * sizeof *tmp), *src = order, *dst = tmp;
   for (size_t width = 1; width < n; width *= 2) {
-    if (sl_interrupted()) {
-      free(tmp);
-      return -1;
-    }
     for (size_t lo = 0; lo < n; lo += 2 * width) {
       size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
       size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi) dst[k++] = by_magnitude(&src[j], &src[i]) < 0 ? src[j++] : src[i++];
+      while (i < mid && j < hi) {
+        if ((k & 0xFFFF) == 0 && sl_interrupted()) {
+          free(tmp);
+          return -1;
+        }
+        dst[k++] = by_magnitude(&src[j], &src[i]) < 0 ? src[j++] : src[i++];
+      }
       while (i < mid) dst[k++] = src[i++];
       while (j < hi) dst[k++] = src[j++];
     }
