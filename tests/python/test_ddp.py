@@ -250,3 +250,26 @@ def test_notebook_interrupt_stops_every_rank_at_one_step(syslab_bin, kernel, tmp
     assert content["status"] == "ok", content
     assert "resumed from" in "".join(m["content"].get("text", "") for m in outputs)
     assert (tmp_path / "resumed.slm").read_bytes() == (tmp_path / "whole.slm").read_bytes()
+
+
+def test_allreduce_bench_stops_at_an_interrupt(syslab_bin, kernel):
+    """allreduce_bench moves nothing alone; with workers each run is a real
+    transfer (minutes for a thousand repeats here): an interrupt stops it
+    within a second, nothing is assigned, and the workers end"""
+    km, kc = kernel
+    msg_id = kc.execute("v = allreduce_bench sizes=[50, 50, 50] repeats=1000 workers=2")
+    pid = km.provisioner.process.pid
+    wait_for(lambda: any(" worker" in command(p) for p in descendants(pid)), timeout=120)
+    workers = [p for p in descendants(pid) if " worker" in command(p)]
+    time.sleep(2)   # past the spawn, into the timed transfers
+    sent = time.monotonic()
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=60)
+    stopped = time.monotonic() - sent
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "Interrupt", reply["content"]
+    assert stopped < 1.0, f"stopped {stopped:.2f} s after the interrupt"
+    wait_for(lambda: not any(running(p) for p in workers), timeout=30)
+    from conftest import run
+    content, _ = run(kc, "v")
+    assert content["status"] == "error" and content["ename"] == "NameError", content
