@@ -58,14 +58,6 @@
   slM_Tensor *t = slM_dev_input_grad(g, n, k);  \
   if (!t) return
 
-/* The CPU's rule (slM_linear_grad_to): images and their patches have
-** nothing upstream to learn, so the first layer skips its input gradient.
-** Restated here because the operator files' tables name these slots. */
-static int linear_grad_to_input(const slM_Graph *g, const slM_Node *n) {
-  slM_Op from = g->nodes[n->inputs[0]].op;
-  return from != OP_INPUT && from != OP_PATCHIFY;
-}
-
 static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
 static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
 
@@ -210,7 +202,7 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
   int out_f = w->shape[0], in_f = w->shape[1], stop;
-  if (linear_grad_to_input(g, n) && !(dx = slM_dev_input_grad(g, n, 0))) return;
+  if (slM_linear_grad_to(g, n, 0) && !(dx = slM_dev_input_grad(g, n, 0))) return;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop) return;
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
