@@ -138,7 +138,7 @@ slM_Graph *slM_graph_move(slM_Graph *g, int device, char *err, size_t errlen) {
 }
 
 static int pull(slM_Tensor *t, char *err, size_t errlen) {
-  return t && t->dev && t->data ? slK_dev_download(t->data, t->dev, bytes_of(t), err, errlen) : 0;
+  return t && t->dev && t->data ? slK_gpu()->download(t->data, t->dev, bytes_of(t), err, errlen) : 0;
 }
 
 int slM_device_pull(slM_Graph *g, char *err, size_t errlen) {

@@ -78,7 +78,7 @@ static int *dtypes_of(const slM_Graph *g) {
 static void device_end_pass(slM_Graph *g, slM_Node *logits) {
   char err[200];
   if (g->stopped) return;
-  if (slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0 ||
+  if (slM_dev_fault(g, NULL, slK_gpu()->sync(err, sizeof err), err) != 0 ||
       (strcmp(g->family, "lm") != 0 && slM_dev_to_host(g, logits->out) != 0))
     g->stopped = 1;
 }
@@ -158,7 +158,8 @@ static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8
   n->gout = NULL;
   if (slM_dev_ensure(g, n, &n->gout, seed->ndim, seed->shape)) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err), err);
+    slM_dev_fault(g, n, slK_gpu()->upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err),
+                  err);
   }
   slM_tensor_free(seed);
   return loss;
@@ -193,7 +194,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
     }
   slM_product_end_pass(g);
   char err[200];   /* the pass's kernels done, as at the end of a forward pass */
-  if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0)
+  if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_gpu()->sync(err, sizeof err), err) != 0)
     g->stopped = 1;
   return loss;
 }

@@ -12,12 +12,17 @@
 **                    values each may take
 **   shape            its output shape for a batch of one and its FLOPs per
 **                    sample (graph.c's propagation calls it)
-**   impl[device]     forward and backward, one slot per device: the CPU's
-**                    now; the CUDA slot is left empty until it is filled,
-**                    and a graph whose device has no implementation of an
-**                    operator refuses to run (exec.c)
+**   impl[device]     forward and backward, one pair per device, each named
+**                    in full: CPU(...) for the CPU's, which every operator
+**                    has, and SLM_CUDA_SLOT(...) for the GPU's (ops_cuda.c),
+**                    which every operator of the three model families has
+**                    and the fusion pass's lack; a model with an operator
+**                    its device does not implement is refused before it
+**                    moves there (devices.c)
 **   saves, grad_to   what it keeps for the backward, and which inputs its
-**                    backward reaches: the memory prediction reads these
+**                    backward reaches: the memory prediction reads these,
+**                    and both devices' backwards call the rule grad_to
+**                    names (the rules are here, below)
 **   makes            the memory category of what its forward makes
 **   autocast         how mixed precision treats it (precision.c)
 **   flags            a product (profiles count GEMM time), an O(T^2)
@@ -26,7 +31,10 @@
 ** The model families register their operators in their own files: the
 ** operators every family uses (ops_core.c), attention (ops_attention.c), the
 ** language model's (ops_lm.c) and those only the fusion pass makes
-** (ops_fused.c). ops.c gathers them into the table (ops.h).
+** (ops_fused.c). ops.c gathers them into the table (ops.h). An operator
+** with both implementations is its record, its CPU pair in its family's
+** file, its CUDA pair in ops_cuda.c (declared in ops_cuda.h) and its
+** tests.
 */
 #ifndef SYSLAB_OP_H
 #define SYSLAB_OP_H
@@ -101,9 +109,25 @@ typedef struct slM_OpDef {
 #define SLM_RANGE_HEADS {1, 1 << 16, 0}
 #define SLM_RANGE_EPS {0, 1, 0}
 
+/* a record's kernels, named in full: CPU(linear_forward, linear_backward),
+** SLM_CUDA_SLOT(slM_cuda_linear_forward, slM_cuda_linear_backward) */
+#define CPU(forward, backward) .impl[SLM_CPU] = {forward, backward}
+#define SLM_CUDA_SLOT(forward, backward) .impl[SLM_CUDA] = {forward, backward}
+
 /* rules several operators share: nothing to run, no input gradient, a gradient for input 0 only */
 static inline void slM_op_nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
 static inline int slM_grad_to_none(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, (void)k, 0; }
 static inline int slM_grad_to_first(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, k == 0; }
+
+/* The linear layers' rule (linear, linear_act): images and their patches
+** have nothing upstream to learn, so the first layer skips its input
+** gradient, a third of its backward work. Here, beside the record that
+** names it, because the backwards of both devices ask it, and a family's
+** file and ops_cuda.c cannot call into each other (the records name the
+** CUDA slots). */
+static inline int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
+  slM_Op from = g->nodes[n->inputs[k]].op;
+  return from != OP_INPUT && from != OP_PATCHIFY;
+}
 
 #endif

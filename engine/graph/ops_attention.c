@@ -259,23 +259,21 @@ static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int 
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_attention[] = {
     {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(scores_forward, scores_backward),
-     SLM_CUDA_SLOT(scores),
+     SLM_CUDA_SLOT(slM_cuda_scores_forward, slM_cuda_scores_backward),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
      .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC, .kernel = "cblas_sgemm"},
     {OP_MASK_FILL, "masked_fill", 2, 2, .flops_per_item = 1, CPU(mask_fill_forward, mask_fill_backward),
-     SLM_CUDA_SLOT(mask_fill),
+     SLM_CUDA_SLOT(slM_cuda_mask_fill_forward, slM_cuda_mask_fill_backward),
      .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC,
      .kernel = "loop"},
     {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(context_forward, context_backward),
-     SLM_CUDA_SLOT(context),
+     SLM_CUDA_SLOT(slM_cuda_context_forward, slM_cuda_context_backward),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
     {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, .heads = SLM_RANGE_HEADS, CPU(fused_forward, fused_backward),
-     SLM_CUDA_SLOT(attention), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     SLM_CUDA_SLOT(slM_cuda_attention_forward, slM_cuda_attention_backward), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "flash_attention_2"},
     {0},
 };

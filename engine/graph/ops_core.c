@@ -463,13 +463,6 @@ static double linear_saves(const slM_Graph *g, const slM_Node *n, int batch, int
   return floats;
 }
 
-/* Images and their patches have nothing upstream to learn, so the first
-** layer skips its input gradient, a third of its backward work. */
-int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
-  slM_Op from = g->nodes[n->inputs[k]].op;
-  return from != OP_INPUT && from != OP_PATCHIFY;
-}
-
 static void linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
   int out_f = w->shape[0], in_f = w->shape[1];
@@ -691,61 +684,59 @@ double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int tr
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_core[] = {
     {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(input),
+     SLM_CUDA_SLOT(slM_cuda_input_forward, slM_cuda_input_backward),
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LABELS, "labels", 0, 0, .shape = labels_shape, CPU(labels_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(labels),
+     SLM_CUDA_SLOT(slM_cuda_labels_forward, slM_cuda_labels_backward),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_MASK, "attention_mask", 0, 0, .shape = mask_shape, CPU(mask_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(mask),
+     SLM_CUDA_SLOT(slM_cuda_mask_forward, slM_cuda_mask_backward),
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
      CPU(linear_forward, linear_backward), .saves = linear_saves, .grad_to = slM_linear_grad_to,
      .rounded = slM_linear_rounded,
-     SLM_CUDA_SLOT(linear),
+     SLM_CUDA_SLOT(slM_cuda_linear_forward, slM_cuda_linear_backward),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "cblas_sgemm"},
     {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, .p = {-1e6, 1e6}, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
      .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, .p = {0, 1, 1}, CPU(dropout_forward, dropout_backward),
-     SLM_CUDA_SLOT(dropout),
+     SLM_CUDA_SLOT(slM_cuda_dropout_forward, slM_cuda_dropout_backward),
      .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5, .p = SLM_RANGE_EPS,
      CPU(layernorm_forward, layernorm_backward), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(norm),
+     SLM_CUDA_SLOT(slM_cuda_norm_forward, slM_cuda_norm_backward),
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL, .kernel = "loop"},
     {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, .patch = {1, 1 << 15}, CPU(patchify_forward, slM_op_nothing),
-     SLM_CUDA_SLOT(patchify),
+     SLM_CUDA_SLOT(slM_cuda_patchify_forward, slM_cuda_patchify_backward),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward),
-     SLM_CUDA_SLOT(add),
+     SLM_CUDA_SLOT(slM_cuda_add_forward, slM_cuda_add_backward),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
     {OP_SOFTMAX, "softmax", 1, 1, .flops_per_item = 5, CPU(softmax_forward, softmax_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(softmax),
+     SLM_CUDA_SLOT(slM_cuda_softmax_forward, slM_cuda_softmax_backward),
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
     {OP_MEAN_TOKENS, "mean", 1, 1, .shape = mean_tokens_shape, CPU(mean_tokens_forward, mean_tokens_backward),
-     SLM_CUDA_SLOT(mean_tokens),
+     SLM_CUDA_SLOT(slM_cuda_mean_tokens_forward, slM_cuda_mean_tokens_backward),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_CROSS_ENTROPY, "cross_entropy", 2, 2, .shape = loss_shape, CPU(cross_entropy_forward, cross_entropy_backward),
-     SLM_CUDA_SLOT(cross_entropy),
+     SLM_CUDA_SLOT(slM_cuda_cross_entropy_forward, slM_cuda_cross_entropy_backward),
      .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
      .flags = SLM_OP_LOSS, .kernel = "loop"},
     {OP_OUTPUT, "output", 1, SLM_MAX_INPUTS, .flops_per_item = 0, CPU(slM_op_nothing, slM_op_nothing),
-     SLM_CUDA_SLOT(output),
+     SLM_CUDA_SLOT(slM_cuda_output_forward, slM_cuda_output_backward),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FIRST, .kernel = "loop"},
     {0},
 };

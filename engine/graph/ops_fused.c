@@ -216,8 +216,6 @@ static double add_norm_saves(const slM_Graph *g, const slM_Node *n, int batch, i
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_fused[] = {
     {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .check = linear_act_check, .shape = slM_linear_shape,
      CPU(linear_act_forward, linear_act_backward), .saves = linear_act_saves, .grad_to = slM_linear_grad_to,

@@ -101,7 +101,8 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   if (d != SLM_BF16 && d != SLM_FP16) return;
   if (g->device != SLM_CPU) {   /* a model on the GPU: its outputs are device memory */
     char err[200];
-    if (n->out->dev) slM_dev_fault(g, n, slK_dev_round(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
+    if (n->out->dev)
+      slM_dev_fault(g, n, slK_gpu()->round_half(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
     return;
   }
   Rounding r = {d, n->out->data};

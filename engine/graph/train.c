@@ -117,7 +117,7 @@ static slM_Tensor *state_like(slM_Graph *g, const slM_Tensor *value) {
   char err[200];
   if (g->device != SLM_CPU && !g->fault[0]) {
     t->dev = slK_dev_alloc(t->size * sizeof(float), SLM_MEM_OPTIM, err, sizeof err);
-    if (!t->dev || slK_dev_zero(t->dev, t->size * sizeof(float), err, sizeof err) != 0)
+    if (!t->dev || slK_gpu()->zero(t->dev, t->size * sizeof(float), err, sizeof err) != 0)
       snprintf(g->fault, sizeof g->fault, "optimiser state on the GPU: %.200s", err);
   }
   return t;
@@ -128,7 +128,7 @@ static slM_Tensor *state_like(slM_Graph *g, const slM_Tensor *value) {
 static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
   int cap = 0, count = 0;
   for (int i = 0; i < g->n; i++) cap += g->nodes[i].nparams;
-  slK_DevParam *refs = calloc((size_t)(cap ? cap : 1), sizeof *refs);
+  slG_ParamRef *refs = calloc((size_t)(cap ? cap : 1), sizeof *refs);
   int adam = c->optimizer != SLM_SGD;
   for (int i = 0; i < g->n && refs; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
@@ -137,10 +137,10 @@ static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
       if (!p->m) p->m = state_like(g, p->value);
       if (adam && !p->v) p->v = state_like(g, p->value);
       if (g->fault[0]) break;
-      refs[count++] = (slK_DevParam){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
+      refs[count++] = (slG_ParamRef){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
                                      p->value->size, p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f};
     }
-  slK_DevOptimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
+  slG_Optimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
   char err[200];
   if (!refs) snprintf(g->fault, sizeof g->fault, "out of host memory for the optimiser's records");
   else if (!g->fault[0] && slK_dev_optimizer_step(refs, count, &o, err, sizeof err) != 0)

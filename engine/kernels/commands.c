@@ -62,7 +62,7 @@ static void machine_row(slT_Table *t, const char *what, const char *value, doubl
 static int cmd_version(sl_Call *call, sl_Value *result) {
   sl_Value r = sl_record_new();
   sl_record_set(r, "syslab", sl_string(SYSLAB_VERSION));
-  sl_record_set(r, "gpu", sl_string(slK_gpu_describe()));
+  sl_record_set(r, "gpu", sl_string(slK_dev_why()));
   *result = r;
   return 0;
 }
@@ -70,9 +70,9 @@ static int cmd_version(sl_Call *call, sl_Value *result) {
 static int cmd_machine(sl_Call *call, sl_Value *result) {
   const char *get = sl_arg_string(call, "get");
   /* a GPU's figure where there is none: not a measurement of 0 */
-  if (strncmp(get, "gpu_", 4) == 0 && slK_gpu_count() == 0)
+  if (strncmp(get, "gpu_", 4) == 0 && slK_dev_count() == 0)
     return sl_arg_error(call, "get", "%s is a figure of a GPU, and here there is none (%s): `machine get=gpus` is 0",
-                        get, slK_gpu_describe());
+                        get, slK_dev_why());
   const slK_Machine *m = slK_machine();
   if (sl_interrupted()) return sl_interrupted_error(call);   /* the roofs were not all measured */
   if (strcmp(get, "table") != 0) {

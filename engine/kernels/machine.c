@@ -10,7 +10,8 @@
 ** machine's Xeon, family 6 model 207, as "Prescott", at a fraction of its
 ** rate). Then memcpy's rate on 64 MiB, and a triad's
 ** (a = b + s c) on all threads. GPU, when one exists: its description, the
-** cuBLAS sgemm rate and the device-to-device copy rate (cuda/).
+** cuBLAS sgemm rate and the device-to-device copy rate (the CUDA module's
+** table, kernels/device.h: asking is what loads it).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 
 
 #include "blas.h"
-#include "cuda/gpu.h"
+#include "device.h"
 #include "kernels.h"
 
 static slK_Machine machine;
@@ -154,12 +155,9 @@ const slK_Machine *slK_machine(void) {
   m->memcpy_gbs = memcpy_rate();
   m->stream_gbs = triad_rate();
   if (sl_interrupted()) return m;
-  m->gpus = slG_device_count();
-  snprintf(m->gpu, sizeof m->gpu, "%s", slG_describe());
-  if (m->gpus > 0) slG_machine(&m->gpu_sgemm_gflops, &m->gpu_copy_gbs);
+  m->gpus = slK_dev_count();
+  snprintf(m->gpu, sizeof m->gpu, "%s", slK_dev_why());
+  if (m->gpus > 0) slK_gpu()->machine(&m->gpu_sgemm_gflops, &m->gpu_copy_gbs);
   measured = 1;
   return m;
 }
-
-int slK_gpu_count(void) { return slG_device_count(); }
-const char *slK_gpu_describe(void) { return slG_describe(); }
