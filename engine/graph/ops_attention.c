@@ -58,9 +58,8 @@ static void mask_fill_backward(slM_Graph *g, slM_Node *n) {
 ** 16 x 16 x 32 in the image transformer: far too small to split), run as
 ** ranges of (sample, head) pairs on the thread team; each pair writes only
 ** its own head's slices, so the numbers do not depend on the split. Where a
-** 16-bit precision runs the emulated path, the products share one set of
-** scratch buffers (product.c), so the pairs then run in order on the
-** calling thread. Operands in 16-bit storage (q, k, v, the scores under a
+** 16-bit precision runs the emulated path, each thread rounds or widens its
+** heads' operands into its own tiles (slM_product_head). Operands in 16-bit storage (q, k, v, the scores under a
 ** 16-bit precision) are read as they are; a 16-bit output is rounded as it
 ** is stored. */
 typedef struct Heads Heads;
@@ -86,7 +85,7 @@ static slM_Dst dst_at(slM_Dst d, size_t off) { return (slM_Dst){d.p ? d.p + off 
 static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda, slM_Mat B,
                          int ldb, float beta, slM_Dst C, int ldc) {
   if (A.h && B.h && slM_product_operands(t->g)) slM_gemm_rounded(ta, tb, M, N, K, alpha, A.h, lda, B.h, ldb, beta, C, ldc);
-  else slM_product(t->g, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, beta, NULL, t->g->precision != SLM_FP32 && !!C.h, C, ldc);
+  else slM_product_head(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, t->g->precision != SLM_FP32 && !!C.h, C, ldc);
 }
 
 static void heads_range(void *ctx, size_t i0, size_t i1) {
@@ -113,8 +112,7 @@ static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn 
   t->q = operand_bits(g, 0, t->q, in(g, n, 0)->size);
   t->k = operand_bits(g, 1, t->k, in(g, n, 1)->size);
   if (t->gout.p) t->gout = operand_bits(g, 2, t->gout, n->gout->size);
-  if (g->precision != SLM_FP32 && !slM_product_native(g->precision)) heads_range(t, 0, pairs);
-  else slK_parallel_for(pairs, 8, heads_range, t);
+  slK_parallel_for(pairs, 8, heads_range, t);
 }
 
 /* the backward's two gradient slots; a fresh one is written (beta 0) rather

@@ -226,14 +226,48 @@ void slM_gemm_rounded(int trans_a, int trans_b, int M, int N, int K, float alpha
 
 /* ------------------------------------------------------------------ products */
 
-/* rows x cols of an operand as float32 values in scratch `which`: 16-bit bits widened, float32 rounded */
-static const float *operand_f32(int which, int format, slM_Mat X, int rows, int cols, int ld) {
-  float *s = grown(&scratch[which], &scratch_cap[which], (size_t)rows * (size_t)cols);
-  if (!s) return NULL;
-  for (int r = 0; r < rows; r++) {
-    if (X.h) slK_half_to_f32(format, X.h + (size_t)r * ld, s + (size_t)r * cols, (size_t)cols);
-    else slK_round_array(format, X.p + (size_t)r * ld, s + (size_t)r * cols, (size_t)cols);
+/* Where the emulated path's float32 operands and result go: the scratch
+** buffers (counted), or for attention's per-head products, which run on
+** every thread at once, the calling thread's tiles (the kernels' kind of
+** workspace, as the native path's result tile) */
+static _Thread_local struct {
+  float *p;
+  size_t cap;
+} tiles[3];
+
+static float *buffer(int local, int which, size_t n) {
+  if (!local) return grown(&scratch[which], &scratch_cap[which], n);
+  if (which == 2) return thread_tile(n);
+  if (n > tiles[which].cap) {
+    slK_free(tiles[which].p);
+    tiles[which].p = slK_alloc(n * sizeof(float));
+    tiles[which].cap = tiles[which].p ? n : 0;
   }
+  return tiles[which].p;
+}
+
+/* rows x cols of an operand as float32 values: 16-bit bits widened, float32 rounded */
+typedef struct {
+  int format, cols, ld;
+  slM_Mat X;
+  float *s;
+} Operand;
+
+static void operand_rows(void *ctx, size_t r0, size_t r1) {
+  const Operand *o = ctx;
+  for (size_t r = r0; r < r1; r++) {
+    float *to = o->s + r * (size_t)o->cols;
+    if (o->X.h) slK_half_to_f32(o->format, o->X.h + r * (size_t)o->ld, to, (size_t)o->cols);
+    else slK_round_values(o->format, o->X.p + r * (size_t)o->ld, to, (size_t)o->cols);
+  }
+}
+
+static const float *operand_f32(int local, int which, int format, slM_Mat X, int rows, int cols, int ld) {
+  float *s = buffer(local, which, (size_t)rows * (size_t)cols);
+  if (!s) return NULL;
+  Operand o = {format, cols, ld, X, s};
+  if (local) operand_rows(&o, 0, (size_t)rows);   /* a head's, on the thread that runs it */
+  else slK_parallel_for((size_t)rows, 16384 / (size_t)(cols > 0 ? cols : 1) + 1, operand_rows, &o);
   return s;
 }
 
@@ -259,19 +293,21 @@ static void finish_rows(void *ctx, size_t r0, size_t r1) {
   }
 }
 
-static void finish(float *c, long ldc, int rows, int cols, int format, const float *bias, uint16_t *to, long ldt) {
+static void finish(int local, float *c, long ldc, int rows, int cols, int format, const float *bias, uint16_t *to,
+                   long ldt) {
   Finish f = {c, ldc, cols, format, bias, to, ldt};
-  slK_parallel_for((size_t)rows, 16384 / (size_t)(cols > 0 ? cols : 1) + 1, finish_rows, &f);
+  if (local) finish_rows(&f, 0, (size_t)rows);
+  else slK_parallel_for((size_t)rows, 16384 / (size_t)(cols > 0 ? cols : 1) + 1, finish_rows, &f);
 }
 
-static void emulated(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
-                     slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
+static void emulated(const slM_Graph *g, int local, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A,
+                     int lda, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
   int f = g->precision, ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-  const float *a = operand_f32(0, f, A, ar, ac, lda), *b = operand_f32(1, f, B, br, bc, ldb);
-  float *c = C.h ? grown(&scratch[2], &scratch_cap[2], (size_t)M * N) : C.p;
+  const float *a = operand_f32(local, 0, f, A, ar, ac, lda), *b = operand_f32(local, 1, f, B, br, bc, ldb);
+  float *c = C.h ? buffer(local, 2, (size_t)M * N) : C.p;
   if (!a || !b || !c) return;
   slK_sgemm(ta, tb, M, N, K, alpha, a, ac > 0 ? ac : 1, b, bc > 0 ? bc : 1, C.h ? 0.0f : beta, c, C.h ? N : ldc);
-  if (C.h || bias || round) finish(c, C.h ? N : ldc, M, N, round || C.h ? f : 0, bias, C.h, ldc);
+  if (C.h || bias || round) finish(local, c, C.h ? N : ldc, M, N, round || C.h ? f : 0, bias, C.h, ldc);
 }
 
 static void native(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda, slM_Mat B,
@@ -287,12 +323,12 @@ static void native(const slM_Graph *g, int ta, int tb, int M, int N, int K, floa
   store_rows(f, t, M, N, C.h, ldc);
 }
 
-void slM_product(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
-                 slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
+static void product(const slM_Graph *g, int local, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
+                    slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
   slK_blas_init();
   if (!g || g->precision == SLM_FP32) {   /* float32 storage throughout */
     slK_sgemm(ta, tb, M, N, K, alpha, A.p, lda, B.p, ldb, beta, C.p, ldc);
-    if (bias) finish(C.p, ldc, M, N, 0, bias, NULL, 0);
+    if (bias) finish(local, C.p, ldc, M, N, 0, bias, NULL, 0);
     return;
   }
   /* a training pass reads the weight's working copy; an inference pass reads each weight once, so
@@ -302,7 +338,17 @@ void slM_product(const slM_Graph *g, int ta, int tb, int M, int N, int K, float 
     if (wh) B = (slM_Mat){NULL, wh};
   }
   if (slK_half_native(g->precision)) native(g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, round, C, ldc);
-  else emulated(g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, round, C, ldc);
+  else emulated(g, local, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, round, C, ldc);
+}
+
+void slM_product(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
+                 slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
+  product(g, 0, ta, tb, M, N, K, alpha, A, lda, w, B, ldb, beta, bias, round, C, ldc);
+}
+
+void slM_product_head(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
+                      slM_Mat B, int ldb, float beta, int round, slM_Dst C, int ldc) {
+  product(g, 1, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, beta, NULL, round, C, ldc);
 }
 
 void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,

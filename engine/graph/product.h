@@ -37,6 +37,10 @@ static inline slM_Mat slM_f32(const float *p) { return (slM_Mat){p, NULL}; }
 ** working copy (written by the optimizer step, train.c) instead of rounding it again. */
 void slM_product(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, slM_Mat A, int lda,
                  slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc);
+/* the same for one of attention's per-head products, which run on every thread at once: the emulated
+** path's float32 operands and result in the calling thread's tiles, not in the shared scratch */
+void slM_product_head(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, slM_Mat A, int lda,
+                      slM_Mat B, int ldb, float beta, int round, slM_Dst C, int ldc);
 /* the float32 forms: C = alpha op(A) op(B) + beta C */
 void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);

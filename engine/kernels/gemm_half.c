@@ -712,7 +712,7 @@ static void round_avx512(int format, const float *x, float *out, size_t n) { slK
 #endif
 
 const slK_HalfLoops *slK_half_loops(void) {
-  if (strcmp(slK_isa(), "avx512") != 0) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
+  if (!slK_isa_avx512()) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
   return loops_avx512();
 }
 
@@ -720,7 +720,7 @@ const slK_HalfLoops *slK_half_loops(void) {
 
 int slK_half_native(int format) {
   if (format == SLK_BF16) return slK_half_loops() != NULL;
-  if (format == SLK_FP16) return strcmp(slK_isa(), "avx512") == 0;
+  if (format == SLK_FP16) return slK_isa_avx512();
   return 0;
 }
 
@@ -811,12 +811,12 @@ void slK_gemm_half_ex(int format, int trans_a, int trans_b, int M, int N, int K,
 }
 
 void slK_round_values(int format, const float *x, float *out, size_t n) {
-  if (format != SLK_FP32 && strcmp(slK_isa(), "avx512") == 0) round_avx512(format, x, out, n);
-  else slK_round_array(format, x, out, n);
+  if (format != SLK_FP32 && slK_isa_avx512()) round_avx512(format, x, out, n);
+  else slK_round_f32(format, x, out, n);
 }
 
 void slK_to_half(int format, const float *x, uint16_t *out, size_t n) {
   if (format == SLK_BF16 && slK_half_loops()) to_bf16_hw(x, out, n);
-  else if (strcmp(slK_isa(), "avx512") == 0) to_half_avx512(format, x, out, n);
+  else if (slK_isa_avx512()) to_half_avx512(format, x, out, n);
   else slK_f32_to_half(format, x, out, n);
 }

@@ -169,6 +169,18 @@ AVX2 static __m128i fp16_bits8(__m256 x) {
   return _mm_blendv_epi8(h, q, nan);
 }
 
+/* x rounded and kept float32: the bits narrowed, then widened (exact) */
+AVX2 static size_t round_avx2(int format, const float *x, float *out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 r = format == SLK_BF16 ? _mm256_castsi256_ps(_mm256_and_si256(bf16_hi8(v), _mm256_set1_epi32((int)0xFFFF0000u)))
+                                  : fp16_to_ps8(fp16_bits8(v));
+    _mm256_storeu_ps(out + i, r);
+  }
+  return i;
+}
+
 AVX2 static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -180,6 +192,7 @@ AVX2 static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_
 }
 #else
 static int have_avx2(void) { return 0; }
+static size_t round_avx2(int format, const float *x, float *out, size_t n) { return (void)format, (void)x, (void)out, (void)n, 0; }
 static size_t to_f32_avx2(int format, const uint16_t *h, float *out, size_t n) { return (void)format, (void)h, (void)out, (void)n, 0; }
 static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_t n) { return (void)format, (void)x, (void)out, (void)n, 0; }
 #endif
@@ -192,4 +205,9 @@ void slK_half_to_f32(int format, const uint16_t *h, float *out, size_t n) {
 void slK_f32_to_half(int format, const float *x, uint16_t *out, size_t n) {
   size_t i = have_avx2() ? to_half_avx2(format, x, out, n) : 0;
   slK_f32_to_half_reference(format, x + i, out + i, n - i);
+}
+
+void slK_round_f32(int format, const float *x, float *out, size_t n) {
+  size_t i = have_avx2() && format != SLK_FP32 ? round_avx2(format, x, out, n) : 0;
+  slK_round_array(format, x + i, out + i, n - i);
 }

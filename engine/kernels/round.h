@@ -27,6 +27,8 @@ void slK_round_array(int format, const float *in, float *out, size_t n);
 void slK_half_to_f32(int format, const uint16_t *h, float *out, size_t n);
 void slK_f32_to_half(int format, const float *x, uint16_t *out, size_t n);
 void slK_half_to_f32_reference(int format, const uint16_t *h, float *out, size_t n);
+/* out[i] = x[i] rounded to the format, kept float32 (slK_round_array), with the same AVX2 loops */
+void slK_round_f32(int format, const float *x, float *out, size_t n);
 void slK_f32_to_half_reference(int format, const float *x, uint16_t *out, size_t n);
 /* 0 keeps the AVX2 loops off (tests compare both ways); returns the setting before */
 int slK_round_vector(int on);

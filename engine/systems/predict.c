@@ -74,8 +74,7 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
   } else if (precision != SLM_FP32) {
     /* the float32 copies of the largest product inputs, and the largest float32 result stored in
     ** 16 bits (graph/product.c) */
-    double a = BT * fmax(D, F), b = fmax(V * D, F * D), c = fmax(BTF, T * T);
-    a = fmax(a, T * fmax(T, dh));
+    double a = BT * fmax(D, F), b = fmax(V * D, F * D), c = BTF;
     if (run == SLL_RUN_TRAIN) a = fmax(a, BT * V), b = fmax(b, fmax(BTF, BTD));
     out->scratch = weights + 4 * (a + b + c);
   }
@@ -165,7 +164,8 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
           if (store[n->inputs[1]] == SLM_FP32) slot[1] = fmax(slot[1], slM_items(&g->nodes[n->inputs[1]], batch));
           if (train && grad[i]) slot[2] = fmax(slot[2], e);
         }
-      } else {        /* the emulated path's scratch buffers, as large as the largest product needs */
+      } else if (n->nparams > 0) {   /* the emulated path's scratch buffers, as large as the largest product needs
+                                    ** (attention's per-head products use each thread's tiles, not tensors) */
         a_max = fmax(a_max, a), b_max = fmax(b_max, b);
         if (store[i] != SLM_FP32) c_max = fmax(c_max, c);
       }

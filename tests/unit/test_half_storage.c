@@ -4,8 +4,8 @@
 **
 **   - the conversions of 16-bit storage (kernels/round.c) against their
 **     scalar references, bit for bit: every 16-bit pattern widened, and
-**     float32 values of every class rounded (ties, subnormals, the edges
-**     of float16's range, NaN, infinities);
+**     float32 values of every class rounded, to bits and kept float32
+**     (ties, subnormals, the edges of float16's range, NaN, infinities);
 **   - the products on 16-bit operands (slK_gemm_half_ex, the graph's
 **     slM_product) against the same products on float32 operands holding
 **     the same values, bit for bit, with the bias and the rounding into a
@@ -100,6 +100,13 @@ static void test_narrowing_every_class(void) {
       for (size_t i = (size_t)off; i < N; i++) bad += got[i] != want[i];
       CHECK_MSG(bad == 0, "format %d from %d: %d values differ", f, off, bad);
     }
+    float *r32 = malloc(N * sizeof *r32), *ref = malloc(N * sizeof *ref);   /* rounded and kept float32 */
+    slK_round_f32(f, x + 1, r32 + 1, N - 1);
+    slK_round_array(f, x + 1, ref + 1, N - 1);
+    int bad = 0;
+    for (size_t i = 1; i < N; i++) bad += bits_of(r32[i]) != bits_of(ref[i]);
+    CHECK_MSG(bad == 0, "format %d: slK_round_f32 differs from slK_round_array at %d values", f, bad);
+    free(r32), free(ref);
     for (size_t i = 0; i < N; i++) {   /* the reference is round.c's rounding, as bits */
       float r = f == SLK_BF16 ? slK_round_bf16(x[i]) : slK_round_fp16(x[i]);
       float back = f == SLK_BF16 ? slK_bf16_to_f32(want[i]) : slK_fp16_value(want[i]);
