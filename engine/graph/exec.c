@@ -49,7 +49,7 @@ static int device_refused(slM_Graph *g) {
 
 static const slM_OpImpl *impl_of(const slM_Graph *g, const slM_Node *n) { return &slM_op(n->op)->impl[g->device]; }
 
-/* An operator whose CPU kernels read float32 alone (no SLM_OP_HALF) sees
+/* An operator whose CPU kernels read float32 alone (no SLM_OP_HALF or SLM_OP_HALF_IN) sees
 ** its 16-bit inputs widened, exactly, into buffers kept between calls
 ** (product.c): while its kernel runs, each such input's output is a
 ** float32 view of the widened values. Its own output is float32
@@ -58,7 +58,7 @@ static void run(slM_Graph *g, slM_Node *n, int backward) {
   const slM_OpImpl *impl = impl_of(g, n);
   slM_Kernel kernel = backward ? impl->backward : impl->forward;
   slM_Tensor *kept[SLM_MAX_INPUTS] = {NULL};
-  int widen = g->device == SLM_CPU && !(slM_op(n->op)->flags & SLM_OP_HALF);
+  int widen = g->device == SLM_CPU && !(slM_op(n->op)->flags & (SLM_OP_HALF | SLM_OP_HALF_IN));
   for (int k = 0; widen && k < n->ninputs; k++) {
     slM_Node *src = &g->nodes[n->inputs[k]];
     float *f = src->out && src->out->half ? slM_product_widened(k, src->out) : NULL;   /* an input twice: once */

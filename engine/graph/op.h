@@ -70,7 +70,8 @@ enum {
   ** so that under a 16-bit precision its output, when its dtype is 16-bit, takes 16 bits a value
   ** (precision.c's slM_node_store); the executor widens 16-bit inputs for an operator without it */
   SLM_OP_HALF = 32,
-  SLM_OP_SAVES_HALF = 64,  /* what it saves beside its output is stored in the output's dtype too (dropout's mask) */
+  SLM_OP_HALF_IN = 128,  /* its kernels read 16-bit inputs as they are; its output stays float32 (the fused linear) */
+  SLM_OP_SAVES_HALF = 64,  /* what it saves is a mask kept in 16 bits under a 16-bit precision (precision.c's slM_mask_store) */
 };
 
 typedef struct slM_OpDef {

@@ -27,6 +27,7 @@
 #include "kernels/softmax.h"
 #include "memory.h"
 #include "op.h"
+#include "precision.h"
 #include "product.h"
 #include "ops_core.h"
 #include "ops_cuda.h"
@@ -342,16 +343,17 @@ static void copy_range(void *ctx, size_t i0, size_t i1) {
   memcpy(t->y + i0, t->a + i0, (i1 - i0) * sizeof *t->y);
 }
 
-/* Under 16-bit storage the mask is 16-bit too, holding 1 where an element
-** is kept (the kept scale 1/(1 - p) is not a 16-bit value): the backward
-** reads it back as the scale, so dx = dy z as in float32. */
+/* Under a 16-bit precision the mask is 16-bit, whatever the output's dtype,
+** holding 1 where an element is kept (the kept scale 1/(1 - p) is not a
+** 16-bit value): the backward reads it back as the scale, so dx = dy z as
+** in float32 (precision.c's slM_mask_store). */
 static void dropout_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (g->training && n->p > 0) {
     /* one draw from the graph's generator, then a counter-based hash per
     ** element: the mask does not depend on how the loop is split */
     Blocks B = {dropout_range, {.p = n->p, .n = (size_t)slM_rng_next(&g->rng)}, .a = a, .y = y, .round = n->round,
-                .z = slM_ensure_as(&n->saved, a->ndim, a->shape, n->store)};
+                .z = slM_ensure_as(&n->saved, a->ndim, a->shape, slM_mask_store(g))};
     run_blocks(&B, a->size, ELEMS, n);
   } else if (a->dtype == y->dtype) {
     memcpy(y->half ? (void *)y->half : (void *)y->data, a->half ? (void *)a->half : (void *)a->data, slM_tensor_bytes(a));

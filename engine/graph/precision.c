@@ -86,6 +86,10 @@ int slM_half_storage(int on) {
   return was;
 }
 
+int slM_mask_store(const slM_Graph *g) {
+  return half_storage && g->device == SLM_CPU && g->precision != SLM_FP32 ? g->precision : SLM_FP32;
+}
+
 int slM_node_store(const slM_Graph *g, int i, const int *dtypes) {
   const slM_Node *n = &g->nodes[i];
   if (!half_storage || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16)) return SLM_FP32;

@@ -141,15 +141,15 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     if (n->kind == SLM_OUTPUT) continue;
     double e = d->flags & SLM_OP_LOSS ? 1 : slM_items(n, batch), size = store[i] == SLM_FP32 ? 4 : 2;
     double saved = d->saves ? d->saves(g, n, batch, train) : 0;
-    out->activations += size * e + (d->flags & SLM_OP_SAVES_HALF ? size : 4) * saved;
+    out->activations += size * e + (d->flags & SLM_OP_SAVES_HALF && slM_mask_store(g) != SLM_FP32 ? 2 : 4) * saved;
     if (d->flags & SLM_OP_QUADRATIC) out->scores += size * e;
     if (train && grad[i]) out->act_grads += 4 * e * (1 + d->backward_temps);
     /* 16-bit inputs of an operator that reads float32 alone, widened into a buffer per input
     ** (graph/exec.c), or of a compressed linear layer's transforms */
-    int widens = !(d->flags & SLM_OP_HALF) || n->comp.data_in || n->comp.data_in_prune;
+    int reads16 = d->flags & (SLM_OP_HALF | SLM_OP_HALF_IN), widens = !reads16 || n->comp.data_in || n->comp.data_in_prune;
     for (int k = 0; widens && g->precision != SLM_FP32 && k < n->ninputs; k++)
       if (store[n->inputs[k]] != SLM_FP32) {
-        int slot_k = d->flags & SLM_OP_HALF ? 0 : k;
+        int slot_k = reads16 ? 0 : k;
         wide[slot_k] = fmax(wide[slot_k], slM_items(&g->nodes[n->inputs[k]], batch));
       }
     if (g->precision != SLM_FP32 && d->rounded) {
