@@ -27,7 +27,6 @@
 #include "kernels/softmax.h"
 #include "memory.h"
 #include "op.h"
-#include "precision.h"
 #include "product.h"
 #include "ops_core.h"
 #include "ops_cuda.h"
@@ -346,7 +345,7 @@ static void copy_range(void *ctx, size_t i0, size_t i1) {
 /* Under a 16-bit precision the mask is 16-bit, whatever the output's dtype,
 ** holding 1 where an element is kept (the kept scale 1/(1 - p) is not a
 ** 16-bit value): the backward reads it back as the scale, so dx = dy z as
-** in float32 (precision.c's slM_mask_store). */
+** in float32 (slots.h: slM_mask_store). */
 static void dropout_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (g->training && n->p > 0) {

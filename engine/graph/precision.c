@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "precision.h"
 #include "product.h"
+#include "slots.h"
 
 const char *const slM_precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
@@ -79,20 +80,9 @@ void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t si
 
 void slM_dtypes(const slM_Graph *g, int *dtypes) { slM_dtypes_upto(g, g->n - 1, dtypes); }
 
-static int half_storage = 1;
-int slM_half_storage(int on) {
-  int was = half_storage;
-  half_storage = on;
-  return was;
-}
-
-int slM_mask_store(const slM_Graph *g) {
-  return half_storage && g->device == SLM_CPU && g->precision != SLM_FP32 ? g->precision : SLM_FP32;
-}
-
 int slM_node_store(const slM_Graph *g, int i, const int *dtypes) {
   const slM_Node *n = &g->nodes[i];
-  if (!half_storage || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16)) return SLM_FP32;
+  if (!slM_half_storage_on() || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16)) return SLM_FP32;
   if (!(slM_op(n->op)->flags & SLM_OP_HALF) || n->kind == SLM_OUTPUT) return SLM_FP32;
   for (int j = i + 1; j < g->n; j++)   /* the output node reads its inputs after the pass: float32 for its callers */
     if (g->nodes[j].kind == SLM_OUTPUT)

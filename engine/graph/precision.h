@@ -21,12 +21,7 @@ void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes);
 ** the CPU and the operator's kernels write 16 bits (SLM_OP_HALF), except for what the caller reads
 ** after the pass (the output node's inputs: the logits, the loss); else SLM_FP32 */
 int slM_node_store(const slM_Graph *g, int i, const int *dtypes);
-/* the dtype a dropout mask is stored in: its values are 0 and 1/(1 - p), kept as 16-bit flags (0 or 1)
-** under a 16-bit precision on the CPU whatever the output's dtype, float32 otherwise */
-int slM_mask_store(const slM_Graph *g);
-/* 0 keeps every output in float32 storage (rounded to its dtype as before 16-bit storage), for the
-** tests that hold 16-bit storage to it bit for bit; returns the setting before */
-int slM_half_storage(int on);
+/* (slots.h: slM_half_storage, slM_mask_store) */
 /* rounds node i's output to its dtype (dtypes: slM_dtypes of the graph) */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes);
 /* after a forward pass on the CPU: the first node whose output holds NaN or infinity (-1: none) */

@@ -13,6 +13,7 @@
 #include "kernels/parallel.h"
 #include "kernels/round.h"
 #include "memory.h"
+#include "op.h"
 #include "slots.h"
 
 slM_Tensor *slM_ensure_as(slM_Tensor **slot, int ndim, const int *shape, int dtype) {
@@ -82,3 +83,17 @@ double slM_items(const slM_Node *n, int batch) {
 }
 
 double slM_rows(const slM_Node *n, int batch) { return slM_items(n, batch) / (n->ndim ? n->shape[n->ndim - 1] : 1); }
+
+static int half_storage = 1;
+
+int slM_half_storage(int on) {
+  int was = half_storage;
+  half_storage = on;
+  return was;
+}
+
+int slM_half_storage_on(void) { return half_storage; }
+
+int slM_mask_store(const slM_Graph *g) {
+  return half_storage && g->device == SLM_CPU && g->precision != SLM_FP32 ? g->precision : SLM_FP32;
+}

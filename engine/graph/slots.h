@@ -48,6 +48,14 @@ slM_Tensor *slM_input_grad_fresh(slM_Graph *g, slM_Node *n, int k, int *fresh);
 slM_Tensor *slM_param_grad(slM_Param *p);
 /* x[0..n) = 0 on the thread team */
 void slM_zero(float *x, size_t n);
+/* 16-bit storage (precision.c's slM_node_store decides which outputs): 0 keeps every output in float32
+** storage (rounded to its dtype as before), for the tests that hold 16-bit storage to it bit for bit;
+** returns the setting before. slM_half_storage_on says the setting. */
+int slM_half_storage(int on);
+int slM_half_storage_on(void);
+/* the dtype a dropout mask is stored in: its values are 0 and 1/(1 - p), kept as 16-bit flags (0 or 1)
+** under a 16-bit precision on the CPU whatever the output's dtype, float32 otherwise */
+int slM_mask_store(const slM_Graph *g);
 /* the items of a node's output for a batch (its shape is a batch of one's), and its rows of the last dimension */
 double slM_items(const slM_Node *n, int batch);
 double slM_rows(const slM_Node *n, int batch);

@@ -30,6 +30,7 @@
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "graph/product.h"
+#include "graph/slots.h"
 #include "graph/train.h"
 #include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
