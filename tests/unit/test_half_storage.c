@@ -11,7 +11,8 @@
 **     the same values, bit for bit, with the bias and the rounding into a
 **     16-bit result;
 **   - every model family (MLP with each activation and dropout, the image
-**     transformer with its padding mask, the language model, each fused),
+**     transformer with its padding mask, the language model, fused with
+**     and without its attention),
 **     in bf16 and fp16: two training steps with 16-bit storage give the
 **     losses and every weight of float32 storage bit for bit (the elementwise
 **     kernels' reference is their float32 loop, which float32 storage runs),
@@ -198,9 +199,10 @@ static void test_graph_product(void) {
 
 /* ------------------------------------------------------------------- models */
 
-enum { MLP_RELU, MLP_GELU, MLP_TANH, VIT, VIT_FUSED, LM, LM_FUSED, FAMILIES };
+enum { MLP_RELU, MLP_GELU, MLP_TANH, VIT, VIT_FUSED, LM, LM_FUSED, LM_MASKED_SOFTMAX, FAMILIES };
 static const char *const family_names[] = {"mlp relu", "mlp gelu", "mlp tanh", "image transformer",
-                                           "image transformer fused", "lm", "lm fused"};
+                                           "image transformer fused", "lm", "lm fused",
+                                           "lm fused, attention op by op"};
 
 static slM_Graph *build(int family, int precision) {
   char err[256];
@@ -218,7 +220,11 @@ static slM_Graph *build(int family, int precision) {
   }
   CHECK_MSG(g != NULL, "%s", err);
   slM_FuseCounts c;
-  if (g && (family == VIT_FUSED || family == LM_FUSED)) CHECK_MSG(slM_fuse(g, family == LM_FUSED, &c, err, sizeof err) == 0, "%s", err);
+  if (g && family >= LM_FUSED) {   /* attention fused, or left op by op with its mask and softmax fused */
+    CHECK_MSG(slM_fuse(g, family == LM_FUSED, &c, err, sizeof err) == 0, "%s", err);
+    if (family == LM_MASKED_SOFTMAX) CHECK_EQ_INT(c.masked_softmax, 2);
+  }
+  if (g && family == VIT_FUSED) CHECK_MSG(slM_fuse(g, 0, &c, err, sizeof err) == 0, "%s", err);
   if (g) g->precision = precision;
   return g;
 }
@@ -301,7 +307,7 @@ static void test_prediction_matches(void) {
       slM_product_release();
       double measured = (double)(slL_measure_peak(g, &b, train, train ? &c : NULL, train ? 2 : 1) - before);
       /* a planned graph's forward frees each output after its last reader: below the prediction, a bound */
-      int bound = !train && (fam == VIT_FUSED || fam == LM_FUSED);
+      int bound = !train && (fam == VIT_FUSED || fam >= LM_FUSED);
       CHECK_MSG(bound ? run[0].peak >= measured : run[train].peak == measured, "%s %s: predicted %.0f measured %.0f",
                 family_names[fam], train ? "training" : "forward", run[train].peak, measured);
     }
