@@ -18,7 +18,10 @@
 ** What cannot run there is refused with the reason before anything moves:
 ** no GPU (the reason the CUDA runtime gives), an operator without a CUDA
 ** slot, buffer planning, compression transforms. A 16-bit precision runs
-** its products on the tensor cores (ops_cuda.c).
+** its products on the tensor cores (ops_cuda.c). Its activations keep
+** float32 storage: 16-bit storage is the CPU's (precision.c's
+** slM_node_store answers float32 for a graph on the GPU), as the CUDA
+** slots read and write float32 device buffers; the values are the same.
 */
 #include <stdio.h>
 #include <stdlib.h>

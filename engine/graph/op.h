@@ -74,6 +74,12 @@ enum {
   SLM_OP_LOSS = 4,       /* the loss: one number, where the backward pass starts */
   SLM_OP_RESIDUAL = 8,   /* its output is as wide as the residual stream (memory prediction's unit) */
   SLM_OP_CACHES = 16,    /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
+  /* its CPU kernels read inputs of either storage and store the output in n->store's dtype (slots.h),
+  ** so that under a 16-bit precision its output, when its dtype is 16-bit, takes 16 bits a value
+  ** (precision.c's slM_node_store); the executor widens 16-bit inputs for an operator without it */
+  SLM_OP_HALF = 32,
+  SLM_OP_HALF_IN = 128,  /* its kernels read 16-bit inputs as they are; its output stays float32 (the fused linear) */
+  SLM_OP_SAVES_HALF = 64,  /* what it saves is a mask kept in 16 bits under a 16-bit precision (precision.c's slM_mask_store) */
 };
 
 typedef struct slM_OpDef {
@@ -97,8 +103,9 @@ typedef struct slM_OpDef {
   int (*grad_to)(const slM_Graph *g, const slM_Node *n, int k);
   int backward_temps;            /* output-sized temporaries its backward keeps (the fused linear's 1) */
   /* under a 16-bit precision, the floats of the rounded copies of its largest product's two
-  ** operands, for a batch (NULL: it makes no product) */
-  void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b);
+  ** operands (a, b), and of its forward product's float32 result before it is stored in 16 bits
+  ** (c), for a batch (NULL: it makes no product) */
+  void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b, double *c);
   int makes;                     /* the memory category of its forward's tensors (SLM_MEM_ACT) */
   slM_Autocast autocast;
   unsigned flags;

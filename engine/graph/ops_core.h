@@ -10,7 +10,8 @@
 #include "op.h"
 
 int slM_linear_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen);
-void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b);
+void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b,
+                        double *c);
 /* a loss keeps the softmax of its logits (input 0) */
 double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int training);
 

@@ -85,6 +85,8 @@ void slK_parallel(int njobs, int threads, slK_JobFn fn, void *ctx);
 
 /* which instruction set the inner loops use: "avx512" or "portable" */
 const char *slK_isa(void);
+/* 1 when the AVX-512 loops run (slK_isa() is "avx512"): the test the small kernels make on every call */
+int slK_isa_avx512(void);
 /* force the portable loops (tests compare the two); returns the old value */
 int slK_force_portable(int on);
 /* y[i] = exp(x[i]): relative error under 2e-7 for x >= -87.3, 0 below (exp(-inf) = 0) */

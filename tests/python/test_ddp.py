@@ -120,16 +120,16 @@ def test_processes_that_start_from_other_models_are_refused(syslab_bin, tmp_path
 
 LONG = """d = dataset synthetic train=4000 test=100 features=16 classes=3 seed=1
 m = model mlp data=d hidden=[32] dropout=0.1 seed=2
-h = train m d epochs=2 batch=8 lr=0.02 optimizer=adamw PAR
+h = train m d epochs=EPOCHS batch=8 lr=0.02 optimizer=adamw PAR
 save m "OUT/model.slm"
 save (select h columns=["epoch", "loss", "train_accuracy", "test_accuracy", "test_loss"]) "OUT/losses.csv"
 """
 
 
-def long_script(out, par):
+def long_script(out, par, epochs=2):
     out.mkdir(exist_ok=True)
     path = out / "long.syslab"
-    path.write_text(LONG.replace("PAR", par).replace("OUT", str(out)))
+    path.write_text(LONG.replace("PAR", par).replace("OUT", str(out)).replace("EPOCHS", str(epochs)))
     return path
 
 
@@ -177,7 +177,8 @@ def test_killed_rank_stops_the_step_and_the_run_resumes(syslab_bin, tmp_path, n,
 
 
 def test_killed_worker_is_an_error_and_nothing_is_left(syslab_bin, tmp_path):
-    path = long_script(tmp_path / "w", 'parallel="data" workers=3')
+    # long enough (seconds, on a quiet machine) that the kill lands inside the training
+    path = long_script(tmp_path / "w", 'parallel="data" workers=3', epochs=60)
     e = dict(os.environ, SYSLAB_MPI_TIMEOUT="3", SYSLAB_OVERSUBSCRIBE="1")
     proc = subprocess.Popen([SYSLAB_BIN, "run", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=e)
