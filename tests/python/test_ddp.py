@@ -177,8 +177,8 @@ def test_killed_rank_stops_the_step_and_the_run_resumes(syslab_bin, tmp_path, n,
 
 
 def test_killed_worker_is_an_error_and_nothing_is_left(syslab_bin, tmp_path):
-    # long enough (seconds, on a quiet machine) that the kill lands inside the training
-    path = long_script(tmp_path / "w", 'parallel="data" workers=3', epochs=60)
+    # long enough (half a minute on a quiet 2-core machine) that the kill lands inside the training
+    path = long_script(tmp_path / "w", 'parallel="data" workers=3', epochs=300)
     e = dict(os.environ, SYSLAB_MPI_TIMEOUT="3", SYSLAB_OVERSUBSCRIBE="1")
     proc = subprocess.Popen([SYSLAB_BIN, "run", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=e)
