@@ -1,7 +1,7 @@
 /*
 ** args.c - the arguments of `syslab kernel` and `syslab report`, read
 ** against the one table of options (cli.c) and handed to the folders that
-** do the work: jupyter/ serves a connection file, report/ takes its
+** do the work: kernel/ serves a connection file, report/ takes its
 ** options as an slR_Options. Neither sees argv, so neither depends on the
 ** command line above it.
 */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jupyter/server.h"
+#include "kernel/server.h"
 #include "report/params.h"
 #include "report/report.h"
 #include "syslab.h"

@@ -11,7 +11,7 @@
 int slc_run_main(int argc, char **argv);      /* run.c */
 int slc_help_language(const char *name);      /* run.c: `syslab help train` */
 int slc_install_main(int argc, char **argv);  /* install.c */
-int slc_kernel_main(int argc, char **argv);   /* args.c: jupyter/ does the work */
+int slc_kernel_main(int argc, char **argv);   /* args.c: kernel/ does the work */
 int slc_report_main(int argc, char **argv);   /* args.c: report/ does the work */
 
 typedef struct {

@@ -12,7 +12,7 @@
 **
 ** The options of each are listed once, in cli.c, for the parsers and the
 ** help text alike. cli/ is the top of the program: it reads every argv and
-** hands on to jupyter/ (the kernel) and report/ (the report), which never
+** hands on to kernel/ (the kernel) and report/ (the report), which never
 ** call back up; run.c and install.c are subcommands of cli/'s own.
 */
 #include <stdio.h>

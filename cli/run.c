@@ -20,7 +20,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "jupyter/shell.h"
+#include "kernel/shell.h"
 #include "report/notebook.h"
 #include "syslab.h"
 

@@ -44,7 +44,7 @@ ALLOWED = {
         "a folder (O_DIRECTORY): a FIFO there fails at once with ENOTDIR, never blocks",
 }
 
-SOURCE_DIRS = ["engine", "cli", "report", "jupyter", "plotting", "mpi", "cuda"]
+SOURCE_DIRS = ["engine", "cli", "report", "kernel", "plotting", "mpi", "cuda"]
 
 
 def code_lines(text):
