@@ -183,8 +183,6 @@ void slU_add(slU_Text *t, const char *fmt, ...) __attribute__((format(printf, 2,
 int sl_encode(sl_Value v, slU_Text *out, char *err, size_t errlen);
 /* 0 and a new value in *out, or -1 with err (truncated, foreign, unknown class) */
 int sl_decode(const char *bytes, size_t n, sl_Value *out, char *err, size_t errlen);
-/* the class of that name among the domains' classes, or NULL */
-const sl_Class *sl_class_find(const char *name);
 
 /* A file holds a header (magic "SYSLAB\0V", format version, length, CRC-32)
 ** and one encoded value. Saving writes a temporary name and renames it;

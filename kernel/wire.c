@@ -49,7 +49,7 @@ void slj_uuid(char out[37]) {
            b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-void slj_iso_now(char out[40]) {
+static void iso_now(char out[40]) {
   struct timespec ts;
   struct tm tm;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -164,7 +164,7 @@ int slj_verify(const slj_Key *key, const char *parts[4], const size_t lens[4], c
 json_t *slj_header_new(const char *msg_type, const char *session) {
   char id[37], date[40];
   slj_uuid(id);
-  slj_iso_now(date);
+  iso_now(date);
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session, "username", "syslab",
                    "date", date, "msg_type", msg_type, "version", SLJ_PROTOCOL_VERSION);
 }

@@ -83,7 +83,8 @@ void slM_grads_add(float *acc, const float *c, size_t n) {
   for (size_t i = 0; i < n; i++) acc[i] += c[i];
 }
 
-void slM_grads_scale(float *dst, const float *src, float w, size_t n) {
+/* dst[i] = src[i] * w (dst may be src) */
+static void grads_scale(float *dst, const float *src, float w, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = src[i] * w;
 }
 
@@ -220,7 +221,7 @@ static int start_bucket(slM_Steps *s, int i) {
   Bucket *b = &s->b[i];
   for (int j = b->lo; j < b->hi; j++) {
     slM_Tensor *gr = s->par[j].p->grad;
-    slM_grads_scale(b->buf ? b->buf->data + s->par[j].off : gr->data, gr->data, s->w, gr->size);
+    grads_scale(b->buf ? b->buf->data + s->par[j].off : gr->data, gr->data, s->w, gr->size);
   }
   char err[512];
   b->x = s->ops->sum(s->sc.group, bucket_data(b, s->par), b->bounds, !s->sc.shard, i, err, sizeof err);
@@ -355,7 +356,7 @@ static int run_serial(slM_Steps *s, int rows, int stop, const slM_StepWork *w, s
     if (all[k].stop) break;   /* cut inside a pass: the step is given up */
     for (int j = 0; j < s->np; j++) {
       slM_Tensor *gr = s->par[j].p->grad, *acc = s->par[j].acc;
-      slM_grads_scale(gr->data, gr->data, s->w, gr->size);
+      grads_scale(gr->data, gr->data, s->w, gr->size);
       if (k == 0) memcpy(acc->data, gr->data, gr->size * sizeof *gr->data);
       else slM_grads_add(acc->data, gr->data, gr->size);
     }

@@ -75,8 +75,6 @@ slM_Group *slM_steps_group(const slM_Steps *s);
 void slM_micro_rows(int rows, int K, int k, int *lo, int *hi);
 /* acc[i] += c[i]: the one addition of micro-batch gradients, in one process and across ranks */
 void slM_grads_add(float *acc, const float *c, size_t n);
-/* dst[i] = src[i] * w (dst may be src) */
-void slM_grads_scale(float *dst, const float *src, float w, size_t n);
 /* the rank that keeps the optimizer state of each of n parameters (sizes
 ** in the order of the graph) among `ranks`: contiguous shares of about
 ** equal size, each parameter whole */

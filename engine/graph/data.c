@@ -278,7 +278,7 @@ int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t er
   return 0;
 }
 
-slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+static slM_Dataset *dataset_bytes_decode(const char *bytes, size_t n, char *err, size_t errlen) {
   slU_Reader r = {bytes, n, 0, 0};
   char name[32], path[256];
   slU_get_str(&r, name, sizeof name);
@@ -339,7 +339,7 @@ static int dataset_encode(void *data, slU_Text *out, char *err, size_t errlen) {
 }
 
 static void *dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
-  return slM_dataset_decode(bytes, n, err, errlen);
+  return dataset_bytes_decode(bytes, n, err, errlen);
 }
 
 const sl_Class slM_dataset_class = {.name = "dataset", .free = dataset_free, .show = dataset_show, .field = dataset_field,

@@ -58,7 +58,7 @@ static void shape_text(const slM_Tensor *t, char *buf, size_t size) {
 
 size_t slM_mem_live(void) { return tensor_bytes; }
 size_t slM_mem_peak(void) { return tensor_peak; }
-void slM_mem_reset_peak(void) { tensor_peak = tensor_bytes; }
+static void mem_reset_peak(void) { tensor_peak = tensor_bytes; }
 
 void slM_mem_on_alloc(slM_Tensor *t) {
   size_t bytes = slM_tensor_bytes(t);
@@ -123,7 +123,7 @@ void slM_mem_reset(void) {
   total_peak = total_live();
   memcpy(at_peak, live, sizeof live);
   nevents = nallocs = 0;
-  slM_mem_reset_peak();
+  mem_reset_peak();
 }
 
 void slM_mem_record(int on) {

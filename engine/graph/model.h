@@ -60,7 +60,6 @@ slM_Tensor *slM_tensor_view_as(void *mem, int ndim, const int *shape, int dtype)
 /* bytes of tensor data alive now, and the most alive at once since the last reset */
 size_t slM_mem_live(void);
 size_t slM_mem_peak(void);
-void slM_mem_reset_peak(void);
 
 /* deterministic random numbers (splitmix64): same seed, same numbers everywhere */
 typedef struct slM_Rng {
@@ -277,7 +276,6 @@ void slM_param_release(slM_Param *p);
 void slM_param_normal(slM_Param *p, slM_Rng *rng, double std);   /* normal values of standard deviation std */
 void slM_param_fill(slM_Param *p, float v);
 int slM_find_node(const slM_Graph *g, const char *name);
-int slM_output_node(const slM_Graph *g);
 int slM_loss_node(const slM_Graph *g);     /* -1 for an inference graph */
 int slM_logits_node(const slM_Graph *g);   /* what the output returns (before any loss) */
 /* nodes that take node i as an input; fills users (size >= g->n), returns the count */
@@ -297,9 +295,8 @@ void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total);
 ** so that decode(encode(g)) runs bit for bit like g. */
 int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen);
 slM_Graph *slM_graph_decode(const char *bytes, size_t n, char *err, size_t errlen);
-/* the dataset's definition (not its numbers), and the set loaded again from it */
+/* the dataset's definition (not its numbers), from which a decode (data.c) loads the set again */
 int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t errlen);
-slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen);
 
 /* ------------------------------------------------------------- execution */
 

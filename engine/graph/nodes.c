@@ -170,7 +170,7 @@ int slM_find_node(const slM_Graph *g, const char *name) {
   return -1;
 }
 
-int slM_output_node(const slM_Graph *g) {
+static int output_node(const slM_Graph *g) {
   for (int i = g->n - 1; i >= 0; i--)
     if (g->nodes[i].op == OP_OUTPUT) return i;
   return -1;
@@ -185,7 +185,7 @@ int slM_loss_node(const slM_Graph *g) {
 int slM_logits_node(const slM_Graph *g) {
   int loss = slM_loss_node(g);
   if (loss >= 0) return g->nodes[loss].inputs[0];
-  int o = slM_output_node(g);
+  int o = output_node(g);
   return o >= 0 ? g->nodes[o].inputs[0] : g->n - 1;
 }
 

@@ -6,7 +6,7 @@
 ** Each operator is a forward and a backward kernel and one record of the
 ** table at the end of this file (op.h says what a record holds). The
 ** backward adds each input's gradient into its slot (slots.h) and each
-** parameter's into its gradient. Dense products go through slM_gemm
+** parameter's into its gradient. Dense products go through slM_product
 ** (product.c: OpenBLAS, with the inputs rounded to the graph's precision);
 ** loops between the products run over the cores in ranges
 ** (kernels/parallel.h), each item computed on its own, so the numbers do

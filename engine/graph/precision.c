@@ -51,7 +51,8 @@ static int widest(const slM_Node *n, const int *dtypes) {
   return w < 0 ? SLM_FP32 : w;
 }
 
-int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes) {
+/* output dtype of node i under the graph's precision, given its inputs' */
+static int node_dtype(const slM_Graph *g, int i, const int *dtypes) {
   const slM_Node *n = &g->nodes[i];
   switch (slM_op(n->op)->autocast) {
     case SLM_AUTOCAST_LOW: return g->precision;
@@ -92,7 +93,7 @@ int slM_node_store(const slM_Graph *g, int i, const int *dtypes) {
 }
 
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes) {
-  for (int i = 0; i <= last; i++) dtypes[i] = slM_node_dtype(g, i, dtypes);
+  for (int i = 0; i <= last; i++) dtypes[i] = node_dtype(g, i, dtypes);
 }
 
 typedef struct {

@@ -11,8 +11,6 @@ enum { SLM_INT64 = 10 };   /* a dtype beside SLM_FP32, SLM_BF16, SLM_FP16 (ids a
 
 extern const char *const slM_precision_names[];   /* fp32, bf16, fp16: indexed by SLM_FP32.. */
 const char *slM_dtype_name(int dtype);
-/* output dtype of node i under the graph's precision, given its inputs' */
-int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes);
 void slM_dtypes(const slM_Graph *g, int *dtypes);         /* every node, size g->n */
 /* what runs node n on the CPU under its graph's precision mode (node metadata) */
 void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size);

@@ -68,14 +68,6 @@ static void drop(float **buf, size_t *cap) {
   *cap = 0;
 }
 
-size_t slM_product_scratch_bytes(void) {
-  size_t bytes = 0;
-  for (int i = 0; i < 3; i++) bytes += scratch_cap[i] * sizeof(float);
-  for (int i = 0; i < SLM_MAX_INPUTS; i++) bytes += wide_cap[i] * sizeof(float);
-  for (int i = 0; i < SLM_OPERAND_SLOTS; i++) bytes += operand_cap[i] * sizeof(uint16_t);
-  return bytes;
-}
-
 void slM_product_release(void) {
   for (int i = 0; i < 3; i++) drop(&scratch[i], &scratch_cap[i]);
   for (int i = 0; i < SLM_MAX_INPUTS; i++) drop(&wide[i], &wide_cap[i]);
@@ -355,9 +347,4 @@ void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int 
                 slM_Param *w, const float *B, int ldb, float beta, float *C, int ldc) {
   slM_product(g, trans_a, trans_b, M, N, K, alpha, slM_f32(A), lda, w, slM_f32(B), ldb, beta, NULL, 0,
               (slM_Dst){C, NULL}, ldc);
-}
-
-void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc) {
-  slM_gemm_w(g, trans_a, trans_b, M, N, K, alpha, A, lda, NULL, B, ldb, beta, C, ldc);
 }

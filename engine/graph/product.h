@@ -41,9 +41,7 @@ void slM_product(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int
 ** path's float32 operands and result in the calling thread's tiles, not in the shared scratch */
 void slM_product_head(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, slM_Mat A, int lda,
                       slM_Mat B, int ldb, float beta, int round, slM_Dst C, int ldc);
-/* the float32 forms: C = alpha op(A) op(B) + beta C */
-void slM_gemm(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc);
+/* the float32 form: C = alpha op(A) op(B) + beta C, w the weight operand's parameter (or NULL) */
 void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                 slM_Param *w, const float *B, int ldb, float beta, float *C, int ldc);
 /* Attention's per-head products (ops_attention.c) make hundreds of small
@@ -86,8 +84,7 @@ void slM_product_free_weights(slM_Graph *g);
 /* node n's 16-bit inputs widened into float32 buffers kept between calls (one per input, counted as
 ** temporaries): for an operator whose kernels read float32 only (exec.c); NULL without memory */
 float *slM_product_widened(int k, const slM_Tensor *t);
-/* the bytes of the scratch that holds the rounded operands, and its release */
-size_t slM_product_scratch_bytes(void);
+/* the scratch that holds the rounded operands released */
 void slM_product_release(void);
 
 #endif

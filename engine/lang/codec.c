@@ -151,7 +151,8 @@ void slU_get_f32s(slU_Reader *r, float *out, size_t n) {
 
 /* --------------------------------------------------------------- values */
 
-const sl_Class *sl_class_find(const char *name) {
+/* the class of that name among the domains' classes, or NULL */
+static const sl_Class *class_find(const char *name) {
   const sl_Domain *d;
   for (size_t i = 0; (d = sl_domain_at(i)); i++)
     for (size_t k = 0; d->classes && d->classes[k]; k++)
@@ -261,7 +262,7 @@ static int decode(slU_Reader *r, sl_Value *out, int depth, char *err, size_t err
     slU_get_str(r, name, sizeof name);
     const char *p = slU_get_bytes(r, &n);
     if (!p) goto truncated;
-    const sl_Class *cls = sl_class_find(name);
+    const sl_Class *cls = class_find(name);
     if (!cls || !cls->decode) return snprintf(err, errlen, "the data holds a '%s', which this program cannot rebuild", name), -1;
     void *data = cls->decode(p, n, err, errlen);
     if (!data) return -1;
