@@ -304,6 +304,7 @@ typedef struct sl_Arg {
 } sl_Arg;
 
 typedef struct sl_Call sl_Call;
+typedef struct sl_Error sl_Error;  /* a cell's error, described with the driver API below */
 /* Returns 0 and sets *result (a new reference; leave nil for no value), or
 ** -1 after reporting an error with sl_error/sl_arg_error. */
 typedef int (*sl_CommandFn)(sl_Call *call, sl_Value *result);
@@ -413,6 +414,18 @@ void sl_unsetvar(sl_Call *call, const char *name);
 /* runs the block argument `arg`; returns 0, or -1 on error/interrupt
 ** (the error is already recorded in the call) */
 int sl_run_block(sl_Call *call, const char *arg);
+/* Runs the block argument `arg` as sl_run_block does, but an error the
+** block raises is the caller's instead of the cell's (a search records a
+** failed trial and goes on): returns 0, or -1 with the error moved into
+** *caught (its name, message, line and column; free it with
+** sl_error_free) and the cell going on as if the block had not failed.
+** sl_raise makes a caught error the cell's again. */
+int sl_run_protected(sl_Call *call, const char *arg, sl_Error *caught);
+/* records e as the cell's error, where e says it happened (unless the cell
+** has an error already: the first one explains); returns -1 */
+int sl_raise(sl_Call *call, const sl_Error *e);
+/* the cell's error so far, its first (ename "" while there is none) */
+const sl_Error *sl_call_error(sl_Call *call);
 /* per-call scratch slot a block command can use for its collector (sweep
 ** keeps the table that `row` appends to). Nested blocks see the innermost. */
 void sl_set_collector(sl_Call *call, sl_Value table);   /* borrowed for the block's duration */
@@ -506,13 +519,13 @@ int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run
 
 typedef struct sl_State sl_State;
 
-typedef struct sl_Error {
+struct sl_Error {
   char ename[64];      /* "SyntaxError", "NameError", "TypeError", "ArgumentError",
                           "RuntimeError", "Interrupt", ... */
   char *evalue;        /* one-line message */
   int line, col;       /* 1-based location in the cell, 0 if unknown */
   char *traceback;     /* readable multi-line text: the source line with a caret */
-} sl_Error;
+};
 
 void sl_error_free(sl_Error *e);
 

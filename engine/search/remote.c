@@ -448,9 +448,8 @@ static void run_task(void *ud, long id, const char *task, size_t n, slU_Text *re
   int rc = slS_run_trial(w->call, w->st, t);
   w->number = -1;
   if (rc != 0) {
-    sl_State *S = slV_state(w->call);
-    slU_add(result, "Xtrial %d stopped the search: %s: %s", number, S->err->ename,
-            S->err->evalue ? S->err->evalue : "");
+    const sl_Error *e = sl_call_error(w->call);
+    slU_add(result, "Xtrial %d stopped the search: %s: %s", number, e->ename, e->evalue ? e->evalue : "");
     return;
   }
   slU_put_u8(result, 'T');

@@ -6,10 +6,11 @@
 ** commands inside the block (suggest, intermediate, objective in
 ** commands.c) are ordinary commands that only find their trial through
 ** it. A trial whose block raises an error is recorded as failed with the
-** message and the search goes on: the error is taken back from the
-** interpreter's state (lang/state.h) so the cell does not fail. Two
-** errors are not the trial's but the search's and stop it: an interrupt,
-** and a suggestion that contradicts the study's space.
+** message and the search goes on: the block runs protected
+** (sl_run_protected), so its error is the trial's and the cell does not
+** fail. Two errors are not the trial's but the search's and stop it (they
+** are raised again as the cell's): an interrupt, and a suggestion that
+** contradicts the study's space.
 **
 ** A file of its own, below both of its callers: the serial loop of
 ** commands.c, and the workers of remote.c, which commands.c calls.
@@ -20,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "lang/eval.h"
 #include "search.h"
 
 static slS_Active *active;
@@ -33,16 +33,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void clear_cell_error(sl_State *S) {
-  S->failed = 0;
-  free(S->err->evalue);
-  S->err->evalue = NULL;
-  S->err->ename[0] = '\0';
-  S->err->line = S->err->col = 0;
-}
-
-static char *message_of(sl_State *S) {
-  const sl_Error *e = S->err;
+static char *message_of(const sl_Error *e) {
   char buf[2048];
   if (e->line > 0) snprintf(buf, sizeof buf, "%s: %s (line %d)", e->ename, e->evalue ? e->evalue : "", e->line);
   else snprintf(buf, sizeof buf, "%s: %s", e->ename, e->evalue ? e->evalue : "");
@@ -55,21 +46,22 @@ static char *message_of(sl_State *S) {
 ** interrupt, a contradicting suggestion): the trial is then dropped. A
 ** worker process runs its trials through this same function. */
 int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
-  sl_State *S = slV_state(call);
   sl_setvar(call, "trial", sl_number(t->number));
   slS_Active a = {st, t, 0, 0, 0, active};
   active = &a;
   double t0 = now();
-  int body = sl_run_block(call, "body");
+  sl_Error caught;
+  int body = sl_run_protected(call, "body", &caught);
   active = a.outer;
   t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
   t->seconds = now() - t0;
-  if (body != 0 && (a.fatal || sl_interrupted() || strcmp(S->err->ename, "Interrupt") == 0)) {
+  if (body != 0 && (a.fatal || sl_interrupted() || strcmp(caught.ename, "Interrupt") == 0)) {
     slS_trial_drop_last(st);
+    sl_raise(call, &caught);
+    sl_error_free(&caught);
     return -1;
   }
   if (body != 0 && a.pruned) {
-    clear_cell_error(S);
     t->state = SLS_PRUNED;
     t->nvalues = 0;
     if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) {  /* Optuna keeps the last step's value */
@@ -80,8 +72,7 @@ int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
       t->nvalues = 1;
     }
   } else if (body != 0) {
-    t->message = message_of(S);
-    clear_cell_error(S);
+    t->message = message_of(&caught);
     t->state = SLS_FAILED;
     t->nvalues = 0;
   } else if (!a.has_objective) {
@@ -90,5 +81,6 @@ int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
   } else {
     t->state = SLS_COMPLETE;
   }
+  sl_error_free(&caught);
   return 0;
 }

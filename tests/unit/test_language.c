@@ -106,6 +106,31 @@ static void test_errors_suggest_and_keep_the_session(void) {
   sl_free(S);
 }
 
+/* A block run protected (sl_run_protected: a search's trials) hands its
+** error to the command, and the cell goes on with none left over; an error
+** the command raises again (sl_raise: a suggestion that contradicts the
+** study) is the cell's, with the name, message and place it had. */
+static void test_protected_blocks_catch_and_raise_again(void) {
+  sl_State *S = sl_new();
+  sl_Value v;
+  sl_Error e;
+  CHECK(sl_execute(S, "s = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  print nosuch\n}\ns.failed", &check_host,
+                   &v, &e) == 0);
+  CHECK_EQ_INT(v.type, SL_NUMBER);
+  CHECK_EQ_INT(v.u.n, 2);
+  sl_release(v);
+  CHECK_CONTAINS(check_eval(S, "s.trials.message[0]"), "NameError: name 'nosuch' is not defined (line 3)");
+  CHECK(sl_execute(S, "t = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  y = suggest \"x\" float 0 1\n"
+                   "  objective x\n}", &check_host, &v, &e) != 0);
+  CHECK_STREQ(e.ename, "RuntimeError");
+  CHECK_EQ_INT(e.line, 3);
+  CHECK_EQ_INT(e.col, 7);
+  CHECK_CONTAINS(e.evalue, "suggest: ");
+  sl_error_free(&e);
+  CHECK_STREQ(check_eval(S, "1 + 1"), "2");
+  sl_free(S);
+}
+
 static void test_displays_input_and_help(void) {
   sl_State *S = sl_new();
     check_eval(S, "html \"<b>x</b>\"");
@@ -305,6 +330,7 @@ int main(void) {
   RUN(test_ranges_and_long_lists);
   RUN(test_variables_lists_and_control_flow);
   RUN(test_errors_suggest_and_keep_the_session);
+  RUN(test_protected_blocks_catch_and_raise_again);
   RUN(test_displays_input_and_help);
   RUN(test_interrupt_stops_sleep_and_loops);
   RUN(test_is_complete);
