@@ -66,8 +66,10 @@ int slV_check_type(sl_State *S, const sl_Command *cmd, const sl_Arg *arg, sl_Val
   if (arg->type == SL_ARG_ENUM && v.type == SL_STRING) {
     char list[512];
     choice_list(arg, list, sizeof list);
-    return slV_error(S, "ArgumentError", line, col, "%s: %s=\"%s\" is not allowed: choose one of %s",
-                     cmd->name, arg->name, sl_str(v), list);
+    const char *best = sl_closest(sl_str(v), arg->choices);
+    return slV_error(S, "ArgumentError", line, col, "%s: %s=\"%s\" is not allowed: choose one of %s%s%s%s",
+                     cmd->name, arg->name, sl_str(v), list, best ? "; did you mean '" : "", best ? best : "",
+                     best ? "'?" : "");
   }
   if (arg->type == SL_ARG_INT && v.type == SL_NUMBER)
     return slV_error(S, "TypeError", line, col, "%s: %s must be a whole number, got %s", cmd->name,

@@ -414,6 +414,11 @@ static void test_misspellings_and_names(void) {
                  "'fashion-mnist' is not a choice for name: allowed are fashion_mnist, synthetic; did you mean "
                  "'fashion_mnist'?");
   CHECK_CONTAINS(check_eval(S, "dataset fashion_mnst"), "did you mean 'fashion_mnist'?");
+  /* the same choice quoted, or held by a variable */
+  CHECK_CONTAINS(check_eval(S, "dataset \"fashion-mnist\""),
+                 "name=\"fashion-mnist\" is not allowed: choose one of fashion_mnist, synthetic; did you mean "
+                 "'fashion_mnist'?");
+  CHECK_CONTAINS(check_eval(S, "w = \"synthtic\"\ndataset w"), "did you mean 'synthetic'?");
   /* a difference of variables is still a difference */
   CHECK_CONTAINS(check_eval(S, "a = \"fashion_mnist\"\nb = \"\"\ndataset a-b train=1"), "TypeError");
   sl_free(S);
