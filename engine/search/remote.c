@@ -167,18 +167,18 @@ typedef struct {
   char err[1024];
 } Coord;
 
-static int learns(const slS_Study *st) { return st->sampler == SLS_TPE || st->sampler == SLS_NSGA2; }
+static int learns(const slS_Study *st) { return (st->sampler->flags & SLS_LEARNS) != 0; }
 
 static int next_trial(void *ud, long *id, slU_Text *task) {
   Coord *c = ud;
   slS_Study *st = c->st;
   int k = st->ntrials;
   if (k >= c->trials || c->err[0]) return -1;
-  if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) return -1;
+  if (slS_sampler_done(st)) return -1;
   if (c->deadline > 0 && slS_now() >= c->deadline) return -1;
   /* The first trial runs alone: it builds the space, and its draws come
   ** first in the stream. A grid draws nothing: its points are the trial's. */
-  if (c->finished == 0 && k > 0 && st->sampler != SLS_GRID) return 0;
+  if (c->finished == 0 && k > 0 && !st->sampler->points) return 0;
   /* TPE and NSGA-II see trials 0..seen-1, finished, and nothing later */
   int seen = learns(st) ? k - c->workers + 1 : k;
   if (seen < 0) seen = 0;

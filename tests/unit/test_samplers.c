@@ -11,9 +11,11 @@
 ** compare them with Optuna itself). Each line is a trial of the journal
 ** with its time left out: number, state, parameters in suggestion order
 ** (name=internal value, 17 digits), values, grid point, the two streams'
-** positions; a report line is a pruner's input. SYSLAB_PIN_PRINT=1 prints
-** the lines a run gives, to compare by eye.
+** positions; a report line is a pruner's input. A journal holding the
+** pinned header and first trial resumes to the same trials. SYSLAB_PIN_PRINT=1
+** prints the lines a run gives, to compare by eye.
 */
+#define _GNU_SOURCE
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "search/search.h"
 #include "syslab.h"
 
 static char dir[64];
@@ -83,7 +86,8 @@ static char *journal_line(const char *path, const char *key) {
   return got ? got : strdup("(no such line)");
 }
 
-/* runs `search OPTIONS journal=... BODY` in a fresh session and checks its journal */
+/* runs `search OPTIONS journal=... BODY` in a fresh session and checks its
+** journal, then resumes the pinned first trial and checks the rest */
 static void pinned(const char *name, const char *options, const char *body, const char *want, const char *header,
                    const char *first) {
   char path[128], code[4096];
@@ -99,6 +103,25 @@ static void pinned(const char *name, const char *options, const char *body, cons
   CHECK_MSG(strcmp(h, header) == 0, "%s: the header differs:\n%s", name, h);
   CHECK_MSG(strcmp(t, first) == 0, "%s: the first trial line differs:\n%s", name, t);
   free(got), free(h), free(t);
+  /* the pinned header and first trial, as an earlier syslab wrote them
+  ** (with their time), resume to the same trials */
+  snprintf(path, sizeof path, "%s/%s-resumed.jsonl", dir, name);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "%s\n%.*s,\"seconds\":0.25}\n", header, (int)strlen(first) - 1, first);
+  fclose(f);
+  snprintf(code, sizeof code, "s = search %s journal=\"%s\" %s\ns.n", options, path, body);
+  r = check_eval(S, code);
+  CHECK_MSG(strstr(check_cap.out.s, "resuming") != NULL && strstr(r, "Error") == NULL, "%s resumed: %s", name, r);
+  got = summary(path);
+  slU_Text rest = {0};  /* the pinned trials without trial 0's reports, which the file above leaves out */
+  slU_add_len(&rest, "", 0);
+  for (const char *line = want; *line;) {
+    const char *end = strchr(line, '\n') + 1;
+    if (strncmp(line, "report 0 ", 9) != 0) slU_add_len(&rest, line, (size_t)(end - line));
+    line = end;
+  }
+  CHECK_MSG(strcmp(got, rest.s) == 0, "%s: the resumed trials differ from the pinned ones:\n%s", name, got);
+  free(got), free(rest.s);
   sl_free(S);
 }
 
@@ -280,6 +303,39 @@ static void test_auto_names_the_sampler(void) {
   sl_free(S);
 }
 
+/* search's choices, help and options are the table's (samplers.c) */
+static void test_search_words_come_from_the_table(void) {
+  const sl_Command *c = sl_command_find("search");
+  const sl_Arg *a = sl_command_arg(c, "sampler");
+  CHECK(a != NULL && a->choices != NULL);
+  if (!a || !a->choices) return;
+  CHECK_STREQ(a->choices[0], "auto");
+  int n = 0;
+  for (; slS_samplers[n]; n++) {
+    const slS_Sampler *s = slS_samplers[n];
+    CHECK_STREQ(a->choices[n + 1], s->name);
+    CHECK_MSG(strstr(c->help, s->name) != NULL, "search's help does not name %s", s->name);
+    CHECK_MSG(strcasestr(sl_command_domain(c)->intro, s->title) != NULL, "the search domain does not name %s", s->title);
+    for (const slS_Option *o = s->options; o && o->name; o++) {
+      const sl_Arg *oa = sl_command_arg(c, o->name);
+      CHECK_MSG(oa && oa->type == SL_ARG_INT && strcmp(oa->defval, o->defval) == 0 && strstr(oa->help, s->name) == oa->help,
+                "%s's option %s is no argument of search", s->name, o->name);
+    }
+  }
+  CHECK(a->choices[n + 1] == NULL);
+  CHECK(sl_command_arg(c, "journal") != NULL && sl_command_arg(c, "body") != NULL);
+  /* the names the study gives, and the option setter's checks */
+  slS_Study *st = slS_study_new();
+  char err[256];
+  slS_sampler_use(st, slS_sampler_find("tpe"));
+  CHECK_EQ_INT(slS_sampler_option(st, "startup", 3, err, sizeof err), 0);
+  CHECK_EQ_INT(slS_sampler_option(st, "candidates", 0, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "between 1 and 100000");
+  CHECK_EQ_INT(slS_sampler_option(st, "population", 8, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "the tpe sampler has no option population");
+  slS_study_free(st);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/syslab-samplers-XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -288,6 +344,7 @@ int main(void) {
   RUN(test_tpe);
   RUN(test_nsga2);
   RUN(test_auto_names_the_sampler);
+  RUN(test_search_words_come_from_the_table);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
