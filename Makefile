@@ -146,8 +146,9 @@ gpu-deps: build
 	sh bench/gpu_deps.sh
 
 # The Debian package (docs/package.md): a release build of the program and
-# the MPI module that knows no path of this tree (SYSLAB_BUILD_TREE_PATHS=OFF),
-# installed under /usr and packed by CPack; only the two targets are built
+# the MPI and CUDA modules (where MPI and nvcc are found) that knows no path
+# of this tree (SYSLAB_BUILD_TREE_PATHS=OFF), installed under /usr and packed
+# by CPack; only the program and the modules it depends on are built
 # (CMAKE_SKIP_INSTALL_ALL_DEPENDENCY keeps CPack from building the tests).
 deb: deps
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DSYSLAB_BUILD_TREE_PATHS=OFF -DSYSLAB_WERROR=ON \

@@ -46,7 +46,7 @@ note() { echo "== $*" | tee -a "$out/summary.head"; }
 gpu_machine >"$out/machine.txt"
 gpu_deps
 
-# --- build: CUDA for Hopper (sm_90) and Ampere (sm_80), no MPI module
+# --- build: CUDA for Hopper (sm_90) and Ampere (sm_80): every program and the CUDA module, no MPI module
 if gpu_build "${CUDA_ARCHS:-80;90}"; then
   note "build: passed"
 else
@@ -56,6 +56,8 @@ else
 fi
 syslab=$build/syslab
 "$syslab" --version >>"$out/machine.txt" 2>&1
+# the GPU as syslab finds it through its CUDA module (syslab_cuda.so in the build folder), or why it finds none
+note "syslab's GPU (its CUDA module): $(echo 'print (version).gpu' | "$syslab" run - 2>&1)"
 
 # --- the steps, in the order GPU_CHECK_STEPS names them; each is bounded
 # by STEP_SECONDS (default 900) and the summary is rewritten after each, so

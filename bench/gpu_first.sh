@@ -122,9 +122,10 @@ else
 fi
 echo "${gpu:-no GPU}" >"$csv/gpu.txt"
 
-# --- the build: this GPU's architecture alone (sm_90 on an H100 or H200), the programs the steps run
+# --- the build: this GPU's architecture alone (sm_90 on an H100 or H200), the programs the steps run and the
+# CUDA module they load (syslab_cuda.so, found in the build folder)
 gpu_deps
-targets="syslab test_gpu_graph test_gpu_ops test_kernels"
+targets="syslab_cuda syslab test_gpu_graph test_gpu_ops test_kernels"
 if [ "${GPU_FIRST_BUILD:-1}" = 0 ]; then
   echo "not built (GPU_FIRST_BUILD=0): the programs in $build" >"$out/build.log"
   note "build: not asked for (GPU_FIRST_BUILD=0): the programs in $build"
@@ -138,7 +139,12 @@ else
 fi
 syslab=$build/syslab
 "$syslab" --version >>"$out/machine.txt" 2>&1
-[ -z "$gpu" ] && why_none=$(echo 'print (version).gpu' | "$syslab" run - 2>/dev/null)
+# what syslab finds through its CUDA module: the GPU, or why none (no module built, the module's load error, the
+# driver's reason)
+sees=$(echo 'print (version).gpu' | "$syslab" run - 2>/dev/null)
+echo "syslab's GPU: $sees" >>"$out/machine.txt"
+[ -n "$gpu" ] && note "syslab's GPU (its CUDA module): $sees"
+[ -z "$gpu" ] && why_none=$sees
 
 # --- the GPU tests: the models first, then the operators and the kernels
 gpu_test() {

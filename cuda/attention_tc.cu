@@ -1,7 +1,7 @@
 /*
 ** attention_tc.cu - fused attention on the tensor cores: bf16 Q, K, V (and dO), float32 sums and softmax.
 **
-** Build: part of the CMake build when nvcc is found. Run: `bench
+** Build: part of the CUDA module when nvcc is found. Run: `bench
 ** attention_cuda_fused_bf16` and `..._bf16_train` (dim = 64 or 128), and
 ** slG_attention_forward / _backward with SLG_ATTN_FUSED_BF16;
 ** tests/unit/test_kernels.c checks both against the binary64 reference of

@@ -3,16 +3,16 @@
 ** asks of it.
 **
 ** libcublas is opened with dlopen on first use (CUDA 13 ships it only as a
-** shared library), so that the binary starts, and runs on the CPU, where
-** there is none. The engine's products are row-major requests
+** shared library), so that the module loads, and the program runs on the
+** CPU, where there is none. The engine's products are row-major requests
 ** (cublas_args.h); slG_gemm_run maps each to cuBLAS's column-major call
 ** and checks it against cuBLAS's rules first, so that the graph's
-** operators (through slG_gemm_batched), ops.cu's linear layer and the
-** naive attention of kernels.cu all go through the one mapping that
-** tests/unit/test_gpu_args.c checks on the CPU.
+** operators (through slG_gemm_batched, the table's gemm_batched), ops.cu's
+** linear layer and the naive attention of kernels.cu all go through the one
+** mapping that tests/unit/test_gpu_args.c checks on the CPU.
 */
 #include "cublas.h"
-#include "gpu.h"
+#include "module.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -111,3 +111,5 @@ extern "C" int slG_cublas_direct(int n, const float *A, const float *B, float *C
   float one = 1.0f, zero = 0.0f;
   return blas.sgemm(blas.handle, OP_N, OP_N, n, n, n, &one, B, n, A, n, &zero, C, n);
 }
+
+void slG_fill_cublas(slG_Backend *b) { b->gemm_batched = slG_gemm_batched; }

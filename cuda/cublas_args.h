@@ -9,9 +9,9 @@
 ** column-major is X^T, so the request is the column-major
 ** C^T = alpha op(B)^T op(A)^T: the transposes carry over unchanged, A and
 ** B swap places, and M and N swap. Every call site of cuda/ builds its
-** arguments here (kernels.cu's slG_gemm_batched, which the graph's
-** operators and ops.cu's linear layer call; the naive attention's six
-** products), so tests/unit/test_gpu_args.c, which cannot run cuBLAS, runs
+** arguments here (cublas.cu's slG_gemm_batched, the table's gemm_batched,
+** which the graph's operators call; ops.cu's linear layer; the naive
+** attention's six products), so tests/unit/test_gpu_args.c, which cannot run cuBLAS, runs
 ** the same requests through the same mapping on the CPU (an emulation of
 ** cublasSgemmStridedBatched) against the CPU's operators, and checks each
 ** call against cuBLAS's rules for its leading dimensions.

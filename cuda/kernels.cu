@@ -1,7 +1,7 @@
 /*
 ** kernels.cu - the GPU versions of the kernels: GEMM, naive attention, MXINT8, and their benchmark cases.
 **
-** Build: part of the CMake build when nvcc is found (architectures 80 and
+** Build: part of the CUDA module when nvcc is found (architectures 80 and
 ** 90). Run: tests/unit/test_kernels.c checks every version against the CPU
 ** references when a GPU is present (and says it skipped otherwise);
 ** `bench gemm_cuda_tiled sizes=[4096]` and the other *_cuda kernels time
@@ -34,11 +34,12 @@
 **                     (numerics §5.4), 16-byte loads of mantissas
 **
 ** Every entry point returns -1 with a message instead of failing hard; with
-** no device, slG_device_count() is 0 and the engine never calls in.
+** no device, the table's device_count answers 0 and the engine never calls
+** in.
 */
-#include "gpu.h"
 #include "attention.h"
 #include "cublas.h"
+#include "module.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -655,4 +656,17 @@ extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
   slG_case_free(g);
   slG_case_free(cp);
   return g && cp ? 0 : -1;
+}
+
+void slG_fill_kernels(slG_Backend *b) {
+  b->sgemm = slG_sgemm;
+  b->attention_forward = slG_attention_forward;
+  b->attention_backward = slG_attention_backward;
+  b->mxint8_dequant_bf16 = slG_mxint8_dequant_bf16;
+  b->case_new = slG_case_new;
+  b->case_run = slG_case_run;
+  b->case_error = slG_case_error;
+  b->case_bytes = slG_case_bytes;
+  b->case_free = slG_case_free;
+  b->machine = slG_machine;
 }

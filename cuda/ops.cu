@@ -5,20 +5,23 @@
 ** rounding, the embedding and RoPE. The row-wise operators (norms, softmax,
 ** cross-entropy) are in ops_rows.cu, the optimisers in ops_train.cu.
 **
-** Build: part of the CMake build when nvcc is found. Run: the test
+** Build: part of the CUDA module when nvcc is found. Run: the test
 ** tests/unit/test_gpu_ops.c runs each operator here and the CPU operator of
 ** engine/graph/ on the same inputs and compares them (bit for bit where the
 ** arithmetic is the same); without a GPU it says it skipped. On a GPU
 ** machine: `make gpu-check OUT=DIR` (docs/gpu.md), or build/test_gpu_ops.
 **
 ** Shapes are naive and clear: one thread per item with a grid-stride loop
-** (ops.h). Nothing here is timed yet; correctness first. Each kernel
+** (ops.h); correctness first. They are timed inside the models' steps
+** (bench/gpu_models.sl, lm_bench on the GPU), and the linear layer alone
+** as a bf16 model runs it (`bench linear_cuda_bf16`). Each kernel
 ** computes in the order of the CPU loop it stands for, with the never-fused
 ** arithmetic of ops.h where the CPU's bits are the aim.
 */
 #include <cuda_fp16.h>
 
-#include "gpu.h"
+#include "cublas.h"
+#include "module.h"
 #include "ops.h"
 
 #include <stdint.h>
@@ -521,4 +524,33 @@ extern "C" int slG_rope_forward(const float *x, float *y, const float *table, si
 extern "C" int slG_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads,
                                  char *err, size_t errlen) {
   return rope_launch(dy, dx, table, B, T, D, heads, -1.0f, 1, err, errlen);
+}
+
+void slG_fill_ops(slG_Backend *b) {
+  b->alloc = slG_alloc;
+  b->free = slG_free;
+  b->upload = slG_upload;
+  b->download = slG_download;
+  b->zero = slG_zero;
+  b->copy = slG_copy;
+  b->mem_info = slG_mem_info;
+  b->sync = slG_sync;
+  b->to_half = slG_to_half;
+  b->round_half = slG_round_half;
+  b->round_bf16 = slG_round_bf16;
+  b->linear_forward = slG_linear_forward;
+  b->linear_backward = slG_linear_backward;
+  b->activation_forward = slG_activation_forward;
+  b->activation_backward = slG_activation_backward;
+  b->swiglu_forward = slG_swiglu_forward;
+  b->swiglu_backward = slG_swiglu_backward;
+  b->add_forward = slG_add_forward;
+  b->add_backward = slG_add_backward;
+  b->dropout_forward = slG_dropout_forward;
+  b->dropout_backward = slG_dropout_backward;
+  b->embedding_forward = slG_embedding_forward;
+  b->embedding_backward = slG_embedding_backward;
+  b->rope_table = slG_rope_table;
+  b->rope_forward = slG_rope_forward;
+  b->rope_backward = slG_rope_backward;
 }

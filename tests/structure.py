@@ -26,25 +26,30 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Each folder and the folders it may use, from the bottom up. The engine's
-# folders are a ladder (each uses those below it); plotting/ stands beside
-# the engine above table/; cuda/ is reached only from engine/kernels/, mpi/
-# only from engine/search/ (a module it loads). engine/engine.c is the
-# engine's top: the one file that knows every domain. Above the engine: the
-# Jupyter kernel, the report (a client of the kernel's wire format), and the
-# command line over both.
-ENGINE = ["engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", "engine/compress",
-          "engine/search"]
-LAYERS = {"cuda": [], "mpi": []}
-for i, folder in enumerate(ENGINE):
-    LAYERS[folder] = ENGINE[:i] + (["cuda"] if folder == "engine/kernels" else []) + \
-        (["mpi"] if folder == "engine/search" else [])
-LAYERS["plotting"] = ["engine/lang", "engine/table"]
-LAYERS["engine"] = ENGINE + ["plotting", "cuda", "mpi"]   # engine/engine.c and syslab.h
-LAYERS["jupyter"] = ["engine"] + LAYERS["engine"]
-LAYERS["report"] = ["jupyter"] + LAYERS["jupyter"]
-LAYERS["cli"] = ["report"] + LAYERS["report"]
 
+def read_layers(path=os.path.join(ROOT, "tests", "layers.txt")):
+    """tests/layers.txt (the one statement of the layers, which
+    tests/unit/test_layers.c reads too): each folder and the folders it may
+    use, closed over, since a file may call what the folders it includes call"""
+    direct = {}
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if line:
+            folder, _, uses = line.partition(":")
+            direct[folder.strip()] = uses.split()
+    closed = {}
+    for folder in direct:
+        seen, todo = [], list(direct[folder])
+        while todo:
+            f = todo.pop(0)
+            if f not in seen:
+                seen.append(f)
+                todo += direct.get(f, [])
+        closed[folder] = seen
+    return closed
+
+
+LAYERS = read_layers()
 SOURCE_DIRS = list(LAYERS)
 MAX_FILE_LINES = 1000
 MAX_FUNCTION_LINES = 150

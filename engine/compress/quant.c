@@ -378,13 +378,43 @@ static int by_magnitude(const void *a, const void *b) {
 
 static size_t prune_count(size_t n, double sparsity) { return (size_t)rint(sparsity * (double)n); }
 
+/* order[] by by_magnitude, as qsort would have it (the order is total: ties
+** go by index), but by a bottom-up merge sort that asks for an interrupt
+** every 65,536 values it places, so that sorting millions of weights
+** (seconds) stops at once. 0, or -1 when interrupted (order is then some
+** permutation). */
+static int sort_by_magnitude(size_t *order, size_t n) {
+  size_t *tmp = malloc((n ? n : 1) * sizeof *tmp), *src = order, *dst = tmp;
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        if ((k & 0xFFFF) == 0 && sl_interrupted()) {
+          free(tmp);
+          return -1;
+        }
+        dst[k++] = by_magnitude(&src[j], &src[i]) < 0 ? src[j++] : src[i++];
+      }
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    size_t *swap = src;
+    src = dst, dst = swap;
+  }
+  if (src != order) memcpy(order, src, n * sizeof *order);
+  free(tmp);
+  return 0;
+}
+
 void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask) {
   size_t *order = malloc((n ? n : 1) * sizeof *order);
   for (size_t i = 0; i < n; i++) order[i] = i, mask[i] = 1;
   sort_values = x;
-  qsort(order, n, sizeof *order, by_magnitude);
-  size_t k = prune_count(n, sparsity);
-  for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
+  if (sort_by_magnitude(order, n) == 0) {   /* interrupted: nothing pruned, and the caller stops */
+    size_t k = prune_count(n, sparsity);
+    for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
+  }
   free(order);
 }
 

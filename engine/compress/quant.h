@@ -50,7 +50,9 @@ float slQ_bf16_to_float(uint16_t b);
 /* Pruning (exact-k): mask[i] = 0 for the k = RNE(s * n) pruned elements.
 ** l1: the smallest magnitudes, ties to the lower index; random: a uniform
 ** k-subset, the first k of numpy RandomState(seed).permutation(n) (MT19937,
-** seeds 0 to 2^32 - 1), or of a permutation drawn from a running stream. */
+** seeds 0 to 2^32 - 1), or of a permutation drawn from a running stream.
+** l1 sorts, and stops at an interrupt with nothing pruned: a caller that
+** may be interrupted checks sl_interrupted() after. */
 void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask);
 void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask);
 void slQ_prune_random_stream(slM_Mt *rng, size_t n, double sparsity, unsigned char *mask);

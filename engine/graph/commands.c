@@ -196,6 +196,7 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
                           FASHION_MNIST_TRAIN, FASHION_MNIST_TEST);
     const char *dir = sl_arg_given(call, "path") ? sl_arg_string(call, "path") : FASHION_MNIST_DIR;
     d = slM_fashion_mnist(dir, (size_t)ntrain, (size_t)ntest, err, sizeof err);
+    if (!d && sl_interrupted()) return sl_interrupted_error(call);
     if (!d && sl_arg_given(call, "path")) {  /* a folder of the user's: the Debian package is no remedy */
       char *hint = strstr(err, ": install the Debian package");
       if (hint) *hint = '\0';
@@ -213,6 +214,10 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
     d = slM_synthetic((size_t)ntrain, (size_t)ntest, (int)features, (int)classes, spread,
                       (uint64_t)sl_arg_number(call, "seed"));
     if (!d) return sl_arg_error(call, "train", "not enough memory for this data set");
+    if (sl_interrupted()) {   /* drawn in part */
+      slM_dataset_free(d);
+      return sl_interrupted_error(call);
+    }
   }
   *result = sl_object_new(&slM_dataset_class, d);
   return 0;
@@ -227,6 +232,10 @@ static const char *const attentions[] = {"naive", "fused", NULL};
 static const char *const device_names[] = {"cpu", "gpu", NULL};
 
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
+  if (g && sl_interrupted()) {   /* its weights were drawn in part */
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   if (!g) return sl_error(call, "%s", err);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
@@ -725,12 +734,15 @@ static int cmd_difference(sl_Call *call, sl_Value *result) {
   size_t n = d->ntest < 512 ? d->ntest : 512;
   if (n == 0) return sl_arg_error(call, "data", "the data set has no test items");
   a->fault[0] = b->fault[0] = '\0';
+  a->stop = b->stop = on_stop;   /* each pass asks between nodes */
   slM_Tensor *la = slM_forward(a, d->test_x, d->test_y, (int)n, 0);
-  slM_Tensor *lb = slM_forward(b, d->test_x, d->test_y, (int)n, 0);
-  if (device_fault(call, a) != 0 || device_fault(call, b) != 0 || !la || !lb) {
+  slM_Tensor *lb = sl_interrupted() ? NULL : slM_forward(b, d->test_x, d->test_y, (int)n, 0);
+  a->stop = b->stop = NULL;
+  a->stopped = b->stopped = 0;
+  if (device_fault(call, a) != 0 || device_fault(call, b) != 0 || !la || !lb || sl_interrupted()) {
     slM_release_activations(a);
     slM_release_activations(b);
-    return -1;
+    return sl_interrupted() ? sl_interrupted_error(call) : -1;
   }
   double max = 0;
   for (size_t i = 0; i < la->size && i < lb->size; i++) max = fmax(max, fabs((double)la->data[i] - lb->data[i]));
@@ -836,7 +848,7 @@ static const sl_Command slM_commands[] = {
    "standard deviation. Fields of a data set d: d.name, d.ntrain and d.ntest (items per split), d.features "
    "(per item), d.classes, d.mean and d.std (of the normalisation).",
    "data = dataset fashion_mnist train=10000 test=2000\nblobs = dataset synthetic train=500 test=100 features=16 classes=3",
-   cmd_dataset, 0,
+   cmd_dataset, SL_CMD_LONG,
    {{"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "which data set", dataset_names},
     {"train", SL_ARG_INT, 0, "0", "training items to keep (0 = all)"},
     {"test", SL_ARG_INT, 0, "0", "test items to keep (0 = all)"},
@@ -853,7 +865,7 @@ static const sl_Command slM_commands[] = {
    "frozen), m.family (\"mlp\", \"transformer\" or \"lm\"), m.classes, m.precision (its mode: \"fp32\", or "
    "\"bf16\"/\"fp16\" after `precision`), m.node_names (a list, for `meta`).",
    "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
-   cmd_model, 0,
+   cmd_model, SL_CMD_LONG,
    {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},
     {"data", SL_ARG_OBJECT, 0, NULL, "take inputs and classes from this data set", NULL, "dataset"},
     {"inputs", SL_ARG_INT, 0, "784", "input features (images: pixels)"},
@@ -929,7 +941,7 @@ static const sl_Command slM_commands[] = {
    "the same numbers. accumulate=K splits each batch into K micro-batches whose gradients are summed in order; "
    "parallel=\"data\" runs one micro-batch per process (under mpirun -n N, or workers=N), with the numbers of "
    "accumulate=N; checkpoint= with checkpoint_every= lets the same command resume (docs/scaling.md).",
-   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, SL_CMD_LONG,
    {MODEL_ARG, DATA_ARG,
     {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},
     {"batch", SL_ARG_INT, 0, "128", "mini-batch size"},
@@ -943,9 +955,9 @@ static const sl_Command slM_commands[] = {
     SLM_RUN_ARGS,
     {NULL}}},
   {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\n(evaluate m data).accuracy",
-   cmd_evaluate, 0, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
+   cmd_evaluate, SL_CMD_LONG, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
   {"difference", "model", "Largest difference between two models' outputs on test items, as a record.", "",
-   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\ndifference m (remove_dropout m) data", cmd_difference, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\ndifference m (remove_dropout m) data", cmd_difference, SL_CMD_LONG,
    {{"a", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "first model", NULL, "model"},
     {"b", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "second model", NULL, "model"}, DATA_ARG, {NULL}}},
   {"memory", "model", "Bytes of tensor data alive now and at the peak, as a record.", "", "memory", cmd_memory, 0,

@@ -1,7 +1,7 @@
 /*
 ** devgemm.h - the products the GPU's operators ask of cuBLAS, as row-major
 ** requests (devgemm.c): attention's per-head products and the mean over
-** tokens, which ops_cuda.c hands to slK_dev_gemm_batched (the linear
+** tokens, which ops_cuda.c hands to the CUDA table's gemm_batched (the linear
 ** layer's are cuda/cublas_args.h's). Built apart from the slots so that
 ** tests/unit/test_gpu_args.c runs the very same requests, on the CPU,
 ** against the CPU's operators.

@@ -26,7 +26,15 @@ typedef struct slM_Tensor {
   int ndim;
   int shape[SLM_MAX_DIMS];
   size_t size;
+  /* Storage. A float32 tensor (dtype SLM_FP32) holds its values in data;
+  ** under a 16-bit precision a node's output (and what it saves beside it)
+  ** may hold 16-bit values instead (dtype SLM_BF16 or SLM_FP16: bfloat16 or
+  ** IEEE binary16 bits in half, data NULL), half the bytes (slots.h reads
+  ** and writes either). Gradients, parameters and optimiser state are
+  ** always float32. */
   float *data;
+  uint16_t *half;
+  int dtype;
   int category, node;   /* what it is and which node made it (memory.c) */
   int view;             /* data is another allocation's (plan.c's arena): not owned, not counted */
   /* its copy in device memory (device.c), NULL on the CPU; a tensor made on
@@ -35,13 +43,20 @@ typedef struct slM_Tensor {
   float *dev;
 } slM_Tensor;
 
-slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
+slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled, float32 */
+/* zero-filled, of a dtype (SLM_FP32, SLM_BF16, SLM_FP16) */
+slM_Tensor *slM_tensor_new_as(int ndim, const int *shape, int dtype);
 slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align);   /* the same, data aligned (a power of two) */
-slM_Tensor *slM_tensor_like(const slM_Tensor *t);
-slM_Tensor *slM_tensor_copy(const slM_Tensor *t);
+slM_Tensor *slM_tensor_like(const slM_Tensor *t);   /* float32, of t's shape (a gradient of any tensor) */
+slM_Tensor *slM_tensor_copy(const slM_Tensor *t);   /* the same dtype and values */
 void slM_tensor_free(slM_Tensor *t);
+/* the bytes its values take: 4 or 2 an element (dtype SLM_FP32 is 0) */
+static inline size_t slM_tensor_bytes(const slM_Tensor *t) { return t->size * (t->dtype == 0 ? 4 : 2); }
+/* element i as a float32 value (exact for every dtype) */
+float slM_tensor_at(const slM_Tensor *t, size_t i);
 /* a tensor over memory it does not own: freeing it frees only the header */
 slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape);
+slM_Tensor *slM_tensor_view_as(void *mem, int ndim, const int *shape, int dtype);
 /* bytes of tensor data alive now, and the most alive at once since the last reset */
 size_t slM_mem_live(void);
 size_t slM_mem_peak(void);
@@ -129,10 +144,13 @@ typedef struct slM_Param {
   char name[96];
   slM_Tensor *value, *grad, *m, *v;  /* m, v: optimiser state */
   int frozen;            /* not trained (LoRA base weights) */
-  /* the value rounded to the graph's 16-bit format for the products of one
-  ** step (product.c): made at its first use in a forward pass, read again
-  ** by the backward, released when the step's passes end */
+  /* the 16-bit working copy of the value for a training run's products
+  ** (product.c): made at its first use in a training pass, read again by
+  ** the backward, rewritten from the value by each optimizer step
+  ** (train.c), given back when training ends; half_format is its format,
+  ** half_state whether it holds the value now (product.h) */
   uint16_t *half;
+  int half_format, half_state;
 } slM_Param;
 
 #define SLM_MAX_INPUTS 4
@@ -163,6 +181,7 @@ typedef struct slM_Node {
   slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
   int round;            /* a forward's output dtype when 16-bit (exec.c sets it before the forward), else 0 */
+  int store;            /* the dtype its forward stores its output in (exec.c sets it: precision.c's slM_node_store) */
   int rounded;          /* the forward rounded its output to that dtype itself: precision.c leaves it */
 } slM_Node;
 

@@ -59,7 +59,9 @@ slM_Param *slM_param_clone(const slM_Param *p) {
 ** (slM_rng_skip), so each chunk of the thread team starts its own generator
 ** where one thread's loop would have reached it, and the weights are the
 ** same numbers on any number of cores (a 2.7B model's 2.7e9 draws of a
-** logarithm, a cosine and a square root took two minutes on one). */
+** logarithm, a cosine and a square root took two minutes on one). The draw
+** stops at an interrupt, and the command building the model sees
+** sl_interrupted() and frees it (a model is never kept half drawn). */
 typedef struct {
   float *x;
   uint64_t state;
@@ -70,7 +72,10 @@ static void normal_range(void *ctx, size_t begin, size_t end) {
   const NormalFill *f = ctx;
   slM_Rng r = {f->state};
   slM_rng_skip(&r, 2 * (uint64_t)begin);
-  for (size_t i = begin; i < end; i++) f->x[i] = (float)(slM_rng_normal(&r) * f->std);
+  for (size_t i = begin; i < end; i++) {
+    if (((i - begin) & 0xFFFF) == 0 && sl_interrupted()) return;
+    f->x[i] = (float)(slM_rng_normal(&r) * f->std);
+  }
 }
 
 void slM_param_normal(slM_Param *p, slM_Rng *rng, double std) {

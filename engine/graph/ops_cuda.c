@@ -5,9 +5,9 @@
 ** classification loss) and the language model (embedding, RMSNorm, RoPE,
 ** SwiGLU, the causal mask, the token loss).
 **
-** Each slot does what its CPU kernel does, through the device operators of
-** kernels/device.h (cuda/'s kernels, checked against the CPU operators by
-** test_gpu_ops), on the device tensors of devslots.h: the forward makes or
+** Each slot does what its CPU kernel does, through the table of the CUDA
+** module (kernels/device.h's slK_gpu(): cuda/'s kernels, checked against
+** the CPU operators by test_gpu_ops), on the device tensors of devslots.h: the forward makes or
 ** reuses its output and saved slots in device memory, the backward adds
 ** into its inputs' gradient slots (zeroed when the pass first reaches
 ** them) and its parameters' gradients. A call that fails records why in
@@ -58,14 +58,6 @@
   slM_Tensor *t = slM_dev_input_grad(g, n, k);  \
   if (!t) return
 
-/* The CPU's rule (slM_linear_grad_to): images and their patches have
-** nothing upstream to learn, so the first layer skips its input gradient.
-** Restated here because the operator files' tables name these slots. */
-static int linear_grad_to_input(const slM_Graph *g, const slM_Node *n) {
-  slM_Op from = g->nodes[n->inputs[0]].op;
-  return from != OP_INPUT && from != OP_PATCHIFY;
-}
-
 static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
 static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
 
@@ -108,7 +100,7 @@ static int half_of(slM_Graph *g, const slM_Node *n, const float *x, size_t count
   if (g->precision == SLM_FP32) return 0;
   if (!(c->h = slK_dev_alloc((count ? count : 1) * sizeof *c->h, SLM_MEM_TEMP, err, sizeof err)))
     return slM_dev_fault(g, n, -1, err);
-  if (slM_dev_fault(g, n, slK_dev_to_half(g->precision, x, c->h, count, err, sizeof err), err) != 0) {
+  if (slM_dev_fault(g, n, slK_gpu()->to_half(g->precision, x, c->h, count, err, sizeof err), err) != 0) {
     half_free(c);
     return -1;
   }
@@ -129,10 +121,10 @@ static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A,
   char err[200];
   if (!A.h != !B.h) return slM_dev_fault(g, n, -1, "a product with one 16-bit operand and one float32");
   int format = A.h ? g->precision : SLM_FP32;
-  return slM_dev_fault(g, n, slK_dev_gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha,
-                                                  src_at(A, p->a0), p->lda, p->stride_a, src_at(B, p->b0), p->ldb,
-                                                  p->stride_b, p->beta, C + p->c0, p->ldc, p->stride_c, p->batch, err,
-                                                  sizeof err), err);
+  return slM_dev_fault(g, n, slK_gpu()->gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha,
+                                                     src_at(A, p->a0), p->lda, p->stride_a, src_at(B, p->b0), p->ldb,
+                                                     p->stride_b, p->beta, C + p->c0, p->ldc, p->stride_c, p->batch,
+                                                     err, sizeof err), err);
 }
 
 /* ---------------------------------------------------------- placeholders */
@@ -140,7 +132,7 @@ static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A,
 /* floats made on the host uploaded into the node's output */
 static void feed(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const float *host) {
   ENSURE(y, &n->out, ndim, shape);
-  RUN(slK_dev_upload(y->dev, host, bytes_of(y), err, errlen));
+  RUN(slK_gpu()->upload(y->dev, host, bytes_of(y), err, errlen));
 }
 
 void slM_cuda_input_forward(slM_Graph *g, slM_Node *n) {
@@ -199,9 +191,9 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   Half xh, wh = {NULL, 0};
   if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0),
-                                               src_at(src_of(w->dev, &wh), 0), b, y->dev, x->size / (size_t)in_f, in_f,
-                                               out_f, err, sizeof err), err);
+    slM_dev_fault(g, n, slK_gpu()->linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                                  src_at(src_of(w->dev, &wh), 0), b, y->dev, x->size / (size_t)in_f,
+                                                  in_f, out_f, err, sizeof err), err);
   }
   half_free(&xh), half_free(&wh);
 }
@@ -210,7 +202,7 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
   int out_f = w->shape[0], in_f = w->shape[1], stop;
-  if (linear_grad_to_input(g, n) && !(dx = slM_dev_input_grad(g, n, 0))) return;
+  if (slM_linear_grad_to(g, n, 0) && !(dx = slM_dev_input_grad(g, n, 0))) return;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop) return;
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
@@ -220,10 +212,10 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   if (half_of(g, n, dy, n->gout->size, &dyh) == 0 && (!dx || half_of(g, n, w->dev, w->size, &wh) == 0) &&
       (!dw || half_of(g, n, x->dev, x->size, &xh) == 0)) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
-                                                src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
-                                                dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err,
-                                                sizeof err), err);
+    slM_dev_fault(g, n, slK_gpu()->linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                                   src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
+                                                   dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err,
+                                                   sizeof err), err);
   }
   half_free(&dyh), half_free(&wh), half_free(&xh);
 }
@@ -234,10 +226,10 @@ void slM_cuda_activation_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
   switch (n->op) {
-    case OP_RELU: RUN(slK_dev_activation_forward(SLK_DEV_RELU, a->dev, y->dev, a->size, err, errlen)); break;
-    case OP_GELU: RUN(slK_dev_activation_forward(SLK_DEV_GELU, a->dev, y->dev, a->size, err, errlen)); break;
-    case OP_TANH: RUN(slK_dev_tanh_forward(a->dev, y->dev, a->size, err, errlen)); break;
-    default: RUN(slK_dev_scale_forward(a->dev, y->dev, a->size, n->p, err, errlen)); break;
+    case OP_RELU: RUN(slK_gpu()->activation_forward(SLG_RELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_gpu()->activation_forward(SLG_GELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_gpu()->tanh_forward(a->dev, y->dev, a->size, err, errlen)); break;
+    default: RUN(slK_gpu()->scale_forward(a->dev, y->dev, a->size, n->p, err, errlen)); break;
   }
 }
 
@@ -246,10 +238,10 @@ void slM_cuda_activation_backward(slM_Graph *g, slM_Node *n) {
   GRAD(dx, 0);
   const float *dy = n->gout->dev;
   switch (n->op) {
-    case OP_RELU: RUN(slK_dev_activation_backward(SLK_DEV_RELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
-    case OP_GELU: RUN(slK_dev_activation_backward(SLK_DEV_GELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
-    case OP_TANH: RUN(slK_dev_tanh_backward(n->out->dev, dy, dx->dev, a->size, err, errlen)); break;
-    default: RUN(slK_dev_scale_backward(dy, dx->dev, a->size, n->p, err, errlen)); break;
+    case OP_RELU: RUN(slK_gpu()->activation_backward(SLG_RELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_gpu()->activation_backward(SLG_GELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_gpu()->tanh_backward(n->out->dev, dy, dx->dev, a->size, err, errlen)); break;
+    default: RUN(slK_gpu()->scale_backward(dy, dx->dev, a->size, n->p, err, errlen)); break;
   }
 }
 
@@ -262,9 +254,9 @@ void slM_cuda_dropout_forward(slM_Graph *g, slM_Node *n) {
   if (g->training && n->p > 0) {
     ENSURE(mask, &n->saved, a->ndim, a->shape);
     uint64_t base = slM_rng_next(&g->rng);
-    RUN(slK_dev_dropout_forward(a->dev, y->dev, mask->dev, a->size, n->p, base, err, errlen));
+    RUN(slK_gpu()->dropout_forward(a->dev, y->dev, mask->dev, a->size, n->p, base, err, errlen));
   } else {
-    RUN(slK_dev_dropout_forward(a->dev, y->dev, NULL, a->size, 0.0f, 0, err, errlen));
+    RUN(slK_gpu()->dropout_forward(a->dev, y->dev, NULL, a->size, 0.0f, 0, err, errlen));
   }
 }
 
@@ -272,7 +264,7 @@ void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   GRAD(dx, 0);
   const float *mask = g->training && n->p > 0 ? n->saved->dev : NULL;
-  RUN(slK_dev_dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
+  RUN(slK_gpu()->dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
 }
 
 /* ------------------------------------------------------------------ norms */
@@ -285,8 +277,12 @@ void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, x->shape);
   ENSURE(first, &n->saved, 1, &rows);
   if (!(rstd = layer ? slM_dev_ensure(g, n, &n->saved2, 1, &rows) : first)) return;
-  RUN(slK_dev_norm_forward(x->dev, n->params[0]->value->dev, layer ? n->params[1]->value->dev : NULL, y->dev,
-                           layer ? first->dev : NULL, rstd->dev, (size_t)rows, d, n->p, err, errlen));
+  const float *gain = n->params[0]->value->dev;
+  if (layer)
+    RUN(slK_gpu()->layernorm_forward(x->dev, gain, n->params[1]->value->dev, y->dev, first->dev, rstd->dev,
+                                     (size_t)rows, d, n->p, err, errlen));
+  else
+    RUN(slK_gpu()->rmsnorm_forward(x->dev, gain, y->dev, rstd->dev, (size_t)rows, d, n->p, err, errlen));
 }
 
 void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
@@ -296,9 +292,13 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
   float *dgain = param_grad(g, n, 0, &stop), *dshift = NULL;
   if (!stop && layer) dshift = param_grad(g, n, 1, &stop);
   if (stop) return;
-  RUN(slK_dev_norm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, layer ? n->saved->dev : NULL,
-                            layer ? n->saved2->dev : n->saved->dev, dx->dev, dgain, dshift, x->size / (size_t)d, d,
-                            err, errlen));
+  const float *gain = n->params[0]->value->dev;
+  size_t rows = x->size / (size_t)d;
+  if (layer)
+    RUN(slK_gpu()->layernorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, n->saved2->dev, dx->dev, dgain,
+                                      dshift, rows, d, err, errlen));
+  else
+    RUN(slK_gpu()->rmsnorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, dx->dev, dgain, rows, d, err, errlen));
 }
 
 /* -------------------------------------------------------------------- add */
@@ -306,7 +306,7 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_add_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = n->ninputs == 2 ? in(g, n, 1) : n->params[0]->value;
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
+  RUN(slK_gpu()->add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
 }
 
 void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
@@ -323,7 +323,7 @@ void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
     bn = n->params[0]->value->size;
   }
   if (stop) return;
-  RUN(slK_dev_add_backward(n->gout->dev, da->dev, db, a->size, bn, err, errlen));
+  RUN(slK_gpu()->add_backward(n->gout->dev, da->dev, db, a->size, bn, err, errlen));
 }
 
 /* ---------------------------------------------------------------- softmax */
@@ -337,28 +337,28 @@ void slM_cuda_softmax_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int d = a->shape[a->ndim - 1];
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
+  RUN(slK_gpu()->softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
 }
 
 void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int d = a->shape[a->ndim - 1];
   GRAD(dx, 0);
-  RUN(slK_dev_softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d, after_causal_mask(g, n),
-                               err, errlen));
+  RUN(slK_gpu()->softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d,
+                                  after_causal_mask(g, n), err, errlen));
 }
 
 /* a copy forward and the gradient passed through (masked_fill under an all-ones mask, the causal mask) */
 static void copy_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_copy(y->dev, a->dev, bytes_of(a), err, errlen));
+  RUN(slK_gpu()->copy(y->dev, a->dev, bytes_of(a), err, errlen));
 }
 
 static void pass_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   GRAD(dx, 0);
-  RUN(slK_dev_add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
+  RUN(slK_gpu()->add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
 }
 
 void slM_cuda_mask_fill_forward(slM_Graph *g, slM_Node *n) {
@@ -417,7 +417,7 @@ static slM_Tensor *ones(slM_Graph *g, slM_Node *n, int T) {
   if (!host) return t ? (slM_dev_fault(g, n, -1, "out of host memory"), NULL) : NULL;
   for (int i = 0; i < T; i++) host[i] = 1;
   char err[200];
-  int rc = slM_dev_fault(g, n, slK_dev_upload(t->dev, host, bytes_of(t), err, sizeof err), err);
+  int rc = slM_dev_fault(g, n, slK_gpu()->upload(t->dev, host, bytes_of(t), err, sizeof err), err);
   free(host);
   return rc ? NULL : t;
 }
@@ -445,22 +445,22 @@ static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
   int C = z->shape[z->ndim - 1], one = 1;
   ENSURE(probs, &n->saved, z->ndim, z->shape);
   ENSURE(loss, &n->out, 1, &one);
-  RUN(slK_dev_cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C, err,
-                                    errlen));
+  RUN(slK_gpu()->cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C,
+                                       err, errlen));
 }
 
 static void loss_backward(slM_Graph *g, slM_Node *n, int kind) {
   slM_Tensor *z = in(g, n, 0);
   int C = z->shape[z->ndim - 1];
   GRAD(dz, 0);
-  RUN(slK_dev_cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
-                                     z->size / (size_t)C, C, err, errlen));
+  RUN(slK_gpu()->cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
+                                        z->size / (size_t)C, C, err, errlen));
 }
 
-void slM_cuda_cross_entropy_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_CLASSES); }
-void slM_cuda_cross_entropy_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_CLASSES); }
-void slM_cuda_token_ce_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_TOKENS); }
-void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_TOKENS); }
+void slM_cuda_cross_entropy_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLG_LOSS_CLASSES); }
+void slM_cuda_cross_entropy_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLG_LOSS_CLASSES); }
+void slM_cuda_token_ce_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLG_LOSS_TOKENS); }
+void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLG_LOSS_TOKENS); }
 
 /* ------------------------------------------------- attention op by op */
 
@@ -572,7 +572,7 @@ void slM_cuda_embedding_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
   int shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
   ENSURE(y, &n->out, 3, shape);
-  RUN(slK_dev_embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
+  RUN(slK_gpu()->embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
 }
 
 void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
@@ -580,7 +580,7 @@ void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
   int stop;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop || !dw) return;
-  RUN(slK_dev_embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
+  RUN(slK_gpu()->embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
 }
 
 /* the table of angles is made once per context length and kept (SLM_OP_CACHES) */
@@ -590,27 +590,27 @@ void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, x->shape);
   if (!same_shape(n->saved, 2, tshape)) {
     ENSURE(table, &n->saved, 2, tshape);
-    RUN(slK_dev_rope_table(table->dev, T, tshape[1], n->p, err, errlen));
+    RUN(slK_gpu()->rope_table(table->dev, T, tshape[1], n->p, err, errlen));
   }
-  RUN(slK_dev_rope_forward(x->dev, y->dev, n->saved->dev, (size_t)x->shape[0], T, D, n->heads, err, errlen));
+  RUN(slK_gpu()->rope_forward(x->dev, y->dev, n->saved->dev, (size_t)x->shape[0], T, D, n->heads, err, errlen));
 }
 
 void slM_cuda_rope_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0);
   GRAD(dx, 0);
-  RUN(slK_dev_rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1], x->shape[2],
-                            n->heads, err, errlen));
+  RUN(slK_gpu()->rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1],
+                               x->shape[2], n->heads, err, errlen));
 }
 
 void slM_cuda_swiglu_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
+  RUN(slK_gpu()->swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
 }
 
 void slM_cuda_swiglu_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   GRAD(da, 0);
   GRAD(db, 1);
-  RUN(slK_dev_swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));
+  RUN(slK_gpu()->swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));
 }

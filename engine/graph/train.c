@@ -17,10 +17,12 @@
 #include "devices.h"
 #include "devslots.h"
 #include "kernels/device.h"
+#include "kernels/gemm_half.h"
 #include "kernels/parallel.h"
 #include "memory.h"
 #include "op.h"
 #include "precision.h"
+#include "product.h"
 #include "train.h"
 #include "trainrun.h"
 
@@ -49,6 +51,8 @@ typedef struct {
   float *w, *g, *m, *v;
   float lr, wd, b1, b2, ic1, rsc2, eps, momentum;
   int adam;
+  uint16_t *half;   /* the weight's 16-bit working copy, rewritten from the new values (product.h); or NULL */
+  int format;
 } Update;
 
 static void update_scalar(const Update *u, size_t i0, size_t i1) {
@@ -104,10 +108,12 @@ __attribute__((target("avx2,fma"))) static size_t sgd_avx2(const Update *u, size
 
 static void update_range(void *ctx, size_t i0, size_t i1) {
   const Update *u = ctx;
+  size_t from = i0;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) i0 = u->adam ? adamw_avx2(u, i0, i1) : sgd_avx2(u, i0, i1);
 #endif
   update_scalar(u, i0, i1);
+  if (u->half) slK_to_half(u->format, u->w + from, u->half + from, i1 - from);   /* while the values are in cache */
 }
 
 /* a zeroed optimiser state tensor of a parameter: on the host, and on the device for a model there */
@@ -117,7 +123,7 @@ static slM_Tensor *state_like(slM_Graph *g, const slM_Tensor *value) {
   char err[200];
   if (g->device != SLM_CPU && !g->fault[0]) {
     t->dev = slK_dev_alloc(t->size * sizeof(float), SLM_MEM_OPTIM, err, sizeof err);
-    if (!t->dev || slK_dev_zero(t->dev, t->size * sizeof(float), err, sizeof err) != 0)
+    if (!t->dev || slK_gpu()->zero(t->dev, t->size * sizeof(float), err, sizeof err) != 0)
       snprintf(g->fault, sizeof g->fault, "optimiser state on the GPU: %.200s", err);
   }
   return t;
@@ -128,7 +134,7 @@ static slM_Tensor *state_like(slM_Graph *g, const slM_Tensor *value) {
 static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step) {
   int cap = 0, count = 0;
   for (int i = 0; i < g->n; i++) cap += g->nodes[i].nparams;
-  slK_DevParam *refs = calloc((size_t)(cap ? cap : 1), sizeof *refs);
+  slG_ParamRef *refs = calloc((size_t)(cap ? cap : 1), sizeof *refs);
   int adam = c->optimizer != SLM_SGD;
   for (int i = 0; i < g->n && refs; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
@@ -137,10 +143,10 @@ static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
       if (!p->m) p->m = state_like(g, p->value);
       if (adam && !p->v) p->v = state_like(g, p->value);
       if (g->fault[0]) break;
-      refs[count++] = (slK_DevParam){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
+      refs[count++] = (slG_ParamRef){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
                                      p->value->size, p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f};
     }
-  slK_DevOptimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
+  slG_Optimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
   char err[200];
   if (!refs) snprintf(g->fault, sizeof g->fault, "out of host memory for the optimiser's records");
   else if (!g->fault[0] && slK_dev_optimizer_step(refs, count, &o, err, sizeof err) != 0)
@@ -164,7 +170,7 @@ void slM_param_step(slM_Param *p, const slM_TrainConfig *c, double lr, long step
   Update u = {p->value->data, p->grad->data, p->m->data, adam ? p->v->data : NULL, (float)lr,
               p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f, (float)b1, (float)b2,
               (float)(1.0 / (1 - pow(b1, (double)step + 1))), (float)(1.0 / sqrt(1 - pow(b2, (double)step + 1))),
-              1e-8f, (float)c->momentum, adam};
+              1e-8f, (float)c->momentum, adam, p->half, p->half_format};
   slK_parallel_for(p->value->size, 16384, update_range, &u);
 }
 
@@ -180,6 +186,7 @@ void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
   }
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) slM_param_step(g->nodes[i].params[k], c, lr, step);
+  slM_product_weights_written(g);
 }
 
 /* Cut short (an interrupt, a stopped pass), it measured only part of the
@@ -408,6 +415,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         stopped = 1;
         break;
       }
+      /* read before the backward pass: a planned graph's gradients reuse the outputs' places */
+      int overflow = slM_fp16_overflow(g);
       size_t batch_correct = count_correct(logits, by, b);   /* counted once the step is whole */
       slM_zero_grads(g);
       double loss = slM_backward(g, by, b);
@@ -417,7 +426,6 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       }
       seen += (size_t)b;
       correct += batch_correct;
-      int overflow = slM_fp16_overflow(g);
       if (!isfinite(loss) || overflow >= 0) {  /* diverged: stop before the update spreads it into every weight */
         stats[done].diverged = step - steps_per_epoch * e + 1;
         stats[done].nonfinite_node = overflow >= 0 ? overflow : slM_first_nonfinite(g);

@@ -172,21 +172,6 @@ void slM_run_end(slM_Run *r, const char *why) {
 
 /* ---------------------------------------------------------- checkpoints */
 
-static int write_file(const char *path, const slU_Text *body, char *err, size_t errlen) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return snprintf(err, errlen, "cannot write the checkpoint '%s': %s", tmp, strerror(errno)), -1;
-  int ok = fwrite(body->s, 1, body->n, f) == body->n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot write the checkpoint '%s': %s", path, strerror(errno));
-    remove(tmp);
-    return -1;
-  }
-  return 0;
-}
-
 int slM_ckpt_save(const slM_Checkpoint *k, slM_Graph *g, slM_Steps *s, const slU_Text *progress, char *err,
                   size_t errlen) {
   int rank = s ? slM_steps_rank(s) : 0, rc = 0;
@@ -201,23 +186,11 @@ int slM_ckpt_save(const slM_Checkpoint *k, slM_Graph *g, slM_Steps *s, const slU
     slU_put_bytes(&body, model.s, model.n);
     free(model.s);
     slU_put_u64(&body, slM_hash(SLM_HASH_START, body.s, body.n));
-    if (rc == 0) rc = write_file(k->path, &body, err, errlen);
+    if (rc == 0) rc = slF_write_file(k->path, body.s, body.n, "a training checkpoint", err, errlen);
     free(body.s);
   }
   if (s) slM_steps_drop(s);
   return rc;
-}
-
-static char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  slU_Text t = {0};
-  char buf[1 << 16];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) slU_add_len(&t, buf, got);
-  fclose(f);
-  *n = t.n;
-  return t.s ? t.s : calloc(1, 1);
 }
 
 static int first_use(const slM_Graph *g, int upto, const slM_Param *p) {
@@ -260,10 +233,17 @@ int slM_ckpt_load(const slM_Checkpoint *k, slM_Graph *g, slM_Steps *s, char **pr
   slM_Group *grp = ops ? slM_steps_group(s) : NULL;
   int rank = s ? slM_steps_rank(s) : 0;
   size_t n = 0;
-  char *bytes = rank == 0 ? read_file(k->path, &n) : NULL;
-  /* rank 0 says whether there is one (an empty message: none), then sends it */
+  char *bytes = NULL;
+  int unreadable = 0;
+  if (rank == 0 && access(k->path, F_OK) == 0) {   /* none yet: the run starts afresh */
+    char why[600];
+    if (!(bytes = slF_read_file(k->path, "a training checkpoint", 0, &n, why, sizeof why)))
+      snprintf(err, errlen, "cannot resume: %s", why), unreadable = 1, n = 0;
+  }
+  /* rank 0 says whether there is one (an empty message: none), then sends it; one it cannot read is its error,
+  ** which the others hear of when it leaves the group */
   if (grp && ops->bcast(grp, 0, (void **)&bytes, &n, err, errlen) != 0) return free(bytes), -1;
-  if (!bytes || n == 0) return free(bytes), 0;
+  if (!bytes || n == 0) return free(bytes), unreadable ? -1 : 0;
   slU_Reader r = {bytes, n, 0, 0};
   size_t magic = strlen(MAGIC), pl = 0, ml = 0;
   int rc = -1;

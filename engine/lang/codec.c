@@ -19,13 +19,13 @@
 ** of the body, u32 CRC-32 of the body (zlib's, already linked).
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "file.h"
 #include "syslab.h"
 
 #define FILE_MAGIC "SYSLAB\0V"
@@ -301,17 +301,20 @@ int sl_save_file(sl_Value v, const char *path, char *err, size_t errlen) {
   slU_put_u32(&head, FILE_VERSION);
   slU_put_u64(&head, body.n);
   slU_put_u32(&head, (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)body.s, body.n));
-  char tmp[4096];
+  char tmp[4096], why[512] = "";
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, "a syslab file", NULL, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (fd >= 0 && !f) close(fd);
   int ok = f && fwrite(head.s, 1, head.n, f) == head.n && fwrite(body.s, 1, body.n, f) == body.n;
   int saved_errno = errno;
   if (f && fclose(f) != 0) ok = 0;
   free(head.s);
   free(body.s);
   if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot write '%s': %s", path, strerror(ok ? errno : saved_errno));
-    unlink(tmp);
+    if (why[0]) snprintf(err, errlen, "cannot write '%s': %s", path, why);
+    else snprintf(err, errlen, "cannot write '%s': %s", path, strerror(ok ? errno : saved_errno));
+    if (fd >= 0) unlink(tmp);
     return -1;
   }
   return 0;

@@ -460,7 +460,7 @@ static sl_Command slS_commands[] = {
    "s = search trials=20 sampler=tpe seed=1 direction=maximize {\n  w = suggest \"width\" int 16 256 by=16\n"
    "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n  objective -(lr - 0.01) ** 2 - (w - 128) ** 2 / 1e4\n}\n"
    "plot s.running_best x=trial y=best",
-   cmd_search, SL_CMD_EXTRA_KEYWORDS,
+   cmd_search, SL_CMD_EXTRA_KEYWORDS | SL_CMD_LONG,
    {{"trials", SL_ARG_INT, 0, "10", "number of trials (a grid stops when every point is done)"},
     {"sampler", SL_ARG_ENUM, 0, "auto", NULL, NULL},
     {"seed", SL_ARG_INT, 0, "0", "seed of the sampler's MT19937 streams, 0 to 2^32 - 1"},
@@ -507,7 +507,7 @@ static sl_Command slS_commands[] = {
    "under mpirun -n N, or give workers=N (alone, the group of one moves nothing: its times are the calls' own). Per "
    "size: the median and least time of `repeats` runs, the algorithm bandwidth (bytes / time) and the bus bandwidth "
    "(x 2 (N - 1) / N, what each link carries), as nccl-tests reports.",
-   "allreduce_bench sizes=[0.001, 1] repeats=3", slS_cmd_allreduce_bench, 0,
+   "allreduce_bench sizes=[0.001, 1] repeats=3", slS_cmd_allreduce_bench, SL_CMD_LONG,
    {{"sizes", SL_ARG_LIST, 0, "[0.001, 0.01, 0.1, 1, 10, 100]", "buffer sizes in MB (10^6 bytes)"},
     {"repeats", SL_ARG_INT, 0, "10", "timed runs per size"},
     {"workers", SL_ARG_INT, 0, "0", "without mpirun: processes (this one and workers - 1 started)"}, {NULL}}},

@@ -507,17 +507,22 @@ void slS_ddp_open(void) { slM_set_group_ops(&ops); }
 
 /* ---------------------------------------------------------- the benchmark */
 
-/* one sum of n floats, started together: a small exchange first, so that
-** every rank starts within the exchange's latency of the others */
+/* One timed sum of n floats, started together: a small exchange first, so
+** that every rank starts within the exchange's latency of the others. In it
+** every rank says whether it was interrupted: if any was, none starts the
+** sum and all stop together (-2), so no rank waits for a peer that left. */
 static double time_sum(slM_Group *g, float *buf, size_t n, int slot, char *err, size_t errlen) {
   size_t *bounds = malloc(((size_t)g->size + 1) * sizeof *bounds);
   for (int q = 0; q <= g->size; q++) bounds[q] = n * (size_t)q / (size_t)g->size;
-  char mine = 0, *all = calloc((size_t)g->size, 1);
+  char mine = (char)(sl_interrupted() != 0), *all = calloc((size_t)g->size, 1);
   double t = -1;
   if (allgather(g, &mine, 1, all, err, errlen) == 0) {
+    int stop = 0;
+    for (int q = 0; q < g->size; q++) stop |= all[q];
     double t0 = now();
-    slM_Xfer *x = sum(g, buf, bounds, 1, slot, err, errlen);
-    if (x && wait_xfer(g, x, err, errlen) == 0) t = now() - t0;
+    slM_Xfer *x = stop ? NULL : sum(g, buf, bounds, 1, slot, err, errlen);
+    if (stop) t = -2;
+    else if (x && wait_xfer(g, x, err, errlen) == 0) t = now() - t0;
   }
   free(bounds), free(all);
   return t;
@@ -557,17 +562,19 @@ int slS_cmd_allreduce_bench(sl_Call *call, sl_Value *result) {
   for (int c = 0; c < 6; c++) slT_add_column(t, cols[c]);
   double *times = malloc((size_t)repeats * sizeof *times);
   int rc = 0;
-  for (size_t i = 0; i < ns && rc == 0; i++) {
+  int stopped = 0;
+  for (size_t i = 0; i < ns && rc == 0 && !stopped; i++) {
     double mb = sl_list_get(sizes, i).u.n;
     size_t n = (size_t)(mb * 1e6 / sizeof(float));
     float *buf = calloc(n ? n : 1, sizeof *buf);
-    for (int k = -2; k < repeats && rc == 0; k++) {   /* two untimed: buffers made, connections warm */
+    for (int k = -2; k < repeats && rc == 0 && !stopped; k++) {   /* two untimed: buffers made, connections warm */
       double s = time_sum(g, buf, n, (int)i, err, sizeof err);
-      if (s < 0) rc = -1;
+      if (s == -2) stopped = 1;   /* a rank was interrupted: every rank stops here */
+      else if (s < 0) rc = -1;
       else if (k >= 0) times[k] = s;
     }
     free(buf);
-    if (rc != 0) break;
+    if (rc != 0 || stopped) break;
     qsort(times, (size_t)repeats, sizeof *times, by_value);
     double median = repeats % 2 ? times[repeats / 2] : (times[repeats / 2 - 1] + times[repeats / 2]) / 2;
     double algbw = (double)n * sizeof(float) / median / 1e9;
@@ -577,9 +584,9 @@ int slS_cmd_allreduce_bench(sl_Call *call, sl_Value *result) {
   }
   free(times);
   close_group(g, rc ? err : NULL);
-  if (rc != 0) {
+  if (rc != 0 || stopped) {
     slT_free(t);
-    return sl_error(call, "%s", err);
+    return rc != 0 ? sl_error(call, "%s", err) : sl_interrupted_error(call);
   }
   for (int c = 2; c < 6; c++) slT_mark_timing(t, c);
   *result = slT_value(t);

@@ -53,6 +53,10 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
                     budget / 1e9);
   slM_Graph *g = slM_lm(&s, (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   if (!g) return sl_error(call, "%s", err);
+  if (sl_interrupted()) {   /* its weights were drawn in part */
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   if (!(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), err, sizeof err)))
     return sl_arg_error(call, "device", "%s", err);
   *result = sl_object_new(&slM_model_class, g);
@@ -67,22 +71,6 @@ static int cmd_precision(sl_Call *call, sl_Value *result) {
 }
 
 /* ------------------------------------------------------------- training */
-
-static unsigned char *read_bytes(const char *path, size_t *n, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "cannot open '%s' (give a text file, or data=\"random\")", path), NULL;
-  size_t cap = 1 << 20, len = 0;
-  unsigned char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap && cap < (64u << 20)) buf = realloc(buf, cap *= 2);
-    else if (len == cap) break;
-  }
-  fclose(f);
-  *n = len;
-  return buf;
-}
 
 static int interrupted(void *ud) {
   (void)ud;
@@ -161,7 +149,9 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   if (strcmp(data, "random") != 0) {
     char err[512];
     if (g->vocab < 256) return sl_arg_error(call, "data", "a byte stream needs a vocabulary of at least 256, the model has %d", g->vocab);
-    if (!(bytes = read_bytes(data, &n, err, sizeof err))) return sl_arg_error(call, "data", "%s", err);
+    /* a regular file, whole (a FIFO would block, /dev/zero never ends) */
+    if (!(bytes = (unsigned char *)slF_read_file(data, "the text to train on", 0, &n, err, sizeof err)))
+      return sl_arg_error(call, "data", "%s (give a text file, or data=\"random\")", err);
     if (n <= (size_t)T + 1) {
       free(bytes);
       return sl_arg_error(call, "data", "'%s' has %zu bytes, fewer than a context of %d", data, n, T);
@@ -271,7 +261,7 @@ static void lm_bench_fault(slT_Table *t, size_t r, const char *status, const cha
 ** row whose status is the fault, and the table goes on. */
 static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *fault, const int fits[2], int batch, int T,
                           int warmup, int steps) {
-  for (int train = 0; train < 2; train++) {
+  for (int train = 0; train < 2 && !sl_interrupted(); train++) {
     const char *status = train ? "status_train" : "status_fwd";
     if (!fits[train]) {
       slL_sets(t, r, status, "OOM");
@@ -356,7 +346,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
           slM_product_release();   /* the last precision's 16-bit copies of the weights */
           g->precision = precisions[m];
         }
-        for (int w = 0; w < nw; w++) {
+        for (int w = 0; w < nw && !sl_interrupted(); w++) {
           size_t r = slT_add_row(t);
           slL_sets(t, r, "config", specs[p].name);
           slL_sets(t, r, "precision", slM_precision_names[precisions[m]]);
@@ -451,8 +441,8 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   const char *cols[] = {"mode", "run", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb", "steady_peak_mb", NULL};
   slT_Table *t = slL_table(cols);
-  for (int train = 0; train < 2; train++)
-    for (int fused = 0; fused < 2; fused++) {
+  for (int train = 0; train < 2 && !sl_interrupted(); train++)
+    for (int fused = 0; fused < 2 && !sl_interrupted(); fused++) {
       double t0 = slM_now();
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
@@ -491,6 +481,10 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slL_batch_free(&b);
       slM_graph_free(g);
     }
+  if (sl_interrupted()) {   /* the runner stopped between nodes or steps: no partial figures */
+    slT_free(t);
+    return sl_interrupted_error(call);
+  }
   for (int c = 2; c <= 4; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return 0;
@@ -516,7 +510,7 @@ static const sl_Command commands[] = {
    "medium (1024, 4096, 24, 16), large (1280, 5120, 36, 20), xl (1600, 6400, 48, 25), 2.7B (2560, 10240, 32, 32) "
    "as (d_model, d_ff, layers, heads); vocab 10,000 and context 256 unless given. Refused when the parameters "
    "alone exceed the budget.",
-   "m = lm tiny context=64\nbig = lm small budget=\"80GB\"", cmd_lm, 0,
+   "m = lm tiny context=64\nbig = lm small budget=\"80GB\"", cmd_lm, SL_CMD_LONG,
    {{"preset", SL_ARG_ENUM, SL_POSITIONAL, "tiny", "the configuration", slM_lm_preset_names},
     {"d_model", SL_ARG_INT, 0, NULL, "width"}, {"d_ff", SL_ARG_INT, 0, NULL, "feed-forward width"},
     {"layers", SL_ARG_INT, 0, NULL, "blocks"}, {"heads", SL_ARG_INT, 0, NULL, "attention heads"},
@@ -527,7 +521,7 @@ static const sl_Command commands[] = {
    "data=\"random\" draws uniform tokens (nothing to learn beyond log(vocab)); a path trains on windows of the "
    "file's bytes (vocab must be at least 256), where the loss falls. Refused when the predicted training peak "
    "exceeds the budget. accumulate=, parallel=\"data\" and checkpoints as in train.",
-   "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, 0,
+   "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, SL_CMD_LONG,
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
     {"lr", SL_ARG_NUMBER, 0, "0.003", "learning rate"},
@@ -541,7 +535,7 @@ static const sl_Command commands[] = {
    "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; a run "
    "that faults (a model that cannot be built or moved, a kernel's error) is a row whose status is the fault, and "
    "the table goes on.",
-   "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, 0,
+   "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, SL_CMD_LONG,
    {{"presets", SL_ARG_LIST, 0, "[\"tiny\"]", "preset names"},
     {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     {"warmups", SL_ARG_LIST, 0, "[0, 1, 5]", "untimed steps before timing"},
@@ -553,7 +547,7 @@ static const sl_Command commands[] = {
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "
    "time share against FLOP share).",
-   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slL_cmd_profile, 0,
+   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slL_cmd_profile, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "3", "profiled steps of each kind"}, BUDGET_ARG,
     {NULL}}},
   {"memory_predict", "memory", "Predicted memory of language-model presets, by category, against a budget.",
@@ -569,24 +563,24 @@ static const sl_Command commands[] = {
    "the run. The steps run on a fresh copy of the model, whose weights, gradients and optimizer state stay as they "
    "were; the training row's step is the optimizer's (none: forward and backward alone). A compressed model is "
    "predicted with what its quantisers and masks hold.",
-   "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, 0,
+   "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slL_optimizers},
     BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"memory_profile", "memory", "Memory profile of one step: bytes by category at the peak, the largest allocations, and a timeline.",
    "Returns a record: peak_mb, predicted_mb, categories, top (size, category, node, operator, shape) and timeline "
    "(live bytes after every node, forward then backward) for plotting.",
-   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, 0,
+   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slL_runs},
     {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
-   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, 0,
+   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, SL_CMD_LONG,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
    "One head, batch 8 by default (the CS336 systems assignment's attention benchmark, problem pytorch_attention). Times are the profiler's for the attention nodes "
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
    "backward pass. Over-budget configurations are OOM with their predicted peak.",
-   "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, 0,
+   "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, SL_CMD_LONG,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
     BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",
@@ -604,7 +598,7 @@ static const sl_Command commands[] = {
    "m = lm tiny context=64\nf = fuse m\nexact = fuse m attention=false", cmd_fuse, 0,
    {MODEL_ARG, {"attention", SL_ARG_BOOL, 0, "true", "also fuse each attention block into FlashAttention-2"}, {NULL}}},
   {"fusion_bench", "fusion", "Eager against fused: first call (with the pass) against steady state, time and peak memory of each.",
-   "", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, 0,
+   "", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("32"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "10", "timed steady-state steps"},
     {"attention", SL_ARG_BOOL, 0, "true", "also fuse attention blocks into FlashAttention-2"}, BUDGET_ARG, {NULL}}},
   {NULL},

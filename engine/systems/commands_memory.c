@@ -131,14 +131,19 @@ int slL_cmd_profile(sl_Call *call, sl_Value *result) {
   slL_batch_init(&b, g, batch, T, 1);
   slL_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
   slM_Profile *inf = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 0, NULL, 0);
+  for (int s = 0; s < steps && !sl_interrupted(); s++) slL_run_step(g, &b, 0, NULL, 0);
   inf->steps = steps;
   slM_Profile *tr = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 1, NULL, 0);
+  for (int s = 0; s < steps && !sl_interrupted(); s++) slL_run_step(g, &b, 1, NULL, 0);
   tr->steps = steps;
   slM_profile_detach(g);
   slM_release_activations(g);
   slL_batch_free(&b);
+  if (sl_interrupted()) {
+    slM_profile_free(inf);
+    slM_profile_free(tr);
+    return sl_interrupted_error(call);
+  }
   sl_Value rec = sl_record_new();
   sl_record_set(rec, "by_op", slT_value(profile_by_kind(g, inf, tr)));
   sl_record_set(rec, "by_node", slT_value(profile_by_node(g, tr)));
@@ -265,6 +270,10 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
     slL_batch_free(&b);
     slM_graph_free(g);
     slM_product_release();
+    if (sl_interrupted()) {
+      slT_free(t);
+      return sl_interrupted_error(call);
+    }
     size_t r = slT_add_row(t);
     slL_sets(t, r, "run", run ? train_row(optimizer) : "forward");
     slL_setn(t, r, "predicted_mb", p.peak / 1e6);
@@ -411,6 +420,11 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   }
   slM_release_activations(g);
   if (g != model) slM_graph_free(g), g = model;
+  if (sl_interrupted()) {   /* the step was cut: its figures are not the step's */
+    sl_release(rec);
+    g->fault[0] = '\0';
+    return sl_interrupted_error(call);
+  }
   if (g->fault[0]) {
     sl_release(rec);
     int rc = sl_error(call, "%s", g->fault);
@@ -437,7 +451,12 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
   slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
   slL_Batch b;
   slL_batch_init(&b, g, B, T, 1);
-  slL_run_step(g, &b, 0, NULL, 0);
+  if (!sl_interrupted()) slL_run_step(g, &b, 0, NULL, 0);
+  if (sl_interrupted()) {
+    slL_batch_free(&b);
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   struct { const char *what, *formula, *node; double count; } rows[] = {
     {"input (residual stream)", "B x S x D x 4", "token_embeddings", (double)B * T * D},
     {"Q, K, V", "3 x B x S x D x 4", "layers_0_attn_q_proj", 3.0 * B * T * D},
@@ -506,7 +525,7 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
       slL_batch_init(&b, g, B, contexts[c], 1);
       slL_run_step(g, &b, 1, NULL, 0);
       slM_Profile *pr = slM_profile_attach(g);
-      for (int k = 0; k < steps; k++) slL_run_step(g, &b, 1, NULL, 0);
+      for (int k = 0; k < steps && !sl_interrupted(); k++) slL_run_step(g, &b, 1, NULL, 0);
       slM_profile_detach(g);
       double f = 0, bw = 0, mem = 0;
       for (int i = 0; i < g->n; i++) {

@@ -120,16 +120,16 @@ def test_processes_that_start_from_other_models_are_refused(syslab_bin, tmp_path
 
 LONG = """d = dataset synthetic train=4000 test=100 features=16 classes=3 seed=1
 m = model mlp data=d hidden=[32] dropout=0.1 seed=2
-h = train m d epochs=2 batch=8 lr=0.02 optimizer=adamw PAR
+h = train m d epochs=EPOCHS batch=8 lr=0.02 optimizer=adamw PAR
 save m "OUT/model.slm"
 save (select h columns=["epoch", "loss", "train_accuracy", "test_accuracy", "test_loss"]) "OUT/losses.csv"
 """
 
 
-def long_script(out, par):
+def long_script(out, par, epochs=2):
     out.mkdir(exist_ok=True)
     path = out / "long.syslab"
-    path.write_text(LONG.replace("PAR", par).replace("OUT", str(out)))
+    path.write_text(LONG.replace("PAR", par).replace("OUT", str(out)).replace("EPOCHS", str(epochs)))
     return path
 
 
@@ -177,7 +177,8 @@ def test_killed_rank_stops_the_step_and_the_run_resumes(syslab_bin, tmp_path, n,
 
 
 def test_killed_worker_is_an_error_and_nothing_is_left(syslab_bin, tmp_path):
-    path = long_script(tmp_path / "w", 'parallel="data" workers=3')
+    # long enough (half a minute on a quiet 2-core machine) that the kill lands inside the training
+    path = long_script(tmp_path / "w", 'parallel="data" workers=3', epochs=300)
     e = dict(os.environ, SYSLAB_MPI_TIMEOUT="3", SYSLAB_OVERSUBSCRIBE="1")
     proc = subprocess.Popen([SYSLAB_BIN, "run", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=e)
@@ -250,3 +251,26 @@ def test_notebook_interrupt_stops_every_rank_at_one_step(syslab_bin, kernel, tmp
     assert content["status"] == "ok", content
     assert "resumed from" in "".join(m["content"].get("text", "") for m in outputs)
     assert (tmp_path / "resumed.slm").read_bytes() == (tmp_path / "whole.slm").read_bytes()
+
+
+def test_allreduce_bench_stops_at_an_interrupt(syslab_bin, kernel):
+    """allreduce_bench moves nothing alone; with workers each run is a real
+    transfer (minutes for a thousand repeats here): an interrupt stops it
+    within a second, nothing is assigned, and the workers end"""
+    km, kc = kernel
+    msg_id = kc.execute("v = allreduce_bench sizes=[50, 50, 50] repeats=1000 workers=2")
+    pid = km.provisioner.process.pid
+    wait_for(lambda: any(" worker" in command(p) for p in descendants(pid)), timeout=120)
+    workers = [p for p in descendants(pid) if " worker" in command(p)]
+    time.sleep(2)   # past the spawn, into the timed transfers
+    sent = time.monotonic()
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=60)
+    stopped = time.monotonic() - sent
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "Interrupt", reply["content"]
+    assert stopped < 1.0, f"stopped {stopped:.2f} s after the interrupt"
+    wait_for(lambda: not any(running(p) for p in workers), timeout=30)
+    from conftest import run
+    content, _ = run(kc, "v")
+    assert content["status"] == "error" and content["ename"] == "NameError", content

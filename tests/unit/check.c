@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph/ops.h"
 #include "graph/slots.h"
@@ -181,3 +182,28 @@ void check_backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *in
 }
 
 float *check_grad_of(slM_Graph *g, const slM_Node *n, int k) { return g->nodes[n->inputs[k]].gout->data; }
+
+/* ------------------------------------------------------------ interrupts */
+
+double check_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *interrupt_later(void *arg) {
+  check_Timer *t = arg;
+  struct timespec ts = {(time_t)t->after, (long)((t->after - (double)(time_t)t->after) * 1e9)};
+  nanosleep(&ts, NULL);
+  t->at = check_now();
+  sl_interrupt();
+  return NULL;
+}
+
+void check_interrupt_later(check_Timer *t, double after) {
+  t->after = after;
+  t->at = 0;
+  pthread_create(&t->thread, NULL, interrupt_later, t);
+}
+
+void check_interrupt_join(check_Timer *t) { pthread_join(t->thread, NULL); }

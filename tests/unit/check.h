@@ -104,4 +104,20 @@ void check_forward(slM_Graph *g, slM_Node *n);
 void check_backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *init, float *const *pinit);
 float *check_grad_of(slM_Graph *g, const slM_Node *n, int k);
 
+/* ------------------------------------------------------------ interrupts */
+
+#include <pthread.h>
+
+/* seconds on the monotonic clock (the engine's slM_now reads the same) */
+double check_now(void);
+/* An interrupt sent by another thread `after` seconds from now, as the
+** kernel's control thread sends one; check_interrupt_join waits for that
+** thread, after which `at` holds when the interrupt was sent. */
+typedef struct {
+  double after, at;
+  pthread_t thread;
+} check_Timer;
+void check_interrupt_later(check_Timer *t, double after);
+void check_interrupt_join(check_Timer *t);
+
 #endif

@@ -147,7 +147,7 @@ static Arr at_offset(Arr a, size_t off) {
 
 static Arr f32(const float *p, size_t n) { return (Arr){p, n, SLK_FP32}; }
 
-/* a graph-side request (devgemm.h) as kernels.cu's slG_gemm_batched receives its fields */
+/* a graph-side request (devgemm.h) as cublas.cu's slG_gemm_batched (the table's gemm_batched) receives its fields */
 static void dev_request(const char *what, const slM_DevGemm *d, Arr A, Arr B, float *C, size_t nc) {
   slG_Gemm g = {d->trans_a, d->trans_b, d->M, d->N, d->K, d->lda, d->ldb, d->ldc,
                 d->stride_a, d->stride_b, d->stride_c, d->batch};

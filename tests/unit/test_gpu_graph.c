@@ -16,8 +16,9 @@
 ** The round trip `to gpu` then `to cpu` is exact (copies, no arithmetic);
 ** so is the rounding to 16 bits (ties, NaN, infinities, subnormals).
 **
-** Without a GPU every refusal is checked (the reason slG_describe gives
-** appears in the message, the allowed devices are named), the CPU side of
+** Without a GPU every refusal is checked (the reason slK_dev_why gives:
+** no module, or the CUDA module's reason, appears in the message, the
+** allowed devices are named), the CPU side of
 ** `to` and the operator table's CUDA slots are checked, and the GPU part
 ** prints that it skipped and why.
 **
@@ -251,11 +252,11 @@ static void test_rounding_bits(void) {
   CHECK_MSG(dx && dy && dh, "alloc: %s", err);
   if (!dx || !dy || !dh) return;
   for (int format = SLK_BF16; format <= SLK_FP16; format++) {
-    CHECK_EQ_INT(slK_dev_upload(dx, x, sizeof x, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_round(format, dx, dy, N, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_to_half(format, dx, dh, N, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_download(y, dy, sizeof y, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_download(h, dh, sizeof h, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->upload(dx, x, sizeof x, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->round_half(format, dx, dy, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->to_half(format, dx, dh, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->download(y, dy, sizeof y, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->download(h, dh, sizeof h, err, sizeof err), 0);
     slK_round_array(format, x, r, N);
     int bad = 0;
     for (int i = 0; i < N; i++) {
@@ -286,14 +287,14 @@ static void test_half_gemm_batched(void) {
   float *dc = slK_dev_alloc(sizeof c, SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(dah && dbh && dc, "alloc: %s", err);
   if (!dah || !dbh || !dc) return;
-  slK_dev_upload(dah, ah, sizeof ah, err, sizeof err);
-  slK_dev_upload(dbh, bh, sizeof bh, err, sizeof err);
-  slK_dev_zero(dc, sizeof c, err, sizeof err);
+  slK_gpu()->upload(dah, ah, sizeof ah, err, sizeof err);
+  slK_gpu()->upload(dbh, bh, sizeof bh, err, sizeof err);
+  slK_gpu()->zero(dc, sizeof c, err, sizeof err);
   /* op(A) = A^T stored K x M, op(B) = B stored K x N: a weight's gradient's shape */
-  int rc = slK_dev_gemm_batched(SLK_BF16, 1, 0, M, N, K, 0.5f, dah, M, (long long)M * K, dbh, N, (long long)K * N, 0.0f,
-                                dc, N, (long long)M * N, B, err, sizeof err);
+  int rc = slK_gpu()->gemm_batched(SLK_BF16, 1, 0, M, N, K, 0.5f, dah, M, (long long)M * K, dbh, N, (long long)K * N,
+                                   0.0f, dc, N, (long long)M * N, B, err, sizeof err);
   CHECK_MSG(rc == 0, "gemm: %s", err);
-  slK_dev_download(c, dc, sizeof c, err, sizeof err);
+  slK_gpu()->download(c, dc, sizeof c, err, sizeof err);
   double worst = 0;
   for (int s = 0; s < B; s++) {
     slK_gemm_half_reference(SLK_BF16, 1, 0, M, N, K, 0.5f, a + (size_t)s * M * K, M, b + (size_t)s * K * N, NULL, N,
@@ -364,18 +365,18 @@ static void fused_rows_case(int format, int B, int T, int H, int dh, int causal,
   CHECK(slK_attention_backward(SLK_ATTN_FUSED, &a, h[0], h[1], h[2], h[4], h[3], h[5], h[6], h[7], h[8]) == 0);
   float *d[9];
   for (int i = 0; i < 9; i++) d[i] = slK_dev_alloc(bx, SLM_MEM_TEMP, err, sizeof err);
-  for (int i = 0; i < 4; i++) slK_dev_upload(d[i], h[i], bx, err, sizeof err);
+  for (int i = 0; i < 4; i++) slK_gpu()->upload(d[i], h[i], bx, err, sizeof err);
   int rc = slK_dev_attention_forward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[5], SLM_MEM_TEMP, err,
                                      sizeof err);
   CHECK_MSG(rc == 0, "fused rows forward: %s", err);
   for (size_t j = 0; j < nx; j++) h[9][j] = 0.25f;
-  for (int i = 6; i < 9; i++) slK_dev_upload(d[i], h[9], bx, err, sizeof err);
+  for (int i = 6; i < 9; i++) slK_gpu()->upload(d[i], h[9], bx, err, sizeof err);
   rc = rc ? rc : slK_dev_attention_backward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[3], d[5], d[6], d[7],
                                             d[8], SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(rc == 0, "fused rows backward: %s", err);
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
   for (int i = 0; rc == 0 && i < 5; i++) {
-    slK_dev_download(h[9], d[4 + i], i == 1 ? nl * sizeof(float) : bx, err, sizeof err);
+    slK_gpu()->download(h[9], d[4 + i], i == 1 ? nl * sizeof(float) : bx, err, sizeof err);
     size_t n = i == 1 ? nl : nx;
     if (i >= 2)
       for (size_t j = 0; j < n; j++) h[9][j] -= 0.25f;

@@ -35,23 +35,26 @@
 **              float32, so at most 1 ulp of a value below 1 (atol 1.2e-7)
 **
 ** SYSLAB_GPU_TEST_SMALL=1 (what bench/gpu_check.sh sets under
-** compute-sanitizer) keeps the small shapes. Without a GPU, the CPU side of
-** every case still runs (the harness checked, under ASan too), the
-** entry points are checked to answer -1 with a message, and the GPU side
-** prints that it skipped and why. */
+** compute-sanitizer) keeps the small shapes. The GPU's entry points are
+** the CUDA module's table (cuda/gpu.h, loaded by kernels/device.h).
+** Without a GPU, the CPU side of every case still runs (the harness
+** checked, under ASan too), the module's entry points are checked to
+** answer -1 with a message (a build without nvcc has no module, and says
+** so), and the GPU side prints that it skipped and why. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "cuda/gpu.h"
 #include "graph/model.h"
 #include "graph/ops.h"
 #include "graph/slots.h"
 #include "graph/train.h"
+#include "kernels/device.h"
 #include "kernels/round.h"
 
+static const slG_Backend *G;   /* the CUDA module's table (kernels/device.h), NULL without one */
 static int gpu;          /* a CUDA device is present: the GPU side of each case runs */
 static char err[512];
 static char tag[160];    /* the case, for messages */
@@ -92,7 +95,7 @@ typedef struct {
 static void *keep(Dev *d, void *p) {
   if (d->n == (int)(sizeof d->p / sizeof d->p[0])) {
     check_fail(__FILE__, __LINE__, "%s: too many device buffers for one case", tag);
-    slG_free(p);
+    G->free(p);
     d->ok = 0;
     return NULL;
   }
@@ -106,10 +109,10 @@ static float *up(Dev *d, const float *host, size_t n) {
   float *fill = NULL;
   if (!d->ok) return NULL;
   if (!host) memset(fill = malloc(n * sizeof *fill), 0xff, n * sizeof *fill);
-  if (slG_alloc(&p, n * sizeof(float), err, sizeof err) != 0 ||
-      slG_upload(p, host ? host : fill, n * sizeof(float), err, sizeof err) != 0) {
+  if (G->alloc(&p, n * sizeof(float), err, sizeof err) != 0 ||
+      G->upload(p, host ? host : fill, n * sizeof(float), err, sizeof err) != 0) {
     check_fail(__FILE__, __LINE__, "%s: device copy of %zu floats: %s", tag, n, err);
-    slG_free(p);
+    G->free(p);
     d->ok = 0;
     p = NULL;
   }
@@ -118,7 +121,7 @@ static float *up(Dev *d, const float *host, size_t n) {
 }
 
 static void dev_free(Dev *d) {
-  for (int i = 0; i < d->n; i++) slG_free(d->p[i]);
+  for (int i = 0; i < d->n; i++) G->free(d->p[i]);
   d->n = 0;
 }
 
@@ -154,7 +157,7 @@ static void compare(const char *what, const float *got, const float *want, size_
 static void expect(Dev *d, const char *what, const float *dev, const float *want, size_t n, double rtol, double atol) {
   if (!d->ok) return;
   float *got = malloc(n * sizeof *got);
-  if (slG_download(got, dev, n * sizeof *got, err, sizeof err) != 0) {
+  if (G->download(got, dev, n * sizeof *got, err, sizeof err) != 0) {
     check_fail(__FILE__, __LINE__, "%s: download of %s: %s", tag, what, err);
     d->ok = 0;
   } else {
@@ -191,12 +194,12 @@ static void activation_case(size_t n) {
     float *dx = up(&d, x, n), *db = up(&d, b, n), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
     float *dg0 = up(&d, g0, n), *dg1 = up(&d, g1, n);
     if (swiglu) {
-      ON_GPU(&d, slG_swiglu_forward(dx, db, y, n, err, sizeof err));
-      ON_GPU(&d, slG_swiglu_backward(dx, db, ddy, dg0, dg1, n, err, sizeof err));
+      ON_GPU(&d, G->swiglu_forward(dx, db, y, n, err, sizeof err));
+      ON_GPU(&d, G->swiglu_backward(dx, db, ddy, dg0, dg1, n, err, sizeof err));
       expect(&d, "db", dg1, check_grad_of(g, nd, 1), n, 1e-6, 2e-6);
     } else {
-      ON_GPU(&d, slG_activation_forward(act, dx, y, n, err, sizeof err));
-      ON_GPU(&d, slG_activation_backward(act, dx, ddy, dg0, n, err, sizeof err));
+      ON_GPU(&d, G->activation_forward(act, dx, y, n, err, sizeof err));
+      ON_GPU(&d, G->activation_backward(act, dx, ddy, dg0, n, err, sizeof err));
     }
     int exp_fwd = act == SLG_SILU, exp_bwd = act != SLG_RELU;
     expect(&d, "y", y, nd->out->data, n, exp_fwd ? 1e-6 : 0, exp_fwd ? 1e-7 : 0);
@@ -228,8 +231,8 @@ static void dropout_case(size_t n, float p) {
   snprintf(tag, sizeof tag, "dropout n = %zu p = %g", n, p);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *y = up(&d, NULL, n), *mask = up(&d, NULL, n), *ddy = up(&d, dy, n), *dg = up(&d, g0, n);
-  ON_GPU(&d, slG_dropout_forward(dx, y, mask, n, p, base, err, sizeof err));
-  ON_GPU(&d, slG_dropout_backward(ddy, p > 0 ? mask : NULL, dg, n, err, sizeof err));
+  ON_GPU(&d, G->dropout_forward(dx, y, mask, n, p, base, err, sizeof err));
+  ON_GPU(&d, G->dropout_backward(ddy, p > 0 ? mask : NULL, dg, n, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
   if (p > 0) expect(&d, "mask", mask, nd->saved->data, n, 0, 0);
   expect(&d, "dx", dg, check_grad_of(g, nd, 0), n, 0, 0);
@@ -261,8 +264,8 @@ static void add_case(int rows, int width, int broadcast) {
   Dev d = {.ok = gpu};
   float *da = up(&d, a, n), *db = up(&d, b, bn), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
   float *dga = up(&d, ga, n), *dgb = up(&d, gb, bn);
-  ON_GPU(&d, slG_add_forward(da, db, y, n, bn, err, sizeof err));
-  ON_GPU(&d, slG_add_backward(ddy, dga, dgb, n, bn, err, sizeof err));
+  ON_GPU(&d, G->add_forward(da, db, y, n, bn, err, sizeof err));
+  ON_GPU(&d, G->add_backward(ddy, dga, dgb, n, bn, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
   expect(&d, "da", dga, check_grad_of(g, nd, 0), n, 0, 0);
   expect(&d, "db", dgb, broadcast ? nd->params[0]->grad->data : check_grad_of(g, nd, 1), bn, 0, 0);
@@ -293,8 +296,8 @@ static void test_bf16(void) {
   snprintf(tag, sizeof tag, "bfloat16 rounding of %zu patterns", n);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *y = up(&d, NULL, n);
-  ON_GPU(&d, slG_round_bf16(dx, y, n, err, sizeof err));
-  ON_GPU(&d, slG_round_bf16(dx, dx, n, err, sizeof err));
+  ON_GPU(&d, G->round_bf16(dx, y, n, err, sizeof err));
+  ON_GPU(&d, G->round_bf16(dx, dx, n, err, sizeof err));
   expect(&d, "y", y, want, n, 0, 0);
   expect(&d, "in place", dx, want, n, 0, 0);
   dev_free(&d);
@@ -319,8 +322,8 @@ static void linear_case(int rows, int in_f, int out_f) {
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, nx), *dw = up(&d, w, nw), *db = up(&d, b, out_f), *ddy = up(&d, dy, ny), *y = up(&d, NULL, ny);
   float *dgx = up(&d, gx, nx), *dgw = up(&d, gw, nw), *dgb = up(&d, gb, out_f);
-  ON_GPU(&d, slG_linear_forward(0, dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
-  ON_GPU(&d, slG_linear_backward(0, dx, dw, ddy, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, G->linear_forward(0, dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, G->linear_backward(0, dx, dw, ddy, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
   expect(&d, "y", y, nd->out->data, ny, 1e-5, 1e-5 * sqrt(in_f));
   expect(&d, "dx", dgx, check_grad_of(g, nd, 0), nx, 1e-5, 1e-5 * sqrt(out_f));
   expect(&d, "dW", dgw, nd->params[0]->grad->data, nw, 1e-5, 1e-5 * sqrt(rows));
@@ -361,11 +364,11 @@ static void norm_case(int rows, int d, int rms) {
   const float *cpu_rstd = rms ? nd->saved->data : nd->saved2->data;
   float *cmean = rms ? NULL : up(&dv, nd->saved->data, rows), *crstd = up(&dv, cpu_rstd, rows);
   if (rms) {
-    ON_GPU(&dv, slG_rmsnorm_forward(dx, dgam, y, rstd, rows, d, 1e-5f, err, sizeof err));
-    ON_GPU(&dv, slG_rmsnorm_backward(dx, dgam, ddy, crstd, dg0, dgg, rows, d, err, sizeof err));
+    ON_GPU(&dv, G->rmsnorm_forward(dx, dgam, y, rstd, rows, d, 1e-5f, err, sizeof err));
+    ON_GPU(&dv, G->rmsnorm_backward(dx, dgam, ddy, crstd, dg0, dgg, rows, d, err, sizeof err));
   } else {
-    ON_GPU(&dv, slG_layernorm_forward(dx, dgam, dbeta, y, mean, rstd, rows, d, 1e-5f, err, sizeof err));
-    ON_GPU(&dv, slG_layernorm_backward(dx, dgam, ddy, cmean, crstd, dg0, dgg, dgb, rows, d, err, sizeof err));
+    ON_GPU(&dv, G->layernorm_forward(dx, dgam, dbeta, y, mean, rstd, rows, d, 1e-5f, err, sizeof err));
+    ON_GPU(&dv, G->layernorm_backward(dx, dgam, ddy, cmean, crstd, dg0, dgg, dgb, rows, d, err, sizeof err));
     expect(&dv, "mean", mean, nd->saved->data, rows, 1e-6, 1e-7);
     expect(&dv, "dbeta", dgb, nd->params[1]->grad->data, d, 0, 0);
   }
@@ -400,8 +403,8 @@ static void softmax_case(int rows, int n, int causal) {
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, items), *y = up(&d, NULL, items), *cy = up(&d, nd->out->data, items);
   float *ddy = up(&d, dy, items), *dg0 = up(&d, g0, items);
-  ON_GPU(&d, slG_softmax_forward(dx, y, rows, n, causal, err, sizeof err));
-  ON_GPU(&d, slG_softmax_backward(cy, ddy, dg0, rows, n, causal, err, sizeof err));
+  ON_GPU(&d, G->softmax_forward(dx, y, rows, n, causal, err, sizeof err));
+  ON_GPU(&d, G->softmax_backward(cy, ddy, dg0, rows, n, causal, err, sizeof err));
   expect(&d, "y", y, nd->out->data, items, 2e-6, 1e-12);
   expect(&d, "dx", dg0, check_grad_of(g, nd, 0), items, 1e-6, 2e-7);
   dev_free(&d);
@@ -434,8 +437,8 @@ static void loss_case(int kind, int B, int T, int C) {
   Dev d = {.ok = gpu};
   float *dz = up(&d, z, items), *dl = up(&d, labels, rows), *p = up(&d, NULL, items), *loss = up(&d, NULL, 1);
   float *cp = up(&d, nd->saved->data, items), *ddl = up(&d, &dloss, 1), *dg0 = up(&d, g0, items);
-  ON_GPU(&d, slG_cross_entropy_forward(kind, dz, dl, p, loss, rows, C, err, sizeof err));
-  ON_GPU(&d, slG_cross_entropy_backward(kind, cp, dl, ddl, dg0, rows, C, err, sizeof err));
+  ON_GPU(&d, G->cross_entropy_forward(kind, dz, dl, p, loss, rows, C, err, sizeof err));
+  ON_GPU(&d, G->cross_entropy_backward(kind, cp, dl, ddl, dg0, rows, C, err, sizeof err));
   expect(&d, "probabilities", p, nd->saved->data, items, 2e-6, 1e-12);
   expect(&d, "loss", loss, nd->out->data, 1, 1e-6, 1e-6);
   expect(&d, "dlogits", dg0, check_grad_of(g, nd, 0), items, 0, 0);
@@ -467,8 +470,8 @@ static void embedding_case(int vocab, int width, int B, int T) {
   Dev d = {.ok = gpu};
   float *di = up(&d, ids, n), *dt = up(&d, table, nt), *y = up(&d, NULL, items), *ddy = up(&d, dy, items);
   float *dgt = up(&d, gt, nt);
-  ON_GPU(&d, slG_embedding_forward(di, dt, y, n, vocab, width, err, sizeof err));
-  ON_GPU(&d, slG_embedding_backward(di, ddy, dgt, n, vocab, width, err, sizeof err));
+  ON_GPU(&d, G->embedding_forward(di, dt, y, n, vocab, width, err, sizeof err));
+  ON_GPU(&d, G->embedding_backward(di, ddy, dgt, n, vocab, width, err, sizeof err));
   expect(&d, "y", y, nd->out->data, items, 0, 0);
   expect(&d, "dtable", dgt, nd->params[0]->grad->data, nt, 0, 0);
   dev_free(&d);
@@ -497,10 +500,10 @@ static void rope_case(int B, int T, int D, int heads) {
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *tab = up(&d, NULL, (size_t)T * dh), *ctab = up(&d, nd->saved->data, (size_t)T * dh);
   float *y = up(&d, NULL, n), *y2 = up(&d, NULL, n), *ddy = up(&d, dy, n), *dg0 = up(&d, g0, n);
-  ON_GPU(&d, slG_rope_table(tab, T, dh, 10000.0f, err, sizeof err));
-  ON_GPU(&d, slG_rope_forward(dx, y, ctab, B, T, D, heads, err, sizeof err));
-  ON_GPU(&d, slG_rope_forward(dx, y2, tab, B, T, D, heads, err, sizeof err));
-  ON_GPU(&d, slG_rope_backward(ddy, dg0, ctab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_table(tab, T, dh, 10000.0f, err, sizeof err));
+  ON_GPU(&d, G->rope_forward(dx, y, ctab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_forward(dx, y2, tab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_backward(ddy, dg0, ctab, B, T, D, heads, err, sizeof err));
   expect(&d, "table", tab, nd->saved->data, (size_t)T * dh, 0, 1.2e-7);
   expect(&d, "y (the CPU's table)", y, nd->out->data, n, 0, 0);
   expect(&d, "y (the GPU's table)", y2, nd->out->data, n, 0, 2e-6);
@@ -541,20 +544,20 @@ static void optimizer_case(int adamw) {
     refs[k] = r;
     free(zero);
   }
-  void *table = d.ok ? slG_params_new(refs, count, err, sizeof err) : NULL;
+  void *table = d.ok ? G->params_new(refs, count, err, sizeof err) : NULL;
   if (d.ok && !table) {
-    check_fail(__FILE__, __LINE__, "%s: slG_params_new: %s", tag, err);
+    check_fail(__FILE__, __LINE__, "%s: params_new: %s", tag, err);
     d.ok = 0;
   }
   for (long step = 0; step < 3; step++) {
     for (int k = 0; k < count; k++) {
       slM_Tensor *gr = slM_param_grad(ps[k]);
       for (size_t i = 0; i < gr->size; i++) gr->data[i] = (float)(slM_rng_normal(&rng) * 0.1);
-      if (d.ok) ON_GPU(&d, slG_upload(refs[k].g, gr->data, gr->size * sizeof(float), err, sizeof err));
+      if (d.ok) ON_GPU(&d, G->upload(refs[k].g, gr->data, gr->size * sizeof(float), err, sizeof err));
     }
     slM_optimizer_step(g, &c, c.lr, step);
     slG_Optimizer o = {adamw, c.lr, c.momentum, 0.9, 0.999, 1e-8f, step};
-    ON_GPU(&d, slG_optimizer_step(table, &o, err, sizeof err));
+    ON_GPU(&d, G->optimizer_step(table, &o, err, sizeof err));
   }
   for (int k = 0; k < count; k++) {
     size_t n = ps[k]->value->size;
@@ -562,7 +565,7 @@ static void optimizer_case(int adamw) {
     expect(&d, "m", refs[k].m, ps[k]->m->data, n, 0, 0);
     if (adamw) expect(&d, "v", refs[k].v, ps[k]->v->data, n, 0, 0);
   }
-  slG_params_free(table);
+  if (table) G->params_free(table);
   dev_free(&d);
   slM_graph_free(g);
 }
@@ -578,61 +581,73 @@ static void test_optimizers(void) {
   do {                                                                                         \
     err[0] = 0;                                                                                \
     CHECK_MSG((call) == -1 && err[0], "%s: expected -1 with a message, got \"%s\"", #call, err); \
-    if (slG_built_with_cuda() && (says)[0]) CHECK_CONTAINS(err, says);                         \
+    if ((says)[0]) CHECK_CONTAINS(err, says);                                                  \
   } while (0)
+
+/* The module of a build with nvcc loads (here too, without a device) and
+** is of this program's version; a build without has none and says so */
+static void test_the_module(void) {
+#ifdef SYSLAB_HAVE_CUDA
+  CHECK_MSG(G != NULL, "the CUDA module of this build did not load: %s", slK_dev_why());
+#else
+  CHECK(G == NULL);
+  CHECK_CONTAINS(slK_dev_why(), "built without CUDA");
+#endif
+  if (G) CHECK_EQ_INT(G->version, SLG_BACKEND_VERSION);
+}
 
 /* arguments the kernels do not take are errors with a message, before any launch */
 static void test_refusals(void) {
   float *none = NULL;
-  REFUSED(slG_rope_forward(none, none, none, 1, 4, 6, 2, err, sizeof err), "even");
-  REFUSED(slG_rope_table(none, 4, 5, 1e4f, err, sizeof err), "even");
-  REFUSED(slG_add_forward(none, none, none, 10, 3, err, sizeof err), "divide");
-  REFUSED(slG_activation_forward(99, none, none, 4, err, sizeof err), "unknown activation");
-  REFUSED(slG_cross_entropy_forward(7, none, none, none, none, 4, 3, err, sizeof err), "unknown");
-  REFUSED(slG_embedding_forward(none, none, none, 4, 0, 8, err, sizeof err), "positive");
-  REFUSED(slG_layernorm_forward(none, none, none, none, none, none, 4, 0, 1e-5f, err, sizeof err), "positive");
-  REFUSED(slG_linear_forward(0, none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
-  REFUSED(slG_dropout_forward(none, none, none, 4, NAN, 0, err, sizeof err), "p must");
+  REFUSED(G->rope_forward(none, none, none, 1, 4, 6, 2, err, sizeof err), "even");
+  REFUSED(G->rope_table(none, 4, 5, 1e4f, err, sizeof err), "even");
+  REFUSED(G->add_forward(none, none, none, 10, 3, err, sizeof err), "divide");
+  REFUSED(G->activation_forward(99, none, none, 4, err, sizeof err), "unknown activation");
+  REFUSED(G->cross_entropy_forward(7, none, none, none, none, 4, 3, err, sizeof err), "unknown");
+  REFUSED(G->embedding_forward(none, none, none, 4, 0, 8, err, sizeof err), "positive");
+  REFUSED(G->layernorm_forward(none, none, none, none, none, none, 4, 0, 1e-5f, err, sizeof err), "positive");
+  REFUSED(G->linear_forward(0, none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
+  REFUSED(G->dropout_forward(none, none, none, 4, NAN, 0, err, sizeof err), "p must");
   slG_Optimizer o = {1, 1e-3, 0, 0.9, 0.999, 1e-8f, 0};
-  REFUSED(slG_optimizer_step(NULL, &o, err, sizeof err), "no parameters");
+  REFUSED(G->optimizer_step(NULL, &o, err, sizeof err), "no parameters");
   if (!gpu) return;
   Dev d = {.ok = 1};
   float *buf = up(&d, NULL, 4);
   slG_ParamRef r = {buf, buf, buf, NULL, 4, 0};
-  void *table = d.ok ? slG_params_new(&r, 1, err, sizeof err) : NULL;
-  CHECK_MSG(table != NULL, "slG_params_new: %s", err);
-  if (table) REFUSED(slG_optimizer_step(table, &o, err, sizeof err), "second moment");
-  slG_params_free(table);
+  void *table = d.ok ? G->params_new(&r, 1, err, sizeof err) : NULL;
+  CHECK_MSG(table != NULL, "params_new: %s", err);
+  if (table) REFUSED(G->optimizer_step(table, &o, err, sizeof err), "second moment");
+  G->params_free(table);
   dev_free(&d);
 }
 
-/* without a device every entry point answers -1 with a message (the CUDA
-** build: CUDA's reason; the CPU build: "no GPU"), and none crashes */
+/* without a device every entry point of the module answers -1 with a
+** message (CUDA's reason), and none crashes */
 static void test_without_a_device(void) {
   float *none = NULL, f[4] = {0};
   void *p = &p;
-  REFUSED(slG_alloc(&p, 16, err, sizeof err), "");
+  REFUSED(G->alloc(&p, 16, err, sizeof err), "");
   CHECK(p == NULL);
-  REFUSED(slG_upload(none, f, sizeof f, err, sizeof err), "");
-  REFUSED(slG_download(f, none, sizeof f, err, sizeof err), "");
-  REFUSED(slG_zero(none, sizeof f, err, sizeof err), "");
-  REFUSED(slG_sync(err, sizeof err), "");
-  REFUSED(slG_activation_forward(SLG_GELU, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_activation_backward(SLG_RELU, none, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_swiglu_forward(none, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_add_forward(none, none, none, 4, 2, err, sizeof err), "");
-  REFUSED(slG_dropout_forward(none, none, none, 4, 0.5f, 1, err, sizeof err), "");
-  REFUSED(slG_dropout_forward(none, f, none, 4, 0.0f, 1, err, sizeof err), "");
-  REFUSED(slG_round_bf16(none, none, 4, err, sizeof err), "");
-  REFUSED(slG_embedding_backward(none, none, none, 4, 10, 3, err, sizeof err), "");
-  REFUSED(slG_rope_table(none, 4, 8, 1e4f, err, sizeof err), "");
-  REFUSED(slG_layernorm_backward(none, none, none, none, none, none, none, none, 4, 3, err, sizeof err), "");
-  REFUSED(slG_rmsnorm_forward(none, none, none, none, 4, 3, 1e-5f, err, sizeof err), "");
-  REFUSED(slG_softmax_forward(none, none, 4, 3, 1, err, sizeof err), "");
-  REFUSED(slG_cross_entropy_backward(SLG_LOSS_TOKENS, none, none, none, none, 4, 3, err, sizeof err), "");
+  REFUSED(G->upload(none, f, sizeof f, err, sizeof err), "");
+  REFUSED(G->download(f, none, sizeof f, err, sizeof err), "");
+  REFUSED(G->zero(none, sizeof f, err, sizeof err), "");
+  REFUSED(G->sync(err, sizeof err), "");
+  REFUSED(G->activation_forward(SLG_GELU, none, none, 4, err, sizeof err), "");
+  REFUSED(G->activation_backward(SLG_RELU, none, none, none, 4, err, sizeof err), "");
+  REFUSED(G->swiglu_forward(none, none, none, 4, err, sizeof err), "");
+  REFUSED(G->add_forward(none, none, none, 4, 2, err, sizeof err), "");
+  REFUSED(G->dropout_forward(none, none, none, 4, 0.5f, 1, err, sizeof err), "");
+  REFUSED(G->dropout_forward(none, f, none, 4, 0.0f, 1, err, sizeof err), "");
+  REFUSED(G->round_bf16(none, none, 4, err, sizeof err), "");
+  REFUSED(G->embedding_backward(none, none, none, 4, 10, 3, err, sizeof err), "");
+  REFUSED(G->rope_table(none, 4, 8, 1e4f, err, sizeof err), "");
+  REFUSED(G->layernorm_backward(none, none, none, none, none, none, none, none, 4, 3, err, sizeof err), "");
+  REFUSED(G->rmsnorm_forward(none, none, none, none, 4, 3, 1e-5f, err, sizeof err), "");
+  REFUSED(G->softmax_forward(none, none, 4, 3, 1, err, sizeof err), "");
+  REFUSED(G->cross_entropy_backward(SLG_LOSS_TOKENS, none, none, none, none, 4, 3, err, sizeof err), "");
   slG_ParamRef r = {none, none, none, none, 4, 0};
   err[0] = 0;
-  CHECK(slG_params_new(&r, 1, err, sizeof err) == NULL && err[0]);
+  CHECK(G->params_new(&r, 1, err, sizeof err) == NULL && err[0]);
 }
 
 /* the CPU side of every case, as the GPU tests run it */
@@ -651,13 +666,15 @@ static void test_cpu_side_of_every_case(void) {
 }
 
 int main(void) {
-  gpu = slG_device_count() > 0;
+  G = slK_gpu();
+  gpu = slK_dev_available();
   slM_rng_seed(&rng, 2024);
-  RUN(test_refusals);
+  RUN(test_the_module);
+  if (G) RUN(test_refusals);
   if (!gpu) {
-    RUN(test_without_a_device);
+    if (G) RUN(test_without_a_device);
     RUN(test_cpu_side_of_every_case);
-    check_skip("test_gpu_ops's GPU side (each operator against the CPU's)", slG_describe());
+    check_skip("test_gpu_ops's GPU side (each operator against the CPU's)", slK_dev_why());
     return check_summary();
   }
   RUN(test_activations);
