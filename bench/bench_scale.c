@@ -39,9 +39,9 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-static slS_Study *study(int sampler) {
+static slS_Study *study(const char *sampler) {
   slS_Study *st = slS_study_new();
-  st->sampler = sampler;
+  slS_sampler_use(st, slS_sampler_find(sampler));
   st->seed = 1;
   st->pruner = SLS_NO_PRUNER;
   slS_sampler_init(st);
@@ -73,7 +73,7 @@ static void history(slS_Study *st, slM_Mt *rng) {
   t->state = SLS_COMPLETE;
 }
 
-static void run(const char *label, int sampler, int finished, int k, const char *dir) {
+static void run(const char *sampler, int finished, int k, const char *dir) {
   slS_Study *st = study(sampler);
   slM_Mt rng;
   slM_mt_seed(&rng, 7);
@@ -114,7 +114,7 @@ static void run(const char *label, int sampler, int finished, int k, const char 
     double t3 = now();
     ask[i] = t1 - t0, tell[i] = t2 - t1, journal[i] = t3 - t2, total[i] = t3 - t0;
   }
-  printf("| %s | %d | %d | %.3f | %.4f | %.3f | %.3f |\n", label, finished, k, median(ask, k) * 1e3,
+  printf("| %s | %d | %d | %.3f | %.4f | %.3f | %.3f |\n", sampler, finished, k, median(ask, k) * 1e3,
          median(tell, k) * 1e3, median(journal, k) * 1e3, median(total, k) * 1e3);
   fflush(stdout);
   unlink(path);
@@ -126,11 +126,11 @@ int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("TMPDIR") ? getenv("TMPDIR") : ".";
   printf("| sampler | finished trials | trials timed | ask (ms) | tell (ms) | journal write (ms) | total (ms) |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|\n");
-  run("random", SLS_RANDOM, 100, 200, dir);
-  run("random", SLS_RANDOM, 1000, 200, dir);
-  run("random", SLS_RANDOM, 10000, 200, dir);
-  run("tpe", SLS_TPE, 100, 100, dir);
-  run("tpe", SLS_TPE, 1000, 50, dir);
-  run("tpe", SLS_TPE, 10000, 11, dir);
+  run("random", 100, 200, dir);
+  run("random", 1000, 200, dir);
+  run("random", 10000, 200, dir);
+  run("tpe", 100, 100, dir);
+  run("tpe", 1000, 50, dir);
+  run("tpe", 10000, 11, dir);
   return 0;
 }

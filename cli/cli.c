@@ -1,12 +1,15 @@
 /*
-** cli.c - the table of the `syslab` program's subcommands and their
-** options, and the help text made from it.
+** cli.c - what is read from the table of the `syslab` program's
+** subcommands (commands.c, handed over by main.c): the row a word names,
+** a subcommand's options, the help text, and the command line's numbers.
 **
-** One table serves both sides: each subcommand's parser accepts only the
-** options it finds here (slc_option), and `syslab help`, `syslab --help`
-** and `syslab COMMAND --help` print this same table. An option cannot be
-** parsed without being listed, so the help cannot fall behind the parser
-** (tests/python/test_cli_help.py checks both directions).
+** One table serves every side: main.c runs the function a row names (it
+** compares no name of its own), each subcommand's parser accepts only the
+** options it finds in the table (slc_option), and `syslab help`, `syslab
+** --help` and `syslab COMMAND --help` print this same table. A subcommand
+** cannot be run or an option parsed without being listed, so the help
+** cannot fall behind the program (tests/python/test_cli_help.py checks
+** both directions).
 */
 #include "cli.h"
 
@@ -14,71 +17,24 @@
 
 #include "syslab.h"
 
-static const slc_Option kernel_options[] = {
-    {"-f", "--connection-file", "CONNECTION_FILE", "the connection file Jupyter wrote (also --connection-file=FILE)"},
-    {"-h", "--help", NULL, "this text"},
-    {NULL, NULL, NULL, NULL},
-};
-
-static const slc_Option install_options[] = {
-    {"--user", NULL, NULL, "into the user's Jupyter folder (the default; $XDG_DATA_HOME/jupyter or ~/.local/share/jupyter)"},
-    {"--prefix", NULL, "DIR", "into DIR/share/jupyter/kernels"},
-    {"--sys-prefix", NULL, NULL, "into the active virtualenv or conda environment"},
-    {"--command", NULL, "PROGRAM", "the program the kernelspec starts (default: this program's absolute path; the "
-                                   "Debian package's spec gives `syslab`, found on PATH)"},
-    {"-h", "--help", NULL, "this text"},
-    {NULL, NULL, NULL, NULL},
-};
-
-static const slc_Option run_options[] = {
-    {"-h", "--help", NULL, "this text"},
-    {NULL, NULL, NULL, NULL},
-};
-
-static const slc_Option report_options[] = {
-    {"-o", "--output", "DIR", "output folder (default out/report)"},
-    {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable; a NAME it does not set is warned about)"},
-    {"--allow-errors", NULL, NULL, "keep going after a cell fails (otherwise the notebook stops there); failed cells "
-                                   "still count as errors"},
-    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS, 1 to 86400 (default 600; a cell's `#| timeout: S` option may raise its own)"},
-    {"--no-cache", NULL, NULL, "run every notebook even if nothing changed"},
-    {"--no-pdf", NULL, NULL, "write report.md and report.html only"},
-    {"--force", NULL, NULL, "write into DIR even if it holds files that are not an earlier report"},
-    {"-j", "--jobs", "N", "run N notebooks at once, 1 to 256, each in its own kernel (default 1; also -jN)"},
-    {"-h", "--help", NULL, "this text"},
-    {NULL, NULL, NULL, NULL},
-};
-
-static const slc_Option help_options[] = {
-    {"--commands-markdown", NULL, NULL, "the reference of every command of the language, as Markdown"},
-    {NULL, NULL, NULL, NULL},
-};
-
 static const slc_Option no_options[] = {{NULL, NULL, NULL, NULL}};
+static const slc_Command no_commands[] = {{NULL, NULL, NULL, NULL, NULL, NULL, {NULL}}};
+static const slc_Command *commands = no_commands;
 
-const slc_Command slc_commands[] = {
-    {"kernel", NULL, "run as a Jupyter kernel (Jupyter starts it this way; see `syslab install`)", NULL, kernel_options},
-    {"install", NULL, "install the kernelspec so Jupyter finds syslab", NULL, install_options},
-    {"run", "FILE", "run a script or a notebook's code cells, outputs as text (FILE may be - for standard input)", NULL,
-     run_options},
-    {"report", "[NOTEBOOK ...]", "execute lab notebooks and export the lab report",
-     "Executes the notebooks (default: notebooks/*.ipynb) with the syslab kernel and writes the lab\n"
-     "report to DIR (default out/report): report.md with figures/, report.html and report.pdf, and the\n"
-     "executed notebooks in DIR/notebooks. Notebooks themselves are never modified. Cells are named by\n"
-     "their place in the notebook, from 1, Markdown cells included.\n\n"
-     "Under mpirun (mpirun -n N syslab report ...) the notebooks are spread over the ranks and\n"
-     "rank 0 writes the report.\n",
-     report_options},
-    {"help", "[COMMAND]", "this text, one subcommand's help, a command of the language's help (syslab help train), or "
-     "the reference of every command", NULL, help_options},
-    {"worker", NULL, "a worker process, started by a search with workers=N (not run by hand)", NULL, no_options},
-    {"--version", NULL, "print the version (also `syslab version`)", NULL, no_options},
-    {NULL, NULL, NULL, NULL, NULL},
-};
+void slc_use(const slc_Command *table) { commands = table; }
 
 const slc_Command *slc_command(const char *name) {
-  for (const slc_Command *c = slc_commands; c->name; c++)
+  for (const slc_Command *c = commands; c->name; c++)
     if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+const slc_Command *slc_command_to_run(const char *word) {
+  for (const slc_Command *c = commands; c->name; c++) {
+    if (strcmp(c->name, word) == 0) return c;
+    for (size_t i = 0; i < sizeof c->aliases / sizeof *c->aliases; i++)
+      if (c->aliases[i] && strcmp(c->aliases[i], word) == 0) return c;
+  }
   return NULL;
 }
 
@@ -137,7 +93,7 @@ void slc_usage(FILE *f, const char *command) {
 
 void slc_usage_all(FILE *f) {
   fprintf(f, "usage: syslab COMMAND [ARGS]\n");
-  for (const slc_Command *c = slc_commands; c->name; c++) {
+  for (const slc_Command *c = commands; c->name; c++) {
     fprintf(f, "\n  %s%s%s\n      %s\n", c->name, c->args ? " " : "", c->args ? c->args : "", c->summary);
     options(f, c, 6);
   }

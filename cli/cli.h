@@ -1,7 +1,8 @@
 /*
 ** cli.h - the subcommands of the `syslab` program, each a main of its own,
-** and the one table of their options (cli.c) that both the parsers and the
-** help text read. argv[0] is the subcommand's name.
+** and the one table of them and their options (commands.c) that main.c
+** runs them from and both the parsers and the help text read (cli.c).
+** argv[0] is the subcommand's name.
 */
 #ifndef SYSLAB_CLI_CLI_H
 #define SYSLAB_CLI_CLI_H
@@ -27,10 +28,24 @@ typedef struct {
   const char *summary;  /* one line for `syslab help` */
   const char *details;  /* more for `syslab NAME --help`, or NULL */
   const slc_Option *options;
+  /* what `syslab NAME ...` runs: argv[0] is the name as typed; returns the
+  ** program's exit status */
+  int (*main)(int argc, char **argv);
+  /* other spellings that run it (`syslab version`, `syslab -h`), which help
+  ** does not list; NULL when fewer */
+  const char *aliases[2];
 } slc_Command;
 
+/* the table (commands.c), which main.c hands to cli.c's lookups and help
+** before anything else: the parsers read it without naming the file that
+** names their entries */
 extern const slc_Command slc_commands[];
+void slc_use(const slc_Command *table);
+/* the row of that name (not an alias: `syslab help version` is the
+** language's version), or NULL */
 const slc_Command *slc_command(const char *name);
+/* the row that `syslab WORD` runs: by name or alias, or NULL */
+const slc_Command *slc_command_to_run(const char *word);
 /* the option of command that arg names (by name or alias), or NULL: parsers
 ** accept nothing else, so what they parse is what the help lists */
 const slc_Option *slc_option(const char *command, const char *arg);

@@ -785,9 +785,12 @@ static int cmd_memory(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------ passes */
 
-/* The pass registry: every pass over a graph, whether it observes or
-** rewrites, and the command that runs it. `passes` lists it; `pass m NAME`
-** runs a pass by name with its defaults. */
+/* The pass registry: every pass over a graph, described once: its name
+** (also the name of the command that runs it), whether it observes or
+** rewrites, what it does, and that command. `passes` lists it; `pass m
+** NAME` runs a pass by name with its defaults, and takes as its choices the
+** names below (pass_names, filled from this table when the domain opens),
+** so help, completion, argument checks and docs/commands.md list them. */
 typedef struct {
   const char *name, *kind, *summary;
   sl_CommandFn run;
@@ -802,14 +805,20 @@ static const Pass pass_table[] = {
   {"lora", "transform", "add low-rank adapters, freeze the rest", cmd_lora},
 };
 
-static const char *const pass_names[] = {"count_nodes", "report", "verify", "remove_dropout", "set_attention", "lora", NULL};
+#define NPASSES (sizeof pass_table / sizeof pass_table[0])
+
+static const char *pass_names[NPASSES + 1];  /* `pass`'s choices; the last stays NULL */
+
+static void graph_open(void) {
+  for (size_t i = 0; i < NPASSES; i++) pass_names[i] = pass_table[i].name;
+}
 
 static int cmd_passes(sl_Call *call, sl_Value *result) {
   slT_Table *t = slT_new();
   slT_add_column(t, "pass");
   slT_add_column(t, "kind");
   slT_add_column(t, "does");
-  for (size_t i = 0; i < sizeof pass_table / sizeof pass_table[0]; i++) {
+  for (size_t i = 0; i < NPASSES; i++) {
     size_t r = slT_add_row(t);
     slT_set(t, r, 0, sl_string(pass_table[i].name));
     slT_set(t, r, 1, sl_string(pass_table[i].kind));
@@ -822,7 +831,7 @@ static int cmd_passes(sl_Call *call, sl_Value *result) {
 /* the pass's own command, called with this call's model and the pass's defaults */
 static int cmd_pass(sl_Call *call, sl_Value *result) {
   const char *name = sl_arg_string(call, "name");
-  for (size_t i = 0; i < sizeof pass_table / sizeof pass_table[0]; i++)
+  for (size_t i = 0; i < NPASSES; i++)
     if (strcmp(pass_table[i].name, name) == 0) return pass_table[i].run(call, result);
   return sl_arg_error(call, "name", "no pass named '%s' (see passes)", name);
 }
@@ -972,4 +981,5 @@ const sl_Domain slM_domain = {
   "Models as compute graphs: data sets (Fashion-MNIST and synthetic), the models built from them (MLPs and transformers), graph capture and metadata, analysis and transform passes, training and evaluation, LoRA adapters. A model is a graph of nodes with shapes, parameters and metadata that passes read and rewrite.",
   slM_commands,
   (const sl_Class *const[]){&slM_dataset_class, &slM_model_class, NULL},
+  graph_open,
 };

@@ -11,6 +11,7 @@
 ** other; a distributed one hands them to remote.c, whose workers run them
 ** through run.c too.
 */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,7 +184,6 @@ static int cmd_objective(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- search */
 
-static const char *const samplers[] = {"auto", "random", "grid", "tpe", "nsga2", NULL};
 static const char *const directions[] = {"minimize", "maximize", NULL};
 static const char *const pruners[] = {"median", "none", NULL};
 
@@ -201,7 +201,28 @@ static int direction_of(sl_Call *call, const char *text, int *maximize) {
   return 0;
 }
 
-/* the study's options from the call; grid lists from the extra keywords */
+/* sampler=NAME, or auto: the sampler for one objective or for several */
+static int choose_sampler(sl_Call *call, slS_Study *st) {
+  const char *name = sl_arg_string(call, "sampler");
+  const slS_Sampler *s = strcmp(name, "auto") == 0 ? slS_sampler_auto(st->nobj) : slS_sampler_find(name);
+  if (!s) return sl_arg_error(call, "sampler", "no sampler is named '%s'", name);
+  slS_sampler_use(st, s);
+  if (!(s->flags & SLS_ONE_OBJECTIVE) || st->nobj == 1) return 0;
+  char why[512];
+  const slS_Sampler *many = slS_sampler_auto(2);
+  size_t used = (size_t)snprintf(why, sizeof why, "%s here optimises one objective; several objectives use %s", s->name,
+                                 many->name);
+  const char *sep = " (or ";
+  for (int i = 0; slS_samplers[i]; i++)
+    if (!(slS_samplers[i]->flags & SLS_ONE_OBJECTIVE) && slS_samplers[i] != many) {
+      used += (size_t)snprintf(why + used, used < sizeof why ? sizeof why - used : 0, "%s%s", sep, slS_samplers[i]->name);
+      sep = ", ";
+    }
+  if (sep[0] == ',') snprintf(why + used, used < sizeof why ? sizeof why - used : 0, ")");
+  return sl_arg_error(call, "sampler", "%s", why);
+}
+
+/* the study's options from the call; the sampler's extra settings (the grid) from the extra keywords */
 static int configure(sl_Call *call, slS_Study *st) {
   sl_Value dirs = sl_arg(call, "directions");
   if (dirs.type == SL_LIST) {
@@ -230,59 +251,36 @@ static int configure(sl_Call *call, slS_Study *st) {
     for (int k = 0; k < st->nobj; k++)
       snprintf(st->objnames[k], SLS_NAME_MAX, st->nobj == 1 ? "value" : "value_%d", k);
   }
-  const char *sampler = sl_arg_string(call, "sampler");
-  st->sampler = strcmp(sampler, "random") == 0 ? SLS_RANDOM : strcmp(sampler, "grid") == 0 ? SLS_GRID
-              : strcmp(sampler, "nsga2") == 0 ? SLS_NSGA2 : strcmp(sampler, "tpe") == 0 ? SLS_TPE
-              : st->nobj > 1 ? SLS_NSGA2 : SLS_TPE;
-  if (st->sampler == SLS_TPE && st->nobj > 1)
-    return sl_arg_error(call, "sampler", "tpe here optimises one objective; several objectives use nsga2 (or random, grid)");
+  if (choose_sampler(call, st) != 0) return -1;
   double seed = sl_arg_number(call, "seed");
   if (!(seed >= 0 && seed <= 4294967295.0) || seed != floor(seed))
     return sl_arg_error(call, "seed", "must be a whole number between 0 and 2^32 - 1 (numpy's RandomState), got %.9g", seed);
   st->seed = (uint32_t)seed;
-  if (positive_int(call, "startup", 0, 1e6, &st->startup) || positive_int(call, "candidates", 1, 1e5, &st->ei_candidates) ||
-      positive_int(call, "population", 2, 1e5, &st->population) ||
-      positive_int(call, "prune_startup", 0, 1e6, &st->prune_startup) ||
+  char err[1024];
+  for (int i = 0; slS_samplers[i]; i++)  /* every sampler's options are checked; the chosen one's are kept */
+    for (const slS_Option *o = slS_samplers[i]->options; o && o->name; o++) {
+      int v = 0;
+      if (positive_int(call, o->name, o->lo, o->hi, &v) != 0) return -1;
+      if (slS_samplers[i] == st->sampler && slS_sampler_option(st, o->name, v, err, sizeof err) != 0)
+        return sl_arg_error(call, o->name, "%s", err);
+    }
+  if (positive_int(call, "prune_startup", 0, 1e6, &st->prune_startup) ||
       positive_int(call, "warmup", 0, 1e9, &st->prune_warmup) || positive_int(call, "interval", 1, 1e9, &st->prune_interval) ||
       positive_int(call, "min_trials", 1, 1e6, &st->prune_min_trials))
     return -1;
   st->pruner = strcmp(sl_arg_string(call, "pruner"), "median") == 0 ? SLS_MEDIAN : SLS_NO_PRUNER;
+  /* name=[values] keywords: the grid's lists, for a sampler that takes them */
   size_t n = sl_call_extra_count(call);
-  if (n > 0 && st->sampler != SLS_GRID)
-    return sl_error(call, "%s=[...] names a grid, which only sampler=grid takes", sl_call_extra_name(call, 0));
-  if (st->sampler == SLS_GRID && n == 0)
-    return sl_error(call, "a grid search needs its grid: name=[values] for every suggested name, e.g. width=[64, 128]");
-  if (n > 0) {
-    st->ngrid = (int)n;
-    st->grid_names = calloc(n, sizeof *st->grid_names);
-    st->grid_values = calloc(n, sizeof *st->grid_values);
-    size_t *order = malloc(n * sizeof *order);
-    for (size_t i = 0; i < n; i++) order[i] = i;
-    for (size_t i = 1; i < n; i++)  /* names sorted, as Optuna sorts them */
-      for (size_t j = i; j > 0 && strcmp(sl_call_extra_name(call, order[j - 1]), sl_call_extra_name(call, order[j])) > 0; j--) {
-        size_t tmp = order[j];
-        order[j] = order[j - 1];
-        order[j - 1] = tmp;
-      }
-    for (size_t i = 0; i < n; i++) {
-      sl_Value v = sl_call_extra_value(call, order[i]);
-      const char *name = sl_call_extra_name(call, order[i]);
-      snprintf(st->grid_names[i], SLS_NAME_MAX, "%s", name);
-      st->grid_values[i] = v;
-      sl_retain(v);
-      if (v.type != SL_LIST || sl_list_len(v) == 0) {
-        free(order);
-        return sl_error(call, "the grid's %s must be a non-empty list of values", name);
-      }
-    }
-    free(order);
-    /* the grid sampler keeps every point's index twice (its order and a scratch list) */
-    double points = 1;
-    for (size_t i = 0; i < n; i++) points *= (double)sl_list_len(st->grid_values[i]);
-    char what[160];
-    snprintf(what, sizeof what, "the grid's %.0f points (x %zu bytes per point)", points, 2 * sizeof(size_t));
-    if (sl_memory_check(call, NULL, points * 2 * (double)sizeof(size_t), what) != 0) return -1;
+  const char **keys = malloc((n + 1) * sizeof *keys);
+  sl_Value *values = malloc((n + 1) * sizeof *values);
+  for (size_t i = 0; i < n; i++) {
+    keys[i] = sl_call_extra_name(call, i);
+    values[i] = sl_call_extra_value(call, i);
   }
+  int rc = slS_sampler_extras(st, n, keys, values, err, sizeof err);
+  free(keys);
+  free(values);
+  if (rc != 0) return sl_error(call, "%s", err);
   return 0;
 }
 
@@ -355,7 +353,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     stopped = rc != 0;
   }
   while (mode == SLS_SERIAL && st->ntrials < trials) {
-    if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) break;
+    if (slS_sampler_done(st)) break;
     if (timeout > 0 && now() - start >= timeout) break;
     if (sl_interrupted()) {
       rc = sl_interrupted_error(call);
@@ -439,21 +437,32 @@ static int cmd_curves(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
-static const sl_Command slS_commands[] = {
+/* search's help after what it says of the samplers (sampler_words) */
+#define SEARCH_HELP                                                                                             \
+  "A trial whose block fails is recorded as failed with its message and the search goes on. With pruner=median, " \
+  "`intermediate` may stop a trial early (pruned). With journal=PATH every finished trial is appended to a "      \
+  "JSON-lines file and synced to disk; running the same search again resumes it. An interrupt keeps the "        \
+  "finished trials in the variable search_partial. See docs/search.md."
+
+/* the domain's paragraph, around the samplers' titles (sampler_words) */
+#define SEARCH_INTRO                                                                                                  \
+  "Studies of trials in the manner of Optuna: a search block runs once per trial, asking for parameters as it goes " \
+  "(define-by-run), and ends with its objective. %s samplers draw from numpy's MT19937 so that the same seed "       \
+  "proposes the same trials as Optuna 4.2; the median pruner stops weak trials early; a journal makes a study "     \
+  "survive a crash."
+
+/* search's help, the sampler= argument and the samplers' options are
+** completed from the samplers' records (sampler_words) */
+static sl_Command slS_commands[] = {
   {"search", "search",
    "Run a study: the block runs once per trial, asks for parameters with suggest and ends with objective.",
-   "Samplers: random, grid (name=[values] for every suggested name), tpe (the default for one objective) and nsga2 "
-   "(the default for several), all drawing from MT19937 as Optuna 4.2 does, so random and grid propose exactly "
-   "Optuna's trials for the same seed. A trial whose block fails is recorded as failed with its message and the "
-   "search goes on. With pruner=median, `intermediate` may stop a trial early (pruned). With journal=PATH every "
-   "finished trial is appended to a JSON-lines file and synced to disk; running the same search again resumes "
-   "it. An interrupt keeps the finished trials in the variable search_partial. See docs/search.md.",
+   NULL,
    "s = search trials=20 sampler=tpe seed=1 direction=maximize {\n  w = suggest \"width\" int 16 256 by=16\n"
    "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n  objective -(lr - 0.01) ** 2 - (w - 128) ** 2 / 1e4\n}\n"
    "plot s.running_best x=trial y=best",
    cmd_search, SL_CMD_EXTRA_KEYWORDS | SL_CMD_LONG,
    {{"trials", SL_ARG_INT, 0, "10", "number of trials (a grid stops when every point is done)"},
-    {"sampler", SL_ARG_ENUM, 0, "auto", "how parameters are chosen (auto: tpe, or nsga2 for several objectives)", samplers},
+    {"sampler", SL_ARG_ENUM, 0, "auto", NULL, NULL},
     {"seed", SL_ARG_INT, 0, "0", "seed of the sampler's MT19937 streams, 0 to 2^32 - 1"},
     {"direction", SL_ARG_ENUM, 0, "minimize", "one objective: minimize or maximize", directions},
     {"directions", SL_ARG_LIST, 0, NULL, "several objectives: a direction for each"},
@@ -464,9 +473,6 @@ static const sl_Command slS_commands[] = {
     {"warmup", SL_ARG_INT, 0, "0", "median pruner: steps before a trial can be pruned"},
     {"interval", SL_ARG_INT, 0, "1", "median pruner: steps between checks"},
     {"min_trials", SL_ARG_INT, 0, "1", "median pruner: trials that reported the step, at least"},
-    {"startup", SL_ARG_INT, 0, "10", "tpe: random trials before the model is used"},
-    {"candidates", SL_ARG_INT, 0, "24", "tpe: candidates drawn per suggestion"},
-    {"population", SL_ARG_INT, 0, "50", "nsga2: population size"},
     {"journal", SL_ARG_STRING, 0, NULL, "append finished trials to this JSON-lines file; resume from it"},
     {"workers", SL_ARG_INT, 0, "0", "start this many worker processes (MPI) to run trials in parallel; 0: none, or mpirun's ranks"},
     {"body", SL_ARG_BLOCK, SL_REQUIRED, NULL, "the trial: suggest, train, evaluate, objective"},
@@ -511,12 +517,108 @@ static const sl_Command slS_commands[] = {
   {NULL},
 };
 
-/* the graph's training loops reach the processes of a data-parallel call through ddp.c */
-static void search_open(void) { slS_ddp_open(); }
+/* ------------------------------------------------- words about samplers */
+
+/* Where search's words name samplers they are made from the records
+** (slS_samplers) when the domain opens: the domain's paragraph, search's
+** help, the choices and help of sampler=, and the options of each sampler,
+** which go before journal=. So help, completion, argument checks and
+** docs/commands.md list the samplers the table holds. */
+
+static char search_intro[1024], search_help[2048], sampler_help[256];
+static const char *sampler_choices[SLS_MAX_SAMPLERS + 2] = {"auto"};
+static char option_help[SL_MAX_ARGS][160];
+
+/* a mistake in the source that every run finds at its start */
+static void outgrown(const char *what) {
+  fprintf(stderr, "syslab: %s\n", what);
+  abort();
+}
+
+static void add(char *out, size_t size, const char *text) {
+  size_t used = strlen(out);
+  snprintf(out + used, used < size ? size - used : 0, "%s", text);
+}
+
+/* the samplers with all of `flags`, "a, b and c", by name or by title */
+static void names_with(unsigned flags, int titles, char *out, size_t size) {
+  int n = 0, k = 0;
+  for (int i = 0; slS_samplers[i]; i++) n += (slS_samplers[i]->flags & flags) == flags;
+  for (int i = 0; slS_samplers[i]; i++) {
+    if ((slS_samplers[i]->flags & flags) != flags) continue;
+    add(out, size, k == 0 ? "" : k == n - 1 ? " and " : ", ");
+    add(out, size, titles ? slS_samplers[i]->title : slS_samplers[i]->name);
+    k++;
+  }
+}
+
+/* "random, grid (name=[values] for every suggested name), tpe (the default
+** for one objective) and nsga2 (the default for several)" */
+static void sampler_list(char *out, size_t size) {
+  int n = 0;
+  while (slS_samplers[n]) n++;
+  for (int i = 0; i < n; i++) {
+    const slS_Sampler *s = slS_samplers[i];
+    const char *notes[3];
+    int k = 0;
+    if (s->help) notes[k++] = s->help;
+    if (s->flags & SLS_AUTO_ONE) notes[k++] = "the default for one objective";
+    if (s->flags & SLS_AUTO_MANY) notes[k++] = "the default for several";
+    add(out, size, i == 0 ? "" : i == n - 1 ? " and " : ", ");
+    add(out, size, s->name);
+    for (int j = 0; j < k; j++) {
+      add(out, size, j ? "; " : " (");
+      add(out, size, notes[j]);
+    }
+    if (k) add(out, size, ")");
+  }
+}
+
+/* each sampler's options go into search's arguments before journal= */
+static void add_options(sl_Command *search) {
+  int nargs = 0, at = -1, k = 0;
+  for (; search->args[nargs].name; nargs++)
+    if (strcmp(search->args[nargs].name, "journal") == 0) at = nargs;
+  for (int i = 0; slS_samplers[i]; i++)
+    for (const slS_Option *o = slS_samplers[i]->options; o && o->name; o++, k++) {
+      if (nargs + 1 >= SL_MAX_ARGS || at < 0) outgrown("the samplers' options do not fit search's arguments");
+      snprintf(option_help[k], sizeof option_help[k], "%s: %s", slS_samplers[i]->name, o->help);
+      memmove(&search->args[at + k + 1], &search->args[at + k], (size_t)(nargs - at - k + 1) * sizeof *search->args);
+      search->args[at + k] = (sl_Arg){o->name, SL_ARG_INT, 0, o->defval, option_help[k], NULL, NULL};
+      nargs++;
+    }
+}
+
+static void sampler_words(sl_Command *search) {
+  char list[1024] = "", exact[256] = "", titles[256] = "";
+  sampler_list(list, sizeof list);
+  names_with(SLS_EXACT, 0, exact, sizeof exact);
+  snprintf(search_help, sizeof search_help,
+           "Samplers: %s, all drawing from MT19937 as Optuna 4.2 does, so %s propose exactly Optuna's trials for the "
+           "same seed. " SEARCH_HELP, list, exact);
+  search->help = search_help;
+  names_with(0, 1, titles, sizeof titles);
+  titles[0] = (char)toupper((unsigned char)titles[0]);
+  snprintf(search_intro, sizeof search_intro, SEARCH_INTRO, titles);
+  snprintf(sampler_help, sizeof sampler_help, "how parameters are chosen (auto: %s, or %s for several objectives)",
+           slS_sampler_auto(1)->name, slS_sampler_auto(2)->name);
+  for (int i = 0; slS_samplers[i]; i++) {
+    if (i >= SLS_MAX_SAMPLERS) outgrown("more samplers than SLS_MAX_SAMPLERS");
+    sampler_choices[i + 1] = slS_samplers[i]->name;
+  }
+  for (sl_Arg *a = search->args; a->name; a++)
+    if (strcmp(a->name, "sampler") == 0) a->help = sampler_help, a->choices = sampler_choices;
+  add_options(search);
+}
+
+static void search_open(void) {
+  sampler_words(&slS_commands[0]);
+  slS_ddp_open();  /* the graph's training loops reach the processes of a data-parallel call through ddp.c */
+}
 
 const sl_Domain slS_domain = {
   "Search",
-  "Studies of trials in the manner of Optuna: a search block runs once per trial, asking for parameters as it goes (define-by-run), and ends with its objective. Random, grid, TPE and NSGA-II samplers draw from numpy's MT19937 so that the same seed proposes the same trials as Optuna 4.2; the median pruner stops weak trials early; a journal makes a study survive a crash.",
+  search_intro,
   slS_commands,
   .open = search_open,
 };

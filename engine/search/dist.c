@@ -240,6 +240,14 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+double slS_now(void) { return now(); }
+
+static int farms;   /* farms this process has numbered */
+
+int slS_farm_next(void) { return ++farms; }
+
+int slS_farm_count(void) { return farms; }
+
 /* Backs off from 20 us to 1 ms while nothing arrives: answers stay fast
 ** when busy, and an idle wait costs little CPU. */
 static void idle(long *us) {

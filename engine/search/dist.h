@@ -21,6 +21,10 @@
 **
 ** Defaults: timeout 30 s, beat every timeout / 10; SYSLAB_MPI_TIMEOUT
 ** (seconds) changes them, tests use a few seconds.
+**
+** The files: dist.c (the process, the module, the farm), job.c (the job
+** as the drivers see it, their farm, and the workers a call starts),
+** remote.c (searches spread over processes), ddp.c (data-parallel groups).
 */
 #ifndef SYSLAB_SEARCH_DIST_H
 #define SYSLAB_SEARCH_DIST_H
@@ -45,6 +49,8 @@ const slD_Transport *slS_transport(char *err, size_t errlen);
 slD_Group *slS_world(char *err, size_t errlen);
 /* seconds of silence after which a peer counts as dead */
 double slS_timeout(void);
+/* seconds on the monotonic clock, for deadlines and progress */
+double slS_now(void);
 /* whether `workers` processes can be started from this one (workers=N):
 ** no more than the slots MPI places them on (this machine's CPUs, or the
 ** allocation's or the hostfile's slots) unless oversubscription was asked
@@ -55,11 +61,11 @@ int slS_worker_limit(int workers, char *err, size_t errlen);
 /* Starts n workers (`syslab worker`) for a call and sends them its source
 ** and every variable it reads, after checking that each can travel: the
 ** workers run the same call. The group of this process (rank 0) and them,
-** or NULL with err. (remote.c) */
+** or NULL with err. (job.c, with the worker's side, sl_worker_main) */
 slD_Group *slS_spawn_call(sl_Call *call, int n, char *err, size_t errlen);
 /* in a worker a notebook started: the group of its coordinator; else NULL */
 slD_Group *slS_spawned(void);
-/* whether a distributed search runs in this process (a trial's call runs where the trial runs) */
+/* whether a distributed search runs in this process (a trial's call runs where the trial runs; remote.c) */
 int slS_in_search(void);
 
 /* a beating thread's pause: waits on wake (lock held) for at most `seconds` */
@@ -87,6 +93,14 @@ typedef struct slS_FarmSource {
   /* optional: the payload every worker receives at the end (rc: 0, or -1) */
   void (*final)(void *ud, int rc, slU_Text *out);
 } slS_FarmSource;
+
+/* The number of a new farm: 1, 2, ... in the order this process starts or
+** joins them, which is the same order on every rank of an mpirun job (each
+** runs the same script). A worker a notebook started, and its coordinator,
+** share a group of their own and number their one farm 1 without asking. */
+int slS_farm_next(void);
+/* the farms numbered so far (0: this process never ran one over mpirun's ranks) */
+int slS_farm_count(void);
 
 typedef struct slS_FarmStats {
   long tasks, requeued;

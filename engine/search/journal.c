@@ -84,10 +84,27 @@ static sl_Value json_value(const json_t *j) {
 
 /* --------------------------------------------------------------- header */
 
+/* the sampler's part, under its name: its options, then what its header
+** hook gives (the grid's lists); none for a sampler without either */
+static void sampler_header(json_t *h, const slS_Study *st) {
+  const slS_Sampler *s = st->sampler;
+  if (!(s->options && s->options[0].name) && !s->header) return;
+  json_t *part = json_object();
+  for (const slS_Option *o = s->options; o && o->name; o++)
+    json_object_set_new(part, o->name, json_integer(slS_sampler_option_value(st, o)));
+  if (s->header) {
+    sl_Value r = s->header(st);
+    for (size_t i = 0; i < sl_record_len(r); i++)
+      json_object_set_new(part, sl_record_key(r, i), value_json(sl_record_value(r, i)));
+    sl_release(r);
+  }
+  json_object_set_new(h, s->name, part);
+}
+
 static json_t *header(const slS_Study *st) {
   json_t *h = json_object(), *dirs = json_array(), *names = json_array();
   json_object_set_new(h, "syslab_study", json_integer(1));
-  json_object_set_new(h, "sampler", json_string(slS_sampler_name(st->sampler)));
+  json_object_set_new(h, "sampler", json_string(st->sampler->name));
   json_object_set_new(h, "seed", json_integer(st->seed));
   for (int k = 0; k < st->nobj; k++) {
     json_array_append_new(dirs, json_string(st->maximize[k] ? "maximize" : "minimize"));
@@ -100,14 +117,7 @@ static json_t *header(const slS_Study *st) {
     json_object_set_new(h, "pruner_settings", json_pack("{s:i, s:i, s:i, s:i}", "startup", st->prune_startup, "warmup",
                                                         st->prune_warmup, "interval", st->prune_interval, "min_trials",
                                                         st->prune_min_trials));
-  if (st->sampler == SLS_TPE)
-    json_object_set_new(h, "tpe", json_pack("{s:i, s:i}", "startup", st->startup, "candidates", st->ei_candidates));
-  if (st->sampler == SLS_NSGA2) json_object_set_new(h, "nsga2", json_pack("{s:i}", "population", st->population));
-  if (st->sampler == SLS_GRID) {
-    json_t *g = json_object();
-    for (int i = 0; i < st->ngrid; i++) json_object_set_new(g, st->grid_names[i], value_json(st->grid_values[i]));
-    json_object_set_new(h, "grid", g);
-  }
+  sampler_header(h, st);
   return h;
 }
 
@@ -375,7 +385,7 @@ static int params_from(const Where *w, slS_Study *st, slS_Trial *t, const json_t
     double v;
     snprintf(f, sizeof f, "params[%zu].internal", i);
     if (number_field(w, f, ij, &v) != 0) return -1;
-    if (st->sampler == SLS_GRID) {  /* the grid's value at the trial's point */
+    if (st->sampler->points) {  /* the grid's value at the trial's point */
       double want;
       if (slS_sample(st, t, k, &want, err, sizeof err) != 0) return bad(w, f, "%s", err);
       if (!same_number(v, want)) {
@@ -472,9 +482,10 @@ static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
     return missing_or(w, "state", sj, "the state of a finished trial (complete, pruned or failed)");
   const json_t *gj = json_object_get(o, "grid_id");
   json_int_t grid_id;
-  if (st->sampler == SLS_GRID) {
-    snprintf(s, sizeof s, "a grid point, 0 to %zu", st->grid_size ? st->grid_size - 1 : 0);
-    if (whole_field(w, "grid_id", gj, 0, (json_int_t)st->grid_size - 1, s, &grid_id) != 0) return -1;
+  if (st->sampler->points) {  /* a trial is a point of the grid */
+    size_t points = st->sampler->points(st);
+    snprintf(s, sizeof s, "a grid point, 0 to %zu", points ? points - 1 : 0);
+    if (whole_field(w, "grid_id", gj, 0, (json_int_t)points - 1, s, &grid_id) != 0) return -1;
     t->grid_id = (long)grid_id;
   } else if (gj) {
     return bad(w, "grid_id", "only a grid search's trials have a grid point");
@@ -534,7 +545,7 @@ static double trial_draws_max(const slS_Study *st) {
   for (int p = 0; p < st->nspace; p++) {
     const slS_Dist *d = &st->space[p].dist;
     per += 2.0 * (d->kind == SLS_CATEGORICAL ? d->nchoices : 1) + 4;
-    if (st->sampler == SLS_TPE) per += 4.0 * st->ei_candidates;
+    if (st->sampler->extra_draws) per += st->sampler->extra_draws(st);
   }
   return 1024 + 64 * per;
 }

@@ -28,10 +28,24 @@
 ** then by distance, reversed). So the same seed gives Optuna's trials.
 */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search.h"
+
+/* Optuna's defaults, which search does not change; the mutation
+** probability is 1 / (the parameters of the relative space) */
+#define CROSSOVER_PROB 0.9
+#define SWAPPING_PROB 0.5
+
+typedef struct {
+  int population;
+  int child_for;            /* the trial the child below was made for */
+  int nchild;
+  int *child_param;         /* its parameters (in the space) and values */
+  double *child_value;
+} Nsga2;
 
 /* values in minimisation form */
 static void loss(const slS_Study *st, const slS_Trial *t, double *v) {
@@ -120,7 +134,7 @@ static int elite(const slS_Study *st, int *pool, int n, int keep) {
 
 /* the parents of the generation trial `number` belongs to; returns their count (0: first generation) */
 static int parents_of(const slS_Study *st, int number, int *parents) {
-  int np_ = 0, P = st->population;
+  int np_ = 0, P = ((const Nsga2 *)st->state)->population;
   int *gen = malloc(((size_t)st->ntrials + (size_t)P) * sizeof *gen + 1), ng = 0, complete = 0;
   for (int i = 0; i < number && i < st->ntrials; i++) {
     const slS_Trial *t = &st->trials[i];
@@ -204,9 +218,10 @@ static int contains(const slS_Dist *d, double v) {
 }
 
 static void make_child(slS_Study *st, int number) {
-  st->child_for = number;
-  st->nchild = 0;
-  int *parents = malloc(((size_t)st->ntrials + 1) * sizeof *parents + (size_t)st->population * sizeof *parents);
+  Nsga2 *nsga = st->state;
+  nsga->child_for = number;
+  nsga->nchild = 0;
+  int *parents = malloc(((size_t)st->ntrials + 1) * sizeof *parents + (size_t)nsga->population * sizeof *parents);
   int n = parents_of(st, number, parents);
   int *space = malloc(((size_t)st->nspace + 1) * sizeof *space), ns = relative_space(st, space);
   if (n == 0 || ns == 0) {
@@ -214,16 +229,16 @@ static void make_child(slS_Study *st, int number) {
     free(space);
     return;
   }
-  free(st->child_param);
-  free(st->child_value);
-  st->child_param = malloc((size_t)ns * sizeof *st->child_param);
-  st->child_value = malloc((size_t)ns * sizeof *st->child_value);
+  free(nsga->child_param);
+  free(nsga->child_value);
+  nsga->child_param = malloc((size_t)ns * sizeof *nsga->child_param);
+  nsga->child_value = malloc((size_t)ns * sizeof *nsga->child_value);
   /* categorical parameters first, then numerical, as the child's dict is built */
   int *order = malloc((size_t)ns * sizeof *order), no = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < ns; i++)
       if ((st->space[space[i]].dist.kind == SLS_CATEGORICAL) == (pass == 0)) order[no++] = space[i];
-  if (slM_mt_double(&st->rng) < st->crossover_prob) {
+  if (slM_mt_double(&st->rng) < CROSSOVER_PROB) {
     int *rest = malloc((size_t)n * sizeof *rest);
     for (int ok = 0; !ok;) {  /* again while the child leaves the space */
       int p0 = tournament(st, parents, n), m = 0;
@@ -234,38 +249,66 @@ static void make_child(slS_Study *st, int number) {
       for (int i = 0; i < no; i++) {  /* one uniform per categorical, then per numerical */
         const slS_Dist *d = &st->space[order[i]].dist;
         double v;
-        slS_trial_param(&st->trials[slM_mt_double(&st->rng) >= st->swapping_prob ? p1 : p0], order[i], &v);
+        slS_trial_param(&st->trials[slM_mt_double(&st->rng) >= SWAPPING_PROB ? p1 : p0], order[i], &v);
         v = round_trip(d, v);
         ok &= contains(d, v);
-        st->child_param[i] = order[i];
-        st->child_value[i] = v;
+        nsga->child_param[i] = order[i];
+        nsga->child_value[i] = v;
       }
     }
     free(rest);
   } else {
     int parent = parents[slM_mt_interval(&st->rng, (uint32_t)(n - 1))];
     for (int i = 0; i < ns; i++) {  /* the parent's own values, by name */
-      st->child_param[i] = space[i];
-      slS_trial_param(&st->trials[parent], space[i], &st->child_value[i]);
+      nsga->child_param[i] = space[i];
+      slS_trial_param(&st->trials[parent], space[i], &nsga->child_value[i]);
     }
   }
-  st->nchild = ns;
-  double mutation = st->mutation_prob >= 0 ? st->mutation_prob : 1.0 / fmax(1.0, ns);
+  nsga->nchild = ns;
+  double mutation = 1.0 / fmax(1.0, ns);
   int kept = 0;
-  for (int i = 0; i < st->nchild; i++)
+  for (int i = 0; i < nsga->nchild; i++)
     if (slM_mt_double(&st->rng) >= mutation) {
-      st->child_param[kept] = st->child_param[i];
-      st->child_value[kept++] = st->child_value[i];
+      nsga->child_param[kept] = nsga->child_param[i];
+      nsga->child_value[kept++] = nsga->child_value[i];
     }
-  st->nchild = kept;
+  nsga->nchild = kept;
   free(order);
   free(space);
   free(parents);
 }
 
-double slS_nsga2_sample(slS_Study *st, slS_Trial *t, int p) {
-  if (st->child_for != t->number) make_child(st, t->number);
-  for (int i = 0; i < st->nchild; i++)
-    if (st->child_param[i] == p) return st->child_value[i];
-  return slS_random_draw(&st->rng2, &st->space[p].dist);  /* first generation, mutated, or new */
+/* ----------------------------------------------------------- the sampler */
+
+static int nsga2_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen) {
+  Nsga2 *nsga = st->state;
+  if (nsga->child_for != t->number) make_child(st, t->number);
+  for (int i = 0; i < nsga->nchild; i++)
+    if (nsga->child_param[i] == p) return *internal = nsga->child_value[i], 0;
+  *internal = slS_random_draw(&st->rng2, &st->space[p].dist);  /* first generation, mutated, or new */
+  return 0;
 }
+
+static void nsga2_init(slS_Study *st) { ((Nsga2 *)st->state)->child_for = -1; }
+
+static void nsga2_free(void *state) {
+  Nsga2 *nsga = state;
+  free(nsga->child_param);
+  free(nsga->child_value);
+}
+
+static const slS_Option nsga2_options[] = {
+  {"population", "50", 2, 1e5, "population size", offsetof(Nsga2, population)},
+  {NULL},
+};
+
+const slS_Sampler slS_nsga2_sampler = {
+  .name = "nsga2",
+  .title = "NSGA-II",
+  .flags = SLS_LEARNS | SLS_AUTO_MANY,
+  .options = nsga2_options,
+  .size = sizeof(Nsga2),
+  .init = nsga2_init,
+  .sample = nsga2_sample,
+  .free = nsga2_free,
+};

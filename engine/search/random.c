@@ -10,8 +10,9 @@
 ** arithmetic is written in the same order as Optuna's so the binary64
 ** results agree bit for bit.
 **
-** A file of its own, below every sampler: samplers.c dispatches to
-** tpe.c and nsga2.c, which draw from here too.
+** The random sampler's record is here too: one draw per parameter from the
+** study's first stream. TPE's start-up trials and NSGA-II's first
+** generation and mutations draw the same way from the second.
 */
 #include <math.h>
 
@@ -50,3 +51,10 @@ double slS_random_draw(slM_Mt *rng, const slS_Dist *d) {
   if (d->step > 0) return clampd(rint((u - d->low) / d->step) * d->step + d->low, d->low, d->high);
   return fmin(u, nextafter(d->high, -INFINITY));
 }
+
+static int random_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen) {
+  *internal = slS_random_draw(&st->rng, &st->space[p].dist);
+  return 0;
+}
+
+const slS_Sampler slS_random_sampler = {.name = "random", .title = "random", .flags = SLS_EXACT, .sample = random_sample};

@@ -28,35 +28,21 @@
 **
 ** Workers started from a notebook (workers=N) do not have the notebook's
 ** variables: the coordinator ships the search call's source and every
-** variable it reads (lang/codec.c: numbers, strings, lists, tables, data
-** sets by their definition, models with their weights), after checking that
-** each can be shipped, before any trial starts. The worker runs that call,
-** and its search becomes the worker side of this file.
+** variable it reads (job.c, through lang/codec.c: numbers, strings, lists,
+** tables, data sets by their definition, models with their weights), after
+** checking that each can be shipped, before any trial starts. The worker
+** runs that call, and its search becomes the worker side of this file.
 */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "dist.h"
 #include "lang/eval.h"
 #include "search.h"
 
-#define TAG_CONTEXT 40   /* coordinator -> spawned worker: the call and its variables */
-
 static int busy;              /* a distributed search runs in this process */
-static int farms;             /* distributed searches so far: the farm number */
-static slD_Group *spawned;    /* this process is a worker started by a notebook */
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------------ encodings */
 
@@ -151,7 +137,7 @@ static int get_trial(slU_Reader *r, slS_Trial *t, int with_params) {
 int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
   int workers = (int)sl_arg_number(call, "workers");
   if (busy) return SLS_SERIAL;  /* a search inside a trial runs where the trial runs */
-  if (spawned) return SLS_WORKER;
+  if (slS_spawned()) return SLS_WORKER;
   if (slS_env_size() > 1) {
     slD_Group *g = slS_world(err, errlen);
     if (!g) return -1;
@@ -163,6 +149,8 @@ int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
   if (!slS_transport(err, errlen)) return -1;
   return SLS_COORDINATOR;
 }
+
+int slS_in_search(void) { return busy; }
 
 /* ---------------------------------------------------------- coordinator */
 
@@ -179,18 +167,18 @@ typedef struct {
   char err[1024];
 } Coord;
 
-static int learns(const slS_Study *st) { return st->sampler == SLS_TPE || st->sampler == SLS_NSGA2; }
+static int learns(const slS_Study *st) { return (st->sampler->flags & SLS_LEARNS) != 0; }
 
 static int next_trial(void *ud, long *id, slU_Text *task) {
   Coord *c = ud;
   slS_Study *st = c->st;
   int k = st->ntrials;
   if (k >= c->trials || c->err[0]) return -1;
-  if (st->sampler == SLS_GRID && slS_grid_exhausted(st)) return -1;
-  if (c->deadline > 0 && now() >= c->deadline) return -1;
+  if (slS_sampler_done(st)) return -1;
+  if (c->deadline > 0 && slS_now() >= c->deadline) return -1;
   /* The first trial runs alone: it builds the space, and its draws come
   ** first in the stream. A grid draws nothing: its points are the trial's. */
-  if (c->finished == 0 && k > 0 && st->sampler != SLS_GRID) return 0;
+  if (c->finished == 0 && k > 0 && !st->sampler->points) return 0;
   /* TPE and NSGA-II see trials 0..seen-1, finished, and nothing later */
   int seen = learns(st) ? k - c->workers + 1 : k;
   if (seen < 0) seen = 0;
@@ -257,7 +245,7 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
     char v[32] = "-", detail[160];
     if (b) sl_format_number(b->values[0], v, sizeof v);
     snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->planned, v,
-             now() - c->start, c->workers);
+             slS_now() - c->start, c->workers);
     sl_progress_update(c->bar, c->committed, detail);
   }
   return 0;
@@ -332,8 +320,6 @@ static void final_study(void *ud, int rc, slU_Text *out) {
   slU_put_f64(out, st->seconds);
 }
 
-static int send_context(sl_Call *call, const slD_Transport *t, slD_Group *g, char *err, size_t errlen);
-
 int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeout, sl_Progress *bar) {
   char err[1024];
   const slD_Transport *t = slS_transport(err, sizeof err);
@@ -342,7 +328,7 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
   int farm, own = 0;
   if (slS_env_size() > 1) {
     g = slS_world(err, sizeof err);
-    farm = ++farms;
+    farm = slS_farm_next();
   } else {
     g = slS_spawn_call(call, (int)sl_arg_number(call, "workers"), err, sizeof err);
     if (!g) return sl_error(call, "%s", err);
@@ -350,8 +336,8 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     farm = 1;
   }
   if (!g) return sl_error(call, "%s", err);
-  Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials), timeout > 0 ? now() + timeout : 0,
-             st->ntrials, 0, bar, now(), ""};
+  Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials),
+             timeout > 0 ? slS_now() + timeout : 0, st->ntrials, 0, bar, slS_now(), ""};
   c.finished = st->ntrials;  /* resumed trials count as finished: the space is known */
   slS_FarmSource src = {&c, next_trial, trial_done, worker_lost, answer, final_study};
   slS_FarmStats stats;
@@ -481,14 +467,14 @@ static int take_final(slS_Study *st, const char *data, size_t n) {
 
 int slS_search_work(sl_Call *call, slS_Study *st) {
   char err[1024];
-  slD_Group *g = spawned ? spawned : slS_world(err, sizeof err);
+  slD_Group *g = slS_spawned() ? slS_spawned() : slS_world(err, sizeof err);
   if (!g) return sl_error(call, "%s", err);
   Work w = {call, st, -1, 0, NULL, NULL};
   work = &w;
   busy = 1;
   char *final;
   size_t n;
-  int rc = slS_farm_work(g, spawned ? 1 : ++farms, run_task, &w, &final, &n, err, sizeof err);
+  int rc = slS_farm_work(g, slS_spawned() ? 1 : slS_farm_next(), run_task, &w, &final, &n, err, sizeof err);
   busy = 0;
   work = NULL;
   free(w.names);
@@ -499,181 +485,4 @@ int slS_search_work(sl_Call *call, slS_Study *st) {
   }
   free(final);
   return rc == 0 ? 0 : sl_error(call, "%s", err);
-}
-
-/* ------------------------------------------------------ spawned workers */
-
-static int send_context(sl_Call *call, const slD_Transport *t, slD_Group *g, char *err, size_t errlen);
-
-slD_Group *slS_spawn_call(sl_Call *call, int n, char *err, size_t errlen) {
-  const slD_Transport *t = slS_transport(err, errlen);
-  if (!t) return NULL;
-  char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len <= 0) return snprintf(err, errlen, "cannot find this program to start workers"), NULL;
-  exe[len] = '\0';
-  char *argv[] = {exe, "worker", NULL};
-  /* what the call reads must travel: check it all before starting anything */
-  slU_Text probe = {0};
-  sl_Value names = slV_call_names(call);
-  for (size_t i = 0; i < sl_list_len(names); i++) {
-    const char *name = sl_str(sl_list_get(names, i));
-    sl_Value v = sl_getvar(call, name);
-    char why[1024];
-    if (v.type != SL_NIL && sl_encode(v, &probe, why, sizeof why) != 0) {
-      free(probe.s);
-      sl_release(names);
-      snprintf(err, errlen, "the variable '%s' cannot be shipped to the workers: %s", name, why);
-      return NULL;
-    }
-  }
-  free(probe.s);
-  sl_release(names);
-  slD_Group *g = t->spawn(argv, n, slS_timeout() + 0.5 * n, err, errlen);
-  if (g && send_context(call, t, g, err, errlen) != 0) {
-    t->abandon(g);
-    return NULL;
-  }
-  return g;
-}
-
-slD_Group *slS_spawned(void) { return spawned; }
-
-int slS_in_search(void) { return busy; }
-
-/* the call's source and the variables it reads, to every worker */
-static int send_context(sl_Call *call, const slD_Transport *t, slD_Group *g, char *err, size_t errlen) {
-  sl_Value ctx = sl_list_new(), vars = sl_record_new(), names = slV_call_names(call);
-  char *code = slV_call_source(call);
-  for (size_t i = 0; i < sl_list_len(names); i++) {
-    const char *name = sl_str(sl_list_get(names, i));
-    sl_Value v = sl_getvar(call, name);
-    if (v.type != SL_NIL) sl_retain(v), sl_record_set(vars, name, v);
-  }
-  sl_list_push(ctx, sl_string(code));
-  sl_list_push(ctx, vars);
-  slU_Text bytes = {0};
-  int rc = sl_encode(ctx, &bytes, err, errlen);
-  for (int r = 1; rc == 0 && r < t->size(g); r++)
-    if (t->send(g, r, TAG_CONTEXT, bytes.s, bytes.n, slS_timeout()) != 0) {
-      snprintf(err, errlen, "worker %d did not take the search's variables within %.0f s", r, slS_timeout());
-      rc = -1;
-    }
-  free(bytes.s);
-  free(code);
-  sl_release(names);
-  sl_release(ctx);
-  return rc;
-}
-
-static void discard_write(void *ud, sl_Stream s, const char *text, size_t len) {}
-static void discard_display(void *ud, const sl_Bundle *b, const char *id, int update) {}
-
-int sl_worker_main(void) {
-  /* the runtime's daemon started this process: it ends with the daemon */
-  pid_t parent = getppid();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) return 1;
-  char err[1024];
-  const slD_Transport *t = slS_transport(err, sizeof err);
-  slD_Group *g = t ? t->parent(err, sizeof err) : NULL;
-  if (!g) {
-    fprintf(stderr, "syslab worker: %s\n", err);
-    return 1;
-  }
-  void *data = NULL;
-  size_t n = 0;
-  double deadline = now() + slS_timeout();
-  while (!t->poll(g, 0, TAG_CONTEXT, NULL, NULL, &data, &n)) {
-    if (now() > deadline) {
-      fprintf(stderr, "syslab worker: the coordinator sent no search within %.0f s\n", slS_timeout());
-      return 1;
-    }
-    usleep(1000);
-  }
-  sl_Value ctx;
-  int rc = sl_decode(data, n, &ctx, err, sizeof err);
-  free(data);
-  if (rc != 0) {
-    fprintf(stderr, "syslab worker: %s\n", err);
-    return 1;
-  }
-  sl_State *S = sl_new();
-  sl_Value vars = sl_list_get(ctx, 1);
-  for (size_t i = 0; i < sl_record_len(vars); i++) {
-    sl_Value v = sl_record_value(vars, i);
-    sl_retain(v);
-    sl_record_set(S->vars, sl_record_key(vars, i), v);
-  }
-  spawned = g;
-  sl_Host host = {NULL, discard_write, discard_display, NULL, NULL, NULL};
-  sl_Value result;
-  sl_Error e;
-  rc = sl_execute(S, sl_str(sl_list_get(ctx, 0)), &host, &result, &e);
-  if (rc == 0) sl_release(result);
-  else fprintf(stderr, "syslab worker: %s\n", e.evalue ? e.evalue : e.ename), sl_error_free(&e);
-  spawned = NULL;
-  sl_release(ctx);
-  sl_free(S);
-  if (rc == 0) t->close(g);
-  else t->abandon(g);   /* a peer may have died: a disconnect would wait for it */
-  t->finalize(slS_timeout(), rc == 0 ? 0 : 1);
-  return rc == 0 ? 0 : 1;
-}
-
-void sl_job_end(int status) {
-  char err[256];
-  if (farms > 0 || slS_env_size() > 1) {
-    const slD_Transport *t = slS_transport(err, sizeof err);
-    if (t) t->finalize(slS_timeout(), status);
-  }
-}
-
-int sl_job_rank(void) { return slS_env_rank(); }
-
-int sl_job_size(void) { return slS_env_size(); }
-
-/* ------------------------------------------------- a farm for the drivers */
-
-typedef struct {
-  size_t n, next;
-  char *const *tasks;
-  const size_t *lens;
-  sl_TaskDone done;
-  void *ud;
-} Plain;
-
-static int plain_next(void *ud, long *id, slU_Text *task) {
-  Plain *p = ud;
-  if (p->next >= p->n) return -1;
-  *id = (long)p->next;
-  slU_add_len(task, p->tasks[p->next], p->lens[p->next]);
-  p->next++;
-  return 1;
-}
-
-static int plain_done(void *ud, long id, const char *result, size_t n, char *err, size_t errlen) {
-  Plain *p = ud;
-  p->done(p->ud, id, result, n);
-  return 0;
-}
-
-int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
-                char *err, size_t errlen) {
-  slD_Group *g = slS_world(err, errlen);
-  if (!g) {
-    if (!err[0]) snprintf(err, errlen, "this is not an mpirun job");
-    return -1;
-  }
-  int farm = ++farms;
-  if (slS_transport(err, errlen)->rank(g) != 0) {
-    char *final;
-    size_t fn;
-    int rc = slS_farm_work(g, farm, run, ud, &final, &fn, err, errlen);
-    free(final);
-    return rc == 0 ? 1 : -1;
-  }
-  Plain p = {n, 0, tasks, lens, done, ud};
-  slS_FarmSource src = {&p, plain_next, plain_done, NULL, NULL, NULL};
-  return slS_farm_coordinate(g, farm, &src, NULL, err, errlen);
 }

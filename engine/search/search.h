@@ -58,8 +58,9 @@ typedef struct slS_Trial {
   uint64_t draws[2];        /* sampler streams' positions after the trial (journal) */
 } slS_Trial;
 
-enum { SLS_RANDOM, SLS_GRID, SLS_TPE, SLS_NSGA2 };
 enum { SLS_NO_PRUNER, SLS_MEDIAN };
+
+typedef struct slS_Sampler slS_Sampler;
 
 typedef struct slS_Study {
   int nobj;
@@ -70,28 +71,11 @@ typedef struct slS_Study {
   slS_Trial *trials;
   int ntrials, captrials;
   /* sampler */
-  int sampler;
+  const slS_Sampler *sampler;
+  void *state;              /* the sampler's own, which only its file reads */
   uint32_t seed;
   slM_Mt rng;               /* the sampler's RandomState(seed) */
   slM_Mt rng2;              /* TPE and NSGA-II: their inner RandomSampler(seed) */
-  int startup;              /* TPE: n_startup_trials */
-  int ei_candidates;        /* TPE: n_ei_candidates */
-  int population;           /* NSGA-II */
-  double mutation_prob;     /* NSGA-II: < 0 means 1 / number of parameters */
-  double crossover_prob, swapping_prob;
-  /* grid: names sorted, their value lists, and the shuffled order of points */
-  int ngrid;
-  char (*grid_names)[SLS_NAME_MAX];
-  sl_Value *grid_values;    /* lists (owned) */
-  size_t grid_size;
-  size_t *grid_order;
-  /* TPE: the good group (1 per trial) of the split made for trial tpe_below_for */
-  unsigned char *tpe_below;
-  int tpe_below_for;
-  /* NSGA-II: the child proposed for trial child_for (parameters in the space) */
-  int child_for, nchild;
-  int *child_param;
-  double *child_value;
   /* pruner */
   int pruner;
   int prune_startup, prune_warmup, prune_interval, prune_min_trials;
@@ -131,7 +115,6 @@ const slS_Trial *slS_best(const slS_Study *st);
 /* a dominates b (COMPLETE trials, all objectives) */
 int slS_dominates(const slS_Study *st, const double *a, const double *b);
 const char *slS_state_name(slS_State s);
-const char *slS_sampler_name(int sampler);
 /* the study's tables; new references */
 sl_Value slS_trials_table(const slS_Study *st);
 sl_Value slS_running_best(const slS_Study *st);
@@ -139,16 +122,89 @@ sl_Value slS_pareto_table(const slS_Study *st);
 sl_Value slS_params_record(const slS_Study *st, const slS_Trial *t);
 
 /* ------------------------------------------------------------- samplers.c */
-/* seeds the streams (and shuffles the grid); grid lists must be set first */
+
+/* A sampler is described once, by its record: its name, its options and
+** its part of the journal's header, and the calls every trial and every
+** suggestion go through. Its state is its file's own (st->state, `size`
+** bytes, zeroed, its options set), so no other file reads it. `search`'s
+** choices and help, the study's `sampler` and the journal take the names
+** and options from slS_samplers; adding a sampler is its record and file,
+** a line there, and its tests. */
+
+/* an integer option of a sampler: an option of `search` (whose help names
+** the sampler before `help`), a key of the sampler's part of the journal's
+** header, and an int at `offset` in the sampler's state */
+typedef struct slS_Option {
+  const char *name;
+  const char *defval;       /* as the language writes it */
+  double lo, hi;            /* the whole numbers allowed */
+  const char *help;
+  size_t offset;
+} slS_Option;
+
+enum {
+  SLS_LEARNS = 1 << 0,        /* what it draws depends on the finished trials */
+  SLS_ONE_OBJECTIVE = 1 << 1, /* it optimises one objective only */
+  SLS_AUTO_ONE = 1 << 2,      /* sampler=auto with one objective */
+  SLS_AUTO_MANY = 1 << 3,     /* sampler=auto with several */
+  SLS_EXACT = 1 << 4          /* it proposes exactly Optuna's trials for a seed (tests/python/test_search.py) */
+};
+
+struct slS_Sampler {
+  const char *name;         /* sampler=NAME, the study's `sampler`, the journal's */
+  const char *title;        /* as prose writes it ("TPE") */
+  const char *help;         /* what search's help says of it besides its flags, or NULL */
+  unsigned flags;
+  const slS_Option *options;  /* ended by a NULL name; NULL: none */
+  size_t size;              /* of its state */
+  /* what search's name=[values] keywords give it ("a grid"), and how it
+  ** takes them (n may be 0); NULL: it takes none */
+  const char *extras;
+  int (*take_extras)(slS_Study *st, size_t n, const char *const *names, const sl_Value *values, char *err,
+                     size_t errlen);
+  void (*init)(slS_Study *st);                  /* the streams are seeded; NULL: nothing more */
+  void (*before)(slS_Study *st, slS_Trial *t);  /* a trial starts; NULL: nothing */
+  /* the internal value of parameter p (not single-valued) for trial t; -1 with err */
+  int (*sample)(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen);
+  /* a sampler whose trials are the points of a finite set (each trial's
+  ** grid_id): how many there are; NULL: its trials are not points */
+  size_t (*points)(const slS_Study *st);
+  /* its part of the journal's header beside its options (the grid's lists),
+  ** a record of values; NULL: none */
+  sl_Value (*header)(const slS_Study *st);
+  /* the stream outputs one parameter may take beyond a random draw (TPE's
+  ** candidates), for the journal's bound on them; NULL: none */
+  double (*extra_draws)(const slS_Study *st);
+  void (*free)(void *state);  /* what its state points to; NULL: nothing */
+};
+
+#define SLS_MAX_SAMPLERS 16
+/* every sampler, in the order help lists them; NULL-terminated */
+extern const slS_Sampler *const slS_samplers[];
+extern const slS_Sampler slS_random_sampler, slS_grid_sampler, slS_tpe_sampler, slS_nsga2_sampler;
+
+/* the sampler of that name, or NULL */
+const slS_Sampler *slS_sampler_find(const char *name);
+/* sampler=auto: the one for one objective, or for several */
+const slS_Sampler *slS_sampler_auto(int nobj);
+/* makes s st's sampler, with a new state and its options at their defaults */
+void slS_sampler_use(slS_Study *st, const slS_Sampler *s);
+/* sets an option of st's sampler; -1 with err when it has none of that
+** name or v is not a whole number in its range */
+int slS_sampler_option(slS_Study *st, const char *name, double v, char *err, size_t errlen);
+/* the value of an option of st's sampler (its journal header) */
+int slS_sampler_option_value(const slS_Study *st, const slS_Option *o);
+/* search's name=[values] keywords, for a sampler that takes them; -1 with err */
+int slS_sampler_extras(slS_Study *st, size_t n, const char *const *names, const sl_Value *values, char *err,
+                       size_t errlen);
+/* seeds the streams and readies the sampler (the grid shuffles); its settings must be set first */
 void slS_sampler_init(slS_Study *st);
 /* called when trial t starts (grid: assigns its point) */
 void slS_before_trial(slS_Study *st, slS_Trial *t);
 /* the internal value of parameter p for trial t; -1 with err (grid: a name not in the grid) */
 int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen);
-/* the grid sampler's value for a name, as the grid lists hold it (borrowed), or nil */
-sl_Value slS_grid_value(const slS_Study *st, const slS_Trial *t, const char *name);
-/* grid: no unvisited point is left */
-int slS_grid_exhausted(const slS_Study *st);
+/* a sampler of points (the grid) has none left to visit */
+int slS_sampler_done(const slS_Study *st);
 /* the trials a search of `trials` will have run when it ends: a grid stops
 ** at its last unvisited point (progress counts to it) */
 int slS_trials_planned(const slS_Study *st, int trials);
@@ -156,12 +212,6 @@ int slS_trials_planned(const slS_Study *st, int trials);
 /* --------------------------------------------------------------- random.c */
 /* Optuna's RandomSampler draw for one parameter (numerics §6.3) */
 double slS_random_draw(slM_Mt *rng, const slS_Dist *d);
-
-/* ------------------------------------------------------------------ tpe.c */
-double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p);
-
-/* ---------------------------------------------------------------- nsga2.c */
-double slS_nsga2_sample(slS_Study *st, slS_Trial *t, int p);
 
 /* --------------------------------------------------------------- pruner.c */
 /* median pruner (numerics §6.5): 1 when trial t should stop now */

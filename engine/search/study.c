@@ -19,17 +19,10 @@ slS_Study *slS_study_new(void) {
   slS_Study *st = calloc(1, sizeof *st);
   st->nobj = 1;
   snprintf(st->objnames[0], SLS_NAME_MAX, "value");
-  st->startup = 10;
-  st->ei_candidates = 24;
-  st->population = 50;
-  st->mutation_prob = -1;
-  st->crossover_prob = 0.9;
-  st->swapping_prob = 0.5;
+  st->sampler = &slS_random_sampler;  /* a sampler without state, until search chooses one (samplers.c) */
   st->prune_startup = 5;
   st->prune_interval = 1;
   st->prune_min_trials = 1;
-  st->child_for = -1;
-  st->tpe_below_for = -1;
   return st;
 }
 
@@ -52,14 +45,9 @@ void slS_study_free(slS_Study *st) {
   free(st->trials);
   for (int i = 0; i < st->nspace; i++) slS_dist_free(&st->space[i].dist);
   free(st->space);
-  for (int i = 0; i < st->ngrid; i++) sl_release(st->grid_values[i]);
-  free(st->grid_names);
-  free(st->grid_values);
-  free(st->grid_order);
+  if (st->sampler->free) st->sampler->free(st->state);
+  free(st->state);
   free(st->journal);
-  free(st->tpe_below);
-  free(st->child_param);
-  free(st->child_value);
   free(st);
 }
 
@@ -84,11 +72,6 @@ void slS_trial_drop_last(slS_Study *st) {
 const char *slS_state_name(slS_State s) {
   static const char *const names[] = {"running", "complete", "pruned", "failed"};
   return names[s];
-}
-
-const char *slS_sampler_name(int sampler) {
-  static const char *const names[] = {"random", "grid", "tpe", "nsga2"};
-  return names[sampler];
 }
 
 /* ------------------------------------------------------------- the space */
@@ -337,7 +320,7 @@ static void headline(const slS_Study *st, char *out, size_t size) {
   count_states(st, c);
   size_t used = (size_t)snprintf(out, size, "study: %d trial%s (%d complete, %d pruned, %d failed), sampler %s, seed %u, ",
                                  st->ntrials, st->ntrials == 1 ? "" : "s", c[SLS_COMPLETE], c[SLS_PRUNED], c[SLS_FAILED],
-                                 slS_sampler_name(st->sampler), st->seed);
+                                 st->sampler->name, st->seed);
   for (int k = 0; k < st->nobj; k++)
     used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s %s", k ? ", " : "",
                              st->maximize[k] ? "maximize" : "minimize", st->objnames[k]);
@@ -392,7 +375,7 @@ static int study_field(void *data, const char *name, sl_Value *out) {
   if (strcmp(name, "complete") == 0) return *out = sl_number(c[SLS_COMPLETE]), 0;
   if (strcmp(name, "pruned") == 0) return *out = sl_number(c[SLS_PRUNED]), 0;
   if (strcmp(name, "failed") == 0) return *out = sl_number(c[SLS_FAILED]), 0;
-  if (strcmp(name, "sampler") == 0) return *out = sl_string(slS_sampler_name(st->sampler)), 0;
+  if (strcmp(name, "sampler") == 0) return *out = sl_string(st->sampler->name), 0;
   if (strcmp(name, "seconds") == 0) return *out = sl_number(st->seconds), 0;
   if (strcmp(name, "elapsed") == 0) return *out = sl_number(st->elapsed), 0;
   if (strcmp(name, "space") == 0) {

@@ -13,6 +13,7 @@
 */
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -451,19 +452,29 @@ static void score_range(void *ctx, size_t i0, size_t i1) {
   }
 }
 
-double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
+/* ----------------------------------------------------------- the sampler */
+
+typedef struct {
+  int startup;              /* n_startup_trials: random trials first */
+  int candidates;           /* n_ei_candidates */
+  unsigned char *below;     /* the good group (1 per trial) of the split made for trial below_for */
+  int below_for;
+} Tpe;
+
+static double tpe_draw(slS_Study *st, const slS_Trial *t, int p) {
+  Tpe *tpe = st->state;
   const slS_Dist *d = &st->space[p].dist;
   int n = 0;
   for (int i = 0; i < st->ntrials; i++) n += st->trials[i].state == SLS_COMPLETE || st->trials[i].state == SLS_PRUNED;
-  if (n < st->startup) return slS_random_draw(&st->rng2, d);
+  if (n < tpe->startup) return slS_random_draw(&st->rng2, d);
   /* the split depends only on the finished trials: once per trial, not per parameter */
-  if (st->tpe_below_for != t->number || !st->tpe_below) {
-    free(st->tpe_below);
-    st->tpe_below = calloc((size_t)st->ntrials, 1);
-    split(st, n, st->tpe_below);
-    st->tpe_below_for = t->number;
+  if (tpe->below_for != t->number || !tpe->below) {
+    free(tpe->below);
+    tpe->below = calloc((size_t)st->ntrials, 1);
+    split(st, n, tpe->below);
+    tpe->below_for = t->number;
   }
-  const unsigned char *below = st->tpe_below;
+  const unsigned char *below = tpe->below;
   double *obs_b = malloc((size_t)st->ntrials * sizeof *obs_b), *obs_a = malloc((size_t)st->ntrials * sizeof *obs_a);
   int kb = 0, ka = 0;
   for (int i = 0; i < st->ntrials; i++) {  /* both groups in trial order */
@@ -479,7 +490,7 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   build(&la, d, obs_a, ka);
   /* candidates as Optuna returns them (exp for log scales, ints snapped),
   ** then scored where they land: log of the snapped value */
-  int count = st->ei_candidates;
+  int count = tpe->candidates;
   double *cand = malloc((size_t)count * sizeof *cand), *ext = malloc((size_t)count * sizeof *ext);
   double *scores = malloc((size_t)count * sizeof *scores);
   sample(&lb, d, &st->rng, count, cand);
@@ -517,3 +528,33 @@ double slS_tpe_sample(slS_Study *st, const slS_Trial *t, int p) {
   free(cand), free(ext), free(scores), free(obs_b), free(obs_a);
   return x;
 }
+
+static int tpe_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen) {
+  *internal = tpe_draw(st, t, p);
+  return 0;
+}
+
+static void tpe_init(slS_Study *st) { ((Tpe *)st->state)->below_for = -1; }
+
+static void tpe_free(void *state) { free(((Tpe *)state)->below); }
+
+/* four outputs per candidate, each drawn for every parameter */
+static double tpe_extra_draws(const slS_Study *st) { return 4.0 * ((const Tpe *)st->state)->candidates; }
+
+static const slS_Option tpe_options[] = {
+  {"startup", "10", 0, 1e6, "random trials before the model is used", offsetof(Tpe, startup)},
+  {"candidates", "24", 1, 1e5, "candidates drawn per suggestion", offsetof(Tpe, candidates)},
+  {NULL},
+};
+
+const slS_Sampler slS_tpe_sampler = {
+  .name = "tpe",
+  .title = "TPE",
+  .flags = SLS_LEARNS | SLS_ONE_OBJECTIVE | SLS_AUTO_ONE,
+  .options = tpe_options,
+  .size = sizeof(Tpe),
+  .init = tpe_init,
+  .sample = tpe_sample,
+  .extra_draws = tpe_extra_draws,
+  .free = tpe_free,
+};

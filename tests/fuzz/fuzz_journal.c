@@ -20,38 +20,37 @@
 /* the study `search` makes for preset k (search/commands.c, configure) */
 static slS_Study *preset(int k) {
   slS_Study *st = slS_study_new();
+  char err[256];
   switch (k) {
     case 0:  /* search trials=.. sampler=random seed=3 */
-      st->sampler = SLS_RANDOM;
+      slS_sampler_use(st, slS_sampler_find("random"));
       st->seed = 3;
       st->pruner = SLS_MEDIAN;
       break;
     case 1:  /* search sampler=tpe seed=1 startup=4 direction=maximize */
-      st->sampler = SLS_TPE;
+      slS_sampler_use(st, slS_sampler_find("tpe"));
       st->seed = 1;
-      st->startup = 4;
+      if (slS_sampler_option(st, "startup", 4, err, sizeof err) != 0) abort();
       st->maximize[0] = 1;
       st->pruner = SLS_MEDIAN;
       break;
     case 2: {  /* search sampler=grid a=[1, 2, 3] b=["x", "y"] */
-      st->sampler = SLS_GRID;
+      slS_sampler_use(st, slS_sampler_find("grid"));
       st->pruner = SLS_MEDIAN;
-      st->ngrid = 2;
-      st->grid_names = calloc(2, sizeof *st->grid_names);
-      st->grid_values = calloc(2, sizeof *st->grid_values);
-      strcpy(st->grid_names[0], "a");
-      strcpy(st->grid_names[1], "b");
-      st->grid_values[0] = sl_list_new();
-      for (int i = 1; i <= 3; i++) sl_list_push(st->grid_values[0], sl_number(i));
-      st->grid_values[1] = sl_list_new();
-      sl_list_push(st->grid_values[1], sl_string("x"));
-      sl_list_push(st->grid_values[1], sl_string("y"));
+      const char *names[] = {"a", "b"};
+      sl_Value lists[] = {sl_list_new(), sl_list_new()};
+      for (int i = 1; i <= 3; i++) sl_list_push(lists[0], sl_number(i));
+      sl_list_push(lists[1], sl_string("x"));
+      sl_list_push(lists[1], sl_string("y"));
+      if (slS_sampler_extras(st, 2, names, lists, err, sizeof err) != 0) abort();
+      sl_release(lists[0]);
+      sl_release(lists[1]);
       break;
     }
     default:  /* search sampler=nsga2 seed=2 population=4 pruner=none directions=["minimize", "maximize"] */
-      st->sampler = SLS_NSGA2;
+      slS_sampler_use(st, slS_sampler_find("nsga2"));
       st->seed = 2;
-      st->population = 4;
+      if (slS_sampler_option(st, "population", 4, err, sizeof err) != 0) abort();
       st->pruner = SLS_NO_PRUNER;
       st->nobj = 2;
       st->maximize[1] = 1;

@@ -32,6 +32,50 @@ def test_every_subcommand_lists_its_options_in_syslab_help():
         assert sorted(options_of(section)) == sorted(listed), cmd
 
 
+def table_rows():
+    """{name: (entry function, [aliases])} of the rows of commands.c's table of subcommands."""
+    source = (ROOT / "cli" / "commands.c").read_text()
+    table = source[source.index("const slc_Command slc_commands[] = {"):]
+    table = table[:table.index("\n    {NULL")]  # the row that ends it
+    rows = {}
+    for row in re.split(r"\n    \{(?=\")", table)[1:]:
+        name = re.match(r'"([-\w]+)"', row).group(1)
+        tail = re.search(r",\s*(\w+),\s*\{([^}]*)\}\},\s*$", row)
+        assert tail, f"the row of {name} names no function to run"
+        rows[name] = (tail.group(1), re.findall(r'"([-\w]+)"', tail.group(2)))
+    return rows
+
+
+def test_every_subcommand_in_the_table_is_run_from_it_and_listed():
+    """main.c runs the function of a row (no list of names of its own), and
+    `syslab --help` lists every row."""
+    rows = table_rows()
+    assert {"kernel", "install", "run", "report", "help", "worker", "--version"} <= set(rows), rows
+    main = (ROOT / "cli" / "main.c").read_text()
+    assert not re.findall(r'strcmp\([^;]*"', main), "main.c compares names of subcommands itself"
+    sources = "".join(p.read_text() for p in (ROOT / "cli").glob("*.[ch]"))
+    listed = syslab("--help").stdout
+    heads = [s.split()[0] for s in re.split(r"\n  (?=\S)", listed)[1:]]
+    version = re.search(r"^syslab (\S+)$", syslab("--version").stdout, re.M).group(1)
+    for name, (entry, aliases) in rows.items():
+        assert entry != "NULL" and re.search(rf"\bint {entry}\(int argc, char \*\*argv\)", sources), (name, entry)
+        assert name in heads, f"{name} is not listed by syslab --help"
+        for spelling in [name, *aliases]:
+            r = syslab(spelling, "--help", timeout=60)
+            assert "unknown command" not in r.stderr, spelling
+            answer = r.stdout + r.stderr
+            # the subcommand's own answer: its usage, an error naming it, or the version
+            assert f"syslab {name}" in answer or (name == "--version" and answer == f"syslab {version}\n"), \
+                (spelling, answer)
+    unknown = syslab("no-such-subcommand")
+    assert unknown.returncode == 2 and "unknown command 'no-such-subcommand'" in unknown.stderr
+    assert unknown.stderr.endswith(listed)  # the usage, as --help prints it
+    assert syslab("-h").stdout == syslab("help").stdout == listed
+    assert syslab("version").stdout == f"syslab {version}\n"
+    # `syslab help version` is the language's command, not the alias
+    assert syslab("help", "version").stdout == syslab("run", "-", input="help version\n").stdout
+
+
 def test_report_help_names_every_option_the_parser_takes():
     text = syslab("report", "--help").stdout
     listed = options_of(text)
@@ -49,7 +93,7 @@ def test_report_help_names_every_option_the_parser_takes():
     parse = source[source.index("static int parse_args"):source.index("\n}\n", source.index("static int parse_args"))]
     parsed = set(re.findall(r'strcmp\(name, "(-[-\w]+)"\)', parse))
     assert parsed and parsed <= names, parsed - names
-    table = (ROOT / "cli" / "cli.c").read_text()
+    table = (ROOT / "cli" / "commands.c").read_text()
     table = table[table.index("report_options[]"):]
     table = table[:table.index("};")]
     assert {n for n in re.findall(r'"(-[-\w]+)"', table)} == names
