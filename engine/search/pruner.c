@@ -15,7 +15,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double slS_percentile(double *x, int n, double q) {
+/* nan-aware linear-interpolation percentile (numpy nanpercentile) of x[0..n) */
+static double percentile(double *x, int n, double q) {
   int m = 0;
   for (int i = 0; i < n; i++)
     if (!isnan(x[i])) x[m++] = x[i];
@@ -62,7 +63,7 @@ int slS_should_prune(const slS_Study *st, const slS_Trial *t) {
   int n = 0;
   for (int i = 0; i < st->ntrials; i++)
     if (st->trials[i].state == SLS_COMPLETE && has_step(&st->trials[i], step, &at[n])) n++;
-  double p = n < st->prune_min_trials ? NAN : slS_percentile(at, n, maximize ? 100 - 50 : 50);
+  double p = n < st->prune_min_trials ? NAN : percentile(at, n, maximize ? 100 - 50 : 50);
   free(at);
   if (isnan(p)) return 0;
   return maximize ? best < p : best > p;

@@ -92,15 +92,12 @@ slS_Study *slS_study_new(void);
 void slS_study_free(slS_Study *st);
 slS_Trial *slS_trial_new(slS_Study *st);    /* appends a RUNNING trial */
 void slS_trial_drop_last(slS_Study *st);    /* removes the last (unfinished) trial */
-/* the index of name in the space, or -1 */
-int slS_space_find(const slS_Study *st, const char *name);
 /* adds name with d (taking d's choices reference) or checks it matches the
 ** recorded one; -1 with err naming both when they differ */
 int slS_space_add(slS_Study *st, const char *name, slS_Dist *d, char *err, size_t errlen);
 void slS_dist_free(slS_Dist *d);
 /* "int 16..256 step 16", "float 1e-05..0.1 log", "categorical [a, b]" */
 void slS_dist_describe(const slS_Dist *d, char *out, size_t size);
-int slS_dist_equal(const slS_Dist *a, const slS_Dist *b);
 int slS_dist_single(const slS_Dist *d);
 /* the internal value of a trial's parameter p; 0 if the trial lacks it */
 int slS_trial_param(const slS_Trial *t, int p, double *internal);
@@ -108,12 +105,8 @@ void slS_trial_set_param(slS_Trial *t, int p, double internal);
 void slS_trial_report(slS_Trial *t, int step, double value);
 /* the external value (number, or the choice) of an internal one; a new reference */
 sl_Value slS_external(const slS_Dist *d, double internal);
-/* better(a, b) for objective k: strictly better */
-int slS_better(const slS_Study *st, int k, double a, double b);
 /* the best COMPLETE trial (single objective), or NULL */
 const slS_Trial *slS_best(const slS_Study *st);
-/* a dominates b (COMPLETE trials, all objectives) */
-int slS_dominates(const slS_Study *st, const double *a, const double *b);
 const char *slS_state_name(slS_State s);
 /* the study's tables; new references */
 sl_Value slS_trials_table(const slS_Study *st);
@@ -216,8 +209,6 @@ double slS_random_draw(slM_Mt *rng, const slS_Dist *d);
 /* --------------------------------------------------------------- pruner.c */
 /* median pruner (numerics §6.5): 1 when trial t should stop now */
 int slS_should_prune(const slS_Study *st, const slS_Trial *t);
-/* nan-aware linear-interpolation percentile (numpy nanpercentile) of x[0..n) */
-double slS_percentile(double *x, int n, double q);
 
 /* ------------------------------------------------------------------ run.c */
 /* a trial being run: the innermost search block's (searches may nest) */

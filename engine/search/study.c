@@ -76,13 +76,14 @@ const char *slS_state_name(slS_State s) {
 
 /* ------------------------------------------------------------- the space */
 
-int slS_space_find(const slS_Study *st, const char *name) {
+/* the index of name in the space, or -1 */
+static int space_find(const slS_Study *st, const char *name) {
   for (int i = 0; i < st->nspace; i++)
     if (strcmp(st->space[i].name, name) == 0) return i;
   return -1;
 }
 
-int slS_dist_equal(const slS_Dist *a, const slS_Dist *b) {
+static int dist_equal(const slS_Dist *a, const slS_Dist *b) {
   if (a->kind != b->kind) return 0;
   if (a->kind == SLS_CATEGORICAL) return sl_equal(a->choices, b->choices);
   return a->low == b->low && a->high == b->high && a->step == b->step && a->log == b->log;
@@ -111,9 +112,9 @@ void slS_dist_describe(const slS_Dist *d, char *out, size_t size) {
 }
 
 int slS_space_add(slS_Study *st, const char *name, slS_Dist *d, char *err, size_t errlen) {
-  int i = slS_space_find(st, name);
+  int i = space_find(st, name);
   if (i >= 0) {
-    if (slS_dist_equal(&st->space[i].dist, d)) {
+    if (dist_equal(&st->space[i].dist, d)) {
       slS_dist_free(d);
       return i;
     }
@@ -180,18 +181,20 @@ sl_Value slS_external(const slS_Dist *d, double internal) {
   return sl_number(internal);
 }
 
-int slS_better(const slS_Study *st, int k, double a, double b) { return st->maximize[k] ? a > b : a < b; }
+/* better(a, b) for objective k: strictly better */
+static int better(const slS_Study *st, int k, double a, double b) { return st->maximize[k] ? a > b : a < b; }
 
 const slS_Trial *slS_best(const slS_Study *st) {
   const slS_Trial *best = NULL;
   for (int i = 0; i < st->ntrials; i++) {
     const slS_Trial *t = &st->trials[i];
-    if (t->state == SLS_COMPLETE && (!best || slS_better(st, 0, t->values[0], best->values[0]))) best = t;
+    if (t->state == SLS_COMPLETE && (!best || better(st, 0, t->values[0], best->values[0]))) best = t;
   }
   return best;
 }
 
-int slS_dominates(const slS_Study *st, const double *a, const double *b) {
+/* a dominates b (COMPLETE trials, all objectives) */
+static int dominates(const slS_Study *st, const double *a, const double *b) {
   int strictly = 0;
   for (int k = 0; k < st->nobj; k++) {
     double x = st->maximize[k] ? -a[k] : a[k], y = st->maximize[k] ? -b[k] : b[k];
@@ -241,7 +244,7 @@ static slT_Table *table_of_trials(const slS_Study *st, int pareto_only) {
       if (tr->state != SLS_COMPLETE) continue;
       int dominated = 0;
       for (int j = 0; j < st->ntrials && !dominated; j++)
-        dominated = st->trials[j].state == SLS_COMPLETE && slS_dominates(st, st->trials[j].values, tr->values);
+        dominated = st->trials[j].state == SLS_COMPLETE && dominates(st, st->trials[j].values, tr->values);
       if (dominated) continue;
     }
     size_t r = slT_add_row(t);
@@ -296,7 +299,7 @@ sl_Value slS_running_best(const slS_Study *st) {
     if (tr->state == SLS_COMPLETE) {
       for (int k = 0; k < st->nobj; k++) {
         slT_set(t, r, (size_t)(1 + k), sl_number(tr->values[k]));
-        if (!have || slS_better(st, k, tr->values[k], best[k])) best[k] = tr->values[k];
+        if (!have || better(st, k, tr->values[k], best[k])) best[k] = tr->values[k];
       }
       have = 1;
     }
