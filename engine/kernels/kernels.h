@@ -236,6 +236,18 @@ typedef struct slK_Machine {
 /* measured once per process, then cached */
 const slK_Machine *slK_machine(void);
 
+/* The roofs measured now, as often as asked: the sgemm peak (the faster of
+** OpenBLAS and the blocked kernel at n = 1024) and the triad's bandwidth,
+** each the best of `reps` runs. The meter holds their operands (about
+** 200 MB); NULL when they cannot be allocated. */
+typedef struct slK_Roofs {
+  double sgemm_gflops, stream_gbs;
+} slK_Roofs;
+typedef struct slK_RoofMeter slK_RoofMeter;
+slK_RoofMeter *slK_roofs_begin(void);
+void slK_roofs_measure(slK_RoofMeter *m, int reps, slK_Roofs *out);
+void slK_roofs_end(slK_RoofMeter *m);
+
 /* number of usable CUDA devices (0 without a GPU or a CUDA build) */
 int slK_gpu_count(void);
 /* one line: the GPU's name and memory, or why there is none */
