@@ -240,6 +240,14 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
       if (roofed) slK_roofs_measure(meter, 2, &before);
       slK_Result res;
       int rc = slK_bench_run(kernels[k], sizes[s], &shape, warmup, reps, NULL, NULL, &res, err, sizeof err);
+      if (rc == SLK_BENCH_REFUSED) {   /* a row that says so, with the size it needs; the others still run */
+        size_t r = slT_add_row(t);
+        set_str(t, r, "kernel", kernels[k]->name);
+        set_str(t, r, "device", kernels[k]->device);
+        set_num(t, r, "size", sizes[s]);
+        set_str(t, r, "note", err);
+        continue;
+      }
       if (rc != 0) {
         sl_progress_end(p);
         slT_free(t);
@@ -267,6 +275,7 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
     }
   sl_progress_end(p);
   slK_roofs_end(meter);
+  slT_add_column(t, "note");   /* empty but for refused cases */
   /* peak_mib too: a threaded kernel's scratch follows which thread took which part (the fused MXINT8
   ** layer at n = 4096 peaked at 23.46 or 23.51 MiB in two runs), so it is a measurement as well */
   const char *timed[] = {"median_ms", "min_ms", "mean_ms", "std_ms", "gflops", "gbs", "peak_gflops", "bandwidth_gbs",
@@ -307,7 +316,7 @@ static int cmd_speedup(sl_Call *call, sl_Value *result) {
     if (!k || strcmp(k, kern) != 0) continue;
     double size = slT_get(in, r, (size_t)cs).u.n;
     long b = find_row(in, ck, cs, base, size);
-    if (b < 0) continue;
+    if (b < 0 || isnan(cell(in, b, "median_ms")) || isnan(cell(in, (long)r, "median_ms"))) continue;   /* refused */
     size_t o = slT_add_row(t);
     set_num(t, o, "size", size);
     set_num(t, o, "baseline_ms", cell(in, b, "median_ms"));
@@ -507,7 +516,8 @@ static const sl_Command slK_commands[] = {
    "peak_gflops, bandwidth_gbs, roof_gflops = min(peak, bandwidth x intensity), of_peak and of_roof the kernel's "
    "shares of them; a kernel measured above its roof has above_roof true and no shares. peak_mib is the largest "
    "amount of operand and workspace memory alive during the case, rss_peak_mib the process's resident peak. "
-   "Timing columns are marked as measurements. A case predicted not to fit in memory is refused with its size.",
+   "Timing columns are marked as measurements. A case predicted not to fit in memory is refused before anything is "
+   "allocated: its row has no times and a note with the size it needs and the budget, and the other cases run.",
    "bench [\"gemm_blocked\", \"gemm_openblas\"] sizes=[256, 512, 1024]\nbench attention_fused sizes=[1024] reps=5 heads=8 dim=64",
    cmd_bench, 0,
    {{"kernel", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "a kernel name or a list of names (see kernels)"},

@@ -210,8 +210,9 @@ typedef struct slK_Result {
 } slK_Result;
 
 /* warmup untimed runs, then reps timed ones; 0, or -1 with err, or SLK_BENCH_INTERRUPTED when
-** sl_interrupted() stopped it between repetitions (nothing in out) */
-enum { SLK_BENCH_INTERRUPTED = -2 };
+** sl_interrupted() stopped it between repetitions (nothing in out), or SLK_BENCH_REFUSED with err
+** when the case would not fit in memory (nothing was allocated) */
+enum { SLK_BENCH_INTERRUPTED = -2, SLK_BENCH_REFUSED = -3 };
 int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmup, int reps, slK_Clock clock,
                   void *clock_ud, slK_Result *out, char *err, size_t errlen);
 

@@ -639,6 +639,11 @@ static void test_commands(void) {
   CHECK_CONTAINS(run(S, "bench nosuch"), "no kernel named 'nosuch'");
   CHECK_CONTAINS(run(S, "bench gemm_blocked sizes=[0]"), "whole numbers from 1");
   CHECK_CONTAINS(run(S, "bench attention_naive sizes=[1000000] heads=64"), "more than the budget");
+  /* a refused case is a row saying so; the other sizes still run, and speedup leaves the refused size out */
+  t = run(S, "r = bench [\"attention_naive\", \"attention_fused\"] sizes=[32, 100000000] heads=2 dim=16 reps=1 warmup=0\n"
+             "print r.note[1]\n[r.median_ms[0] > 0, r.median_ms[1] == nil, len((speedup r baseline=attention_naive kernel=attention_fused).size)]");
+  CHECK_CONTAINS(t, "naive attention at L = 100000000 (forward) needs");
+  CHECK_CONTAINS(t, "[true, true, 1]");
   if (slG_device_count() == 0) {
     CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
     /* refused before the CPU kernel is timed (at n = 2048, 20 times, it would run for many seconds) */
