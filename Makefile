@@ -10,6 +10,8 @@
 #   make bench    build and run the quick benchmarks (docs/performance.md)
 #   make gpu-check OUT=DIR   on a machine with an NVIDIA GPU: build with CUDA, run the GPU
 #                 tests (also under compute-sanitizer) and benchmarks, results into DIR
+#   make gpu-first OUT=DIR   on a machine with an NVIDIA GPU: the first command there, within
+#                 540 s: the models on both devices, then the figures (docs/gpu.md)
 #   make gpu-deps download the Debian packages gpu-check needs where they are missing
 #                 (docs/gpu.md)
 #   make deb      the Debian package for a class's machines, $(DEB_BUILD)/syslab_VERSION_amd64.deb
@@ -33,7 +35,7 @@ APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libs
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
   openmpi-bin libopenmpi-dev clang libclang-rt-dev file
 
-.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report lab bench gpu-check gpu-deps deb clean
+.PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report lab bench gpu-check gpu-first gpu-deps deb clean
 
 all: build
 
@@ -135,12 +137,18 @@ GPU_OUT ?= $(if $(OUT),$(OUT),out/gpu-check)
 gpu-check:
 	sh bench/gpu_check.sh $(GPU_OUT)
 
+# the first command on a GPU machine: its budget (GPU_FIRST_SECONDS, 540) and
+# steps (GPU_FIRST_STEPS) are variables of bench/gpu_first.sh
+gpu-first:
+	sh bench/gpu_first.sh $(if $(OUT),$(OUT),out/gpu-first)
+
 gpu-deps: build
 	sh bench/gpu_deps.sh
 
 # The Debian package (docs/package.md): a release build of the program and
-# the MPI module that knows no path of this tree (SYSLAB_BUILD_TREE_PATHS=OFF),
-# installed under /usr and packed by CPack; only the two targets are built
+# the MPI and CUDA modules (where MPI and nvcc are found) that knows no path
+# of this tree (SYSLAB_BUILD_TREE_PATHS=OFF), installed under /usr and packed
+# by CPack; only the program and the modules it depends on are built
 # (CMAKE_SKIP_INSTALL_ALL_DEPENDENCY keeps CPack from building the tests).
 deb: deps
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DSYSLAB_BUILD_TREE_PATHS=OFF -DSYSLAB_WERROR=ON \

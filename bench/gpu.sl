@@ -15,6 +15,10 @@ if (machine get="gpus") == 0 {
   gemm = bench ["gemm_cuda_naive", "gemm_cuda_tiled_v1", "gemm_cuda_tiled", "gemm_cublas", "gemm_cublas_direct"] sizes=[1024, 2048, 4096, 8192] reps=10 warmup=3
   save gemm "gemm.csv"
   print (select gemm columns=["kernel", "size", "median_ms", "gflops"])
+  print "== bf16 products on the tensor cores: cuBLAS on pre-rounded operands; the linear layer as a bf16 model runs it"
+  b16 = bench ["gemm_cublas_bf16", "linear_cuda_bf16"] sizes=[2048, 4096, 8192] reps=10 warmup=3
+  save b16 "gemm_bf16.csv"
+  print b16
   print "== attention forward, batch 1, 16 heads, head dim 64, float32"
   fwd = bench ["attention_cuda_naive", "attention_cuda_fused_v1", "attention_cuda_fused"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=64 reps=10 warmup=3
   save fwd "attention_forward.csv"

@@ -30,10 +30,8 @@ if (machine get="gpus") == 0 {
   lg = to l gpu
   print (lm_train l steps=20 batch=8 context=64 every=10)
   print (lm_train lg steps=20 batch=8 context=64 every=10)
-  print "== lm_bench on the GPU: forward and forward+backward"
-  print (lm_bench presets=["tiny", "small"] contexts=[128, 256] warmups=[1] steps=5 device="gpu")
-  print "== lm_bench on the GPU in bf16 (tensor cores)"
-  print (lm_bench presets=["tiny", "small"] contexts=[128, 256] warmups=[1] steps=5 device="gpu" precision="bf16")
+  print "== lm_bench on the GPU: forward and forward+backward, float32 and bf16 (tensor cores), one build a preset"
+  print (lm_bench presets=["tiny", "small"] contexts=[128, 256] warmups=[1] steps=5 device="gpu" precisions=["fp32", "bf16"])
   print "== the device's memory by category: one training step of the small model"
   s = lm small context=128 device="gpu"
   mp = memory_profile s batch=4 context=128 run="train"

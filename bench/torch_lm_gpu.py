@@ -11,7 +11,9 @@ row: eager and torch.compile (the presets in COMPILE_PRESETS, default
 small and medium: compiling takes a minute or more per model, shape and
 precision), float32 (TF32 off: what cuBLAS's sgemm computes) and under
 CUDA autocast to bf16. A row that does not fit is
-written as OOM. Presets and contexts come from PRESETS and CONTEXTS in the
+written as OOM, one that fails otherwise with the error; each row is
+written to the CSV as it is measured, so a run stopped at its time bound
+keeps what it finished. Presets and contexts come from PRESETS and CONTEXTS in the
 environment (default: bench/gpu_lm.sl's); DEVICE=cpu runs the same code on
 the CPU (a check of this script where there is no GPU: the tiny preset).
 """
@@ -83,6 +85,8 @@ def row(device, preset, T, precision, mode, batch, warmups, steps):
             out["status_" + name] = "OK"
         except torch.OutOfMemoryError:
             out["status_" + name] = "OOM"
+        except Exception as e:  # a row that fails is a row whose status says why; the table goes on
+            out["status_" + name] = f"error: {type(e).__name__}: {e}"[:200]
         if device == "cuda":
             torch.cuda.empty_cache()
     del run, m
@@ -102,9 +106,11 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     cols = ["impl", "config", "context", "precision", "status_fwd", "status_train", "warmup_s_fwd", "warmup_s_train",
             "mean_s_fwd", "mean_s_train"]
-    with open(path + ".tmp", "w", newline="") as f:
+    # each row is written as it is measured: a run stopped at its time bound keeps the rows it finished
+    with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
+        f.flush()
         for preset in presets:
             for T in contexts:
                 for precision in ("fp32", "bf16"):
@@ -116,7 +122,6 @@ def main():
                         w.writerow(r)
                         f.flush()
                         print(" ".join(f"{k}={r.get(k, '')}" for k in cols), flush=True)
-    os.replace(path + ".tmp", path)
     print("torch", torch.__version__, "device", torch.cuda.get_device_name() if device == "cuda" else device)
 
 

@@ -1,7 +1,7 @@
 /*
 ** args.c - the arguments of `syslab kernel` and `syslab report`, read
 ** against the one table of options (cli.c) and handed to the folders that
-** do the work: jupyter/ serves a connection file, report/ takes its
+** do the work: kernel/ serves a connection file, report/ takes its
 ** options as an slR_Options. Neither sees argv, so neither depends on the
 ** command line above it.
 */
@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jupyter/server.h"
+#include "kernel/server.h"
+#include "report/params.h"
 #include "report/report.h"
 #include "syslab.h"
 
@@ -77,6 +78,9 @@ static char *value_source(const char *v) {
   return s;
 }
 
+#define MAX_JOBS 256
+#define JOBS_UNIT "notebooks to run at once"
+
 static int parse_args(int argc, char **argv, slR_Options *o) {
   o->outdir = "out/report";
   o->params = json_object();
@@ -91,9 +95,10 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
       o->notebooks[o->count++] = strdup(a);
       continue;
     }
-    if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {  /* -j4 */
-      o->jobs = atoi(a + 2);
-      if (o->jobs > 256) o->jobs = 256;
+    long n;
+    if (strncmp(a, "-j", 2) == 0 && a[2]) {  /* -j4 */
+      if (slc_number("report", "-j", a + 2, 1, MAX_JOBS, JOBS_UNIT, &n) != 0) return 2;
+      o->jobs = (int)n;
       continue;
     }
     /* only what the table in cli.c lists, so `--help` shows every option */
@@ -119,12 +124,13 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
       o->outdir = v;
     } else if (strcmp(name, "-p") == 0) {
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v) {
-        fprintf(stderr, "syslab report: -p takes NAME=VALUE, got '%s'\n", v);
+      char pname[128] = "";
+      if (eq && (size_t)(eq - v) < sizeof pname) snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
+      if (!eq || !slR_param_name_ok(pname)) {   /* the name becomes code in the injected cell */
+        fprintf(stderr, "syslab report: -p takes NAME=VALUE, NAME a name of the language (letters, digits and '_', "
+                "not starting with a digit, neither a keyword nor a command), got '%s'\n", v);
         return 2;
       }
-      char pname[128];
-      snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
       char *src = value_source(eq + 1);
       json_object_set_new(o->params, pname, json_string(src));
       free(src);
@@ -133,17 +139,11 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
     else if (strcmp(name, "--no-pdf") == 0) o->pdf = 0;
     else if (strcmp(name, "--force") == 0) o->force = 1;
     else if (strcmp(name, "--timeout") == 0) {
-      o->timeout = atof(v);
-      if (!(o->timeout > 0)) {
-        fprintf(stderr, "syslab report: --timeout takes a positive number of seconds\n");
-        return 2;
-      }
+      if (slc_number("report", a, v, 1, SLR_MAX_CELL_SECONDS, "seconds a cell may run", &n) != 0) return 2;
+      o->timeout = (double)n;
     } else if (strcmp(name, "-j") == 0) {
-      o->jobs = atoi(v);
-      if (o->jobs < 1 || o->jobs > 256) {
-        fprintf(stderr, "syslab report: -j takes a number of notebooks to run at once, 1 to 256\n");
-        return 2;
-      }
+      if (slc_number("report", a, v, 1, MAX_JOBS, JOBS_UNIT, &n) != 0) return 2;
+      o->jobs = (int)n;
     } else if (strcmp(name, "-h") == 0) {
       slc_usage(stdout, "report");
       return 1;

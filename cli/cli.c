@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "syslab.h"
+
 static const slc_Option kernel_options[] = {
     {"-f", "--connection-file", "CONNECTION_FILE", "the connection file Jupyter wrote (also --connection-file=FILE)"},
     {"-h", "--help", NULL, "this text"},
@@ -35,14 +37,14 @@ static const slc_Option run_options[] = {
 
 static const slc_Option report_options[] = {
     {"-o", "--output", "DIR", "output folder (default out/report)"},
-    {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable)"},
+    {"-p", NULL, "NAME=VALUE", "override a variable of the cell tagged `parameters` (repeatable; a NAME it does not set is warned about)"},
     {"--allow-errors", NULL, NULL, "keep going after a cell fails (otherwise the notebook stops there); failed cells "
                                    "still count as errors"},
-    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS (default 600; a cell's `#| timeout: S` option may raise its own)"},
+    {"--timeout", NULL, "SECONDS", "stop a cell that runs longer than SECONDS, 1 to 86400 (default 600; a cell's `#| timeout: S` option may raise its own)"},
     {"--no-cache", NULL, NULL, "run every notebook even if nothing changed"},
     {"--no-pdf", NULL, NULL, "write report.md and report.html only"},
     {"--force", NULL, NULL, "write into DIR even if it holds files that are not an earlier report"},
-    {"-j", "--jobs", "N", "run N notebooks at once, each in its own kernel (default 1; also -jN)"},
+    {"-j", "--jobs", "N", "run N notebooks at once, 1 to 256, each in its own kernel (default 1; also -jN)"},
     {"-h", "--help", NULL, "this text"},
     {NULL, NULL, NULL, NULL},
 };
@@ -85,6 +87,14 @@ const slc_Option *slc_option(const char *command, const char *arg) {
   for (const slc_Option *o = c ? c->options : no_options; o->name; o++)
     if (strcmp(o->name, arg) == 0 || (o->alias && strcmp(o->alias, arg) == 0)) return o;
   return NULL;
+}
+
+int slc_number(const char *command, const char *option, const char *text, long lo, long hi, const char *unit,
+               long *out) {
+  if (sl_parse_whole(text, lo, hi, out)) return 0;
+  fprintf(stderr, "syslab %s: %s takes a whole number from %ld to %ld (%s), not '%s'\n", command, option, lo, hi, unit,
+          text);
+  return -1;
 }
 
 /* "[-o DIR]" pieces, wrapped under "usage: syslab NAME" */

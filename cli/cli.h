@@ -11,7 +11,7 @@
 int slc_run_main(int argc, char **argv);      /* run.c */
 int slc_help_language(const char *name);      /* run.c: `syslab help train` */
 int slc_install_main(int argc, char **argv);  /* install.c */
-int slc_kernel_main(int argc, char **argv);   /* args.c: jupyter/ does the work */
+int slc_kernel_main(int argc, char **argv);   /* args.c: kernel/ does the work */
 int slc_report_main(int argc, char **argv);   /* args.c: report/ does the work */
 
 typedef struct {
@@ -34,6 +34,13 @@ const slc_Command *slc_command(const char *name);
 /* the option of command that arg names (by name or alias), or NULL: parsers
 ** accept nothing else, so what they parse is what the help lists */
 const slc_Option *slc_option(const char *command, const char *arg);
+/* The one reader of the command line's numbers: a whole number from lo to
+** hi, written in digits alone; 0 and *out, or -1 after an error naming the
+** subcommand, the option as given, the range, what the number counts
+** (`unit`) and the text (-j 3x, -j 2.9 and -j1000 are refused, not read as
+** 3, 2 or 256) */
+int slc_number(const char *command, const char *option, const char *text, long lo, long hi, const char *unit,
+               long *out);
 void slc_usage(FILE *f, const char *command);  /* one command, every option */
 void slc_usage_all(FILE *f);                   /* every command, every option */
 

@@ -12,7 +12,7 @@
 **
 ** The options of each are listed once, in cli.c, for the parsers and the
 ** help text alike. cli/ is the top of the program: it reads every argv and
-** hands on to jupyter/ (the kernel) and report/ (the report), which never
+** hands on to kernel/ (the kernel) and report/ (the report), which never
 ** call back up; run.c and install.c are subcommands of cli/'s own.
 */
 #include <stdio.h>
@@ -63,7 +63,14 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (strcmp(cmd, "worker") == 0) return sl_worker_main();  /* started by a search with workers=N */
-  fprintf(stderr, "syslab: unknown command '%s'\n\n", cmd);
+  const char *names[32];   /* "did you mean" among the subcommands */
+  size_t n = 0;
+  for (const slc_Command *c = slc_commands; c->name && n + 1 < sizeof names / sizeof *names; c++)
+    if (c->name[0] != '-') names[n++] = c->name;
+  names[n] = NULL;
+  const char *best = sl_closest(cmd, names);
+  fprintf(stderr, "syslab: unknown command '%s'%s%s%s\n\n", cmd, best ? "; did you mean '" : "", best ? best : "",
+          best ? "'?" : "");
   slc_usage_all(stderr);
   return 2;
 }

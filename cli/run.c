@@ -15,13 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli.h"
-#include "jupyter/shell.h"
+#include "kernel/shell.h"
+#include "report/notebook.h"
 #include "syslab.h"
 
 typedef struct {
@@ -158,7 +158,9 @@ static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char
   return -1;
 }
 
-/* A notebook runs cell by cell, in order, stopping at the first error. */
+/* A notebook runs cell by cell, in order, stopping at the first error, as
+** `syslab report` runs it: a cell tagged skip-execution is skipped, and the
+** error of one tagged raises-exception is shown and the run goes on. */
 static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const char *path, const char *text) {
   json_error_t jerr;
   json_t *nb = json_loads(text, JSON_ALLOW_NUL, &jerr);  /* a NUL in a cell is refused below, by cell */
@@ -193,6 +195,11 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
     char *code = code_text.s;
     char where[4096];
     snprintf(where, sizeof where, "%s, cell %zu", path, i + 1);
+    if (slR_cell_has_tag(cell, "skip-execution")) {   /* the report's tags mean the same here */
+      if (!term->quiet) fprintf(stderr, "%s: skipped (skip-execution)\n", where);
+      free(code);
+      continue;
+    }
     if (check_no_nul(where, code, code_text.n) != 0) {
       free(code);
       rc = -1;
@@ -200,6 +207,10 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
     }
     rc = run_code(S, term, host, code, where);
     free(code);
+    if (rc != 0 && !sl_interrupted() && slR_cell_has_tag(cell, "raises-exception")) {
+      if (!term->quiet) fprintf(stderr, "%s: the error above was expected (raises-exception); going on\n", where);
+      rc = 0;
+    }
   }
   json_decref(nb);
   return rc;
@@ -247,21 +258,15 @@ int slc_run_main(int argc, char **argv) {
     return 2;
   }
   const char *path = argv[1];
-  struct stat st;
-  if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    fprintf(stderr, "syslab run: '%s' is %s, not a script or notebook file\n", path,
-            S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
-    return 2;
-  }
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "syslab run: cannot open '%s': ", path);
-    perror(NULL);
-    return 2;
-  }
   size_t len;
-  char *code = read_all(f, &len);
-  if (f != stdin) fclose(f);
+  char why[600];
+  /* a FIFO or a device is refused, not waited on: standard input is "-" */
+  char *code = strcmp(path, "-") == 0 ? read_all(stdin, &len)
+                                      : slF_read_file(path, "a script or notebook file", 0, &len, why, sizeof why);
+  if (!code) {
+    fprintf(stderr, "syslab run: %s\n", why);
+    return 2;
+  }
   if (check_no_nul(path, code, len) != 0) {
     free(code);
     return 2;

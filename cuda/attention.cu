@@ -1,7 +1,7 @@
 /*
 ** attention.cu - fused attention on the GPU: FlashAttention-2 forward and backward, float32.
 **
-** Build: part of the CMake build when nvcc is found. Run: the entry points
+** Build: part of the CUDA module when nvcc is found. Run: the entry points
 ** and benchmark cases of kernels.cu call these (slG_attention_forward,
 ** slG_attention_backward, `bench attention_cuda_fused`, ..._train and the
 ** _v1 versions); tests/unit/test_kernels.c checks every version against

@@ -1,7 +1,7 @@
 /*
 ** attention.h - the fused attention kernels of attention.cu, for the entry
 ** points and benchmark cases of kernels.cu. CUDA C++ only; the engine sees
-** them through gpu.h.
+** them through the table of gpu.h.
 */
 #ifndef SYSLAB_CUDA_ATTENTION_H
 #define SYSLAB_CUDA_ATTENTION_H

@@ -1,7 +1,7 @@
 /*
 ** attention_tc.cu - fused attention on the tensor cores: bf16 Q, K, V (and dO), float32 sums and softmax.
 **
-** Build: part of the CMake build when nvcc is found. Run: `bench
+** Build: part of the CUDA module when nvcc is found. Run: `bench
 ** attention_cuda_fused_bf16` and `..._bf16_train` (dim = 64 or 128), and
 ** slG_attention_forward / _backward with SLG_ATTN_FUSED_BF16;
 ** tests/unit/test_kernels.c checks both against the binary64 reference of
@@ -33,6 +33,7 @@
 ** tensor cores' peak.
 */
 #include "attention.h"
+#include "attention_tc_layout.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -42,11 +43,10 @@
 
 using namespace nvcuda;
 
-#define TQ 64      /* queries per block: four warps of 16 */
-#define TK 64      /* keys per tile */
-#define HPAD 8     /* bf16 at the end of each shared row: rows stay 16-byte aligned (fragments start at 32), banks staggered */
-#define FPAD 4     /* floats at the end of each float row */
-#define THREADS 128
+/* tiles, padding and layouts: attention_tc_layout.h, shared with the CPU emulation of these kernels */
+#define TQ SLG_TC_TQ
+#define TK SLG_TC_TK
+#define THREADS SLG_TC_THREADS
 
 typedef __nv_bfloat16 bf16;
 
@@ -56,27 +56,26 @@ typedef __nv_bfloat16 bf16;
 ** floats (accumulators). */
 template <int DIM>
 struct Tiles {
-  static constexpr int LDH = DIM + HPAD, LDS = TK + FPAD, LDP = TK + HPAD, LDO = DIM + FPAD;
-  static constexpr size_t H = sizeof(bf16) * 64 * LDH, S = sizeof(float) * 64 * LDS, P = sizeof(bf16) * 64 * LDP;
-  static constexpr size_t O = sizeof(float) * 64 * LDO;
+  static constexpr int LDH = slG_tc_ldh(DIM), LDS = slG_tc_lds(), LDP = slG_tc_ldp(), LDO = slG_tc_ldo(DIM);
 };
 
 /* the forward's layout in bytes from the start: Q, K, V, S, P, O */
 template <int DIM>
 struct Layout : Tiles<DIM> {
-  typedef Tiles<DIM> T;
-  static constexpr size_t Q = 0, K = T::H, V = 2 * T::H, S = 3 * T::H, P = S + T::S, O = P + T::P, BYTES = O + T::O;
+  static constexpr size_t Q = slG_tc_fwd(DIM, SLG_TC_FWD_Q), K = slG_tc_fwd(DIM, SLG_TC_FWD_K);
+  static constexpr size_t V = slG_tc_fwd(DIM, SLG_TC_FWD_V), S = slG_tc_fwd(DIM, SLG_TC_FWD_S);
+  static constexpr size_t P = slG_tc_fwd(DIM, SLG_TC_FWD_P), O = slG_tc_fwd(DIM, SLG_TC_FWD_O);
+  static constexpr size_t BYTES = slG_tc_fwd(DIM, SLG_TC_FWD_BYTES);
 };
 
 /* rows [row0, row0 + rows) of a head's n x DIM bf16 array into shared rows of LDH, zeros past n, 16 bytes at a time */
 template <int DIM>
 __device__ void stage(bf16 *dst, const bf16 *src, int row0, int rows, int n) {
-  const int per_row = DIM / 8, LDH = DIM + HPAD;
-  for (int e = threadIdx.x; e < rows * per_row; e += THREADS) {
-    int r = e / per_row, c = (e % per_row) * 8;
+  for (int e = threadIdx.x; e < rows * (DIM / 8); e += THREADS) {
+    int r = slG_tc_stage_row(e, DIM), c = slG_tc_stage_col(e, DIM);
     uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < n) v = *(const uint4 *)(src + (long)(row0 + r) * DIM + c);
-    *(uint4 *)(dst + r * LDH + c) = v;
+    if (row0 + r < n) v = *(const uint4 *)(src + slG_tc_at(row0 + r, c, DIM));
+    *(uint4 *)(dst + slG_tc_at(r, c, slG_tc_ldh(DIM))) = v;
   }
 }
 
@@ -128,9 +127,9 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
   stage<DIM>(Qs, Q + head, q0, TQ, n);
   for (int e = threadIdx.x; e < TQ * L::LDO; e += THREADS) Os[e] = 0.0f;
   /* this lane's row of the warp's 16 and its half of the columns */
-  int row = warp * 16 + lane / 2, half = lane % 2, q = q0 + row;
+  int row = slG_tc_row(warp, lane), half = slG_tc_half(lane), q = q0 + row;
   float m = -INFINITY, l = 0.0f;
-  int kend = causal ? min(n, q0 + TQ) : n;
+  int kend = slG_tc_key_end(n, q0, causal);
   for (int k0 = 0; k0 < kend; k0 += TK) {
     __syncthreads();   /* the previous tile's K and V are no longer read */
     stage<DIM>(Ks, K + head, k0, TK, n);
@@ -151,7 +150,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
     float mx = -INFINITY;
     for (int c = 0; c < 32; c++) {
       int key = k0 + half * 32 + c;
-      float x = key < n && !(causal && key > q) ? srow[c] * scale2 : -INFINITY;
+      float x = slG_tc_keep(key, q, n, causal) ? srow[c] * scale2 : -INFINITY;
       srow[c] = x;
       mx = fmaxf(mx, x);
     }
@@ -209,10 +208,13 @@ static int launch(int bh, int n, int causal, const bf16 *q, const bf16 *k, const
 /* the backward's layout: K, V, Q, dO, S^T, dP^T, P^T (then dS^T), dK, dV, dQ, then L and D of the query tile */
 template <int DIM>
 struct BwdLayout : Tiles<DIM> {
-  typedef Tiles<DIM> T;
-  static constexpr size_t K = 0, V = T::H, Q = 2 * T::H, DO = 3 * T::H, ST = 4 * T::H, DPT = ST + T::S;
-  static constexpr size_t PT = DPT + T::S, DK = PT + T::P, DV = DK + T::O, DQ = DV + T::O, LQ = DQ + T::O;
-  static constexpr size_t DQV = LQ + sizeof(float) * TQ, BYTES = DQV + sizeof(float) * TQ;
+  static constexpr size_t K = slG_tc_bwd(DIM, SLG_TC_BWD_K), V = slG_tc_bwd(DIM, SLG_TC_BWD_V);
+  static constexpr size_t Q = slG_tc_bwd(DIM, SLG_TC_BWD_Q), DO = slG_tc_bwd(DIM, SLG_TC_BWD_DO);
+  static constexpr size_t ST = slG_tc_bwd(DIM, SLG_TC_BWD_ST), DPT = slG_tc_bwd(DIM, SLG_TC_BWD_DPT);
+  static constexpr size_t PT = slG_tc_bwd(DIM, SLG_TC_BWD_PT), DK = slG_tc_bwd(DIM, SLG_TC_BWD_DK);
+  static constexpr size_t DV = slG_tc_bwd(DIM, SLG_TC_BWD_DV), DQ = slG_tc_bwd(DIM, SLG_TC_BWD_DQ);
+  static constexpr size_t LQ = slG_tc_bwd(DIM, SLG_TC_BWD_LQ), DQV = slG_tc_bwd(DIM, SLG_TC_BWD_DQV);
+  static constexpr size_t BYTES = slG_tc_bwd(DIM, SLG_TC_BWD_BYTES);
 };
 
 template <int DIM>
@@ -235,8 +237,8 @@ __global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const
   stage<DIM>(Vs, V + head, k0, TK, n);
   for (int e = threadIdx.x; e < TK * L::LDO; e += THREADS) dKs[e] = 0.0f, dVs[e] = 0.0f;
   /* this lane's key (a row of the transposed tiles) and its half of the 64 queries */
-  int row = warp * 16 + lane / 2, half = lane % 2, key = k0 + row;
-  for (int q0 = causal ? k0 / TQ * TQ : 0; q0 < n; q0 += TQ) {
+  int row = slG_tc_row(warp, lane), half = slG_tc_half(lane), key = k0 + row;
+  for (int q0 = slG_tc_query_start(k0, causal); q0 < n; q0 += TQ) {
     __syncthreads();   /* the previous tile's Q, dO, dS^T and dQ rows are no longer read */
     stage<DIM>(Qs, Q + head, q0, TQ, n);
     stage<DIM>(dOs, dO + head, q0, TQ, n);
@@ -264,8 +266,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const
     bf16 *prow = Pt + row * L::LDP + half * 32;
     for (int c = 0; c < 32; c++) {
       int q = q0 + half * 32 + c;
-      bool keep = key < n && q < n && !(causal && key > q);
-      float p = keep ? exp2f(srow[c] * scale * log2e - Lq[half * 32 + c]) : 0.0f;
+      float p = slG_tc_keep_bwd(key, q, n, causal) ? exp2f(srow[c] * scale * log2e - Lq[half * 32 + c]) : 0.0f;
       srow[c] = p;
       prow[c] = __float2bfloat16_rn(p);
     }
@@ -288,7 +289,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const
     }
     __syncwarp();
     /* the warp's 16 query rows added to dQ: two lanes a row */
-    int qr = warp * 16 + lane / 2, q = q0 + qr;
+    int qr = slG_tc_row(warp, lane), q = q0 + qr;
     if (q < n) {
       const float *src = dQs + qr * L::LDO + half * (DIM / 2);
       float *dst = dQ + head + (long)q * DIM + half * (DIM / 2);

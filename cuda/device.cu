@@ -1,11 +1,14 @@
 /*
-** device.cu - GPU detection at run time for builds with CUDA.
+** device.cu - the module's table (gpu.h), and GPU detection at run time.
 **
-** Compile: part of the CMake build when nvcc is found (SYSLAB_CUDA=AUTO).
-** The CUDA runtime is linked statically, so the binary starts on machines
-** without a driver; cudaGetDeviceCount then fails and we report no device.
+** slG_backend is the one symbol the module exports (the others are hidden:
+** CMake builds it with hidden visibility and keeps the static CUDA
+** runtime's symbols inside it); every file of cuda/ fills the members of
+** its entry points (module.h). The CUDA runtime is linked statically into
+** the module, so loading it needs no toolkit; without a driver
+** cudaGetDeviceCount fails, and the module reports no device.
 */
-#include "gpu.h"
+#include "module.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -44,4 +47,21 @@ extern "C" const char *slG_describe(void) {
   return description;
 }
 
-extern "C" int slG_built_with_cuda(void) { return 1; }
+static slG_Backend filled(void) {
+  slG_Backend b = {};
+  b.version = SLG_BACKEND_VERSION;
+  b.device_count = slG_device_count;
+  b.describe = slG_describe;
+  slG_fill_kernels(&b);
+  slG_fill_cublas(&b);
+  slG_fill_ops(&b);
+  slG_fill_ops_graph(&b);
+  slG_fill_ops_rows(&b);
+  slG_fill_ops_train(&b);
+  return b;
+}
+
+extern "C" __attribute__((visibility("default"))) const slG_Backend *slG_backend(void) {
+  static const slG_Backend table = filled();   /* made once, by the first caller (C++ guards it) */
+  return &table;
+}

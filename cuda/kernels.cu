@@ -1,7 +1,7 @@
 /*
 ** kernels.cu - the GPU versions of the kernels: GEMM, naive attention, MXINT8, and their benchmark cases.
 **
-** Build: part of the CMake build when nvcc is found (architectures 80 and
+** Build: part of the CUDA module when nvcc is found (architectures 80 and
 ** 90). Run: tests/unit/test_kernels.c checks every version against the CPU
 ** references when a GPU is present (and says it skipped otherwise);
 ** `bench gemm_cuda_tiled sizes=[4096]` and the other *_cuda kernels time
@@ -18,10 +18,9 @@
 **                     shared-memory reads, the next slice fetched into
 **                     registers during this one (gemm_cuda_tiled)
 **     v3 cuBLAS       cublasSgemm on the transposed problem (C^T = B^T A^T
-**                     in column-major terms); libcublas is opened at run
-**                     time with dlopen, so the binary starts without it;
-**                     slG_gemm is the same call on device pointers with
-**                     slM_gemm's transposes, for the operators of ops.cu
+**                     in column-major terms) through cublas.cu's
+**                     slG_gemm_run, the one mapping of every product the
+**                     engine asks of cuBLAS (cublas_args.h)
 **   attention (contiguous batch x heads x L x dim, dim = 64)
 **     naive           cuBLAS strided-batched S = QK^T, one kernel for scale,
 **                     causal mask, softmax and L, cuBLAS O = PV: the N x N
@@ -35,13 +34,14 @@
 **                     (numerics §5.4), 16-byte loads of mantissas
 **
 ** Every entry point returns -1 with a message instead of failing hard; with
-** no device, slG_device_count() is 0 and the engine never calls in.
+** no device, the table's device_count answers 0 and the engine never calls
+** in.
 */
-#include "gpu.h"
 #include "attention.h"
+#include "cublas.h"
+#include "module.h"
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,114 +56,6 @@
       goto fail;                                                                     \
     }                                                                                \
   } while (0)
-
-/* ================================================================ cuBLAS */
-
-typedef int (*CublasCreate)(void **);
-typedef int (*CublasSgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
-                           const float *, float *, int);
-typedef int (*CublasSgemmBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
-                                  const float *, int, long long, const float *, float *, int, long long, int);
-/* cublasGemmStridedBatchedEx: the data types and the compute type are ints (cudaDataType, cublasComputeType_t) */
-typedef int (*CublasGemmBatchedEx)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
-                                   const void *, int, int, long long, const void *, void *, int, int, long long, int,
-                                   int, int);
-
-static struct {
-  int tried;
-  void *lib, *handle;
-  CublasSgemm sgemm;
-  CublasSgemmBatched batched;
-  CublasGemmBatchedEx batched_ex;
-  char why[256];
-} blas;
-
-enum { OP_N = 0, OP_T = 1 };  /* cublasOperation_t */
-
-static int cublas_open(char *err, size_t errlen) {
-  if (!blas.tried) {
-    blas.tried = 1;
-    const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
-    for (int i = 0; names[i] && !blas.lib; i++) blas.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!blas.lib) {
-      snprintf(blas.why, sizeof blas.why, "cuBLAS could not be loaded (libcublas.so.13): %s", dlerror());
-    } else {
-      CublasCreate create = (CublasCreate)dlsym(blas.lib, "cublasCreate_v2");
-      blas.sgemm = (CublasSgemm)dlsym(blas.lib, "cublasSgemm_v2");
-      blas.batched = (CublasSgemmBatched)dlsym(blas.lib, "cublasSgemmStridedBatched");
-      blas.batched_ex = (CublasGemmBatchedEx)dlsym(blas.lib, "cublasGemmStridedBatchedEx");
-      if (!create || !blas.sgemm || !blas.batched || !blas.batched_ex || create(&blas.handle) != 0) {
-        snprintf(blas.why, sizeof blas.why, "cuBLAS was loaded but could not be initialised");
-        blas.handle = NULL;
-      }
-    }
-  }
-  if (!blas.handle) snprintf(err, errlen, "%s", blas.why);
-  return blas.handle ? 0 : -1;
-}
-
-/* row-major C[M x N] = alpha A[M x K] B[K x N] + beta C, as column-major C^T = B^T A^T */
-static int cublas_rowmajor(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
-  return blas.sgemm(blas.handle, OP_N, OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N);
-}
-
-/* slM_gemm's row-major product on device pointers, for the operators of
-** ops.cu: C = alpha op(A) op(B) + beta C is the column-major
-** C^T = alpha op(B)^T op(A)^T, and a row-major X read column-major is X^T,
-** so the transposes carry over unchanged and A and B swap places */
-extern "C" int slG_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                        const float *B, int ldb, float beta, float *C, int ldc, char *err, size_t errlen) {
-  if (M < 0 || N < 0 || K < 0) {
-    snprintf(err, errlen, "GEMM: negative size %d x %d x %d", M, N, K);
-    return -1;
-  }
-  if (M == 0 || N == 0) return 0;
-  if (cublas_open(err, errlen) != 0) return -1;
-  int rc = blas.sgemm(blas.handle, trans_b ? OP_T : OP_N, trans_a ? OP_T : OP_N, N, M, K, &alpha, B, ldb, A, lda,
-                      &beta, C, ldc);
-  if (rc != 0) {
-    snprintf(err, errlen, "cublasSgemm failed (status %d) on %d x %d x %d", rc, M, N, K);
-    return -1;
-  }
-  return 0;
-}
-
-/* library_types.h and cublas_api.h's numbers, which the types above carry as ints */
-enum { R_32F = 0, R_16F = 2, R_16BF = 14, COMPUTE_32F = 68, GEMM_DEFAULT = -1 };
-
-/* slG_gemm for a batch of products at fixed strides, the operands float32
-** (format 0) or 16-bit (SLG_BF16, SLG_FP16: cublasGemmStridedBatchedEx on
-** the tensor cores, float32 sums and C). The same mapping to column-major
-** as slG_gemm; a batch of 1 is one product. */
-extern "C" int slG_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A,
-                                int lda, long long stride_a, const void *B, int ldb, long long stride_b, float beta,
-                                float *C, int ldc, long long stride_c, int batch, char *err, size_t errlen) {
-  if (M < 0 || N < 0 || K < 0 || batch < 0) {
-    snprintf(err, errlen, "GEMM: negative size %d x %d x %d (batch %d)", M, N, K, batch);
-    return -1;
-  }
-  if (format != 0 && format != SLG_BF16 && format != SLG_FP16) {
-    snprintf(err, errlen, "GEMM: unknown operand format %d (allowed: float32, bf16, fp16)", format);
-    return -1;
-  }
-  if (M == 0 || N == 0 || batch == 0) return 0;
-  if (cublas_open(err, errlen) != 0) return -1;
-  int ta = trans_a ? OP_T : OP_N, tb = trans_b ? OP_T : OP_N, rc;
-  if (format == 0)
-    rc = blas.batched(blas.handle, tb, ta, N, M, K, &alpha, (const float *)B, ldb, stride_b, (const float *)A, lda,
-                      stride_a, &beta, C, ldc, stride_c, batch);
-  else {
-    int type = format == SLG_BF16 ? R_16BF : R_16F;
-    rc = blas.batched_ex(blas.handle, tb, ta, N, M, K, &alpha, B, type, ldb, stride_b, A, type, lda, stride_a, &beta, C,
-                         R_32F, ldc, stride_c, batch, COMPUTE_32F, GEMM_DEFAULT);
-  }
-  if (rc != 0) {
-    snprintf(err, errlen, "cuBLAS %s GEMM failed (status %d) on %d x %d x %d, batch %d",
-             format == 0 ? "float32" : format == SLG_BF16 ? "bf16" : "fp16", rc, M, N, K, batch);
-    return -1;
-  }
-  return 0;
-}
 
 /* ================================================================== GEMM */
 
@@ -281,11 +173,8 @@ static int gemm_launch(int impl, int M, int N, int K, const float *A, const floa
     dim3 grid((N + T2 - 1) / T2, (M + T2 - 1) / T2);
     gemm_tiled<<<grid, 256>>>(M, N, K, A, B, C);
   } else {
-    if (cublas_open(err, errlen) != 0) return -1;
-    if (cublas_rowmajor(M, N, K, 1.0f, A, B, 0.0f, C) != 0) {
-      snprintf(err, errlen, "cublasSgemm failed");
-      return -1;
-    }
+    slG_Gemm g = {0, 0, M, N, K, K, N, N, 0, 0, 0, 1};
+    if (slG_gemm_run(0, &g, 1.0f, A, B, 0.0f, C, err, errlen) != 0) return -1;
   }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
@@ -350,21 +239,10 @@ __global__ void softmax_rows(float *S, float *L, int n, float scale, int causal)
 
 static int attention_naive_launch(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
                                   float *o, float *lse, float *S, char *err, size_t errlen) {
-  if (cublas_open(err, errlen) != 0) return -1;
-  float one = 1.0f, zero = 0.0f;
-  long long sx = (long long)n * dim, ss = (long long)n * n;
-  /* row-major S = Q K^T  <=>  column-major S^T = K Q^T */
-  if (blas.batched(blas.handle, OP_T, OP_N, n, n, dim, &one, k, dim, sx, q, dim, sx, &zero, S, n, ss, bh) != 0) {
-    snprintf(err, errlen, "cublasSgemmStridedBatched (scores) failed");
-    return -1;
-  }
+  slG_Gemm s = slG_attention_gemm(SLG_ATTN_GEMM_S, bh, n, dim), pv = slG_attention_gemm(SLG_ATTN_GEMM_O, bh, n, dim);
+  if (slG_gemm_run(0, &s, 1.0f, q, k, 0.0f, S, err, errlen) != 0) return -1;
   softmax_rows<<<(unsigned)((long)bh * n), 256>>>(S, lse, n, 1.0f / sqrtf((float)dim), causal);
-  /* row-major O = P V  <=>  column-major O^T = V^T P^T */
-  if (blas.batched(blas.handle, OP_N, OP_N, dim, n, n, &one, v, dim, sx, S, n, ss, &zero, o, dim, sx, bh) != 0) {
-    snprintf(err, errlen, "cublasSgemmStridedBatched (context) failed");
-    return -1;
-  }
-  return 0;
+  return slG_gemm_run(0, &pv, 1.0f, S, v, 0.0f, o, err, errlen);
 }
 
 /* dS = P o (dP - D) scale, in place over dP, one row per block (the naive backward) */
@@ -383,19 +261,20 @@ __global__ void attention_naive_ds(const float *P, float *dP, const float *Dv, i
 static int attention_naive_bwd_launch(int bh, int n, int dim, const float *q, const float *k, const float *v,
                                       const float *o, const float *dout, const float *P, float *dP, float *Dv,
                                       float *dq, float *dk, float *dv, char *err, size_t errlen) {
-  if (cublas_open(err, errlen) != 0) return -1;
-  float one = 1.0f, zero = 0.0f;
-  long long sx = (long long)n * dim, ss = (long long)n * n;
   long rows = (long)bh * n;
+  slG_Gemm g[4];
+  for (int i = 0; i < 4; i++) g[i] = slG_attention_gemm(SLG_ATTN_GEMM_DV + i, bh, n, dim);
   slG_attention_rowdot(dout, o, Dv, rows);
-  int rc = blas.batched(blas.handle, OP_N, OP_T, dim, n, n, &one, dout, dim, sx, P, n, ss, &zero, dv, dim, sx, bh);
-  rc |= blas.batched(blas.handle, OP_T, OP_N, n, n, dim, &one, v, dim, sx, dout, dim, sx, &zero, dP, n, ss, bh);
+  if (slG_gemm_run(0, &g[0], 1.0f, P, dout, 0.0f, dv, err, errlen) != 0 ||
+      slG_gemm_run(0, &g[1], 1.0f, dout, v, 0.0f, dP, err, errlen) != 0)
+    return -1;
   attention_naive_ds<<<(unsigned)rows, 256>>>(P, dP, Dv, n, 1.0f / sqrtf((float)dim));
-  rc |= blas.batched(blas.handle, OP_N, OP_N, dim, n, n, &one, k, dim, sx, dP, n, ss, &zero, dq, dim, sx, bh);
-  rc |= blas.batched(blas.handle, OP_N, OP_T, dim, n, n, &one, q, dim, sx, dP, n, ss, &zero, dk, dim, sx, bh);
+  if (slG_gemm_run(0, &g[2], 1.0f, dP, k, 0.0f, dq, err, errlen) != 0 ||
+      slG_gemm_run(0, &g[3], 1.0f, dP, q, 0.0f, dk, err, errlen) != 0)
+    return -1;
   cudaError_t e = cudaGetLastError();
-  if (rc != 0 || e != cudaSuccess) {
-    snprintf(err, errlen, "naive attention backward: %s", rc ? "a cuBLAS product failed" : cudaGetErrorString(e));
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "naive attention backward: %s", cudaGetErrorString(e));
     return -1;
   }
   return 0;
@@ -604,7 +483,7 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
   CK(cudaEventCreate(&c->stop));
   switch (kind) {
     case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT: case SLG_GEMM_TILED_V1:
-      if ((kind == SLG_GEMM_CUBLAS || kind == SLG_GEMM_CUBLAS_DIRECT) && cublas_open(err, errlen) != 0) goto fail;
+      if ((kind == SLG_GEMM_CUBLAS || kind == SLG_GEMM_CUBLAS_DIRECT) && slG_cublas_open(err, errlen) != 0) goto fail;
       ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0));
       break;
     case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_NAIVE_TRAIN:
@@ -612,7 +491,7 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       int naive = kind == SLG_ATTN_NAIVE || kind == SLG_ATTN_NAIVE_TRAIN;
       int train = kind == SLG_ATTN_FUSED_TRAIN || kind == SLG_ATTN_NAIVE_TRAIN || kind == SLG_ATTN_FUSED_V1_TRAIN;
       if (check_dim(dim, err, errlen)) goto fail;
-      if (naive && cublas_open(err, errlen) != 0) goto fail;
+      if (naive && slG_cublas_open(err, errlen) != 0) goto fail;
       /* x: 0-2 Q K V, 3 O, 4 L; 5 dO, 6-8 dQ dK dV, 9 D; 10 and raw scores: the naive version's N x N arrays */
       ok = (c->x[0] = dev_fill(c, nx, 1)) && (c->x[1] = dev_fill(c, nx, 2)) && (c->x[2] = dev_fill(c, nx, 3)) &&
            (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0));
@@ -639,6 +518,20 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
         c->bytes += sizeof(uint16_t) * 4 * nx;
         const float *src[4] = {c->x[0], c->x[1], c->x[2], c->x[5]};
         to_halves(src, 4, c->raw[0], nx);
+      }
+      break;
+    case SLG_GEMM_CUBLAS_BF16: case SLG_LINEAR_BF16:
+      if (slG_cublas_open(err, errlen) != 0) goto fail;
+      /* x: 0 A (or x), 1 B (or W), 2 C (or y), 3 the bias; raw[0]: the bf16 copies of A and B */
+      ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0)) &&
+           (c->x[3] = dev_fill(c, n, 3));
+      if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 2 * nn) != cudaSuccess) ok = 0;
+      if (ok) {
+        c->bytes += sizeof(uint16_t) * 2 * nn;
+        if (kind == SLG_GEMM_CUBLAS_BF16) {   /* rounded once, not timed */
+          const float *src[2] = {c->x[0], c->x[1]};
+          to_halves(src, 2, c->raw[0], nn);
+        }
       }
       break;
     case SLG_MXINT8_DEQUANT:
@@ -681,9 +574,7 @@ extern "C" double slG_case_run(void *p) {
       rc = gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
       break;
     case SLG_GEMM_CUBLAS_DIRECT: {
-      float one = 1.0f, zero = 0.0f;
-      if (blas.sgemm(blas.handle, OP_N, OP_N, n, n, n, &one, c->x[1], n, c->x[0], n, &zero, c->x[2], n) != 0)
-        rc = -1, snprintf(err, errlen, "cublasSgemm failed");
+      if (slG_cublas_direct(n, c->x[0], c->x[1], c->x[2]) != 0) rc = -1, snprintf(err, errlen, "cublasSgemm failed");
       break;
     }
     case SLG_ATTN_NAIVE: case SLG_ATTN_NAIVE_TRAIN:
@@ -708,6 +599,20 @@ extern "C" double slG_case_run(void *p) {
       if (rc == 0 && c->kind == SLG_ATTN_FUSED_BF16_TRAIN)
         rc = slG_fused_backward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, h + 3 * nx, c->x[3], c->x[5],
                                      c->x[4], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
+      break;
+    }
+    case SLG_GEMM_CUBLAS_BF16: {
+      const uint16_t *h = (const uint16_t *)c->raw[0];
+      slG_Gemm g = {0, 0, n, n, n, n, n, n, 0, 0, 0, 1};
+      rc = slG_gemm_run(SLG_BF16, &g, 1.0f, h, h + (size_t)n * n, 0.0f, c->x[2], err, errlen);
+      break;
+    }
+    case SLG_LINEAR_BF16: {   /* the graph's 16-bit linear forward: its operands' copies made in the call */
+      uint16_t *h = (uint16_t *)c->raw[0];
+      size_t nn = (size_t)n * n;
+      rc = slG_to_half(SLG_BF16, c->x[0], h, nn, err, errlen);
+      if (rc == 0) rc = slG_to_half(SLG_BF16, c->x[1], h + nn, nn, err, errlen);
+      if (rc == 0) rc = slG_linear_forward(SLG_BF16, h, h + nn, c->x[3], c->x[2], (size_t)n, n, n, err, errlen);
       break;
     }
     case SLG_MXINT8_DEQUANT:
@@ -751,4 +656,17 @@ extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
   slG_case_free(g);
   slG_case_free(cp);
   return g && cp ? 0 : -1;
+}
+
+void slG_fill_kernels(slG_Backend *b) {
+  b->sgemm = slG_sgemm;
+  b->attention_forward = slG_attention_forward;
+  b->attention_backward = slG_attention_backward;
+  b->mxint8_dequant_bf16 = slG_mxint8_dequant_bf16;
+  b->case_new = slG_case_new;
+  b->case_run = slG_case_run;
+  b->case_error = slG_case_error;
+  b->case_bytes = slG_case_bytes;
+  b->case_free = slG_case_free;
+  b->machine = slG_machine;
 }

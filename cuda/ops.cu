@@ -5,20 +5,23 @@
 ** rounding, the embedding and RoPE. The row-wise operators (norms, softmax,
 ** cross-entropy) are in ops_rows.cu, the optimisers in ops_train.cu.
 **
-** Build: part of the CMake build when nvcc is found. Run: the test
+** Build: part of the CUDA module when nvcc is found. Run: the test
 ** tests/unit/test_gpu_ops.c runs each operator here and the CPU operator of
 ** engine/graph/ on the same inputs and compares them (bit for bit where the
 ** arithmetic is the same); without a GPU it says it skipped. On a GPU
 ** machine: `make gpu-check OUT=DIR` (docs/gpu.md), or build/test_gpu_ops.
 **
 ** Shapes are naive and clear: one thread per item with a grid-stride loop
-** (ops.h). Nothing here is timed yet; correctness first. Each kernel
+** (ops.h); correctness first. They are timed inside the models' steps
+** (bench/gpu_models.sl, lm_bench on the GPU), and the linear layer alone
+** as a bf16 model runs it (`bench linear_cuda_bf16`). Each kernel
 ** computes in the order of the CPU loop it stands for, with the never-fused
 ** arithmetic of ops.h where the CPU's bits are the aim.
 */
 #include <cuda_fp16.h>
 
-#include "gpu.h"
+#include "cublas.h"
+#include "module.h"
 #include "ops.h"
 
 #include <stdint.h>
@@ -112,25 +115,33 @@ static int linear_check(size_t rows, int in_f, int out_f, char *err, size_t errl
   return 0;
 }
 
-/* the CPU's slM_gemm_w(N, T, rows, out_f, in_f, x, W, y): y = x W^T */
-extern "C" int slG_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
-                                  int out_f, char *err, size_t errlen) {
+/* the CPU's slM_gemm_w(N, T, rows, out_f, in_f, x, W, y): y = x W^T, from
+** float32 x and W (format 0) or their 16-bit copies (SLG_BF16, SLG_FP16:
+** the tensor cores, float32 sums), then the bias in float32 */
+extern "C" int slG_linear_forward(int format, const void *x, const void *w, const float *b, float *y, size_t rows,
+                                  int in_f, int out_f, char *err, size_t errlen) {
   if (linear_check(rows, in_f, out_f, err, errlen)) return -1;
   if (rows == 0) return 0;
-  if (slG_gemm(0, 1, (int)rows, out_f, in_f, 1.0f, x, in_f, w, in_f, 0.0f, y, out_f, err, errlen)) return -1;
+  slG_Gemm g = slG_linear_gemm(SLG_LINEAR_Y, (int)rows, in_f, out_f);
+  if (slG_gemm_run(format, &g, 1.0f, x, w, 0.0f, y, err, errlen)) return -1;
   if (!b) return 0;
   add_bias<<<grid_for(rows * (size_t)out_f), THREADS>>>(y, b, rows, out_f);
   return launched("linear bias", err, errlen);
 }
 
-/* linear_backward's three products, each added (beta = 1) */
-extern "C" int slG_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                                   size_t rows, int in_f, int out_f, char *err, size_t errlen) {
+/* linear_backward's three products, each added (beta = 1): dx and dW from
+** dy, W and x in the format (float32 or their 16-bit copies), db from the
+** float32 dy32 */
+extern "C" int slG_linear_backward(int format, const void *x, const void *w, const void *dy, const float *dy32,
+                                   float *dx, float *dw, float *db, size_t rows, int in_f, int out_f, char *err,
+                                   size_t errlen) {
   if (linear_check(rows, in_f, out_f, err, errlen)) return -1;
   if (rows == 0) return 0;
-  if (dx && slG_gemm(0, 0, (int)rows, in_f, out_f, 1.0f, dy, out_f, w, in_f, 1.0f, dx, in_f, err, errlen)) return -1;
-  if (dw && slG_gemm(1, 0, out_f, in_f, (int)rows, 1.0f, dy, out_f, x, in_f, 1.0f, dw, in_f, err, errlen)) return -1;
-  if (db) return column_sums_launch(dy, rows, (size_t)out_f, db, err, errlen);
+  slG_Gemm gx = slG_linear_gemm(SLG_LINEAR_DX, (int)rows, in_f, out_f);
+  slG_Gemm gw = slG_linear_gemm(SLG_LINEAR_DW, (int)rows, in_f, out_f);
+  if (dx && slG_gemm_run(format, &gx, 1.0f, dy, w, 1.0f, dx, err, errlen)) return -1;
+  if (dw && slG_gemm_run(format, &gw, 1.0f, dy, x, 1.0f, dw, err, errlen)) return -1;
+  if (db) return column_sums_launch(dy32, rows, (size_t)out_f, db, err, errlen);
   return 0;
 }
 
@@ -513,4 +524,33 @@ extern "C" int slG_rope_forward(const float *x, float *y, const float *table, si
 extern "C" int slG_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads,
                                  char *err, size_t errlen) {
   return rope_launch(dy, dx, table, B, T, D, heads, -1.0f, 1, err, errlen);
+}
+
+void slG_fill_ops(slG_Backend *b) {
+  b->alloc = slG_alloc;
+  b->free = slG_free;
+  b->upload = slG_upload;
+  b->download = slG_download;
+  b->zero = slG_zero;
+  b->copy = slG_copy;
+  b->mem_info = slG_mem_info;
+  b->sync = slG_sync;
+  b->to_half = slG_to_half;
+  b->round_half = slG_round_half;
+  b->round_bf16 = slG_round_bf16;
+  b->linear_forward = slG_linear_forward;
+  b->linear_backward = slG_linear_backward;
+  b->activation_forward = slG_activation_forward;
+  b->activation_backward = slG_activation_backward;
+  b->swiglu_forward = slG_swiglu_forward;
+  b->swiglu_backward = slG_swiglu_backward;
+  b->add_forward = slG_add_forward;
+  b->add_backward = slG_add_backward;
+  b->dropout_forward = slG_dropout_forward;
+  b->dropout_backward = slG_dropout_backward;
+  b->embedding_forward = slG_embedding_forward;
+  b->embedding_backward = slG_embedding_backward;
+  b->rope_table = slG_rope_table;
+  b->rope_forward = slG_rope_forward;
+  b->rope_backward = slG_rope_backward;
 }

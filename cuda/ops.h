@@ -2,7 +2,7 @@
 ** ops.h - what the operator kernels (ops.cu, ops_rows.cu, ops_train.cu)
 ** share: launch shapes, the report of a failed launch, block reductions,
 ** and float arithmetic that the compiler may not fuse. CUDA C++ only; the
-** engine sees these kernels through gpu.h.
+** engine sees these kernels through the table of gpu.h.
 **
 ** Arithmetic. nvcc contracts a * b + c into one fused multiply-add, rounded
 ** once; the CPU build (C11, -ffp-contract=off) rounds the product and the

@@ -11,7 +11,7 @@
 #include <cuda_bf16.h>
 
 #include "attention.h"
-#include "gpu.h"
+#include "module.h"
 #include "ops.h"
 
 __global__ void tanh_fwd(const float *x, float *y, size_t n) {
@@ -166,4 +166,14 @@ extern "C" int slG_attention_graph_backward(int format, int B, int T, int H, int
   if (rc) return -1;
   merge(dqc, dq, B, T, H, dh, 1), merge(dkc, dk, B, T, H, dh, 1), merge(dvc, dv, B, T, H, dh, 1);
   return launched("fused attention backward (heads merged)", err, errlen);
+}
+
+void slG_fill_ops_graph(slG_Backend *b) {
+  b->tanh_forward = slG_tanh_forward;
+  b->tanh_backward = slG_tanh_backward;
+  b->scale_forward = slG_scale_forward;
+  b->scale_backward = slG_scale_backward;
+  b->attention_graph_scratch = slG_attention_graph_scratch;
+  b->attention_graph_forward = slG_attention_graph_forward;
+  b->attention_graph_backward = slG_attention_graph_backward;
 }

@@ -15,7 +15,7 @@
 ** gradients of gains and shifts sum over rows, one thread per column in row
 ** order, as slK_norm_param_grads does: the CPU's bits.
 */
-#include "gpu.h"
+#include "module.h"
 #include "ops.h"
 
 /* ========================================================== layer norm */
@@ -279,4 +279,15 @@ extern "C" int slG_cross_entropy_backward(int kind, const float *probs, const fl
   if (kind == SLG_LOSS_CLASSES) classes_bwd<<<grid_for(rows * (size_t)C), THREADS>>>(probs, labels, dloss, dx, rows, C);
   else tokens_bwd<<<grid_for(rows * (size_t)C), THREADS>>>(probs, labels, dloss, dx, rows, C);
   return launched("cross-entropy backward", err, errlen);
+}
+
+void slG_fill_ops_rows(slG_Backend *b) {
+  b->layernorm_forward = slG_layernorm_forward;
+  b->layernorm_backward = slG_layernorm_backward;
+  b->rmsnorm_forward = slG_rmsnorm_forward;
+  b->rmsnorm_backward = slG_rmsnorm_backward;
+  b->softmax_forward = slG_softmax_forward;
+  b->softmax_backward = slG_softmax_backward;
+  b->cross_entropy_forward = slG_cross_entropy_forward;
+  b->cross_entropy_backward = slG_cross_entropy_backward;
 }

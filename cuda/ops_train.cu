@@ -23,7 +23,7 @@
 ** the same float32 constants (the bias corrections made in binary64 on the
 ** host as train.c makes them): the CPU's bits.
 */
-#include "gpu.h"
+#include "module.h"
 #include "ops.h"
 
 #include <math.h>
@@ -141,4 +141,10 @@ extern "C" int slG_optimizer_step(void *params, const slG_Optimizer *o, char *er
   if (o->adamw && !t->all_v) return refuse(err, errlen, "AdamW: a parameter has no second moment v");
   optimizer_step<<<grid_for(t->total), THREADS>>>(t->dev, t->count, t->total, hyper_of(o));
   return launched(o->adamw ? "AdamW step" : "SGD step", err, errlen);
+}
+
+void slG_fill_ops_train(slG_Backend *b) {
+  b->params_new = slG_params_new;
+  b->params_free = slG_params_free;
+  b->optimizer_step = slG_optimizer_step;
 }

@@ -124,6 +124,15 @@ char *sl_repr(sl_Value v);
 ** (123, -4.5, 1e-3, 1_000; an optional sign), else 0: "0x10", "nan", "inf"
 ** and " 1" are not numbers. */
 int sl_parse_number(const char *s, double *out);
+/* A count or a number of seconds as a command line or a cell option gives it
+** (lang/lex.c): decimal digits only, no sign, fraction, exponent or '_',
+** within lo..hi (lo >= 0). 1 and *out set, else 0: "3x", "2.9", "1e9", ""
+** and "-1" are refused, never read as their leading digits. */
+int sl_parse_whole(const char *s, long lo, long hi, long *out);
+/* "Did you mean": the candidate (a NULL-terminated list) closest to name by
+** edit distance, when close enough for its length; else NULL (lang/suggest.c,
+** the same rule as the language's suggestions) */
+const char *sl_closest(const char *name, const char *const *candidates);
 /* Highlighting: the pieces of a cell as the language's lexer reads them,
 ** in order and covering the whole text (lang/lex.c). A name may be a
 ** command (sl_command_find tells). */
@@ -174,8 +183,6 @@ void slU_add(slU_Text *t, const char *fmt, ...) __attribute__((format(printf, 2,
 int sl_encode(sl_Value v, slU_Text *out, char *err, size_t errlen);
 /* 0 and a new value in *out, or -1 with err (truncated, foreign, unknown class) */
 int sl_decode(const char *bytes, size_t n, sl_Value *out, char *err, size_t errlen);
-/* the class of that name among the domains' classes, or NULL */
-const sl_Class *sl_class_find(const char *name);
 
 /* A file holds a header (magic "SYSLAB\0V", format version, length, CRC-32)
 ** and one encoded value. Saving writes a temporary name and renames it;
@@ -302,7 +309,14 @@ typedef struct sl_Call sl_Call;
 typedef int (*sl_CommandFn)(sl_Call *call, sl_Value *result);
 
 enum {
-  SL_CMD_EXTRA_KEYWORDS = 1 << 0   /* accepts name=value pairs not in args (sweep, row) */
+  SL_CMD_EXTRA_KEYWORDS = 1 << 0,  /* accepts name=value pairs not in args (sweep, row) */
+  /* may run for more than a second: it polls sl_interrupted() in its inner
+  ** loops (per step, row, node or timed repetition) and, interrupted, returns
+  ** sl_interrupted_error with no result. tests/unit/test_interrupt_commands.c
+  ** runs every command so marked at a size that takes seconds, interrupts it
+  ** and wants it stopped within a second; a marked command without a case
+  ** there fails that test. */
+  SL_CMD_LONG = 1 << 1
 };
 
 typedef struct sl_Command {
@@ -413,6 +427,29 @@ int sl_interrupted(void);
 void sl_clear_interrupt(void);
 /* the error a command returns when it stops on interrupt */
 int sl_interrupted_error(sl_Call *call);
+
+/* ------------------------------------------------------ files a user names */
+
+/* Every file a user names (a command's path, the command line's files, a
+** notebook, a connection file) is opened here and nowhere else (lang/file.c):
+** without blocking, and only when it is a regular file, checked again on
+** the descriptor. `flags` are open(2)'s: O_RDONLY, or O_WRONLY with O_CREAT,
+** O_EXCL, O_TRUNC, O_APPEND or O_NOFOLLOW. Returns the descriptor (close on
+** exec) and the file's size in *size (may be NULL), or -1 with err naming
+** the path, what it is and what is allowed: `what` names what the file
+** should be ("a CSV file"). A FIFO, socket, device or folder is refused
+** without being opened. */
+int slF_open(const char *path, int flags, const char *what, size_t *size, char *err, size_t errlen);
+/* The whole of a file a user named, through slF_open (NUL-terminated, caller
+** frees; *len without the terminator), or NULL with err. Also refuses a file
+** too large for the memory budget and, when text=1, one holding NUL bytes;
+** reads no more than the size the file had when opened; stops when
+** interrupted. */
+char *slF_read_file(const char *path, const char *what, int text, size_t *len, char *err, size_t errlen);
+/* n bytes written whole to a file a user named, or nothing: under a
+** temporary name beside it (through slF_open), flushed to disk, then renamed
+** over path. 0, or -1 with err naming the path and why. */
+int slF_write_file(const char *path, const void *bytes, size_t n, const char *what, char *err, size_t errlen);
 
 /* ----------------------------------------------------------- memory budget */
 

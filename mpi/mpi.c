@@ -31,6 +31,12 @@
 ** "ORTE_ERROR_LOG") and passes everything else, the workers' messages
 ** included. A spawn that has not finished after its timeout stops the
 ** daemon, which makes MPI_Comm_spawn return an error instead of hanging.
+**
+** The non-blocking transfers of data-parallel training send and receive
+** the caller's buffers in place (no copy: gradients are large), in pieces
+** of at most 1 GiB so that any size fits MPI's int counts; the pieces of
+** one transfer share its tag and are matched in order (MPI's messages
+** between two processes on one tag do not overtake one another).
 */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -399,6 +405,92 @@ static slD_Group *parent(char *err, size_t errlen) {
   return g;
 }
 
+static slD_Group *dup_group(slD_Group *g, char *err, size_t errlen) {
+  slD_Group *d = calloc(1, sizeof *d);
+  pthread_mutex_lock(&lock);
+  int rc = MPI_Comm_dup(g->comm, &d->comm);
+  pthread_mutex_unlock(&lock);
+  if (rc != MPI_SUCCESS) {
+    mpi_message(rc, "duplicating the group (MPI_Comm_dup)", err, errlen);
+    free(d);
+    return NULL;
+  }
+  MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+  d->inter = MPI_COMM_NULL;
+  d->rank = g->rank;
+  d->size = g->size;
+  return d;
+}
+
+/* ------------------------------------------------- non-blocking transfers */
+
+#define PIECE ((size_t)1 << 30)
+
+struct slD_Request {
+  slD_Group *g;
+  int n, send;
+  MPI_Request req[];   /* one per piece */
+};
+
+static slD_Request *transfer(slD_Group *g, int peer, int tag, void *data, size_t n, int send, char *err, size_t errlen) {
+  size_t pieces = n / PIECE + 1;
+  if (pieces > 4096) return snprintf(err, errlen, "a transfer of %zu bytes is too large", n), NULL;
+  slD_Request *r = calloc(1, sizeof *r + pieces * sizeof(MPI_Request));
+  r->g = g, r->n = (int)pieces, r->send = send;
+  pthread_mutex_lock(&lock);
+  int rc = MPI_SUCCESS, k = 0;
+  for (; k < r->n && rc == MPI_SUCCESS; k++) {
+    size_t at = (size_t)k * PIECE, len = n - at < PIECE ? n - at : PIECE;
+    rc = send ? MPI_Isend((char *)data + at, (int)len, MPI_BYTE, peer, tag, g->comm, &r->req[k])
+              : MPI_Irecv((char *)data + at, (int)len, MPI_BYTE, peer, tag, g->comm, &r->req[k]);
+  }
+  pthread_mutex_unlock(&lock);
+  if (rc != MPI_SUCCESS) {
+    mpi_message(rc, send ? "a send (MPI_Isend)" : "a receive (MPI_Irecv)", err, errlen);
+    r->n = k - 1;   /* the pieces started before the failure are given up */
+    r->g->lost = 1;
+    for (int i = 0; i < r->n; i++) MPI_Request_free(&r->req[i]);
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+static slD_Request *isend(slD_Group *g, int to, int tag, const void *data, size_t n, char *err, size_t errlen) {
+  return transfer(g, to, tag, (void *)data, n, 1, err, errlen);
+}
+
+static slD_Request *irecv(slD_Group *g, int from, int tag, void *data, size_t n, char *err, size_t errlen) {
+  return transfer(g, from, tag, data, n, 0, err, errlen);
+}
+
+static void cancel(slD_Request *r) {
+  if (!r) return;
+  pthread_mutex_lock(&lock);
+  for (int k = 0; k < r->n; k++) {
+    if (r->req[k] == MPI_REQUEST_NULL) continue;
+    if (!r->send) MPI_Cancel(&r->req[k]);
+    MPI_Request_free(&r->req[k]);
+  }
+  pthread_mutex_unlock(&lock);
+  r->g->lost = 1;
+  free(r);
+}
+
+static int test(slD_Request *r, char *err, size_t errlen) {
+  int done = 0;
+  pthread_mutex_lock(&lock);
+  int rc = MPI_Testall(r->n, r->req, &done, MPI_STATUSES_IGNORE);
+  pthread_mutex_unlock(&lock);
+  if (rc != MPI_SUCCESS) {
+    mpi_message(rc, r->send ? "a send" : "a receive", err, errlen);
+    cancel(r);
+    return -1;
+  }
+  if (done) free(r);
+  return done;
+}
+
 static int rank(const slD_Group *g) { return g->rank; }
 static int size(const slD_Group *g) { return g->size; }
 
@@ -463,10 +555,18 @@ static void close_group(slD_Group *g) {
   ** for ever when both are disconnected. A disconnect also waits for every
   ** pending message, so a group with an abandoned send is only freed. */
   MPI_Comm_free(&g->comm);
-  if (g->lost) MPI_Comm_free(&g->inter);
-  else MPI_Comm_disconnect(&g->inter);
+  if (g->inter != MPI_COMM_NULL) {   /* a duplicate (dup_group) has none */
+    if (g->lost) MPI_Comm_free(&g->inter);
+    else MPI_Comm_disconnect(&g->inter);
+  }
   pthread_mutex_unlock(&lock);
   free(g);
+}
+
+static void abandon(slD_Group *g) {
+  if (!g || g == &world_group) return;
+  g->lost = 1;
+  close_group(g);
 }
 
 static int exit_status;
@@ -492,7 +592,8 @@ static void finalize(double timeout, int status) {
 }
 
 static const slD_Transport transport = {
-    SLD_TRANSPORT_VERSION, world, spawn, parent, rank, size, send, poll_msg, close_group, finalize,
+    SLD_TRANSPORT_VERSION, world, spawn, parent, rank, size, send, poll_msg, close_group, abandon,
+    dup_group, isend, irecv, test, cancel, finalize,
 };
 
 const slD_Transport *slD_transport(void) { return &transport; }

@@ -18,15 +18,22 @@
 ** at once, so the caller decides when a silent peer counts as dead.
 ** Calls may come from two threads (a worker's main thread and its
 ** heartbeat); the module serialises them.
+**
+** Data-parallel training (engine/search/ddp.c) also moves large float
+** buffers without copying them: non-blocking sends and receives of the
+** caller's memory, tested until done, so that gradients travel while the
+** backward pass goes on. Each training call works in a duplicate of its
+** group, so its messages never meet those of a search or of another call.
 */
 #ifndef SYSLAB_MPI_TRANSPORT_H
 #define SYSLAB_MPI_TRANSPORT_H
 
 #include <stddef.h>
 
-#define SLD_TRANSPORT_VERSION 2
+#define SLD_TRANSPORT_VERSION 3
 
 typedef struct slD_Group slD_Group;
+typedef struct slD_Request slD_Request;
 
 typedef struct slD_Transport {
   int version;  /* SLD_TRANSPORT_VERSION */
@@ -51,6 +58,24 @@ typedef struct slD_Transport {
   int (*poll)(slD_Group *g, int from, int tag, int *src, int *got_tag, void **data, size_t *n);
   /* leaves the group (a spawned group is disconnected; the world is kept) */
   void (*close)(slD_Group *g);
+  /* leaves a group in which a peer may have died: freed without waiting
+  ** for anyone (a disconnect would wait for the dead) */
+  void (*abandon)(slD_Group *g);
+  /* a group of the same processes whose messages are its own (every member
+  ** calls it, in the same order); NULL with err */
+  slD_Group *(*dup)(slD_Group *g, char *err, size_t errlen);
+  /* Non-blocking transfers of n bytes of the caller's memory (any size:
+  ** large ones go in pieces, matched in order). The memory stays lent to
+  ** MPI until the request is done: a send's is not changed, a receive's not
+  ** read. NULL with err when MPI refuses to start it. */
+  slD_Request *(*isend)(slD_Group *g, int to, int tag, const void *data, size_t n, char *err, size_t errlen);
+  slD_Request *(*irecv)(slD_Group *g, int from, int tag, void *data, size_t n, char *err, size_t errlen);
+  /* 1 when r is done (r is freed), 0 while in flight, -1 with err (r is freed) */
+  int (*test)(slD_Request *r, char *err, size_t errlen);
+  /* gives up r, which will not finish (a peer died or the work stopped): a
+  ** receive is cancelled; a send is left to MPI, and its memory must then
+  ** stay allocated (the caller leaks it) */
+  void (*cancel)(slD_Request *r);
   /* MPI_Finalize, once, at exit of a process that used MPI. Finalising
   ** waits for every process of the job, and one may have died: after
   ** `timeout` seconds the process exits with `status` instead of hanging. */

@@ -161,6 +161,19 @@ static void plot_free(Plot *p) {
   free(p->cats);
 }
 
+/* gnuplot's "no valid points", said before it runs: a point needs an x and
+** a y; a table that says why its cells are missing (a study's) says so */
+static int nothing_to_draw(sl_Call *call, const slT_Table *t, const Plot *p) {
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t i = 0; i < p->nys; i++)
+      if (slT_get(t, r, (size_t)p->xc).type != SL_NIL && slT_get(t, r, (size_t)p->ycols[i]).type != SL_NIL) return 0;
+  char ys[200] = "";
+  for (size_t i = 0, n = 0; i < p->nys; i++)
+    n += (size_t)snprintf(ys + n, n < sizeof ys ? sizeof ys - n : 0, "%s'%s'", i ? ", " : "", t->names[p->ycols[i]]);
+  return sl_arg_error(call, "table", "none of its %zu rows holds both an x ('%s') and a y (%s): there is nothing to "
+                      "draw%s%s", t->nrows, t->names[p->xc], ys, t->note ? "; " : "", t->note ? t->note : "");
+}
+
 /* The arguments, each checked against the table before anything is built:
 ** the columns exist and hold finite numbers (positive on a log scale), the
 ** size is sane, and the script's data fits the memory budget. */
@@ -188,6 +201,7 @@ static int read_args(sl_Call *call, Plot *p) {
   for (size_t i = 0; i < p->nys; i++)
     if (numeric(call, t, p->ycols[i], "y", p->logy) != 0) return -1;
   if (p->ec >= 0 && numeric(call, t, p->ec, "yerr", 0) != 0) return -1;
+  if (nothing_to_draw(call, t, p) != 0) return -1;
   p->lines = sl_arg(call, "lines");
   for (size_t i = 0; p->lines.type == SL_LIST && i < sl_list_len(p->lines); i++)
     if (!sl_str(sl_list_get(p->lines, i)))
@@ -453,7 +467,7 @@ static const sl_Command slP_commands[] = {
    "side by side. Colours are colour-blind safe and series also differ by dash and point shape, so they "
    "survive printing in grey.",
    "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\ntimings = table kernel=[\"naive\", \"blas\"] ms=[1000, 110] std=[20, 4]\nplot results x=width y=accuracy series=mode title=\"PTQ vs QAT\"\nplot timings x=kernel y=ms kind=bars yerr=std",
-   cmd_plot, 0,
+   cmd_plot, SL_CMD_LONG,
    {{"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table to plot", NULL, "table"},
     COLUMN("x", SL_REQUIRED, "column for the horizontal axis"),
     {"y", SL_ARG_ANY, SL_REQUIRED | SL_BAREWORD, NULL,

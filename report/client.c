@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "jupyter/wire.h"
+#include "kernel/wire.h"
 
 extern char **environ;
 

@@ -15,6 +15,7 @@
 #include <cmark-gfm-core-extensions.h>
 #include <cmark-gfm.h>
 #include <ctype.h>
+#include <strings.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -514,6 +515,64 @@ static int patch_order(const void *a, const void *b) {
 ** which its literal lacks), made safe in place: the whole literal where the
 ** text holds it as it is, else line by line, else, as a last resort, every
 ** '<' of the node's lines written as text. */
+#define ADD_PATCH(A, L, W)                                                   \
+  do {                                                                       \
+    if (*np == *cap) *patches = realloc(*patches, (*cap = *cap * 2 + 16) * sizeof **patches); \
+    (*patches)[(*np)++] = (Patch){(A), (L), (W)};                            \
+  } while (0)
+
+/* where node n's literal starts in the text, by its source position, and
+** its lines l0..l1; 1 when the text holds the literal there as it is */
+static int literal_at(const char *text, const size_t *line_at, size_t nlines, cmark_node *n, size_t len, size_t *at,
+                      int *l0, int *l1) {
+  const char *lit = cmark_node_get_literal(n);
+  /* the last line from the literal: cmark gives a one-line block an end
+  ** line before its start */
+  int c0 = cmark_node_get_start_column(n);
+  *l0 = *l1 = cmark_node_get_start_line(n);
+  for (size_t i = 0; i < len; i++) *l1 += lit[i] == '\n';
+  if (*l0 < 1 || (size_t)*l1 > nlines || c0 < 1) return -1;
+  *at = line_at[*l0 - 1] + (size_t)c0 - 1;
+  return *at + len <= strlen(text) && memcmp(text + *at, lit, len) == 0;
+}
+
+/* An inline start tag of an element that goes with its content (a
+** <script> or <style> inside a paragraph, which cmark splits into the tag,
+** text and the end tag): the tag, everything after it among its siblings
+** and the end tag are cut from the text in one piece; with no end tag,
+** the rest of its paragraph goes, as a browser reads the rest as the
+** element's raw text. *until is the node the cut ends with (its end tag, or
+** the paragraph, left at its exit), so that nothing inside it is patched
+** again. 0, or -1 when the pieces cannot be placed. */
+static int cut_element(const char *text, const size_t *line_at, size_t nlines, cmark_node *open, const char *name,
+                       Patch **patches, size_t *np, size_t *cap, cmark_node **until) {
+  size_t at, end, len = strlen(cmark_node_get_literal(open)), nlen = strlen(name);
+  int l0, l1;
+  if (literal_at(text, line_at, nlines, open, len, &at, &l0, &l1) != 1) return -1;
+  cmark_node *close = cmark_node_next(open);
+  for (; close; close = cmark_node_next(close)) {
+    const char *lit = cmark_node_get_type(close) == CMARK_NODE_HTML_INLINE ? cmark_node_get_literal(close) : NULL;
+    if (lit && lit[0] == '<' && lit[1] == '/' && strncasecmp(lit + 2, name, nlen) == 0 && !isalnum((unsigned char)lit[2 + nlen]))
+      break;
+  }
+  if (close) {
+    size_t cat, clen = strlen(cmark_node_get_literal(close));
+    if (literal_at(text, line_at, nlines, close, clen, &cat, &l0, &l1) != 1) return -1;
+    end = cat + clen;
+    *until = close;
+  } else {
+    cmark_node *block = cmark_node_parent(open);
+    while (block && (cmark_node_get_type(block) & CMARK_NODE_TYPE_MASK) == CMARK_NODE_TYPE_INLINE) block = cmark_node_parent(block);
+    int el = block ? cmark_node_get_end_line(block) : 0, ec = block ? cmark_node_get_end_column(block) : 0;
+    if (el < 1 || (size_t)el > nlines || ec < 1) return -1;
+    end = line_at[el - 1] + (size_t)ec;
+    if (end > strlen(text) || end < at) return -1;
+    *until = block;
+  }
+  ADD_PATCH(at, end - at, strdup(""));
+  return 0;
+}
+
 static int patch_html(const char *text, const size_t *line_at, size_t nlines, cmark_node *n, Patch **patches,
                       size_t *np, size_t *cap) {
   const char *lit = cmark_node_get_literal(n);
@@ -521,18 +580,10 @@ static int patch_html(const char *text, const size_t *line_at, size_t nlines, cm
   size_t len = strlen(lit);
   if (cmark_node_get_type(n) == CMARK_NODE_HTML_BLOCK)
     while (len > 0 && lit[len - 1] == '\n') len--;  /* the block's literal ends with its newline */
-  /* the last line from the literal: cmark gives a one-line block an end
-  ** line before its start */
-  int l0 = cmark_node_get_start_line(n), c0 = cmark_node_get_start_column(n), l1 = l0;
-  for (size_t i = 0; i < len; i++) l1 += lit[i] == '\n';
-  if (l0 < 1 || (size_t)l1 > nlines || c0 < 1) return -1;
-  size_t at = line_at[l0 - 1] + (size_t)c0 - 1, end_of_text = strlen(text);
-#define ADD_PATCH(A, L, W)                                                   \
-  do {                                                                       \
-    if (*np == *cap) *patches = realloc(*patches, (*cap = *cap * 2 + 16) * sizeof **patches); \
-    (*patches)[(*np)++] = (Patch){(A), (L), (W)};                            \
-  } while (0)
-  if (at + len <= end_of_text && memcmp(text + at, lit, len) == 0) {
+  size_t at, end_of_text = strlen(text);
+  int l0, l1, found = literal_at(text, line_at, nlines, n, len, &at, &l0, &l1);
+  if (found < 0) return -1;
+  if (found) {
     char *piece = strndup(lit, len);
     ADD_PATCH(at, len, slR_sanitize_html(piece));
     free(piece);
@@ -561,9 +612,9 @@ static int patch_html(const char *text, const size_t *line_at, size_t nlines, cm
   while (*np > first) free((*patches)[--*np].with);
   for (size_t k = line_at[l0 - 1]; k < ((size_t)l1 < nlines ? line_at[l1] : end_of_text); k++)
     if (text[k] == '<') ADD_PATCH(k, 1, strdup("&lt;"));
-#undef ADD_PATCH
   return 0;
 }
+#undef ADD_PATCH
 
 /* the last resort when raw HTML could not be placed: every '<' outside
 ** fenced code becomes text */
@@ -605,10 +656,19 @@ static char *sanitize_markdown(const char *md) {
   int lost = 0;
   cmark_iter *it = cmark_iter_new(doc);
   cmark_event_type ev;
+  cmark_node *until = NULL;   /* inside an inline element that was cut whole, up to this node */
   while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
     cmark_node *n = cmark_iter_get_node(it);
     cmark_node_type type = cmark_node_get_type(n);
-    if (ev == CMARK_EVENT_ENTER && (type == CMARK_NODE_HTML_BLOCK || type == CMARK_NODE_HTML_INLINE))
+    char name[32];
+    if (until) {
+      if (n == until && (ev == CMARK_EVENT_EXIT || cmark_node_get_type(n) == CMARK_NODE_HTML_INLINE)) until = NULL;
+      continue;
+    }
+    if (ev == CMARK_EVENT_ENTER && type == CMARK_NODE_HTML_INLINE &&
+        slR_html_drops_content(cmark_node_get_literal(n), name, sizeof name))
+      lost |= cut_element(text, line_at, nlines, n, name, &patches, &np, &cap, &until) != 0;
+    else if (ev == CMARK_EVENT_ENTER && (type == CMARK_NODE_HTML_BLOCK || type == CMARK_NODE_HTML_INLINE))
       lost |= patch_html(text, line_at, nlines, n, &patches, &np, &cap) != 0;
   }
   cmark_iter_free(it);

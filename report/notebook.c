@@ -13,14 +13,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "syslab.h"
+
 json_t *slR_notebook_read(const char *path, char *err, size_t errlen) {
   json_error_t jerr;
-  json_t *nb = json_load_file(path, 0, &jerr);
+  size_t len;
+  char why[512];
+  char *text = slF_read_file(path, "a notebook", 0, &len, why, sizeof why);   /* a FIFO would block */
+  if (!text) {
+    snprintf(err, errlen, "%s: cannot read the file (%s)", path, why);
+    return NULL;
+  }
+  json_t *nb = json_loadb(text, len, 0, &jerr);
+  free(text);
   if (!nb) {
-    if (jerr.line == -1 || strstr(jerr.text, "unable to open"))
-      snprintf(err, errlen, "%s: cannot read the file (%s)", path, jerr.text);
-    else
-      snprintf(err, errlen, "%s: not valid JSON at line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
+    snprintf(err, errlen, "%s: not valid JSON at line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
     return NULL;
   }
   const char *problem = NULL;
@@ -113,7 +120,7 @@ int slR_cell_injected(json_t *cell) {
   return id && strcmp(id, "injected-parameters") == 0 && slR_cell_has_tag(cell, "injected-parameters");
 }
 
-void slR_cell_option(const char *source, const char *key, char *out, size_t size) {
+int slR_cell_option(const char *source, const char *key, char *out, size_t size) {
   out[0] = '\0';
   size_t klen = strlen(key);
   const char *p = source;
@@ -129,11 +136,12 @@ void slR_cell_option(const char *source, const char *key, char *out, size_t size
       while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\r')) vlen--;
       if (vlen >= 2 && (v[0] == '"' || v[0] == '\'') && v[vlen - 1] == v[0]) v++, vlen -= 2;
       snprintf(out, size, "%.*s", (int)vlen, v);
-      return;
+      return 1;
     }
     if (!eol) break;
     p = eol + 1;
   }
+  return 0;
 }
 
 int slR_label_valid(const char *label) {
@@ -150,11 +158,11 @@ int slR_write_atomic(const char *path, const void *data, size_t len, char *err, 
   /* the temporary name is created here, never opened through a link or over
   ** a file someone left there (removed first); the rename then replaces
   ** whatever the final name was, a link included, never what it points to */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  char why[512];
+  unlink(tmp);
+  int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, "a file of the report", NULL, why, sizeof why);
   if (fd < 0) {
-    snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    snprintf(err, errlen, "cannot write %s: %s", path, why);
     return -1;
   }
   const char *p = data;

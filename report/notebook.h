@@ -21,8 +21,9 @@ int slR_cell_has_tag(json_t *cell, const char *tag);
 size_t slR_cell_number(json_t *cells, size_t index);
 /* the cell `syslab report -p` injected */
 int slR_cell_injected(json_t *cell);
-/* Quarto-style cell options: "#| key: value" lines at the top of a code cell */
-void slR_cell_option(const char *source, const char *key, char *out, size_t size);
+/* Quarto-style cell options: "#| key: value" lines at the top of a code
+** cell; 1 when the cell has the option (its value, maybe "", in out), else 0 */
+int slR_cell_option(const char *source, const char *key, char *out, size_t size);
 /* a label may name a figure file: letters, digits, '-' and '_', 1 to 100 of them */
 int slR_label_valid(const char *label);
 

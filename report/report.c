@@ -57,6 +57,7 @@
 #include "export.h"
 #include "inline.h"
 #include "notebook.h"
+#include "params.h"
 #include "syslab.h"
 
 static double now(void) {
@@ -70,11 +71,10 @@ static double now(void) {
 static void cache_key(const char *path, const slR_Options *o, char out[65]) {
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-  FILE *f = fopen(path, "rb");
-  char buf[8192];
   size_t n;
-  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(ctx, buf, n);
-  if (f) fclose(f);
+  char why[512], *bytes = slF_read_file(path, "a notebook", 0, &n, why, sizeof why);
+  if (bytes) EVP_DigestUpdate(ctx, bytes, n);
+  free(bytes);
   char *params = json_dumps(o->params, JSON_SORT_KEYS | JSON_COMPACT);
   EVP_DigestUpdate(ctx, "\0", 1);
   EVP_DigestUpdate(ctx, params, strlen(params));
@@ -102,44 +102,36 @@ static void ensure_ids(json_t *nb) {
   json_object_set_new(nb, "nbformat_minor", json_integer(5));
 }
 
-/* papermill's convention: a cell tagged injected-parameters after the one
-** tagged parameters (or first, when there is none) */
-static void inject_parameters(json_t *nb, json_t *params) {
-  if (json_object_size(params) == 0) return;
-  char *src = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&src, &len);
-  fprintf(m, "# Parameters\n");
-  const char *name;
-  json_t *value;
-  json_object_foreach(params, name, value) fprintf(m, "%s = %s\n", name, json_string_value(value));
-  fclose(m);
-  json_t *cell = json_pack("{s:s, s:s, s:{s:[s]}, s:s, s:[], s:n}", "cell_type", "code", "id", "injected-parameters",
-                           "metadata", "tags", "injected-parameters", "source", src, "outputs", "execution_count");
-  free(src);
-  json_t *cells = json_object_get(nb, "cells");
-  /* without a parameters cell: after the leading Markdown, before the first code */
-  size_t at = 0, i;
-  json_t *c;
-  while (at < json_array_size(cells) &&
-         strcmp(json_string_value(json_object_get(json_array_get(cells, at), "cell_type")), "markdown") == 0)
-    at++;
-  json_array_foreach(cells, i, c) if (slR_cell_has_tag(c, "parameters")) at = i + 1;
-  json_array_insert_new(cells, at, cell);
-  json_t *meta = json_object_get(nb, "metadata");
-  if (!json_is_object(meta)) json_object_set_new(nb, "metadata", meta = json_object());
-  json_object_set_new(meta, "syslab", json_pack("{s:O}", "parameters", params));
-}
-
 /* A cell's time limit: --timeout, or more where the cell asks for it with
 ** `#| timeout: SECONDS` (a search at the seeds' scale runs for many minutes;
-** the option never shortens the limit the command line gives) */
+** the option never shortens the limit the command line gives). What the
+** option may hold is checked before anything runs (check_timeouts). */
 static double cell_limit(const char *src, double timeout) {
   char v[32];
+  long t;
   slR_cell_option(src, "timeout", v, sizeof v);
-  char *end;
-  double t = strtod(v, &end);
-  return v[0] && *end == '\0' && t > timeout && t <= 86400 ? t : timeout;
+  return sl_parse_whole(v, 1, SLR_MAX_CELL_SECONDS, &t) && t > timeout ? (double)t : timeout;
+}
+
+/* Every `#| timeout:` is a whole number of seconds in range: `10s`, `1e9`
+** or an empty value would otherwise leave the cell under --timeout without
+** a word. Returns the number of problems, each printed. */
+static int check_timeouts(const char *path, json_t *nb) {
+  int problems = 0;
+  size_t i;
+  json_t *cell, *cells = json_object_get(nb, "cells");
+  json_array_foreach(cells, i, cell) {
+    if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") != 0) continue;
+    char *src = slR_cell_source(cell), v[64];
+    long t;
+    if (slR_cell_option(src, "timeout", v, sizeof v) && !sl_parse_whole(v, 1, SLR_MAX_CELL_SECONDS, &t)) {
+      fprintf(stderr, "  error: %s, cell %zu: `#| timeout: %s` is not a whole number of seconds from 1 to %d\n", path,
+              slR_cell_number(cells, i), v, SLR_MAX_CELL_SECONDS);
+      problems++;
+    }
+    free(src);
+  }
+  return problems;
 }
 
 static const char *first_line(json_t *outputs) {
@@ -386,10 +378,10 @@ static void remove_previous(const char *outdir) {
     unlink(path);
   }
   snprintf(path, sizeof path, "%s/" MANIFEST, outdir);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char line[1200], why[512];
+  int fd = slF_open(path, O_RDONLY | O_NOFOLLOW, "the report's manifest", NULL, why, sizeof why);
   FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   if (fd >= 0 && !f) close(fd);
-  char line[1200];
   snprintf(path, sizeof path, "%s/figures", outdir);
   int figures = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (f && fgets(line, sizeof line, f) && strncmp(line, MANIFEST_HEADER, strlen(MANIFEST_HEADER)) == 0)
@@ -671,7 +663,10 @@ static int read_notebooks(Report *R) {
     }
     R->read[i] = slR_notebook_read(o->notebooks[i], err, sizeof err);
     json_array_append_new(R->read_errors, R->read[i] ? json_null() : json_string(err));
-    if (R->read[i]) refused += check_labels(o->notebooks[i], R->read[i]) + slR_inline_check(o->notebooks[i], R->read[i]);
+    if (!R->read[i]) continue;
+    refused += check_labels(o->notebooks[i], R->read[i]) + check_timeouts(o->notebooks[i], R->read[i]) +
+               slR_inline_check(o->notebooks[i], R->read[i]);
+    slR_params_check(o->notebooks[i], R->read[i], o->params);
   }
   return refused;
 }
@@ -679,18 +674,15 @@ static int read_notebooks(Report *R) {
 /* The executed notebook from the last run, when its cache key still
 ** matches; read as any notebook is: it may have been opened and saved since. */
 static json_t *from_cache(const char *key_path, const char *key, const char *executed) {
-  char old[65] = "";
   struct stat st;
   /* what a link in the folder points at is not this report's */
   if (lstat(executed, &st) != 0 || !S_ISREG(st.st_mode) || lstat(key_path, &st) != 0 || !S_ISREG(st.st_mode))
     return NULL;
-  FILE *f = fopen(key_path, "r");
-  if (f) {
-    if (!fgets(old, sizeof old, f)) old[0] = '\0';
-    fclose(f);
-  }
-  char cerr[512];
-  return strcmp(old, key) == 0 ? slR_notebook_read(executed, cerr, sizeof cerr) : NULL;
+  size_t n;
+  char cerr[512], *old = slF_read_file(key_path, "a cache key", 1, &n, cerr, sizeof cerr);
+  int same = old && strcmp(old, key) == 0;
+  free(old);
+  return same ? slR_notebook_read(executed, cerr, sizeof cerr) : NULL;
 }
 
 /* Each readable notebook takes its place in the report: from the cache, or
@@ -727,7 +719,7 @@ static void plan_runs(Report *R) {
       continue;
     }
     unlink(key_path);
-    inject_parameters(nb, o->params);
+    slR_params_inject(nb, o->params);
     ensure_ids(nb);
     Run *r = &R->runs[R->nruns++];
     r->path = path;

@@ -19,6 +19,9 @@ typedef struct slR_Options {
   double timeout;          /* seconds a cell may run (--timeout) */
 } slR_Options;
 
+/* the most seconds --timeout or a cell's `#| timeout:` may give a cell: a day */
+#define SLR_MAX_CELL_SECONDS 86400
+
 /* Runs the notebooks and writes the report. Returns the exit status of
 ** `syslab report`; a stop by SIGINT, SIGTERM or SIGHUP ends the process
 ** with that signal instead. */

@@ -311,6 +311,14 @@ static const char *skip_element(const char *p, const char *name) {
   return skip_nested(p, name, 0);
 }
 
+int slR_html_drops_content(const char *tag, char *name, size_t size) {
+  if (tag[0] != '<' || !isalpha((unsigned char)tag[1])) return 0;
+  size_t n = 0;
+  for (const char *p = tag + 1; name_char(*p) && n + 1 < size; p++) name[n++] = (char)tolower((unsigned char)*p);
+  name[n] = '\0';
+  return in_list(dropped_with_content, name);
+}
+
 char *slR_sanitize_html(const char *html) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);

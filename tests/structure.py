@@ -26,25 +26,30 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Each folder and the folders it may use, from the bottom up. The engine's
-# folders are a ladder (each uses those below it); plotting/ stands beside
-# the engine above table/; cuda/ is reached only from engine/kernels/, mpi/
-# only from engine/search/ (a module it loads). engine/engine.c is the
-# engine's top: the one file that knows every domain. Above the engine: the
-# Jupyter kernel, the report (a client of the kernel's wire format), and the
-# command line over both.
-ENGINE = ["engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", "engine/compress",
-          "engine/search"]
-LAYERS = {"cuda": [], "mpi": []}
-for i, folder in enumerate(ENGINE):
-    LAYERS[folder] = ENGINE[:i] + (["cuda"] if folder == "engine/kernels" else []) + \
-        (["mpi"] if folder == "engine/search" else [])
-LAYERS["plotting"] = ["engine/lang", "engine/table"]
-LAYERS["engine"] = ENGINE + ["plotting", "cuda", "mpi"]   # engine/engine.c and syslab.h
-LAYERS["jupyter"] = ["engine"] + LAYERS["engine"]
-LAYERS["report"] = ["jupyter"] + LAYERS["jupyter"]
-LAYERS["cli"] = ["report"] + LAYERS["report"]
 
+def read_layers(path=os.path.join(ROOT, "tests", "layers.txt")):
+    """tests/layers.txt (the one statement of the layers, which
+    tests/unit/test_layers.c reads too): each folder and the folders it may
+    use, closed over, since a file may call what the folders it includes call"""
+    direct = {}
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if line:
+            folder, _, uses = line.partition(":")
+            direct[folder.strip()] = uses.split()
+    closed = {}
+    for folder in direct:
+        seen, todo = [], list(direct[folder])
+        while todo:
+            f = todo.pop(0)
+            if f not in seen:
+                seen.append(f)
+                todo += direct.get(f, [])
+        closed[folder] = seen
+    return closed
+
+
+LAYERS = read_layers()
 SOURCE_DIRS = list(LAYERS)
 MAX_FILE_LINES = 1000
 MAX_FUNCTION_LINES = 150
@@ -240,6 +245,52 @@ def functions(path):
     return out
 
 
+def unnamed_units(files):
+    """units of the program that docs/architecture.md does not name (by the
+    name of one of their files), so that its map of the house stays whole"""
+    text = open(os.path.join(ROOT, "docs", "architecture.md")).read()
+    named = set(re.findall(r"[A-Za-z0-9_]+\.(?:c|h|cu)\b", text))
+    out = []
+    for unit in sorted({unit_of(f) for f in files}):
+        names = {os.path.basename(f) for f in files if unit_of(f) == unit}
+        if not names & named:
+            out.append(f"unnamed: {unit} ({', '.join(sorted(names))}) is not named in docs/architecture.md")
+    return out
+
+
+MODULE_FOLDERS = ("cuda/", "mpi/")   # reached through one table of entry points, which dlsym finds
+
+
+def uncalled(objs, build):
+    """public functions of the program that no other object calls (neither
+    the program's nor a test's or benchmark's): dead, or meant to be static"""
+    defined, used = {}, set()
+    for src, obj in objs.items():
+        d, u = nm_symbols(obj)
+        used |= u
+        if not src.startswith(MODULE_FOLDERS):
+            for sym in d:
+                defined[sym] = src
+    for dirpath, _, names in os.walk(build):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".o") and path not in objs.values():
+                used |= nm_symbols(path)[1]
+    fuzz = os.path.join(ROOT, "tests", "fuzz")   # fuzz targets: built by `make fuzz` (clang), not here
+    for name in os.listdir(fuzz):
+        if name.endswith(".c"):
+            used |= set(re.findall(r"\b\w+\b", strip_c(open(os.path.join(fuzz, name)).read())))
+    return [f"uncalled: {src} defines {sym}, which no other file calls (make it static, or delete it)"
+            for sym, src in sorted(defined.items(), key=lambda x: (x[1], x[0])) if sym not in used and sym != "main"]
+
+
+def unlisted_docs():
+    """pages of docs/ that README.md's documentation list leaves out"""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    return [f"unlisted: docs/{name} is not linked from README.md" for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
+            if name.endswith(".md") and f"(docs/{name})" not in readme]
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     files = production_files()
@@ -283,6 +334,10 @@ def main():
                 if n > MAX_FUNCTION_LINES:
                     failures += 1
                     print(f"too long: {f}:{line} {name}() has {n} lines (at most {MAX_FUNCTION_LINES})")
+
+    for problem in unnamed_units(files) + unlisted_docs() + uncalled(objs, build):
+        failures += 1
+        print(problem)
 
     units = {unit_of(f) for f in files}
     print(f"{len(files)} files in {len(units)} units, {len(edges)} arrows ({len(objs)} objects read): "

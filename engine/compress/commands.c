@@ -162,6 +162,11 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
   float *dec = malloc(n * sizeof *dec);
   slQ_mxint8_unpack(m, e, n, g, dec);
   for (size_t i = 0; i < n; i++) {
+    if ((i & 65535) == 0 && sl_interrupted()) {   /* four lists of millions of values take seconds */
+      sl_release(mant), sl_release(scales), sl_release(bf16), sl_release(values);
+      free(x), free(m), free(e), free(dec);
+      return sl_interrupted_error(call);
+    }
     char hex[8];
     uint8_t scale = e[i / (size_t)g];
     uint16_t b = slQ_mxint8_to_bf16(m[i], scale);
@@ -217,7 +222,7 @@ static int cmd_prune_values(sl_Call *call, sl_Value *result) {
   else slQ_prune_random(n, s, (uint64_t)sl_arg_number(call, "seed"), mask);
   for (size_t i = 0; i < n; i++)
     if (!mask[i]) x[i] = 0;
-  *result = shaped(x, n, row);
+  *result = sl_interrupted() ? sl_nil() : shaped(x, n, row);
   free(x), free(mask);
   return result->type == SL_NIL ? sl_interrupted_error(call) : 0;
 }
@@ -424,7 +429,7 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   slT_add_column(t, "pruned");
   slT_add_column(t, "sparsity");
   at = 0;
-  for (int i = 0; i < g->n; i++) {
+  for (int i = 0; i < g->n && !sl_interrupted(); i++) {
     slM_Node *n = &g->nodes[i];
     if (!targeted(call, n)) continue;
     slM_Tensor *w = n->params[0]->value;
@@ -451,6 +456,11 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   }
   free(pool);
   free(pool_mask);
+  if (sl_interrupted()) {   /* a sort of the weights stopped: the copy is half pruned */
+    slT_free(t);
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   sl_Value table = slT_value(t);
   if (sl_truthy(sl_arg(call, "verbose"))) {
     sl_Bundle b;
@@ -529,18 +539,18 @@ static const sl_Command slQ_commands[] = {
   {"quantize", "compress", "Quantise numbers (a list, or a matrix as a list of rows) to a number format.",
    "The result shows every value exactly (float32 round-trips). MX formats share one scale per block along each row.",
    "quantize [0.03125, 0.09375, 1.2345, 8.0] format=integer width=8 frac=4\nquantize [1.0, 0.1, 300] format=minifloat_ieee width=8 exponent_width=4",
-   cmd_quantize, 0,
+   cmd_quantize, SL_CMD_LONG,
    {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers"}, FORMAT_ARGS, {NULL}}},
   {"mxint8", "compress", "Pack numbers as MXINT8: int8 mantissas and one E8M0 scale byte per block.",
    "Shows the mantissas, the scale bytes, the bfloat16 bit patterns the GPU kernel decodes to, and the values; "
    "and the kernel's region selector: bit6 (bit 6 of |m|), the pattern assembled from the sign, the scale byte and "
    "|m|'s low six bits (the result itself when bit6 is set; when it is clear the same sign and exponent with a zero "
    "fraction, the implicit 1, is subtracted from it) and bf16_values, the patterns' values.",
-   "mxint8 (1..32) block=32", cmd_mxint8, 0,
+   "mxint8 (1..32) block=32", cmd_mxint8, SL_CMD_LONG,
    {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers; a multiple of block"},
     {"block", SL_ARG_INT, 0, "32", "group size: 16 or 32"}, {NULL}}},
   {"prune_values", "compress", "Zero exactly round(sparsity * n) of the numbers: the smallest (l1) or a random set.",
-   "", "prune_values [0.5, -2, 0.1, 3] sparsity=0.5 method=l1", cmd_prune_values, 0,
+   "", "prune_values [0.5, -2, 0.1, 3] sparsity=0.5 method=l1", cmd_prune_values, SL_CMD_LONG,
    {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers"},
     {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction to prune, 0 to 1"},
     {"method", SL_ARG_ENUM, 0, "l1", "l1: smallest magnitudes; random: a seeded random set", prune_methods},
@@ -557,7 +567,7 @@ static const sl_Command slQ_commands[] = {
   {"prune", "compress", "A copy of a model with weight masks: exactly round(sparsity * n) weights pruned.",
    "l1 prunes the smallest magnitudes (ties: the lower index first), random a seeded random set; local scope per "
    "layer, global over all layers pooled. Masks stay applied through training: pruned weights remain exactly 0.",
-   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\np = prune base sparsity=0.5 method=l1 scope=local", cmd_prune, SL_CMD_LONG,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"},
     {"sparsity", SL_ARG_NUMBER, 0, "0.5", "fraction of weights to prune, 0 to 1"},
     {"method", SL_ARG_ENUM, 0, "l1", "which weights", prune_methods},
@@ -568,7 +578,7 @@ static const sl_Command slQ_commands[] = {
     {"verbose", SL_ARG_BOOL, 0, "false", "show the achieved sparsity per layer"}, {NULL}}},
   {"compress", "compress", "Quantise, then prune, with one configuration (the labs' compression pipeline).",
    "Takes the settings of quantize_model and of prune; returns a new model.",
-   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nc = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nbase = model mlp data=data hidden=[64]\nc = compress base format=integer width=8 frac=4 sparsity=0.5 method=l1", cmd_compress, SL_CMD_LONG,
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, FORMAT_ARGS,
     OPERAND_ARGS("data_in_"), OPERAND_ARGS("weight_"), OPERAND_ARGS("bias_"),
     {"layers", SL_ARG_LIST, 0, "[]", "node names of the layers to compress ([] = every linear layer)"},

@@ -39,7 +39,8 @@ static const char *const kind_names[SLQ_NUM_FORMATS] = {
   "block_fp", "block_minifloat", "block_log", "binary", "binary_residual", "ternary",
 };
 
-int slQ_is_blocked(slQ_Kind k) { return slQ_is_mx(k) || (k >= SLQ_BLOCK_FP && k <= SLQ_BLOCK_LOG); }
+/* 1 for formats that share something across a block of `block` values */
+static int is_blocked(slQ_Kind k) { return slQ_is_mx(k) || (k >= SLQ_BLOCK_FP && k <= SLQ_BLOCK_LOG); }
 int slQ_has_gradient(slQ_Kind k) { return k != SLQ_BLOCK_MINIFLOAT && k != SLQ_BINARY_RESIDUAL; }
 
 const char *slQ_kind_name(slQ_Kind k) { return k < SLQ_NUM_FORMATS ? kind_names[k] : "?"; }
@@ -60,7 +61,7 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
     }
     return 0;
   }
-  if (slQ_is_blocked(f->kind) && !slQ_is_mx(f->kind)) {
+  if (is_blocked(f->kind) && !slQ_is_mx(f->kind)) {
     if (f->block < 1 || f->block > 4096) {
       snprintf(err, errlen, "block must be between 1 and 4096 (the default is 16), got %d", f->block);
       return -1;
@@ -151,7 +152,7 @@ typedef struct {
 static void apply_range(void *ctx, size_t r0, size_t r1) {
   const Apply *a = ctx;
   const slQ_Format *f = a->f;
-  if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {  /* elementwise: a range of values */
+  if (!is_blocked(f->kind) && f->kind < SLQ_BINARY) {  /* elementwise: a range of values */
     slQ_float_fast(f, a->in + r0, a->out + r0, r1 - r0);
     return;
   }
@@ -181,12 +182,12 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
   if (row == 0 || row > n) row = n;
   Apply a = {f, in, out, n, row, NULL, 0, 0, 1};
   enum { CHUNK = 16384 };
-  if (!slQ_is_blocked(f->kind) && f->kind < SLQ_BINARY) {
+  if (!is_blocked(f->kind) && f->kind < SLQ_BINARY) {
     slK_parallel_for(n, CHUNK, apply_range, &a);
     return;
   }
   size_t rows = (n + row - 1) / row, min_rows = CHUNK / row + 1;
-  if (slQ_is_blocked(f->kind) && !slQ_is_mx(f->kind)) {
+  if (is_blocked(f->kind) && !slQ_is_mx(f->kind)) {
     /* the zero-block fix needs every block's maximum first (quant_block.c's block_maxima) */
     size_t per_row = (row + (size_t)f->block - 1) / (size_t)f->block, nb = per_row * rows;
     a.m = malloc((nb + rows) * sizeof *a.m);
@@ -214,7 +215,8 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
   else slQ_float_reference(f, in, out, n);
 }
 
-double slQ_bits(const slQ_Format *f) {
+/* storage bits per value, e.g. 8.25 for MXINT8 with blocks of 32 */
+static double format_bits(const slQ_Format *f) {
   switch (f->kind) {
     case SLQ_BLOCK_FP: return f->width + (double)f->exponent_width / f->block;
     case SLQ_BLOCK_MINIFLOAT: case SLQ_BLOCK_LOG: return f->width + (double)f->bias_width / f->block;
@@ -264,9 +266,9 @@ double slQ_transform_bytes(const slM_Transform *t, size_t n) {
   if (!t || t->apply != transform_apply) return ceil((t ? t->bits : 32) * (double)n / 8);
   const Quantiser *q = t->state;
   const slQ_Format *f = &q->format;
-  if (!slQ_is_blocked(f->kind)) return ceil(slQ_bits(f) * (double)n / 8);
+  if (!is_blocked(f->kind)) return ceil(format_bits(f) * (double)n / 8);
   /* each row's blocks share one scale or bias; a row's last block may be short */
-  double shared = (slQ_bits(f) - floor(slQ_bits(f))) * f->block, element = floor(slQ_bits(f));
+  double shared = (format_bits(f) - floor(format_bits(f))) * f->block, element = floor(format_bits(f));
   size_t row = q->row ? q->row : n, rows = (n + row - 1) / row, blocks = (row + (size_t)f->block - 1) / (size_t)f->block;
   return ceil((element * (double)n + shared * (double)(rows * blocks)) / 8);
 }
@@ -318,7 +320,7 @@ slM_Transform *slQ_transform(const slQ_Format *f, size_t row) {
   t->clone = transform_clone;
   t->encode = transform_encode;
   t->state = q;
-  t->bits = slQ_bits(f);
+  t->bits = format_bits(f);
   t->has_gradient = slQ_has_gradient(f->kind);  /* the others train with the straight-through estimator */
   slQ_describe(f, t->name, sizeof t->name);
   return t;
@@ -359,7 +361,6 @@ void slQ_mxint8_unpack(const int8_t *m, const uint8_t *scales, size_t n, int g, 
 }
 
 /* the decode itself lives with the kernels that vectorise it (kernels/mxint8_one.c) */
-float slQ_bf16_to_float(uint16_t b) { return slK_bf16_to_f32(b); }
 
 uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e) { return slK_mxint8_bf16_one(m, e); }
 
@@ -378,13 +379,43 @@ static int by_magnitude(const void *a, const void *b) {
 
 static size_t prune_count(size_t n, double sparsity) { return (size_t)rint(sparsity * (double)n); }
 
+/* order[] by by_magnitude, as qsort would have it (the order is total: ties
+** go by index), but by a bottom-up merge sort that asks for an interrupt
+** every 65,536 values it places, so that sorting millions of weights
+** (seconds) stops at once. 0, or -1 when interrupted (order is then some
+** permutation). */
+static int sort_by_magnitude(size_t *order, size_t n) {
+  size_t *tmp = malloc((n ? n : 1) * sizeof *tmp), *src = order, *dst = tmp;
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        if ((k & 0xFFFF) == 0 && sl_interrupted()) {
+          free(tmp);
+          return -1;
+        }
+        dst[k++] = by_magnitude(&src[j], &src[i]) < 0 ? src[j++] : src[i++];
+      }
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    size_t *swap = src;
+    src = dst, dst = swap;
+  }
+  if (src != order) memcpy(order, src, n * sizeof *order);
+  free(tmp);
+  return 0;
+}
+
 void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask) {
   size_t *order = malloc((n ? n : 1) * sizeof *order);
   for (size_t i = 0; i < n; i++) order[i] = i, mask[i] = 1;
   sort_values = x;
-  qsort(order, n, sizeof *order, by_magnitude);
-  size_t k = prune_count(n, sparsity);
-  for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
+  if (sort_by_magnitude(order, n) == 0) {   /* interrupted: nothing pruned, and the caller stops */
+    size_t k = prune_count(n, sparsity);
+    for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
+  }
   free(order);
 }
 

@@ -13,8 +13,6 @@
 #include "quant_format.h"
 #include "syslab.h"
 
-/* 1 for formats that share something across a block of `block` values */
-int slQ_is_blocked(slQ_Kind k);
 /* 0 for formats whose training gradient is not defined (QAT is refused) */
 int slQ_has_gradient(slQ_Kind k);
 
@@ -28,8 +26,6 @@ void slQ_apply(const slQ_Format *f, const float *in, float *out, size_t n, size_
 /* the same, one value at a time in binary64: the reference slQ_apply's
 ** optimised loops are tested against */
 void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_t n, size_t row);
-/* storage bits per value, e.g. 8.25 for MXINT8 with blocks of 32 */
-double slQ_bits(const slQ_Format *f);
 /* whole bytes that n values stored through transform t take (t NULL: float32),
 ** with each row's shared scales counted once per started block */
 double slQ_transform_bytes(const slM_Transform *t, size_t n);
@@ -45,12 +41,13 @@ int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *mantissas, uint8_t 
 void slQ_mxint8_unpack(const int8_t *mantissas, const uint8_t *scales, size_t n, int g, float *out);
 /* the bfloat16 decode of one element as the ADLS Lab 4 MXINT8 kernel computes it (numerics §5.4) */
 uint16_t slQ_mxint8_to_bf16(int8_t m, uint8_t e);
-float slQ_bf16_to_float(uint16_t b);
 
 /* Pruning (exact-k): mask[i] = 0 for the k = RNE(s * n) pruned elements.
 ** l1: the smallest magnitudes, ties to the lower index; random: a uniform
 ** k-subset, the first k of numpy RandomState(seed).permutation(n) (MT19937,
-** seeds 0 to 2^32 - 1), or of a permutation drawn from a running stream. */
+** seeds 0 to 2^32 - 1), or of a permutation drawn from a running stream.
+** l1 sorts, and stops at an interrupt with nothing pruned: a caller that
+** may be interrupted checks sl_interrupted() after. */
 void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask);
 void slQ_prune_random(size_t n, double sparsity, uint64_t seed, unsigned char *mask);
 void slQ_prune_random_stream(slM_Mt *rng, size_t n, double sparsity, unsigned char *mask);

@@ -21,6 +21,7 @@
 #include "passes.h"
 #include "precision.h"
 #include "train.h"
+#include "trainrun.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define FASHION_MNIST_TRAIN 60000
@@ -195,6 +196,7 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
                           FASHION_MNIST_TRAIN, FASHION_MNIST_TEST);
     const char *dir = sl_arg_given(call, "path") ? sl_arg_string(call, "path") : FASHION_MNIST_DIR;
     d = slM_fashion_mnist(dir, (size_t)ntrain, (size_t)ntest, err, sizeof err);
+    if (!d && sl_interrupted()) return sl_interrupted_error(call);
     if (!d && sl_arg_given(call, "path")) {  /* a folder of the user's: the Debian package is no remedy */
       char *hint = strstr(err, ": install the Debian package");
       if (hint) *hint = '\0';
@@ -212,6 +214,10 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
     d = slM_synthetic((size_t)ntrain, (size_t)ntest, (int)features, (int)classes, spread,
                       (uint64_t)sl_arg_number(call, "seed"));
     if (!d) return sl_arg_error(call, "train", "not enough memory for this data set");
+    if (sl_interrupted()) {   /* drawn in part */
+      slM_dataset_free(d);
+      return sl_interrupted_error(call);
+    }
   }
   *result = sl_object_new(&slM_dataset_class, d);
   return 0;
@@ -226,6 +232,10 @@ static const char *const attentions[] = {"naive", "fused", NULL};
 static const char *const device_names[] = {"cpu", "gpu", NULL};
 
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
+  if (g && sl_interrupted()) {   /* its weights were drawn in part */
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   if (!g) return sl_error(call, "%s", err);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
@@ -634,38 +644,47 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
                               "evaluate the model without training it (PTQ), or choose another format",
                         g->nodes[i].name, ts[k]->name);
   }
+  char why[512];
+  if (slM_device_fits(g, c.batch, 1, why, sizeof why) != 0) return sl_arg_error(call, "batch", "%s", why);
+  /* the run is its data and settings (and, in slM_run_begin, the model it starts from) */
+  slU_Text def = {0};
+  slM_dataset_encode(d, &def, why, sizeof why);
+  const double set[] = {c.epochs, c.batch, c.lr, c.momentum, c.weight_decay, c.optimizer, c.schedule, c.warmup, c.seed};
+  uint64_t id = slM_hash(slM_hash(SLM_HASH_START, def.s, def.n), set, sizeof set);
+  free(def.s);
+  slM_Run run;
+  if (slM_run_begin(call, g, c.batch, id, &run) != 0) return -1;
+  c.run = &run;
   slM_EpochStats *stats = calloc((size_t)c.epochs, sizeof *stats);
   TrainUi ui = {sl_progress_begin(call, "train", c.epochs), c.epochs};
   slM_TrainHooks hooks = {&ui, on_progress, on_stop};
-  char why[512];
-  if (slM_device_fits(g, c.batch, 1, why, sizeof why) != 0) {
-    free(stats);
-    sl_progress_end(ui.bar);
-    return sl_arg_error(call, "batch", "%s", why);
-  }
   int done = slM_train(g, d, &c, &hooks, stats);
   sl_progress_end(ui.bar);
-  if (device_fault(call, g) != 0) {
+  slM_run_end(&run, run.err[0] ? run.err : NULL);
+  if (run.err[0] || device_fault(call, g) != 0) {
     free(stats);
-    return -1;
+    return run.err[0] ? sl_error(call, "%s", run.err) : -1;
   }
+  if (run.resumed) sl_printf(call, "resumed from %s\n", run.ckpt.path);
   if (done > 0 && stats[done - 1].diverged) {
     slM_EpochStats last = stats[done - 1];
     free(stats);
     return diverged(call, g, &last, c.lr);
   }
   slT_Table *t = slT_new();
-  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second"};
-  for (int k = 0; k < 7; k++) slT_add_column(t, cols[k]);
+  /* in parallel, the time spent communicating that the compute did not hide */
+  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second",
+                        "comm_seconds"};
+  int ncols = run.ranks > 1 ? 8 : 7;
+  for (int k = 0; k < ncols; k++) slT_add_column(t, cols[k]);
   for (int e = 0; e < done; e++) {
     size_t r = slT_add_row(t);
-    double v[7] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
-                   stats[e].seconds, stats[e].samples_per_second};
-    for (int k = 0; k < 7; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
+    double v[8] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
+                   stats[e].seconds, stats[e].samples_per_second, stats[e].comm_seconds};
+    for (int k = 0; k < ncols; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
   }
   free(stats);
-  slT_mark_timing(t, 5);
-  slT_mark_timing(t, 6);
+  for (int k = 5; k < ncols; k++) slT_mark_timing(t, k);
   sl_Value table = slT_value(t);
   if (sl_interrupted()) {
     sl_Bundle b;
@@ -715,12 +734,15 @@ static int cmd_difference(sl_Call *call, sl_Value *result) {
   size_t n = d->ntest < 512 ? d->ntest : 512;
   if (n == 0) return sl_arg_error(call, "data", "the data set has no test items");
   a->fault[0] = b->fault[0] = '\0';
+  a->stop = b->stop = on_stop;   /* each pass asks between nodes */
   slM_Tensor *la = slM_forward(a, d->test_x, d->test_y, (int)n, 0);
-  slM_Tensor *lb = slM_forward(b, d->test_x, d->test_y, (int)n, 0);
-  if (device_fault(call, a) != 0 || device_fault(call, b) != 0 || !la || !lb) {
+  slM_Tensor *lb = sl_interrupted() ? NULL : slM_forward(b, d->test_x, d->test_y, (int)n, 0);
+  a->stop = b->stop = NULL;
+  a->stopped = b->stopped = 0;
+  if (device_fault(call, a) != 0 || device_fault(call, b) != 0 || !la || !lb || sl_interrupted()) {
     slM_release_activations(a);
     slM_release_activations(b);
-    return -1;
+    return sl_interrupted() ? sl_interrupted_error(call) : -1;
   }
   double max = 0;
   for (size_t i = 0; i < la->size && i < lb->size; i++) max = fmax(max, fabs((double)la->data[i] - lb->data[i]));
@@ -817,7 +839,7 @@ static const sl_Command slM_commands[] = {
    "standard deviation. Fields of a data set d: d.name, d.ntrain and d.ntest (items per split), d.features "
    "(per item), d.classes, d.mean and d.std (of the normalisation).",
    "data = dataset fashion_mnist train=10000 test=2000\nblobs = dataset synthetic train=500 test=100 features=16 classes=3",
-   cmd_dataset, 0,
+   cmd_dataset, SL_CMD_LONG,
    {{"name", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "which data set", dataset_names},
     {"train", SL_ARG_INT, 0, "0", "training items to keep (0 = all)"},
     {"test", SL_ARG_INT, 0, "0", "test items to keep (0 = all)"},
@@ -834,7 +856,7 @@ static const sl_Command slM_commands[] = {
    "frozen), m.family (\"mlp\", \"transformer\" or \"lm\"), m.classes, m.precision (its mode: \"fp32\", or "
    "\"bf16\"/\"fp16\" after `precision`), m.node_names (a list, for `meta`).",
    "m = model mlp hidden=[256, 128] dropout=0.1\nt = model transformer depth=2 width=64 heads=2 patch=7",
-   cmd_model, 0,
+   cmd_model, SL_CMD_LONG,
    {{"family", SL_ARG_ENUM, SL_POSITIONAL | SL_REQUIRED, NULL, "the model family", families},
     {"data", SL_ARG_OBJECT, 0, NULL, "take inputs and classes from this data set", NULL, "dataset"},
     {"inputs", SL_ARG_INT, 0, "784", "input features (images: pixels)"},
@@ -907,8 +929,10 @@ static const sl_Command slM_commands[] = {
     {"seed", SL_ARG_INT, 0, "0", "seed of the A matrices"}, {NULL}}},
   {"train", "model", "Train a model; returns a table with one row per epoch.",
    "Shows progress in place; an interrupt stops at the next batch with the weights intact. The same seed gives "
-   "the same numbers.",
-   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, 0,
+   "the same numbers. accumulate=K splits each batch into K micro-batches whose gradients are summed in order; "
+   "parallel=\"data\" runs one micro-batch per process (under mpirun -n N, or workers=N), with the numbers of "
+   "accumulate=N; checkpoint= with checkpoint_every= lets the same command resume (docs/scaling.md).",
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\nhistory = train m data epochs=3 lr=0.05 optimizer=sgd momentum=0.9", cmd_train, SL_CMD_LONG,
    {MODEL_ARG, DATA_ARG,
     {"epochs", SL_ARG_INT, 0, "1", "passes over the training split"},
     {"batch", SL_ARG_INT, 0, "128", "mini-batch size"},
@@ -919,11 +943,12 @@ static const sl_Command slM_commands[] = {
     {"schedule", SL_ARG_ENUM, 0, "constant", "learning-rate schedule", schedules},
     {"warmup", SL_ARG_INT, 0, "0", "steps of linear warm-up"},
     {"seed", SL_ARG_INT, 0, "0", "seed of the data order and dropout"},
+    SLM_RUN_ARGS,
     {NULL}}},
   {"evaluate", "model", "Accuracy and loss of a model on a split, as a record.", "", "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\n(evaluate m data).accuracy",
-   cmd_evaluate, 0, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
+   cmd_evaluate, SL_CMD_LONG, {MODEL_ARG, DATA_ARG, {"split", SL_ARG_ENUM, 0, "test", "which split", splits}, {NULL}}},
   {"difference", "model", "Largest difference between two models' outputs on test items, as a record.", "",
-   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\ndifference m (remove_dropout m) data", cmd_difference, 0,
+   "data = dataset fashion_mnist train=1000 test=200\nm = model mlp data=data hidden=[64]\ndifference m (remove_dropout m) data", cmd_difference, SL_CMD_LONG,
    {{"a", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "first model", NULL, "model"},
     {"b", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "second model", NULL, "model"}, DATA_ARG, {NULL}}},
   {"memory", "model", "Bytes of tensor data alive now and at the peak, as a record.", "", "memory", cmd_memory, 0,

@@ -65,29 +65,64 @@ int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t 
   return 0;
 }
 
+/* The file through the one opener of user-named files (a FIFO named like
+** an IDX file would block for ever), then inflated in memory: gzip, as the
+** Debian package ships it, or the IDX bytes as they are (as gzread reads an
+** uncompressed file). The inflated size is held to the memory budget. */
 static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t errlen) {
-  gzFile f = gzopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "cannot open %s (%s): %s", path, strerror(errno), PACKAGE_HINT);
+  size_t n;
+  char why[600];
+  unsigned char *raw = (unsigned char *)slF_read_file(path, "a gzipped IDX file", 0, &n, why, sizeof why);
+  if (!raw) {
+    snprintf(err, errlen, "%s: %s", why, PACKAGE_HINT);
     return NULL;
   }
-  size_t cap = 1 << 20, n = 0;
-  unsigned char *buf = malloc(cap);
-  for (;;) {
-    if (n == cap) buf = realloc(buf, cap *= 2);
-    int got = gzread(f, buf + n, (unsigned)(cap - n));
-    if (got < 0) {
-      int code;
-      snprintf(err, errlen, "%s is corrupt (%s): %s", path, gzerror(f, &code), PACKAGE_HINT);
-      gzclose(f);
-      free(buf);
-      return NULL;
-    }
-    if (got == 0) break;
-    n += (size_t)got;
+  if (n < 2 || raw[0] != 0x1f || raw[1] != 0x8b) {
+    *len = n;
+    return raw;
   }
-  gzclose(f);
-  *len = n;
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  size_t cap = 4 * n + (1 << 20), out = 0;
+  unsigned char *buf = malloc(cap);
+  int rc = buf ? inflateInit2(&z, 16 + MAX_WBITS) : Z_MEM_ERROR;
+  z.next_in = raw;
+  z.avail_in = (uInt)n;   /* the budget check above keeps n far below 4 GiB */
+  while (rc == Z_OK) {
+    if (out == cap) {
+      if (sl_memory_budget() < 2.0 * (double)cap) {
+        rc = Z_MEM_ERROR;
+        break;
+      }
+      unsigned char *more = realloc(buf, cap *= 2);
+      if (!more) {
+        rc = Z_MEM_ERROR;
+        break;
+      }
+      buf = more;
+    }
+    if (sl_interrupted()) break;   /* between pieces of 4 MiB */
+    z.next_out = buf + out;
+    z.avail_out = (uInt)(cap - out < (4u << 20) ? cap - out : (4u << 20));
+    size_t before = z.avail_out;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out += before - z.avail_out;
+    if (rc == Z_STREAM_END && z.avail_in > 0) rc = inflateReset(&z);   /* another gzip member follows */
+    if (rc == Z_BUF_ERROR && z.avail_out > 0) break;                    /* the input ended mid-stream */
+    if (rc == Z_BUF_ERROR) rc = Z_OK;
+  }
+  const char *what = rc == Z_MEM_ERROR    ? "it inflates past the memory budget"
+                     : sl_interrupted() ? "interrupted while it was read"
+                     : z.msg            ? z.msg
+                                        : "the gzip stream is cut short";
+  if (rc != Z_STREAM_END) snprintf(err, errlen, "%s is corrupt (%s): %s", path, what, PACKAGE_HINT);
+  inflateEnd(&z);
+  free(raw);
+  if (rc != Z_STREAM_END) {
+    free(buf);
+    return NULL;
+  }
+  *len = out;
   return buf;
 }
 
@@ -205,6 +240,7 @@ slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classe
   size_t ns[2] = {ntrain, ntest};
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < ns[s]; i++) {
+      if ((i & 1023) == 0 && sl_interrupted()) break;   /* the caller sees it and frees the set */
       int c = (int)(slM_rng_next(&rng) % (uint64_t)classes);
       ys[s][i] = (uint8_t)c;
       for (int f = 0; f < features; f++)
@@ -242,7 +278,7 @@ int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t er
   return 0;
 }
 
-slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
+static slM_Dataset *dataset_bytes_decode(const char *bytes, size_t n, char *err, size_t errlen) {
   slU_Reader r = {bytes, n, 0, 0};
   char name[32], path[256];
   slU_get_str(&r, name, sizeof name);
@@ -303,7 +339,7 @@ static int dataset_encode(void *data, slU_Text *out, char *err, size_t errlen) {
 }
 
 static void *dataset_decode(const char *bytes, size_t n, char *err, size_t errlen) {
-  return slM_dataset_decode(bytes, n, err, errlen);
+  return dataset_bytes_decode(bytes, n, err, errlen);
 }
 
 const sl_Class slM_dataset_class = {.name = "dataset", .free = dataset_free, .show = dataset_show, .field = dataset_field,

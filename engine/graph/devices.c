@@ -18,7 +18,10 @@
 ** What cannot run there is refused with the reason before anything moves:
 ** no GPU (the reason the CUDA runtime gives), an operator without a CUDA
 ** slot, buffer planning, compression transforms. A 16-bit precision runs
-** its products on the tensor cores (ops_cuda.c).
+** its products on the tensor cores (ops_cuda.c). Its activations keep
+** float32 storage: 16-bit storage is the CPU's (precision.c's
+** slM_node_store answers float32 for a graph on the GPU), as the CUDA
+** slots read and write float32 device buffers; the values are the same.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +141,7 @@ slM_Graph *slM_graph_move(slM_Graph *g, int device, char *err, size_t errlen) {
 }
 
 static int pull(slM_Tensor *t, char *err, size_t errlen) {
-  return t && t->dev && t->data ? slK_dev_download(t->data, t->dev, bytes_of(t), err, errlen) : 0;
+  return t && t->dev && t->data ? slK_gpu()->download(t->data, t->dev, bytes_of(t), err, errlen) : 0;
 }
 
 int slM_device_pull(slM_Graph *g, char *err, size_t errlen) {

@@ -19,7 +19,7 @@ int slM_dev_upload_tensor(slM_Tensor *t, char *err, size_t errlen) {
   if (!t || t->dev) return 0;
   t->dev = slK_dev_alloc(bytes_of(t), t->category, err, errlen);
   if (!t->dev) return -1;
-  return slK_dev_upload(t->dev, t->data, bytes_of(t), err, errlen);
+  return slK_gpu()->upload(t->dev, t->data, bytes_of(t), err, errlen);
 }
 
 int slM_dev_fault(slM_Graph *g, const slM_Node *n, int rc, const char *why) {
@@ -60,7 +60,7 @@ slM_Tensor *slM_dev_input_grad(slM_Graph *g, slM_Node *n, int k) {
   if (src->gout_live) return src->gout;
   slM_Tensor *t = slM_dev_ensure(g, n, &src->gout, src->out->ndim, src->out->shape);
   char err[200];
-  if (!t || slM_dev_fault(g, n, slK_dev_zero(t->dev, bytes_of(t), err, sizeof err), err)) return NULL;
+  if (!t || slM_dev_fault(g, n, slK_gpu()->zero(t->dev, bytes_of(t), err, sizeof err), err)) return NULL;
   src->gout_live = 1;
   return t;
 }
@@ -87,7 +87,7 @@ int slM_dev_to_host(slM_Graph *g, slM_Tensor *t) {
     slM_mem_set_context(-1, 0, SLM_MEM_TEMP, NULL, NULL);
   }
   char err[200];
-  return slM_dev_fault(g, NULL, slK_dev_download(t->data, t->dev, bytes_of(t), err, sizeof err), err);
+  return slM_dev_fault(g, NULL, slK_gpu()->download(t->data, t->dev, bytes_of(t), err, sizeof err), err);
 }
 
 double slM_dev_seed_loss(slM_Graph *g, slM_Node *n) {
@@ -96,8 +96,8 @@ double slM_dev_seed_loss(slM_Graph *g, slM_Node *n) {
   slM_Tensor *go = slM_dev_ensure(g, n, &n->gout, n->out->ndim, n->out->shape);
   if (!go) return 0;
   n->gout_live = 1;
-  if (slM_dev_fault(g, n, slK_dev_upload(go->dev, &one, sizeof one, err, sizeof err), err) ||
-      slM_dev_fault(g, n, slK_dev_download(&loss, n->out->dev, sizeof loss, err, sizeof err), err))
+  if (slM_dev_fault(g, n, slK_gpu()->upload(go->dev, &one, sizeof one, err, sizeof err), err) ||
+      slM_dev_fault(g, n, slK_gpu()->download(&loss, n->out->dev, sizeof loss, err, sizeof err), err))
     return 0;
   return loss;
 }
@@ -107,6 +107,7 @@ void slM_dev_zero_grads(slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Tensor *t = g->nodes[i].params[k]->grad;
-      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_dev_zero(t->dev, bytes_of(t), err, sizeof err), err);
+      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_gpu()->zero(t->dev, bytes_of(t), err, sizeof err),
+                                     err);
     }
 }

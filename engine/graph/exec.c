@@ -4,7 +4,8 @@
 ** kernel for the graph's device from the operator table (ops.h).
 **
 ** Around every node run the hooks of the profiler and the memory tagger
-** (profile.c); under a precision mode each output is rounded to its dtype
+** (profile.c); under a precision mode each output is rounded to its dtype,
+** and stored in 16 bits where its operator's kernels write them
 ** (precision.c); with buffer planning every output is placed in one arena
 ** (plan.c). The backward pass starts from the loss node (or, for an
 ** inference graph, from the softmax of the logits against the labels) and
@@ -38,15 +39,55 @@ static int stop_now(slM_Graph *g) {
 }
 
 /* A model on the GPU is checked before its pass (an operator without a CUDA
-** slot, no device): the pass does not start, and the reason is the fault. */
+** slot, no device): the pass does not start, and the reason is the fault.
+** On either device a fault of an earlier pass stands until the command that
+** runs the model clears it: a backward after a forward that stopped at a
+** fault has nothing to go back from. */
 static int device_refused(slM_Graph *g) {
-  if (g->device == SLM_CPU) return 0;
+  if (g->device == SLM_CPU) return g->fault[0] ? (g->stopped = 1) : 0;
   char why[200];
   if (slM_device_ready(g, why, sizeof why) != 0) snprintf(g->fault, sizeof g->fault, "%.200s", why);
   return g->fault[0] ? (g->stopped = 1) : 0;
 }
 
+/* SYSLAB_FAULT_NODE=NAME: a pass that reaches the node NAME stops there with
+** a fault, as a failed kernel stops a pass on the GPU, so that what reports
+** faults and carries on past them (lm_bench's rows, the GPU script's) can be
+** checked on a machine without one. Read once per pass (a test sets it and
+** clears it between commands), so the node loop pays one comparison. */
+static int fault_injected(slM_Graph *g, const slM_Node *n, const char *name) {
+  if (!name || strcmp(name, n->name) != 0) return 0;
+  snprintf(g->fault, sizeof g->fault, "node %.63s: a fault injected by SYSLAB_FAULT_NODE", n->name);
+  return g->stopped = 1;
+}
+
 static const slM_OpImpl *impl_of(const slM_Graph *g, const slM_Node *n) { return &slM_op(n->op)->impl[g->device]; }
+
+/* An operator whose CPU kernels read float32 alone (no SLM_OP_HALF or SLM_OP_HALF_IN) sees
+** its 16-bit inputs widened, exactly, into buffers kept between calls
+** (product.c): while its kernel runs, each such input's output is a
+** float32 view of the widened values. Its own output is float32
+** (slM_node_store). */
+static void run(slM_Graph *g, slM_Node *n, int backward) {
+  const slM_OpImpl *impl = impl_of(g, n);
+  slM_Kernel kernel = backward ? impl->backward : impl->forward;
+  slM_Tensor *kept[SLM_MAX_INPUTS] = {NULL};
+  int widen = g->device == SLM_CPU && !(slM_op(n->op)->flags & (SLM_OP_HALF | SLM_OP_HALF_IN));
+  for (int k = 0; widen && k < n->ninputs; k++) {
+    slM_Node *src = &g->nodes[n->inputs[k]];
+    float *f = src->out && src->out->half ? slM_product_widened(k, src->out) : NULL;   /* an input twice: once */
+    if (!f) continue;
+    kept[k] = src->out;
+    src->out = slM_tensor_view(f, kept[k]->ndim, kept[k]->shape);
+  }
+  kernel(g, n);
+  for (int k = n->ninputs - 1; k >= 0; k--)
+    if (kept[k]) {
+      slM_Node *src = &g->nodes[n->inputs[k]];
+      slM_tensor_free(src->out);
+      src->out = kept[k];
+    }
+}
 
 /* the dtype of every node under a 16-bit precision (NULL in float32) */
 static int *dtypes_of(const slM_Graph *g) {
@@ -64,7 +105,7 @@ static int *dtypes_of(const slM_Graph *g) {
 static void device_end_pass(slM_Graph *g, slM_Node *logits) {
   char err[200];
   if (g->stopped) return;
-  if (slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0 ||
+  if (slM_dev_fault(g, NULL, slK_gpu()->sync(err, sizeof err), err) != 0 ||
       (strcmp(g->family, "lm") != 0 && slM_dev_to_host(g, logits->out) != 0))
     g->stopped = 1;
 }
@@ -79,20 +120,21 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   int logits = slM_logits_node(g);
   if (device_refused(g)) return NULL;   /* a fault stays until the command that runs the model starts again */
   int *dtypes = dtypes_of(g);
-  slM_product_end_pass(g);   /* weights' rounded copies are made afresh in each step */
+  slM_product_begin_pass(g);   /* weights' working copies: the optimizer's, or made afresh at first use */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
-  for (int i = 0; i < g->n && !stop_now(g); i++) {
+  const char *fault_at = getenv("SYSLAB_FAULT_NODE");
+  for (int i = 0; i < g->n && !stop_now(g) && !fault_injected(g, &g->nodes[i], fault_at); i++) {
     slM_node_begin(g, i, 0);
     slM_Node *n = &g->nodes[i];
     n->round = dtypes && (dtypes[i] == SLM_BF16 || dtypes[i] == SLM_FP16) ? dtypes[i] : 0;
+    n->store = slM_node_store(g, i, dtypes);
     n->rounded = 0;
-    impl_of(g, n)->forward(g, n);
+    run(g, n, 0);
     if (dtypes) slM_precision_after(g, i, dtypes);
     slM_node_end(g, i, 0);
     if (plan) slM_plan_after_node(g, plan, i);
   }
   if (plan) slM_plan_end(g, plan);
-  if (!training) slM_product_end_pass(g);   /* training keeps them for the backward */
   free(dtypes);
   g->feed_x = NULL, g->feed_labels = NULL;
   if (g->device != SLM_CPU) device_end_pass(g, &g->nodes[logits]);
@@ -143,7 +185,8 @@ static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8
   n->gout = NULL;
   if (slM_dev_ensure(g, n, &n->gout, seed->ndim, seed->shape)) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err), err);
+    slM_dev_fault(g, n, slK_gpu()->upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err),
+                  err);
   }
   slM_tensor_free(seed);
   return loss;
@@ -172,12 +215,12 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   for (int i = g->n - 1; i >= 0 && !stop_now(g); i--)
     if (g->nodes[i].gout_live) {
       slM_node_begin(g, i, 1);
-      impl_of(g, &g->nodes[i])->backward(g, &g->nodes[i]);
+      run(g, &g->nodes[i], 1);
       slM_node_end(g, i, 1);
+      if (g->grad_ready) g->grad_ready(g->grad_ready_ud, i);
     }
-  slM_product_end_pass(g);
   char err[200];   /* the pass's kernels done, as at the end of a forward pass */
-  if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_dev_sync(err, sizeof err), err) != 0)
+  if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_gpu()->sync(err, sizeof err), err) != 0)
     g->stopped = 1;
   return loss;
 }
@@ -196,6 +239,7 @@ void slM_zero_grads(slM_Graph *g) {
 
 void slM_release_activations(slM_Graph *g) {
   slM_plan_release(g);   /* the arena and its views */
+  slM_product_free_weights(g);   /* the weights' 16-bit working copies */
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &g->nodes[i];
     slM_tensor_free(n->out);

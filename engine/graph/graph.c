@@ -26,6 +26,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   slM_Graph *c = malloc(sizeof *c);
   *c = *g;
   c->stop = NULL, c->stop_ud = NULL, c->stopped = 0;
+  c->grad_ready = NULL, c->grad_ready_ud = NULL, c->feed_row0 = 0;
   c->profile = NULL;
   c->arena = NULL;   /* a plan is for one graph's buffers */
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);

@@ -172,7 +172,7 @@ double slM_lm_loss(const slM_Graph *g) {
     if (t->data) return t->data[0];
     float loss = NAN;   /* on the GPU: read back */
     char err[200];
-    return slK_dev_download(&loss, t->dev, sizeof loss, err, sizeof err) == 0 ? loss : NAN;
+    return slK_gpu()->download(&loss, t->dev, sizeof loss, err, sizeof err) == 0 ? loss : NAN;
   }
   return NAN;
 }

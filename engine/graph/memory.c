@@ -58,19 +58,20 @@ static void shape_text(const slM_Tensor *t, char *buf, size_t size) {
 
 size_t slM_mem_live(void) { return tensor_bytes; }
 size_t slM_mem_peak(void) { return tensor_peak; }
-void slM_mem_reset_peak(void) { tensor_peak = tensor_bytes; }
+static void mem_reset_peak(void) { tensor_peak = tensor_bytes; }
 
 void slM_mem_on_alloc(slM_Tensor *t) {
-  tensor_bytes += t->size * sizeof(float);
+  size_t bytes = slM_tensor_bytes(t);
+  tensor_bytes += bytes;
   if (tensor_bytes > tensor_peak) tensor_peak = tensor_bytes;
   t->category = cur_cat;
   t->node = cur_node;
-  account(t->category, (long long)(t->size * sizeof(float)));
+  account(t->category, (long long)bytes);
   if (!recording) return;
   if (nallocs == allocs_cap) allocs = realloc(allocs, (allocs_cap = allocs_cap ? allocs_cap * 2 : 256) * sizeof *allocs);
   slM_MemAlloc *a = &allocs[nallocs++];
   memset(a, 0, sizeof *a);
-  a->bytes = t->size * sizeof(float);
+  a->bytes = bytes;
   a->category = t->category;
   a->node = cur_node;
   a->backward = cur_backward;
@@ -82,12 +83,12 @@ void slM_mem_on_alloc(slM_Tensor *t) {
 }
 
 void slM_mem_on_free(slM_Tensor *t) {
-  tensor_bytes -= t->size * sizeof(float);
-  account(t->category, -(long long)(t->size * sizeof(float)));
+  tensor_bytes -= slM_tensor_bytes(t);
+  account(t->category, -(long long)slM_tensor_bytes(t));
 }
 
 void slM_mem_retag(slM_Tensor *t, int category) {
-  long long bytes = (long long)(t->size * sizeof(float));
+  long long bytes = (long long)slM_tensor_bytes(t);
   if (t->dev) slK_dev_recount((size_t)bytes, t->category, category);   /* its device copy moves with it */
   if (t->dev && !t->data) {   /* nothing on the host */
     t->category = category;
@@ -122,7 +123,7 @@ void slM_mem_reset(void) {
   total_peak = total_live();
   memcpy(at_peak, live, sizeof live);
   nevents = nallocs = 0;
-  slM_mem_reset_peak();
+  mem_reset_peak();
 }
 
 void slM_mem_record(int on) {

@@ -26,7 +26,15 @@ typedef struct slM_Tensor {
   int ndim;
   int shape[SLM_MAX_DIMS];
   size_t size;
+  /* Storage. A float32 tensor (dtype SLM_FP32) holds its values in data;
+  ** under a 16-bit precision a node's output (and what it saves beside it)
+  ** may hold 16-bit values instead (dtype SLM_BF16 or SLM_FP16: bfloat16 or
+  ** IEEE binary16 bits in half, data NULL), half the bytes (slots.h reads
+  ** and writes either). Gradients, parameters and optimiser state are
+  ** always float32. */
   float *data;
+  uint16_t *half;
+  int dtype;
   int category, node;   /* what it is and which node made it (memory.c) */
   int view;             /* data is another allocation's (plan.c's arena): not owned, not counted */
   /* its copy in device memory (device.c), NULL on the CPU; a tensor made on
@@ -35,17 +43,23 @@ typedef struct slM_Tensor {
   float *dev;
 } slM_Tensor;
 
-slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled */
+slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled, float32 */
+/* zero-filled, of a dtype (SLM_FP32, SLM_BF16, SLM_FP16) */
+slM_Tensor *slM_tensor_new_as(int ndim, const int *shape, int dtype);
 slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align);   /* the same, data aligned (a power of two) */
-slM_Tensor *slM_tensor_like(const slM_Tensor *t);
-slM_Tensor *slM_tensor_copy(const slM_Tensor *t);
+slM_Tensor *slM_tensor_like(const slM_Tensor *t);   /* float32, of t's shape (a gradient of any tensor) */
+slM_Tensor *slM_tensor_copy(const slM_Tensor *t);   /* the same dtype and values */
 void slM_tensor_free(slM_Tensor *t);
+/* the bytes its values take: 4 or 2 an element (dtype SLM_FP32 is 0) */
+static inline size_t slM_tensor_bytes(const slM_Tensor *t) { return t->size * (t->dtype == 0 ? 4 : 2); }
+/* element i as a float32 value (exact for every dtype) */
+float slM_tensor_at(const slM_Tensor *t, size_t i);
 /* a tensor over memory it does not own: freeing it frees only the header */
 slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape);
+slM_Tensor *slM_tensor_view_as(void *mem, int ndim, const int *shape, int dtype);
 /* bytes of tensor data alive now, and the most alive at once since the last reset */
 size_t slM_mem_live(void);
 size_t slM_mem_peak(void);
-void slM_mem_reset_peak(void);
 
 /* deterministic random numbers (splitmix64): same seed, same numbers everywhere */
 typedef struct slM_Rng {
@@ -53,6 +67,7 @@ typedef struct slM_Rng {
 } slM_Rng;
 void slM_rng_seed(slM_Rng *r, uint64_t seed);
 uint64_t slM_rng_next(slM_Rng *r);
+void slM_rng_skip(slM_Rng *r, uint64_t draws);   /* as if `draws` draws had been taken */
 double slM_rng_uniform(slM_Rng *r);   /* [0, 1) */
 double slM_rng_normal(slM_Rng *r);
 
@@ -128,10 +143,13 @@ typedef struct slM_Param {
   char name[96];
   slM_Tensor *value, *grad, *m, *v;  /* m, v: optimiser state */
   int frozen;            /* not trained (LoRA base weights) */
-  /* the value rounded to the graph's 16-bit format for the products of one
-  ** step (product.c): made at its first use in a forward pass, read again
-  ** by the backward, released when the step's passes end */
+  /* the 16-bit working copy of the value for a training run's products
+  ** (product.c): made at its first use in a training pass, read again by
+  ** the backward, rewritten from the value by each optimizer step
+  ** (train.c), given back when training ends; half_format is its format,
+  ** half_state whether it holds the value now (product.h) */
   uint16_t *half;
+  int half_format, half_state;
 } slM_Param;
 
 #define SLM_MAX_INPUTS 4
@@ -162,6 +180,7 @@ typedef struct slM_Node {
   slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
   int round;            /* a forward's output dtype when 16-bit (exec.c sets it before the forward), else 0 */
+  int store;            /* the dtype its forward stores its output in (exec.c sets it: precision.c's slM_node_store) */
   int rounded;          /* the forward rounded its output to that dtype itself: precision.c leaves it */
 } slM_Node;
 
@@ -194,6 +213,15 @@ typedef struct slM_Graph {
   const float *feed_x;
   const uint8_t *feed_labels;
   int feed_batch;
+  /* A micro-batch's first row within its step's batch (accumulate.c), 0
+  ** otherwise: dropout numbers its elements from there, so a micro-batch
+  ** gets the masks its rows have in the whole batch. */
+  int feed_row0;
+  /* Told after each node's backward while a data-parallel step runs
+  ** (accumulate.c): the gradients of parameters first used at that node or
+  ** later are complete, and can travel while the rest of the pass runs. */
+  void (*grad_ready)(void *ud, int node);
+  void *grad_ready_ud;
   /* Asked between the nodes of a pass while training runs (set by the
   ** training loops, NULL otherwise): non-zero cuts the pass short and sets
   ** `stopped`, so the caller skips the update and one large batch stops
@@ -248,7 +276,6 @@ void slM_param_release(slM_Param *p);
 void slM_param_normal(slM_Param *p, slM_Rng *rng, double std);   /* normal values of standard deviation std */
 void slM_param_fill(slM_Param *p, float v);
 int slM_find_node(const slM_Graph *g, const char *name);
-int slM_output_node(const slM_Graph *g);
 int slM_loss_node(const slM_Graph *g);     /* -1 for an inference graph */
 int slM_logits_node(const slM_Graph *g);   /* what the output returns (before any loss) */
 /* nodes that take node i as an input; fills users (size >= g->n), returns the count */
@@ -268,9 +295,8 @@ void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total);
 ** so that decode(encode(g)) runs bit for bit like g. */
 int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen);
 slM_Graph *slM_graph_decode(const char *bytes, size_t n, char *err, size_t errlen);
-/* the dataset's definition (not its numbers), and the set loaded again from it */
+/* the dataset's definition (not its numbers), from which a decode (data.c) loads the set again */
 int slM_dataset_encode(const slM_Dataset *d, slU_Text *out, char *err, size_t errlen);
-slM_Dataset *slM_dataset_decode(const char *bytes, size_t n, char *err, size_t errlen);
 
 /* ------------------------------------------------------------- execution */
 

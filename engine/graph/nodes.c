@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/parallel.h"
 #include "memory.h"
 #include "ops.h"
 
@@ -53,8 +54,34 @@ slM_Param *slM_param_clone(const slM_Param *p) {
   return c;
 }
 
+/* Each value is one normal from two draws of the stream (slM_rng_normal):
+** value i takes draws 2i + 1 and 2i + 2. The stream is counter-based
+** (slM_rng_skip), so each chunk of the thread team starts its own generator
+** where one thread's loop would have reached it, and the weights are the
+** same numbers on any number of cores (a 2.7B model's 2.7e9 draws of a
+** logarithm, a cosine and a square root took two minutes on one). The draw
+** stops at an interrupt, and the command building the model sees
+** sl_interrupted() and frees it (a model is never kept half drawn). */
+typedef struct {
+  float *x;
+  uint64_t state;
+  double std;
+} NormalFill;
+
+static void normal_range(void *ctx, size_t begin, size_t end) {
+  const NormalFill *f = ctx;
+  slM_Rng r = {f->state};
+  slM_rng_skip(&r, 2 * (uint64_t)begin);
+  for (size_t i = begin; i < end; i++) {
+    if (((i - begin) & 0xFFFF) == 0 && sl_interrupted()) return;
+    f->x[i] = (float)(slM_rng_normal(&r) * f->std);
+  }
+}
+
 void slM_param_normal(slM_Param *p, slM_Rng *rng, double std) {
-  for (size_t i = 0; i < p->value->size; i++) p->value->data[i] = (float)(slM_rng_normal(rng) * std);
+  NormalFill f = {p->value->data, rng->state, std};
+  slK_parallel_for(p->value->size, (size_t)1 << 15, normal_range, &f);
+  slM_rng_skip(rng, 2 * (uint64_t)p->value->size);
 }
 
 void slM_param_fill(slM_Param *p, float v) {
@@ -143,7 +170,7 @@ int slM_find_node(const slM_Graph *g, const char *name) {
   return -1;
 }
 
-int slM_output_node(const slM_Graph *g) {
+static int output_node(const slM_Graph *g) {
   for (int i = g->n - 1; i >= 0; i--)
     if (g->nodes[i].op == OP_OUTPUT) return i;
   return -1;
@@ -158,7 +185,7 @@ int slM_loss_node(const slM_Graph *g) {
 int slM_logits_node(const slM_Graph *g) {
   int loss = slM_loss_node(g);
   if (loss >= 0) return g->nodes[loss].inputs[0];
-  int o = slM_output_node(g);
+  int o = output_node(g);
   return o >= 0 ? g->nodes[o].inputs[0] : g->n - 1;
 }
 

@@ -12,12 +12,17 @@
 **                    values each may take
 **   shape            its output shape for a batch of one and its FLOPs per
 **                    sample (graph.c's propagation calls it)
-**   impl[device]     forward and backward, one slot per device: the CPU's
-**                    now; the CUDA slot is left empty until it is filled,
-**                    and a graph whose device has no implementation of an
-**                    operator refuses to run (exec.c)
+**   impl[device]     forward and backward, one pair per device, each named
+**                    in full: CPU(...) for the CPU's, which every operator
+**                    has, and SLM_CUDA_SLOT(...) for the GPU's (ops_cuda.c),
+**                    which every operator of the three model families has
+**                    and the fusion pass's lack; a model with an operator
+**                    its device does not implement is refused before it
+**                    moves there (devices.c)
 **   saves, grad_to   what it keeps for the backward, and which inputs its
-**                    backward reaches: the memory prediction reads these
+**                    backward reaches: the memory prediction reads these,
+**                    and both devices' backwards call the rule grad_to
+**                    names (the rules are here, below)
 **   makes            the memory category of what its forward makes
 **   autocast         how mixed precision treats it (precision.c)
 **   flags            a product (profiles count GEMM time), an O(T^2)
@@ -26,7 +31,10 @@
 ** The model families register their operators in their own files: the
 ** operators every family uses (ops_core.c), attention (ops_attention.c), the
 ** language model's (ops_lm.c) and those only the fusion pass makes
-** (ops_fused.c). ops.c gathers them into the table (ops.h).
+** (ops_fused.c). ops.c gathers them into the table (ops.h). An operator
+** with both implementations is its record, its CPU pair in its family's
+** file, its CUDA pair in ops_cuda.c (declared in ops_cuda.h) and its
+** tests.
 */
 #ifndef SYSLAB_OP_H
 #define SYSLAB_OP_H
@@ -66,6 +74,12 @@ enum {
   SLM_OP_LOSS = 4,       /* the loss: one number, where the backward pass starts */
   SLM_OP_RESIDUAL = 8,   /* its output is as wide as the residual stream (memory prediction's unit) */
   SLM_OP_CACHES = 16,    /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
+  /* its CPU kernels read inputs of either storage and store the output in n->store's dtype (slots.h),
+  ** so that under a 16-bit precision its output, when its dtype is 16-bit, takes 16 bits a value
+  ** (precision.c's slM_node_store); the executor widens 16-bit inputs for an operator without it */
+  SLM_OP_HALF = 32,
+  SLM_OP_HALF_IN = 128,  /* its kernels read 16-bit inputs as they are; its output stays float32 (the fused linear) */
+  SLM_OP_SAVES_HALF = 64,  /* what it saves is a mask kept in 16 bits under a 16-bit precision (precision.c's slM_mask_store) */
 };
 
 typedef struct slM_OpDef {
@@ -89,8 +103,9 @@ typedef struct slM_OpDef {
   int (*grad_to)(const slM_Graph *g, const slM_Node *n, int k);
   int backward_temps;            /* output-sized temporaries its backward keeps (the fused linear's 1) */
   /* under a 16-bit precision, the floats of the rounded copies of its largest product's two
-  ** operands, for a batch (NULL: it makes no product) */
-  void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b);
+  ** operands (a, b), and of its forward product's float32 result before it is stored in 16 bits
+  ** (c), for a batch (NULL: it makes no product) */
+  void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b, double *c);
   int makes;                     /* the memory category of its forward's tensors (SLM_MEM_ACT) */
   slM_Autocast autocast;
   unsigned flags;
@@ -101,9 +116,25 @@ typedef struct slM_OpDef {
 #define SLM_RANGE_HEADS {1, 1 << 16, 0}
 #define SLM_RANGE_EPS {0, 1, 0}
 
+/* a record's kernels, named in full: CPU(linear_forward, linear_backward),
+** SLM_CUDA_SLOT(slM_cuda_linear_forward, slM_cuda_linear_backward) */
+#define CPU(forward, backward) .impl[SLM_CPU] = {forward, backward}
+#define SLM_CUDA_SLOT(forward, backward) .impl[SLM_CUDA] = {forward, backward}
+
 /* rules several operators share: nothing to run, no input gradient, a gradient for input 0 only */
 static inline void slM_op_nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
 static inline int slM_grad_to_none(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, (void)k, 0; }
 static inline int slM_grad_to_first(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, k == 0; }
+
+/* The linear layers' rule (linear, linear_act): images and their patches
+** have nothing upstream to learn, so the first layer skips its input
+** gradient, a third of its backward work. Here, beside the record that
+** names it, because the backwards of both devices ask it, and a family's
+** file and ops_cuda.c cannot call into each other (the records name the
+** CUDA slots). */
+static inline int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
+  slM_Op from = g->nodes[n->inputs[k]].op;
+  return from != OP_INPUT && from != OP_PATCHIFY;
+}
 
 #endif

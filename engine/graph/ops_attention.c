@@ -58,34 +58,35 @@ static void mask_fill_backward(slM_Graph *g, slM_Node *n) {
 ** 16 x 16 x 32 in the image transformer: far too small to split), run as
 ** ranges of (sample, head) pairs on the thread team; each pair writes only
 ** its own head's slices, so the numbers do not depend on the split. Where a
-** 16-bit precision runs the emulated path, slM_gemm rounds its operands into
-** one shared scratch buffer, so the pairs then run in order on the calling
-** thread. */
+** 16-bit precision runs the emulated path, each thread rounds or widens its
+** heads' operands into its own tiles (slM_product_head). Operands in 16-bit storage (q, k, v, the scores under a
+** 16-bit precision) are read as they are; a 16-bit output is rounded as it
+** is stored. */
 typedef struct Heads Heads;
 typedef void (*HeadFn)(const Heads *t, size_t off, size_t poff);
 struct Heads {
   slM_Graph *g;
   int T, D, dh, H;
   float scale;
-  const float *q, *k;   /* scores: q, k; context: p, v */
-  float *out, *d0, *d1; /* forward: out; backward: the two input gradients */
+  slM_Mat q, k;         /* scores: q, k; context: p, v (bits: their storage's, or rounded once, product.h) */
+  slM_Dst out;          /* forward */
+  float *d0, *d1;       /* backward: the two input gradients */
   float beta0, beta1;   /* 0 where that gradient's slot is fresh (each head writes its own slice once), else 1 */
-  const float *gout;
-  const uint16_t *qh, *kh, *gh;   /* q, k and gout rounded to bfloat16 once (product.h), or NULL */
-  int round;                      /* a forward's 16-bit output dtype: each head's block rounded as written */
+  slM_Mat gout;
+  int round;            /* a forward's 16-bit output dtype, in float32 storage: each head's block rounded as written */
   HeadFn fn;
 };
 
-/* one head's product, from the rounded copies where the node made them */
-static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, const float *A,
-                         const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta, float *C,
-                         int ldc) {
-  if (Ah && Bh) slM_gemm_rounded(ta, tb, M, N, K, alpha, Ah, lda, Bh, ldb, beta, C, ldc);
-  else slM_gemm(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+/* an operand or a destination from element `off` on */
+static slM_Mat at(slM_Mat m, size_t off) { return (slM_Mat){m.p ? m.p + off : NULL, m.h ? m.h + off : NULL}; }
+static slM_Dst dst_at(slM_Dst d, size_t off) { return (slM_Dst){d.p ? d.p + off : NULL, d.h ? d.h + off : NULL}; }
 
-/* where a pointer and its rounded copy are NULL together: the copy's element at the pointer's offset */
-#define AT(h, off) ((h) ? (h) + (off) : NULL)
+/* one head's product: from bits alone where both operands are bits and the products are native */
+static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda, slM_Mat B,
+                         int ldb, float beta, slM_Dst C, int ldc) {
+  if (A.h && B.h && slM_product_operands(t->g)) slM_gemm_rounded(ta, tb, M, N, K, alpha, A.h, lda, B.h, ldb, beta, C, ldc);
+  else slM_product_head(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, t->g->precision != SLM_FP32 && !!C.h, C, ldc);
+}
 
 static void heads_range(void *ctx, size_t i0, size_t i1) {
   const Heads *t = ctx;
@@ -95,19 +96,23 @@ static void heads_range(void *ctx, size_t i0, size_t i1) {
   }
 }
 
+/* a float32 operand rounded once into slot's buffer where the per-head products read bits (product.h) */
+static slM_Mat operand_bits(slM_Graph *g, int slot, slM_Mat m, size_t n) {
+  if (m.h || !slM_product_operands(g)) return m;
+  const uint16_t *h = slM_product_operand(slot, m.p, n);
+  return h ? (slM_Mat){NULL, h} : m;
+}
+
 static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn fn) {
   int B;
   attention_dims(x, n->heads, &B, &t->T, &t->D, &t->dh);
   t->g = g, t->H = n->heads, t->fn = fn;
   t->scale = 1.0f / sqrtf((float)t->dh);
   size_t pairs = (size_t)B * t->H;
-  if (slM_product_operands(g)) {   /* each operand rounded once, not in each of the pairs' packings */
-    t->qh = slM_product_operand(0, t->q, in(g, n, 0)->size);
-    t->kh = slM_product_operand(1, t->k, in(g, n, 1)->size);
-    if (t->gout) t->gh = slM_product_operand(2, t->gout, n->gout->size);
-  }
-  if (g->precision != SLM_FP32 && !slM_product_native(g->precision)) heads_range(t, 0, pairs);
-  else slK_parallel_for(pairs, 8, heads_range, t);
+  t->q = operand_bits(g, 0, t->q, in(g, n, 0)->size);
+  t->k = operand_bits(g, 1, t->k, in(g, n, 1)->size);
+  if (t->gout.p) t->gout = operand_bits(g, 2, t->gout, n->gout->size);
+  slK_parallel_for(pairs, 8, heads_range, t);
 }
 
 /* the backward's two gradient slots; a fresh one is written (beta 0) rather
@@ -120,62 +125,67 @@ static void grad_slots(Heads *t, slM_Graph *g, slM_Node *n) {
   t->beta0 = fresh0 ? 0.0f : 1.0f, t->beta1 = fresh1 ? 0.0f : 1.0f;
 }
 
+/* the rounding of a float32-stored 16-bit output (n->round), as written */
+static void round_rows(const Heads *t, slM_Dst c, int rows, int cols, int ldc) {
+  int f = t->g->precision;
+  for (int r = 0; c.p && f != SLM_FP32 && r < rows; r++)
+    slK_round_values(f, c.p + (size_t)r * ldc, c.p + (size_t)r * ldc, (size_t)cols);
+}
+
 /* scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
 static void scores_head(const Heads *t, size_t off, size_t poff) {
-  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, t->q + off, AT(t->qh, off), t->D, t->k + off,
-               AT(t->kh, off), t->D, 0.0f, t->out + poff, t->T);
-  if (t->round) slK_round_values(t->round, t->out + poff, t->out + poff, (size_t)t->T * t->T);
+  slM_Dst c = dst_at(t->out, poff);
+  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, t->scale, at(t->q, off), t->D, at(t->k, off), t->D, 0.0f, c, t->T);
+  if (t->round) round_rows(t, c, t->T, t->T, t->T);
 }
 
 static void scores_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
   int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
-  Heads t = {.q = q->data, .k = k->data, .out = slM_ensure(&n->out, 4, shape)->data, .round = n->round};
+  Heads t = {.q = slM_mat(q, 0), .k = slM_mat(k, 0), .out = slM_dst_of(slM_out(n, 4, shape), 0), .round = n->round};
   per_head(&t, g, n, q, scores_head);
   n->rounded = n->round != 0;
 }
 
 static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
-  const float *g_s = t->gout + poff;
-  const uint16_t *g_h = AT(t->gh, poff);
-  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, g_h, t->T, t->k + off, AT(t->kh, off), t->D,
-               t->beta0, t->d0 + off, t->D);
-  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, g_h, t->T, t->q + off, AT(t->qh, off), t->D,
-               t->beta1, t->d1 + off, t->D);
+  slM_Mat g_s = at(t->gout, poff);
+  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, at(t->k, off), t->D, t->beta0,
+               (slM_Dst){t->d0 + off, NULL}, t->D);
+  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, t->scale, g_s, t->T, at(t->q, off), t->D, t->beta1,
+               (slM_Dst){t->d1 + off, NULL}, t->D);
 }
 
 static void scores_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0);
-  Heads t = {.q = q->data, .k = in(g, n, 1)->data, .gout = n->gout->data};
+  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(in(g, n, 1), 0), .gout = slM_f32(n->gout->data)};
   grad_slots(&t, g, n);
-  per_head(&t, g, n, q, scores_grad_head);
+  per_head(&t, g, n, in(g, n, 0), scores_grad_head);
 }
 
 /* attention-weighted values, heads merged: batch x tokens x width */
 static void context_head(const Heads *t, size_t off, size_t poff) {
-  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, AT(t->qh, poff), t->T, t->k + off,
-               AT(t->kh, off), t->D, 0.0f, t->out + off, t->D);
-  if (t->round)   /* the head's columns of each token's row */
-    for (int r = 0; r < t->T; r++) slK_round_values(t->round, t->out + off + (size_t)r * t->D, t->out + off + (size_t)r * t->D, (size_t)t->dh);
+  slM_Dst c = dst_at(t->out, off);
+  head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, at(t->q, poff), t->T, at(t->k, off), t->D, 0.0f, c, t->D);
+  if (t->round) round_rows(t, c, t->T, t->dh, t->D);   /* the head's columns of each token's row */
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .out = slM_ensure(&n->out, 3, v->shape)->data, .round = n->round};
+  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(v, 0), .out = slM_dst_of(slM_out(n, 3, v->shape), 0),
+             .round = n->round};
   per_head(&t, g, n, v, context_head);
   n->rounded = n->round != 0;
 }
 
 static void context_grad_head(const Heads *t, size_t off, size_t poff) {
-  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, t->gout + off, AT(t->gh, off), t->D, t->k + off,
-               AT(t->kh, off), t->D, t->beta0, t->d0 + poff, t->T);
-  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, t->q + poff, AT(t->qh, poff), t->T, t->gout + off,
-               AT(t->gh, off), t->D, t->beta1, t->d1 + off, t->D);
+  head_product(t, SLK_N, SLK_T, t->T, t->T, t->dh, 1.0f, at(t->gout, off), t->D, at(t->k, off), t->D, t->beta0,
+               (slM_Dst){t->d0 + poff, NULL}, t->T);
+  head_product(t, SLK_T, SLK_N, t->T, t->dh, t->T, 1.0f, at(t->q, poff), t->T, at(t->gout, off), t->D, t->beta1,
+               (slM_Dst){t->d1 + off, NULL}, t->D);
 }
 
 static void context_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = in(g, n, 0)->data, .k = v->data, .gout = n->gout->data};
+  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(v, 0), .gout = slM_f32(n->gout->data)};
   grad_slots(&t, g, n);
   per_head(&t, g, n, v, context_grad_head);
 }
@@ -191,12 +201,15 @@ static int heads_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
   return 0;
 }
 
-/* the rounded copies of one head's operands (the pairs share one scratch) */
-static void heads_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b) {
+/* the rounded copies of one head's operands (the pairs share one scratch), and the float32 result of
+** one head's forward product before it is stored in 16 bits */
+static void heads_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b,
+                          double *c) {
   const slM_Node *v = &g->nodes[n->inputs[1]];
   double Tk = v->shape[1], dh = (double)v->shape[2] / n->heads;
   *a = Tk * fmax(Tk, dh);
   *b = Tk * dh;
+  *c = n->op == OP_SCORES ? Tk * Tk : Tk * dh;
 }
 
 /* --------------------------------------------------- FlashAttention-2 */
@@ -259,23 +272,21 @@ static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int 
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_attention[] = {
     {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(scores_forward, scores_backward),
-     SLM_CUDA_SLOT(scores),
+     SLM_CUDA_SLOT(slM_cuda_scores_forward, slM_cuda_scores_backward),
      .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
-     .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC, .kernel = "cblas_sgemm"},
+     .flags = SLM_OP_PRODUCT | SLM_OP_QUADRATIC | SLM_OP_HALF, .kernel = "cblas_sgemm"},
     {OP_MASK_FILL, "masked_fill", 2, 2, .flops_per_item = 1, CPU(mask_fill_forward, mask_fill_backward),
-     SLM_CUDA_SLOT(mask_fill),
+     SLM_CUDA_SLOT(slM_cuda_mask_fill_forward, slM_cuda_mask_fill_backward),
      .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC,
      .kernel = "loop"},
     {OP_CONTEXT, "matmul_pv", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(context_forward, context_backward),
-     SLM_CUDA_SLOT(context),
-     .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
-     .kernel = "cblas_sgemm"},
+     SLM_CUDA_SLOT(slM_cuda_context_forward, slM_cuda_context_backward),
+     .rounded = heads_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
+     .flags = SLM_OP_PRODUCT | SLM_OP_HALF, .kernel = "cblas_sgemm"},
     {OP_ATTENTION, "scaled_dot_product_attention", 3, 4, .shape = fused_shape_rule, .heads = SLM_RANGE_HEADS, CPU(fused_forward, fused_backward),
-     SLM_CUDA_SLOT(attention), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     SLM_CUDA_SLOT(slM_cuda_attention_forward, slM_cuda_attention_backward), .saves = fused_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
      .kernel = "flash_attention_2"},
     {0},
 };

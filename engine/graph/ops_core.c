@@ -6,7 +6,7 @@
 ** Each operator is a forward and a backward kernel and one record of the
 ** table at the end of this file (op.h says what a record holds). The
 ** backward adds each input's gradient into its slot (slots.h) and each
-** parameter's into its gradient. Dense products go through slM_gemm
+** parameter's into its gradient. Dense products go through slM_product
 ** (product.c: OpenBLAS, with the inputs rounded to the graph's precision);
 ** loops between the products run over the cores in ranges
 ** (kernels/parallel.h), each item computed on its own, so the numbers do
@@ -42,7 +42,9 @@ typedef struct {
   size_t n;       /* row length, or a count */
   int op;
   int fresh;      /* y is a fresh gradient slot (slM_input_grad_fresh): store 0.0f + term */
+  int odd;        /* dropout: the first element's number in the whole batch is odd (a micro-batch) */
   float p;
+  size_t base;    /* the index in the whole tensor of the arrays' first item (a block's, below) */
 } Task;
 
 /* x if keep, else +0: the same as keep ? x : 0, written with a mask of
@@ -115,13 +117,78 @@ static void rounding_range(void *ctx, size_t i0, size_t i1) {
 /* slK_parallel_for over a forward's items, rounding as above when the node asks (n->round) */
 static void forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_RangeFn fn, void *ctx, float *y,
                           size_t width) {
-  if (!n->round) {
+  if (!n || !n->round) {
     slK_parallel_for(items, min_chunk, fn, ctx);
     return;
   }
   Rounding r = {fn, ctx, n->round, y, width};
   slK_parallel_for(items, min_chunk, rounding_range, &r);
   n->rounded = 1;
+}
+
+/* Elementwise kernels over tensors of either storage (slots.h). When one of
+** them holds 16 bits, a range function runs block by block: each 16-bit
+** array of the block widened into a buffer on the stack, the function run
+** on the block (its Task pointing at the block's first item, t.base that
+** item's index), the output rounded back into its bits. Otherwise it runs
+** over the arrays in place as above. The numbers are the same either way:
+** widening is exact and the output is rounded once, as it was after the
+** node. */
+typedef struct {
+  slK_RangeFn fn;
+  Task t;                          /* the function's other fields */
+  const slM_Tensor *a, *b, *c;     /* inputs of Task a, b, c (NULL: unused) */
+  slM_Tensor *y, *z;               /* outputs of Task y, z (z NULL: unused) */
+  int round;                       /* y's dtype when 16-bit (n->round), else 0 */
+  float z_keep;                    /* dropout: a 16-bit mask holds 1 where kept; its value is z_keep (else 0) */
+  float b_keep;                    /* the same for a mask read as b */
+} Blocks;
+
+static int halves(const Blocks *B) {
+  return (B->a && B->a->half) || (B->b && B->b->half) || (B->c && B->c->half) || B->y->half || (B->z && B->z->half);
+}
+
+static void blocks_range(void *ctx, size_t i0, size_t i1) {
+  const Blocks *B = ctx;
+  float ab[SLM_BLOCK], bb[SLM_BLOCK], cb[SLM_BLOCK], yb[SLM_BLOCK], zb[SLM_BLOCK];
+  for (size_t s = i0, m; s < i1; s += m) {
+    m = SLM_BLOCK - s % SLM_BLOCK;   /* blocks at multiples of SLM_BLOCK after the first */
+    if (m > i1 - s) m = i1 - s;
+    Task t = B->t;
+    if (B->a) t.a = slM_get(B->a, s, m, ab);
+    if (B->b) t.b = slM_get(B->b, s, m, bb);
+    if (B->c) t.c = slM_get(B->c, s, m, cb);
+    if (B->b && B->b->half && B->b_keep != 0) {   /* a 16-bit dropout mask: 1 read as the kept scale */
+      for (size_t j = 0; j < m; j++) bb[j] = bb[j] != 0 ? B->b_keep : 0.0f;
+      t.b = bb;
+    }
+    t.y = slM_dst(B->y, s, yb);
+    if (B->z) t.z = slM_dst(B->z, s, zb);
+    t.base = s;
+    B->fn(&t, 0, m);
+    slM_put(B->y, s, t.y, m, B->round);
+    if (B->z && B->z->half) {   /* the mask as 1 or 0 */
+      for (size_t j = 0; j < m; j++) zb[j] = zb[j] != 0 ? 1.0f : 0.0f;
+      slM_put(B->z, s, zb, m, 0);
+    }
+  }
+}
+
+/* B->fn over `items` on the thread team, in blocks when a tensor holds 16 bits; n (may be NULL)
+** is the node whose output y is, so that it is marked rounded */
+static void run_blocks(Blocks *B, size_t items, size_t min_chunk, slM_Node *n) {
+  if (!halves(B)) {
+    Task t = B->t;
+    if (B->a) t.a = B->a->data;
+    if (B->b) t.b = B->b->data;
+    if (B->c) t.c = B->c->data;
+    t.y = B->y->data;
+    if (B->z) t.z = B->z->data;
+    forward_items(B->round ? n : NULL, items, min_chunk, B->fn, &t, t.y, 1);
+    return;
+  }
+  slK_parallel_for(items, min_chunk < SLM_BLOCK ? SLM_BLOCK : min_chunk, blocks_range, B);
+  if (n) n->rounded = 1;
 }
 
 /* ------------------------------------------------------------ activations */
@@ -173,27 +240,30 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
 
 /* relu, gelu, tanh and scale (y = p * x, LoRA's alpha / rank) */
 static void activation_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
-  Task t = {.a = a->data, .y = y->data, .op = n->op, .p = n->p};
-  forward_items(n, a->size, ELEMS, activation_range, &t, y->data, 1);
+  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
+  Blocks B = {activation_range, {.op = n->op, .p = n->p}, .a = a, .y = y, .round = n->round};
+  run_blocks(&B, a->size, ELEMS, n);
 }
 
 static void activation_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
-  Task t = {.a = a->data, .b = n->gout->data, .c = n->out->data, .op = n->op, .p = n->p};
-  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
-  slK_parallel_for(a->size, ELEMS, activation_grad_range, &t);
+  Blocks B = {activation_grad_range, {.op = n->op, .p = n->p}, .a = a, .b = n->gout, .c = n->out};
+  B.y = slM_input_grad_fresh(g, n, 0, &B.t.fresh);
+  run_blocks(&B, a->size, ELEMS, NULL);
 }
 
 /* ---------------------------------------------------------------- dropout */
 
 /* the reference: element i is dropped when half (i & 1) of hash(base, i / 2)
-** falls below p * 2^32 (numerics §9) */
+** falls below p * 2^32 (numerics §9); i is the element's number in the whole
+** tensor (t->base: a block's first) and, in a micro-batch, counts from its
+** first row in the whole batch (t->n and t->odd carry that offset) */
 static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
   for (size_t i = i0; i < i1; i++) {
-    slM_Rng r = {t->n + (i >> 1) * 0x9E3779B97F4A7C15ull};
+    size_t at = t->base + (size_t)t->odd + i;   /* the element's number in the whole batch */
+    slM_Rng r = {t->n + (at >> 1) * 0x9E3779B97F4A7C15ull};
     uint64_t h = slM_rng_next(&r);
-    t->z[i] = ((h >> (32 * (i & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
+    t->z[i] = ((h >> (32 * (at & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
     t->y[i] = t->a[i] * t->z[i];
   }
 }
@@ -207,10 +277,11 @@ __attribute__((target("avx512f,avx512dq"))) static size_t dropout_avx512(const T
                                                                        float keep, uint32_t threshold) {
   const uint64_t gold = 0x9E3779B97F4A7C15ull;
   size_t i = i0;
-  if (i & 1) return i;   /* the caller's scalar loop reaches an even start first */
+  size_t at = t->base + (size_t)t->odd + i;   /* the first element's number in the whole batch */
+  if (at & 1) return i;   /* the caller's scalar loop reaches an even start first */
   __m512i step = _mm512_set1_epi64((long long)(8 * gold));
   __m512i state = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-  state = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_add_epi64(state, _mm512_set1_epi64((long long)(i >> 1))),
+  state = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_add_epi64(state, _mm512_set1_epi64((long long)(at >> 1))),
                                               _mm512_set1_epi64((long long)gold)),
                            _mm512_set1_epi64((long long)(t->n + gold)));
   __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull), m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
@@ -237,7 +308,7 @@ static void dropout_range(void *ctx, size_t i0, size_t i1) {
   uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
-    size_t start = i0 + (i0 & 1), end = start;
+    size_t start = i0 + ((t->base + (size_t)t->odd + i0) & 1), end = start;   /* an even number in the batch */
     if (start < i1) end = dropout_avx512(t, start, i1, keep, (uint32_t)threshold);
     if (end > start) {   /* the element before the even start, then the tail */
       dropout_scalar(t, i0, start, keep, threshold);
@@ -270,25 +341,44 @@ static void mul_acc_range(void *ctx, size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; i++) y[i] += a[i] * b[i];
 }
 
+static void copy_range(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  memcpy(t->y + i0, t->a + i0, (i1 - i0) * sizeof *t->y);
+}
+
+/* Under a 16-bit precision the mask is 16-bit, whatever the output's dtype,
+** holding 1 where an element is kept (the kept scale 1/(1 - p) is not a
+** 16-bit value): the backward reads it back as the scale, so dx = dy z as
+** in float32 (slots.h: slM_mask_store). */
 static void dropout_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (g->training && n->p > 0) {
     /* one draw from the graph's generator, then a counter-based hash per
-    ** element: the mask does not depend on how the loop is split */
-    Task t = {.a = a->data, .y = y->data, .z = slM_ensure(&n->saved, a->ndim, a->shape)->data, .p = n->p,
-              .n = (size_t)slM_rng_next(&g->rng)};
-    forward_items(n, a->size, ELEMS, dropout_range, &t, y->data, 1);
+    ** element: the mask does not depend on how the loop is split. A
+    ** micro-batch's elements are numbered from its first row in the whole
+    ** batch: an even offset moves the base by half of it, an odd one also
+    ** shifts which half of each hash an element reads. */
+    uint64_t off = (uint64_t)g->feed_row0 * (a->size / (size_t)a->shape[0]);
+    Blocks B = {dropout_range,
+                {.p = n->p, .n = (size_t)(slM_rng_next(&g->rng) + (off >> 1) * 0x9E3779B97F4A7C15ull),
+                 .odd = (int)(off & 1)},
+                .a = a, .y = y, .round = n->round, .z = slM_ensure_as(&n->saved, a->ndim, a->shape, slM_mask_store(g))};
+    run_blocks(&B, a->size, ELEMS, n);
+  } else if (a->dtype == y->dtype) {
+    memcpy(y->half ? (void *)y->half : (void *)y->data, a->half ? (void *)a->half : (void *)a->data, slM_tensor_bytes(a));
   } else {
-    memcpy(y->data, a->data, a->size * sizeof *a->data);
+    Blocks B = {copy_range, {0}, .a = a, .y = y, .round = n->round};
+    run_blocks(&B, a->size, ELEMS, n);
   }
 }
 
 static void dropout_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int active = g->training && n->p > 0;
-  Task t = {.a = n->gout->data, .b = active ? n->saved->data : NULL};
-  t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
-  slK_parallel_for(a->size, ELEMS, active ? mul_acc_range : acc_range, &t);
+  Blocks B = {active ? mul_acc_range : acc_range, {0}, .a = n->gout, .b = active ? n->saved : NULL,
+              .b_keep = 1.0f / (1.0f - n->p)};
+  B.y = slM_input_grad_fresh(g, n, 0, &B.t.fresh);
+  run_blocks(&B, a->size, ELEMS, NULL);
 }
 
 static double dropout_saves(const slM_Graph *g, const slM_Node *n, int batch, int training) {
@@ -315,12 +405,21 @@ static void add_row_range(void *ctx, size_t r0, size_t r1) {
   }
 }
 
+/* the same by items (a block of a 16-bit input): item i adds the parameter's element (base + i) mod n */
+static void add_row_items(void *ctx, size_t i0, size_t i1) {
+  const Task *t = ctx;
+  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] + t->b[(t->base + i) % t->n];
+}
+
 /* two inputs, or one input plus a parameter broadcast over the batch */
 static void add_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (n->ninputs == 2) {
-    Task t = {.a = a->data, .b = in(g, n, 1)->data, .y = y->data};
-    forward_items(n, a->size, ELEMS, add_range, &t, y->data, 1);
+    Blocks B = {add_range, {0}, .a = a, .b = in(g, n, 1), .y = y, .round = n->round};
+    run_blocks(&B, a->size, ELEMS, n);
+  } else if (a->half) {   /* a parameter takes part: the output is float32 (precision.c) */
+    Blocks B = {add_row_items, {.b = n->params[0]->value->data, .n = n->params[0]->value->size}, .a = a, .y = y};
+    run_blocks(&B, a->size, ELEMS, n);
   } else {
     slM_Tensor *p = n->params[0]->value;   /* e.g. position embeddings, one row per sample */
     Task t = {.a = a->data, .b = p->data, .y = y->data, .n = p->size};
@@ -361,15 +460,6 @@ static int add_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
 
 /* ----------------------------------------------------------------- linear */
 
-static void bias_range(void *ctx, size_t r0, size_t r1) {
-  const Task *t = ctx;
-  const float *restrict b = t->a;
-  for (size_t r = r0; r < r1; r++) {
-    float *restrict y = t->y + r * t->n;
-    for (size_t j = 0; j < t->n; j++) y[j] += b[j];
-  }
-}
-
 /* y = x where the pruning mask keeps the weight, else +0 */
 typedef struct {
   const float *x;
@@ -402,26 +492,28 @@ static const float *effective_weight(slM_Node *n) {
   return we->data;
 }
 
-/* the input the product uses: activation-pruned, then fake-quantised */
-static const float *effective_input(slM_Node *n, slM_Tensor *x) {
-  if (!n->comp.data_in && !n->comp.data_in_prune) return x->data;
+/* the input the product uses: activation-pruned, then fake-quantised (the transforms read float32: a
+** 16-bit input is widened for them first) */
+static slM_Mat effective_input(slM_Node *n, slM_Tensor *x) {
+  if (!n->comp.data_in && !n->comp.data_in_prune) return slM_mat(x, 0);
   slM_Tensor *q = slM_ensure(&n->saved, x->ndim, x->shape);
-  const float *from = x->data;   /* the first transform writes the copy */
+  const float *from = x->half ? slM_product_widened(0, x) : x->data;   /* the first transform writes the copy */
   if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, from, q->data, q->size), from = q->data;
   if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, from, q->data, q->size);
-  return q->data;
+  return slM_f32(q->data);
 }
 
-/* y = x W^T + b over the last dimension */
+/* y = x W^T + b over the last dimension; under a 16-bit precision the bias and the output's rounding in
+** the product's store (slM_product), into 16-bit storage where the node keeps it */
 static void linear_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1];
   int shape[SLM_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   shape[x->ndim - 1] = out_f;
-  slM_Tensor *y = slM_ensure(&n->out, x->ndim, shape);
+  slM_Tensor *y = slM_out(n, x->ndim, shape);
   size_t rows = x->size / (size_t)in_f;
-  const float *xe = effective_input(n, x);
+  slM_Mat xe = effective_input(n, x);
   const float *we = effective_weight(n);
   float *bias = NULL, *tmp = NULL;
   if (n->nparams > 1) {
@@ -433,17 +525,9 @@ static void linear_forward(slM_Graph *g, slM_Node *n) {
       bias = tmp;
     }
   }
-  if (g->precision != SLM_FP32 && slM_product_native(g->precision)) {
-    /* the bias and the output's rounding in the GEMM's store (n->rounded: precision.c leaves it) */
-    slM_linear_half(g, (int)rows, out_f, in_f, xe, n->params[0], we, bias, y->data);
-    n->rounded = 1;
-  } else {
-    slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], we, in_f, 0.0f, y->data, out_f);
-    if (bias) {
-      Task t = {.a = bias, .y = y->data, .n = (size_t)out_f};
-      slK_parallel_for(rows, ELEMS / (size_t)out_f + 1, bias_range, &t);
-    }
-  }
+  slM_product(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, xe, in_f, n->params[0], slM_f32(we), in_f, 0.0f, bias,
+              n->round, slM_dst_of(y, 0), out_f);
+  n->rounded = n->round != 0;
   free(tmp);
 }
 
@@ -456,18 +540,11 @@ static double linear_saves(const slM_Graph *g, const slM_Node *n, int batch, int
   return floats;
 }
 
-/* Images and their patches have nothing upstream to learn, so the first
-** layer skips its input gradient, a third of its backward work. */
-int slM_linear_grad_to(const slM_Graph *g, const slM_Node *n, int k) {
-  slM_Op from = g->nodes[n->inputs[k]].op;
-  return from != OP_INPUT && from != OP_PATCHIFY;
-}
-
 static void linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
   int out_f = w->shape[0], in_f = w->shape[1];
   size_t rows = x->size / (size_t)in_f;
-  const float *xe = (n->comp.data_in || n->comp.data_in_prune) ? n->saved->data : x->data;
+  slM_Mat xe = (n->comp.data_in || n->comp.data_in_prune) ? slM_f32(n->saved->data) : slM_mat(x, 0);
   const float *we = (n->comp.weight || n->comp.weight_mask) ? n->saved2->data : w->data;
   /* straight through: the gradient reaches the raw input and weight unchanged */
   if (slM_linear_grad_to(g, n, 0)) {
@@ -478,7 +555,8 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = slM_param_grad(n->params[0]);
-    slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, dy->data, out_f, xe, in_f, 1.0f, dw->data, in_f);
+    slM_product(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, slM_f32(dy->data), out_f, NULL, xe, in_f, 1.0f, NULL, 0,
+                (slM_Dst){dw->data, NULL}, in_f);
     if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
       for (size_t i = 0; i < dw->size; i++)
         if (!n->comp.weight_mask[i]) dw->data[i] = 0;
@@ -503,11 +581,13 @@ int slM_linear_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
 }
 
 /* the rounded copies of x (rows x in) and W (out x in); in training also
-** dy (rows x out) and x again for the weight gradient */
-void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b) {
+** dy (rows x out) and x again for the weight gradient; the output before it is stored in 16 bits */
+void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b,
+                        double *c) {
   double in_f = n->params[0]->value->shape[1], out_f = n->params[0]->value->shape[0], rows = items / out_f;
   *a = rows * fmax(in_f, training ? out_f : 0);
   *b = fmax(out_f * in_f, training ? rows * in_f : 0);
+  *c = items;
 }
 
 /* ------------------------------------------------------------- layer norm */
@@ -588,11 +668,33 @@ static void softmax_grad_range(void *ctx, size_t r0, size_t r1) {
     slK_softmax_grad_row(t->a + r * t->n, t->b + r * t->n, t->y + r * t->n, (int)t->n, !t->fresh);
 }
 
-/* over the last dimension */
+/* rows of a 16-bit input, each widened into a row buffer first (float32 output) */
+typedef struct {
+  const slM_Tensor *a;
+  float *y;
+  int d;
+} SoftRows;
+
+static void softmax_half_rows(void *ctx, size_t r0, size_t r1) {
+  const SoftRows *t = ctx;
+  float *row = malloc((size_t)t->d * sizeof *row);
+  for (size_t r = r0; r < r1 && row; r++) {
+    slK_half_to_f32(t->a->dtype, t->a->half + r * t->d, row, (size_t)t->d);
+    slK_softmax_row(row, t->y + r * t->d, t->d);
+  }
+  free(row);
+}
+
+/* over the last dimension; its output is float32 (autocast keeps softmax in float32) */
 static void softmax_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   int d = a->shape[a->ndim - 1];
-  slK_softmax_rows(a->data, y->data, a->size / (size_t)d, d);
+  if (!a->half) {
+    slK_softmax_rows(a->data, y->data, a->size / (size_t)d, d);
+    return;
+  }
+  SoftRows t = {a, y->data, d};
+  slK_parallel_for(a->size / (size_t)d, ELEMS / (size_t)d + 1, softmax_half_rows, &t);
 }
 
 static void softmax_backward(slM_Graph *g, slM_Node *n) {
@@ -684,61 +786,60 @@ double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int tr
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_core[] = {
     {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(input),
+     SLM_CUDA_SLOT(slM_cuda_input_forward, slM_cuda_input_backward),
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LABELS, "labels", 0, 0, .shape = labels_shape, CPU(labels_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(labels),
+     SLM_CUDA_SLOT(slM_cuda_labels_forward, slM_cuda_labels_backward),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_MASK, "attention_mask", 0, 0, .shape = mask_shape, CPU(mask_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(mask),
+     SLM_CUDA_SLOT(slM_cuda_mask_forward, slM_cuda_mask_backward),
      .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_LINEAR, "linear", 1, 1, .min_params = 1, .shape = slM_linear_shape,
      CPU(linear_forward, linear_backward), .saves = linear_saves, .grad_to = slM_linear_grad_to,
      .rounded = slM_linear_rounded,
-     SLM_CUDA_SLOT(linear),
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT,
+     SLM_CUDA_SLOT(slM_cuda_linear_forward, slM_cuda_linear_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW, .flags = SLM_OP_PRODUCT | SLM_OP_HALF,
      .kernel = "cblas_sgemm"},
     {OP_RELU, "relu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
-     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
+     .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_GELU, "gelu", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
-     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
+     .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_TANH, "tanh", 1, 1, .flops_per_item = 1, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
-     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
+     .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_SCALE, "mul", 1, 1, .flops_per_item = 1, .p = {-1e6, 1e6}, CPU(activation_forward, activation_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(activation),
-     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_activation_forward, slM_cuda_activation_backward),
+     .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_DROPOUT, "dropout", 1, 1, .flops_per_item = 0, .p = {0, 1, 1}, CPU(dropout_forward, dropout_backward),
-     SLM_CUDA_SLOT(dropout),
-     .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_dropout_forward, slM_cuda_dropout_backward),
+     .saves = dropout_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST,
+     .flags = SLM_OP_HALF | SLM_OP_SAVES_HALF, .kernel = "loop"},
     {OP_LAYERNORM, "layer_norm", 1, 1, .min_params = 2, .flops_per_item = 5, .p = SLM_RANGE_EPS,
      CPU(layernorm_forward, layernorm_backward), .saves = layernorm_saves, .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(norm),
+     SLM_CUDA_SLOT(slM_cuda_norm_forward, slM_cuda_norm_backward),
      .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL, .kernel = "loop"},
     {OP_PATCHIFY, "patchify", 1, 1, .shape = patchify_shape, .patch = {1, 1 << 15}, CPU(patchify_forward, slM_op_nothing),
-     SLM_CUDA_SLOT(patchify),
+     SLM_CUDA_SLOT(slM_cuda_patchify_forward, slM_cuda_patchify_backward),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_ADD, "add", 1, 2, .check = add_check, .shape = add_shape, CPU(add_forward, add_backward),
-     SLM_CUDA_SLOT(add),
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_add_forward, slM_cuda_add_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_SOFTMAX, "softmax", 1, 1, .flops_per_item = 5, CPU(softmax_forward, softmax_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(softmax),
-     .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_softmax_forward, slM_cuda_softmax_backward),
+     .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC | SLM_OP_HALF, .kernel = "loop"},
     {OP_MEAN_TOKENS, "mean", 1, 1, .shape = mean_tokens_shape, CPU(mean_tokens_forward, mean_tokens_backward),
-     SLM_CUDA_SLOT(mean_tokens),
+     SLM_CUDA_SLOT(slM_cuda_mean_tokens_forward, slM_cuda_mean_tokens_backward),
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_CROSS_ENTROPY, "cross_entropy", 2, 2, .shape = loss_shape, CPU(cross_entropy_forward, cross_entropy_backward),
-     SLM_CUDA_SLOT(cross_entropy),
+     SLM_CUDA_SLOT(slM_cuda_cross_entropy_forward, slM_cuda_cross_entropy_backward),
      .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
      .flags = SLM_OP_LOSS, .kernel = "loop"},
     {OP_OUTPUT, "output", 1, SLM_MAX_INPUTS, .flops_per_item = 0, CPU(slM_op_nothing, slM_op_nothing),
-     SLM_CUDA_SLOT(output),
+     SLM_CUDA_SLOT(slM_cuda_output_forward, slM_cuda_output_backward),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FIRST, .kernel = "loop"},
     {0},
 };

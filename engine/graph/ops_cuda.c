@@ -5,9 +5,9 @@
 ** classification loss) and the language model (embedding, RMSNorm, RoPE,
 ** SwiGLU, the causal mask, the token loss).
 **
-** Each slot does what its CPU kernel does, through the device operators of
-** kernels/device.h (cuda/'s kernels, checked against the CPU operators by
-** test_gpu_ops), on the device tensors of devslots.h: the forward makes or
+** Each slot does what its CPU kernel does, through the table of the CUDA
+** module (kernels/device.h's slK_gpu(): cuda/'s kernels, checked against
+** the CPU operators by test_gpu_ops), on the device tensors of devslots.h: the forward makes or
 ** reuses its output and saved slots in device memory, the backward adds
 ** into its inputs' gradient slots (zeroed when the pass first reaches
 ** them) and its parameters' gradients. A call that fails records why in
@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devgemm.h"
 #include "devslots.h"
 #include "kernels/device.h"
 #include "memory.h"
@@ -56,14 +57,6 @@
 #define GRAD(t, k)                              \
   slM_Tensor *t = slM_dev_input_grad(g, n, k);  \
   if (!t) return
-
-/* The CPU's rule (slM_linear_grad_to): images and their patches have
-** nothing upstream to learn, so the first layer skips its input gradient.
-** Restated here because the operator files' tables name these slots. */
-static int linear_grad_to_input(const slM_Graph *g, const slM_Node *n) {
-  slM_Op from = g->nodes[n->inputs[0]].op;
-  return from != OP_INPUT && from != OP_PATCHIFY;
-}
 
 static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
 static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
@@ -107,7 +100,7 @@ static int half_of(slM_Graph *g, const slM_Node *n, const float *x, size_t count
   if (g->precision == SLM_FP32) return 0;
   if (!(c->h = slK_dev_alloc((count ? count : 1) * sizeof *c->h, SLM_MEM_TEMP, err, sizeof err)))
     return slM_dev_fault(g, n, -1, err);
-  if (slM_dev_fault(g, n, slK_dev_to_half(g->precision, x, c->h, count, err, sizeof err), err) != 0) {
+  if (slM_dev_fault(g, n, slK_gpu()->to_half(g->precision, x, c->h, count, err, sizeof err), err) != 0) {
     half_free(c);
     return -1;
   }
@@ -123,15 +116,15 @@ typedef struct {
 static Src src_of(const float *p, const Half *c) { return (Src){p, c ? c->h : NULL}; }
 static const void *src_at(Src s, size_t off) { return s.h ? (const void *)(s.h + off) : (const void *)(s.p + off); }
 
-/* C = alpha op(A) op(B) + beta C over `batch` products at fixed strides, in the operands' format */
-static int product(slM_Graph *g, const slM_Node *n, int ta, int tb, int M, int N, int K, float alpha, Src A, size_t a0,
-                   int lda, long long sa, Src B, size_t b0, int ldb, long long sb, float beta, float *C, int ldc,
-                   long long sc, int batch) {
+/* the request p (devgemm.h) on A, B and C, in the operands' format */
+static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A, Src B, float *C) {
   char err[200];
   if (!A.h != !B.h) return slM_dev_fault(g, n, -1, "a product with one 16-bit operand and one float32");
   int format = A.h ? g->precision : SLM_FP32;
-  return slM_dev_fault(g, n, slK_dev_gemm_batched(format, ta, tb, M, N, K, alpha, src_at(A, a0), lda, sa, src_at(B, b0),
-                                                  ldb, sb, beta, C, ldc, sc, batch, err, sizeof err), err);
+  return slM_dev_fault(g, n, slK_gpu()->gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha,
+                                                     src_at(A, p->a0), p->lda, p->stride_a, src_at(B, p->b0), p->ldb,
+                                                     p->stride_b, p->beta, C + p->c0, p->ldc, p->stride_c, p->batch,
+                                                     err, sizeof err), err);
 }
 
 /* ---------------------------------------------------------- placeholders */
@@ -139,7 +132,7 @@ static int product(slM_Graph *g, const slM_Node *n, int ta, int tb, int M, int N
 /* floats made on the host uploaded into the node's output */
 static void feed(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const float *host) {
   ENSURE(y, &n->out, ndim, shape);
-  RUN(slK_dev_upload(y->dev, host, bytes_of(y), err, errlen));
+  RUN(slK_gpu()->upload(y->dev, host, bytes_of(y), err, errlen));
 }
 
 void slM_cuda_input_forward(slM_Graph *g, slM_Node *n) {
@@ -185,27 +178,9 @@ void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
 
 /* ----------------------------------------------------------------- linear */
 
-/* a 16-bit linear layer's rows fit cuBLAS's int sizes; else the fault (the float32 path checks its own) */
-static int rows_fit(slM_Graph *g, const slM_Node *n, size_t rows) {
-  return rows <= 0x7fffffff || (slM_dev_fault(g, n, -1, "linear: more than 2^31 - 1 rows (cuBLAS takes int)"), 0);
-}
-
 /* y = x W^T (+ b): under a 16-bit precision the product from x's and W's
-** 16-bit copies, the bias added in float32 after it; the output is then
-** rounded to its dtype like every node's (precision.c) */
-static void linear_half_forward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, const float *b, slM_Tensor *y,
-                                size_t rows, int in_f, int out_f) {
-  Half xh, wh = {NULL, 0};
-  if (!rows_fit(g, n, rows)) return;
-  if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0 &&
-      product(g, n, 0, 1, (int)rows, out_f, in_f, 1.0f, src_of(x->dev, &xh), 0, in_f, 0, src_of(w->dev, &wh), 0,
-              in_f, 0, 0.0f, y->dev, out_f, 0, 1) == 0 && b) {
-    char err[200];
-    slM_dev_fault(g, n, slK_dev_add_forward(y->dev, b, y->dev, y->size, (size_t)out_f, err, sizeof err), err);
-  }
-  half_free(&xh), half_free(&wh);
-}
-
+** 16-bit copies (none in float32), the bias added in float32 after it; the
+** output is then rounded to its dtype like every node's (precision.c) */
 void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
@@ -213,49 +188,36 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   shape[x->ndim - 1] = out_f;
   ENSURE(y, &n->out, x->ndim, shape);
   const float *b = n->nparams > 1 ? n->params[1]->value->dev : NULL;
-  size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32) {
-    linear_half_forward(g, n, x, w, b, y, rows, in_f, out_f);
-    return;
-  }
-  RUN(slK_dev_linear_forward(x->dev, w->dev, b, y->dev, rows, in_f, out_f, err, errlen));
-}
-
-/* dx += dy W and dW += dy^T x from the 16-bit copies of dy, W and x; db from dy in float32 */
-static void linear_half_backward(slM_Graph *g, slM_Node *n, slM_Tensor *x, slM_Tensor *w, float *dx, float *dw,
-                                 float *db, size_t rows, int in_f, int out_f) {
-  Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
-  const float *dy = n->gout->dev;
-  if (!rows_fit(g, n, rows)) return;
-  int rc = half_of(g, n, dy, n->gout->size, &dyh);
-  if (rc == 0 && dx && (rc = half_of(g, n, w->dev, w->size, &wh)) == 0)
-    rc = product(g, n, 0, 0, (int)rows, in_f, out_f, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(w->dev, &wh), 0, in_f,
-                 0, 1.0f, dx, in_f, 0, 1);
-  if (rc == 0 && dw && (rc = half_of(g, n, x->dev, x->size, &xh)) == 0)
-    rc = product(g, n, 1, 0, out_f, in_f, (int)rows, 1.0f, src_of(dy, &dyh), 0, out_f, 0, src_of(x->dev, &xh), 0, in_f,
-                 0, 1.0f, dw, in_f, 0, 1);
-  if (rc == 0 && db) {
+  Half xh, wh = {NULL, 0};
+  if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0) {
     char err[200];
-    slM_dev_fault(g, n, slK_dev_linear_backward(x->dev, w->dev, dy, NULL, NULL, db, rows, in_f, out_f, err, sizeof err),
-                  err);
+    slM_dev_fault(g, n, slK_gpu()->linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                                  src_at(src_of(w->dev, &wh), 0), b, y->dev, x->size / (size_t)in_f,
+                                                  in_f, out_f, err, sizeof err), err);
   }
-  half_free(&dyh), half_free(&wh), half_free(&xh);
+  half_free(&xh), half_free(&wh);
 }
 
+/* dx += dy W and dW += dy^T x from the copies of dy, W and x in the model's precision; db from dy in float32 */
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
   int out_f = w->shape[0], in_f = w->shape[1], stop;
-  if (linear_grad_to_input(g, n) && !(dx = slM_dev_input_grad(g, n, 0))) return;
+  if (slM_linear_grad_to(g, n, 0) && !(dx = slM_dev_input_grad(g, n, 0))) return;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop) return;
   float *db = n->nparams > 1 ? param_grad(g, n, 1, &stop) : NULL;
   if (stop) return;
-  size_t rows = x->size / (size_t)in_f;
-  if (g->precision != SLM_FP32) {
-    linear_half_backward(g, n, x, w, dev_of(dx), dw, db, rows, in_f, out_f);
-    return;
+  const float *dy = n->gout->dev;
+  Half dyh, wh = {NULL, 0}, xh = {NULL, 0};
+  if (half_of(g, n, dy, n->gout->size, &dyh) == 0 && (!dx || half_of(g, n, w->dev, w->size, &wh) == 0) &&
+      (!dw || half_of(g, n, x->dev, x->size, &xh) == 0)) {
+    char err[200];
+    slM_dev_fault(g, n, slK_gpu()->linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                                   src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
+                                                   dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err,
+                                                   sizeof err), err);
   }
-  RUN(slK_dev_linear_backward(x->dev, w->dev, n->gout->dev, dev_of(dx), dw, db, rows, in_f, out_f, err, errlen));
+  half_free(&dyh), half_free(&wh), half_free(&xh);
 }
 
 /* ------------------------------------------------------------ activations */
@@ -264,10 +226,10 @@ void slM_cuda_activation_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
   switch (n->op) {
-    case OP_RELU: RUN(slK_dev_activation_forward(SLK_DEV_RELU, a->dev, y->dev, a->size, err, errlen)); break;
-    case OP_GELU: RUN(slK_dev_activation_forward(SLK_DEV_GELU, a->dev, y->dev, a->size, err, errlen)); break;
-    case OP_TANH: RUN(slK_dev_tanh_forward(a->dev, y->dev, a->size, err, errlen)); break;
-    default: RUN(slK_dev_scale_forward(a->dev, y->dev, a->size, n->p, err, errlen)); break;
+    case OP_RELU: RUN(slK_gpu()->activation_forward(SLG_RELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_gpu()->activation_forward(SLG_GELU, a->dev, y->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_gpu()->tanh_forward(a->dev, y->dev, a->size, err, errlen)); break;
+    default: RUN(slK_gpu()->scale_forward(a->dev, y->dev, a->size, n->p, err, errlen)); break;
   }
 }
 
@@ -276,10 +238,10 @@ void slM_cuda_activation_backward(slM_Graph *g, slM_Node *n) {
   GRAD(dx, 0);
   const float *dy = n->gout->dev;
   switch (n->op) {
-    case OP_RELU: RUN(slK_dev_activation_backward(SLK_DEV_RELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
-    case OP_GELU: RUN(slK_dev_activation_backward(SLK_DEV_GELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
-    case OP_TANH: RUN(slK_dev_tanh_backward(n->out->dev, dy, dx->dev, a->size, err, errlen)); break;
-    default: RUN(slK_dev_scale_backward(dy, dx->dev, a->size, n->p, err, errlen)); break;
+    case OP_RELU: RUN(slK_gpu()->activation_backward(SLG_RELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_GELU: RUN(slK_gpu()->activation_backward(SLG_GELU, a->dev, dy, dx->dev, a->size, err, errlen)); break;
+    case OP_TANH: RUN(slK_gpu()->tanh_backward(n->out->dev, dy, dx->dev, a->size, err, errlen)); break;
+    default: RUN(slK_gpu()->scale_backward(dy, dx->dev, a->size, n->p, err, errlen)); break;
   }
 }
 
@@ -292,9 +254,9 @@ void slM_cuda_dropout_forward(slM_Graph *g, slM_Node *n) {
   if (g->training && n->p > 0) {
     ENSURE(mask, &n->saved, a->ndim, a->shape);
     uint64_t base = slM_rng_next(&g->rng);
-    RUN(slK_dev_dropout_forward(a->dev, y->dev, mask->dev, a->size, n->p, base, err, errlen));
+    RUN(slK_gpu()->dropout_forward(a->dev, y->dev, mask->dev, a->size, n->p, base, err, errlen));
   } else {
-    RUN(slK_dev_dropout_forward(a->dev, y->dev, NULL, a->size, 0.0f, 0, err, errlen));
+    RUN(slK_gpu()->dropout_forward(a->dev, y->dev, NULL, a->size, 0.0f, 0, err, errlen));
   }
 }
 
@@ -302,7 +264,7 @@ void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   GRAD(dx, 0);
   const float *mask = g->training && n->p > 0 ? n->saved->dev : NULL;
-  RUN(slK_dev_dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
+  RUN(slK_gpu()->dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
 }
 
 /* ------------------------------------------------------------------ norms */
@@ -315,8 +277,12 @@ void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, x->shape);
   ENSURE(first, &n->saved, 1, &rows);
   if (!(rstd = layer ? slM_dev_ensure(g, n, &n->saved2, 1, &rows) : first)) return;
-  RUN(slK_dev_norm_forward(x->dev, n->params[0]->value->dev, layer ? n->params[1]->value->dev : NULL, y->dev,
-                           layer ? first->dev : NULL, rstd->dev, (size_t)rows, d, n->p, err, errlen));
+  const float *gain = n->params[0]->value->dev;
+  if (layer)
+    RUN(slK_gpu()->layernorm_forward(x->dev, gain, n->params[1]->value->dev, y->dev, first->dev, rstd->dev,
+                                     (size_t)rows, d, n->p, err, errlen));
+  else
+    RUN(slK_gpu()->rmsnorm_forward(x->dev, gain, y->dev, rstd->dev, (size_t)rows, d, n->p, err, errlen));
 }
 
 void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
@@ -326,9 +292,13 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
   float *dgain = param_grad(g, n, 0, &stop), *dshift = NULL;
   if (!stop && layer) dshift = param_grad(g, n, 1, &stop);
   if (stop) return;
-  RUN(slK_dev_norm_backward(x->dev, n->params[0]->value->dev, n->gout->dev, layer ? n->saved->dev : NULL,
-                            layer ? n->saved2->dev : n->saved->dev, dx->dev, dgain, dshift, x->size / (size_t)d, d,
-                            err, errlen));
+  const float *gain = n->params[0]->value->dev;
+  size_t rows = x->size / (size_t)d;
+  if (layer)
+    RUN(slK_gpu()->layernorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, n->saved2->dev, dx->dev, dgain,
+                                      dshift, rows, d, err, errlen));
+  else
+    RUN(slK_gpu()->rmsnorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, dx->dev, dgain, rows, d, err, errlen));
 }
 
 /* -------------------------------------------------------------------- add */
@@ -336,7 +306,7 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_add_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = n->ninputs == 2 ? in(g, n, 1) : n->params[0]->value;
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
+  RUN(slK_gpu()->add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
 }
 
 void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
@@ -353,7 +323,7 @@ void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
     bn = n->params[0]->value->size;
   }
   if (stop) return;
-  RUN(slK_dev_add_backward(n->gout->dev, da->dev, db, a->size, bn, err, errlen));
+  RUN(slK_gpu()->add_backward(n->gout->dev, da->dev, db, a->size, bn, err, errlen));
 }
 
 /* ---------------------------------------------------------------- softmax */
@@ -367,28 +337,28 @@ void slM_cuda_softmax_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int d = a->shape[a->ndim - 1];
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
+  RUN(slK_gpu()->softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
 }
 
 void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   int d = a->shape[a->ndim - 1];
   GRAD(dx, 0);
-  RUN(slK_dev_softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d, after_causal_mask(g, n),
-                               err, errlen));
+  RUN(slK_gpu()->softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d,
+                                  after_causal_mask(g, n), err, errlen));
 }
 
 /* a copy forward and the gradient passed through (masked_fill under an all-ones mask, the causal mask) */
 static void copy_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_copy(y->dev, a->dev, bytes_of(a), err, errlen));
+  RUN(slK_gpu()->copy(y->dev, a->dev, bytes_of(a), err, errlen));
 }
 
 static void pass_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
   GRAD(dx, 0);
-  RUN(slK_dev_add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
+  RUN(slK_gpu()->add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
 }
 
 void slM_cuda_mask_fill_forward(slM_Graph *g, slM_Node *n) {
@@ -447,7 +417,7 @@ static slM_Tensor *ones(slM_Graph *g, slM_Node *n, int T) {
   if (!host) return t ? (slM_dev_fault(g, n, -1, "out of host memory"), NULL) : NULL;
   for (int i = 0; i < T; i++) host[i] = 1;
   char err[200];
-  int rc = slM_dev_fault(g, n, slK_dev_upload(t->dev, host, bytes_of(t), err, sizeof err), err);
+  int rc = slM_dev_fault(g, n, slK_gpu()->upload(t->dev, host, bytes_of(t), err, sizeof err), err);
   free(host);
   return rc ? NULL : t;
 }
@@ -458,17 +428,16 @@ void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
   int B = a->shape[0], T = a->shape[1], D = a->shape[2], shape[2] = {B, D};
   if (!one) return;
   ENSURE(y, &n->out, 2, shape);
-  product(g, n, 0, 0, 1, D, T, 1.0f / (float)T, src_of(one->dev, NULL), 0, T, 0, src_of(a->dev, NULL), 0, D,
-          (long long)T * D, 0.0f, y->dev, D, D, B);
+  slM_DevGemm p = slM_gemm_mean_tokens(0, B, T, D);
+  product(g, n, &p, src_of(one->dev, NULL), src_of(a->dev, NULL), y->dev);
 }
 
 /* dx[b] += (1 / T) ones gout[b] */
 void slM_cuda_mean_tokens_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0);
-  int B = a->shape[0], T = a->shape[1], D = a->shape[2];
   GRAD(dx, 0);
-  product(g, n, 0, 0, T, D, 1, 1.0f / (float)T, src_of(n->saved->dev, NULL), 0, 1, 0, src_of(n->gout->dev, NULL), 0, D,
-          D, 1.0f, dx->dev, D, (long long)T * D, B);
+  slM_DevGemm p = slM_gemm_mean_tokens(1, a->shape[0], a->shape[1], a->shape[2]);
+  product(g, n, &p, src_of(n->saved->dev, NULL), src_of(n->gout->dev, NULL), dx->dev);
 }
 
 static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
@@ -476,63 +445,31 @@ static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
   int C = z->shape[z->ndim - 1], one = 1;
   ENSURE(probs, &n->saved, z->ndim, z->shape);
   ENSURE(loss, &n->out, 1, &one);
-  RUN(slK_dev_cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C, err,
-                                    errlen));
+  RUN(slK_gpu()->cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C,
+                                       err, errlen));
 }
 
 static void loss_backward(slM_Graph *g, slM_Node *n, int kind) {
   slM_Tensor *z = in(g, n, 0);
   int C = z->shape[z->ndim - 1];
   GRAD(dz, 0);
-  RUN(slK_dev_cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
-                                     z->size / (size_t)C, C, err, errlen));
+  RUN(slK_gpu()->cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
+                                        z->size / (size_t)C, C, err, errlen));
 }
 
-void slM_cuda_cross_entropy_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_CLASSES); }
-void slM_cuda_cross_entropy_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_CLASSES); }
-void slM_cuda_token_ce_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLK_DEV_LOSS_TOKENS); }
-void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLK_DEV_LOSS_TOKENS); }
+void slM_cuda_cross_entropy_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLG_LOSS_CLASSES); }
+void slM_cuda_cross_entropy_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLG_LOSS_CLASSES); }
+void slM_cuda_token_ce_forward(slM_Graph *g, slM_Node *n) { loss_forward(g, n, SLG_LOSS_TOKENS); }
+void slM_cuda_token_ce_backward(slM_Graph *g, slM_Node *n) { loss_backward(g, n, SLG_LOSS_TOKENS); }
 
 /* ------------------------------------------------- attention op by op */
 
-/* the dimensions of B x T x D token rows in heads of dh */
-typedef struct {
-  int B, T, D, H, dh;
-  float scale;
-} Heads;
-
-static Heads heads_of(const slM_Node *n, const slM_Tensor *rows) {
-  Heads h = {rows->shape[0], rows->shape[1], rows->shape[2], n->heads, rows->shape[2] / n->heads, 0};
-  h.scale = 1.0f / sqrtf((float)h.dh);
-  return h;
-}
-
-/* An operand of a per-head product: the token rows (B x T x D, a head's
-** slice dh wide, leading dimension D) or the heads' T x T matrices, as a
-** float32 device array and, under a 16-bit precision, its 16-bit copy. */
-typedef struct {
-  Src s;
-  int square;
-} Operand;
-
-static Operand rows_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 0}; }
-static Operand mats_of(const float *p, const Half *c) { return (Operand){src_of(p, c), 1}; }
-
-/* where head j of sample 0 starts, and the step from one sample to the next */
-static size_t head_start(Operand o, const Heads *h, int j) { return o.square ? (size_t)j * h->T * h->T : (size_t)j * h->dh; }
-static long long sample_step(Operand o, const Heads *h) { return o.square ? (long long)h->H * h->T * h->T : (long long)h->T * h->D; }
-static int lead(Operand o, const Heads *h) { return o.square ? h->T : h->D; }
-
-/* C = alpha op(A) op(B) + beta C for every (sample, head): per head, one
-** strided batch over the samples; 0, or -1 with the fault set */
-static int per_head(slM_Graph *g, slM_Node *n, const Heads *h, int ta, int tb, int M, int N, int K, float alpha,
-                    Operand A, Operand B, float beta, float *C, int c_square) {
-  Operand c = {src_of(C, NULL), c_square};
-  for (int j = 0; j < h->H; j++)
-    if (product(g, n, ta, tb, M, N, K, alpha, A.s, head_start(A, h, j), lead(A, h), sample_step(A, h), B.s,
-                head_start(B, h, j), lead(B, h), sample_step(B, h), beta, C + head_start(c, h, j), lead(c, h),
-                sample_step(c, h), h->B) != 0)
-      return -1;
+/* head by head, the request `which` (devgemm.h) over token rows B x T x D in n's heads; 0, or -1 with the fault set */
+static int per_head(slM_Graph *g, slM_Node *n, int which, const slM_Tensor *rows, Src A, Src B, float *C) {
+  for (int j = 0; j < n->heads; j++) {
+    slM_DevGemm p = slM_gemm_heads(which, rows->shape[0], rows->shape[1], rows->shape[2], n->heads, j);
+    if (product(g, n, &p, A, B, C) != 0) return -1;
+  }
   return 0;
 }
 
@@ -547,23 +484,21 @@ static int halves(slM_Graph *g, slM_Node *n, const slM_Tensor *a, const slM_Tens
 /* scores q k^T / sqrt(dh) per head: batch x heads x T x T */
 void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
-  Heads h = heads_of(n, q);
-  int shape[4] = {h.B, h.H, h.T, h.T};
+  int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
   ENSURE(s, &n->out, 4, shape);
   Half qh, kh;
   if (halves(g, n, q, k, &qh, &kh) != 0) return;
-  per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, h.scale, rows_of(q->dev, &qh), rows_of(k->dev, &kh), 0.0f, s->dev, 1);
+  per_head(g, n, SLM_GEMM_SCORES, q, src_of(q->dev, &qh), src_of(k->dev, &kh), s->dev);
   half_free(&qh), half_free(&kh);
 }
 
 /* the attention-weighted values, heads merged: batch x T x D */
 void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
-  Heads h = heads_of(n, v);
   ENSURE(y, &n->out, 3, v->shape);
   Half ph, vh;
   if (halves(g, n, p, v, &ph, &vh) != 0) return;
-  per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, 1.0f, mats_of(p->dev, &ph), rows_of(v->dev, &vh), 0.0f, y->dev, 0);
+  per_head(g, n, SLM_GEMM_CONTEXT, v, src_of(p->dev, &ph), src_of(v->dev, &vh), y->dev);
   half_free(&ph), half_free(&vh);
 }
 
@@ -572,20 +507,19 @@ void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
 static void heads_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   int scores = n->op == OP_SCORES;
-  Heads h = heads_of(n, scores ? a : b);
+  const slM_Tensor *rows = scores ? a : b;
   GRAD(d0, 0);
   GRAD(d1, 1);
   Half ah, bh, gh;
   if (halves(g, n, a, b, &ah, &bh) != 0) return;
   if (half_of(g, n, n->gout->dev, n->gout->size, &gh) == 0) {
+    Src gout = src_of(n->gout->dev, &gh);
     if (scores) {
-      Operand ds = mats_of(n->gout->dev, &gh);
-      if (per_head(g, n, &h, 0, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(b->dev, &bh), 1.0f, d0->dev, 0) == 0)
-        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, h.scale, ds, rows_of(a->dev, &ah), 1.0f, d1->dev, 0);
+      if (per_head(g, n, SLM_GEMM_SCORES_DQ, rows, gout, src_of(b->dev, &bh), d0->dev) == 0)
+        per_head(g, n, SLM_GEMM_SCORES_DK, rows, gout, src_of(a->dev, &ah), d1->dev);
     } else {
-      Operand dout = rows_of(n->gout->dev, &gh);
-      if (per_head(g, n, &h, 0, 1, h.T, h.T, h.dh, 1.0f, dout, rows_of(b->dev, &bh), 1.0f, d0->dev, 1) == 0)
-        per_head(g, n, &h, 1, 0, h.T, h.dh, h.T, 1.0f, mats_of(a->dev, &ah), dout, 1.0f, d1->dev, 0);
+      if (per_head(g, n, SLM_GEMM_CONTEXT_DP, rows, gout, src_of(b->dev, &bh), d0->dev) == 0)
+        per_head(g, n, SLM_GEMM_CONTEXT_DV, rows, src_of(a->dev, &ah), gout, d1->dev);
     }
     half_free(&gh);
   }
@@ -638,7 +572,7 @@ void slM_cuda_embedding_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
   int shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
   ENSURE(y, &n->out, 3, shape);
-  RUN(slK_dev_embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
+  RUN(slK_gpu()->embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
 }
 
 void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
@@ -646,7 +580,7 @@ void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
   int stop;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop || !dw) return;
-  RUN(slK_dev_embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
+  RUN(slK_gpu()->embedding_backward(ids->dev, n->gout->dev, dw, ids->size, w->shape[0], w->shape[1], err, errlen));
 }
 
 /* the table of angles is made once per context length and kept (SLM_OP_CACHES) */
@@ -656,27 +590,27 @@ void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
   ENSURE(y, &n->out, x->ndim, x->shape);
   if (!same_shape(n->saved, 2, tshape)) {
     ENSURE(table, &n->saved, 2, tshape);
-    RUN(slK_dev_rope_table(table->dev, T, tshape[1], n->p, err, errlen));
+    RUN(slK_gpu()->rope_table(table->dev, T, tshape[1], n->p, err, errlen));
   }
-  RUN(slK_dev_rope_forward(x->dev, y->dev, n->saved->dev, (size_t)x->shape[0], T, D, n->heads, err, errlen));
+  RUN(slK_gpu()->rope_forward(x->dev, y->dev, n->saved->dev, (size_t)x->shape[0], T, D, n->heads, err, errlen));
 }
 
 void slM_cuda_rope_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = in(g, n, 0);
   GRAD(dx, 0);
-  RUN(slK_dev_rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1], x->shape[2],
-                            n->heads, err, errlen));
+  RUN(slK_gpu()->rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1],
+                               x->shape[2], n->heads, err, errlen));
 }
 
 void slM_cuda_swiglu_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_dev_swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
+  RUN(slK_gpu()->swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
 }
 
 void slM_cuda_swiglu_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   GRAD(da, 0);
   GRAD(db, 1);
-  RUN(slK_dev_swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));
+  RUN(slK_gpu()->swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));
 }

@@ -22,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
+#include "kernels/round.h"
 #include "kernels/softmax.h"
 #include "memory.h"
 #include "op.h"
@@ -78,8 +79,8 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   shape[x->ndim - 1] = out_f;
   slM_Tensor *y = slM_ensure(&n->out, x->ndim, shape);
   size_t rows = x->size / (size_t)in_f;
-  slM_gemm_w(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, x->data, in_f, n->params[0], w->data, in_f, 0.0f, y->data,
-             out_f);
+  slM_product(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, slM_mat(x, 0), in_f, n->params[0], slM_f32(w->data), in_f,
+              0.0f, NULL, 0, (slM_Dst){y->data, NULL}, out_f);
   Sweep t = {.bias = n->nparams > 1 ? n->params[1]->value->data : NULL, .y = y->data, .act = n->act,
              .pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL, .cols = (size_t)out_f};
   slK_parallel_for(rows, 16384 / (size_t)out_f + 1, bias_act_rows, &t);
@@ -96,8 +97,8 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
     slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, n->params[0], w->data, in_f, 1.0f,
              slM_input_grad(g, n, 0)->data, in_f);
   if (!n->params[0]->frozen)
-    slM_gemm(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, d->data, out_f, x->data, in_f, 1.0f,
-             slM_param_grad(n->params[0])->data, in_f);
+    slM_product(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, slM_f32(d->data), out_f, NULL, slM_mat(x, 0), in_f, 1.0f,
+                NULL, 0, (slM_Dst){slM_param_grad(n->params[0])->data, NULL}, in_f);
   if (n->nparams > 1 && !n->params[1]->frozen) {
     slK_column_sums(d->data, rows, (size_t)out_f, slM_param_grad(n->params[1])->data);
   }
@@ -109,17 +110,26 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
 ** thread team; the gain and shift gradients by columns, rows in order. */
 typedef struct {
   const float *a, *b, *gamma, *beta, *dy;
+  const slM_Tensor *ta, *tb;   /* the forward's inputs, of either storage (a 16-bit product's output) */
   float *sum, *y, *stats, *da, *db, *dgamma, *dbeta;
   int d;
   size_t rows;
   float eps;
 } AddNorm;
 
+/* row r of t (d values) as float32: in place, or widened into buf */
+static const float *row_of(const slM_Tensor *t, size_t r, int d, float *buf) {
+  if (!t->half) return t->data + r * d;
+  slK_half_to_f32(t->dtype, t->half + r * d, buf, (size_t)d);
+  return buf;
+}
+
 static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
   const AddNorm *t = ctx;
   int d = t->d;
+  float *buf = t->ta->half || t->tb->half ? malloc(2 * (size_t)d * sizeof *buf) : NULL;
   for (size_t r = r0; r < r1; r++) {
-    const float *pa = t->a + r * d, *pb = t->b + r * d;
+    const float *pa = row_of(t->ta, r, d, buf), *pb = row_of(t->tb, r, d, buf ? buf + d : NULL);
     float *s = t->sum + r * d, *o = t->y + r * d;
     double m, v;
     for (int j = 0; j < d; j++) s[j] = pa[j] + pb[j];
@@ -129,13 +139,14 @@ static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
     t->stats[2 * r + 1] = rs;
     for (int j = 0; j < d; j++) o[j] = ((s[j] - (float)m) * rs) * t->gamma[j] + t->beta[j];
   }
+  free(buf);
 }
 
 static void add_norm_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
   slM_Tensor *y = slM_ensure(&n->out, a->ndim, a->shape), *sum = slM_ensure(&n->saved2, a->ndim, a->shape);
   int d = a->shape[a->ndim - 1], rows = (int)(a->size / (size_t)d), two = 2 * rows;
-  AddNorm t = {.a = a->data, .b = b->data, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data,
+  AddNorm t = {.ta = a, .tb = b, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data,
                .sum = sum->data, .y = y->data, .stats = slM_ensure(&n->saved, 1, &two)->data, .d = d, .eps = n->p};
   slK_parallel_for((size_t)rows, 16384 / (size_t)d + 1, add_norm_rows, &t);
 }
@@ -172,16 +183,19 @@ static void add_norm_backward(slM_Graph *g, slM_Node *n) {
 
 /* ---------------------------------------------------------- masked_softmax */
 
+/* the scores may be 16-bit (a 16-bit product's output): each row widened first; the output is float32 */
 static void masked_softmax_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *s = in(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
+  float *buf = s->half ? malloc((size_t)T * sizeof *buf) : NULL;
   for (size_t m = 0; m < mats; m++)
     for (int i = 0; i < T; i++) {
       size_t off = (m * T + i) * T;
-      slK_softmax_row(s->data + off, y->data + off, i + 1);
+      slK_softmax_row(row_of(s, m * T + i, T, buf), y->data + off, i + 1);
       for (int j = i + 1; j < T; j++) y->data[off + j] = 0;
     }
+  free(buf);
 }
 
 static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
@@ -216,17 +230,15 @@ static double add_norm_saves(const slM_Graph *g, const slM_Node *n, int batch, i
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_fused[] = {
     {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .check = linear_act_check, .shape = slM_linear_shape,
      CPU(linear_act_forward, linear_act_backward), .saves = linear_act_saves, .grad_to = slM_linear_grad_to,
      .backward_temps = 1, .rounded = slM_linear_rounded, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_LOW,
-     .flags = SLM_OP_PRODUCT, .kernel = "cblas_sgemm"},
+     .flags = SLM_OP_PRODUCT | SLM_OP_HALF_IN, .kernel = "cblas_sgemm"},
     {OP_ADD_NORM, "add_layer_norm", 2, 2, .min_params = 2, .flops_per_item = 5, .p = SLM_RANGE_EPS,
      CPU(add_norm_forward, add_norm_backward), .saves = add_norm_saves, .makes = SLM_MEM_ACT,
-     .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
+     .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_MASKED_SOFTMAX, "masked_softmax", 1, 1, .flops_per_item = 5, CPU(masked_softmax_forward, masked_softmax_backward),
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC | SLM_OP_HALF, .kernel = "loop"},
     {0},
 };

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/parallel.h"
+#include "kernels/round.h"
 #include "kernels/reduce.h"
 #include "kernels/softmax.h"
 #include "memory.h"
@@ -118,30 +119,43 @@ static void rope_table(slM_Node *n, int T, int dh) {
     }
 }
 
-static void rope_apply(slM_Node *n, const float *x, float *y, int B, int T, int D, float sign, int accumulate) {
+/* one token's row of D features at position t, turned by sign * its angles */
+static void rope_row(const slM_Node *n, int t, const float *a, float *o, int D, float sign, int accumulate) {
   int dh = D / n->heads;
-  const float *tab = n->saved->data;
-  for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) {
-      const float *cs = tab + (size_t)t * dh, *sn = cs + dh / 2;
-      const float *a = x + ((size_t)b * T + t) * D;
-      float *o = y + ((size_t)b * T + t) * D;
-      for (int h = 0; h < n->heads; h++)
-        for (int i = 0; i < dh / 2; i++) {
-          int j = h * dh + 2 * i;
-          float x0 = a[j], x1 = a[j + 1], c = cs[i], s = sign * sn[i];
-          float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
-          if (accumulate) o[j] += y0, o[j + 1] += y1;
-          else o[j] = y0, o[j + 1] = y1;
-        }
+  const float *cs = n->saved->data + (size_t)t * dh, *sn = cs + dh / 2;
+  for (int h = 0; h < n->heads; h++)
+    for (int i = 0; i < dh / 2; i++) {
+      int j = h * dh + 2 * i;
+      float x0 = a[j], x1 = a[j + 1], c = cs[i], s = sign * sn[i];
+      float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+      if (accumulate) o[j] += y0, o[j + 1] += y1;
+      else o[j] = y0, o[j + 1] = y1;
     }
 }
 
+static void rope_apply(slM_Node *n, const float *x, float *y, int B, int T, int D, float sign, int accumulate) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) rope_row(n, t, x + ((size_t)b * T + t) * D, y + ((size_t)b * T + t) * D, D, sign, accumulate);
+}
+
+/* with 16-bit storage on either side: row by row, each widened and the turned row rounded as stored */
 static void rope_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
+  slM_Tensor *x = in(g, n, 0), *y = slM_out(n, x->ndim, x->shape);
   int B = x->shape[0], T = x->shape[1], D = x->shape[2];
   rope_table(n, T, D / n->heads);
-  rope_apply(n, x->data, y->data, B, T, D, 1.0f, 0);
+  if (!x->half && !y->half) {
+    rope_apply(n, x->data, y->data, B, T, D, 1.0f, 0);
+    return;
+  }
+  float *a = malloc(2 * (size_t)D * sizeof *a), *o = a + D;
+  for (int r = 0; a && r < B * T; r++) {
+    size_t off = (size_t)r * D;
+    float *to = slM_dst(y, off, o);
+    rope_row(n, r % T, x->half ? (slK_half_to_f32(x->dtype, x->half + off, a, (size_t)D), a) : x->data + off, to, D, 1.0f, 0);
+    slM_put(y, off, to, (size_t)D, n->round);
+  }
+  n->rounded = n->round != 0;
+  free(a);
 }
 
 static void rope_backward(slM_Graph *g, slM_Node *n) {
@@ -151,50 +165,73 @@ static void rope_backward(slM_Graph *g, slM_Node *n) {
 
 static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
+/* silu(a) * b, in blocks of either storage (slots.h): the inputs a, b are
+** w1 x and w3 x, 16-bit under a 16-bit precision, as is the output */
 typedef struct {
-  const float *a, *b, *dy;
-  float *y, *da, *db;
+  const slM_Tensor *a, *b;
+  slM_Tensor *y;
+  const float *dy;
+  float *da, *db;
+  int round;
 } Glu;
 
 static void swiglu_range(void *ctx, size_t i0, size_t i1) {
   const Glu *t = ctx;
-  for (size_t i = i0; i < i1; i++) t->y[i] = t->a[i] * sigmoid(t->a[i]) * t->b[i];
+  float ab[SLM_BLOCK], bb[SLM_BLOCK], yb[SLM_BLOCK];
+  for (size_t s = i0, m; s < i1; s += m) {
+    m = i1 - s < SLM_BLOCK ? i1 - s : SLM_BLOCK;
+    const float *a = slM_get(t->a, s, m, ab), *b = slM_get(t->b, s, m, bb);
+    float *y = slM_dst(t->y, s, yb);
+    for (size_t i = 0; i < m; i++) y[i] = a[i] * sigmoid(a[i]) * b[i];
+    slM_put(t->y, s, y, m, t->round);
+  }
 }
 
 static void swiglu_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
-  Glu t = {.a = a->data, .b = b->data, .y = y->data};
+  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1), *y = slM_out(n, a->ndim, a->shape);
+  Glu t = {.a = a, .b = b, .y = y, .round = n->round};
   slK_parallel_for(a->size, 16384, swiglu_range, &t);
+  n->rounded = n->round != 0;
 }
 
 static void swiglu_grad_range(void *ctx, size_t i0, size_t i1) {
   const Glu *t = ctx;
-  for (size_t i = i0; i < i1; i++) {
-    float v = t->a[i], s = sigmoid(v), gy = t->dy[i];
-    t->da[i] += gy * t->b[i] * s * (1 + v * (1 - s));
-    t->db[i] += gy * v * s;
+  float ab[SLM_BLOCK], bb[SLM_BLOCK];
+  for (size_t s = i0, m; s < i1; s += m) {
+    m = i1 - s < SLM_BLOCK ? i1 - s : SLM_BLOCK;
+    const float *pa = slM_get(t->a, s, m, ab), *pb = slM_get(t->b, s, m, bb);
+    for (size_t i = 0; i < m; i++) {
+      float v = pa[i], sg = sigmoid(v), gy = t->dy[s + i];
+      t->da[s + i] += gy * pb[i] * sg * (1 + v * (1 - sg));
+      t->db[s + i] += gy * v * sg;
+    }
   }
 }
 
 static void swiglu_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
-  Glu t = {.a = a->data, .b = b->data, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
+  Glu t = {.a = a, .b = b, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
            .db = slM_input_grad(g, n, 1)->data};
   slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
 }
 
 /* scores of later keys become -inf: query q keeps key k iff k <= q (numerics §7.4) */
 static void causal_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
+  slM_Tensor *s = in(g, n, 0), *y = slM_out(n, s->ndim, s->shape);
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
-  for (size_t m = 0; m < mats; m++)
+  float *rows = malloc(2 * (size_t)T * sizeof *rows);   /* a row of either storage, widened (slots.h) */
+  for (size_t m = 0; m < mats && rows; m++)
     for (int i = 0; i < T; i++) {
-      const float *a = s->data + (m * T + i) * T;
-      float *b = y->data + (m * T + i) * T;
+      size_t off = (m * T + i) * T;
+      const float *a = s->half ? (slK_half_to_f32(s->dtype, s->half + off, rows, (size_t)T), rows) : s->data + off;
+      float *b = slM_dst(y, off, rows + T);
       memcpy(b, a, (size_t)(i + 1) * sizeof *b);
       for (int j = i + 1; j < T; j++) b[j] = -INFINITY;
+      slM_put(y, off, b, (size_t)T, n->round);
     }
+  n->rounded = n->round != 0;
+  free(rows);
 }
 
 static void causal_backward(slM_Graph *g, slM_Node *n) {
@@ -287,33 +324,31 @@ static double rope_saves(const slM_Graph *g, const slM_Node *n, int batch, int t
 
 /* ------------------------------------------------------------------ table */
 
-#define CPU(fwd, bwd) .impl[SLM_CPU] = {fwd, bwd}
-
 const slM_OpDef slM_ops_lm[] = {
     {OP_TOKENS, "tokens", 0, 0, .shape = ids_shape, CPU(tokens_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(ids),
+     SLM_CUDA_SLOT(slM_cuda_ids_forward, slM_cuda_ids_backward),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_TARGETS, "targets", 0, 0, .shape = ids_shape, CPU(targets_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(ids),
+     SLM_CUDA_SLOT(slM_cuda_ids_forward, slM_cuda_ids_backward),
      .autocast = SLM_AUTOCAST_INT, .kernel = "loop"},
     {OP_EMBEDDING, "embedding", 1, 1, .min_params = 1, .shape = embedding_shape, CPU(embedding_forward, embedding_backward),
-     SLM_CUDA_SLOT(embedding),
+     SLM_CUDA_SLOT(slM_cuda_embedding_forward, slM_cuda_embedding_backward),
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_RESIDUAL,
      .kernel = "loop"},
     {OP_RMSNORM, "rms_norm", 1, 1, .min_params = 1, .flops_per_item = 5, .p = SLM_RANGE_EPS, CPU(rmsnorm_forward, rmsnorm_backward),
-     SLM_CUDA_SLOT(norm),
+     SLM_CUDA_SLOT(slM_cuda_norm_forward, slM_cuda_norm_backward),
      .saves = rmsnorm_saves, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .kernel = "loop"},
     {OP_ROPE, "rope", 1, 1, .shape = rope_shape, .heads = SLM_RANGE_HEADS, .p = {1, 1e9}, CPU(rope_forward, rope_backward), .saves = rope_saves,
-     SLM_CUDA_SLOT(rope),
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_CACHES, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_rope_forward, slM_cuda_rope_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_CACHES | SLM_OP_HALF, .kernel = "loop"},
     {OP_SWIGLU, "swiglu", 2, 2, .flops_per_item = 1, CPU(swiglu_forward, swiglu_backward), .makes = SLM_MEM_ACT,
-     SLM_CUDA_SLOT(swiglu),
-     .autocast = SLM_AUTOCAST_WIDEST, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_swiglu_forward, slM_cuda_swiglu_backward),
+     .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_HALF, .kernel = "loop"},
     {OP_CAUSAL_MASK, "causal_mask", 1, 1, .flops_per_item = 1, CPU(causal_forward, causal_backward),
-     SLM_CUDA_SLOT(causal_mask),
-     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC, .kernel = "loop"},
+     SLM_CUDA_SLOT(slM_cuda_causal_mask_forward, slM_cuda_causal_mask_backward),
+     .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_WIDEST, .flags = SLM_OP_QUADRATIC | SLM_OP_HALF, .kernel = "loop"},
     {OP_TOKEN_CE, "token_cross_entropy", 2, 2, .shape = token_ce_shape, CPU(token_ce_forward, token_ce_backward),
-     SLM_CUDA_SLOT(token_ce),
+     SLM_CUDA_SLOT(slM_cuda_token_ce_forward, slM_cuda_token_ce_backward),
      .saves = slM_logits_saves, .grad_to = slM_grad_to_first, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32,
      .flags = SLM_OP_LOSS, .kernel = "loop"},
     {0},

@@ -78,6 +78,7 @@ typedef struct Placement {
   /* buffers 4 i + s: node i's output (s = 0), saved (1), saved2 (2), gradient (3) */
   int *ndim;             /* its shape; ndim 0: none planned */
   int (*shape)[SLM_MAX_DIMS];
+  int *dtype;            /* its storage (16-bit outputs under a 16-bit precision, model.h) */
   size_t *bytes, *offset;
   size_t size;           /* bytes the placement needs */
   size_t widest, widest_exact;  /* the most bytes alive at one step, each buffer rounded up to 64 or not */
@@ -217,7 +218,7 @@ static int install(slM_Graph *g, slM_Plan *c, int mode) {
   char *base = (char *)c->arena->data;
   for (int b = 0; b < SLOTS * g->n; b++)
     if (p->ndim[b])
-      *slot(&g->nodes[b / SLOTS], b % SLOTS) = slM_tensor_view((float *)(base + p->offset[b]), p->ndim[b], p->shape[b]);
+      *slot(&g->nodes[b / SLOTS], b % SLOTS) = slM_tensor_view_as(base + p->offset[b], p->ndim[b], p->shape[b], p->dtype[b]);
   c->held = mode;
   return 1;
 }
@@ -225,7 +226,7 @@ static int install(slM_Graph *g, slM_Plan *c, int mode) {
 /* ------------------------------------------------------------ placements */
 
 static void forget(Placement *p) {
-  free(p->last_use), free(p->ndim), free(p->shape), free(p->bytes), free(p->offset);
+  free(p->last_use), free(p->ndim), free(p->shape), free(p->dtype), free(p->bytes), free(p->offset);
   int plans = p->plans;
   memset(p, 0, sizeof *p);
   p->plans = plans;
@@ -241,6 +242,7 @@ static void start(const slM_Graph *g, Placement *p, int batch, int context, uint
   p->last_use = malloc((size_t)n * sizeof *p->last_use);
   p->ndim = calloc(nb, sizeof *p->ndim);
   p->shape = calloc(nb, sizeof *p->shape);
+  p->dtype = calloc(nb, sizeof *p->dtype);
   p->bytes = calloc(nb, sizeof *p->bytes);
   p->offset = calloc(nb, sizeof *p->offset);
   for (int i = 0; i < n; i++) p->last_use[i] = -1;
@@ -251,7 +253,8 @@ static void start(const slM_Graph *g, Placement *p, int batch, int context, uint
 static void note(Placement *p, int b, const slM_Tensor *t) {
   p->ndim[b] = t->ndim;
   memcpy(p->shape[b], t->shape, sizeof p->shape[b]);
-  p->bytes[b] = t->size * sizeof(float);
+  p->dtype[b] = t->dtype;
+  p->bytes[b] = slM_tensor_bytes(t);
 }
 
 /* outputs the caller reads after the pass: the logits, the output node's
@@ -397,7 +400,7 @@ void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out) {
   if (c) {
     const Placement *p = &c->mode[c->current];
     int planned = p->state == PLANNED;
-    out->arena_bytes = c->arena ? c->arena->size * sizeof(float) : 0;
+    out->arena_bytes = c->arena ? slM_tensor_bytes(c->arena) : 0;
     out->placed_bytes = planned ? p->size : 0;
     out->widest_bytes = planned ? p->widest : 0;
     out->widest_exact_bytes = planned ? p->widest_exact : 0;
@@ -411,6 +414,6 @@ void slM_plan_info(const slM_Graph *g, slM_PlanInfo *out) {
     const slM_Node *n = &g->nodes[i];
     const slM_Tensor *own[4] = {n->out, n->gout, n->saved, n->saved2};
     for (int k = 0; k < 4; k++)
-      if (own[k] && !own[k]->view) out->kept_bytes += own[k]->size * sizeof(float);
+      if (own[k] && !own[k]->view) out->kept_bytes += slM_tensor_bytes(own[k]);
   }
 }

@@ -7,8 +7,11 @@
 ** float16 inputs and accumulate in float32 (product.c); norms, softmax and
 ** the loss stay float32; an elementwise operation keeps the widest dtype of
 ** its inputs. Parameters and their gradients stay float32 in every mode.
-** Values are kept in float32 storage after being rounded, so activation
-** memory does not halve.
+** On the CPU a node whose output is 16-bit stores it in 16 bits when its
+** operator's kernels write them (SLM_OP_HALF), halving that activation's
+** memory; the values are those float32 storage held after rounding, so
+** the numbers do not change. The rest keep float32 storage, rounded after
+** the node (or by its kernel as it writes).
 */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include "ops.h"
 #include "precision.h"
 #include "product.h"
+#include "slots.h"
 
 const char *const slM_precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
@@ -47,7 +51,8 @@ static int widest(const slM_Node *n, const int *dtypes) {
   return w < 0 ? SLM_FP32 : w;
 }
 
-int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes) {
+/* output dtype of node i under the graph's precision, given its inputs' */
+static int node_dtype(const slM_Graph *g, int i, const int *dtypes) {
   const slM_Node *n = &g->nodes[i];
   switch (slM_op(n->op)->autocast) {
     case SLM_AUTOCAST_LOW: return g->precision;
@@ -76,8 +81,19 @@ void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t si
 
 void slM_dtypes(const slM_Graph *g, int *dtypes) { slM_dtypes_upto(g, g->n - 1, dtypes); }
 
+int slM_node_store(const slM_Graph *g, int i, const int *dtypes) {
+  const slM_Node *n = &g->nodes[i];
+  if (!slM_half_storage_on() || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16)) return SLM_FP32;
+  if (!(slM_op(n->op)->flags & SLM_OP_HALF) || n->kind == SLM_OUTPUT) return SLM_FP32;
+  for (int j = i + 1; j < g->n; j++)   /* the output node reads its inputs after the pass: float32 for its callers */
+    if (g->nodes[j].kind == SLM_OUTPUT)
+      for (int k = 0; k < g->nodes[j].ninputs; k++)
+        if (g->nodes[j].inputs[k] == i) return SLM_FP32;
+  return dtypes[i];
+}
+
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes) {
-  for (int i = 0; i <= last; i++) dtypes[i] = slM_node_dtype(g, i, dtypes);
+  for (int i = 0; i <= last; i++) dtypes[i] = node_dtype(g, i, dtypes);
 }
 
 typedef struct {
@@ -96,12 +112,13 @@ static void round_range(void *ctx, size_t i0, size_t i1) {
 ** per-head products), which saves a pass over the output and a hand-over of the team */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
-  if (g->precision == SLM_FP32 || !n->out || n->rounded) return;
+  if (g->precision == SLM_FP32 || !n->out || n->rounded || n->out->half) return;   /* 16-bit storage holds rounded values */
   int d = dtypes[i];
   if (d != SLM_BF16 && d != SLM_FP16) return;
   if (g->device != SLM_CPU) {   /* a model on the GPU: its outputs are device memory */
     char err[200];
-    if (n->out->dev) slM_dev_fault(g, n, slK_dev_round(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
+    if (n->out->dev)
+      slM_dev_fault(g, n, slK_gpu()->round_half(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
     return;
   }
   Rounding r = {d, n->out->data};
@@ -111,6 +128,12 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
 /* ------------------------------------------------------- values that went */
 
 static int finite_tensor(const slM_Tensor *t) {
+  if (t && t->half) {   /* 16-bit bits: the exponent field all ones */
+    uint16_t e = t->dtype == SLM_BF16 ? 0x7F80 : 0x7C00;
+    for (size_t i = 0; i < t->size; i++)
+      if ((t->half[i] & e) == e) return 0;
+    return 1;
+  }
   if (!t || !t->data) return 1;   /* nothing on the host to read (a model on the GPU) */
   for (size_t i = 0; i < t->size; i++)
     if (!isfinite(t->data[i])) return 0;

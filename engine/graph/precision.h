@@ -11,12 +11,15 @@ enum { SLM_INT64 = 10 };   /* a dtype beside SLM_FP32, SLM_BF16, SLM_FP16 (ids a
 
 extern const char *const slM_precision_names[];   /* fp32, bf16, fp16: indexed by SLM_FP32.. */
 const char *slM_dtype_name(int dtype);
-/* output dtype of node i under the graph's precision, given its inputs' */
-int slM_node_dtype(const slM_Graph *g, int i, const int *dtypes);
 void slM_dtypes(const slM_Graph *g, int *dtypes);         /* every node, size g->n */
 /* what runs node n on the CPU under its graph's precision mode (node metadata) */
 void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size);
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes);
+/* the dtype node i's forward stores its output in: its dtype when that is 16-bit, the graph runs on
+** the CPU and the operator's kernels write 16 bits (SLM_OP_HALF), except for what the caller reads
+** after the pass (the output node's inputs: the logits, the loss); else SLM_FP32 */
+int slM_node_store(const slM_Graph *g, int i, const int *dtypes);
+/* (slots.h: slM_half_storage, slM_mask_store) */
 /* rounds node i's output to its dtype (dtypes: slM_dtypes of the graph) */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes);
 /* after a forward pass on the CPU: the first node whose output holds NaN or infinity (-1: none) */

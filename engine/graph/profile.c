@@ -59,7 +59,7 @@ void slM_node_end(slM_Graph *g, int node, int backward) {
   slM_Profile *p = g->profile;
   char err[200];
   /* on the GPU a node's kernels return before they finish: a profile waits for them, so each node's time is its own */
-  if (p && g->device != SLM_CPU && slK_dev_sync(err, sizeof err) != 0 && !g->fault[0])
+  if (p && g->device != SLM_CPU && slK_gpu()->sync(err, sizeof err) != 0 && !g->fault[0])
     snprintf(g->fault, sizeof g->fault, "a kernel of node %d failed: %.200s", node, err);
   if (p && node >= 0 && node < p->n) (backward ? p->backward : p->forward)[node] += slM_now() - p->started;
   slM_mem_mark(node, backward);

@@ -9,19 +9,35 @@
 */
 #include <string.h>
 
+#include "kernels/gemm_half.h"
 #include "kernels/parallel.h"
+#include "kernels/round.h"
 #include "memory.h"
+#include "op.h"
 #include "slots.h"
 
-slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) {
+slM_Tensor *slM_ensure_as(slM_Tensor **slot, int ndim, const int *shape, int dtype) {
   slM_Tensor *t = *slot;
-  int same = t && t->ndim == ndim;
+  int same = t && t->ndim == ndim && t->dtype == dtype;
   for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
   if (!same) {
     slM_tensor_free(t);
-    *slot = t = slM_tensor_new(ndim, shape);
+    *slot = t = slM_tensor_new_as(ndim, shape, dtype);
   }
   return t;
+}
+
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return slM_ensure_as(slot, ndim, shape, SLM_FP32); }
+
+const float *slM_get(const slM_Tensor *t, size_t i, size_t n, float *buf) {
+  if (!t->half) return t->data + i;
+  slK_half_to_f32(t->dtype, t->half + i, buf, n);
+  return buf;
+}
+
+void slM_put(slM_Tensor *t, size_t i, float *vals, size_t n, int round) {
+  if (t->half) slK_f32_to_half(t->dtype, vals, t->half + i, n);
+  else if (round) slK_round_values(round, vals, vals, n);
 }
 
 /* The zeroing this saves was 4% of the image transformer's step. */
@@ -33,7 +49,7 @@ slM_Tensor *slM_input_grad_fresh(slM_Graph *g, slM_Node *n, int k, int *fresh) {
     int same = t && t->ndim == src->out->ndim && memcmp(t->shape, src->out->shape, sizeof t->shape) == 0;
     if (!same) {
       slM_tensor_free(t);
-      src->gout = slM_tensor_like(src->out);
+      src->gout = slM_tensor_like(src->out);   /* float32 */
       slM_mem_retag(src->gout, SLM_MEM_TEMP);
     }
     src->gout_live = 1;
@@ -67,3 +83,17 @@ double slM_items(const slM_Node *n, int batch) {
 }
 
 double slM_rows(const slM_Node *n, int batch) { return slM_items(n, batch) / (n->ndim ? n->shape[n->ndim - 1] : 1); }
+
+static int half_storage = 1;
+
+int slM_half_storage(int on) {
+  int was = half_storage;
+  half_storage = on;
+  return was;
+}
+
+int slM_half_storage_on(void) { return half_storage; }
+
+int slM_mask_store(const slM_Graph *g) {
+  return half_storage && g->device == SLM_CPU && g->precision != SLM_FP32 ? g->precision : SLM_FP32;
+}

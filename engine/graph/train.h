@@ -6,6 +6,8 @@
 
 #include "model.h"
 
+struct slM_Run;   /* trainrun.h */
+
 enum { SLM_SGD, SLM_ADAMW };
 enum { SLM_CONSTANT, SLM_COSINE, SLM_STEP };
 
@@ -16,6 +18,9 @@ typedef struct slM_TrainConfig {
   int schedule;    /* SLM_CONSTANT, SLM_COSINE, SLM_STEP */
   int warmup;      /* steps of linear warm-up */
   uint64_t seed;
+  /* micro-batches, data parallelism and checkpoints (trainrun.h); NULL:
+  ** one batch a step in this process. Its err holds why a group failed. */
+  struct slM_Run *run;
 } slM_TrainConfig;
 
 typedef struct slM_TrainHooks {
@@ -34,10 +39,20 @@ typedef struct slM_EpochStats {
   long diverged;            /* the step (from 1) whose loss was not finite, where training stopped; 0 if none */
   int nonfinite_node;       /* then the first node whose output was not finite (-1: unknown) */
   double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
+  double comm_seconds;      /* data parallel: communication the compute did not hide */
 } slM_EpochStats;
 
 /* one update of every trainable parameter from its gradient (step counts from 0) */
 void slM_optimizer_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long step);
+/* the same update of one parameter on the CPU (nothing for a frozen one or one without a gradient) */
+void slM_param_step(slM_Param *p, const slM_TrainConfig *c, double lr, long step);
+/* slM_param_step as a step of accumulate.c calls it (slM_UpdateFn): ud is an slM_StepUpdate */
+typedef struct slM_StepUpdate {
+  const slM_TrainConfig *c;
+  double lr;
+  long step;
+} slM_StepUpdate;
+void slM_update_param(void *ud, slM_Param *p);
 /* trains; fills stats[0..epochs-1]; returns the number of epochs recorded */
 int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, const slM_TrainHooks *hooks,
               slM_EpochStats *stats);

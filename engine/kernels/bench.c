@@ -12,9 +12,15 @@
 ** the median time. The clock is a parameter so that the statistics can be
 ** tested on a synthetic clock.
 **
-** Before a CPU kernel is timed at a size, the harness checks its output
-** against the naive version when that is cheap (test_kernels.c does the
-** thorough checks): a wrong kernel is never timed.
+** Before a GEMM version other than OpenBLAS itself is timed at a size of
+** at most 256, the harness checks its output against OpenBLAS's (on the
+** rounded operands for 16-bit inputs) and refuses to time one that
+** differs. The other kernels, and the GPU's, are checked against their
+** references by the tests (test_kernels.c, test_gpu_ops.c), not here.
+**
+** The table is indexed by an enum of the cases: a case's setup names its
+** own row, and a GPU case the kernel version it asks cuda/ for, so that no
+** number depends on where a row stands.
 */
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/gpu.h"
+#include "device.h"
 #include "gemm_half.h"
 #include "kernels.h"
 #include "syslab.h"
@@ -88,7 +94,7 @@ static void case_free(slK_Case *c) {
   slK_free(c->m);
   slK_free(c->s);
   slK_free(c->h);
-  if (c->gpu) slG_case_free(c->gpu);
+  if (c->gpu) slK_gpu()->case_free(c->gpu);   /* a GPU case was made by the table */
   free(c);
 }
 
@@ -351,17 +357,16 @@ static double mxl_run(slK_Case *c) {
 static double mxl_flops(int n, const slK_Attn *a) { return 2.0 * LINEAR_ROWS * n * (double)n; }
 static double mxl_bytes(int n, const slK_Attn *a) { return (double)n * n * (1 + 1.0 / 32) + 2.0 * 4 * LINEAR_ROWS * n; }
 
-/* GPU cases: cuda/ sets them up and times them with events */
-static int gpu_kind(const slK_Bench *b);
-static slK_Case *gpu_setup_for(const slK_Bench *b, int n, const slK_Attn *s, char *err, size_t errlen) {
-  if (slG_device_count() == 0) {
-    snprintf(err, errlen, "%s needs a GPU; %s", b->name, slG_describe());
+/* GPU cases: cuda/ sets them up (the version `kind` of cuda/gpu.h) and times them with events */
+static slK_Case *gpu_setup_for(const slK_Bench *b, int kind, int n, const slK_Attn *s, char *err, size_t errlen) {
+  if (!slK_dev_available()) {
+    snprintf(err, errlen, "%s needs a GPU; %s", b->name, slK_dev_why());
     return NULL;
   }
   slK_Case *c = case_new(n, s);
   c->bench = b;
   slK_Attn a = attn_shape(n, s);
-  c->gpu = slG_case_new(gpu_kind(b), n, a.batch, a.heads, a.dim, a.causal, err, errlen);
+  c->gpu = slK_gpu()->case_new(kind, n, a.batch, a.heads, a.dim, a.causal, err, errlen);
   if (!c->gpu) {
     free(c);
     return NULL;
@@ -369,66 +374,82 @@ static slK_Case *gpu_setup_for(const slK_Bench *b, int n, const slK_Attn *s, cha
   return c;
 }
 
-static double gpu_run(slK_Case *c) { return slG_case_run(c->gpu); }
+static double gpu_run(slK_Case *c) { return slK_gpu()->case_run(c->gpu); }
 
 /* ------------------------------------------------------------- the table */
 
-#define CPU_SETUP(name, body) \
+/* the cases, in the order `kernels` lists them */
+enum {
+  GEMM_NAIVE, GEMM_BLOCKED, GEMM_OPENBLAS, GEMM_DISPATCH, ATTN_NAIVE, ATTN_FUSED, ATTN_NAIVE_TRAIN, ATTN_FUSED_TRAIN,
+  MEMCPY, MX_F32, MX_BF16, MX_REF, MXL_FUSED, MXL_UNFUSED, GEMM_BF16, GEMM_FP16, GEMM_BF16_EMULATED, ATTN_FUSED_BF16,
+  ATTN_FUSED_BF16_TRAIN,
+  /* on the GPU */
+  GEMM_CUDA_NAIVE, GEMM_CUDA_TILED, GEMM_CUBLAS, GEMM_CUBLAS_DIRECT, ATTN_CUDA_NAIVE, ATTN_CUDA_FUSED,
+  ATTN_CUDA_FUSED_TRAIN, MX_CUDA, COPY_CUDA, ATTN_CUDA_NAIVE_TRAIN, ATTN_CUDA_FUSED_V1, ATTN_CUDA_FUSED_V1_TRAIN,
+  GEMM_CUDA_TILED_V1, ATTN_CUDA_FUSED_BF16, ATTN_CUDA_FUSED_BF16_TRAIN, GEMM_CUBLAS_BF16, LINEAR_CUDA_BF16,
+  NBENCHES
+};
+
+#define SETUP(name, body) \
   static slK_Case *name(int n, const slK_Attn *a, char *err, size_t errlen) { body }
 
 static const slK_Bench benches[];
-CPU_SETUP(setup_gemm_naive, return gemm_setup_for(&benches[0], n, err, errlen);)
-CPU_SETUP(setup_gemm_blocked, return gemm_setup_for(&benches[1], n, err, errlen);)
-CPU_SETUP(setup_gemm_openblas, return gemm_setup_for(&benches[2], n, err, errlen);)
-CPU_SETUP(setup_gemm_dispatch, return gemm_setup_for(&benches[3], n, err, errlen);)
-CPU_SETUP(setup_attn_naive, return attn_setup_for(&benches[4], n, a, err, errlen);)
-CPU_SETUP(setup_attn_fused, return attn_setup_for(&benches[5], n, a, err, errlen);)
-CPU_SETUP(setup_attn_naive_train, return attn_setup_for(&benches[6], n, a, err, errlen);)
-CPU_SETUP(setup_attn_fused_train, return attn_setup_for(&benches[7], n, a, err, errlen);)
-CPU_SETUP(setup_memcpy, return mx_setup_for(&benches[8], n, err, errlen);)
-CPU_SETUP(setup_mx_f32, return mx_setup_for(&benches[9], n, err, errlen);)
-CPU_SETUP(setup_mx_bf16, return mx_setup_for(&benches[10], n, err, errlen);)
-CPU_SETUP(setup_mx_ref, return mx_setup_for(&benches[11], n, err, errlen);)
-CPU_SETUP(setup_mxl_fused, return mxl_setup_for(&benches[12], n, err, errlen);)
-CPU_SETUP(setup_mxl_unfused, return mxl_setup_for(&benches[13], n, err, errlen);)
-CPU_SETUP(setup_gemm_bf16, return gemm_setup_for(&benches[14], n, err, errlen);)
-CPU_SETUP(setup_gemm_fp16, return gemm_setup_for(&benches[15], n, err, errlen);)
-CPU_SETUP(setup_gemm_bf16_emulated, return gemm_setup_for(&benches[16], n, err, errlen);)
-CPU_SETUP(setup_attn_fused_bf16, return attn_setup_for(&benches[17], n, a, err, errlen);)
-CPU_SETUP(setup_attn_fused_bf16_train, return attn_setup_for(&benches[18], n, a, err, errlen);)
-#define GPU_FIRST 19
-#define GPU_SETUP(name, i) CPU_SETUP(name, return gpu_setup_for(&benches[i], n, a, err, errlen);)
-GPU_SETUP(setup_g0, 19)
-GPU_SETUP(setup_g1, 20)
-GPU_SETUP(setup_g2, 21)
-GPU_SETUP(setup_g3, 22)
-GPU_SETUP(setup_g4, 23)
-GPU_SETUP(setup_g5, 24)
-GPU_SETUP(setup_g6, 25)
-GPU_SETUP(setup_g7, 26)
-GPU_SETUP(setup_g8, 27)
-GPU_SETUP(setup_g9, 28)
-GPU_SETUP(setup_g10, 29)
-GPU_SETUP(setup_g11, 30)
-GPU_SETUP(setup_g12, 31)
-GPU_SETUP(setup_g13, 32)
-GPU_SETUP(setup_g14, 33)
+SETUP(setup_gemm_naive, return gemm_setup_for(&benches[GEMM_NAIVE], n, err, errlen);)
+SETUP(setup_gemm_blocked, return gemm_setup_for(&benches[GEMM_BLOCKED], n, err, errlen);)
+SETUP(setup_gemm_openblas, return gemm_setup_for(&benches[GEMM_OPENBLAS], n, err, errlen);)
+SETUP(setup_gemm_dispatch, return gemm_setup_for(&benches[GEMM_DISPATCH], n, err, errlen);)
+SETUP(setup_attn_naive, return attn_setup_for(&benches[ATTN_NAIVE], n, a, err, errlen);)
+SETUP(setup_attn_fused, return attn_setup_for(&benches[ATTN_FUSED], n, a, err, errlen);)
+SETUP(setup_attn_naive_train, return attn_setup_for(&benches[ATTN_NAIVE_TRAIN], n, a, err, errlen);)
+SETUP(setup_attn_fused_train, return attn_setup_for(&benches[ATTN_FUSED_TRAIN], n, a, err, errlen);)
+SETUP(setup_memcpy, return mx_setup_for(&benches[MEMCPY], n, err, errlen);)
+SETUP(setup_mx_f32, return mx_setup_for(&benches[MX_F32], n, err, errlen);)
+SETUP(setup_mx_bf16, return mx_setup_for(&benches[MX_BF16], n, err, errlen);)
+SETUP(setup_mx_ref, return mx_setup_for(&benches[MX_REF], n, err, errlen);)
+SETUP(setup_mxl_fused, return mxl_setup_for(&benches[MXL_FUSED], n, err, errlen);)
+SETUP(setup_mxl_unfused, return mxl_setup_for(&benches[MXL_UNFUSED], n, err, errlen);)
+SETUP(setup_gemm_bf16, return gemm_setup_for(&benches[GEMM_BF16], n, err, errlen);)
+SETUP(setup_gemm_fp16, return gemm_setup_for(&benches[GEMM_FP16], n, err, errlen);)
+SETUP(setup_gemm_bf16_emulated, return gemm_setup_for(&benches[GEMM_BF16_EMULATED], n, err, errlen);)
+SETUP(setup_attn_fused_bf16, return attn_setup_for(&benches[ATTN_FUSED_BF16], n, a, err, errlen);)
+SETUP(setup_attn_fused_bf16_train, return attn_setup_for(&benches[ATTN_FUSED_BF16_TRAIN], n, a, err, errlen);)
+/* a GPU case's row and the kernel version it runs */
+#define GPU_SETUP(name, row, kind) SETUP(name, return gpu_setup_for(&benches[row], kind, n, a, err, errlen);)
+GPU_SETUP(setup_gemm_cuda_naive, GEMM_CUDA_NAIVE, SLG_GEMM_NAIVE)
+GPU_SETUP(setup_gemm_cuda_tiled, GEMM_CUDA_TILED, SLG_GEMM_TILED)
+GPU_SETUP(setup_gemm_cublas, GEMM_CUBLAS, SLG_GEMM_CUBLAS)
+GPU_SETUP(setup_gemm_cublas_direct, GEMM_CUBLAS_DIRECT, SLG_GEMM_CUBLAS_DIRECT)
+GPU_SETUP(setup_attn_cuda_naive, ATTN_CUDA_NAIVE, SLG_ATTN_NAIVE)
+GPU_SETUP(setup_attn_cuda_fused, ATTN_CUDA_FUSED, SLG_ATTN_FUSED)
+GPU_SETUP(setup_attn_cuda_fused_train, ATTN_CUDA_FUSED_TRAIN, SLG_ATTN_FUSED_TRAIN)
+GPU_SETUP(setup_mx_cuda, MX_CUDA, SLG_MXINT8_DEQUANT)
+GPU_SETUP(setup_copy_cuda, COPY_CUDA, SLG_COPY)
+GPU_SETUP(setup_attn_cuda_naive_train, ATTN_CUDA_NAIVE_TRAIN, SLG_ATTN_NAIVE_TRAIN)
+GPU_SETUP(setup_attn_cuda_fused_v1, ATTN_CUDA_FUSED_V1, SLG_ATTN_FUSED_V1)
+GPU_SETUP(setup_attn_cuda_fused_v1_train, ATTN_CUDA_FUSED_V1_TRAIN, SLG_ATTN_FUSED_V1_TRAIN)
+GPU_SETUP(setup_gemm_cuda_tiled_v1, GEMM_CUDA_TILED_V1, SLG_GEMM_TILED_V1)
+GPU_SETUP(setup_attn_cuda_fused_bf16, ATTN_CUDA_FUSED_BF16, SLG_ATTN_FUSED_BF16)
+GPU_SETUP(setup_attn_cuda_fused_bf16_train, ATTN_CUDA_FUSED_BF16_TRAIN, SLG_ATTN_FUSED_BF16_TRAIN)
+GPU_SETUP(setup_gemm_cublas_bf16, GEMM_CUBLAS_BF16, SLG_GEMM_CUBLAS_BF16)
+GPU_SETUP(setup_linear_cuda_bf16, LINEAR_CUDA_BF16, SLG_LINEAR_BF16)
 
-static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[5], n, a); }
-static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[7], n, a); }
-static double attn_bytes_naive(int n, const slK_Attn *a) { return attn_bytes_of(&benches[4], n, a); }
-static double attn_bytes_fused(int n, const slK_Attn *a) { return attn_bytes_of(&benches[5], n, a); }
-static double attn_bytes_naive_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[6], n, a); }
-static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[7], n, a); }
-static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[8], n); }
-static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[9], n); }
-static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[10], n); }
+static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[ATTN_FUSED], n, a); }
+static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[ATTN_FUSED_TRAIN], n, a); }
+static double attn_bytes_naive(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_NAIVE], n, a); }
+static double attn_bytes_fused(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_FUSED], n, a); }
+static double attn_bytes_naive_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_NAIVE_TRAIN], n, a); }
+static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_FUSED_TRAIN], n, a); }
+static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MEMCPY], n); }
+static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MX_F32], n); }
+static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MX_BF16], n); }
 /* bf16 Q, K, V read once, float32 O written; the backward also reads bf16 dO and float32 O and dO, and writes
 ** float32 dQ, dK, dV */
 static double attn_bytes_bf16(int n, const slK_Attn *a) { return attn_bytes_fused(n, a) * (3 * 2 + 4) / 16.0; }
 static double attn_bytes_bf16_train(int n, const slK_Attn *a) {
   return attn_bytes_fused(n, a) * (3 * 2 + 4 + 2 + 4 + 4 + 3 * 4) / 16.0;
 }
+/* bf16 A and B read once, float32 C written */
+static double gemm_bf16_bytes(int n, const slK_Attn *a) { return (2 * 2 + 4) * (double)n * n; }
 static double copy_flops(int n, const slK_Attn *a) { return 0; }
 static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 
@@ -438,72 +459,79 @@ static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 #define MXL_SIZE "n (x 128 x n, W n x n)"
 
 static const slK_Bench benches[] = {
-  {"gemm_naive", "cpu", "gemm", GEMM_SIZE, "triple loop, the reference", setup_gemm_naive, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_blocked", "cpu", "gemm", GEMM_SIZE, "packed panels, 8x48 micro-kernel (AVX-512 or portable), threads",
+  [GEMM_NAIVE] = {"gemm_naive", "cpu", "gemm", GEMM_SIZE, "triple loop, the reference", setup_gemm_naive, gemm_run, case_free, gemm_flops, gemm_bytes},
+  [GEMM_BLOCKED] = {"gemm_blocked", "cpu", "gemm", GEMM_SIZE, "packed panels, 8x48 micro-kernel (AVX-512 or portable), threads",
    setup_gemm_blocked, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_openblas", "cpu", "gemm", GEMM_SIZE, "cblas_sgemm called directly", setup_gemm_openblas, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_dispatch", "cpu", "gemm", GEMM_SIZE, "slK_sgemm, the graph's entry point (OpenBLAS behind it)", setup_gemm_dispatch,
+  [GEMM_OPENBLAS] = {"gemm_openblas", "cpu", "gemm", GEMM_SIZE, "cblas_sgemm called directly", setup_gemm_openblas, gemm_run, case_free, gemm_flops, gemm_bytes},
+  [GEMM_DISPATCH] = {"gemm_dispatch", "cpu", "gemm", GEMM_SIZE, "slK_sgemm, the graph's entry point (OpenBLAS behind it)", setup_gemm_dispatch,
    gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"attention_naive", "cpu", "attention", ATTN_SIZE, "forward op by op: QK^T, scale, mask, softmax, PV (N x N arrays)",
+  [ATTN_NAIVE] = {"attention_naive", "cpu", "attention", ATTN_SIZE, "forward op by op: QK^T, scale, mask, softmax, PV (N x N arrays)",
    setup_attn_naive, attn_run, case_free, attn_flops, attn_bytes_naive},
-  {"attention_fused", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2: tiles, online softmax, only L saved",
+  [ATTN_FUSED] = {"attention_fused", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2: tiles, online softmax, only L saved",
    setup_attn_fused, attn_run, case_free, attn_flops, attn_bytes_fused},
-  {"attention_naive_train", "cpu", "attention", ATTN_SIZE, "forward and backward op by op, P kept from the forward",
+  [ATTN_NAIVE_TRAIN] = {"attention_naive_train", "cpu", "attention", ATTN_SIZE, "forward and backward op by op, P kept from the forward",
    setup_attn_naive_train, attn_run, case_free, attn_flops_train, attn_bytes_naive_train},
-  {"attention_fused_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2 (recomputation)",
+  [ATTN_FUSED_TRAIN] = {"attention_fused_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2 (recomputation)",
    setup_attn_fused_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
-  {"memcpy", "cpu", "memory", MX_SIZE, "memcpy of n float32, one part per thread (the bandwidth anchor)", setup_memcpy, mx_run, case_free, copy_flops, memcpy_bytes},
-  {"mxint8_dequant_f32", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32, vectorised", setup_mx_f32, mx_run, case_free, mx_flops, mx_f32_bytes},
-  {"mxint8_dequant_bf16", "cpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16, vectorised (the decode of the ADLS Lab 4 kernel)", setup_mx_bf16, mx_run,
+  [MEMCPY] = {"memcpy", "cpu", "memory", MX_SIZE, "memcpy of n float32, one part per thread (the bandwidth anchor)", setup_memcpy, mx_run, case_free, copy_flops, memcpy_bytes},
+  [MX_F32] = {"mxint8_dequant_f32", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32, vectorised", setup_mx_f32, mx_run, case_free, mx_flops, mx_f32_bytes},
+  [MX_BF16] = {"mxint8_dequant_bf16", "cpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16, vectorised (the decode of the ADLS Lab 4 kernel)", setup_mx_bf16, mx_run,
    case_free, mx_flops, mx_bf16_bytes},
-  {"mxint8_dequant_ref", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32 one element at a time (ldexpf)", setup_mx_ref, mx_run,
+  [MX_REF] = {"mxint8_dequant_ref", "cpu", "mxint8", MX_SIZE, "MXINT8 to float32 one element at a time (ldexpf)", setup_mx_ref, mx_run,
    case_free, mx_flops, mx_f32_bytes},
-  {"mxint8_linear_fused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded panel by panel inside the product",
+  [MXL_FUSED] = {"mxint8_linear_fused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded panel by panel inside the product",
    setup_mxl_fused, mxl_run, case_free, mxl_flops, mxl_bytes},
-  {"mxint8_linear_unfused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded whole to float32, then OpenBLAS",
+  [MXL_UNFUSED] = {"mxint8_linear_unfused", "cpu", "mxint8", MXL_SIZE, "MXINT8 weights decoded whole to float32, then OpenBLAS",
    setup_mxl_unfused, mxl_run, case_free, mxl_flops, mxl_bytes},
-  {"gemm_bf16", "cpu", "gemm", GEMM_SIZE, "bf16 inputs, float32 sums: rounded while packed, 8x48 vdpbf16ps micro-kernel",
+  [GEMM_BF16] = {"gemm_bf16", "cpu", "gemm", GEMM_SIZE, "bf16 inputs, float32 sums: rounded while packed, 8x48 vdpbf16ps micro-kernel",
    setup_gemm_bf16, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_fp16", "cpu", "gemm", GEMM_SIZE, "fp16 inputs, float32 sums: rounded while packed, the float32 micro-kernel",
+  [GEMM_FP16] = {"gemm_fp16", "cpu", "gemm", GEMM_SIZE, "fp16 inputs, float32 sums: rounded while packed, the float32 micro-kernel",
    setup_gemm_fp16, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_bf16_emulated", "cpu", "gemm", GEMM_SIZE, "bf16 inputs rounded into float32 copies, then slK_sgemm (OpenBLAS)",
+  [GEMM_BF16_EMULATED] = {"gemm_bf16_emulated", "cpu", "gemm", GEMM_SIZE, "bf16 inputs rounded into float32 copies, then slK_sgemm (OpenBLAS)",
    setup_gemm_bf16_emulated, gemm_run, case_free, gemm_flops, gemm_bytes},
-  {"attention_fused_bf16", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2, bf16 products (vdpbf16ps), float32 softmax",
+  [ATTN_FUSED_BF16] = {"attention_fused_bf16", "cpu", "attention", ATTN_SIZE, "forward FlashAttention-2, bf16 products (vdpbf16ps), float32 softmax",
    setup_attn_fused_bf16, attn_run, case_free, attn_flops, attn_bytes_fused},
-  {"attention_fused_bf16_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2, bf16 products",
+  [ATTN_FUSED_BF16_TRAIN] = {"attention_fused_bf16_train", "cpu", "attention", ATTN_SIZE, "forward and backward FlashAttention-2, bf16 products",
    setup_attn_fused_bf16_train, attn_run, case_free, attn_flops_train, attn_bytes_fused_train},
-  {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_g0, gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 8x8 outputs per thread", setup_g1, gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_g2, gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"gemm_cublas_direct", "gpu", "gemm", GEMM_SIZE, "cublasSgemm called directly", setup_g3, gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"attention_cuda_naive", "gpu", "attention", ATTN_SIZE, "cuBLAS products and a softmax kernel", setup_g4, gpu_run, case_free,
+  [GEMM_CUDA_NAIVE] = {"gemm_cuda_naive", "gpu", "gemm", GEMM_SIZE, "one thread per output element", setup_gemm_cuda_naive, gpu_run, case_free, gemm_flops, gemm_bytes},
+  [GEMM_CUDA_TILED] = {"gemm_cuda_tiled", "gpu", "gemm", GEMM_SIZE, "shared-memory tiles, 8x8 outputs per thread", setup_gemm_cuda_tiled, gpu_run, case_free, gemm_flops, gemm_bytes},
+  [GEMM_CUBLAS] = {"gemm_cublas", "gpu", "gemm", GEMM_SIZE, "cuBLAS through syslab's dispatch", setup_gemm_cublas, gpu_run, case_free, gemm_flops, gemm_bytes},
+  [GEMM_CUBLAS_DIRECT] = {"gemm_cublas_direct", "gpu", "gemm", GEMM_SIZE, "cublasSgemm called directly", setup_gemm_cublas_direct, gpu_run, case_free, gemm_flops, gemm_bytes},
+  [ATTN_CUDA_NAIVE] = {"attention_cuda_naive", "gpu", "attention", ATTN_SIZE, "cuBLAS products and a softmax kernel", setup_attn_cuda_naive, gpu_run, case_free,
    attn_flops, attn_bytes_naive},
-  {"attention_cuda_fused", "gpu", "attention", ATTN_SIZE, "fused forward kernel, online softmax in shared memory", setup_g5,
+  [ATTN_CUDA_FUSED] = {"attention_cuda_fused", "gpu", "attention", ATTN_SIZE, "fused forward kernel, online softmax in shared memory", setup_attn_cuda_fused,
    gpu_run, case_free, attn_flops, attn_bytes_fused},
-  {"attention_cuda_fused_train", "gpu", "attention", ATTN_SIZE, "fused forward and backward kernels", setup_g6, gpu_run,
+  [ATTN_CUDA_FUSED_TRAIN] = {"attention_cuda_fused_train", "gpu", "attention", ATTN_SIZE, "fused forward and backward kernels", setup_attn_cuda_fused_train, gpu_run,
    case_free, attn_flops_train, attn_bytes_fused_train},
-  {"mxint8_cuda_dequant", "gpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16 on the GPU", setup_g7, gpu_run, case_free, mx_flops,
+  [MX_CUDA] = {"mxint8_cuda_dequant", "gpu", "mxint8", MX_SIZE, "MXINT8 to bfloat16 on the GPU", setup_mx_cuda, gpu_run, case_free, mx_flops,
    mx_bf16_bytes},
-  {"copy_cuda", "gpu", "memory", MX_SIZE, "device-to-device cudaMemcpy of n float32", setup_g8, gpu_run, case_free, copy_flops,
+  [COPY_CUDA] = {"copy_cuda", "gpu", "memory", MX_SIZE, "device-to-device cudaMemcpy of n float32", setup_copy_cuda, gpu_run, case_free, copy_flops,
    gcopy_bytes},
-  {"attention_cuda_naive_train", "gpu", "attention", ATTN_SIZE, "naive forward and backward: cuBLAS products, N x N arrays",
-   setup_g9, gpu_run, case_free, attn_flops_train, attn_bytes_naive_train},
-  {"attention_cuda_fused_v1", "gpu", "attention", ATTN_SIZE, "the first fused forward: one float per shared-memory read",
-   setup_g10, gpu_run, case_free, attn_flops, attn_bytes_fused},
-  {"attention_cuda_fused_v1_train", "gpu", "attention", ATTN_SIZE, "the first fused forward and backward", setup_g11,
+  [ATTN_CUDA_NAIVE_TRAIN] = {"attention_cuda_naive_train", "gpu", "attention", ATTN_SIZE, "naive forward and backward: cuBLAS products, N x N arrays",
+   setup_attn_cuda_naive_train, gpu_run, case_free, attn_flops_train, attn_bytes_naive_train},
+  [ATTN_CUDA_FUSED_V1] = {"attention_cuda_fused_v1", "gpu", "attention", ATTN_SIZE, "the first fused forward: one float per shared-memory read",
+   setup_attn_cuda_fused_v1, gpu_run, case_free, attn_flops, attn_bytes_fused},
+  [ATTN_CUDA_FUSED_V1_TRAIN] = {"attention_cuda_fused_v1_train", "gpu", "attention", ATTN_SIZE, "the first fused forward and backward", setup_attn_cuda_fused_v1_train,
    gpu_run, case_free, attn_flops_train, attn_bytes_fused_train},
-  {"gemm_cuda_tiled_v1", "gpu", "gemm", GEMM_SIZE, "the first tiled kernel: 64x64 tiles, 4x4 outputs per thread", setup_g12,
+  [GEMM_CUDA_TILED_V1] = {"gemm_cuda_tiled_v1", "gpu", "gemm", GEMM_SIZE, "the first tiled kernel: 64x64 tiles, 4x4 outputs per thread", setup_gemm_cuda_tiled_v1,
    gpu_run, case_free, gemm_flops, gemm_bytes},
-  {"attention_cuda_fused_bf16", "gpu", "attention", ATTN_SIZE,
-   "fused forward on the tensor cores: bf16 Q, K, V (WMMA), float32 softmax and O; dim 64 or 128", setup_g13, gpu_run,
+  [ATTN_CUDA_FUSED_BF16] = {"attention_cuda_fused_bf16", "gpu", "attention", ATTN_SIZE,
+   "fused forward on the tensor cores: bf16 Q, K, V (WMMA), float32 softmax and O; dim 64 or 128", setup_attn_cuda_fused_bf16, gpu_run,
    case_free, attn_flops, attn_bytes_bf16},
-  {"attention_cuda_fused_bf16_train", "gpu", "attention", ATTN_SIZE,
-   "fused forward and backward on the tensor cores: bf16 Q, K, V, dO; dQ by atomicAdd; dim 64 or 128", setup_g14,
+  [ATTN_CUDA_FUSED_BF16_TRAIN] = {"attention_cuda_fused_bf16_train", "gpu", "attention", ATTN_SIZE,
+   "fused forward and backward on the tensor cores: bf16 Q, K, V, dO; dQ by atomicAdd; dim 64 or 128", setup_attn_cuda_fused_bf16_train,
    gpu_run, case_free, attn_flops_train, attn_bytes_bf16_train},
-  {NULL},
+  [GEMM_CUBLAS_BF16] = {"gemm_cublas_bf16", "gpu", "gemm", GEMM_SIZE,
+   "cuBLAS on the tensor cores: bf16 operands (rounded once, beforehand), float32 sums and C", setup_gemm_cublas_bf16, gpu_run,
+   case_free, gemm_flops, gemm_bf16_bytes},
+  [LINEAR_CUDA_BF16] = {"linear_cuda_bf16", "gpu", "gemm", GEMM_SIZE,
+   "the linear layer as a bf16 model runs it on the GPU: x and W rounded into bf16 copies in each call, cuBLAS on "
+   "the tensor cores, the float32 bias (n rows, n -> n)", setup_linear_cuda_bf16, gpu_run, case_free, gemm_flops, gemm_bytes},
+  [NBENCHES] = {NULL},
 };
-
-static int gpu_kind(const slK_Bench *b) { return (int)(b - benches) - GPU_FIRST; }
+/* every case has its row, in the enum's order (a row left out would end the list early: test_kernels checks the
+** names) */
+_Static_assert(sizeof benches / sizeof benches[0] == NBENCHES + 1, "one row per case");
 
 const slK_Bench *slK_bench_at(size_t i) {
   return i < sizeof benches / sizeof benches[0] - 1 ? &benches[i] : NULL;
@@ -544,7 +572,7 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   if (failed) {
     b->teardown(c);
     free(t);
-    snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, size, slG_case_error());
+    snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, size, slK_gpu()->case_error());
     return -1;
   }
   if (stopped) {
@@ -555,7 +583,7 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   }
   /* a GPU case's memory is on the device (only this table's GPU entries are known to hold one: a
   ** harness caller's case is opaque) */
-  out->peak_bytes = b->run == gpu_run ? slG_case_bytes(c->gpu) : slK_mem_peak() - base;
+  out->peak_bytes = b->run == gpu_run ? slK_gpu()->case_bytes(c->gpu) : slK_mem_peak() - base;
   out->rss_peak = slK_rss_peak();
   b->teardown(c);
   slK_stats(t, reps, &out->t);

@@ -62,7 +62,7 @@ static void machine_row(slT_Table *t, const char *what, const char *value, doubl
 static int cmd_version(sl_Call *call, sl_Value *result) {
   sl_Value r = sl_record_new();
   sl_record_set(r, "syslab", sl_string(SYSLAB_VERSION));
-  sl_record_set(r, "gpu", sl_string(slK_gpu_describe()));
+  sl_record_set(r, "gpu", sl_string(slK_dev_why()));
   *result = r;
   return 0;
 }
@@ -70,10 +70,11 @@ static int cmd_version(sl_Call *call, sl_Value *result) {
 static int cmd_machine(sl_Call *call, sl_Value *result) {
   const char *get = sl_arg_string(call, "get");
   /* a GPU's figure where there is none: not a measurement of 0 */
-  if (strncmp(get, "gpu_", 4) == 0 && slK_gpu_count() == 0)
+  if (strncmp(get, "gpu_", 4) == 0 && slK_dev_count() == 0)
     return sl_arg_error(call, "get", "%s is a figure of a GPU, and here there is none (%s): `machine get=gpus` is 0",
-                        get, slK_gpu_describe());
+                        get, slK_dev_why());
   const slK_Machine *m = slK_machine();
+  if (sl_interrupted()) return sl_interrupted_error(call);   /* the roofs were not all measured */
   if (strcmp(get, "table") != 0) {
     double v = strcmp(get, "sgemm_gflops") == 0     ? m->sgemm_gflops
                : strcmp(get, "openblas_gflops") == 0 ? m->openblas_gflops
@@ -357,6 +358,7 @@ static int cmd_roofline(sl_Call *call, sl_Value *result) {
   if (ck < 0 || ci < 0 || cg < 0)
     return sl_arg_error(call, "results", "needs the columns kernel, intensity and gflops (a table from bench)");
   const slK_Machine *m = slK_machine();
+  if (sl_interrupted()) return sl_interrupted_error(call);
   slT_Table *t = slT_new();
   slT_add_column(t, "series");
   slT_add_column(t, "intensity");
@@ -519,7 +521,7 @@ static const sl_Command slK_commands[] = {
    "Timing columns are marked as measurements. A case predicted not to fit in memory is refused before anything is "
    "allocated: its row has no times and a note with the size it needs and the budget, and the other cases run.",
    "bench [\"gemm_blocked\", \"gemm_openblas\"] sizes=[256, 512, 1024]\nbench attention_fused sizes=[1024] reps=5 heads=8 dim=64",
-   cmd_bench, 0,
+   cmd_bench, SL_CMD_LONG,
    {{"kernel", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "a kernel name or a list of names (see kernels)"},
     {"sizes", SL_ARG_LIST, 0, "[256, 512]", "sizes to time (what a size means depends on the kernel)"},
     {"reps", SL_ARG_INT, 0, "10", "timed repetitions per case"},
@@ -534,7 +536,7 @@ static const sl_Command slK_commands[] = {
    "threaded triad for bandwidth; with a GPU, its cuBLAS sgemm peak and device-to-device copy rate. get= returns one "
    "figure as a number instead of the table; a GPU's figure (gpu_sgemm_gflops, gpu_copy_gbs) where there is no GPU is "
    "an error saying so (get=gpus is 0 there).",
-   "machine\npeak = machine get=sgemm_gflops", cmd_machine, 0,
+   "machine\npeak = machine get=sgemm_gflops", cmd_machine, SL_CMD_LONG,
    {{"get", SL_ARG_ENUM, 0, "\"table\"", "the whole table, or one figure", machine_fields}, {NULL}}},
   {"speedup", "kernels", "Compare two kernels of a bench table size by size: time ratio and bandwidth ratio.",
    "speedup = baseline median / kernel median (above 1: the kernel is faster); gbs_ratio = kernel GB/s / baseline GB/s, "
@@ -555,7 +557,7 @@ static const sl_Command slK_commands[] = {
    "For each L: the predicted bytes (inputs, outputs, L and workspace), then the bytes measured by the kernels' "
    "allocator and the process's resident peak while it runs. A configuration predicted to exceed the budget is not "
    "run: its row says so with the predicted size and the budget (default: 80% of the memory available now).",
-   "attention_memory sizes=[256, 512, 1024] heads=8 dim=64", cmd_attention_memory, 0,
+   "attention_memory sizes=[256, 512, 1024] heads=8 dim=64", cmd_attention_memory, SL_CMD_LONG,
    {{"sizes", SL_ARG_LIST, 0, "[256, 512, 1024]", "sequence lengths"},
     SHAPE_ARGS,
     {"budget_gib", SL_ARG_NUMBER, 0, NULL, "memory budget in GiB (default: 80% of what is available)"},

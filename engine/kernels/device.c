@@ -1,7 +1,16 @@
 /*
-** device.c - the GPU for the layers above: its presence, a caching
-** allocator of device memory counted by category, and the graph's
-** operators on device arrays (cuda/gpu.h's, passed through).
+** device.c - the GPU for the layers above: the CUDA module loaded and its
+** table checked, the device's presence, a caching allocator of device
+** memory counted by category, and the two calls that keep state of their
+** own (the fused attention's scratch, the optimiser's records).
+**
+** The module is found, in order, at $SYSLAB_CUDA_MODULE, next to an
+** installed program (<prefix>/lib/syslab/syslab_cuda.so, from
+** <prefix>/bin/syslab), and in the build tree (lang/layout.c), as the MPI
+** module is (search/dist.c). It is opened once, by the first question
+** about the GPU; a module that cannot be opened, lacks slG_backend, is of
+** another version or leaves an entry empty is refused, and the reason is
+** what every later question gets (slK_dev_why).
 **
 ** The allocator follows PyTorch's caching allocator in miniature: a freed
 ** block goes on a list of its size class instead of back to the driver, so
@@ -14,16 +23,82 @@
 ** request is tried once more; a request that still does not fit is refused
 ** with the figures. Counters by category are what memory profiles read.
 */
+#include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "cuda/gpu.h"
 #include "device.h"
 #include "round.h"
+#include "syslab.h"
 
-int slK_dev_available(void) { return slG_device_count() > 0; }
-const char *slK_dev_why(void) { return slG_describe(); }
+/* ---------------------------------------------------------- the module */
+
+/* the engine's format numbers are the table's */
+_Static_assert((int)SLK_BF16 == (int)SLG_BF16 && (int)SLK_FP16 == (int)SLG_FP16 && SLK_FP32 == 0, "formats");
+/* after its version, the table is entry points only: each is checked to be filled */
+typedef void (*Entry)(void);
+_Static_assert((sizeof(slG_Backend) - offsetof(slG_Backend, device_count)) % sizeof(Entry) == 0, "entries");
+
+#ifdef SYSLAB_CUDA_MODULE
+#define BUILD_TREE_MODULE SYSLAB_CUDA_MODULE
+#else
+#define BUILD_TREE_MODULE NULL
+#endif
+
+static const slG_Backend *gpu;
+static char gpu_why[PATH_MAX + 512];
+static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
+
+/* the first entry left empty (NULL bytes), or -1 */
+static int empty_entry(const slG_Backend *t) {
+  static const unsigned char none[sizeof(Entry)];
+  const unsigned char *at = (const unsigned char *)t + offsetof(slG_Backend, device_count);
+  size_t n = (sizeof *t - offsetof(slG_Backend, device_count)) / sizeof(Entry);
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(at + i * sizeof(Entry), none, sizeof(Entry)) == 0) return (int)i;
+  return -1;
+}
+
+static void load(void) {
+  char path[PATH_MAX + 64];
+  const char *env = getenv("SYSLAB_CUDA_MODULE");
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s", env);
+  } else {
+#ifdef SYSLAB_HAVE_CUDA
+    sl_program_file("lib/syslab/syslab_cuda.so", BUILD_TREE_MODULE, path, sizeof path);
+#else
+    snprintf(gpu_why, sizeof gpu_why, "no GPU: this syslab was built without CUDA");
+    return;
+#endif
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  const slG_Backend *(*get)(void) = h ? (const slG_Backend *(*)(void))dlsym(h, "slG_backend") : NULL;
+  const slG_Backend *t = get ? get() : NULL;
+  int empty = t && t->version == SLG_BACKEND_VERSION ? empty_entry(t) : -1;
+  if (!get)
+    snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s cannot be loaded: %s (a build with nvcc makes it; "
+             "SYSLAB_CUDA_MODULE names another)", path, dlerror());
+  else if (!t || t->version != SLG_BACKEND_VERSION)
+    snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s is version %d, this program needs %d", path,
+             t ? t->version : -1, SLG_BACKEND_VERSION);
+  else if (empty >= 0)
+    snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s leaves entry %d of its table empty", path, empty);
+  else
+    gpu = t;
+}
+
+const slG_Backend *slK_gpu(void) {
+  pthread_once(&gpu_once, load);
+  return gpu;
+}
+
+int slK_dev_count(void) { return slK_gpu() ? gpu->device_count() : 0; }
+int slK_dev_available(void) { return slK_dev_count() > 0; }
+const char *slK_dev_why(void) { return slK_gpu() ? gpu->describe() : gpu_why; }
 
 /* ---------------------------------------------------------------- memory */
 
@@ -59,6 +134,18 @@ static void count(int category, size_t bytes, int sign) {
   }
 }
 
+/* the driver's calls, answered as a device that has no memory where there is no module */
+static int driver_alloc(void **dev, size_t bytes, char *why, size_t size) {
+  *dev = NULL;
+  if (!slK_gpu()) return snprintf(why, size, "%s", gpu_why), -1;
+  return gpu->alloc(dev, bytes, why, size);
+}
+
+static void driver_mem_info(size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  if (slK_gpu()) gpu->mem_info(free_bytes, total_bytes);
+}
+
 /* a cached block of exactly this class, unlinked; NULL if none */
 static void *from_cache(size_t bytes) {
   for (Block **b = &cache; *b; b = &(*b)->next)
@@ -77,7 +164,7 @@ static void trim_locked(void) {
   while (cache) {
     Block *b = cache;
     cache = b->next;
-    slG_free(b->dev);
+    gpu->free(b->dev);   /* a cached block came from the table */
     free(b);
   }
   cached = 0;
@@ -89,14 +176,14 @@ void *slK_dev_alloc(size_t bytes, int category, char *err, size_t errlen) {
   pthread_mutex_lock(&lock);
   void *dev = from_cache(cls);
   if (!dev) {
-    char why[200];
-    if (slG_alloc(&dev, cls, why, sizeof why) != 0 && cached) {
+    char why[sizeof gpu_why];   /* the driver's reason, or why there is no module */
+    if (driver_alloc(&dev, cls, why, sizeof why) != 0 && cached) {
       trim_locked();   /* blocks of other classes go back to the driver, and once more */
-      slG_alloc(&dev, cls, why, sizeof why);
+      driver_alloc(&dev, cls, why, sizeof why);
     }
     if (!dev) {
-      size_t free_b = 0, total_b = 0;
-      slG_mem_info(&free_b, &total_b);
+      size_t free_b, total_b;
+      driver_mem_info(&free_b, &total_b);
       pthread_mutex_unlock(&lock);
       snprintf(err, errlen, "%zu bytes of device memory could not be had (%zu free of %zu, %zu in use here): %s",
                cls, free_b, total_b, total_live(), why);
@@ -115,7 +202,7 @@ void slK_dev_free(void *dev, size_t bytes, int category) {
   pthread_mutex_lock(&lock);
   count(category_of(category), cls, -1);
   if (!b) {
-    slG_free(dev);
+    gpu->free(dev);   /* device memory came from the table */
   } else {
     *b = (Block){dev, cls, cache};
     cache = b;
@@ -132,19 +219,13 @@ void slK_dev_recount(size_t bytes, int from, int to) {
   pthread_mutex_unlock(&lock);
 }
 
-void slK_dev_trim(void) {
-  pthread_mutex_lock(&lock);
-  trim_locked();
-  pthread_mutex_unlock(&lock);
-}
-
 void slK_dev_memory(slK_DevMemory *m) {
   pthread_mutex_lock(&lock);
   for (int c = 0; c < SLK_DEV_CATEGORIES; c++) m->live[c] = live[c], m->at_peak[c] = at_peak[c];
   m->peak = peak;
   m->cached = cached;
   pthread_mutex_unlock(&lock);
-  slG_mem_info(&m->free_bytes, &m->total_bytes);
+  driver_mem_info(&m->free_bytes, &m->total_bytes);
 }
 
 void slK_dev_reset_peak(void) {
@@ -156,8 +237,8 @@ void slK_dev_reset_peak(void) {
 
 int slK_dev_fits(size_t bytes, char *err, size_t errlen) {
   if (!slK_dev_available()) return snprintf(err, errlen, "%s", slK_dev_why()), -1;
-  size_t free_b = 0, total_b = 0;
-  slG_mem_info(&free_b, &total_b);
+  size_t free_b, total_b;
+  driver_mem_info(&free_b, &total_b);
   pthread_mutex_lock(&lock);
   size_t room = free_b + cached;
   pthread_mutex_unlock(&lock);
@@ -167,153 +248,36 @@ int slK_dev_fits(size_t bytes, char *err, size_t errlen) {
                   total_b / 1073741824.0), -1;
 }
 
-int slK_dev_upload(void *dev, const void *host, size_t bytes, char *err, size_t errlen) {
-  return slG_upload(dev, host, bytes, err, errlen);
-}
-int slK_dev_download(void *host, const void *dev, size_t bytes, char *err, size_t errlen) {
-  return slG_download(host, dev, bytes, err, errlen);
-}
-int slK_dev_copy(void *dst, const void *src, size_t bytes, char *err, size_t errlen) {
-  return slG_copy(dst, src, bytes, err, errlen);
-}
-int slK_dev_zero(void *dev, size_t bytes, char *err, size_t errlen) { return slG_zero(dev, bytes, err, errlen); }
-int slK_dev_sync(char *err, size_t errlen) { return slG_sync(err, errlen); }
+/* ------------------------------------------------- calls with state of their own */
 
-/* ------------------------------------------------------------- operators */
+static int no_module(char *err, size_t errlen) { return snprintf(err, errlen, "%s", slK_dev_why()), -1; }
 
-int slK_dev_gemm_batched(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const void *A, int lda,
-                         long long stride_a, const void *B, int ldb, long long stride_b, float beta, float *C, int ldc,
-                         long long stride_c, int batch, char *err, size_t errlen) {
-  return slG_gemm_batched(format, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
-                          stride_c, batch, err, errlen);
-}
+/* the scratch of the fused attention from the caching allocator, for the call alone */
 int slK_dev_attention_forward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
                               const float *v, float *out, float *lse, int category, char *err, size_t errlen) {
-  size_t bytes = slG_attention_graph_scratch(format, B, T, H, dh, 0);
+  if (!slK_gpu()) return no_module(err, errlen);
+  size_t bytes = gpu->attention_graph_scratch(format, B, T, H, dh, 0);
   void *scratch = slK_dev_alloc(bytes ? bytes : 1, category, err, errlen);
   if (!scratch) return -1;
-  int rc = slG_attention_graph_forward(format, B, T, H, dh, causal, q, k, v, out, lse, scratch, err, errlen);
+  int rc = gpu->attention_graph_forward(format, B, T, H, dh, causal, q, k, v, out, lse, scratch, err, errlen);
   slK_dev_free(scratch, bytes ? bytes : 1, category);
   return rc;
 }
+
 int slK_dev_attention_backward(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
                                const float *v, const float *out, const float *gout, const float *lse, float *dq,
                                float *dk, float *dv, int category, char *err, size_t errlen) {
-  size_t bytes = slG_attention_graph_scratch(format, B, T, H, dh, 1);
+  if (!slK_gpu()) return no_module(err, errlen);
+  size_t bytes = gpu->attention_graph_scratch(format, B, T, H, dh, 1);
   void *scratch = slK_dev_alloc(bytes ? bytes : 1, category, err, errlen);
   if (!scratch) return -1;
-  int rc = slG_attention_graph_backward(format, B, T, H, dh, causal, q, k, v, out, gout, lse, dq, dk, dv, scratch, err,
-                                        errlen);
+  int rc = gpu->attention_graph_backward(format, B, T, H, dh, causal, q, k, v, out, gout, lse, dq, dk, dv, scratch, err,
+                                         errlen);
   slK_dev_free(scratch, bytes ? bytes : 1, category);
   return rc;
 }
-int slK_dev_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) {
-  return slG_to_half(format, x, y, n, err, errlen);
-}
-int slK_dev_round(int format, const float *x, float *y, size_t n, char *err, size_t errlen) {
-  return slG_round_half(format, x, y, n, err, errlen);
-}
-int slK_dev_linear_forward(const float *x, const float *w, const float *b, float *y, size_t rows, int in_f,
-                           int out_f, char *err, size_t errlen) {
-  return slG_linear_forward(x, w, b, y, rows, in_f, out_f, err, errlen);
-}
-int slK_dev_linear_backward(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
-                            size_t rows, int in_f, int out_f, char *err, size_t errlen) {
-  return slG_linear_backward(x, w, dy, dx, dw, db, rows, in_f, out_f, err, errlen);
-}
 
-/* this header's activation numbers are cuda/gpu.h's, named for the layers above */
-_Static_assert((int)SLK_DEV_RELU == (int)SLG_RELU && (int)SLK_DEV_GELU == (int)SLG_GELU &&
-                   (int)SLK_DEV_SILU == (int)SLG_SILU, "activations");
-_Static_assert((int)SLK_BF16 == (int)SLG_BF16 && (int)SLK_FP16 == (int)SLG_FP16 && SLK_FP32 == 0, "formats");
-_Static_assert((int)SLK_DEV_LOSS_CLASSES == (int)SLG_LOSS_CLASSES && (int)SLK_DEV_LOSS_TOKENS == (int)SLG_LOSS_TOKENS,
-               "losses");
-
-int slK_dev_activation_forward(int act, const float *x, float *y, size_t n, char *err, size_t errlen) {
-  return slG_activation_forward(act, x, y, n, err, errlen);
-}
-int slK_dev_activation_backward(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
-                                size_t errlen) {
-  return slG_activation_backward(act, x, dy, dx, n, err, errlen);
-}
-int slK_dev_tanh_forward(const float *x, float *y, size_t n, char *err, size_t errlen) {
-  return slG_tanh_forward(x, y, n, err, errlen);
-}
-int slK_dev_tanh_backward(const float *y, const float *dy, float *dx, size_t n, char *err, size_t errlen) {
-  return slG_tanh_backward(y, dy, dx, n, err, errlen);
-}
-int slK_dev_scale_forward(const float *x, float *y, size_t n, float a, char *err, size_t errlen) {
-  return slG_scale_forward(x, y, n, a, err, errlen);
-}
-int slK_dev_scale_backward(const float *dy, float *dx, size_t n, float a, char *err, size_t errlen) {
-  return slG_scale_backward(dy, dx, n, a, err, errlen);
-}
-int slK_dev_swiglu_forward(const float *a, const float *b, float *y, size_t n, char *err, size_t errlen) {
-  return slG_swiglu_forward(a, b, y, n, err, errlen);
-}
-int slK_dev_swiglu_backward(const float *a, const float *b, const float *dy, float *da, float *db, size_t n,
-                            char *err, size_t errlen) {
-  return slG_swiglu_backward(a, b, dy, da, db, n, err, errlen);
-}
-int slK_dev_add_forward(const float *a, const float *b, float *y, size_t n, size_t bn, char *err, size_t errlen) {
-  return slG_add_forward(a, b, y, n, bn, err, errlen);
-}
-int slK_dev_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen) {
-  return slG_add_backward(dy, da, db, n, bn, err, errlen);
-}
-int slK_dev_dropout_forward(const float *x, float *y, float *mask, size_t n, float p, uint64_t base, char *err,
-                            size_t errlen) {
-  return slG_dropout_forward(x, y, mask, n, p, base, err, errlen);
-}
-int slK_dev_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen) {
-  return slG_dropout_backward(dy, mask, dx, n, err, errlen);
-}
-int slK_dev_embedding_forward(const float *ids, const float *table, float *y, size_t n, int vocab, int width,
-                              char *err, size_t errlen) {
-  return slG_embedding_forward(ids, table, y, n, vocab, width, err, errlen);
-}
-int slK_dev_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
-                               char *err, size_t errlen) {
-  return slG_embedding_backward(ids, dy, dtable, n, vocab, width, err, errlen);
-}
-int slK_dev_rope_table(float *table, int T, int dh, float theta, char *err, size_t errlen) {
-  return slG_rope_table(table, T, dh, theta, err, errlen);
-}
-int slK_dev_rope_forward(const float *x, float *y, const float *table, size_t B, int T, int D, int heads, char *err,
-                         size_t errlen) {
-  return slG_rope_forward(x, y, table, B, T, D, heads, err, errlen);
-}
-int slK_dev_rope_backward(const float *dy, float *dx, const float *table, size_t B, int T, int D, int heads,
-                          char *err, size_t errlen) {
-  return slG_rope_backward(dy, dx, table, B, T, D, heads, err, errlen);
-}
-int slK_dev_norm_forward(const float *x, const float *gain, const float *shift, float *y, float *mean, float *rstd,
-                         size_t rows, int d, float eps, char *err, size_t errlen) {
-  if (shift) return slG_layernorm_forward(x, gain, shift, y, mean, rstd, rows, d, eps, err, errlen);
-  return slG_rmsnorm_forward(x, gain, y, rstd, rows, d, eps, err, errlen);
-}
-int slK_dev_norm_backward(const float *x, const float *gain, const float *dy, const float *mean, const float *rstd,
-                          float *dx, float *dgain, float *dshift, size_t rows, int d, char *err, size_t errlen) {
-  if (mean) return slG_layernorm_backward(x, gain, dy, mean, rstd, dx, dgain, dshift, rows, d, err, errlen);
-  return slG_rmsnorm_backward(x, gain, dy, rstd, dx, dgain, rows, d, err, errlen);
-}
-int slK_dev_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen) {
-  return slG_softmax_forward(x, y, rows, n, causal, err, errlen);
-}
-int slK_dev_softmax_backward(const float *y, const float *dy, float *dx, size_t rows, int n, int causal, char *err,
-                             size_t errlen) {
-  return slG_softmax_backward(y, dy, dx, rows, n, causal, err, errlen);
-}
-int slK_dev_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
-                                  size_t rows, int C, char *err, size_t errlen) {
-  return slG_cross_entropy_forward(kind, logits, labels, probs, loss, rows, C, err, errlen);
-}
-int slK_dev_cross_entropy_backward(int kind, const float *probs, const float *labels, const float *dloss, float *dx,
-                                   size_t rows, int C, char *err, size_t errlen) {
-  return slG_cross_entropy_backward(kind, probs, labels, dloss, dx, rows, C, err, errlen);
-}
-
-/* The records go to the device once per set of parameters (slG_params_new)
+/* The records go to the device once per set of parameters (params_new)
 ** and are kept while the same parameters step again, so that a step is one
 ** launch: no allocation outside the caching allocator (cudaMalloc and
 ** cudaFree wait for the device) and no copy. A different set (another
@@ -335,21 +299,19 @@ static int same_records(const slG_ParamRef *refs, int count) {
   return 1;
 }
 
-int slK_dev_optimizer_step(const slK_DevParam *params, int count, const slK_DevOptimizer *o, char *err,
-                           size_t errlen) {
+int slK_dev_optimizer_step(const slG_ParamRef *params, int count, const slG_Optimizer *o, char *err, size_t errlen) {
   if (count <= 0) return 0;
+  if (!slK_gpu()) return no_module(err, errlen);
   slG_ParamRef *refs = malloc((size_t)count * sizeof *refs);
   if (!refs) return snprintf(err, errlen, "out of host memory for %d parameter records", count), -1;
-  for (int i = 0; i < count; i++)
-    refs[i] = (slG_ParamRef){params[i].w, params[i].g, params[i].m, params[i].v, params[i].n, params[i].weight_decay};
+  memcpy(refs, params, (size_t)count * sizeof *refs);
   if (same_records(refs, count)) {
     free(refs);
   } else {
-    slG_params_free(records.table);
+    gpu->params_free(records.table);
     free(records.refs);
     records.refs = refs, records.count = count;
-    if (!(records.table = slG_params_new(refs, count, err, errlen))) return -1;
+    if (!(records.table = gpu->params_new(refs, count, err, errlen))) return -1;
   }
-  slG_Optimizer opt = {o->adamw, o->lr, o->momentum, o->beta1, o->beta2, o->eps, o->step};
-  return slG_optimizer_step(records.table, &opt, err, errlen);
+  return gpu->optimizer_step(records.table, o, err, errlen);
 }

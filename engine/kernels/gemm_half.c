@@ -322,19 +322,6 @@ static void gemm_fp16(int trans_a, int trans_b, int M, int N, int K, float alpha
   slK_gemm_blocked(M, N, K, alpha, &a, &b, beta, C, ldc, slK_threads());
 }
 
-static void to_half_portable(int format, const float *x, uint16_t *out, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    if (format == SLK_FP16) {
-      out[i] = slK_fp16_bits(x[i]);
-      continue;
-    }
-    float r = slK_round_bf16(x[i]);
-    uint32_t u;
-    memcpy(&u, &r, sizeof u);
-    out[i] = (uint16_t)(u >> 16);
-  }
-}
-
 /* ================================================================= AVX-512 */
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -719,13 +706,13 @@ static void sum_blocks(int blocks, int M, int N, float alpha, const float *sums,
   (void)blocks, (void)M, (void)N, (void)alpha, (void)sums, (void)beta, (void)C, (void)ldc;
 }
 static const slK_HalfLoops *loops_avx512(void) { return NULL; }
-static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) { to_half_portable(format, x, out, n); }
-static void to_bf16_hw(const float *x, uint16_t *out, size_t n) { to_half_portable(SLK_BF16, x, out, n); }
+static void to_half_avx512(int format, const float *x, uint16_t *out, size_t n) { slK_f32_to_half(format, x, out, n); }
+static void to_bf16_hw(const float *x, uint16_t *out, size_t n) { slK_f32_to_half(SLK_BF16, x, out, n); }
 static void round_avx512(int format, const float *x, float *out, size_t n) { slK_round_array(format, x, out, n); }
 #endif
 
 const slK_HalfLoops *slK_half_loops(void) {
-  if (strcmp(slK_isa(), "avx512") != 0) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
+  if (!slK_isa_avx512()) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
   return loops_avx512();
 }
 
@@ -733,7 +720,7 @@ const slK_HalfLoops *slK_half_loops(void) {
 
 int slK_half_native(int format) {
   if (format == SLK_BF16) return slK_half_loops() != NULL;
-  if (format == SLK_FP16) return strcmp(slK_isa(), "avx512") == 0;
+  if (format == SLK_FP16) return slK_isa_avx512();
   return 0;
 }
 
@@ -788,13 +775,48 @@ void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float 
   free(a), free(b);
 }
 
+/* A's bits widened into a float32 copy (exact) where a kernel reads float32 A only: fp16's blocked
+** packing, and the emulated path (whose rounding of the copy then changes nothing) */
+static float *widened(int format, const uint16_t *h, int rows, int cols, int ld) {
+  float *out = slK_alloc(sizeof(float) * ((size_t)rows * cols + 1));
+  for (int r = 0; out && r < rows; r++) slK_half_to_f32(format, h + (size_t)r * ld, out + (size_t)r * cols, (size_t)cols);
+  return out;
+}
+
+void slK_gemm_half_ex(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                      const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta,
+                      const float *bias, int round_out, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (format == SLK_BF16 && K > 0 && slK_half_native(format)) {
+    slK_HalfEnd end = {bias, round_out};
+    gemm_bf16(M, N, K, alpha, source(A, Ah, trans_a, lda), source(B, Bh, trans_b, ldb), beta, C, ldc,
+              bias || round_out ? &end : NULL);
+    return;
+  }
+  float *wide = NULL;
+  if (Ah) {
+    int ar = trans_a ? K : M, ac = trans_a ? M : K;
+    wide = widened(format, Ah, ar, ac, lda);
+    if (!wide) return;
+    A = wide, lda = ac > 0 ? ac : 1;
+  }
+  slK_gemm_half(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  slK_free(wide);
+  for (int i = 0; (bias || round_out) && i < M; i++) {
+    float *c = C + (long)i * ldc;
+    if (bias)
+      for (int j = 0; j < N; j++) c[j] += bias[j];
+    if (round_out) slK_round_values(format, c, c, (size_t)N);
+  }
+}
+
 void slK_round_values(int format, const float *x, float *out, size_t n) {
-  if (format != SLK_FP32 && strcmp(slK_isa(), "avx512") == 0) round_avx512(format, x, out, n);
-  else slK_round_array(format, x, out, n);
+  if (format != SLK_FP32 && slK_isa_avx512()) round_avx512(format, x, out, n);
+  else slK_round_f32(format, x, out, n);
 }
 
 void slK_to_half(int format, const float *x, uint16_t *out, size_t n) {
   if (format == SLK_BF16 && slK_half_loops()) to_bf16_hw(x, out, n);
-  else if (strcmp(slK_isa(), "avx512") == 0) to_half_avx512(format, x, out, n);
-  else to_half_portable(format, x, out, n);
+  else if (slK_isa_avx512()) to_half_avx512(format, x, out, n);
+  else slK_f32_to_half(format, x, out, n);
 }

@@ -31,6 +31,14 @@ void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float 
 ** slK_round_values. */
 void slK_gemm_half_bias(int format, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
                         const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C, int ldc);
+/* The general form, for operands held in 16-bit storage (graph/model.h): op(A) from A or, when Ah is
+** not NULL, from its 16-bit bits (the format's, the same layout); op(B) likewise; then bias (N values
+** added to every row; NULL: none) and, when round_out, the sums rounded to the format, as
+** slK_gemm_half_bias. The bits are slK_gemm_half's on the operands' values, then the bias and the
+** rounding: the bits of the float32 operands that held those values. */
+void slK_gemm_half_ex(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                      const uint16_t *Ah, int lda, const float *B, const uint16_t *Bh, int ldb, float beta,
+                      const float *bias, int round_out, float *C, int ldc);
 /* 1 when this machine runs the format's products with slK_gemm_half's packed kernel (bf16: the CPU
 ** has avx512_bf16 and the portable loops are not forced); 0: the caller keeps the emulated path */
 int slK_half_native(int format);

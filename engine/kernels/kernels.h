@@ -1,6 +1,9 @@
 /*
-** kernels.h - compute on plain arrays: the one door from the graph (and
-** every layer above it) to the CPU's kernels and to the GPU in cuda/.
+** kernels.h - compute on plain arrays: the CPU's kernels, the thread
+** team, counted memory, the benchmark harness and the machine's roofs.
+** Some kernels have headers of their own beside it (gemm_half.h, round.h,
+** softmax.h, reduce.h, activation.h, parallel.h, simd.h, blas.h,
+** attention_half.h), and the GPU has device.h.
 **
 ** Callers pass raw float arrays, sizes and strides, never tensors or
 ** models, so a kernel can be tested and timed on its own. Each operation
@@ -24,10 +27,12 @@
 **   parallel.c   the one thread team every threaded kernel and loop runs on
 **   bench.c      the benchmark harness and the table of benchmarked kernels
 **   machine.c    what this machine can do (CPU, sgemm peak, bandwidth, GPU)
+**   device.c     the GPU: the CUDA module, its table, device memory
 **   commands.c   the kernels domain: bench, machine, roofline, kernels
 **
-** cuda/ is reached only from this folder, so the layers above never see
-** whether a GPU exists except through the questions asked here.
+** cuda/ is reached only from this folder, through device.h: the CUDA
+** module loaded and its table of entry points, so the layers above never
+** see whether a GPU exists except through the questions asked there.
 */
 #ifndef SYSLAB_KERNELS_H
 #define SYSLAB_KERNELS_H
@@ -80,6 +85,8 @@ void slK_parallel(int njobs, int threads, slK_JobFn fn, void *ctx);
 
 /* which instruction set the inner loops use: "avx512" or "portable" */
 const char *slK_isa(void);
+/* 1 when the AVX-512 loops run (slK_isa() is "avx512"): the test the small kernels make on every call */
+int slK_isa_avx512(void);
 /* force the portable loops (tests compare the two); returns the old value */
 int slK_force_portable(int on);
 /* y[i] = exp(x[i]): relative error under 2e-7 for x >= -87.3, 0 below (exp(-inf) = 0) */
@@ -248,10 +255,5 @@ typedef struct slK_RoofMeter slK_RoofMeter;
 slK_RoofMeter *slK_roofs_begin(void);
 void slK_roofs_measure(slK_RoofMeter *m, int reps, slK_Roofs *out);
 void slK_roofs_end(slK_RoofMeter *m);
-
-/* number of usable CUDA devices (0 without a GPU or a CUDA build) */
-int slK_gpu_count(void);
-/* one line: the GPU's name and memory, or why there is none */
-const char *slK_gpu_describe(void);
 
 #endif

@@ -10,7 +10,8 @@
 ** machine's Xeon, family 6 model 207, as "Prescott", at a fraction of its
 ** rate). Then memcpy's rate on 64 MiB, and a triad's
 ** (a = b + s c) on all threads. GPU, when one exists: its description, the
-** cuBLAS sgemm rate and the device-to-device copy rate (cuda/).
+** cuBLAS sgemm rate and the device-to-device copy rate (the CUDA module's
+** table, kernels/device.h: asking is what loads it).
 **
 ** The roofs are also measured on demand (slK_roofs_measure): a figure taken
 ** once at the start of a session and a kernel timed minutes later under
@@ -24,7 +25,7 @@
 
 
 #include "blas.h"
-#include "cuda/gpu.h"
+#include "device.h"
 #include "kernels.h"
 
 static slK_Machine machine;
@@ -116,7 +117,7 @@ static double sgemm_rate(slK_RoofMeter *m, slK_GemmImpl impl, int threads_one, i
   const int n = ROOF_N;
   slK_blas_init();   /* OpenBLAS on one thread until a product asks for more (blas.c) */
   double best = 1e30;
-  for (int r = 0; r < reps; r++) {
+  for (int r = 0; r < reps && !sl_interrupted(); r++) {
     double t0 = slK_now(NULL);
     if (threads_one) slK_blas_sgemm(0, 0, n, n, n, 1.0f, m->a, n, m->b, n, 0.0f, m->c, n);
     else slK_sgemm_with(impl, SLK_N, SLK_N, n, n, n, 1.0f, m->a, n, m->b, n, 0.0f, m->c, n);
@@ -184,22 +185,24 @@ const slK_Machine *slK_machine(void) {
   m->cores = cores > 0 ? (int)cores : 1;
   m->threads = slK_threads();
   m->mem_total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+  /* the measurements take a second or more: an interrupt between them leaves
+  ** the roofs unmeasured (measured next time), and the caller, seeing
+  ** sl_interrupted(), discards what it got */
   slK_RoofMeter *meter = slK_roofs_begin();
   if (meter) {
     m->openblas_gflops = sgemm_rate(meter, SLK_GEMM_OPENBLAS, 0, 6);
-    m->blocked_gflops = sgemm_rate(meter, SLK_GEMM_BLOCKED, 0, 6);
-    m->sgemm1_gflops = sgemm_rate(meter, SLK_GEMM_OPENBLAS, 1, 6);
-    m->stream_gbs = triad_rate(meter, 5);
+    if (!sl_interrupted()) m->blocked_gflops = sgemm_rate(meter, SLK_GEMM_BLOCKED, 0, 6);
+    if (!sl_interrupted()) m->sgemm1_gflops = sgemm_rate(meter, SLK_GEMM_OPENBLAS, 1, 6);
+    if (!sl_interrupted()) m->stream_gbs = triad_rate(meter, 5);
     slK_roofs_end(meter);
   }
+  if (sl_interrupted()) return m;
   m->sgemm_gflops = m->openblas_gflops > m->blocked_gflops ? m->openblas_gflops : m->blocked_gflops;
   m->memcpy_gbs = memcpy_rate();
-  m->gpus = slG_device_count();
-  snprintf(m->gpu, sizeof m->gpu, "%s", slG_describe());
-  if (m->gpus > 0) slG_machine(&m->gpu_sgemm_gflops, &m->gpu_copy_gbs);
+  if (sl_interrupted()) return m;
+  m->gpus = slK_dev_count();
+  snprintf(m->gpu, sizeof m->gpu, "%s", slK_dev_why());
+  if (m->gpus > 0) slK_gpu()->machine(&m->gpu_sgemm_gflops, &m->gpu_copy_gbs);
   measured = 1;
   return m;
 }
-
-int slK_gpu_count(void) { return slG_device_count(); }
-const char *slK_gpu_describe(void) { return slG_describe(); }

@@ -677,5 +677,6 @@ const slK_Simd *slK_simd(void) {
 }
 
 const char *slK_isa(void) { return slK_simd()->isa; }
+int slK_isa_avx512(void) { return slK_simd() != &portable; }
 
 void slK_vexp(const float *x, float *y, size_t n) { slK_simd()->vexp(x, y, n); }

@@ -19,13 +19,13 @@
 ** of the body, u32 CRC-32 of the body (zlib's, already linked).
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "file.h"
 #include "syslab.h"
 
 #define FILE_MAGIC "SYSLAB\0V"
@@ -151,7 +151,8 @@ void slU_get_f32s(slU_Reader *r, float *out, size_t n) {
 
 /* --------------------------------------------------------------- values */
 
-const sl_Class *sl_class_find(const char *name) {
+/* the class of that name among the domains' classes, or NULL */
+static const sl_Class *class_find(const char *name) {
   const sl_Domain *d;
   for (size_t i = 0; (d = sl_domain_at(i)); i++)
     for (size_t k = 0; d->classes && d->classes[k]; k++)
@@ -261,7 +262,7 @@ static int decode(slU_Reader *r, sl_Value *out, int depth, char *err, size_t err
     slU_get_str(r, name, sizeof name);
     const char *p = slU_get_bytes(r, &n);
     if (!p) goto truncated;
-    const sl_Class *cls = sl_class_find(name);
+    const sl_Class *cls = class_find(name);
     if (!cls || !cls->decode) return snprintf(err, errlen, "the data holds a '%s', which this program cannot rebuild", name), -1;
     void *data = cls->decode(p, n, err, errlen);
     if (!data) return -1;
@@ -301,17 +302,20 @@ int sl_save_file(sl_Value v, const char *path, char *err, size_t errlen) {
   slU_put_u32(&head, FILE_VERSION);
   slU_put_u64(&head, body.n);
   slU_put_u32(&head, (uint32_t)crc32_z(crc32(0, NULL, 0), (const Bytef *)body.s, body.n));
-  char tmp[4096];
+  char tmp[4096], why[512] = "";
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, "a syslab file", NULL, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (fd >= 0 && !f) close(fd);
   int ok = f && fwrite(head.s, 1, head.n, f) == head.n && fwrite(body.s, 1, body.n, f) == body.n;
   int saved_errno = errno;
   if (f && fclose(f) != 0) ok = 0;
   free(head.s);
   free(body.s);
   if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot write '%s': %s", path, strerror(ok ? errno : saved_errno));
-    unlink(tmp);
+    if (why[0]) snprintf(err, errlen, "cannot write '%s': %s", path, why);
+    else snprintf(err, errlen, "cannot write '%s': %s", path, strerror(ok ? errno : saved_errno));
+    if (fd >= 0) unlink(tmp);
     return -1;
   }
   return 0;

@@ -65,18 +65,13 @@ static int cmd_help(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-static int cmd_sleep(sl_Call *call, sl_Value *result) {
-  double seconds = sl_arg_number(call, "seconds");
-  if (!(seconds >= 0 && seconds <= 86400)) {
-    char got[32];
-    sl_format_number(seconds, got, sizeof got);
-    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
-  }
-  /* short slices keep an interrupt prompt */
+/* waits `seconds` in short slices, which keep an interrupt prompt; 0, or
+** -1 when interrupted */
+static int pause_for(double seconds) {
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
-    if (sl_interrupted()) return sl_interrupted_error(call);
+    if (sl_interrupted()) return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double left = seconds - ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9);
     if (left <= 0) return 0;
@@ -84,6 +79,16 @@ static int cmd_sleep(sl_Call *call, sl_Value *result) {
     struct timespec ts = {(time_t)slice, (long)((slice - floor(slice)) * 1e9)};
     nanosleep(&ts, NULL);
   }
+}
+
+static int cmd_sleep(sl_Call *call, sl_Value *result) {
+  double seconds = sl_arg_number(call, "seconds");
+  if (!(seconds >= 0 && seconds <= 86400)) {
+    char got[32];
+    sl_format_number(seconds, got, sizeof got);
+    return sl_arg_error(call, "seconds", "must be between 0 and 86400, got %.24s", got);
+  }
+  return pause_for(seconds) == 0 ? 0 : sl_interrupted_error(call);
 }
 
 static int cmd_input(sl_Call *call, sl_Value *result) {
@@ -137,24 +142,14 @@ static int contains(const char *data, size_t n, const char *needle) {
 
 static int cmd_image(sl_Call *call, sl_Value *result) {
   const char *path = sl_arg_string(call, "path");
-  struct stat st;  /* before opening: opening a FIFO would block */
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return sl_arg_error(call, "path", "'%s' is not a regular file", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) return sl_arg_error(call, "path", "cannot open '%s': %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0, got;
-  char *data = malloc(cap);
-  while ((got = fread(data + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      if (cap >= (64u << 20)) {
-        fclose(f);
-        free(data);
-        return sl_arg_error(call, "path", "'%s' is larger than 64 MiB", path);
-      }
-      data = realloc(data, cap *= 2);
-    }
+  char err[512];
+  size_t n;
+  char *data = slF_read_file(path, "a PNG or SVG image", 0, &n, err, sizeof err);
+  if (!data) return sl_arg_error(call, "path", "%s", err);
+  if (n > (64u << 20)) {
+    free(data);
+    return sl_arg_error(call, "path", "'%s' is larger than 64 MiB", path);
   }
-  fclose(f);
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   sl_Bundle b;
   sl_bundle_init(&b);
@@ -205,9 +200,7 @@ static int cmd_countdown(sl_Call *call, sl_Value *result) {
   if (!(delay >= 0 && delay <= 10)) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
   sl_Progress *p = sl_progress_begin(call, "countdown", steps);
   for (int i = 1; i <= (int)steps; i++) {
-    struct timespec ts = {(time_t)delay, (long)((delay - floor(delay)) * 1e9)};
-    nanosleep(&ts, NULL);
-    if (sl_interrupted()) {
+    if (pause_for(delay) != 0) {   /* a step may be 10 s long: it is waited in slices */
       sl_progress_end(p);
       return sl_interrupted_error(call);
     }
@@ -347,7 +340,7 @@ static const sl_Command slB_commands[] = {
    "help\nhelp train", cmd_help, 0,
    {{"topic", SL_ARG_STRING, SL_POSITIONAL | SL_BAREWORD, NULL, "a command name"}, {NULL}}},
   {"sleep", "core", "Wait for a number of seconds (an interrupt stops it at once).", "",
-   "sleep 0.5", cmd_sleep, 0,
+   "sleep 0.5", cmd_sleep, SL_CMD_LONG,
    {{"seconds", SL_ARG_NUMBER, SL_POSITIONAL | SL_REQUIRED, NULL, "how long to wait, 0 to 86400"}, {NULL}}},
   {"input", "core", "Ask the user a question and return the answer as a string.",
    "Needs a client that allows input (JupyterLab, jupyter console); batch runs fail with a clear error.",
@@ -374,7 +367,7 @@ static const sl_Command slB_commands[] = {
    cmd_clear, 0, {{"wait", SL_ARG_BOOL, 0, "false", "clear only when new output arrives"}, {NULL}}},
   {"countdown", "display", "Count down with a progress bar that updates in place.",
    "A demonstration of progress display; training and sweeps show the same bar.", "countdown 10 delay=0.1",
-   cmd_countdown, 0,
+   cmd_countdown, SL_CMD_LONG,
    {{"steps", SL_ARG_INT, SL_POSITIONAL, "10", "number of steps"},
     {"delay", SL_ARG_NUMBER, 0, "0.1", "seconds per step"},
     {NULL}}},

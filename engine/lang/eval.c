@@ -27,7 +27,6 @@
 #include "lex.h"
 #include "suggest.h"
 
-#define MAX_DEPTH 200
 #define MAX_RANGE 10000000
 
 struct sl_Call {
@@ -278,17 +277,19 @@ char *slV_call_source(sl_Call *call) {
   return strndup(call->S->src + n->offset, n->end - n->offset);
 }
 
+/* Recurses as the evaluator does: along the levels the parser counts, and in
+** a loop down the left side of a chain of operators (100,000 terms deep). */
 static void collect_names(const slY_Node *n, sl_Value names) {
-  if (!n) return;
-  if (n->kind == N_NAME && n->str) {
-    int seen = 0;
-    for (size_t i = 0; i < sl_list_len(names) && !seen; i++) seen = strcmp(sl_str(sl_list_get(names, i)), n->str) == 0;
-    if (!seen) sl_list_push(names, sl_string(n->str));
+  for (; n; n = n->a) {
+    if (n->kind == N_NAME && n->str) {
+      int seen = 0;
+      for (size_t i = 0; i < sl_list_len(names) && !seen; i++) seen = strcmp(sl_str(sl_list_get(names, i)), n->str) == 0;
+      if (!seen) sl_list_push(names, sl_string(n->str));
+    }
+    collect_names(n->b, names);
+    collect_names(n->c, names);
+    for (size_t i = 0; i < n->nkids; i++) collect_names(n->kids[i], names);
   }
-  collect_names(n->a, names);
-  collect_names(n->b, names);
-  collect_names(n->c, names);
-  for (size_t i = 0; i < n->nkids; i++) collect_names(n->kids[i], names);
 }
 
 sl_Value slV_call_names(sl_Call *call) {
@@ -338,6 +339,30 @@ static void choice_list(const sl_Arg *arg, char *buf, size_t size) {
     used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%s", i ? ", " : "", arg->choices[i]);
 }
 
+/* a name that is no variable, or such names joined by '-' (fashion-mnist):
+** words meant as a choice rather than an expression */
+static int bare_words(sl_State *S, const slY_Node *n) {
+  for (; n->kind == N_BINARY && n->op == '-'; n = n->a)
+    if (!bare_words(S, n->b)) return 0;
+  return n->kind == N_NAME && !has_variable(S, n->str);
+}
+
+/* "'fashion-mnist' is not a choice for name: allowed are ...; did you mean ...?" */
+static int not_a_choice(sl_State *S, const sl_Arg *arg, const slY_Node *n) {
+  char list[512], word[128];
+  choice_list(arg, list, sizeof list);
+  if (n->kind == N_NAME) {
+    snprintf(word, sizeof word, "%s", n->str);
+  } else {   /* the words as written */
+    size_t end = S->src && n->end <= S->src_len ? n->end : n->offset;
+    while (end > n->offset && isspace((unsigned char)S->src[end - 1])) end--;
+    snprintf(word, sizeof word, "%.*s", (int)(end - n->offset), S->src ? S->src + n->offset : "");
+  }
+  const char *best = sl_closest(word, arg->choices);
+  return slV_error(S, "ArgumentError", n->line, n->col, "'%s' is not a choice for %s: allowed are %s%s%s%s", word,
+                   arg->name, list, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+}
+
 /* Evaluates one argument. A bare name that is not a variable may stand for
 ** its own text: an enum choice (linear=integer) or a help topic. */
 static int eval_arg(sl_State *S, const sl_Arg *arg, slY_Node *n, sl_Value *out) {
@@ -353,13 +378,9 @@ static int eval_arg(sl_State *S, const sl_Arg *arg, slY_Node *n, sl_Value *out) 
       *out = sl_string(n->str);
       return 0;
     }
-    if (arg->type == SL_ARG_ENUM && !sl_command_find(n->str)) {
-      char list[512];
-      choice_list(arg, list, sizeof list);
-      return slV_error(S, "ArgumentError", n->line, n->col, "'%s' is not a choice for %s: allowed are %s",
-                       n->str, arg->name, list);
-    }
+    if (arg->type == SL_ARG_ENUM && !sl_command_find(n->str)) return not_a_choice(S, arg, n);
   }
+  if (arg->type == SL_ARG_ENUM && n->kind == N_BINARY && bare_words(S, n)) return not_a_choice(S, arg, n);
   return slV_eval(S, n, out);
 }
 
@@ -956,17 +977,16 @@ static int run_statement(sl_State *S, slY_Node *n, sl_Value *out) {
   }
 }
 
+/* Blocks, like every construct that nests, are held to the parser's one
+** count (SLY_MAX_NESTING): the evaluator recurses only along the levels it
+** counted, and walks chains of operators in a loop (eval_chain), so no code
+** the parser accepts can overflow the stack here. */
 int slV_run_block(sl_State *S, slY_Node *block, sl_Value *last) {
   *last = sl_nil();
-  if (++S->depth > MAX_DEPTH) {
-    S->depth--;
-    return slV_error(S, "RecursionError", block->line, block->col, "blocks nested more than %d deep", MAX_DEPTH);
-  }
   int rc = 0;
   for (size_t i = 0; i < block->nkids; i++) {
     sl_release(*last);
     if ((rc = run_statement(S, block->kids[i], last)) != 0) break;
   }
-  S->depth--;
   return rc;
 }

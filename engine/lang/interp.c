@@ -103,7 +103,6 @@ int sl_execute(sl_State *S, const char *code, const sl_Host *host, sl_Value *res
   S->src_len = len;
   S->err = err;
   S->failed = 0;
-  S->depth = -1;   /* the cell itself is no level: the blocks in it count from 1, as the parser counts them */
   sl_Value last;
   int rc = slV_run_block(S, slY_root(tree), &last);
   slY_Node *root = slY_root(tree);

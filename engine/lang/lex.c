@@ -285,6 +285,19 @@ int sl_parse_number(const char *s, double *out) {
   return ok;
 }
 
+int sl_parse_whole(const char *s, long lo, long hi, long *out) {
+  long v = 0;
+  if (!*s) return 0;
+  for (; *s; s++) {
+    int d = *s - '0';
+    if (!isdigit((unsigned char)*s) || v > hi / 10 || v * 10 > hi - d) return 0;   /* past hi: refused, never wrapped */
+    v = v * 10 + d;
+  }
+  if (v < lo) return 0;
+  *out = v;
+  return 1;
+}
+
 /* what the lexer skipped between two tokens: blanks and line
 ** continuations (text), and comments from '#' to the end of the line */
 static void gap_pieces(const char *code, size_t from, size_t to,

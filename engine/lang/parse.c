@@ -46,10 +46,14 @@ typedef struct Parser {
   jmp_buf fail;
 } Parser;
 
-/* Deeper nesting than this is refused with a SyntaxError: each level costs
-** stack in the parser and the evaluator, so 50,000 nested parentheses must
-** end in a message, not a stack overflow. Blocks are held to the same depth
-** at run time (eval.c). */
+/* The one count of nesting. Deeper code is refused with a SyntaxError:
+** each level costs stack in the parser and in the evaluator (and in every
+** walk of the tree), so 50,000 nested parentheses or 100,000 nested
+** round(...) calls must end in a message, not a stack overflow. Every
+** construct that recurses counts here, once: parentheses, lists, function
+** calls, `.field` and `[index]`, unary operators and the right side of
+** `**`, blocks. Those walks recurse only along these levels (chains of
+** binary operators are walked in loops), so this count bounds them too. */
 #define MAX_NESTING SLY_MAX_NESTING
 
 /* ------------------------------------------------------------------ arena */
@@ -107,7 +111,7 @@ static void fail_at(Parser *P, int line, int col, int at_eof, const char *fmt, .
 static void enter(Parser *P) {
   if (++P->depth > MAX_NESTING)
     fail_at(P, P->tok.line, P->tok.col, 0,
-            "the code is nested more than %d levels deep (parentheses, brackets, blocks, operators): "
+            "the code is nested more than %d levels deep (parentheses, brackets, calls, blocks, operators): "
             "split it into smaller statements with variables",
             MAX_NESTING);
 }
@@ -256,7 +260,7 @@ static slY_Node *primary(Parser *P, int allow_call) {
       P->in_args = in_args;
       expect_close(P, ')', line, col, "')'");
       leave(P);
-      break;
+      return n;   /* not finished again: a call's source (workers run it) ends before the ')' */
     }
     case '[': {
       int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
@@ -465,7 +469,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
   int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col, in_args = P->in_args;
-  if (function_style) next(P);  /* the '(' */
+  if (function_style) enter(P), next(P);  /* the '(' is a level, as any other */
   P->in_args = !function_style;   /* name(a, -1): commas separate, a sign is an operator */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
@@ -491,7 +495,7 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
     if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
   }
   P->in_args = in_args;
-  if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list");
+  if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list"), leave(P);
   finish(P, n);
   return n;
 }
@@ -499,6 +503,22 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
 /* ------------------------------------------------------------- statements */
 
 static slY_Node *statement(Parser *P);
+
+/* "name args..." where name is no command, at the start of a statement or
+** after `x =`: most likely a misspelt command, so the error says which */
+static void refuse_stray_arguments(Parser *P, const slY_Node *value) {
+  if (value->kind != N_NAME || at_statement_end(P) || P->tok.type == '{') return;
+  const char *best = sl_suggest(NULL, value->str, 1, 0);
+  fail_at(P, value->line, value->col, 0, "'%s' is not a command%s%s%s", value->str, best ? "; did you mean '" : "",
+          best ? best : "", best ? "'?" : " (type help for the list)");
+}
+
+/* the name a statement is about to set (x = ..., for x in ...) */
+static void check_new_name(Parser *P) {
+  if (P->tok.type == TK_NAME && isdigit((unsigned char)P->tok.start[0]))
+    fail_at(P, P->tok.line, P->tok.col, 0, "'%.*s' cannot be a name: a name starts with a letter or '_'",
+            (int)P->tok.len, P->tok.start);
+}
 
 /* '{' statements '}' */
 static slY_Node *block(Parser *P) {
@@ -548,6 +568,7 @@ static slY_Node *for_statement(Parser *P) {
   slY_Node *n = node(P, N_FOR);
   next(P);
   if (P->tok.type != TK_NAME) unexpected(P, "a variable name after 'for'");
+  check_new_name(P);
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
   expect(P, TK_IN, "'in'");
@@ -582,6 +603,7 @@ static slY_Node *statement(Parser *P) {
         return n;
       }
       if (after == '=') {
+        check_new_name(P);
         slY_Node *n = node(P, N_ASSIGN);
         n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
         next(P);
@@ -589,6 +611,7 @@ static slY_Node *statement(Parser *P) {
         if (at_statement_end(P)) unexpected(P, "a value after '='");
         n->a = expr(P, 1);
         finish(P, n);
+        refuse_stray_arguments(P, n->a);
         return n;
       }
       break;
@@ -599,12 +622,7 @@ static slY_Node *statement(Parser *P) {
   slY_Node *n = node(P, N_EXPR);
   n->a = expr(P, 1);
   finish(P, n);
-  if (n->a->kind == N_NAME && !at_statement_end(P) && P->tok.type != '{') {
-    /* "name args..." where name is no command: most likely a misspelt one */
-    const char *best = sl_suggest(NULL, n->a->str, 1, 0);
-    fail_at(P, n->line, n->col, 0, "'%s' is not a command%s%s%s", n->a->str, best ? "; did you mean '" : "",
-            best ? best : "", best ? "'?" : " (type help for the list)");
-  }
+  refuse_stray_arguments(P, n->a);
   return n;
 }
 

@@ -44,8 +44,10 @@ struct slY_Node {
   const sl_Command *cmd;   /* N_CALL */
 };
 
-/* how deeply code may nest (parentheses, brackets, blocks, unary operators,
-** chains of .field and [index]); deeper code is a SyntaxError */
+/* how deeply code may nest (parentheses, brackets, function calls, blocks,
+** unary operators, chains of .field and [index]); deeper code is a
+** SyntaxError. The one limit of the parser, the evaluator and the walks
+** of the tree (parse.c). */
 #define SLY_MAX_NESTING 200
 
 typedef struct slY_Error {

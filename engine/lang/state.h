@@ -17,7 +17,6 @@ struct sl_State {
   int failed;               /* an error was recorded */
   sl_Value collector;       /* innermost sweep's table (borrowed) */
   unsigned next_display;    /* counter for display ids */
-  int depth;                /* nesting of blocks, against runaway recursion */
 };
 
 #endif

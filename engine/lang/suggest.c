@@ -1,6 +1,6 @@
 /*
-** suggest.c - "did you mean": the closest command or variable to a name that
-** was not found.
+** suggest.c - "did you mean": the closest command, variable or choice to a
+** name that was not found.
 **
 ** It lives apart from the interpreter's entry points because the parser and
 ** the evaluator both ask for suggestions while the entry points call the
@@ -34,6 +34,19 @@ size_t sl_edit_distance(const char *a, const char *b) {
   return row[lb];
 }
 
+/* a suggestion must be close relative to the length of the name */
+static int close_enough(const char *name, size_t d) { return d > 0 && d <= 1 + strlen(name) / 3; }
+
+const char *sl_closest(const char *name, const char *const *candidates) {
+  const char *best = NULL;
+  size_t best_d = (size_t)-1;
+  for (; candidates && *candidates; candidates++) {
+    size_t d = sl_edit_distance(name, *candidates);
+    if (d < best_d) best_d = d, best = *candidates;
+  }
+  return best && close_enough(name, best_d) ? best : NULL;
+}
+
 const char *sl_suggest(sl_State *S, const char *name, int commands, int variables) {
   const char *best = NULL;
   size_t best_d = (size_t)-1;
@@ -47,6 +60,5 @@ const char *sl_suggest(sl_State *S, const char *name, int commands, int variable
       size_t d = sl_edit_distance(name, sl_command_at(i)->name);
       if (d < best_d) best_d = d, best = sl_command_at(i)->name;
     }
-  /* a suggestion must be close relative to the length of the name */
-  return best && best_d > 0 && best_d <= 1 + strlen(name) / 3 ? best : NULL;
+  return best && close_enough(name, best_d) ? best : NULL;
 }

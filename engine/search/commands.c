@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dist.h"
 #include "search.h"
 #include "table/table.h"
 
@@ -450,7 +451,7 @@ static const sl_Command slS_commands[] = {
    "s = search trials=20 sampler=tpe seed=1 direction=maximize {\n  w = suggest \"width\" int 16 256 by=16\n"
    "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n  objective -(lr - 0.01) ** 2 - (w - 128) ** 2 / 1e4\n}\n"
    "plot s.running_best x=trial y=best",
-   cmd_search, SL_CMD_EXTRA_KEYWORDS,
+   cmd_search, SL_CMD_EXTRA_KEYWORDS | SL_CMD_LONG,
    {{"trials", SL_ARG_INT, 0, "10", "number of trials (a grid stops when every point is done)"},
     {"sampler", SL_ARG_ENUM, 0, "auto", "how parameters are chosen (auto: tpe, or nsga2 for several objectives)", samplers},
     {"seed", SL_ARG_INT, 0, "0", "seed of the sampler's MT19937 streams, 0 to 2^32 - 1"},
@@ -495,14 +496,27 @@ static const sl_Command slS_commands[] = {
   {"objective", "search", "Inside a search: the trial's result, one number (or a list, one per objective).", "",
    "s = search trials=3 seed=1 {\n  x = suggest \"x\" float -2 2\n  objective x * x\n}\nfront = search trials=3 seed=1 directions=[\"minimize\", \"minimize\"] {\n  x = suggest \"x\" float 0 1\n  objective [x, 1 - x]\n}", cmd_objective, 0,
    {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a number, or a list of numbers"}, {NULL}}},
+  {"allreduce_bench", "distributed", "The all-reduce of data-parallel training timed over buffer sizes: latency and bandwidth.",
+   "The sum that train ... parallel=\"data\" runs: every rank's shard summed in rank order, then handed out. Run it "
+   "under mpirun -n N, or give workers=N (alone, the group of one moves nothing: its times are the calls' own). Per "
+   "size: the median and least time of `repeats` runs, the algorithm bandwidth (bytes / time) and the bus bandwidth "
+   "(x 2 (N - 1) / N, what each link carries), as nccl-tests reports.",
+   "allreduce_bench sizes=[0.001, 1] repeats=3", slS_cmd_allreduce_bench, SL_CMD_LONG,
+   {{"sizes", SL_ARG_LIST, 0, "[0.001, 0.01, 0.1, 1, 10, 100]", "buffer sizes in MB (10^6 bytes)"},
+    {"repeats", SL_ARG_INT, 0, "10", "timed runs per size"},
+    {"workers", SL_ARG_INT, 0, "0", "without mpirun: processes (this one and workers - 1 started)"}, {NULL}}},
   {"curves", "search", "The running-best curves of several studies in one table (study, trial, best), for one plot.", "",
    "s1 = search trials=4 sampler=random seed=1 {\n  objective (suggest \"x\" float 0 1)\n}\ns2 = search trials=4 sampler=tpe seed=1 {\n  objective (suggest \"x\" float 0 1)\n}\nc = curves random=s1 tpe=s2\nplot c x=trial y=best series=study", cmd_curves, SL_CMD_EXTRA_KEYWORDS,
    {{"objective", SL_ARG_INT, 0, "0", "which objective, for studies with several"}, {NULL}}},
   {NULL},
 };
 
+/* the graph's training loops reach the processes of a data-parallel call through ddp.c */
+static void search_open(void) { slS_ddp_open(); }
+
 const sl_Domain slS_domain = {
   "Search",
   "Studies of trials in the manner of Optuna: a search block runs once per trial, asking for parameters as it goes (define-by-run), and ends with its objective. Random, grid, TPE and NSGA-II samplers draw from numpy's MT19937 so that the same seed proposes the same trials as Optuna 4.2; the median pruner stops weak trials early; a journal makes a study survive a crash.",
   slS_commands,
+  .open = search_open,
 };

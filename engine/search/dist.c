@@ -80,11 +80,13 @@ double slS_timeout(void) {
 /* "host slots=N" per line of an Open MPI hostfile; a line without slots=
 ** counts one; -1 when it cannot be read */
 static long hostfile_slots(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char line[1024];
+  size_t len;
+  char why[512], *text = slF_read_file(path, "an Open MPI hostfile", 1, &len, why, sizeof why);
+  if (!text) return -1;
   long total = 0;
-  while (fgets(line, sizeof line, f)) {
+  for (char *line = text, *next; line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
     char *p = line;
@@ -94,7 +96,7 @@ static long hostfile_slots(const char *path) {
     long n = slots && (slots == p || isspace((unsigned char)slots[-1])) ? atol(slots + 6) : 1;
     total += n > 0 ? n : 0;
   }
-  fclose(f);
+  free(text);
   return total;
 }
 
@@ -528,15 +530,19 @@ static void *beat_thread(void *arg) {
     }
     pthread_mutex_lock(&b->lock);
     if (b->stop) break;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    double t = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + interval;
-    until.tv_sec = (time_t)t;
-    until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
-    pthread_cond_timedwait(&b->wake, &b->lock, &until);
+    slS_nap(&b->wake, &b->lock, interval);
   }
   pthread_mutex_unlock(&b->lock);
   return NULL;
+}
+
+void slS_nap(pthread_cond_t *wake, pthread_mutex_t *lock, double seconds) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  double t = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + seconds;
+  until.tv_sec = (time_t)t;
+  until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+  pthread_cond_timedwait(wake, lock, &until);
 }
 
 /* the task a worker runs now, for slS_farm_ask */

@@ -25,6 +25,7 @@
 #ifndef SYSLAB_SEARCH_DIST_H
 #define SYSLAB_SEARCH_DIST_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "mpi/transport.h"
@@ -50,6 +51,24 @@ double slS_timeout(void);
 ** for, and no more than the descriptor limit lets the runtime's daemon
 ** hold. 0, or -1 with err saying which limit and how to raise it. */
 int slS_worker_limit(int workers, char *err, size_t errlen);
+
+/* Starts n workers (`syslab worker`) for a call and sends them its source
+** and every variable it reads, after checking that each can travel: the
+** workers run the same call. The group of this process (rank 0) and them,
+** or NULL with err. (remote.c) */
+slD_Group *slS_spawn_call(sl_Call *call, int n, char *err, size_t errlen);
+/* in a worker a notebook started: the group of its coordinator; else NULL */
+slD_Group *slS_spawned(void);
+/* whether a distributed search runs in this process (a trial's call runs where the trial runs) */
+int slS_in_search(void);
+
+/* a beating thread's pause: waits on wake (lock held) for at most `seconds` */
+void slS_nap(pthread_cond_t *wake, pthread_mutex_t *lock, double seconds);
+
+/* hands the graph its groups of processes for data-parallel training (ddp.c) */
+void slS_ddp_open(void);
+/* allreduce_bench: the fixed-order all-reduce of data-parallel training timed over sizes (ddp.c) */
+int slS_cmd_allreduce_bench(sl_Call *call, sl_Value *result);
 
 /* ---------------------------------------------------------------- the farm */
 

@@ -35,7 +35,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lang/file.h"
 #include "search.h"
 
 /* ------------------------------------------------------ values to JSON */
@@ -554,13 +553,13 @@ static int append_line(const char *path, json_t *o, int fresh, char *err, size_t
   }
   size_t n = strlen(line);
   line[n] = '\n';  /* json_dumps leaves room for its terminator: reuse it */
-  int flags = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (fresh ? O_CREAT | O_EXCL | O_NOFOLLOW : 0);
-  int fd = open(path, flags, 0644), rc = 0;
-  struct stat sb;
-  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
-    snprintf(err, errlen, "could not append to the journal %s: it is no longer a regular file", path);
+  char why[512];
+  int fd = slF_open(path, O_WRONLY | O_APPEND | (fresh ? O_CREAT | O_EXCL | O_NOFOLLOW : 0), "a syslab study journal",
+                    NULL, why, sizeof why), rc = 0;
+  if (fd < 0) {
+    snprintf(err, errlen, "could not append to the journal: %s", why);
     rc = -1;
-  } else if (fd < 0 || write(fd, line, n + 1) != (ssize_t)(n + 1) || fsync(fd) != 0) {
+  } else if (write(fd, line, n + 1) != (ssize_t)(n + 1) || fsync(fd) != 0) {
     snprintf(err, errlen, "could not append to the journal %s: %s", path, strerror(errno));
     rc = -1;
   }

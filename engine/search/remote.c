@@ -344,35 +344,10 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     g = slS_world(err, sizeof err);
     farm = ++farms;
   } else {
-    int n = (int)sl_arg_number(call, "workers");
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return sl_error(call, "cannot find this program to start workers");
-    exe[len] = '\0';
-    char *argv[] = {exe, "worker", NULL};
-    /* what the block reads must travel: check it all before starting anything */
-    slU_Text probe = {0};
-    sl_Value names = slV_call_names(call);
-    for (size_t i = 0; i < sl_list_len(names); i++) {
-      const char *name = sl_str(sl_list_get(names, i));
-      sl_Value v = sl_getvar(call, name);
-      char why[1024];
-      if (v.type != SL_NIL && sl_encode(v, &probe, why, sizeof why) != 0) {
-        free(probe.s);
-        sl_release(names);
-        return sl_error(call, "the variable '%s' cannot be shipped to the workers: %s", name, why);
-      }
-    }
-    free(probe.s);
-    sl_release(names);
-    g = t->spawn(argv, n, slS_timeout() + 0.5 * n, err, sizeof err);
+    g = slS_spawn_call(call, (int)sl_arg_number(call, "workers"), err, sizeof err);
     if (!g) return sl_error(call, "%s", err);
     own = 1;
     farm = 1;
-    if (send_context(call, t, g, err, sizeof err) != 0) {
-      t->close(g);
-      return sl_error(call, "%s", err);
-    }
   }
   if (!g) return sl_error(call, "%s", err);
   Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials), timeout > 0 ? now() + timeout : 0,
@@ -529,7 +504,45 @@ int slS_search_work(sl_Call *call, slS_Study *st) {
 
 /* ------------------------------------------------------ spawned workers */
 
-/* the search call's source and the variables it reads, to every worker */
+static int send_context(sl_Call *call, const slD_Transport *t, slD_Group *g, char *err, size_t errlen);
+
+slD_Group *slS_spawn_call(sl_Call *call, int n, char *err, size_t errlen) {
+  const slD_Transport *t = slS_transport(err, errlen);
+  if (!t) return NULL;
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) return snprintf(err, errlen, "cannot find this program to start workers"), NULL;
+  exe[len] = '\0';
+  char *argv[] = {exe, "worker", NULL};
+  /* what the call reads must travel: check it all before starting anything */
+  slU_Text probe = {0};
+  sl_Value names = slV_call_names(call);
+  for (size_t i = 0; i < sl_list_len(names); i++) {
+    const char *name = sl_str(sl_list_get(names, i));
+    sl_Value v = sl_getvar(call, name);
+    char why[1024];
+    if (v.type != SL_NIL && sl_encode(v, &probe, why, sizeof why) != 0) {
+      free(probe.s);
+      sl_release(names);
+      snprintf(err, errlen, "the variable '%s' cannot be shipped to the workers: %s", name, why);
+      return NULL;
+    }
+  }
+  free(probe.s);
+  sl_release(names);
+  slD_Group *g = t->spawn(argv, n, slS_timeout() + 0.5 * n, err, errlen);
+  if (g && send_context(call, t, g, err, errlen) != 0) {
+    t->abandon(g);
+    return NULL;
+  }
+  return g;
+}
+
+slD_Group *slS_spawned(void) { return spawned; }
+
+int slS_in_search(void) { return busy; }
+
+/* the call's source and the variables it reads, to every worker */
 static int send_context(sl_Call *call, const slD_Transport *t, slD_Group *g, char *err, size_t errlen) {
   sl_Value ctx = sl_list_new(), vars = sl_record_new(), names = slV_call_names(call);
   char *code = slV_call_source(call);
@@ -603,7 +616,8 @@ int sl_worker_main(void) {
   spawned = NULL;
   sl_release(ctx);
   sl_free(S);
-  t->close(g);
+  if (rc == 0) t->close(g);
+  else t->abandon(g);   /* a peer may have died: a disconnect would wait for it */
   t->finalize(slS_timeout(), rc == 0 ? 0 : 1);
   return rc == 0 ? 0 : 1;
 }

@@ -273,8 +273,26 @@ static slT_Table *table_of_trials(const slS_Study *st, int pareto_only) {
   return t;
 }
 
-sl_Value slS_trials_table(const slS_Study *st) { return slT_value(table_of_trials(st, 0)); }
-sl_Value slS_pareto_table(const slS_Study *st) { return slT_value(table_of_trials(st, 1)); }
+/* A study's tables hold no objective value until a trial completes: they
+** say why, so that a plot of them can (plot.c) */
+static slT_Table *noted(const slS_Study *st, slT_Table *t) {
+  int counts[4] = {0};
+  const char *first = NULL;
+  for (int i = 0; i < st->ntrials; i++) {
+    counts[st->trials[i].state]++;
+    if (!first && st->trials[i].state == SLS_FAILED) first = st->trials[i].message;
+  }
+  if (counts[SLS_COMPLETE]) return t;
+  char note[600];
+  snprintf(note, sizeof note, "the study has no complete trial (%d failed, %d pruned, %d running)%s%.400s%s",
+           counts[SLS_FAILED], counts[SLS_PRUNED], counts[SLS_RUNNING], first ? "; the first failure: " : "",
+           first ? first : "", first ? "" : ": each trial must reach `objective`");
+  slT_set_note(t, note);
+  return t;
+}
+
+sl_Value slS_trials_table(const slS_Study *st) { return slT_value(noted(st, table_of_trials(st, 0))); }
+sl_Value slS_pareto_table(const slS_Study *st) { return slT_value(noted(st, table_of_trials(st, 1))); }
 
 /* best value of each objective after each trial: what Lab 2 and 3 plot */
 sl_Value slS_running_best(const slS_Study *st) {
@@ -302,7 +320,7 @@ sl_Value slS_running_best(const slS_Study *st) {
     if (have)
       for (int k = 0; k < st->nobj; k++) slT_set(t, r, (size_t)(1 + st->nobj + k), sl_number(best[k]));
   }
-  return slT_value(t);
+  return slT_value(noted(st, t));
 }
 
 /* ------------------------------------------------------------ the object */

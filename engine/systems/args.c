@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "graph/accumulate.h"
 #include "graph/devices.h"
 #include "graph/train.h"
 #include "kernels/device.h"
@@ -179,3 +180,32 @@ int slL_preset_list(sl_Call *call, slM_LmSpec *out, int max) {
   return n;
 }
 
+
+int slL_shard_args(sl_Call *call, const slM_Graph *g, slL_Shard *s) {
+  memset(s, 0, sizeof *s);
+  double ranks = sl_arg_number(call, "ranks");
+  s->on = sl_arg_number(call, "shard_optimizer") != 0;
+  if (ranks < 1 || ranks > 4096) return sl_arg_error(call, "ranks", "must be between 1 and 4096");
+  if (!s->on && ranks > 1) return sl_arg_error(call, "ranks", "counts the processes that share the optimizer state: give shard_optimizer=true");
+  s->ranks = (int)ranks;
+  if (!s->on || !g) return 0;
+  slM_Param **ps;
+  int n = slM_trainable_params(g, &ps);
+  size_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
+  for (int i = 0; i < n; i++) sizes[i] = ps[i]->value->size;
+  s->share = slL_largest_share(sizes, n, s->ranks, &s->rank);
+  free(sizes), free(ps);
+  return 0;
+}
+
+void slL_shard_step(slM_Graph *g, const slL_Shard *s, const slM_TrainConfig *c, long step) {
+  slM_Param **ps;
+  int n = slM_trainable_params(g, &ps);
+  size_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
+  int *owner = calloc((size_t)n + 1, sizeof *owner);
+  for (int i = 0; i < n; i++) sizes[i] = ps[i]->value->size;
+  slM_shard_owners(sizes, n, s->ranks, owner);
+  for (int i = 0; i < n; i++)
+    if (owner[i] == s->rank) slM_param_step(ps[i], c, c->lr, step);
+  free(sizes), free(owner), free(ps);
+}

@@ -6,6 +6,7 @@
 
 #include "graph/lm.h"
 #include "graph/memory.h"
+#include "graph/train.h"
 #include "predict.h"
 #include "table/table.h"
 
@@ -39,6 +40,18 @@ void slL_own_bytes(const slM_Graph *g, size_t own[SLM_MEM_NCAT]);
 void slL_state_bytes(const slM_Graph *g, double *grads, double *optim);
 /* an OOM error with the predicted figures when p's peak exceeds the budget */
 int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget);
+/* ranks= and shard_optimizer= of the memory commands: each of `ranks`
+** processes keeping the optimizer state of its share of the parameters */
+typedef struct slL_Shard {
+  int on, ranks;
+  int rank;            /* the rank with the largest share: the one the figures are for */
+  double share;        /* its parameters' elements */
+} slL_Shard;
+/* reads the arguments; for a model g (NULL: the caller fills share) the
+** largest share. 0, or -1 after reporting the error */
+int slL_shard_args(sl_Call *call, const slM_Graph *g, slL_Shard *s);
+/* the update of the parameters the shard's rank owns, as that rank makes it */
+void slL_shard_step(slM_Graph *g, const slL_Shard *s, const slM_TrainConfig *c, long step);
 /* a list argument of 1 to max whole numbers in [lo, hi]; the count, or -1 */
 int slL_list_ints(sl_Call *call, const char *name, int *out, int max, int lo, int hi);
 /* the "presets" argument as specifications; the count, or -1 */

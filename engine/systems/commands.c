@@ -25,6 +25,7 @@
 #include "graph/precision.h"
 #include "graph/product.h"
 #include "graph/profile.h"
+#include "graph/trainrun.h"
 #include "runner.h"
 
 /* ------------------------------------------------------------- the model */
@@ -52,6 +53,10 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
                     budget / 1e9);
   slM_Graph *g = slM_lm(&s, (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   if (!g) return sl_error(call, "%s", err);
+  if (sl_interrupted()) {   /* its weights were drawn in part */
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   if (!(g = slM_graph_move(g, slM_device_parse(sl_arg_string(call, "device")), err, sizeof err)))
     return sl_arg_error(call, "device", "%s", err);
   *result = sl_object_new(&slM_model_class, g);
@@ -67,25 +72,55 @@ static int cmd_precision(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------- training */
 
-static unsigned char *read_bytes(const char *path, size_t *n, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "cannot open '%s' (give a text file, or data=\"random\")", path), NULL;
-  size_t cap = 1 << 20, len = 0;
-  unsigned char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap && cap < (64u << 20)) buf = realloc(buf, cap *= 2);
-    else if (len == cap) break;
-  }
-  fclose(f);
-  *n = len;
-  return buf;
-}
-
 static int interrupted(void *ud) {
   (void)ud;
   return sl_interrupted();
+}
+
+/* one micro-batch of a step split by accumulate.c: its rows of the batch's token windows */
+typedef struct {
+  const int32_t *tok, *tgt;
+  int T;
+} LmRows;
+
+static double lm_micro(void *ud, slM_Graph *g, int lo, int hi, long *correct) {
+  const LmRows *m = ud;
+  slM_lm_forward(g, m->tok + (size_t)lo * m->T, m->tgt + (size_t)lo * m->T, hi - lo, m->T, 1);
+  return g->stopped ? NAN : slM_backward(g, NULL, hi - lo);
+}
+
+/* Where a run stands, for its checkpoint: the next step, the data's random
+** state, the loss summed since the last row, and the rows so far. */
+static void put_progress(slU_Text *o, int step, const slM_Rng *rng, double sum, int seen, double elapsed, double comm,
+                         const slT_Table *t) {
+  slU_put_u32(o, (uint32_t)step), slU_put_u64(o, rng->state), slU_put_f64(o, sum), slU_put_u32(o, (uint32_t)seen);
+  slU_put_f64(o, elapsed), slU_put_f64(o, comm), slU_put_u32(o, (uint32_t)t->nrows);
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols; c++) slU_put_f64(o, slT_get(t, r, c).u.n);
+}
+
+static int get_progress(const char *bytes, size_t n, int *step, slM_Rng *rng, double *sum, int *seen, double *elapsed,
+                        double *comm, slT_Table *t) {
+  slU_Reader r = {bytes, n, 0, 0};
+  *step = (int)slU_get_u32(&r), rng->state = slU_get_u64(&r), *sum = slU_get_f64(&r), *seen = (int)slU_get_u32(&r);
+  *elapsed = slU_get_f64(&r), *comm = slU_get_f64(&r);
+  uint32_t rows = slU_get_u32(&r);
+  if (r.bad || rows > 1000000) return -1;
+  for (uint32_t i = 0; i < rows && !r.bad; i++) {
+    size_t row = slT_add_row(t);
+    for (size_t c = 0; c < t->ncols; c++) slT_set(t, row, c, sl_number(slU_get_f64(&r)));
+  }
+  return r.bad ? -1 : 0;
+}
+
+/* one row of the table: the mean loss since the last one */
+static void loss_row(slT_Table *t, int step, double loss, double elapsed, double tokens, double comm, int with_comm) {
+  size_t r = slT_add_row(t);
+  slL_setn(t, r, "step", step);
+  slL_setn(t, r, "loss", loss);
+  slL_setn(t, r, "seconds", elapsed);
+  slL_setn(t, r, "tokens_per_second", tokens / elapsed);
+  if (with_comm) slL_setn(t, r, "comm_seconds", comm);
 }
 
 static int cmd_lm_train(sl_Call *call, sl_Value *result) {
@@ -114,73 +149,171 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   if (strcmp(data, "random") != 0) {
     char err[512];
     if (g->vocab < 256) return sl_arg_error(call, "data", "a byte stream needs a vocabulary of at least 256, the model has %d", g->vocab);
-    if (!(bytes = read_bytes(data, &n, err, sizeof err))) return sl_arg_error(call, "data", "%s", err);
+    /* a regular file, whole (a FIFO would block, /dev/zero never ends) */
+    if (!(bytes = (unsigned char *)slF_read_file(data, "the text to train on", 0, &n, err, sizeof err)))
+      return sl_arg_error(call, "data", "%s (give a text file, or data=\"random\")", err);
     if (n <= (size_t)T + 1) {
       free(bytes);
       return sl_arg_error(call, "data", "'%s' has %zu bytes, fewer than a context of %d", data, n, T);
     }
   }
+  /* the run: its data (the bytes themselves) and settings */
+  const double set[] = {steps, every, batch, T, lr, c.weight_decay, c.optimizer, c.seed, n};
+  uint64_t id = slM_hash(slM_hash(SLM_HASH_START, set, sizeof set), bytes ? (const void *)bytes : "", n);
+  slM_Run run;
+  if (slM_run_begin(call, g, batch, id, &run) != 0) return free(bytes), -1;
+  c.run = &run;
+  slM_Steps *split = run.use_split ? slM_steps_new(g, &run.split, run.err, sizeof run.err) : NULL;
   int32_t *tok = malloc((size_t)batch * T * sizeof *tok), *tgt = malloc((size_t)batch * T * sizeof *tgt);
   slM_Rng rng;
   slM_rng_seed(&rng, c.seed);
-  const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", NULL};
+  const char *cols[] = {"step", "loss", "seconds", "tokens_per_second", run.ranks > 1 ? "comm_seconds" : NULL, NULL};
   slT_Table *t = slL_table(cols);
+  double sum = 0, elapsed = 0, comm = 0;
+  int seen = 0, first = 0;
+  if (run.use_ckpt && (!run.use_split || split)) {
+    char *progress = NULL;
+    size_t len = 0;
+    int got = slM_ckpt_load(&run.ckpt, g, split, &progress, &len, run.err, sizeof run.err);
+    if (got > 0 && get_progress(progress, len, &first, &rng, &sum, &seen, &elapsed, &comm, t) != 0)
+      snprintf(run.err, sizeof run.err, "cannot resume from '%s': its progress is damaged", run.ckpt.path);
+    run.resumed = got > 0;
+    free(progress);
+  }
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
-  double t0 = slM_now(), sum = 0;
-  int seen = 0;
+  double t0 = slM_now() - elapsed;
   g->stop = interrupted;   /* an interrupt inside a step skips its update */
-  for (int s = 0; s < steps && !sl_interrupted(); s++) {
+  for (int s = first; s < steps && !run.err[0]; s++) {
+    int stop = sl_interrupted();
+    if (stop && !run.split.group) break;   /* in a group the others must hear of it first */
     if (bytes) slM_lm_stream_batch(&rng, bytes, n, batch, T, tok, tgt);
     else slM_lm_random_batch(&rng, g->vocab, batch, T, tok, tgt);
-    slM_lm_forward(g, tok, tgt, batch, T, 1);
-    if (g->stopped) break;
-    slM_zero_grads(g);
-    double loss = slM_backward(g, NULL, batch);
-    if (g->stopped) break;
+    double loss;
+    if (split) {
+      LmRows rows = {tok, tgt, T};
+      slM_StepUpdate u = {&c, lr, s};
+      slM_StepWork work = {lm_micro, &rows, slM_update_param, &u};
+      slM_StepStats st;
+      if (slM_steps_run(split, batch, stop, &work, &st, run.err, sizeof run.err) != 0 || st.stopped) break;
+      if (st.nonfinite) {
+        snprintf(run.err, sizeof run.err, "training diverged: the loss was not finite at step %d, so training stopped "
+                                          "there (the weights are those before that step)", s + 1);
+        break;
+      }
+      loss = st.loss_sum / st.rows;
+      comm += st.comm_seconds;
+    } else {
+      slM_lm_forward(g, tok, tgt, batch, T, 1);
+      if (g->stopped) break;
+      slM_zero_grads(g);
+      loss = slM_backward(g, NULL, batch);
+      if (g->stopped) break;
+      slM_optimizer_step(g, &c, lr, s);
+    }
     sum += loss;
-    slM_optimizer_step(g, &c, lr, s);
     seen++;
     if ((s + 1) % every == 0 || s + 1 == steps) {
-      double el = slM_now() - t0;
-      size_t r = slT_add_row(t);
-      slL_setn(t, r, "step", s + 1);
-      slL_setn(t, r, "loss", sum / seen);
-      slL_setn(t, r, "seconds", el);
-      slL_setn(t, r, "tokens_per_second", (double)(s + 1) * batch * T / el);
+      loss_row(t, s + 1, sum / seen, slM_now() - t0, (double)(s + 1) * batch * T, comm, run.ranks > 1);
       char detail[64];
       snprintf(detail, sizeof detail, "loss %.4f", sum / seen);
       sl_progress_update(bar, s + 1, detail);
       sum = 0, seen = 0;
     }
+    if (run.use_ckpt && (s + 1) % run.ckpt.every == 0) {
+      slU_Text progress = {0};
+      put_progress(&progress, s + 1, &rng, sum, seen, slM_now() - t0, comm, t);
+      slM_ckpt_save(&run.ckpt, g, split, &progress, run.err, sizeof run.err);
+      free(progress.s);
+    }
   }
   g->stop = NULL, g->stopped = 0;
   sl_progress_end(bar);
+  /* a sharded optimizer's state back on every rank, so the model goes on anywhere */
+  if (split && !run.err[0]) slM_steps_collect(split, -1, run.err, sizeof run.err);
+  slM_steps_free(split);
+  slM_run_end(&run, run.err[0] ? run.err : NULL);
   free(tok), free(tgt), free(bytes);
   slM_release_activations(g);
   if (!g->fault[0]) slM_device_pull(g, why, sizeof why);   /* the host copies of a model on the GPU */
-  if (g->fault[0]) {
+  if (g->fault[0] || run.err[0]) {
     slT_free(t);
-    int rc = sl_error(call, "%s", g->fault);
+    int rc = sl_error(call, "%s", run.err[0] ? run.err : g->fault);
     g->fault[0] = '\0';
     return rc;
   }
-  slT_mark_timing(t, 2);
-  slT_mark_timing(t, 3);
+  if (run.resumed) sl_printf(call, "resumed from %s\n", run.ckpt.path);
+  for (size_t col = 2; col < t->ncols; col++) slT_mark_timing(t, (int)col);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }
 
 /* ----------------------------------------------------------- benchmarking */
 
+/* a run of lm_bench that faulted: its status is the fault, its times are left empty */
+static void lm_bench_fault(slT_Table *t, size_t r, const char *status, const char *why) {
+  char text[600];
+  snprintf(text, sizeof text, "fault: %s", why);
+  slL_sets(t, r, status, text);
+}
+
+/* The row's two runs, forward and forward+backward, each cold, on g (NULL when the preset could not be built: its
+** runs are that fault); fits[train] 0 for a run predicted over the budget (OOM, not run). A run that faults is a
+** row whose status is the fault, and the table goes on. */
+static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *fault, const int fits[2], int batch, int T,
+                          int warmup, int steps) {
+  for (int train = 0; train < 2 && !sl_interrupted(); train++) {
+    const char *status = train ? "status_train" : "status_fwd";
+    if (!fits[train]) {
+      slL_sets(t, r, status, "OOM");
+      continue;
+    }
+    if (!g) {
+      lm_bench_fault(t, r, status, fault);
+      continue;
+    }
+    slL_Batch b;
+    slL_Timing tm;
+    g->fault[0] = '\0';
+    slL_batch_init(&b, g, batch, T, 1);
+    slM_release_activations(g);   /* each row starts cold, as a fresh process would */
+    slL_time_steps(g, &b, train, warmup, steps, &tm);
+    slL_batch_free(&b);
+    if (g->fault[0]) {
+      lm_bench_fault(t, r, status, g->fault);
+      continue;
+    }
+    slL_sets(t, r, status, "OK");
+    slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
+    slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
+    slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+  }
+}
+
+/* the precisions to measure: the list `precisions` when given, else `precision`; their count, or -1 */
+static int lm_bench_precisions(sl_Call *call, int *out) {
+  if (!sl_arg_given(call, "precisions")) return out[0] = slL_precision_arg(call), 1;
+  sl_Value l = sl_arg(call, "precisions");
+  int n = (int)sl_list_len(l);
+  if (n < 1 || n > 3) return sl_arg_error(call, "precisions", "must list 1 to 3 of fp32, bf16 and fp16"), -1;
+  for (int i = 0; i < n; i++) {
+    const char *name = sl_str(sl_list_get(l, (size_t)i));
+    out[i] = -1;
+    for (int m = SLM_FP32; m <= SLM_FP16 && name; m++)
+      if (strcmp(name, slM_precision_names[m]) == 0) out[i] = m;
+    if (out[i] < 0) return sl_arg_error(call, "precisions", "'%s' is not a precision: fp32, bf16 or fp16", name ? name : "?"), -1;
+  }
+  return n;
+}
+
 static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   slM_LmSpec specs[8];
-  int contexts[16], warmups[8];
+  int contexts[16], warmups[8], precisions[3];
   int np = slL_preset_list(call, specs, 8), nc = slL_list_ints(call, "contexts", contexts, 16, 1, 65536);
   int nw = slL_list_ints(call, "warmups", warmups, 8, 0, 100), steps = (int)sl_arg_number(call, "steps");
-  int batch = (int)sl_arg_number(call, "batch"), precision = slL_precision_arg(call);
+  int batch = (int)sl_arg_number(call, "batch"), nm = lm_bench_precisions(call, precisions);
   int device = slM_device_parse(sl_arg_string(call, "device"));
-  if (np < 0 || nc < 0 || nw < 0) return -1;
-  char why[512] = "";   /* why a preset could not be built on the device */
+  if (np < 0 || nc < 0 || nw < 0 || nm < 0) return -1;
+  char why[512] = "";   /* why the device cannot be used */
   if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
     return sl_arg_error(call, "device", "%s", why);
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
@@ -189,7 +322,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
   const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
                         "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
-                        "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", NULL};
+                        "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", "precision", NULL};
   slT_Table *t = slL_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_bench", np * nc);
   for (int p = 0; p < np && !sl_interrupted(); p++) {
@@ -197,54 +330,40 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
     int maxT = 0;
     for (int c = 0; c < nc; c++) maxT = contexts[c] > maxT ? contexts[c] : maxT;
     s.context = maxT;
+    /* Built once for every context and precision (the weights are float32 in every precision), at the first
+    ** configuration predicted to fit. A build or move that fails is the fault of the preset's rows. */
     slM_Graph *g = NULL;
-    for (int c = 0; c < nc && !sl_interrupted(); c++) {
-      slL_Prediction pf, pt;
-      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precision, &pf);
-      slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precision, &pt);
-      int fits_f = pf.peak <= budget, fits_t = pt.peak <= budget;
-      if (fits_f && !g) {
-        if (!(g = slM_lm(&s, 0, why, sizeof why))) break;
-        g->precision = precision;
-        if (!(g = slM_graph_move(g, device, why, sizeof why))) break;
-      }
-      for (int w = 0; w < nw; w++) {
-        size_t r = slT_add_row(t);
-        slL_sets(t, r, "config", specs[p].name);
-        slL_setn(t, r, "context", contexts[c]);
-        slL_setn(t, r, "warmup", warmups[w]);
-        slL_setn(t, r, "d_model", s.d_model), slL_setn(t, r, "d_ff", s.d_ff);
-        slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
-        slL_sets(t, r, "status_fwd", fits_f ? "OK" : "OOM");
-        slL_sets(t, r, "status_train", fits_t ? "OK" : "OOM");
-        slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
-        slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
-        for (int train = 0; train < 2; train++) {
-          if (!(train ? fits_t : fits_f)) continue;
-          slL_Batch b;
-          slL_Timing tm;
-          slL_batch_init(&b, g, batch, contexts[c], 1);
-          slM_release_activations(g);   /* each row starts cold, as a fresh process would */
-          slL_time_steps(g, &b, train, warmups[w], steps, &tm);
-          slL_batch_free(&b);
-          if (g->fault[0]) snprintf(why, sizeof why, "%.400s", g->fault);
-          slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
-          slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
-          slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+    char fault[512] = "";
+    for (int c = 0; c < nc && !sl_interrupted(); c++)
+      for (int m = 0; m < nm; m++) {
+        slL_Prediction pf, pt;
+        slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precisions[m], &pf);
+        slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precisions[m], &pt);
+        int fits[2] = {pf.peak <= budget, pt.peak <= budget};
+        if (fits[0] && !g && !fault[0] && (g = slM_lm(&s, 0, fault, sizeof fault)))
+          g = slM_graph_move(g, device, fault, sizeof fault);
+        if (g && g->precision != precisions[m]) {
+          slM_product_release();   /* the last precision's 16-bit copies of the weights */
+          g->precision = precisions[m];
         }
+        for (int w = 0; w < nw && !sl_interrupted(); w++) {
+          size_t r = slT_add_row(t);
+          slL_sets(t, r, "config", specs[p].name);
+          slL_sets(t, r, "precision", slM_precision_names[precisions[m]]);
+          slL_setn(t, r, "context", contexts[c]);
+          slL_setn(t, r, "warmup", warmups[w]);
+          slL_setn(t, r, "d_model", s.d_model), slL_setn(t, r, "d_ff", s.d_ff);
+          slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
+          slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
+          slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
+          lm_bench_runs(t, r, g, fault, fits, batch, contexts[c], warmups[w], steps);
+        }
+        sl_progress_update(bar, p * nc + c + 1, specs[p].name);
       }
-      sl_progress_update(bar, p * nc + c + 1, specs[p].name);
-      if (why[0]) break;
-    }
     slM_graph_free(g);
     slM_product_release();
-    if (why[0]) break;
   }
   sl_progress_end(bar);
-  if (why[0]) {
-    slT_free(t);
-    return sl_arg_error(call, "device", "%s", why);
-  }
   for (int c = 11; c <= 16; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
@@ -323,8 +442,8 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   const char *cols[] = {"mode", "run", "pass_ms", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb",
                         "steady_peak_mb", NULL};
   slT_Table *t = slL_table(cols);
-  for (int train = 0; train < 2; train++)
-    for (int fused = 0; fused < 2; fused++) {
+  for (int train = 0; train < 2 && !sl_interrupted(); train++)
+    for (int fused = 0; fused < 2 && !sl_interrupted(); fused++) {
       double t0 = slM_now();
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
@@ -366,6 +485,10 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slL_batch_free(&b);
       slM_graph_free(g);
     }
+  if (sl_interrupted()) {   /* the runner stopped between nodes or steps: no partial figures */
+    slT_free(t);
+    return sl_interrupted_error(call);
+  }
   for (int c = 2; c <= 5; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return 0;
@@ -379,6 +502,9 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 #define CONTEXT_ARG {"context", SL_ARG_INT, 0, NULL, "tokens per sample (language models; default: the model's context)"}
 #define DEVICE_ARG \
   {"device", SL_ARG_ENUM, 0, "cpu", "where the weights live and the passes run: cpu, or gpu (a CUDA GPU)", slL_devices}
+#define SHARD_ARGS                                                                                                    \
+  {"ranks", SL_ARG_INT, 0, "1", "processes sharing the optimizer state (with shard_optimizer=true)"},                  \
+  {"shard_optimizer", SL_ARG_BOOL, 0, "false", "the figures of the process with the largest share of the optimizer state"}
 #define PRECISION_ARG {"precision", SL_ARG_ENUM, 0, "fp32", "inputs of products: fp32, or bf16/fp16 with float32 accumulation", slM_precision_names}
 
 static const sl_Command commands[] = {
@@ -388,7 +514,7 @@ static const sl_Command commands[] = {
    "medium (1024, 4096, 24, 16), large (1280, 5120, 36, 20), xl (1600, 6400, 48, 25), 2.7B (2560, 10240, 32, 32) "
    "as (d_model, d_ff, layers, heads); vocab 10,000 and context 256 unless given. Refused when the parameters "
    "alone exceed the budget.",
-   "m = lm tiny context=64\nbig = lm small budget=\"80GB\"", cmd_lm, 0,
+   "m = lm tiny context=64\nbig = lm small budget=\"80GB\"", cmd_lm, SL_CMD_LONG,
    {{"preset", SL_ARG_ENUM, SL_POSITIONAL, "tiny", "the configuration", slM_lm_preset_names},
     {"d_model", SL_ARG_INT, 0, NULL, "width"}, {"d_ff", SL_ARG_INT, 0, NULL, "feed-forward width"},
     {"layers", SL_ARG_INT, 0, NULL, "blocks"}, {"heads", SL_ARG_INT, 0, NULL, "attention heads"},
@@ -398,29 +524,34 @@ static const sl_Command commands[] = {
   {"lm_train", "language model", "Train a language model on random tokens or on the bytes of a file; a table of the loss.",
    "data=\"random\" draws uniform tokens (nothing to learn beyond log(vocab)); a path trains on windows of the "
    "file's bytes (vocab must be at least 256), where the loss falls. Refused when the predicted training peak "
-   "exceeds the budget.",
-   "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, 0,
+   "exceeds the budget. accumulate=, parallel=\"data\" and checkpoints as in train.",
+   "m = lm tiny vocab=256 context=64\nlm_train m data=\"/usr/share/common-licenses/GPL-3\" steps=200 batch=8 lr=0.003", cmd_lm_train, SL_CMD_LONG,
    {MODEL_ARG, {"data", SL_ARG_STRING, 0, "\"random\"", "\"random\" or the path of a file"},
     {"steps", SL_ARG_INT, 0, "100", "optimizer steps"}, BATCH_ARG("8"), CONTEXT_ARG,
     {"lr", SL_ARG_NUMBER, 0, "0.003", "learning rate"},
     {"optimizer", SL_ARG_ENUM, 0, "adamw", "AdamW or SGD with momentum 0.9", slL_optimizers},
     {"weight_decay", SL_ARG_NUMBER, 0, "0", "decoupled weight decay"},
     {"every", SL_ARG_INT, 0, "10", "steps per row (mean loss over them)"},
-    {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, {NULL}}},
+    {"seed", SL_ARG_INT, 0, "0", "seed of the batches"}, BUDGET_ARG, SLM_RUN_ARGS, {NULL}}},
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
    "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
-   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run.",
-   "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, 0,
+   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; a run "
+   "that faults (a model that cannot be built or moved, a kernel's error) is a row whose status is the fault, and "
+   "the table goes on.",
+   "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, SL_CMD_LONG,
    {{"presets", SL_ARG_LIST, 0, "[\"tiny\"]", "preset names"},
     {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     {"warmups", SL_ARG_LIST, 0, "[0, 1, 5]", "untimed steps before timing"},
-    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG, BUDGET_ARG, DEVICE_ARG, {NULL}}},
+    {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG,
+    {"precisions", SL_ARG_LIST, 0, NULL, "several precisions instead of one, e.g. [\"fp32\", \"bf16\"]: each preset "
+     "built once for all of them"},
+    BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"profile", "benchmark", "Per-operation profile of inference and training steps: time per operator and node, GEMM share, attention's parts.",
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "
    "share), by_node, gemm (products against the rest), attention (the two products against the mask and softmax, "
    "time share against FLOP share).",
-   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slL_cmd_profile, 0,
+   "m = lm tiny context=64\np = profile m batch=4\np.gemm", slL_cmd_profile, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "3", "profiled steps of each kind"}, BUDGET_ARG,
     {NULL}}},
   {"memory_predict", "memory", "Predicted memory of language-model presets, by category, against a budget.",
@@ -430,23 +561,23 @@ static const sl_Command commands[] = {
    {{"presets", SL_ARG_LIST, 0, "[\"small\"]", "preset names"}, {"contexts", SL_ARG_LIST, 0, "[128]", "context lengths"},
     BATCH_ARG("4"), {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward and the optimizer", slL_runs},
     {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer state: AdamW (two moments), SGD (one), none", slL_optimizers},
-    PRECISION_ARG, BUDGET_ARG, {NULL}}},
+    PRECISION_ARG, BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"memory_check", "memory", "Predicted against measured peak memory of a model's forward pass and training step.",
    "Measured: the peak of the engine's tagged tensor allocations (and mixed-precision scratch, pruning masks) over "
    "the run. The steps run on a fresh copy of the model, whose weights, gradients and optimizer state stay as they "
    "were; the training row's step is the optimizer's (none: forward and backward alone). A compressed model is "
    "predicted with what its quantisers and masks hold.",
-   "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, 0,
+   "m = lm tiny context=64\nmemory_check m batch=4", slL_cmd_memory_check, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"optimizer", SL_ARG_ENUM, 0, "adamw", "optimizer of the training step", slL_optimizers},
-    BUDGET_ARG, {NULL}}},
+    BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"memory_profile", "memory", "Memory profile of one step: bytes by category at the peak, the largest allocations, and a timeline.",
    "Returns a record: peak_mb, predicted_mb, categories, top (size, category, node, operator, shape) and timeline "
    "(live bytes after every node, forward then backward) for plotting.",
-   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, 0,
+   "m = lm tiny context=64\nmp = memory_profile m run=train\nplot mp.timeline x=index y=live_mb series=phase", slL_cmd_memory_profile, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("4"), CONTEXT_ARG, {"run", SL_ARG_ENUM, 0, "\"train\"", "forward only, or forward+backward", slL_runs},
-    {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, {NULL}}},
+    {"top", SL_ARG_INT, 0, "10", "allocations to list"}, BUDGET_ARG, SHARD_ARGS, {NULL}}},
   {"attention_accounting", "memory", "Attention's memory accounting: each tensor's formula against the bytes allocated.",
-   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, 0,
+   "", "attention_accounting context=1024 d_model=16 batch=8 heads=1", slL_cmd_attention_accounting, SL_CMD_LONG,
    {{"context", SL_ARG_INT, 0, "256", "sequence length S"}, {"d_model", SL_ARG_INT, 0, "16", "width D"},
     BATCH_ARG("8"), {"heads", SL_ARG_INT, 0, "1", "heads H"}, BUDGET_ARG, {NULL}}},
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
@@ -454,7 +585,7 @@ static const sl_Command commands[] = {
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
    "backward pass. precision=bf16 (or fp16) gives the products, the scores Q K^T among them, 16-bit inputs and "
    "float32 sums, as autocast does. Over-budget configurations are OOM with their predicted peak.",
-   "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, 0,
+   "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, SL_CMD_LONG,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
     BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, PRECISION_ARG, BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",
@@ -474,7 +605,7 @@ static const sl_Command commands[] = {
   {"fusion_bench", "fusion", "Eager against fused: first call (with the pass) against steady state, time and peak memory of each.",
    "pass_ms is the fusion pass alone (0 for eager), first_call_ms the pass and the first step (its buffers "
    "allocated, a planned graph's shapes noted), steady_ms the mean of `steps` later steps; peak_mb is the tagged "
-   "tensor memory of the first step, steady_peak_mb that of the later ones.", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, 0,
+   "tensor memory of the first step, steady_peak_mb that of the later ones.", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("32"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "10", "timed steady-state steps"},
     {"attention", SL_ARG_BOOL, 0, "true", "also fuse attention blocks into FlashAttention-2"}, BUDGET_ARG, {NULL}}},
   {NULL},

@@ -131,14 +131,19 @@ int slL_cmd_profile(sl_Call *call, sl_Value *result) {
   slL_batch_init(&b, g, batch, T, 1);
   slL_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
   slM_Profile *inf = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 0, NULL, 0);
+  for (int s = 0; s < steps && !sl_interrupted(); s++) slL_run_step(g, &b, 0, NULL, 0);
   inf->steps = steps;
   slM_Profile *tr = slM_profile_attach(g);
-  for (int s = 0; s < steps; s++) slL_run_step(g, &b, 1, NULL, 0);
+  for (int s = 0; s < steps && !sl_interrupted(); s++) slL_run_step(g, &b, 1, NULL, 0);
   tr->steps = steps;
   slM_profile_detach(g);
   slM_release_activations(g);
   slL_batch_free(&b);
+  if (sl_interrupted()) {
+    slM_profile_free(inf);
+    slM_profile_free(tr);
+    return sl_interrupted_error(call);
+  }
   sl_Value rec = sl_record_new();
   sl_record_set(rec, "by_op", slT_value(profile_by_kind(g, inf, tr)));
   sl_record_set(rec, "by_node", slT_value(profile_by_node(g, tr)));
@@ -174,7 +179,8 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
   int batch = (int)sl_arg_number(call, "batch"), run = strcmp(sl_arg_string(call, "run"), "train") == 0;
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
-  if (slL_budget_of(call, &budget) != 0) return -1;
+  slL_Shard sh;
+  if (slL_budget_of(call, &budget) != 0 || slL_shard_args(call, NULL, &sh) != 0) return -1;
   const char *cols[] = {"config", "context", "run", "precision", "params_gb", "grads_gb", "optimizer_gb",
                         "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "residual_stream_mb",
                         "attention_scores_gb", "budget_gb", "status", NULL};
@@ -183,6 +189,12 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
     for (int c = 0; c < nc; c++) {
       slL_Prediction m;
       slL_predict_lm(&specs[p], batch, contexts[c], run, slL_optimizer_arg(call), slL_precision_arg(call), &m);
+      if (sh.on && run == SLL_RUN_TRAIN) {   /* the rank with the largest share of the optimizer state */
+        size_t *sizes = malloc((9 * (size_t)specs[p].layers + 3) * sizeof *sizes);
+        int rank, n = slL_lm_param_sizes(&specs[p], sizes);
+        slL_predict_shard(&m, slL_largest_share(sizes, n, sh.ranks, &rank), slL_optimizer_arg(call));
+        free(sizes);
+      }
       size_t r = slT_add_row(t);
       slL_sets(t, r, "config", specs[p].name);
       slL_setn(t, r, "context", contexts[c]);
@@ -200,6 +212,29 @@ static const char *train_row(int optimizer) {
                                                                                : "train (no optimizer step)";
 }
 
+/* One rank's training step with the optimizer state sharded: on a copy of
+** the model without optimizer state, two steps that update (and so keep
+** the state of) the largest share only; its peak beyond what was live. */
+static size_t shard_peak(const slM_Graph *g, int batch, int T, const slL_Shard *sh, const slM_TrainConfig *c) {
+  slM_Graph *m = slM_graph_copy(g, 1);
+  slL_Batch b;
+  slL_batch_init(&b, m, batch, T, 1);
+  slM_product_release();
+  size_t own[SLM_MEM_NCAT], base = slM_mem_total_live();
+  slL_own_bytes(m, own);
+  for (int k = 0; k < SLM_MEM_NCAT; k++) base -= own[k];
+  slM_mem_reset();
+  for (int i = 0; i < 2; i++) {
+    slL_run_step(m, &b, 1, NULL, i);
+    slL_shard_step(m, sh, c, i);
+  }
+  size_t peak = slM_mem_total_peak() - base;
+  slL_batch_free(&b);
+  slM_graph_free(m);
+  slM_product_release();
+  return peak;
+}
+
 /* Predicted against measured, for a model that fits. The steps run on a
 ** fresh deep copy: the model keeps its weights, gradients and optimizer
 ** state, and what it holds from earlier training does not blur the
@@ -210,7 +245,8 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   int batch, T, optimizer = slL_optimizer_arg(call);
   if (slL_cpu_only(call, model) != 0 || slL_batch_args(call, model, &batch, &T) != 0) return -1;
   double budget;
-  if (slL_run_budget_of(call, &budget) != 0) return -1;
+  slL_Shard sh;
+  if (slL_run_budget_of(call, &budget) != 0 || slL_shard_args(call, model, &sh) != 0) return -1;
   const char *cols[] = {"run", "predicted_mb", "measured_mb", "ratio", NULL};
   slT_Table *t = slL_table(cols);
   slM_TrainConfig c = {1, batch, 1e-3, 0.9, 0, optimizer == SLM_SGD ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0, 0};
@@ -234,8 +270,31 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
     slL_batch_free(&b);
     slM_graph_free(g);
     slM_product_release();
+    if (sl_interrupted()) {
+      slT_free(t);
+      return sl_interrupted_error(call);
+    }
     size_t r = slT_add_row(t);
     slL_sets(t, r, "run", run ? train_row(optimizer) : "forward");
+    slL_setn(t, r, "predicted_mb", p.peak / 1e6);
+    slL_setn(t, r, "measured_mb", (double)peak / 1e6);
+    slL_setn(t, r, "ratio", p.peak / (double)peak);
+  }
+  if (sh.on) {   /* the rank with the largest share: its prediction, then its step measured */
+    slL_Prediction p;
+    slL_predict(model, batch, T, SLL_RUN_TRAIN, c.optimizer, &p);
+    slL_predict_shard(&p, sh.share, c.optimizer);
+    p.peak += p.params;   /* the copy's parameters beside the model's own */
+    if (slL_refuse_if_over(call, &p, budget) != 0) {
+      slT_free(t);
+      return -1;
+    }
+    p.peak -= p.params;
+    size_t peak = shard_peak(model, batch, T, &sh, &c);
+    char what[96];
+    snprintf(what, sizeof what, "train, optimizer sharded: rank %d of %d", sh.rank, sh.ranks);
+    size_t r = slT_add_row(t);
+    slL_sets(t, r, "run", what);
     slL_setn(t, r, "predicted_mb", p.peak / 1e6);
     slL_setn(t, r, "measured_mb", (double)peak / 1e6);
     slL_setn(t, r, "ratio", p.peak / (double)peak);
@@ -269,16 +328,22 @@ static sl_Value device_figures(const slM_Graph *g, int batch, int train) {
 }
 
 int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
-  slM_Graph *g = (slM_Graph *)slL_model_of(call, "model");
+  slM_Graph *model = (slM_Graph *)slL_model_of(call, "model"), *g = model;
   int batch, T, train = strcmp(sl_arg_string(call, "run"), "train") == 0, top = (int)sl_arg_number(call, "top");
   if (slL_batch_args(call, g, &batch, &T) != 0) return -1;
   double budget;
   slL_Prediction p;
-  if (slL_model_budget_of(call, g, &budget) != 0) return -1;
+  slL_Shard sh;
+  if (slL_model_budget_of(call, g, &budget) != 0 || slL_shard_args(call, g, &sh) != 0) return -1;
+  if (sh.on && (!train || g->device != SLM_CPU))
+    return sl_arg_error(call, "shard_optimizer", "applies to run=train on the CPU (the update makes the optimizer state)");
   slL_predict(g, batch, T, train, -1, &p);
+  if (sh.on) slL_predict_shard(&p, sh.share, SLM_ADAMW);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   char why[512];
   if (slM_device_fits(g, batch, train, why, sizeof why) != 0) return sl_arg_error(call, "batch", "%s", why);
+  /* sharded: one rank's step, on a copy without optimizer state, whose update keeps its share's */
+  if (sh.on) g = slM_graph_copy(model, 1);
   slL_Batch b;
   slL_batch_init(&b, g, batch, T, 1);
   slM_release_activations(g);
@@ -295,6 +360,8 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   slM_mem_record(1);
   slM_mem_reset();
   slL_run_step(g, &b, train, NULL, 0);
+  slM_TrainConfig adamw = {1, batch, 1e-3, 0.9, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
+  if (sh.on) slL_shard_step(g, &sh, &adamw, 0);
   size_t n, na, peak[SLM_MEM_NCAT];
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
@@ -302,7 +369,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   for (int c = 0; c < SLM_MEM_NCAT; c++) peak[c] -= others[c] < peak[c] ? others[c] : peak[c];
   double grads, optim;   /* held from earlier steps: live through this one too */
   slL_state_bytes(g, &grads, &optim);
-  double predicted = p.peak + optim + (train ? 0 : grads);
+  double predicted = p.peak + (sh.on ? 0 : optim) + (train ? 0 : grads);   /* sharded: the share is in p */
   const char *ccols[] = {"category", "mb_at_peak", NULL};
   slT_Table *cat = slL_table(ccols);
   for (int c = 0; c < SLM_MEM_NCAT; c++) {
@@ -347,7 +414,17 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   sl_record_set(rec, "top", slT_value(at));
   sl_record_set(rec, "timeline", slT_value(tl));
   if (g->device != SLM_CPU) sl_record_set(rec, "device", device_figures(g, batch, train));
+  if (sh.on) {
+    sl_record_set(rec, "rank", sl_number(sh.rank));
+    sl_record_set(rec, "ranks", sl_number(sh.ranks));
+  }
   slM_release_activations(g);
+  if (g != model) slM_graph_free(g), g = model;
+  if (sl_interrupted()) {   /* the step was cut: its figures are not the step's */
+    sl_release(rec);
+    g->fault[0] = '\0';
+    return sl_interrupted_error(call);
+  }
   if (g->fault[0]) {
     sl_release(rec);
     int rc = sl_error(call, "%s", g->fault);
@@ -374,7 +451,12 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
   slM_Graph *g = slM_lm(&s, 0, err, sizeof err);
   slL_Batch b;
   slL_batch_init(&b, g, B, T, 1);
-  slL_run_step(g, &b, 0, NULL, 0);
+  if (!sl_interrupted()) slL_run_step(g, &b, 0, NULL, 0);
+  if (sl_interrupted()) {
+    slL_batch_free(&b);
+    slM_graph_free(g);
+    return sl_interrupted_error(call);
+  }
   struct { const char *what, *formula, *node; double count; } rows[] = {
     {"input (residual stream)", "B x S x D x 4", "token_embeddings", (double)B * T * D},
     {"Q, K, V", "3 x B x S x D x 4", "layers_0_attn_q_proj", 3.0 * B * T * D},
@@ -448,7 +530,7 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
       slL_batch_init(&b, g, B, contexts[c], 1);
       slL_run_step(g, &b, 1, NULL, 0);
       slM_Profile *pr = slM_profile_attach(g);
-      for (int k = 0; k < steps; k++) slL_run_step(g, &b, 1, NULL, 0);
+      for (int k = 0; k < steps && !sl_interrupted(); k++) slL_run_step(g, &b, 1, NULL, 0);
       slM_profile_detach(g);
       double f = 0, bw = 0, mem = 0;
       for (int i = 0; i < g->n; i++) {

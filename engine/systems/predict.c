@@ -19,7 +19,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "graph/accumulate.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 #include "graph/product.h"
 #include "graph/slots.h"
 #include "graph/train.h"
@@ -46,25 +48,36 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
   double acts = 2 * BT + BTD + L * (layer_out + 2 * BT + 2 * T * dh) + BTD + BT + BT * V + BT * V + 1;
   out->activations = 4 * acts;
   out->scores = 4 * L * 3 * BHTT;
+  /* Under a 16-bit precision on the CPU the products' outputs and what follows them elementwise are
+  ** stored in 16 bits (graph/precision.c): per layer q, k, v, the two ropes, the context, the output
+  ** projection and w2 (8 x BTD), w1, w3 and swiglu (3 x BTF), the scores and the masked scores
+  ** (2 x BHTT); the norms, the residual stream, the softmax and the logits stay float32. */
+  if (precision != SLM_FP32) {
+    double halves = L * (8 * BTD + 3 * BTF + 2 * BHTT);
+    out->activations -= 2 * halves;
+    out->scores -= 2 * L * 2 * BHTT;
+  }
   out->residual = 4 * BTD;
   if (run == SLL_RUN_TRAIN) {
     out->act_grads = 4 * (BTD + L * layer_out + BTD + BT * V + 1);
     out->grads = 4 * params;
     out->optim = 4 * params * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
   }
+  /* a training step's 16-bit working copy of every product's weight (graph/product.c): the layers'
+  ** and the output projection's; inference rounds them as it packs or copies them */
+  double weights = run == SLL_RUN_TRAIN && slM_product_keeps_copies(precision) ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
   if (slM_product_native(precision)) {
-    /* a training step's rounded copy of every product's weight (graph/product.c): the layers' and the
-    ** output projection; inference rounds them while packing */
-    out->scratch = run == SLL_RUN_TRAIN ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
-    /* in bf16 the per-head products' operands, rounded once a pass into three buffers: q or the
-    ** probabilities, k or v, and in training the output gradient (BHTT of the scores, BTD of the context) */
-    if (precision == SLM_BF16) out->scratch += 2 * (fmax(BTD, BHTT) + BTD + (run == SLL_RUN_TRAIN ? fmax(BHTT, BTD) : 0));
+    out->scratch = weights;
+    /* in bf16 the per-head products' float32 operands, rounded once a pass into their buffers: the
+    ** probabilities, and in training the output gradient (BHTT of the scores, BTD of the context);
+    ** q, k and v are read from their 16-bit storage */
+    if (precision == SLM_BF16) out->scratch += 2 * (BHTT + (run == SLL_RUN_TRAIN ? fmax(BHTT, BTD) : 0));
   } else if (precision != SLM_FP32) {
-    /* the rounded copies of the largest product inputs (graph/product.c) */
-    double a = BT * fmax(D, F), b = fmax(V * D, F * D);
-    a = fmax(a, T * fmax(T, dh));
+    /* the float32 copies of the largest product inputs, and the largest float32 result stored in
+    ** 16 bits (graph/product.c) */
+    double a = BT * fmax(D, F), b = fmax(V * D, F * D), c = BTF;
     if (run == SLL_RUN_TRAIN) a = fmax(a, BT * V), b = fmax(b, fmax(BTF, BTD));
-    out->scratch = 4 * (a + b);
+    out->scratch = weights + 4 * (a + b + c);
   }
   finish(out, run);
 }
@@ -116,36 +129,84 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
   memset(out, 0, sizeof *out);
   int train = run == SLL_RUN_TRAIN;
   char *grad = gradient_reach(g);
-  double a_max = 0, b_max = 0, weights = 0, slot[3] = {0, 0, 0};
+  int *dtypes = malloc((size_t)g->n * sizeof *dtypes), *store = malloc((size_t)g->n * sizeof *store);
+  slM_dtypes(g, dtypes);
+  for (int i = 0; i < g->n; i++) store[i] = g->precision == SLM_FP32 ? SLM_FP32 : slM_node_store(g, i, dtypes);
+  double a_max = 0, b_max = 0, c_max = 0, weights = 0, slot[3] = {0, 0, 0}, wide[SLM_MAX_INPUTS] = {0};
   int native = slM_product_native(g->precision), operands = native && g->precision == SLM_BF16;
+  int copies = slM_product_keeps_copies(g->precision);
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     const slM_OpDef *d = slM_op(n->op);
     param_bytes(n, train && grad[i], optimizer, out);
     if (n->kind == SLM_OUTPUT) continue;
-    double e = d->flags & SLM_OP_LOSS ? 1 : slM_items(n, batch);
-    out->activations += 4 * (e + (d->saves ? d->saves(g, n, batch, train) : 0));
-    if (d->flags & SLM_OP_QUADRATIC) out->scores += 4 * e;
+    double e = d->flags & SLM_OP_LOSS ? 1 : slM_items(n, batch), size = store[i] == SLM_FP32 ? 4 : 2;
+    double saved = d->saves ? d->saves(g, n, batch, train) : 0;
+    out->activations += size * e + (d->flags & SLM_OP_SAVES_HALF && slM_mask_store(g) != SLM_FP32 ? 2 : 4) * saved;
+    if (d->flags & SLM_OP_QUADRATIC) out->scores += size * e;
     if (train && grad[i]) out->act_grads += 4 * e * (1 + d->backward_temps);
+    /* 16-bit inputs of an operator that reads float32 alone, widened into a buffer per input
+    ** (graph/exec.c), or of a compressed linear layer's transforms */
+    int reads16 = d->flags & (SLM_OP_HALF | SLM_OP_HALF_IN), widens = !reads16 || n->comp.data_in || n->comp.data_in_prune;
+    for (int k = 0; widens && g->precision != SLM_FP32 && k < n->ninputs; k++)
+      if (store[n->inputs[k]] != SLM_FP32) {
+        int slot_k = reads16 ? 0 : k;
+        wide[slot_k] = fmax(wide[slot_k], slM_items(&g->nodes[n->inputs[k]], batch));
+      }
     if (g->precision != SLM_FP32 && d->rounded) {
-      if (native) {   /* a weight's rounded copy, two bytes an element, alive through the step */
-        if (n->nparams > 0 && !n->comp.weight && !n->comp.weight_mask) weights += (double)n->params[0]->value->size;
-        if (n->nparams == 0 && operands) {   /* a product of two activations: its operands' buffers (product.h) */
-          slot[0] = fmax(slot[0], slM_items(&g->nodes[n->inputs[0]], batch));
-          slot[1] = fmax(slot[1], slM_items(&g->nodes[n->inputs[1]], batch));
+      double a, b, c;
+      d->rounded(g, n, e, train, &a, &b, &c);
+      /* a weight's 16-bit working copy, two bytes an element, alive through the training run */
+      if (train && copies && n->nparams > 0 && !n->comp.weight && !n->comp.weight_mask)
+        weights += (double)n->params[0]->value->size;
+      if (native) {
+        if (n->nparams == 0 && operands) {   /* a product of two activations: its float32 operands' buffers (product.h) */
+          if (store[n->inputs[0]] == SLM_FP32) slot[0] = fmax(slot[0], slM_items(&g->nodes[n->inputs[0]], batch));
+          if (store[n->inputs[1]] == SLM_FP32) slot[1] = fmax(slot[1], slM_items(&g->nodes[n->inputs[1]], batch));
           if (train && grad[i]) slot[2] = fmax(slot[2], e);
         }
-      } else {        /* the emulated path's two scratch buffers, as large as the largest product needs */
-        double a, b;
-        d->rounded(g, n, e, train, &a, &b);
+      } else if (n->nparams > 0) {   /* the emulated path's scratch buffers, as large as the largest product needs
+                                    ** (attention's per-head products use each thread's tiles, not tensors) */
         a_max = fmax(a_max, a), b_max = fmax(b_max, b);
+        if (store[i] != SLM_FP32) c_max = fmax(c_max, c);
       }
     }
     if ((d->flags & SLM_OP_RESIDUAL) && out->residual == 0) out->residual = 4 * slM_items(n, batch);
   }
-  out->scratch = native ? (train ? 2 * weights : 0) + 2 * (slot[0] + slot[1] + slot[2]) : 4 * (a_max + b_max);
-  free(grad);
+  out->scratch = 2 * weights + 4 * (wide[0] + wide[1] + wide[2] + wide[3]);
+  out->scratch += native ? 2 * (slot[0] + slot[1] + slot[2]) : 4 * (a_max + b_max + c_max);
+  free(grad), free(dtypes), free(store);
   finish(out, run);
+}
+
+double slL_largest_share(const size_t *sizes, int n, int ranks, int *rank) {
+  int *owner = malloc(((size_t)n + 1) * sizeof *owner);
+  double *share = calloc((size_t)ranks, sizeof *share), most = 0;
+  slM_shard_owners(sizes, n, ranks, owner);
+  for (int i = 0; i < n; i++) share[owner[i]] += (double)sizes[i];
+  *rank = 0;
+  for (int q = 0; q < ranks; q++)
+    if (share[q] > most) most = share[q], *rank = q;
+  free(owner), free(share);
+  return most;
+}
+
+void slL_predict_shard(slL_Prediction *p, double share, int optimizer) {
+  p->optim = 4 * share * (optimizer == SLM_ADAMW ? 2 : optimizer == SLM_SGD ? 1 : 0);
+  finish(p, SLL_RUN_TRAIN);
+}
+
+int slL_lm_param_sizes(const slM_LmSpec *s, size_t *out) {
+  size_t D = (size_t)s->d_model, F = (size_t)s->d_ff, V = (size_t)s->vocab;
+  int n = 0;
+  out[n++] = V * D;   /* the token embedding */
+  for (int l = 0; l < s->layers; l++) {
+    const size_t layer[9] = {D, D * D, D * D, D * D, D * D, D, F * D, F * D, D * F};   /* ln1, q, k, v, o, ln2, w1, w3, w2 */
+    for (int k = 0; k < 9; k++) out[n++] = layer[k];
+  }
+  out[n++] = D;       /* the final norm */
+  out[n++] = V * D;   /* the output projection */
+  return n;
 }
 
 double slL_budget(const char *text, char *err, size_t errlen) {

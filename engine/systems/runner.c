@@ -17,6 +17,15 @@
 
 static int is_lm(const slM_Graph *g) { return strcmp(g->family, "lm") == 0; }
 
+/* Every step the runner takes stops at an interrupt: the graph asks between
+** nodes (one step of a large model runs for seconds), the loops below ask
+** between steps, and a cut step skips its optimizer update. The commands
+** see sl_interrupted() afterwards and discard what was measured. */
+static int interrupted(void *ud) {
+  (void)ud;
+  return sl_interrupted();
+}
+
 void slL_batch_init(slL_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed) {
   memset(b, 0, sizeof *b);
   b->batch = batch;
@@ -41,21 +50,19 @@ void slL_batch_free(slL_Batch *b) {
 
 double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step) {
   double loss = 0;
-  if (is_lm(g)) {
-    slM_lm_forward(g, b->tok, b->tgt, b->batch, b->T, train);
-    loss = slM_lm_loss(g);
+  int own_hook = !g->stop;   /* a caller's hook (lm_train's) stays */
+  if (own_hook) g->stop = interrupted;
+  if (is_lm(g)) slM_lm_forward(g, b->tok, b->tgt, b->batch, b->T, train);
+  else slM_forward(g, b->x, b->y, b->batch, train);
+  if (!g->stopped) {   /* a forward pass cut short has no loss to go back from */
+    if (is_lm(g)) loss = slM_lm_loss(g);
     if (train) {
       slM_zero_grads(g);
-      loss = slM_backward(g, NULL, b->batch);
-    }
-  } else {
-    slM_forward(g, b->x, b->y, b->batch, train);
-    if (train) {
-      slM_zero_grads(g);
-      loss = slM_backward(g, b->y, b->batch);
+      loss = slM_backward(g, is_lm(g) ? NULL : b->y, b->batch);
     }
   }
-  if (train && opt) slM_optimizer_step(g, opt, opt->lr, step);
+  if (train && opt && !g->stopped) slM_optimizer_step(g, opt, opt->lr, step);
+  if (own_hook) g->stop = NULL;
   return loss;
 }
 
@@ -64,23 +71,24 @@ double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig
 void slL_time_steps(slM_Graph *g, slL_Batch *b, int train, int warmup, int steps, slL_Timing *out) {
   memset(out, 0, sizeof *out);
   double t0 = slM_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
-  for (int i = 0; i < warmup; i++) slL_run_step(g, b, train, NULL, i);
+  for (int i = 0; i < warmup && !sl_interrupted(); i++) slL_run_step(g, b, train, NULL, i);
   out->warmup_seconds = warmup ? slM_now() - t0 : 0;
-  for (int i = 0; i < steps; i++) {
+  int done = 0;
+  for (; done < steps && !sl_interrupted(); done++) {
     double s = slM_now();
-    slL_run_step(g, b, train, NULL, warmup + i);
-    samples[i] = slM_now() - s;
+    slL_run_step(g, b, train, NULL, warmup + done);
+    samples[done] = slM_now() - s;
   }
-  out->first = steps ? samples[0] : 0;
+  out->first = done ? samples[0] : 0;
   out->total_seconds = slM_now() - t0;
   slK_Stats st = {0};
-  if (steps) slK_stats(samples, steps, &st);
+  if (done) slK_stats(samples, done, &st);
   out->mean = st.mean, out->std = st.std, out->median = st.median;
   free(samples);
 }
 
 size_t slL_measure_peak(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, int steps) {
   slM_mem_reset();
-  for (int i = 0; i < steps; i++) slL_run_step(g, b, train, opt, i);
+  for (int i = 0; i < steps && !sl_interrupted(); i++) slL_run_step(g, b, train, opt, i);
   return slM_mem_total_peak();
 }

@@ -20,7 +20,9 @@ typedef struct slL_Batch {
 void slL_batch_init(slL_Batch *b, const slM_Graph *g, int batch, int T, uint64_t seed);
 void slL_batch_free(slL_Batch *b);
 /* one step: forward (train = 0), forward and backward (train = 1), or a full
-** training step with the optimizer (opt != NULL). Returns the loss. */
+** training step with the optimizer (opt != NULL). Returns the loss. An
+** interrupt cuts the step between nodes (and skips its update); here and in
+** the loops below, the caller checks sl_interrupted() afterwards. */
 double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step);
 
 /* Times steps the way the CS336 systems assignment's end-to-end benchmarking script does (its §1.1.3): `warmup` untimed steps,

@@ -519,7 +519,7 @@ static const sl_Command slT_commands[] = {
    "values. After the sweep the names have their earlier values again. On an error or an interrupt the rows "
    "already done are shown and kept in the variable sweep_partial.",
    "results = sweep width=[4, 8] mode=[\"ptq\", \"qat\"] {\n  row bits=width * 2\n}", cmd_sweep,
-   SL_CMD_EXTRA_KEYWORDS,
+   SL_CMD_EXTRA_KEYWORDS | SL_CMD_LONG,
    {{"body", SL_ARG_BLOCK, SL_REQUIRED, NULL, "the statements to run for each combination"}, {NULL}}},
   {"row", "table", "Add a row of name=value cells to the sweep's table (or to into=TABLE).", "",
    "sweep x=1..3 {\n  row square=x * x\n}", cmd_row, SL_CMD_EXTRA_KEYWORDS,
@@ -531,7 +531,7 @@ static const sl_Command slT_commands[] = {
    "set as its definition, loaded again from its files; tables, numbers, strings, lists and records as they are. "
    "Either way the file is written under a temporary name and renamed into place.",
    "results = table width=[4, 8] accuracy=[0.61, 0.83]\nsave results \"results.csv\"\nm = model mlp hidden=[64]\n"
-   "save m \"mlp.slm\"", cmd_save, 0,
+   "save m \"mlp.slm\"", cmd_save, SL_CMD_LONG,
    {{"value", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED, NULL, "a table, model, data set, number, string, list or record"},
     {"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "the file: .csv for a table as CSV, else a syslab file"},
     {NULL}}},
@@ -540,7 +540,7 @@ static const sl_Command slT_commands[] = {
    "truncated, altered or not a syslab file at all is refused with a message saying which.",
    "save (table width=[4, 8] accuracy=[0.61, 0.83]) \"results.csv\"\nt = load \"results.csv\"\n"
    "save (model mlp hidden=[64]) \"mlp.slm\"\nm = load \"mlp.slm\"",
-   cmd_load, 0, {{"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "a .csv file or a syslab file"}, {NULL}}},
+   cmd_load, SL_CMD_LONG, {{"path", SL_ARG_STRING, SL_POSITIONAL | SL_REQUIRED, NULL, "a .csv file or a syslab file"}, {NULL}}},
   {"select", "table", "Keep some columns of a table, in the order given.", "",
    "results = table width=[4, 8, 4, 8] mode=[\"ptq\", \"ptq\", \"qat\", \"qat\"] accuracy=[0.61, 0.83, 0.7, 0.85]\nselect results columns=[\"width\", \"accuracy\"]", cmd_select, 0,
    {TABLE_ARG, {"columns", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "column names"}, {NULL}}},

@@ -7,10 +7,10 @@
 ** a row per run, and a row may name a column no earlier row had.
 */
 #include "table.h"
-#include "lang/file.h"
 
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,13 @@ void slT_free(slT_Table *t) {
   free(t->names);
   free(t->timing);
   free(t->cells);
+  free(t->note);
   free(t);
+}
+
+void slT_set_note(slT_Table *t, const char *note) {
+  free(t->note);
+  t->note = note ? strdup(note) : NULL;
 }
 
 int slT_column(const slT_Table *t, const char *name) {
@@ -420,11 +426,13 @@ static void csv_field(FILE *f, const char *s, int is_string) {
 }
 
 int slT_write_csv(const slT_Table *t, const char *path, char *err, size_t errlen) {
-  char tmp[4096];
+  char tmp[4096], why[512];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
+  int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, "a CSV file", NULL, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
-    snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    snprintf(err, errlen, "cannot write '%s': %s", path, fd < 0 ? why : strerror(errno));
     return -1;
   }
   for (size_t c = 0; c < t->ncols; c++) {

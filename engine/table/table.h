@@ -14,6 +14,7 @@ typedef struct slT_Table {
   char **names;
   unsigned char *timing;   /* per column: holds measurements of time (marked in Markdown) */
   sl_Value *cells;   /* row-major, nrows x cap_cols; nil marks a missing cell */
+  char *note;        /* why its cells may be missing, for messages (a study without a complete trial); or NULL */
 } slT_Table;
 
 extern const sl_Class slT_class;
@@ -29,6 +30,8 @@ int slT_column(const slT_Table *t, const char *name);
 int slT_add_column(slT_Table *t, const char *name);
 /* marks a column as measurements of time: reports may differ there between runs */
 void slT_mark_timing(slT_Table *t, int col);
+/* says why the table's cells may be missing (copied; replaces an earlier note) */
+void slT_set_note(slT_Table *t, const char *note);
 /* appends an empty row (all nil) and returns its index */
 size_t slT_add_row(slT_Table *t);
 sl_Value slT_get(const slT_Table *t, size_t row, size_t col);       /* borrowed */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "jupyter/wire.h"
+#include "kernel/wire.h"
 
 static void *ctx, *tx, *rx;
 

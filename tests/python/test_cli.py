@@ -3,6 +3,8 @@ import json
 import os
 import pathlib
 
+import pytest
+
 from conftest import ROOT, syslab
 
 
@@ -120,3 +122,43 @@ def test_install_user_is_found_by_jupyter(syslab_bin, tmp_path):
     assert "syslab" in ksm.find_kernel_specs()
     resources = ksm.get_kernel_spec("syslab").resource_dir
     assert pathlib.Path(resources, "logo-svg.svg").exists()
+
+
+def test_run_notebook_honours_the_reports_cell_tags(syslab_bin):
+    """`syslab run` of a notebook ran skip-execution cells and stopped at a
+    raises-exception cell's expected error: it now does as the report does,
+    and says so."""
+    r = syslab("run", str(ROOT / "tests" / "report" / "report_test.ipynb"))
+    assert r.returncode == 0, r.stderr
+    assert "never executed" not in r.stdout
+    assert "cell 10: skipped (skip-execution)" in r.stderr
+    assert "NameError: name 'no_such_variable' is not defined" in r.stderr
+    assert "cell 11: the error above was expected (raises-exception); going on" in r.stderr
+    assert "after the error" in r.stdout
+
+
+def test_misspelt_subcommand_gets_a_suggestion(syslab_bin):
+    r = syslab("reprot")
+    assert r.returncode == 2 and "syslab: unknown command 'reprot'; did you mean 'report'?" in r.stderr
+    r = syslab("instal", "--user")
+    assert r.returncode == 2 and "did you mean 'install'?" in r.stderr
+
+
+@pytest.mark.parametrize("args, why", [
+    (["-j", "3x"], "-j takes a whole number from 1 to 256 (notebooks to run at once), not '3x'"),
+    (["-j", "2.9"], "-j takes a whole number from 1 to 256 (notebooks to run at once), not '2.9'"),
+    (["-j1000"], "-j takes a whole number from 1 to 256 (notebooks to run at once), not '1000'"),
+    (["-j0"], "not '0'"),
+    (["-j", ""], "not ''"),
+    (["--jobs", "-1"], "--jobs takes a whole number from 1 to 256"),
+    (["--timeout", "10s"], "--timeout takes a whole number from 1 to 86400 (seconds a cell may run), not '10s'"),
+    (["--timeout", "1e9"], "not '1e9'"),
+    (["--timeout", "0"], "not '0'"),
+])
+def test_command_line_numbers_are_strict(syslab_bin, tmp_path, args, why):
+    """-j 3x and -j 2.9 were read as 3 and 2, -j1000 was clamped to 256 and
+    --timeout 10s was read as 10: each is refused, naming the option and
+    the range, before anything runs."""
+    r = syslab("report", str(ROOT / "tests" / "report" / "second.ipynb"), "-o", str(tmp_path / "out"), *args)
+    assert r.returncode == 2 and why in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

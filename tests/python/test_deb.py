@@ -1,8 +1,9 @@
 """The Debian package (`make deb`, docs/package.md), unpacked with dpkg-deb -x
 into a temporary root instead of installed: its program runs from there, finds
 its own files there (kernelspec logos, documentation), its kernelspec starts a
-kernel that answers kernel_info, and its Depends line names the package of
-every shared library the program and the MPI module load.
+kernel that answers kernel_info, its Depends line names the package of
+every shared library the program and the MPI module load, and the program
+finds the CUDA module the package carries where nvcc built one.
 
 The package is built (or brought up to date) by `make deb`; SYSLAB_DEB names a
 package built beforehand, to test that one instead."""
@@ -56,6 +57,8 @@ def test_the_package_holds_program_module_kernelspec_and_docs(deb, root):
     assert os.access(usr / "bin" / "syslab", os.X_OK)
     if shutil.which("mpicc"):  # the build found MPI, so the module is built and packed
         assert (usr / "lib" / "syslab" / "syslab_mpi.so").is_file()
+    if shutil.which("nvcc"):  # the build found nvcc: the CUDA module too
+        assert (usr / "lib" / "syslab" / "syslab_cuda.so").is_file()
     spec = usr / "share" / "jupyter" / "kernels" / "syslab"
     kernel = json.loads((spec / "kernel.json").read_text())
     assert kernel["argv"] == ["syslab", "kernel", "-f", "{connection_file}"]
@@ -103,6 +106,13 @@ def test_the_unpacked_program_runs_and_finds_its_files(root, tmp_path):
     script.write_text('x = [1, 2, 3]\nprint "sum:" (sum x)\nt = table a=[1, 2] b=[3, 4]\nprint t.nrows\n')
     run = subprocess.run([str(syslab), "run", str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0 and run.stdout == "sum: 6\n2\n", run
+    # the CUDA module beside it (../lib/syslab/) is the one found: what it says is the driver's
+    gpu = subprocess.run([str(syslab), "run", "-"], input="print (version).gpu\n", capture_output=True, text=True,
+                         timeout=60, env=env).stdout
+    if (root / "usr" / "lib" / "syslab" / "syslab_cuda.so").is_file():
+        assert "cannot be loaded" not in gpu and "built without CUDA" not in gpu, gpu
+    else:
+        assert "built without CUDA" in gpu, gpu
     # `syslab install` copies the logos from the package's own share/
     installed = subprocess.run([str(syslab), "install", "--user"], capture_output=True, text=True, timeout=60, env=env)
     assert installed.returncode == 0, installed

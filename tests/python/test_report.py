@@ -360,3 +360,51 @@ def test_lab_reports_differ_only_in_measurements(tmp_path):
     assert set(figures) - measured  # some figures are compared
     for name in set(figures) - measured:
         assert (outs[0] / "figures" / name).read_bytes() == (outs[1] / "figures" / name).read_bytes(), name
+
+
+def small_notebook(path, *cells):
+    """a notebook of code cells, each (source, tags)"""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}
+    for i, (source, tags) in enumerate(cells):
+        nb["cells"].append({"cell_type": "code", "id": f"c{i}", "metadata": {"tags": tags}, "outputs": [],
+                            "execution_count": None, "source": source})
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def test_parameter_names_are_checked(tmp_path):
+    """-p scael=full silently ran the default scale, and a name holding a
+    newline went into the injected cell as code: a name the parameters cell
+    does not set is warned about (as papermill does), with a suggestion, and
+    a name that is no name is refused before anything runs."""
+    nb = small_notebook(tmp_path / "p.ipynb", ('scale = "small"\nseed = 1', ["parameters"]),
+                        ('print "scale is" scale', []))
+    out = tmp_path / "out"
+    r = report(str(nb), "-o", str(out), "--no-pdf", "-p", "scael=full")
+    assert r.returncode == 0, r.stderr
+    assert (f"{nb}: warning: -p scael: the parameters cell does not set 'scael' (it sets scale, seed); "
+            "did you mean 'scale'?") in r.stderr
+    r = report(str(nb), "-o", str(out), "--no-pdf", "-p", "scale=full")
+    assert r.returncode == 0 and "warning" not in r.stderr
+    assert "scale is full" in (out / "report.md").read_text()
+    for bad in ["x\nprint 666\ny", "2x", "a-b", "if", "print", ""]:
+        r = report(str(nb), "-o", str(tmp_path / "bad"), "--no-pdf", "-p", f"{bad}=1")
+        assert r.returncode == 2, (bad, r.stderr)
+        assert "-p takes NAME=VALUE" in r.stderr and "666" not in r.stdout
+        assert not (tmp_path / "bad").exists()
+    no_params = small_notebook(tmp_path / "q.ipynb", ('print "hello"', []))
+    r = report(str(no_params), "-o", str(tmp_path / "out2"), "--no-pdf", "-p", "n=2")
+    assert r.returncode == 0
+    assert f"{no_params}: warning: -p n: the notebook has no cell tagged `parameters`" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["10s", "1e9", "abc", "", "-5", "2.5", "0", "86401"])
+def test_bad_cell_timeouts_are_refused(tmp_path, value):
+    """`#| timeout: 10s` (or 1e9, abc, nothing) was silently ignored: the cell
+    ran under --timeout. Each is refused naming the cell, before any cell runs."""
+    nb = small_notebook(tmp_path / "t.ipynb", ('print "first"', []), (f"#| timeout: {value}\nsleep 1", []))
+    r = report(str(nb), "-o", str(tmp_path / "out"), "--no-pdf")
+    assert r.returncode == 1
+    assert (f"{nb}, cell 2: `#| timeout: {value}` is not a whole number of seconds from 1 to 86400"
+            in r.stderr), r.stderr
+    assert "nothing was run" in r.stderr

@@ -504,3 +504,28 @@ def test_signal_stops_report_and_its_kernel(tmp_path, sig):
     assert gone(kpid, 1.0), "the kernel is still running"
     assert not os.path.exists(conn) and not os.path.exists(os.path.dirname(conn))
     assert stdout == "" and not (out / "report.md").exists()
+
+
+def test_inline_script_and_style_go_with_their_content(tmp_path):
+    """<script> and <style> written inside a paragraph (inline HTML) lost
+    their tags but left their content as visible text in report.md and
+    report.html; the docs say the content goes with the element. A tag left
+    open takes the rest of its paragraph, as a browser's raw text would."""
+    nb = notebook(tmp_path / "inline.ipynb", [
+        ("markdown", "Before <b>bold</b> <script>var secret = 1;</script> after.\n\n"
+                     "Text <style>p { color: red }</style> tail.\n\n"
+                     "<i>x</i><script>alert(2)</script> and *more <script>alert(3)</script> emphasis*\n\n"
+                     "Open <SCRIPT type='a'>alert(4) to the end\nof this paragraph\n\nNext paragraph stays."),
+        ("code", 'print "ran"')])
+    out = tmp_path / "out"
+    r = report(str(nb), "-o", str(out), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    for name in ("report.md", "report.html"):
+        text = (out / name).read_text()
+        if name == "report.html":
+            text = text[text.index("<body"):]
+            text = re.sub(r"<script>.*?</script>", "", text, flags=re.S)   # the report's own two scripts
+        for gone in ("secret", "color: red", "alert(", "to the end", "of this paragraph"):
+            assert gone not in text, (name, gone)
+        for kept in ("Before <b>bold</b>", "after.", "tail.", "<i>x</i>", "emphasis", "Open", "Next paragraph stays."):
+            assert kept in text, (name, kept)

@@ -1,9 +1,15 @@
-/* check.c - the unit-test harness behind check.h, and the in-memory host
-** the tests of the language share. */
+/* check.c - the unit-test harness behind check.h, the in-memory host
+** the tests of the language share, and the one-node graphs of the
+** operator tests. */
 #include "check.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph/ops.h"
+#include "graph/slots.h"
 
 int check_failures_in_test;
 static int passed, failed, skipped;
@@ -129,3 +135,75 @@ const char *check_fails(sl_State *S, const char *code) {
   sl_release(v);
   return NULL;
 }
+
+/* ------------------------------------------- one operator node, on the CPU */
+
+slM_Graph *check_graph_new(void) {
+  slM_Graph *g = calloc(1, sizeof *g);
+  slM_rng_seed(&g->rng, 5);
+  return g;
+}
+
+int check_input(slM_Graph *g, int ndim, const int *shape, const float *data) {
+  int k = slM_add_node(g, "x", SLM_PLACEHOLDER, OP_MASK, NULL, 0);
+  slM_Tensor *t = g->nodes[k].out = slM_tensor_new(ndim, shape);
+  memcpy(t->data, data, t->size * sizeof *t->data);
+  return k;
+}
+
+slM_Node *check_op_node(slM_Graph *g, slM_Op op, int a, int b) {
+  int ins[2] = {a, b};
+  int k = slM_add_node(g, slM_op_name(op), SLM_CALL_FUNCTION, op, ins, b < 0 ? 1 : 2);
+  return &g->nodes[k];
+}
+
+void check_param(slM_Node *n, int ndim, const int *shape, const float *data) {
+  slM_Param *p = slM_param_new("p", ndim, shape);
+  memcpy(p->value->data, data, p->value->size * sizeof(float));
+  n->params[n->nparams++] = p;
+}
+
+void check_forward(slM_Graph *g, slM_Node *n) { slM_op(n->op)->impl[SLM_CPU].forward(g, n); }
+
+void check_backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *init, float *const *pinit) {
+  n->gout = slM_tensor_like(n->out);
+  memcpy(n->gout->data, dy, n->gout->size * sizeof(float));
+  n->gout_live = 1;
+  for (int k = 0; k < n->ninputs && init; k++) {
+    slM_Node *src = &g->nodes[n->inputs[k]];
+    if (!init[k]) continue;
+    src->gout = slM_tensor_like(src->out);
+    memcpy(src->gout->data, init[k], src->gout->size * sizeof(float));
+    src->gout_live = 1;
+  }
+  for (int k = 0; k < n->nparams && pinit; k++)
+    if (pinit[k]) memcpy(slM_param_grad(n->params[k])->data, pinit[k], n->params[k]->value->size * sizeof(float));
+  slM_op(n->op)->impl[SLM_CPU].backward(g, n);
+}
+
+float *check_grad_of(slM_Graph *g, const slM_Node *n, int k) { return g->nodes[n->inputs[k]].gout->data; }
+
+/* ------------------------------------------------------------ interrupts */
+
+double check_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *interrupt_later(void *arg) {
+  check_Timer *t = arg;
+  struct timespec ts = {(time_t)t->after, (long)((t->after - (double)(time_t)t->after) * 1e9)};
+  nanosleep(&ts, NULL);
+  t->at = check_now();
+  sl_interrupt();
+  return NULL;
+}
+
+void check_interrupt_later(check_Timer *t, double after) {
+  t->after = after;
+  t->at = 0;
+  pthread_create(&t->thread, NULL, interrupt_later, t);
+}
+
+void check_interrupt_join(check_Timer *t) { pthread_join(t->thread, NULL); }

@@ -83,4 +83,41 @@ const char *check_show(sl_State *S, const char *code, const char *mime);
 /* runs code; NULL when it ran, else "Ename: message" */
 const char *check_fails(sl_State *S, const char *code);
 
+/* ------------------------------------------- one operator node, on the CPU */
+
+/* Tests of an operator against another implementation (the GPU's, an
+** emulation) build a graph of placeholders and one node, and run the
+** node's CPU forward and backward from the operator table, so that the
+** reference is the code the graph runs. */
+#include "graph/model.h"
+
+slM_Graph *check_graph_new(void);
+/* a placeholder holding a copy of data (OP_MASK: the linear layer computes a gradient for it, unlike OP_INPUT) */
+int check_input(slM_Graph *g, int ndim, const int *shape, const float *data);
+/* the operator node over input a (and b when b >= 0), added last so that the pointer stays valid */
+slM_Node *check_op_node(slM_Graph *g, slM_Op op, int a, int b);
+/* a parameter of the node holding a copy of data */
+void check_param(slM_Node *n, int ndim, const int *shape, const float *data);
+void check_forward(slM_Graph *g, slM_Node *n);
+/* the backward from dy; input k's gradient starts at init[k] and parameter k's at pinit[k] (NULL: the backward
+** makes it, zeroed) */
+void check_backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *init, float *const *pinit);
+float *check_grad_of(slM_Graph *g, const slM_Node *n, int k);
+
+/* ------------------------------------------------------------ interrupts */
+
+#include <pthread.h>
+
+/* seconds on the monotonic clock (the engine's slM_now reads the same) */
+double check_now(void);
+/* An interrupt sent by another thread `after` seconds from now, as the
+** kernel's control thread sends one; check_interrupt_join waits for that
+** thread, after which `at` holds when the interrupt was sent. */
+typedef struct {
+  double after, at;
+  pthread_t thread;
+} check_Timer;
+void check_interrupt_later(check_Timer *t, double after);
+void check_interrupt_join(check_Timer *t);
+
 #endif

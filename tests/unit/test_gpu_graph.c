@@ -16,10 +16,19 @@
 ** The round trip `to gpu` then `to cpu` is exact (copies, no arithmetic);
 ** so is the rounding to 16 bits (ties, NaN, infinities, subnormals).
 **
-** Without a GPU every refusal is checked (the reason slG_describe gives
-** appears in the message, the allowed devices are named), the CPU side of
+** Without a GPU every refusal is checked (the reason slK_dev_why gives:
+** no module, or the CUDA module's reason, appears in the message, the
+** allowed devices are named), the CPU side of
 ** `to` and the operator table's CUDA slots are checked, and the GPU part
-** prints that it skipped and why. */
+** prints that it skipped and why.
+**
+** Each model's losses are printed as soon as a device has them (the CPU's
+** before the GPU's run starts), line by line, so that a run that faults
+** or is stopped still shows how far the models agreed. SYSLAB_GPU_TEST_SMALL=1
+** (what bench/gpu_check.sh and bench/gpu_first.sh set under
+** compute-sanitizer, which runs kernels far slower) trains one epoch on
+** fewer samples, two language-model steps, and the fused node's causal
+** cases alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +47,11 @@
 
 static int gpu;
 static char err[512];
+
+static int small(void) {
+  const char *e = getenv("SYSLAB_GPU_TEST_SMALL");
+  return e && *e == '1';
+}
 
 static slM_Graph *mlp(void) {
   slM_MlpSpec s = {16, 3, {32, 16}, 2, OP_RELU, 0.1f};
@@ -162,13 +176,16 @@ static void train_both(slM_Graph *cpu, double tol, const char *what) {
   slM_Graph *dev = slM_graph_to(cpu, SLM_CUDA, err, sizeof err);
   CHECK_MSG(dev != NULL, "%s to gpu: %s", what, err);
   if (!dev) return;
-  slM_Dataset *d = slM_synthetic(64, 32, cpu->features, cpu->classes, 0.5, 3);
-  slM_TrainConfig c = {2, 16, 0.01, 0.9, 0.01, SLM_ADAMW, SLM_CONSTANT, 0, 5};
+  int epochs = small() ? 1 : 2;
+  slM_Dataset *d = slM_synthetic(small() ? 32 : 64, small() ? 16 : 32, cpu->features, cpu->classes, 0.5, 3);
+  slM_TrainConfig c = {epochs, 16, 0.01, 0.9, 0.01, SLM_ADAMW, SLM_CONSTANT, 0, 5};
   slM_EpochStats a[2], b[2];
-  CHECK_EQ_INT(slM_train(cpu, d, &c, NULL, a), 2);
-  CHECK_EQ_INT(slM_train(dev, d, &c, NULL, b), 2);
+  CHECK_EQ_INT(slM_train(cpu, d, &c, NULL, a), epochs);
+  for (int e = 0; e < epochs; e++) printf("  %s epoch %d on the cpu: loss %.7f, test loss %.7f\n", what, e + 1, a[e].loss,
+                                          a[e].test_loss);
+  CHECK_EQ_INT(slM_train(dev, d, &c, NULL, b), epochs);
   CHECK_MSG(!dev->fault[0], "%s: %s", what, dev->fault);
-  for (int e = 0; e < 2; e++) {
+  for (int e = 0; e < epochs; e++) {
     printf("  %s epoch %d: loss cpu %.7f gpu %.7f, test loss cpu %.7f gpu %.7f\n", what, e + 1, a[e].loss, b[e].loss,
            a[e].test_loss, b[e].test_loss);
     CHECK_MSG(close_to(b[e].loss, a[e].loss, tol), "%s epoch %d: %.9g vs %.9g", what, e + 1, b[e].loss, a[e].loss);
@@ -235,11 +252,11 @@ static void test_rounding_bits(void) {
   CHECK_MSG(dx && dy && dh, "alloc: %s", err);
   if (!dx || !dy || !dh) return;
   for (int format = SLK_BF16; format <= SLK_FP16; format++) {
-    CHECK_EQ_INT(slK_dev_upload(dx, x, sizeof x, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_round(format, dx, dy, N, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_to_half(format, dx, dh, N, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_download(y, dy, sizeof y, err, sizeof err), 0);
-    CHECK_EQ_INT(slK_dev_download(h, dh, sizeof h, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->upload(dx, x, sizeof x, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->round_half(format, dx, dy, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->to_half(format, dx, dh, N, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->download(y, dy, sizeof y, err, sizeof err), 0);
+    CHECK_EQ_INT(slK_gpu()->download(h, dh, sizeof h, err, sizeof err), 0);
     slK_round_array(format, x, r, N);
     int bad = 0;
     for (int i = 0; i < N; i++) {
@@ -270,14 +287,14 @@ static void test_half_gemm_batched(void) {
   float *dc = slK_dev_alloc(sizeof c, SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(dah && dbh && dc, "alloc: %s", err);
   if (!dah || !dbh || !dc) return;
-  slK_dev_upload(dah, ah, sizeof ah, err, sizeof err);
-  slK_dev_upload(dbh, bh, sizeof bh, err, sizeof err);
-  slK_dev_zero(dc, sizeof c, err, sizeof err);
+  slK_gpu()->upload(dah, ah, sizeof ah, err, sizeof err);
+  slK_gpu()->upload(dbh, bh, sizeof bh, err, sizeof err);
+  slK_gpu()->zero(dc, sizeof c, err, sizeof err);
   /* op(A) = A^T stored K x M, op(B) = B stored K x N: a weight's gradient's shape */
-  int rc = slK_dev_gemm_batched(SLK_BF16, 1, 0, M, N, K, 0.5f, dah, M, (long long)M * K, dbh, N, (long long)K * N, 0.0f,
-                                dc, N, (long long)M * N, B, err, sizeof err);
+  int rc = slK_gpu()->gemm_batched(SLK_BF16, 1, 0, M, N, K, 0.5f, dah, M, (long long)M * K, dbh, N, (long long)K * N,
+                                   0.0f, dc, N, (long long)M * N, B, err, sizeof err);
   CHECK_MSG(rc == 0, "gemm: %s", err);
-  slK_dev_download(c, dc, sizeof c, err, sizeof err);
+  slK_gpu()->download(c, dc, sizeof c, err, sizeof err);
   double worst = 0;
   for (int s = 0; s < B; s++) {
     slK_gemm_half_reference(SLK_BF16, 1, 0, M, N, K, 0.5f, a + (size_t)s * M * K, M, b + (size_t)s * K * N, NULL, N,
@@ -294,12 +311,13 @@ static void lm_both(slM_Graph *cpu, double tol, const char *what) {
   slM_Graph *dev = slM_graph_to(cpu, SLM_CUDA, err, sizeof err);
   CHECK_MSG(dev != NULL, "%s to gpu: %s", what, err);
   if (!dev) goto done;
-  enum { B = 4, T = 16, STEPS = 4 };
+  enum { B = 4, T = 16 };
   int32_t tok[B * T], tgt[B * T];
+  const int steps = small() ? 2 : 4;
   slM_Rng rng;
   slM_rng_seed(&rng, 11);
   slM_TrainConfig c = {1, B, 0.003, 0.9, 0.0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
-  for (int s = 0; s < STEPS; s++) {
+  for (int s = 0; s < steps; s++) {
     slM_lm_random_batch(&rng, cpu->vocab, B, T, tok, tgt);
     double loss[2];
     slM_Graph *gs[2] = {cpu, dev};
@@ -347,18 +365,18 @@ static void fused_rows_case(int format, int B, int T, int H, int dh, int causal,
   CHECK(slK_attention_backward(SLK_ATTN_FUSED, &a, h[0], h[1], h[2], h[4], h[3], h[5], h[6], h[7], h[8]) == 0);
   float *d[9];
   for (int i = 0; i < 9; i++) d[i] = slK_dev_alloc(bx, SLM_MEM_TEMP, err, sizeof err);
-  for (int i = 0; i < 4; i++) slK_dev_upload(d[i], h[i], bx, err, sizeof err);
+  for (int i = 0; i < 4; i++) slK_gpu()->upload(d[i], h[i], bx, err, sizeof err);
   int rc = slK_dev_attention_forward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[5], SLM_MEM_TEMP, err,
                                      sizeof err);
   CHECK_MSG(rc == 0, "fused rows forward: %s", err);
   for (size_t j = 0; j < nx; j++) h[9][j] = 0.25f;
-  for (int i = 6; i < 9; i++) slK_dev_upload(d[i], h[9], bx, err, sizeof err);
+  for (int i = 6; i < 9; i++) slK_gpu()->upload(d[i], h[9], bx, err, sizeof err);
   rc = rc ? rc : slK_dev_attention_backward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[3], d[5], d[6], d[7],
                                             d[8], SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(rc == 0, "fused rows backward: %s", err);
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
   for (int i = 0; rc == 0 && i < 5; i++) {
-    slK_dev_download(h[9], d[4 + i], i == 1 ? nl * sizeof(float) : bx, err, sizeof err);
+    slK_gpu()->download(h[9], d[4 + i], i == 1 ? nl * sizeof(float) : bx, err, sizeof err);
     size_t n = i == 1 ? nl : nx;
     if (i >= 2)
       for (size_t j = 0; j < n; j++) h[9][j] -= 0.25f;
@@ -373,7 +391,7 @@ static void fused_rows_case(int format, int B, int T, int H, int dh, int causal,
 }
 
 static void test_fused_rows(void) {
-  for (int causal = 0; causal < 2; causal++) {
+  for (int causal = small(); causal < 2; causal++) {
     fused_rows_case(SLK_FP32, 2, 150, 3, 64, causal, 1e-4);
     fused_rows_case(SLK_BF16, 2, 150, 3, 64, causal, 3e-2);
     fused_rows_case(SLK_BF16, 1, 150, 2, 128, causal, 3e-2);
@@ -465,6 +483,7 @@ static void test_refusals_on_a_device(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);   /* each line as it comes, into a log too */
   gpu = slK_dev_available();
   RUN(test_cuda_slots);
   RUN(test_to_cpu_copies_the_state);

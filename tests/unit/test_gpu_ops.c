@@ -35,23 +35,26 @@
 **              float32, so at most 1 ulp of a value below 1 (atol 1.2e-7)
 **
 ** SYSLAB_GPU_TEST_SMALL=1 (what bench/gpu_check.sh sets under
-** compute-sanitizer) keeps the small shapes. Without a GPU, the CPU side of
-** every case still runs (the harness checked, under ASan too), the
-** entry points are checked to answer -1 with a message, and the GPU side
-** prints that it skipped and why. */
+** compute-sanitizer) keeps the small shapes. The GPU's entry points are
+** the CUDA module's table (cuda/gpu.h, loaded by kernels/device.h).
+** Without a GPU, the CPU side of every case still runs (the harness
+** checked, under ASan too), the module's entry points are checked to
+** answer -1 with a message (a build without nvcc has no module, and says
+** so), and the GPU side prints that it skipped and why. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "cuda/gpu.h"
 #include "graph/model.h"
 #include "graph/ops.h"
 #include "graph/slots.h"
 #include "graph/train.h"
+#include "kernels/device.h"
 #include "kernels/round.h"
 
+static const slG_Backend *G;   /* the CUDA module's table (kernels/device.h), NULL without one */
 static int gpu;          /* a CUDA device is present: the GPU side of each case runs */
 static char err[512];
 static char tag[160];    /* the case, for messages */
@@ -78,58 +81,7 @@ static float *ints(size_t n, int k) {
   return x;
 }
 
-/* ------------------------------------------------- the CPU side: one node */
-
-static slM_Graph *graph_new(void) {
-  slM_Graph *g = calloc(1, sizeof *g);
-  slM_rng_seed(&g->rng, 5);
-  return g;
-}
-
-/* a placeholder holding data; OP_MASK, since the linear layer computes no
-** gradient for an OP_INPUT */
-static int input(slM_Graph *g, int ndim, const int *shape, const float *data) {
-  int k = slM_add_node(g, "x", SLM_PLACEHOLDER, OP_MASK, NULL, 0);
-  slM_Tensor *t = g->nodes[k].out = slM_tensor_new(ndim, shape);
-  memcpy(t->data, data, t->size * sizeof *t->data);
-  return k;
-}
-
-/* the operator node over input a (and b when b >= 0); added last, so the
-** pointer stays valid */
-static slM_Node *op_node(slM_Graph *g, slM_Op op, int a, int b) {
-  int ins[2] = {a, b};
-  int k = slM_add_node(g, slM_op_name(op), SLM_CALL_FUNCTION, op, ins, b < 0 ? 1 : 2);
-  return &g->nodes[k];
-}
-
-static void param(slM_Node *n, int ndim, const int *shape, const float *data) {
-  slM_Param *p = slM_param_new("p", ndim, shape);
-  memcpy(p->value->data, data, p->value->size * sizeof(float));
-  n->params[n->nparams++] = p;
-}
-
-static void forward(slM_Graph *g, slM_Node *n) { slM_op(n->op)->impl[SLM_CPU].forward(g, n); }
-
-/* the backward from dy; input k's gradient starts at init[k] and parameter
-** k's at pinit[k] (NULL: the backward makes it, zeroed) */
-static void backward(slM_Graph *g, slM_Node *n, const float *dy, float *const *init, float *const *pinit) {
-  n->gout = slM_tensor_like(n->out);
-  memcpy(n->gout->data, dy, n->gout->size * sizeof(float));
-  n->gout_live = 1;
-  for (int k = 0; k < n->ninputs && init; k++) {
-    slM_Node *src = &g->nodes[n->inputs[k]];
-    if (!init[k]) continue;
-    src->gout = slM_tensor_like(src->out);
-    memcpy(src->gout->data, init[k], src->gout->size * sizeof(float));
-    src->gout_live = 1;
-  }
-  for (int k = 0; k < n->nparams && pinit; k++)
-    if (pinit[k]) memcpy(slM_param_grad(n->params[k])->data, pinit[k], n->params[k]->value->size * sizeof(float));
-  slM_op(n->op)->impl[SLM_CPU].backward(g, n);
-}
-
-static float *grad_of(slM_Graph *g, const slM_Node *n, int k) { return g->nodes[n->inputs[k]].gout->data; }
+/* the CPU side: one node (check.h's check_op_node and its kin) */
 
 /* ---------------------------------------------------- the GPU side */
 
@@ -143,7 +95,7 @@ typedef struct {
 static void *keep(Dev *d, void *p) {
   if (d->n == (int)(sizeof d->p / sizeof d->p[0])) {
     check_fail(__FILE__, __LINE__, "%s: too many device buffers for one case", tag);
-    slG_free(p);
+    G->free(p);
     d->ok = 0;
     return NULL;
   }
@@ -157,10 +109,10 @@ static float *up(Dev *d, const float *host, size_t n) {
   float *fill = NULL;
   if (!d->ok) return NULL;
   if (!host) memset(fill = malloc(n * sizeof *fill), 0xff, n * sizeof *fill);
-  if (slG_alloc(&p, n * sizeof(float), err, sizeof err) != 0 ||
-      slG_upload(p, host ? host : fill, n * sizeof(float), err, sizeof err) != 0) {
+  if (G->alloc(&p, n * sizeof(float), err, sizeof err) != 0 ||
+      G->upload(p, host ? host : fill, n * sizeof(float), err, sizeof err) != 0) {
     check_fail(__FILE__, __LINE__, "%s: device copy of %zu floats: %s", tag, n, err);
-    slG_free(p);
+    G->free(p);
     d->ok = 0;
     p = NULL;
   }
@@ -169,7 +121,7 @@ static float *up(Dev *d, const float *host, size_t n) {
 }
 
 static void dev_free(Dev *d) {
-  for (int i = 0; i < d->n; i++) slG_free(d->p[i]);
+  for (int i = 0; i < d->n; i++) G->free(d->p[i]);
   d->n = 0;
 }
 
@@ -205,7 +157,7 @@ static void compare(const char *what, const float *got, const float *want, size_
 static void expect(Dev *d, const char *what, const float *dev, const float *want, size_t n, double rtol, double atol) {
   if (!d->ok) return;
   float *got = malloc(n * sizeof *got);
-  if (slG_download(got, dev, n * sizeof *got, err, sizeof err) != 0) {
+  if (G->download(got, dev, n * sizeof *got, err, sizeof err) != 0) {
     check_fail(__FILE__, __LINE__, "%s: download of %s: %s", tag, what, err);
     d->ok = 0;
   } else {
@@ -231,27 +183,27 @@ static void activation_case(size_t n) {
   int shape[1] = {(int)n};
   for (int a = 0; a < 4; a++) {
     int swiglu = a == 3, act = swiglu ? SLG_SILU : acts[a].act;
-    slM_Graph *g = graph_new();
-    int ia = input(g, 1, shape, x), ib = swiglu || act == SLG_SILU ? input(g, 1, shape, swiglu ? b : ones) : -1;
-    slM_Node *nd = op_node(g, swiglu ? OP_SWIGLU : acts[a].op, ia, ib);
+    slM_Graph *g = check_graph_new();
+    int ia = check_input(g, 1, shape, x), ib = swiglu || act == SLG_SILU ? check_input(g, 1, shape, swiglu ? b : ones) : -1;
+    slM_Node *nd = check_op_node(g, swiglu ? OP_SWIGLU : acts[a].op, ia, ib);
     float *init[2] = {g0, swiglu ? g1 : NULL};
-    forward(g, nd);
-    backward(g, nd, dy, init, NULL);
+    check_forward(g, nd);
+    check_backward(g, nd, dy, init, NULL);
     snprintf(tag, sizeof tag, "%s n = %zu", swiglu ? "SwiGLU" : acts[a].name, n);
     Dev d = {.ok = gpu};
     float *dx = up(&d, x, n), *db = up(&d, b, n), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
     float *dg0 = up(&d, g0, n), *dg1 = up(&d, g1, n);
     if (swiglu) {
-      ON_GPU(&d, slG_swiglu_forward(dx, db, y, n, err, sizeof err));
-      ON_GPU(&d, slG_swiglu_backward(dx, db, ddy, dg0, dg1, n, err, sizeof err));
-      expect(&d, "db", dg1, grad_of(g, nd, 1), n, 1e-6, 2e-6);
+      ON_GPU(&d, G->swiglu_forward(dx, db, y, n, err, sizeof err));
+      ON_GPU(&d, G->swiglu_backward(dx, db, ddy, dg0, dg1, n, err, sizeof err));
+      expect(&d, "db", dg1, check_grad_of(g, nd, 1), n, 1e-6, 2e-6);
     } else {
-      ON_GPU(&d, slG_activation_forward(act, dx, y, n, err, sizeof err));
-      ON_GPU(&d, slG_activation_backward(act, dx, ddy, dg0, n, err, sizeof err));
+      ON_GPU(&d, G->activation_forward(act, dx, y, n, err, sizeof err));
+      ON_GPU(&d, G->activation_backward(act, dx, ddy, dg0, n, err, sizeof err));
     }
     int exp_fwd = act == SLG_SILU, exp_bwd = act != SLG_RELU;
     expect(&d, "y", y, nd->out->data, n, exp_fwd ? 1e-6 : 0, exp_fwd ? 1e-7 : 0);
-    expect(&d, "dx", dg0, grad_of(g, nd, 0), n, exp_bwd ? 1e-6 : 0, exp_bwd ? 2e-6 : 0);
+    expect(&d, "dx", dg0, check_grad_of(g, nd, 0), n, exp_bwd ? 1e-6 : 0, exp_bwd ? 2e-6 : 0);
     dev_free(&d);
     slM_graph_free(g);
   }
@@ -267,23 +219,23 @@ static void test_activations(void) {
 static void dropout_case(size_t n, float p) {
   float *x = randn(n, 1), *dy = randn(n, 1), *g0 = randn(n, 0.5);
   int shape[1] = {(int)n};
-  slM_Graph *g = graph_new();
+  slM_Graph *g = check_graph_new();
   g->training = 1;
-  slM_Node *nd = op_node(g, OP_DROPOUT, input(g, 1, shape, x), -1);
+  slM_Node *nd = check_op_node(g, OP_DROPOUT, check_input(g, 1, shape, x), -1);
   nd->p = p;
   slM_Rng draws = g->rng;
-  forward(g, nd);
+  check_forward(g, nd);
   uint64_t base = slM_rng_next(&draws);
   float *init[1] = {g0};
-  backward(g, nd, dy, init, NULL);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "dropout n = %zu p = %g", n, p);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *y = up(&d, NULL, n), *mask = up(&d, NULL, n), *ddy = up(&d, dy, n), *dg = up(&d, g0, n);
-  ON_GPU(&d, slG_dropout_forward(dx, y, mask, n, p, base, err, sizeof err));
-  ON_GPU(&d, slG_dropout_backward(ddy, p > 0 ? mask : NULL, dg, n, err, sizeof err));
+  ON_GPU(&d, G->dropout_forward(dx, y, mask, n, p, base, err, sizeof err));
+  ON_GPU(&d, G->dropout_backward(ddy, p > 0 ? mask : NULL, dg, n, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
   if (p > 0) expect(&d, "mask", mask, nd->saved->data, n, 0, 0);
-  expect(&d, "dx", dg, grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "dx", dg, check_grad_of(g, nd, 0), n, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -301,22 +253,22 @@ static void add_case(int rows, int width, int broadcast) {
   size_t n = (size_t)rows * width, bn = broadcast ? (size_t)width : n;
   float *a = randn(n, 1), *b = randn(bn, 1), *dy = randn(n, 1), *ga = randn(n, 0.5), *gb = randn(bn, 0.5);
   int shape[2] = {rows, width};
-  slM_Graph *g = graph_new();
-  int ia = input(g, 2, shape, a);
-  slM_Node *nd = op_node(g, OP_ADD, ia, broadcast ? -1 : input(g, 2, shape, b));
-  if (broadcast) param(nd, 1, &width, b);
+  slM_Graph *g = check_graph_new();
+  int ia = check_input(g, 2, shape, a);
+  slM_Node *nd = check_op_node(g, OP_ADD, ia, broadcast ? -1 : check_input(g, 2, shape, b));
+  if (broadcast) check_param(nd, 1, &width, b);
   float *init[2] = {ga, gb}, *pinit[1] = {gb};
-  forward(g, nd);
-  backward(g, nd, dy, init, broadcast ? pinit : NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, broadcast ? pinit : NULL);
   snprintf(tag, sizeof tag, "add %d x %d%s", rows, width, broadcast ? " (a row broadcast)" : "");
   Dev d = {.ok = gpu};
   float *da = up(&d, a, n), *db = up(&d, b, bn), *ddy = up(&d, dy, n), *y = up(&d, NULL, n);
   float *dga = up(&d, ga, n), *dgb = up(&d, gb, bn);
-  ON_GPU(&d, slG_add_forward(da, db, y, n, bn, err, sizeof err));
-  ON_GPU(&d, slG_add_backward(ddy, dga, dgb, n, bn, err, sizeof err));
+  ON_GPU(&d, G->add_forward(da, db, y, n, bn, err, sizeof err));
+  ON_GPU(&d, G->add_backward(ddy, dga, dgb, n, bn, err, sizeof err));
   expect(&d, "y", y, nd->out->data, n, 0, 0);
-  expect(&d, "da", dga, grad_of(g, nd, 0), n, 0, 0);
-  expect(&d, "db", dgb, broadcast ? nd->params[0]->grad->data : grad_of(g, nd, 1), bn, 0, 0);
+  expect(&d, "da", dga, check_grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "db", dgb, broadcast ? nd->params[0]->grad->data : check_grad_of(g, nd, 1), bn, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(a), free(b), free(dy), free(ga), free(gb);
@@ -344,8 +296,8 @@ static void test_bf16(void) {
   snprintf(tag, sizeof tag, "bfloat16 rounding of %zu patterns", n);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *y = up(&d, NULL, n);
-  ON_GPU(&d, slG_round_bf16(dx, y, n, err, sizeof err));
-  ON_GPU(&d, slG_round_bf16(dx, dx, n, err, sizeof err));
+  ON_GPU(&d, G->round_bf16(dx, y, n, err, sizeof err));
+  ON_GPU(&d, G->round_bf16(dx, dx, n, err, sizeof err));
   expect(&d, "y", y, want, n, 0, 0);
   expect(&d, "in place", dx, want, n, 0, 0);
   dev_free(&d);
@@ -359,21 +311,21 @@ static void linear_case(int rows, int in_f, int out_f) {
   float *x = randn(nx, 1), *w = randn(nw, 1 / sqrt(in_f)), *b = randn(out_f, 0.5), *dy = randn(ny, 1);
   float *gx = randn(nx, 0.5), *gw = randn(nw, 0.5), *gb = randn(out_f, 0.5);
   int xs[2] = {rows, in_f}, ws[2] = {out_f, in_f};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_LINEAR, input(g, 2, xs, x), -1);
-  param(nd, 2, ws, w);
-  param(nd, 1, &out_f, b);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_LINEAR, check_input(g, 2, xs, x), -1);
+  check_param(nd, 2, ws, w);
+  check_param(nd, 1, &out_f, b);
   float *init[1] = {gx}, *pinit[2] = {gw, gb};
-  forward(g, nd);
-  backward(g, nd, dy, init, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, pinit);
   snprintf(tag, sizeof tag, "linear %d rows, %d -> %d", rows, in_f, out_f);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, nx), *dw = up(&d, w, nw), *db = up(&d, b, out_f), *ddy = up(&d, dy, ny), *y = up(&d, NULL, ny);
   float *dgx = up(&d, gx, nx), *dgw = up(&d, gw, nw), *dgb = up(&d, gb, out_f);
-  ON_GPU(&d, slG_linear_forward(dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
-  ON_GPU(&d, slG_linear_backward(dx, dw, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, G->linear_forward(0, dx, dw, db, y, rows, in_f, out_f, err, sizeof err));
+  ON_GPU(&d, G->linear_backward(0, dx, dw, ddy, ddy, dgx, dgw, dgb, rows, in_f, out_f, err, sizeof err));
   expect(&d, "y", y, nd->out->data, ny, 1e-5, 1e-5 * sqrt(in_f));
-  expect(&d, "dx", dgx, grad_of(g, nd, 0), nx, 1e-5, 1e-5 * sqrt(out_f));
+  expect(&d, "dx", dgx, check_grad_of(g, nd, 0), nx, 1e-5, 1e-5 * sqrt(out_f));
   expect(&d, "dW", dgw, nd->params[0]->grad->data, nw, 1e-5, 1e-5 * sqrt(rows));
   expect(&d, "db", dgb, nd->params[1]->grad->data, out_f, 0, 0);
   dev_free(&d);
@@ -396,14 +348,14 @@ static void norm_case(int rows, int d, int rms) {
   float *gg = randn(d, 0.5), *gbeta = randn(d, 0.5);
   for (size_t i = 0; i < n; i++) x[i] += 0.5f;
   int shape[2] = {rows, d};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, rms ? OP_RMSNORM : OP_LAYERNORM, input(g, 2, shape, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, rms ? OP_RMSNORM : OP_LAYERNORM, check_input(g, 2, shape, x), -1);
   nd->p = 1e-5f;
-  param(nd, 1, &d, gamma);
-  if (!rms) param(nd, 1, &d, beta);
+  check_param(nd, 1, &d, gamma);
+  if (!rms) check_param(nd, 1, &d, beta);
   float *init[1] = {g0}, *pinit[2] = {gg, gbeta};
-  forward(g, nd);
-  backward(g, nd, dy, init, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, pinit);
   snprintf(tag, sizeof tag, "%s %d x %d", rms ? "RMSNorm" : "layer norm", rows, d);
   Dev dv = {.ok = gpu};
   float *dx = up(&dv, x, n), *dgam = up(&dv, gamma, d), *dbeta = up(&dv, beta, d), *y = up(&dv, NULL, n);
@@ -412,17 +364,17 @@ static void norm_case(int rows, int d, int rms) {
   const float *cpu_rstd = rms ? nd->saved->data : nd->saved2->data;
   float *cmean = rms ? NULL : up(&dv, nd->saved->data, rows), *crstd = up(&dv, cpu_rstd, rows);
   if (rms) {
-    ON_GPU(&dv, slG_rmsnorm_forward(dx, dgam, y, rstd, rows, d, 1e-5f, err, sizeof err));
-    ON_GPU(&dv, slG_rmsnorm_backward(dx, dgam, ddy, crstd, dg0, dgg, rows, d, err, sizeof err));
+    ON_GPU(&dv, G->rmsnorm_forward(dx, dgam, y, rstd, rows, d, 1e-5f, err, sizeof err));
+    ON_GPU(&dv, G->rmsnorm_backward(dx, dgam, ddy, crstd, dg0, dgg, rows, d, err, sizeof err));
   } else {
-    ON_GPU(&dv, slG_layernorm_forward(dx, dgam, dbeta, y, mean, rstd, rows, d, 1e-5f, err, sizeof err));
-    ON_GPU(&dv, slG_layernorm_backward(dx, dgam, ddy, cmean, crstd, dg0, dgg, dgb, rows, d, err, sizeof err));
+    ON_GPU(&dv, G->layernorm_forward(dx, dgam, dbeta, y, mean, rstd, rows, d, 1e-5f, err, sizeof err));
+    ON_GPU(&dv, G->layernorm_backward(dx, dgam, ddy, cmean, crstd, dg0, dgg, dgb, rows, d, err, sizeof err));
     expect(&dv, "mean", mean, nd->saved->data, rows, 1e-6, 1e-7);
     expect(&dv, "dbeta", dgb, nd->params[1]->grad->data, d, 0, 0);
   }
   expect(&dv, "1/std", rstd, cpu_rstd, rows, 1e-6, 0);
   expect(&dv, "y", y, nd->out->data, n, 1e-6, 1e-6);
-  expect(&dv, "dx", dg0, grad_of(g, nd, 0), n, 1e-6, 1e-6);
+  expect(&dv, "dx", dg0, check_grad_of(g, nd, 0), n, 1e-6, 1e-6);
   expect(&dv, "dgain", dgg, nd->params[0]->grad->data, d, 0, 0);
   dev_free(&dv);
   slM_graph_free(g);
@@ -441,20 +393,20 @@ static void softmax_case(int rows, int n, int causal) {
   size_t items = (size_t)rows * n;
   float *x = randn(items, 3), *dy = randn(items, 1), *g0 = randn(items, 0.5);
   int plain[2] = {rows, n}, square[4] = {1, rows / (n ? n : 1), n, n};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, causal ? OP_MASKED_SOFTMAX : OP_SOFTMAX,
-                         causal ? input(g, 4, square, x) : input(g, 2, plain, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, causal ? OP_MASKED_SOFTMAX : OP_SOFTMAX,
+                         causal ? check_input(g, 4, square, x) : check_input(g, 2, plain, x), -1);
   float *init[1] = {g0};
-  forward(g, nd);
-  backward(g, nd, dy, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "softmax %d x %d%s", rows, n, causal ? " causal" : "");
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, items), *y = up(&d, NULL, items), *cy = up(&d, nd->out->data, items);
   float *ddy = up(&d, dy, items), *dg0 = up(&d, g0, items);
-  ON_GPU(&d, slG_softmax_forward(dx, y, rows, n, causal, err, sizeof err));
-  ON_GPU(&d, slG_softmax_backward(cy, ddy, dg0, rows, n, causal, err, sizeof err));
+  ON_GPU(&d, G->softmax_forward(dx, y, rows, n, causal, err, sizeof err));
+  ON_GPU(&d, G->softmax_backward(cy, ddy, dg0, rows, n, causal, err, sizeof err));
   expect(&d, "y", y, nd->out->data, items, 2e-6, 1e-12);
-  expect(&d, "dx", dg0, grad_of(g, nd, 0), items, 1e-6, 2e-7);
+  expect(&d, "dx", dg0, check_grad_of(g, nd, 0), items, 1e-6, 2e-7);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -474,22 +426,22 @@ static void loss_case(int kind, int B, int T, int C) {
   size_t items = (size_t)rows * C;
   float *z = randn(items, 2), *labels = ints(rows, C), *g0 = randn(items, 0.5), dloss = 0.75f;
   int zs2[2] = {rows, C}, zs3[3] = {B, T, C}, ls2[2] = {B, T};
-  slM_Graph *g = graph_new();
+  slM_Graph *g = check_graph_new();
   int tokens = kind == SLG_LOSS_TOKENS;
-  int iz = tokens ? input(g, 3, zs3, z) : input(g, 2, zs2, z), il = tokens ? input(g, 2, ls2, labels) : input(g, 1, &rows, labels);
-  slM_Node *nd = op_node(g, tokens ? OP_TOKEN_CE : OP_CROSS_ENTROPY, iz, il);
+  int iz = tokens ? check_input(g, 3, zs3, z) : check_input(g, 2, zs2, z), il = tokens ? check_input(g, 2, ls2, labels) : check_input(g, 1, &rows, labels);
+  slM_Node *nd = check_op_node(g, tokens ? OP_TOKEN_CE : OP_CROSS_ENTROPY, iz, il);
   float *init[2] = {g0, NULL};
-  forward(g, nd);
-  backward(g, nd, &dloss, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, &dloss, init, NULL);
   snprintf(tag, sizeof tag, "cross-entropy (%s) %d rows x %d", tokens ? "tokens" : "classes", rows, C);
   Dev d = {.ok = gpu};
   float *dz = up(&d, z, items), *dl = up(&d, labels, rows), *p = up(&d, NULL, items), *loss = up(&d, NULL, 1);
   float *cp = up(&d, nd->saved->data, items), *ddl = up(&d, &dloss, 1), *dg0 = up(&d, g0, items);
-  ON_GPU(&d, slG_cross_entropy_forward(kind, dz, dl, p, loss, rows, C, err, sizeof err));
-  ON_GPU(&d, slG_cross_entropy_backward(kind, cp, dl, ddl, dg0, rows, C, err, sizeof err));
+  ON_GPU(&d, G->cross_entropy_forward(kind, dz, dl, p, loss, rows, C, err, sizeof err));
+  ON_GPU(&d, G->cross_entropy_backward(kind, cp, dl, ddl, dg0, rows, C, err, sizeof err));
   expect(&d, "probabilities", p, nd->saved->data, items, 2e-6, 1e-12);
   expect(&d, "loss", loss, nd->out->data, 1, 1e-6, 1e-6);
-  expect(&d, "dlogits", dg0, grad_of(g, nd, 0), items, 0, 0);
+  expect(&d, "dlogits", dg0, check_grad_of(g, nd, 0), items, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(z), free(labels), free(g0);
@@ -508,18 +460,18 @@ static void embedding_case(int vocab, int width, int B, int T) {
   size_t n = (size_t)B * T, items = n * width, nt = (size_t)vocab * width;
   float *ids = ints(n, vocab), *table = randn(nt, 1), *dy = randn(items, 1), *gt = randn(nt, 0.5);
   int is[2] = {B, T}, ts[2] = {vocab, width};
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_EMBEDDING, input(g, 2, is, ids), -1);
-  param(nd, 2, ts, table);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_EMBEDDING, check_input(g, 2, is, ids), -1);
+  check_param(nd, 2, ts, table);
   float *pinit[1] = {gt};
-  forward(g, nd);
-  backward(g, nd, dy, NULL, pinit);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, NULL, pinit);
   snprintf(tag, sizeof tag, "embedding %d x %d, %d x %d ids", vocab, width, B, T);
   Dev d = {.ok = gpu};
   float *di = up(&d, ids, n), *dt = up(&d, table, nt), *y = up(&d, NULL, items), *ddy = up(&d, dy, items);
   float *dgt = up(&d, gt, nt);
-  ON_GPU(&d, slG_embedding_forward(di, dt, y, n, vocab, width, err, sizeof err));
-  ON_GPU(&d, slG_embedding_backward(di, ddy, dgt, n, vocab, width, err, sizeof err));
+  ON_GPU(&d, G->embedding_forward(di, dt, y, n, vocab, width, err, sizeof err));
+  ON_GPU(&d, G->embedding_backward(di, ddy, dgt, n, vocab, width, err, sizeof err));
   expect(&d, "y", y, nd->out->data, items, 0, 0);
   expect(&d, "dtable", dgt, nd->params[0]->grad->data, nt, 0, 0);
   dev_free(&d);
@@ -538,24 +490,24 @@ static void rope_case(int B, int T, int D, int heads) {
   size_t n = (size_t)B * T * D;
   int dh = D / heads, shape[3] = {B, T, D};
   float *x = randn(n, 1), *dy = randn(n, 1), *g0 = randn(n, 0.5);
-  slM_Graph *g = graph_new();
-  slM_Node *nd = op_node(g, OP_ROPE, input(g, 3, shape, x), -1);
+  slM_Graph *g = check_graph_new();
+  slM_Node *nd = check_op_node(g, OP_ROPE, check_input(g, 3, shape, x), -1);
   nd->heads = heads, nd->p = 10000.0f;
   float *init[1] = {g0};
-  forward(g, nd);
-  backward(g, nd, dy, init, NULL);
+  check_forward(g, nd);
+  check_backward(g, nd, dy, init, NULL);
   snprintf(tag, sizeof tag, "RoPE %d x %d x %d, %d heads", B, T, D, heads);
   Dev d = {.ok = gpu};
   float *dx = up(&d, x, n), *tab = up(&d, NULL, (size_t)T * dh), *ctab = up(&d, nd->saved->data, (size_t)T * dh);
   float *y = up(&d, NULL, n), *y2 = up(&d, NULL, n), *ddy = up(&d, dy, n), *dg0 = up(&d, g0, n);
-  ON_GPU(&d, slG_rope_table(tab, T, dh, 10000.0f, err, sizeof err));
-  ON_GPU(&d, slG_rope_forward(dx, y, ctab, B, T, D, heads, err, sizeof err));
-  ON_GPU(&d, slG_rope_forward(dx, y2, tab, B, T, D, heads, err, sizeof err));
-  ON_GPU(&d, slG_rope_backward(ddy, dg0, ctab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_table(tab, T, dh, 10000.0f, err, sizeof err));
+  ON_GPU(&d, G->rope_forward(dx, y, ctab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_forward(dx, y2, tab, B, T, D, heads, err, sizeof err));
+  ON_GPU(&d, G->rope_backward(ddy, dg0, ctab, B, T, D, heads, err, sizeof err));
   expect(&d, "table", tab, nd->saved->data, (size_t)T * dh, 0, 1.2e-7);
   expect(&d, "y (the CPU's table)", y, nd->out->data, n, 0, 0);
   expect(&d, "y (the GPU's table)", y2, nd->out->data, n, 0, 2e-6);
-  expect(&d, "dx", dg0, grad_of(g, nd, 0), n, 0, 0);
+  expect(&d, "dx", dg0, check_grad_of(g, nd, 0), n, 0, 0);
   dev_free(&d);
   slM_graph_free(g);
   free(x), free(dy), free(g0);
@@ -592,20 +544,20 @@ static void optimizer_case(int adamw) {
     refs[k] = r;
     free(zero);
   }
-  void *table = d.ok ? slG_params_new(refs, count, err, sizeof err) : NULL;
+  void *table = d.ok ? G->params_new(refs, count, err, sizeof err) : NULL;
   if (d.ok && !table) {
-    check_fail(__FILE__, __LINE__, "%s: slG_params_new: %s", tag, err);
+    check_fail(__FILE__, __LINE__, "%s: params_new: %s", tag, err);
     d.ok = 0;
   }
   for (long step = 0; step < 3; step++) {
     for (int k = 0; k < count; k++) {
       slM_Tensor *gr = slM_param_grad(ps[k]);
       for (size_t i = 0; i < gr->size; i++) gr->data[i] = (float)(slM_rng_normal(&rng) * 0.1);
-      if (d.ok) ON_GPU(&d, slG_upload(refs[k].g, gr->data, gr->size * sizeof(float), err, sizeof err));
+      if (d.ok) ON_GPU(&d, G->upload(refs[k].g, gr->data, gr->size * sizeof(float), err, sizeof err));
     }
     slM_optimizer_step(g, &c, c.lr, step);
     slG_Optimizer o = {adamw, c.lr, c.momentum, 0.9, 0.999, 1e-8f, step};
-    ON_GPU(&d, slG_optimizer_step(table, &o, err, sizeof err));
+    ON_GPU(&d, G->optimizer_step(table, &o, err, sizeof err));
   }
   for (int k = 0; k < count; k++) {
     size_t n = ps[k]->value->size;
@@ -613,7 +565,7 @@ static void optimizer_case(int adamw) {
     expect(&d, "m", refs[k].m, ps[k]->m->data, n, 0, 0);
     if (adamw) expect(&d, "v", refs[k].v, ps[k]->v->data, n, 0, 0);
   }
-  slG_params_free(table);
+  if (table) G->params_free(table);
   dev_free(&d);
   slM_graph_free(g);
 }
@@ -629,61 +581,73 @@ static void test_optimizers(void) {
   do {                                                                                         \
     err[0] = 0;                                                                                \
     CHECK_MSG((call) == -1 && err[0], "%s: expected -1 with a message, got \"%s\"", #call, err); \
-    if (slG_built_with_cuda() && (says)[0]) CHECK_CONTAINS(err, says);                         \
+    if ((says)[0]) CHECK_CONTAINS(err, says);                                                  \
   } while (0)
+
+/* The module of a build with nvcc loads (here too, without a device) and
+** is of this program's version; a build without has none and says so */
+static void test_the_module(void) {
+#ifdef SYSLAB_HAVE_CUDA
+  CHECK_MSG(G != NULL, "the CUDA module of this build did not load: %s", slK_dev_why());
+#else
+  CHECK(G == NULL);
+  CHECK_CONTAINS(slK_dev_why(), "built without CUDA");
+#endif
+  if (G) CHECK_EQ_INT(G->version, SLG_BACKEND_VERSION);
+}
 
 /* arguments the kernels do not take are errors with a message, before any launch */
 static void test_refusals(void) {
   float *none = NULL;
-  REFUSED(slG_rope_forward(none, none, none, 1, 4, 6, 2, err, sizeof err), "even");
-  REFUSED(slG_rope_table(none, 4, 5, 1e4f, err, sizeof err), "even");
-  REFUSED(slG_add_forward(none, none, none, 10, 3, err, sizeof err), "divide");
-  REFUSED(slG_activation_forward(99, none, none, 4, err, sizeof err), "unknown activation");
-  REFUSED(slG_cross_entropy_forward(7, none, none, none, none, 4, 3, err, sizeof err), "unknown");
-  REFUSED(slG_embedding_forward(none, none, none, 4, 0, 8, err, sizeof err), "positive");
-  REFUSED(slG_layernorm_forward(none, none, none, none, none, none, 4, 0, 1e-5f, err, sizeof err), "positive");
-  REFUSED(slG_linear_forward(none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
-  REFUSED(slG_dropout_forward(none, none, none, 4, NAN, 0, err, sizeof err), "p must");
+  REFUSED(G->rope_forward(none, none, none, 1, 4, 6, 2, err, sizeof err), "even");
+  REFUSED(G->rope_table(none, 4, 5, 1e4f, err, sizeof err), "even");
+  REFUSED(G->add_forward(none, none, none, 10, 3, err, sizeof err), "divide");
+  REFUSED(G->activation_forward(99, none, none, 4, err, sizeof err), "unknown activation");
+  REFUSED(G->cross_entropy_forward(7, none, none, none, none, 4, 3, err, sizeof err), "unknown");
+  REFUSED(G->embedding_forward(none, none, none, 4, 0, 8, err, sizeof err), "positive");
+  REFUSED(G->layernorm_forward(none, none, none, none, none, none, 4, 0, 1e-5f, err, sizeof err), "positive");
+  REFUSED(G->linear_forward(0, none, none, none, none, 4, 0, 3, err, sizeof err), "positive");
+  REFUSED(G->dropout_forward(none, none, none, 4, NAN, 0, err, sizeof err), "p must");
   slG_Optimizer o = {1, 1e-3, 0, 0.9, 0.999, 1e-8f, 0};
-  REFUSED(slG_optimizer_step(NULL, &o, err, sizeof err), "no parameters");
+  REFUSED(G->optimizer_step(NULL, &o, err, sizeof err), "no parameters");
   if (!gpu) return;
   Dev d = {.ok = 1};
   float *buf = up(&d, NULL, 4);
   slG_ParamRef r = {buf, buf, buf, NULL, 4, 0};
-  void *table = d.ok ? slG_params_new(&r, 1, err, sizeof err) : NULL;
-  CHECK_MSG(table != NULL, "slG_params_new: %s", err);
-  if (table) REFUSED(slG_optimizer_step(table, &o, err, sizeof err), "second moment");
-  slG_params_free(table);
+  void *table = d.ok ? G->params_new(&r, 1, err, sizeof err) : NULL;
+  CHECK_MSG(table != NULL, "params_new: %s", err);
+  if (table) REFUSED(G->optimizer_step(table, &o, err, sizeof err), "second moment");
+  G->params_free(table);
   dev_free(&d);
 }
 
-/* without a device every entry point answers -1 with a message (the CUDA
-** build: CUDA's reason; the CPU build: "no GPU"), and none crashes */
+/* without a device every entry point of the module answers -1 with a
+** message (CUDA's reason), and none crashes */
 static void test_without_a_device(void) {
   float *none = NULL, f[4] = {0};
   void *p = &p;
-  REFUSED(slG_alloc(&p, 16, err, sizeof err), "");
+  REFUSED(G->alloc(&p, 16, err, sizeof err), "");
   CHECK(p == NULL);
-  REFUSED(slG_upload(none, f, sizeof f, err, sizeof err), "");
-  REFUSED(slG_download(f, none, sizeof f, err, sizeof err), "");
-  REFUSED(slG_zero(none, sizeof f, err, sizeof err), "");
-  REFUSED(slG_sync(err, sizeof err), "");
-  REFUSED(slG_activation_forward(SLG_GELU, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_activation_backward(SLG_RELU, none, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_swiglu_forward(none, none, none, 4, err, sizeof err), "");
-  REFUSED(slG_add_forward(none, none, none, 4, 2, err, sizeof err), "");
-  REFUSED(slG_dropout_forward(none, none, none, 4, 0.5f, 1, err, sizeof err), "");
-  REFUSED(slG_dropout_forward(none, f, none, 4, 0.0f, 1, err, sizeof err), "");
-  REFUSED(slG_round_bf16(none, none, 4, err, sizeof err), "");
-  REFUSED(slG_embedding_backward(none, none, none, 4, 10, 3, err, sizeof err), "");
-  REFUSED(slG_rope_table(none, 4, 8, 1e4f, err, sizeof err), "");
-  REFUSED(slG_layernorm_backward(none, none, none, none, none, none, none, none, 4, 3, err, sizeof err), "");
-  REFUSED(slG_rmsnorm_forward(none, none, none, none, 4, 3, 1e-5f, err, sizeof err), "");
-  REFUSED(slG_softmax_forward(none, none, 4, 3, 1, err, sizeof err), "");
-  REFUSED(slG_cross_entropy_backward(SLG_LOSS_TOKENS, none, none, none, none, 4, 3, err, sizeof err), "");
+  REFUSED(G->upload(none, f, sizeof f, err, sizeof err), "");
+  REFUSED(G->download(f, none, sizeof f, err, sizeof err), "");
+  REFUSED(G->zero(none, sizeof f, err, sizeof err), "");
+  REFUSED(G->sync(err, sizeof err), "");
+  REFUSED(G->activation_forward(SLG_GELU, none, none, 4, err, sizeof err), "");
+  REFUSED(G->activation_backward(SLG_RELU, none, none, none, 4, err, sizeof err), "");
+  REFUSED(G->swiglu_forward(none, none, none, 4, err, sizeof err), "");
+  REFUSED(G->add_forward(none, none, none, 4, 2, err, sizeof err), "");
+  REFUSED(G->dropout_forward(none, none, none, 4, 0.5f, 1, err, sizeof err), "");
+  REFUSED(G->dropout_forward(none, f, none, 4, 0.0f, 1, err, sizeof err), "");
+  REFUSED(G->round_bf16(none, none, 4, err, sizeof err), "");
+  REFUSED(G->embedding_backward(none, none, none, 4, 10, 3, err, sizeof err), "");
+  REFUSED(G->rope_table(none, 4, 8, 1e4f, err, sizeof err), "");
+  REFUSED(G->layernorm_backward(none, none, none, none, none, none, none, none, 4, 3, err, sizeof err), "");
+  REFUSED(G->rmsnorm_forward(none, none, none, none, 4, 3, 1e-5f, err, sizeof err), "");
+  REFUSED(G->softmax_forward(none, none, 4, 3, 1, err, sizeof err), "");
+  REFUSED(G->cross_entropy_backward(SLG_LOSS_TOKENS, none, none, none, none, 4, 3, err, sizeof err), "");
   slG_ParamRef r = {none, none, none, none, 4, 0};
   err[0] = 0;
-  CHECK(slG_params_new(&r, 1, err, sizeof err) == NULL && err[0]);
+  CHECK(G->params_new(&r, 1, err, sizeof err) == NULL && err[0]);
 }
 
 /* the CPU side of every case, as the GPU tests run it */
@@ -702,13 +666,15 @@ static void test_cpu_side_of_every_case(void) {
 }
 
 int main(void) {
-  gpu = slG_device_count() > 0;
+  G = slK_gpu();
+  gpu = slK_dev_available();
   slM_rng_seed(&rng, 2024);
-  RUN(test_refusals);
+  RUN(test_the_module);
+  if (G) RUN(test_refusals);
   if (!gpu) {
-    RUN(test_without_a_device);
+    if (G) RUN(test_without_a_device);
     RUN(test_cpu_side_of_every_case);
-    check_skip("test_gpu_ops's GPU side (each operator against the CPU's)", slG_describe());
+    check_skip("test_gpu_ops's GPU side (each operator against the CPU's)", slK_dev_why());
     return check_summary();
   }
   RUN(test_activations);

@@ -65,6 +65,55 @@ static void test_deep_nesting_is_a_syntax_error(void) {
   sl_free(S);
 }
 
+/* round(round(... 1 ...)) 100,000 deep died by SIGSEGV: function-style
+** calls were no level of the nesting count. Every construct that nests is
+** one level of the one count, refused past it and run below it. */
+static void test_every_kind_of_nesting_counts(void) {
+  static const struct {
+    const char *open, *middle, *close, *below;   /* below: what 150 levels give (NULL: no error) */
+    int levels;                                  /* levels one open adds */
+  } kinds[] = {
+      {"(", "1", ")", "1"},
+      {"[", "1", "]", NULL},
+      {"round(", "1", ")", "1"},
+      {"round(1 + ", "1", ")", "151"},
+      {"(round ", "1", ")", "1"},
+      {"len([", "1", "])", "1", 2},
+      {"xs[", "0", "]", "0"},
+      {"-", "1", NULL, "1"},
+      {"not ", "true", NULL, "true"},
+      {"1 ** ", "1", NULL, "1"},
+      {"if true { ", "7", " }", NULL},
+      {"for i in [1] { ", "7", " }", NULL},
+      {"sweep a=[1] { ", "7", " }", NULL},
+  };
+  sl_State *S = sl_new();
+  CHECK_STREQ(check_eval(S, "xs = [0]"), "nil");
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    char *code = repeat(kinds[k].open, 100000, kinds[k].middle, kinds[k].close);
+    const char *got = check_eval(S, code);
+    CHECK_MSG(strstr(got, "SyntaxError: the code is nested more than 200 levels deep"),
+              "%s...%s 100,000 deep gave: %.200s", kinds[k].open, kinds[k].close ? kinds[k].close : "", got);
+    free(code);
+    code = repeat(kinds[k].open, 150 / (kinds[k].levels ? kinds[k].levels : 1), kinds[k].middle, kinds[k].close);
+    got = check_eval(S, code);
+    if (kinds[k].below) {
+      CHECK_MSG(strcmp(got, kinds[k].below) == 0, "%s...%s 150 deep gave: %.200s", kinds[k].open,
+                     kinds[k].close ? kinds[k].close : "", got);
+    } else {
+      CHECK_MSG(!strstr(got, "Error"), "%s...%s 150 deep gave: %.200s", kinds[k].open, kinds[k].close, got);
+    }
+    free(code);
+  }
+  /* a flat chain is no nesting: round(1) + round(1) + ... 100,000 times */
+  slU_Text t = {0};
+  slU_add(&t, "round(1)");
+  for (int i = 1; i < 100000; i++) slU_add(&t, " + round(1)");
+  CHECK_STREQ(check_eval(S, t.s), "100000");
+  free(t.s);
+  sl_free(S);
+}
+
 /* a flat sum of 100,000 terms is a left-deep tree; the evaluator walks it
 ** in a loop */
 static void test_long_flat_expressions_evaluate(void) {
@@ -295,6 +344,16 @@ static void test_plot_checks(void) {
   CHECK_CONTAINS(check_eval(S, "plot big x=i y=i"), "the table has 200001 rows; a plot draws at most 200000 points");
   CHECK(seconds_since(&t0) < 1);
   CHECK_EQ_INT(check_cap.displays, 0);
+  /* a study with no complete trial passed gnuplot's "no valid points" through */
+  check_eval(S, "s = search trials=3 sampler=random seed=1 {\n  x = suggest \"x\" float 0 1\n  y = nope\n  objective x\n}");
+  const char *got = check_eval(S, "plot s.running_best x=trial y=best");
+  CHECK_CONTAINS(got, "ArgumentError: plot: table: none of its 3 rows holds both an x ('trial') and a y ('best'): "
+                      "there is nothing to draw; the study has no complete trial (3 failed, 0 pruned, 0 running); "
+                      "the first failure: NameError: name 'nope' is not defined");
+  CHECK_CONTAINS(check_eval(S, "plot s.trials x=number y=value"), "the study has no complete trial");
+  CHECK_CONTAINS(check_eval(S, "plot (sweep i=1..3 { row j=nil }) x=i y=j"),
+                 "none of its 3 rows holds both an x ('i') and a y ('j'): there is nothing to draw");
+  CHECK_EQ_INT(check_cap.displays, 0);
   sl_free(S);
 }
 
@@ -333,8 +392,30 @@ static void test_language_errors_and_gaps(void) {
   CHECK_STREQ(check_eval(S, "(train m d schedule=step).nrows"), "1");
   CHECK_STREQ(check_eval(S, "1..5 step 2"), "[1, 3, 5]");
   CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist train=100000"), "Fashion-MNIST has 60000 training and 10000 test items");
-  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open /tmp/train-images-idx3-ubyte.gz");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open '/tmp/train-images-idx3-ubyte.gz'");
   CHECK(strstr(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "Debian package") == NULL);
+  sl_free(S);
+}
+
+/* A misspelt command after `name =` read as a name followed by stray
+** arguments ("expected end of statement"); a name that starts with a digit
+** could be assigned; a choice written with '-' for '_' got no hint. */
+static void test_misspellings_and_names(void) {
+  sl_State *S = sl_new();
+  CHECK_CONTAINS(check_eval(S, "q = quantise_model base bits=8"),
+                 "SyntaxError: 'quantise_model' is not a command; did you mean 'quantize_model'?");
+  CHECK_CONTAINS(check_eval(S, "quantise_model base bits=8"), "did you mean 'quantize_model'?");
+  CHECK_CONTAINS(check_eval(S, "x = frobnicate a b"), "'frobnicate' is not a command (type help for the list)");
+  CHECK_STREQ(check_eval(S, "x = 2\ny = x\ny"), "2");
+  CHECK_CONTAINS(check_eval(S, "3abc = 4"), "SyntaxError: '3abc' cannot be a name: a name starts with a letter or '_'");
+  CHECK_CONTAINS(check_eval(S, "3abc"), "not a number, and a name cannot start with a digit");
+  CHECK_CONTAINS(check_eval(S, "for 2x in [1] { }"), "SyntaxError: '2x' cannot be a name");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion-mnist"),
+                 "'fashion-mnist' is not a choice for name: allowed are fashion_mnist, synthetic; did you mean "
+                 "'fashion_mnist'?");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnst"), "did you mean 'fashion_mnist'?");
+  /* a difference of variables is still a difference */
+  CHECK_CONTAINS(check_eval(S, "a = \"fashion_mnist\"\nb = \"\"\ndataset a-b train=1"), "TypeError");
   sl_free(S);
 }
 
@@ -349,7 +430,7 @@ static void test_image_checks(void) {
   snprintf(code, sizeof code, "image \"%s\"", path);
   CHECK_CONTAINS(check_eval(S, code), "starts like a PNG image but is not a whole one");
   unlink(path);
-  CHECK_CONTAINS(check_eval(S, "image \"/tmp\""), "'/tmp' is not a regular file");
+  CHECK_CONTAINS(check_eval(S, "image \"/tmp\""), "'/tmp' is a folder, not a PNG or SVG image");
   sl_free(S);
 }
 
@@ -458,20 +539,6 @@ static void test_growth_past_the_budget_is_an_error(void) {
 
 /* ---------------------------------------------------------------- interrupts */
 
-static void *interrupt_after_300ms(void *arg) {
-  (void)arg;
-  struct timespec ts = {0, 300000000L};
-  nanosleep(&ts, NULL);
-  sl_interrupt();
-  return NULL;
-}
-
-static double seconds_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* An interrupt during `bench ["gemm_naive"] sizes=[1024] reps=20` took 104 s:
 ** the bench completed, its result was assigned, and only the next statement
 ** stopped. Now the naive loop and the repetitions poll it: stopped within a
@@ -481,12 +548,12 @@ static void test_interrupt_stops_a_bench(void) {
   /* the machine's roofs are measured at the first bench (and poll the interrupt themselves) */
   CHECK_CONTAINS(check_eval(S, "bench [\"gemm_naive\"] sizes=[64] reps=1"), "gemm_naive");
   sl_clear_interrupt();
-  pthread_t th;
-  double t0 = seconds_now();
-  pthread_create(&th, NULL, interrupt_after_300ms, NULL);
+  check_Timer timer;
+  double t0 = check_now();
+  check_interrupt_later(&timer, 0.3);
   const char *out = check_eval(S, "b = bench [\"gemm_naive\"] sizes=[1024] reps=20 warmup=1");
-  double took = seconds_now() - t0;
-  pthread_join(th, NULL);
+  double took = check_now() - t0;
+  check_interrupt_join(&timer);
   CHECK_CONTAINS(out, "bench was interrupted");
   CHECK_MSG(took < 1.3, "the bench stopped %.2f s after it began (interrupt at 0.3 s)", took);
   sl_clear_interrupt();
@@ -497,6 +564,7 @@ static void test_interrupt_stops_a_bench(void) {
 int main(void) {
   RUN(test_growth_past_the_budget_is_an_error);
   RUN(test_deep_nesting_is_a_syntax_error);
+  RUN(test_every_kind_of_nesting_counts);
   RUN(test_long_flat_expressions_evaluate);
   RUN(test_deep_values_are_refused);
   RUN(test_caret_on_long_lines);
@@ -510,6 +578,7 @@ int main(void) {
   RUN(test_plot_checks);
   RUN(test_strings_hold_characters);
   RUN(test_language_errors_and_gaps);
+  RUN(test_misspellings_and_names);
   RUN(test_image_checks);
   RUN(test_block_formats_nan_rule);
   RUN(test_aggregates_and_table_indexing);

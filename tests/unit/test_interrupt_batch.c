@@ -45,19 +45,6 @@ static int on_stop(void *ud) {
   return sl_interrupted();
 }
 
-typedef struct {
-  double delay, at;   /* seconds to wait; when the interrupt was sent */
-} Timer;
-
-static void *interrupt_later(void *arg) {
-  Timer *t = arg;
-  struct timespec ts = {(time_t)t->delay, (long)((t->delay - (double)(time_t)t->delay) * 1e9)};
-  nanosleep(&ts, NULL);
-  t->at = slM_now();
-  sl_interrupt();
-  return NULL;
-}
-
 /* Four batches of BATCH; after the second, an interrupt is sent 40% of that
 ** step's time later, so it lands inside the third (or, if the load changes,
 ** the fourth). The weights are copied after every step: at the end they
@@ -69,8 +56,7 @@ typedef struct {
   float *copy;
   size_t n;
   slM_Graph *g;
-  Timer timer;
-  pthread_t thread;
+  check_Timer timer;
 } Watch;
 
 static void watch_step(void *ud, int epoch, double fraction, double loss) {
@@ -81,8 +67,7 @@ static void watch_step(void *ud, int epoch, double fraction, double loss) {
   w->copy = weights(w->g, &w->n);
   if (++w->done == 2) {
     w->step = now - w->last;
-    w->timer.delay = 0.4 * w->step;
-    pthread_create(&w->thread, NULL, interrupt_later, &w->timer);
+    check_interrupt_later(&w->timer, 0.4 * w->step);
   }
   w->last = slM_now();
 }
@@ -98,13 +83,13 @@ static void test_interrupt_lands_inside_a_batch(void) {
   w.last = slM_now();
   slM_train(g, d, &c, &hooks, &st);
   double end = slM_now();
-  if (w.done >= 2) pthread_join(w.thread, NULL);
+  if (w.done >= 2) check_interrupt_join(&w.timer);
   CHECK(sl_interrupted());
   sl_clear_interrupt();
   CHECK_MSG(w.done == 2 || w.done == 3, "%d of 4 steps finished", w.done);
   double latency = end - w.timer.at;
   printf("  a step of batch %d: %.0f ms; the interrupt, sent %.0f ms into the next, answered in %.1f ms\n", BATCH,
-         w.step * 1e3, w.timer.delay * 1e3, latency * 1e3);
+         w.step * 1e3, w.timer.after * 1e3, latency * 1e3);
   /* Sent 40% into a step, the interrupt waits for the node then running,
   ** some of which take a large share of this small model's step: answered
   ** 29% of a step after it was sent on a quiet machine (23 ms of 78), 37%
@@ -131,8 +116,7 @@ static void test_interrupt_lands_inside_a_batch(void) {
 typedef struct {
   int done, limit, arm;
   double last;
-  Timer timer;
-  pthread_t thread;
+  check_Timer timer;
 } Steps;
 
 static void count_steps(void *ud, int epoch, double fraction, double loss) {
@@ -140,8 +124,7 @@ static void count_steps(void *ud, int epoch, double fraction, double loss) {
   Steps *s = ud;
   double now = slM_now();
   if (++s->done == s->arm) {
-    s->timer.delay = (now - s->last) / 2;
-    pthread_create(&s->thread, NULL, interrupt_later, &s->timer);
+    check_interrupt_later(&s->timer, (now - s->last) / 2);
   }
   s->last = now;
 }
@@ -161,7 +144,7 @@ static void test_weights_are_whole_steps(void) {
   slM_TrainHooks hooks = {&seen, count_steps, on_stop};
   sl_clear_interrupt();
   slM_train(g, d, &c, &hooks, &st);
-  if (seen.done >= seen.arm) pthread_join(seen.thread, NULL);
+  if (seen.done >= seen.arm) check_interrupt_join(&seen.timer);
   CHECK(sl_interrupted());
   sl_clear_interrupt();
   CHECK_MSG(seen.done >= 3 && seen.done < STEPS, "%d of %d steps ran before the interrupt", seen.done, STEPS);

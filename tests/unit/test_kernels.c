@@ -13,7 +13,7 @@
 
 #include "check.h"
 #include "compress/quant.h"
-#include "cuda/gpu.h"
+#include "kernels/device.h"
 #include "kernels/kernels.h"
 #include "kernels/round.h"
 #include "syslab.h"
@@ -625,6 +625,32 @@ static void test_harness_statistics(void) {
   CHECK(slK_bench_run(&b, 1, NULL, 0, 0, fake_clock, NULL, &r, err, sizeof err) != 0);
 }
 
+/* The table of cases (bench.c, indexed by an enum of them): every row is
+** whole and named once, the GPU's after the CPU's, and a case found by its
+** name is that row; without a GPU each GPU case refuses to set up, naming
+** itself and why, whatever its place in the table. */
+static void test_bench_table(void) {
+  size_t count = 0, gpu_rows = 0;
+  for (const slK_Bench *b; (b = slK_bench_at(count)); count++) {
+    CHECK_MSG(b->name && b->device && b->group && b->what && b->setup && b->run && b->teardown && b->flops && b->bytes,
+              "row %zu is not whole", count);
+    if (!b->name) return;
+    CHECK_MSG(slK_bench_find(b->name) == b, "%s is not found as itself", b->name);
+    int gpu_row = strcmp(b->device, "gpu") == 0;
+    CHECK_MSG(gpu_row || strcmp(b->device, "cpu") == 0, "%s: device %s", b->name, b->device);
+    CHECK_MSG(!gpu_row || strstr(b->name, "cuda") || strstr(b->name, "cublas"), "%s is a GPU case", b->name);
+    CHECK_MSG(gpu_row || gpu_rows == 0, "%s, a CPU case, after the GPU's", b->name);
+    gpu_rows += gpu_row;
+    if (gpu_row && slK_dev_count() == 0) {
+      char err[512] = "";
+      CHECK(b->setup(64, NULL, err, sizeof err) == NULL);
+      CHECK_MSG(strstr(err, b->name) && strstr(err, slK_dev_why()), "%s: %s", b->name, err);
+    }
+  }
+  CHECK_EQ_INT((int)count, 36);
+  CHECK_EQ_INT((int)gpu_rows, 17);
+}
+
 /* -------------------------------------------------------------- commands */
 
 /* what a notebook shows: the printed text, then the result as Markdown */
@@ -644,7 +670,7 @@ static void test_commands(void) {
              "print r.note[1]\n[r.median_ms[0] > 0, r.median_ms[1] == nil, len((speedup r baseline=attention_naive kernel=attention_fused).size)]");
   CHECK_CONTAINS(t, "naive attention at L = 100000000 (forward) needs");
   CHECK_CONTAINS(t, "[true, true, 1]");
-  if (slG_device_count() == 0) {
+  if (slK_dev_count() == 0) {
     CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
     /* refused before the CPU kernel is timed (at n = 2048, 20 times, it would run for many seconds) */
     double t0 = slK_now(NULL);
@@ -689,7 +715,8 @@ static void test_commands(void) {
 ** the awkward ones: sizes that are not multiples of the 64 x 64 x 16 GEMM
 ** tiles or of the 64-row attention tiles, L = 1, causal and not, several
 ** batches and heads. The CUDA attention takes equal query and key lengths,
-** contiguous heads, dim = 64 and no key mask (cuda/gpu.h); the masked and
+** contiguous heads, dim = 64 and no key mask (cuda/gpu.h), and each is
+** reached through the CUDA module's table (kernels/device.h); the masked and
 ** interleaved cases are the graph operator's (the GPU graph issue).
 ** SYSLAB_GPU_TEST_SMALL=1 (what bench/gpu_check.sh sets under
 ** compute-sanitizer, which runs kernels far slower) keeps the small shapes. */
@@ -713,7 +740,7 @@ static void gpu_gemm_case(int M, int N, int K) {
     int impl = impls[i];
     memset(got, 0xff, sizeof(float) * (size_t)M * N); /* NaN: an element never written fails */
     snprintf(what, sizeof what, "GPU gemm %s %d x %d x %d", names[i], M, N, K);
-    CHECK_MSG(slG_sgemm(impl, M, N, K, A, B, got, err, sizeof err) == 0, "%s: %s", what, err);
+    CHECK_MSG(slK_gpu()->sgemm(impl, M, N, K, A, B, got, err, sizeof err) == 0, "%s: %s", what, err);
     /* float32 sums of K products: |error| <= K u sum|a b|, about 1e-4 relative here */
     close_all(got, want, (size_t)M * N, 1e-4, 1e-4 * sqrt((double)K), what);
   }
@@ -732,8 +759,8 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
     int impl = impls[i];
     snprintf(what, sizeof what, "GPU attention %s B%d H%d L%d%s", names[i], B, H, L, causal ? " causal" : "");
     memset(t.o, 0xff, t.nxq * 4), memset(t.lse, 0xff, t.nl * 4);
-    CHECK_MSG(slG_attention_forward(impl, B, H, L, 64, causal, t.q, t.k, t.v, t.o, t.lse, err, sizeof err) == 0, "%s: %s",
-              what, err);
+    CHECK_MSG(slK_gpu()->attention_forward(impl, B, H, L, 64, causal, t.q, t.k, t.v, t.o, t.lse, err, sizeof err) == 0,
+              "%s: %s", what, err);
     snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-4, 1e-4, w);
     snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
   }
@@ -742,8 +769,8 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
     int impl = impls[i];
     snprintf(what, sizeof what, "GPU attention backward %s B%d H%d L%d%s", names[i], B, H, L, causal ? " causal" : "");
     memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
-    CHECK_MSG(slG_attention_backward(impl, B, H, L, 64, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq, t.dk, t.dv, err,
-                                     sizeof err) == 0, "%s: %s", what, err);
+    CHECK_MSG(slK_gpu()->attention_backward(impl, B, H, L, 64, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq, t.dk, t.dv,
+                                            err, sizeof err) == 0, "%s: %s", what, err);
     snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 1e-3, 1e-3, w);
     snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 1e-3, 1e-3, w);
     snprintf(w, sizeof w, "%s dV", what), close_all(t.dv, dv, t.nxk, 1e-3, 1e-3, w);
@@ -769,13 +796,13 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
   attn_reference(&t, o, lse, dq, dk, dv);
   snprintf(what, sizeof what, "GPU attention bf16 B%d H%d L%d dim %d%s", B, H, L, dim, causal ? " causal" : "");
   memset(t.o, 0xff, t.nxq * 4), memset(t.lse, 0xff, t.nl * 4);
-  CHECK_MSG(slG_attention_forward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err,
-                                  sizeof err) == 0, "%s: %s", what, err);
+  CHECK_MSG(slK_gpu()->attention_forward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err,
+                                         sizeof err) == 0, "%s: %s", what, err);
   snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-2, 1e-2, w);
   snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
   memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
-  CHECK_MSG(slG_attention_backward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq,
-                                   t.dk, t.dv, err, sizeof err) == 0, "%s backward: %s", what, err);
+  CHECK_MSG(slK_gpu()->attention_backward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse,
+                                          t.dq, t.dk, t.dv, err, sizeof err) == 0, "%s backward: %s", what, err);
   snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 3e-2, 3e-2, w);
   snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 3e-2, 3e-2, w);
   snprintf(w, sizeof w, "%s dV", what), close_all(t.dv, dv, t.nxk, 3e-2, 3e-2, w);
@@ -829,7 +856,7 @@ static void test_gpu_mxint8(void) {
   for (int shift = 0; shift < (gpu_small() ? 1 : 8); shift++) {
     uint8_t sh[256];
     for (int e = 0; e < 256; e++) sh[e] = (uint8_t)(s[e] + shift);
-    CHECK_MSG(slG_mxint8_dequant_bf16(m, sh, 256 * 32, 32, h, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(slK_gpu()->mxint8_dequant_bf16(m, sh, 256 * 32, 32, h, err, sizeof err) == 0, "%s", err);
     for (int i = 0; i < 256 * 32; i++) bad += h[i] != slK_mxint8_bf16_one(m[i], sh[i / 32]);
   }
   CHECK_EQ_INT(bad, 0);
@@ -837,7 +864,7 @@ static void test_gpu_mxint8(void) {
   for (int gi = 0; gi < 2; gi++)
     for (int ni = 0; ni < 5; ni++) {
       memset(h, 0xff, sizeof h);
-      CHECK_MSG(slG_mxint8_dequant_bf16(m, s, (size_t)ns[ni], gs[gi], h, err, sizeof err) == 0, "%s", err);
+      CHECK_MSG(slK_gpu()->mxint8_dequant_bf16(m, s, (size_t)ns[ni], gs[gi], h, err, sizeof err) == 0, "%s", err);
       int wrong = 0;
       for (int i = 0; i < ns[ni]; i++) wrong += h[i] != slK_mxint8_bf16_one(m[i], s[i / gs[gi]]);
       CHECK_MSG(wrong == 0, "GPU MXINT8 g = %d, n = %d: %d elements differ", gs[gi], ns[ni], wrong);
@@ -848,26 +875,26 @@ static void test_gpu_mxint8(void) {
 static void test_gpu_refusals(void) {
   char err[256] = "";
   float x[32 * 16] = {0}, y[32 * 16], l[16];
-  CHECK(slG_attention_forward(SLG_ATTN_FUSED, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
+  CHECK(slK_gpu()->attention_forward(SLG_ATTN_FUSED, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
   CHECK_CONTAINS(err, "dim");
   err[0] = 0;
-  CHECK(slG_attention_forward(SLG_ATTN_FUSED_BF16, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
+  CHECK(slK_gpu()->attention_forward(SLG_ATTN_FUSED_BF16, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
   CHECK_CONTAINS(err, "dim");
 }
 
 /* `version` on a machine without NVIDIA's driver said "CUDA driver version
 ** is insufficient", as if an old driver were installed */
 static void test_gpu_description_names_what_is_missing(void) {
-  const char *d = slK_gpu_describe();
+  const char *d = slK_dev_why();
   CHECK(d && *d);
-  if (slG_device_count() > 0) return;
+  if (slK_dev_count() > 0) return;
   CHECK_CONTAINS(d, "no GPU");
   if (access("/proc/driver/nvidia/version", F_OK) != 0) CHECK_MSG(!strstr(d, "insufficient"), "got \"%s\"", d);
 }
 
 static void run_gpu_tests(void) {
-  if (slG_device_count() == 0) {
-    check_skip("test_gpu_* (CUDA versions against the CPU references)", slG_describe());
+  if (slK_dev_count() == 0) {
+    check_skip("test_gpu_* (CUDA versions against the CPU references)", slK_dev_why());
     return;
   }
   RUN(test_gpu_gemm);
@@ -899,6 +926,7 @@ int main(int argc, char **argv) {
   RUN(test_mxint8_large_streaming);
   RUN(test_mxint8_linear);
   RUN(test_harness_statistics);
+  RUN(test_bench_table);
   RUN(test_commands);
   run_gpu_tests();
   return check_summary();

@@ -8,13 +8,14 @@
 **
 ** and engine/engine.c above them all, the one file that knows every domain.
 ** plotting/ draws tables (it may use lang and table); cuda/ is reached only
-** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; jupyter/, report/ and cli/ drive the engine
-** through engine/syslab.h alone, in three layers: jupyter/ (the kernel) <-
+** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; kernel/, report/ and cli/ drive the engine
+** through engine/syslab.h alone, in three layers: kernel/ (the kernel) <-
 ** report/ (a protocol client of the kernel) <- cli/ (the command line over
 ** both). Every file may include syslab.h. An include without a folder names
 ** a file of the including file's own folder.
 **
-** The rule is one table (may_use) and one function (violation); the test
+** The rule is one list, tests/layers.txt (read into may_use), and one
+** function (violation); the test
 ** checks the function on planted wrong includes, then runs it over the tree
 ** and names the file and line of every include that breaks the rule.
 */
@@ -26,27 +27,40 @@
 
 #include "check.h"
 
-/* folder -> the folders its files may include (besides itself and syslab.h) */
-static const struct {
-  const char *folder;
-  const char *may_use[10];
-} may_use[] = {
-    {"engine/lang", {NULL}},
-    {"engine/table", {"engine/lang", NULL}},
-    {"engine/kernels", {"engine/lang", "engine/table", "cuda", NULL}},
-    {"engine/graph", {"engine/lang", "engine/table", "engine/kernels", NULL}},
-    {"engine/systems", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", NULL}},
-    {"engine/compress", {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", NULL}},
-    {"engine/search",
-     {"engine/lang", "engine/table", "engine/kernels", "engine/graph", "engine/systems", "engine/compress", "mpi", NULL}},
-    {"plotting", {"engine/lang", "engine/table", NULL}},
-    {"jupyter", {NULL}},
-    {"report", {"jupyter", NULL}},
-    {"cli", {"jupyter", "report", NULL}},
-    {"cuda", {NULL}},
-    {"mpi", {NULL}},
-};
-#define NFOLDERS (sizeof may_use / sizeof may_use[0])
+/* folder -> the folders its files may include (besides itself and
+** syslab.h), read from tests/layers.txt, the one statement of the layers
+** (tests/structure.py reads it too) */
+#define MAX_FOLDERS 32
+#define MAX_USES 16
+static struct {
+  char folder[64];
+  char may_use[MAX_USES][64];
+  int nuses;
+} may_use[MAX_FOLDERS];
+static size_t nfolders;
+
+static void read_layers(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tests/layers.txt", SYSLAB_SOURCE_DIR);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    check_fail(__FILE__, __LINE__, "cannot read %s", path);
+    return;
+  }
+  char line[1024];
+  while (fgets(line, sizeof line, f) && nfolders < MAX_FOLDERS) {
+    line[strcspn(line, "#\n")] = '\0';
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    *colon = '\0';
+    if (sscanf(line, "%63s", may_use[nfolders].folder) != 1) continue;
+    int n = 0;
+    for (char *w = strtok(colon + 1, " \t"); w && n < MAX_USES; w = strtok(NULL, " \t"))
+      snprintf(may_use[nfolders].may_use[n++], 64, "%s", w);
+    may_use[nfolders++].nuses = n;
+  }
+  fclose(f);
+}
 
 /* "graph/model.h" -> "engine/graph"; "cuda/gpu.h" -> "cuda"; NULL if the
 ** include names no folder of ours (a bare name, or something else) */
@@ -74,9 +88,9 @@ static const char *violation(const char *file, const char *inc, char *why, size_
   if (strcmp(inc, "syslab.h") == 0) return NULL;
   if (!folder_of_include(inc, target, sizeof target)) return NULL;  /* own folder */
   if (strcmp(target, dir) == 0) return NULL;
-  for (size_t i = 0; i < NFOLDERS; i++) {
+  for (size_t i = 0; i < nfolders; i++) {
     if (strcmp(may_use[i].folder, dir) != 0) continue;
-    for (int k = 0; may_use[i].may_use[k]; k++)
+    for (int k = 0; k < may_use[i].nuses; k++)
       if (strcmp(may_use[i].may_use[k], target) == 0) return NULL;
     snprintf(why, size, "%s may not include %s/ (its layer is below or beside)", dir, target);
     return why;
@@ -93,10 +107,10 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("engine/kernels/machine.c", "cuda/gpu.h", why, sizeof why));
   CHECK(!violation("plotting/plot.c", "table/table.h", why, sizeof why));
   CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
-  CHECK(!violation("jupyter/shell.c", "syslab.h", why, sizeof why));
-  CHECK(!violation("report/client.c", "jupyter/wire.h", why, sizeof why));
+  CHECK(!violation("kernel/shell.c", "syslab.h", why, sizeof why));
+  CHECK(!violation("report/client.c", "kernel/wire.h", why, sizeof why));
   CHECK(!violation("cli/main.c", "report/report.h", why, sizeof why));
-  CHECK(!violation("cli/run.c", "jupyter/shell.h", why, sizeof why));
+  CHECK(!violation("cli/run.c", "kernel/shell.h", why, sizeof why));
   /* upward, sideways, or past the interface: refused */
   CHECK(violation("engine/graph/model.h", "compress/quant.h", why, sizeof why));
   CHECK_CONTAINS(why, "engine/graph may not include engine/compress/");
@@ -106,10 +120,10 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("engine/graph/commands.c", "plotting/gnuplot.h", why, sizeof why));
   CHECK(violation("engine/graph/exec.c", "cuda/gpu.h", why, sizeof why));
   CHECK(violation("engine/table/table.c", "kernels/kernels.h", why, sizeof why));
-  CHECK(violation("jupyter/shell.c", "lang/eval.h", why, sizeof why));
-  CHECK(violation("jupyter/server.c", "report/report.h", why, sizeof why));
-  CHECK_CONTAINS(why, "jupyter may not include report/");
-  CHECK(violation("jupyter/server.c", "cli/cli.h", why, sizeof why));
+  CHECK(violation("kernel/shell.c", "lang/eval.h", why, sizeof why));
+  CHECK(violation("kernel/server.c", "report/report.h", why, sizeof why));
+  CHECK_CONTAINS(why, "kernel may not include report/");
+  CHECK(violation("kernel/server.c", "cli/cli.h", why, sizeof why));
   CHECK(violation("report/report.c", "cli/cli.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
@@ -178,7 +192,7 @@ static void walk(const char *root, const char *rel) {
 }
 
 static void test_the_tree_keeps_the_layers(void) {
-  const char *tops[] = {"engine", "plotting", "jupyter", "report", "cli", "cuda", "mpi"};
+  const char *tops[] = {"engine", "plotting", "kernel", "report", "cli", "cuda", "mpi"};
   for (size_t i = 0; i < sizeof tops / sizeof *tops; i++) walk(SYSLAB_SOURCE_DIR, tops[i]);
   CHECK_MSG(nincludes > 50, "only %d includes were read under %s: is the tree there?", nincludes, SYSLAB_SOURCE_DIR);
   CHECK_EQ_INT(nviolations, 0);
@@ -195,6 +209,8 @@ static void test_every_engine_folder_exists(void) {
 }
 
 int main(void) {
+  read_layers();
+  CHECK_MSG(nfolders >= 12, "tests/layers.txt names %zu folders", nfolders);
   RUN(test_planted_wrong_includes_are_caught);
   RUN(test_the_tree_keeps_the_layers);
   RUN(test_every_engine_folder_exists);

@@ -1,7 +1,9 @@
 /* test_lm.c - the language-model family: gradients against finite
 ** differences, training on random tokens and on a byte stream, memory
 ** prediction against measured peaks, OOM refusal figures, mixed precision
-** (accumulation, dtype table), and fused against eager graphs. */
+** (accumulation, dtype table), fused against eager graphs, and the weights
+** each preset starts from (drawn by the thread team, the same numbers as
+** one thread drew them). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,10 @@
 #include "systems/predict.h"
 #include "graph/precision.h"
 #include "graph/product.h"
+#include "graph/profile.h"
 #include "systems/runner.h"
 #include "graph/train.h"
+#include "kernels/kernels.h"
 
 static slM_LmSpec tiny = {"", 11, 5, 8, 12, 2, 2};
 
@@ -235,7 +239,88 @@ static void test_adamw(void) {
   slM_graph_free(g);
 }
 
+/* ------------------------------------------------ the weights a model starts from */
+
+/* FNV-1a over the bits of every parameter, node by node */
+static uint64_t fingerprint(const slM_Graph *g) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      const slM_Tensor *t = g->nodes[i].params[k]->value;
+      const unsigned char *b = (const unsigned char *)t->data;
+      for (size_t j = 0; j < t->size * sizeof(float); j++) h = (h ^ b[j]) * 0x100000001b3ull;
+    }
+  return h;
+}
+
+/* Every preset's weights at seed 0 (what lm_bench builds) and at seed 7, as
+** one thread drew them before the draw was shared by the thread team: the
+** numbers a model starts from must not depend on the cores. The tiny
+** preset's table of 640,000 values already spans 20 of the team's chunks;
+** the presets from small up take seconds and up to 11 GB each, so they run
+** only with SYSLAB_TEST_LARGE_PRESETS=1. */
+static void test_preset_weights_unchanged(void) {
+  static const struct {
+    const char *preset;
+    uint64_t seed0, seed7;
+  } want[] = {
+      {"tiny", 0x2863922f1dba1c28ull, 0x99bbf835fa3f79faull},
+      {"small", 0xd74409f66c504378ull, 0x9181726a23678482ull},
+      {"medium", 0xcc86c514d09c6e9full, 0x17f355c683f0e5c9ull},
+      {"large", 0xc57099ca4cc9a4c8ull, 0xa1b7891bab62c0a4ull},
+      {"xl", 0xdb2a5eadbc4fd4aeull, 0x3c5b539060cfc9c3ull},
+      {"2.7B", 0x6e6b1f3709e8fd57ull, 0x8c6080d76c67185full},
+  };
+  const char *large = getenv("SYSLAB_TEST_LARGE_PRESETS");
+  int all = large && *large == '1';
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    if (i >= 1 && !all) {
+      check_skip(want[i].preset, "the larger presets' weights are checked with SYSLAB_TEST_LARGE_PRESETS=1");
+      continue;
+    }
+    slM_LmSpec s;
+    char err[256];
+    CHECK(slM_lm_preset(want[i].preset, &s) == 0);
+    for (int k = 0; k < 2; k++) {
+      double t0 = slM_now();
+      slM_Graph *g = slM_lm(&s, k ? 7 : 0, err, sizeof err);
+      double built = slM_now() - t0;
+      CHECK_MSG(g != NULL, "%s", err);
+      if (!g) continue;
+      uint64_t h = fingerprint(g), w = k ? want[i].seed7 : want[i].seed0;
+      printf("  %s seed %d: weights 0x%016llx, built in %.2f s on %d threads\n", want[i].preset, k ? 7 : 0,
+             (unsigned long long)h, built, slK_threads());
+      CHECK_MSG(h == w, "%s seed %d: weights 0x%016llx, want 0x%016llx", want[i].preset, k ? 7 : 0,
+                (unsigned long long)h, (unsigned long long)w);
+      slM_graph_free(g);
+    }
+  }
+}
+
+/* the team's draw against one thread's, value by value, at sizes around its chunks' edges, and the generator's
+** state after it (what the next parameter draws from) */
+static void test_normal_draw_is_one_threads(void) {
+  static const int sizes[] = {1, 2, 32767, 32768, 32769, 65536 + 3, 3 * 32768 + 17, 1 << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    int n = sizes[k];
+    slM_Param *p = slM_param_new("w", 1, &n);
+    slM_Rng team, one;
+    slM_rng_seed(&team, 100 + k), slM_rng_seed(&one, 100 + k);
+    slM_param_normal(p, &team, 0.5);
+    int differ = 0;
+    for (int i = 0; i < n; i++) {
+      float v = (float)(slM_rng_normal(&one) * 0.5);
+      differ += memcmp(&v, &p->value->data[i], sizeof v) != 0;
+    }
+    CHECK_MSG(differ == 0, "%d values: %d differ from one thread's", n, differ);
+    CHECK_MSG(team.state == one.state, "%d values: the generator is not where one thread left it", n);
+    slM_param_release(p);
+  }
+}
+
 int main(void) {
+  RUN(test_normal_draw_is_one_threads);
+  RUN(test_preset_weights_unchanged);
   RUN(test_adamw);
   RUN(test_builder_and_presets);
   RUN(test_gradients);

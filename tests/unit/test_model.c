@@ -405,8 +405,12 @@ static void test_bf16_outputs_rounded_as_written(void) {
     slM_Node *n = &g->nodes[i];
     if (dt[i] != SLM_BF16 || !n->out) continue;
     size_t off = 0;
-    for (size_t j = 0; j < n->out->size; j++) off += n->out->data[j] != slK_round_bf16(n->out->data[j]);
+    for (size_t j = 0; j < n->out->size; j++) off += slM_tensor_at(n->out, j) != slK_round_bf16(slM_tensor_at(n->out, j));
     CHECK_MSG(off == 0, "%s (%s): %zu values are not bfloat16", n->name, slM_op(n->op)->name, off);
+    /* kept in 16 bits where its operator writes them, except what the caller reads (the logits) */
+    int half = (slM_op(n->op)->flags & SLM_OP_HALF) && i != slM_logits_node(g);
+    CHECK_MSG(half == (n->out->half != NULL), "%s (%s) is stored in %s", n->name, slM_op(n->op)->name,
+              n->out->half ? "16 bits" : "float32");
     int by_itself = n->op == OP_GELU || n->op == OP_DROPOUT || n->op == OP_ADD || n->op == OP_SCORES || n->op == OP_CONTEXT;
     if (by_itself) CHECK_MSG(n->rounded, "%s (%s) left its rounding to a pass of its own", n->name, slM_op(n->op)->name);
     self += n->rounded;

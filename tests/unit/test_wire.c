@@ -5,7 +5,7 @@
 #include <zmq.h>
 
 #include "check.h"
-#include "jupyter/wire.h"
+#include "kernel/wire.h"
 
 static slj_Key key_of(const char *s) {
   slj_Key k;

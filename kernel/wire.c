@@ -12,6 +12,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -25,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+
+#include "syslab.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -46,7 +49,7 @@ void slj_uuid(char out[37]) {
            b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-void slj_iso_now(char out[40]) {
+static void iso_now(char out[40]) {
   struct timespec ts;
   struct tm tm;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -161,7 +164,7 @@ int slj_verify(const slj_Key *key, const char *parts[4], const size_t lens[4], c
 json_t *slj_header_new(const char *msg_type, const char *session) {
   char id[37], date[40];
   slj_uuid(id);
-  slj_iso_now(date);
+  iso_now(date);
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session, "username", "syslab",
                    "date", date, "msg_type", msg_type, "version", SLJ_PROTOCOL_VERSION);
 }
@@ -342,11 +345,13 @@ done:
 int slj_connection_read(const char *path, slj_Connection *c, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
   json_error_t jerr;
-  json_t *j = json_load_file(path, 0, &jerr);
-  if (!j) {
-    snprintf(err, errlen, "cannot read connection file '%s': %s", path, jerr.text);
-    return -1;
-  }
+  size_t n;
+  char why[512];
+  char *text = slF_read_file(path, "a connection file", 1, &n, why, sizeof why);   /* a FIFO would block */
+  json_t *j = text ? json_loadb(text, n, 0, &jerr) : NULL;
+  if (!j) snprintf(err, errlen, "cannot read connection file '%s': %s", path, text ? jerr.text : why);
+  free(text);
+  if (!j) return -1;
   const char *transport = json_string_value(json_object_get(j, "transport"));
   const char *ip = json_string_value(json_object_get(j, "ip"));
   const char *key = json_string_value(json_object_get(j, "key"));
@@ -399,13 +404,16 @@ int slj_connection_write(const char *path, const slj_Connection *c, char *err, s
                         "key", key, "kernel_name", "syslab");
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+  char why[512];
   mode_t old = umask(077);  /* the key is a secret: the file is for its owner only */
-  int rc = json_dump_file(j, tmp, JSON_INDENT(2));
+  int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, "a connection file", NULL, why, sizeof why);
   umask(old);
+  int rc = fd >= 0 ? json_dumpfd(j, fd, JSON_INDENT(2)) : -1;
+  if (fd >= 0 && close(fd) != 0) rc = -1;
   json_decref(j);
   if (rc != 0 || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot write connection file '%s': %s", path, strerror(errno));
-    unlink(tmp);
+    snprintf(err, errlen, "cannot write connection file '%s': %s", path, fd < 0 ? why : strerror(errno));
+    if (fd >= 0) unlink(tmp);
     return -1;
   }
   return 0;

@@ -71,7 +71,6 @@ void slj_sign_warm_start(void);
 void slj_sign_warm_join(void);
 
 void slj_uuid(char out[37]);
-void slj_iso_now(char out[40]);
 
 /* JSON string from bytes that may not be valid UTF-8: bad bytes become U+FFFD */
 json_t *slj_json_text(const char *s, size_t n);

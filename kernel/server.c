@@ -214,6 +214,18 @@ static void *control_thread(void *arg) {
     if (rc == 0) continue;
     if (serve_one(K, K->control, "control", handle_control) != 0) break;
   }
+  /* A shutdown_request interrupted the running cell, and every long command
+  ** stops within a second; one stuck where no interrupt reaches (inside a
+  ** single product of the BLAS, say) is not waited for past two seconds,
+  ** so the kernel always ends when asked to. */
+  for (int i = 0; i < 200 && atomic_load(&K->stopping) && !atomic_load(&K->main_done); i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (atomic_load(&K->stopping) && !atomic_load(&K->main_done)) {
+    slj_log("the running cell did not stop within two seconds of the shutdown request: exiting");
+    _exit(0);
+  }
   return NULL;
 }
 
