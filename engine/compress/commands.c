@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "graph/model.h"
+#include "kernels/kernels.h"
 #include "quant.h"
 #include "table/table.h"
 
@@ -157,6 +158,7 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
     return sl_arg_error(call, "values", "%s", err);
   }
   sl_Value mant = sl_list_new(), scales = sl_list_new(), bf16 = sl_list_new(), values = sl_list_new();
+  sl_Value bit6 = sl_list_new(), assembled = sl_list_new(), bf16_values = sl_list_new();
   float *dec = malloc(n * sizeof *dec);
   slQ_mxint8_unpack(m, e, n, g, dec);
   for (size_t i = 0; i < n; i++) {
@@ -166,10 +168,19 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
       return sl_interrupted_error(call);
     }
     char hex[8];
-    hex16(slQ_mxint8_to_bf16(m[i], e[i / (size_t)g]), hex);
+    uint8_t scale = e[i / (size_t)g];
+    uint16_t b = slQ_mxint8_to_bf16(m[i], scale);
+    hex16(b, hex);
     sl_list_push(mant, sl_number(m[i]));
     sl_list_push(bf16, sl_string(hex));
     sl_list_push(values, sl_number(dec[i]));
+    /* the kernel's region selector: bit 6 of |m| set, the assembled pattern is the value; clear, the
+    ** implicit 1 (the same sign and exponent, fraction 0) is subtracted from it */
+    int a = abs((int)m[i]);
+    sl_list_push(bit6, sl_bool((a & 0x40) != 0));
+    hex16((uint16_t)((((uint8_t)m[i] & 0x80) << 8) | (scale << 7) | ((a & 0x3F) << 1)), hex);
+    sl_list_push(assembled, sl_string(hex));
+    sl_list_push(bf16_values, sl_number(slK_bf16_to_f32(b)));
   }
   for (size_t b = 0; b < n / (size_t)g; b++) sl_list_push(scales, sl_number(e[b]));
   *result = sl_record_new();
@@ -177,6 +188,9 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
   sl_record_set(*result, "scales", scales);
   sl_record_set(*result, "bf16", bf16);
   sl_record_set(*result, "values", values);
+  sl_record_set(*result, "bit6", bit6);
+  sl_record_set(*result, "assembled", assembled);
+  sl_record_set(*result, "bf16_values", bf16_values);
   sl_record_set(*result, "bits_per_value", sl_number(8 + 8.0 / g));
   free(x), free(m), free(e), free(dec);
   return 0;
@@ -528,7 +542,10 @@ static const sl_Command slQ_commands[] = {
    cmd_quantize, SL_CMD_LONG,
    {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers"}, FORMAT_ARGS, {NULL}}},
   {"mxint8", "compress", "Pack numbers as MXINT8: int8 mantissas and one E8M0 scale byte per block.",
-   "Shows the mantissas, the scale bytes, the bfloat16 bit patterns the GPU kernel decodes to, and the values.",
+   "Shows the mantissas, the scale bytes, the bfloat16 bit patterns the GPU kernel decodes to, and the values; "
+   "and the kernel's region selector: bit6 (bit 6 of |m|), the pattern assembled from the sign, the scale byte and "
+   "|m|'s low six bits (the result itself when bit6 is set; when it is clear the same sign and exponent with a zero "
+   "fraction, the implicit 1, is subtracted from it) and bf16_values, the patterns' values.",
    "mxint8 (1..32) block=32", cmd_mxint8, SL_CMD_LONG,
    {{"values", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the numbers; a multiple of block"},
     {"block", SL_ARG_INT, 0, "32", "group size: 16 or 32"}, {NULL}}},

@@ -110,9 +110,14 @@ static float *operand(slK_Case *c, int i, size_t n, uint64_t seed, char *err, si
   return c->x[i];
 }
 
+/* set when a case's setup refused it for memory: the harness reports it as
+** SLK_BENCH_REFUSED, so that a table can keep the row and go on */
+static int refused;
+
 static int refuse(size_t need, const char *what, char *err, size_t errlen) {
   size_t avail = slK_mem_available();
   if (avail && need > avail / 10 * 8) {
+    refused = 1;
     snprintf(err, errlen, "%s needs %.2f GiB, more than the budget of %.2f GiB (80%% of the %.2f GiB available)", what,
              need / 1073741824.0, avail / 10 * 8 / 1073741824.0, avail / 1073741824.0);
     return -1;
@@ -549,8 +554,9 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   slK_mem_reset_peak();
   slK_rss_reset_peak();
   size_t base = slK_mem_live();
+  refused = 0;
   slK_Case *c = b->setup(size, shape, err, errlen);
-  if (!c) return -1;
+  if (!c) return refused ? SLK_BENCH_REFUSED : -1;
   double *t = malloc(sizeof *t * (size_t)reps);
   /* an interrupt is polled between repetitions (and inside the naive loops): the run stops
   ** within one repetition and reports nothing */

@@ -178,6 +178,29 @@ static int attn_shape_args(sl_Call *call, slK_Attn *a) {
   return 0;
 }
 
+/* A kernel's roofs, measured just before and after it: the faster of the two
+** runs of each (a roof is a ceiling, and load only lowers it), then
+** roof = min(peak, bandwidth x intensity). A kernel measured above its roof
+** is flagged (above_roof) and its shares are left empty rather than shown
+** above 100%: the roof, not the kernel, was measured low. */
+static void roof_columns(slT_Table *t, size_t r, int roofed, const slK_Roofs *before, const slK_Roofs *after,
+                         double gflops, double intensity) {
+  const char *cols[] = {"peak_gflops", "bandwidth_gbs", "roof_gflops", "of_peak", "of_roof", "above_roof", NULL};
+  for (int i = 0; cols[i]; i++) slT_add_column(t, cols[i]);
+  if (!roofed) return;
+  double peak = fmax(before->sgemm_gflops, after->sgemm_gflops), bw = fmax(before->stream_gbs, after->stream_gbs);
+  double roof = fmin(peak, bw * intensity);
+  int above = gflops > roof;
+  set_num(t, r, "peak_gflops", round_to(peak, 1));
+  set_num(t, r, "bandwidth_gbs", round_to(bw, 1));
+  set_num(t, r, "roof_gflops", round_sig(roof));
+  if (!above) {
+    set_num(t, r, "of_peak", round_to(gflops / peak, 3));
+    set_num(t, r, "of_roof", round_to(gflops / roof, 3));
+  }
+  slT_set(t, r, (size_t)slT_column(t, "above_roof"), sl_bool(above));
+}
+
 static int cmd_bench(sl_Call *call, sl_Value *result) {
   const slK_Bench *kernels[32];
   int sizes[64], nk = kernel_list(call, kernels, 32);
@@ -193,10 +216,13 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
   int reps = (int)sl_arg_number(call, "reps"), warmup = (int)sl_arg_number(call, "warmup");
   if (reps < 1 || reps > 10000) return sl_arg_error(call, "reps", "must be 1..10000, got %d", reps);
   if (warmup < 0 || warmup > 1000) return sl_arg_error(call, "warmup", "must be 0..1000, got %d", warmup);
-  double peak = 0;
+  /* the roofs are measured beside each CPU kernel that does arithmetic, just before and just after it,
+  ** on this process's threads: a kernel and its roof see the same load */
+  int roofs = 0;
   for (int k = 0; k < nk; k++)
-    if (strcmp(kernels[k]->device, "cpu") == 0 && strcmp(kernels[k]->group, "memory") != 0) peak = 1;
-  const slK_Machine *m = peak ? slK_machine() : NULL;
+    if (strcmp(kernels[k]->device, "cpu") == 0 && kernels[k]->flops(sizes[0], &shape) > 0) roofs = 1;
+  slK_RoofMeter *meter = roofs ? slK_roofs_begin() : NULL;
+  if (roofs && !meter) return sl_error(call, "could not allocate the roofs' operands (about 200 MB)");
   slT_Table *t = slT_new();
   sl_Progress *p = sl_progress_begin(call, "bench", (double)nk * ns);
   for (int k = 0; k < nk; k++)
@@ -204,19 +230,34 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
       if (sl_interrupted()) {
         sl_progress_end(p);
         slT_free(t);
+        slK_roofs_end(meter);
         return sl_interrupted_error(call);
       }
       char err[512], detail[128];
       snprintf(detail, sizeof detail, "%s at %d", kernels[k]->name, sizes[s]);
       sl_progress_update(p, (double)k * ns + s, detail);
+      int roofed = meter && strcmp(kernels[k]->device, "cpu") == 0 && kernels[k]->flops(sizes[s], &shape) > 0;
+      slK_Roofs before = {0}, after = {0};
+      if (roofed) slK_roofs_measure(meter, 2, &before);
       slK_Result res;
       int rc = slK_bench_run(kernels[k], sizes[s], &shape, warmup, reps, NULL, NULL, &res, err, sizeof err);
+      if (rc == SLK_BENCH_REFUSED) {   /* a row that says so, with the size it needs; the others still run */
+        size_t r = slT_add_row(t);
+        set_str(t, r, "kernel", kernels[k]->name);
+        set_str(t, r, "device", kernels[k]->device);
+        set_num(t, r, "size", sizes[s]);
+        set_str(t, r, "note", err);
+        continue;
+      }
       if (rc != 0) {
         sl_progress_end(p);
         slT_free(t);
+        slK_roofs_end(meter);
         if (rc == SLK_BENCH_INTERRUPTED) return sl_interrupted_error(call);
         return sl_error(call, "%s at size %d: %s", kernels[k]->name, sizes[s], err);
       }
+      if (roofed) slK_roofs_measure(meter, 2, &after);
+      double gflops = res.flops / res.t.median / 1e9;
       size_t r = slT_add_row(t);
       set_str(t, r, "kernel", kernels[k]->name);
       set_str(t, r, "device", kernels[k]->device);
@@ -226,21 +267,22 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
       set_num(t, r, "min_ms", round_to(res.t.min * 1e3, 4));
       set_num(t, r, "mean_ms", round_to(res.t.mean * 1e3, 4));
       set_num(t, r, "std_ms", round_to(res.t.std * 1e3, 4));
-      set_num(t, r, "gflops", round_to(res.flops / res.t.median / 1e9, 2));
+      set_num(t, r, "gflops", round_to(gflops, 2));
       set_num(t, r, "gbs", round_to(res.bytes / res.t.median / 1e9, 2));
       set_num(t, r, "intensity", round_to(res.bytes > 0 ? res.flops / res.bytes : 0, 3));
-      slT_add_column(t, "of_peak");
-      if (m && res.flops > 0 && strcmp(kernels[k]->device, "cpu") == 0)
-        set_num(t, r, "of_peak", round_to(res.flops / res.t.median / 1e9 / m->sgemm_gflops, 3));
+      if (meter) roof_columns(t, r, roofed, &before, &after, gflops, res.bytes > 0 ? res.flops / res.bytes : 0);
       set_num(t, r, "peak_mib", round_to(res.peak_bytes / MIB, 2));
       set_num(t, r, "rss_peak_mib", round_to(res.rss_peak / MIB, 1));
     }
   sl_progress_end(p);
+  slK_roofs_end(meter);
+  slT_add_column(t, "note");   /* empty but for refused cases */
   /* peak_mib too: a threaded kernel's scratch follows which thread took which part (the fused MXINT8
   ** layer at n = 4096 peaked at 23.46 or 23.51 MiB in two runs), so it is a measurement as well */
-  const char *timed[] = {"median_ms", "min_ms", "mean_ms", "std_ms", "gflops", "gbs", "of_peak", "peak_mib",
-                         "rss_peak_mib", NULL};
-  mark(t, timed);
+  const char *timed[] = {"median_ms", "min_ms", "mean_ms", "std_ms", "gflops", "gbs", "peak_gflops", "bandwidth_gbs",
+                         "roof_gflops", "of_peak", "of_roof", "above_roof", "peak_mib", "rss_peak_mib", NULL};
+  for (int i = 0; timed[i]; i++)
+    if (slT_column(t, timed[i]) >= 0) slT_mark_timing(t, slT_column(t, timed[i]));
   *result = slT_value(t);
   return 0;
 }
@@ -275,7 +317,7 @@ static int cmd_speedup(sl_Call *call, sl_Value *result) {
     if (!k || strcmp(k, kern) != 0) continue;
     double size = slT_get(in, r, (size_t)cs).u.n;
     long b = find_row(in, ck, cs, base, size);
-    if (b < 0) continue;
+    if (b < 0 || isnan(cell(in, b, "median_ms")) || isnan(cell(in, (long)r, "median_ms"))) continue;   /* refused */
     size_t o = slT_add_row(t);
     set_num(t, o, "size", size);
     set_num(t, o, "baseline_ms", cell(in, b, "median_ms"));
@@ -295,10 +337,24 @@ static int cmd_speedup(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------ roofline */
 
+/* The CPU roof of a bench table: the highest peak and bandwidth its own
+** rows measured beside the kernels (bench's roof columns), or, for a table
+** without them, the figures `machine` measured once */
+static void table_roofs(slT_Table *in, const slK_Machine *m, double *peak, double *bw) {
+  int cp = slT_column(in, "peak_gflops"), cb = slT_column(in, "bandwidth_gbs");
+  *peak = *bw = 0;
+  for (size_t r = 0; cp >= 0 && cb >= 0 && r < in->nrows; r++) {
+    sl_Value p = slT_get(in, r, (size_t)cp), b = slT_get(in, r, (size_t)cb);
+    if (p.type == SL_NUMBER && p.u.n > *peak) *peak = p.u.n;
+    if (b.type == SL_NUMBER && b.u.n > *bw) *bw = b.u.n;
+  }
+  if (!(*peak > 0) || !(*bw > 0)) *peak = m->sgemm_gflops, *bw = m->stream_gbs;
+}
+
 static int cmd_roofline(sl_Call *call, sl_Value *result) {
   slT_Table *in = sl_arg_object(call, "results", &slT_class);
   int ck = slT_column(in, "kernel"), ci = slT_column(in, "intensity"), cg = slT_column(in, "gflops"),
-      cd = slT_column(in, "device");
+      cd = slT_column(in, "device"), ca = slT_column(in, "above_roof");
   if (ck < 0 || ci < 0 || cg < 0)
     return sl_arg_error(call, "results", "needs the columns kernel, intensity and gflops (a table from bench)");
   const slK_Machine *m = slK_machine();
@@ -312,17 +368,24 @@ static int cmd_roofline(sl_Call *call, sl_Value *result) {
     sl_Value i = slT_get(in, r, (size_t)ci), g = slT_get(in, r, (size_t)cg);
     if (i.type != SL_NUMBER || g.type != SL_NUMBER || !(i.u.n > 0) || !(g.u.n > 0)) continue;
     if (cd >= 0 && sl_str(slT_get(in, r, (size_t)cd)) && strcmp(sl_str(slT_get(in, r, (size_t)cd)), "gpu") == 0) gpu_rows++;
+    /* a point measured above its own roof is its own series, so the plot shows the flag */
+    sl_Value above = ca >= 0 ? slT_get(in, r, (size_t)ca) : sl_nil();
+    char name[160];
+    snprintf(name, sizeof name, "%s%s", sl_str(slT_get(in, r, (size_t)ck)),
+             sl_truthy(above) ? " (above its roof)" : "");
     size_t o = slT_add_row(t);
-    slT_set(t, o, 0, sl_string(sl_str(slT_get(in, r, (size_t)ck))));
+    slT_set(t, o, 0, sl_string(name));
     slT_set(t, o, 1, sl_number(i.u.n));
     slT_set(t, o, 2, sl_number(g.u.n));
   }
+  double cpu_peak, cpu_bw;
+  table_roofs(in, m, &cpu_peak, &cpu_bw);
   /* the roofs: min(peak, bandwidth x intensity) over 2^-4 .. 2^12 FLOP/byte */
   struct {
     int on;
     double peak, bw;
     const char *name;
-  } roofs[2] = {{1, m->sgemm_gflops, m->stream_gbs, "cpu roof"},
+  } roofs[2] = {{1, cpu_peak, cpu_bw, "cpu roof"},
                 {gpu_rows > 0 && m->gpus > 0, m->gpu_sgemm_gflops, m->gpu_copy_gbs, "gpu roof"}};
   for (int k = 0; k < 2; k++) {
     if (!roofs[k].on) continue;
@@ -450,9 +513,13 @@ static const sl_Command slK_commands[] = {
   {"bench", "kernels", "Time kernels over a grid of sizes: warm-up, repetitions, min, median, mean, std, GFLOP/s, GB/s.",
    "Each case runs `warmup` times untimed, then `reps` times timed (GPU kernels by CUDA events after a "
    "synchronisation). GFLOP/s and GB/s divide the work each kernel declares by the median time; intensity is "
-   "FLOPs per byte; of_peak is the fraction of this machine's sgemm peak (see machine). peak_mib is the largest "
+   "FLOPs per byte. Beside each CPU kernel that does arithmetic, the roofs are measured just before and just after "
+   "it on the same threads (the faster of OpenBLAS and the blocked sgemm at n = 1024, and a threaded triad): "
+   "peak_gflops, bandwidth_gbs, roof_gflops = min(peak, bandwidth x intensity), of_peak and of_roof the kernel's "
+   "shares of them; a kernel measured above its roof has above_roof true and no shares. peak_mib is the largest "
    "amount of operand and workspace memory alive during the case, rss_peak_mib the process's resident peak. "
-   "Timing columns are marked as measurements. A case predicted not to fit in memory is refused with its size.",
+   "Timing columns are marked as measurements. A case predicted not to fit in memory is refused before anything is "
+   "allocated: its row has no times and a note with the size it needs and the budget, and the other cases run.",
    "bench [\"gemm_blocked\", \"gemm_openblas\"] sizes=[256, 512, 1024]\nbench attention_fused sizes=[1024] reps=5 heads=8 dim=64",
    cmd_bench, SL_CMD_LONG,
    {{"kernel", SL_ARG_ANY, SL_POSITIONAL | SL_REQUIRED | SL_BAREWORD, NULL, "a kernel name or a list of names (see kernels)"},
@@ -480,9 +547,10 @@ static const sl_Command slK_commands[] = {
     {"kernel", SL_ARG_STRING, SL_REQUIRED | SL_BAREWORD, NULL, "the kernel compared"},
     {NULL}}},
   {"roofline", "kernels", "A bench table placed under this machine's roofs, ready for plot with log axes.",
-   "Returns rows (series, intensity, gflops): one series per kernel from the results, and the roof min(peak, "
-   "bandwidth x intensity) with the sgemm peak and the triad bandwidth of machine (and the GPU's roof when the results "
-   "hold GPU rows).",
+   "Returns rows (series, intensity, gflops): one series per kernel from the results (a kernel bench measured above "
+   "its roof is the series 'NAME (above its roof)'), and the roof min(peak, bandwidth x intensity) with the highest "
+   "sgemm peak and triad bandwidth that bench measured beside the kernels (machine's, for a table without them), and "
+   "the GPU's roof when the results hold GPU rows.",
    "results = bench [\"gemm_blocked\", \"gemm_openblas\"] sizes=[64, 128] reps=3\nr = roofline results\nplot r x=intensity y=gflops series=series logx=true logy=true kind=linespoints", cmd_roofline, 0,
    {{"results", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "a table from bench", NULL, "table"}, {NULL}}},
   {"attention_memory", "kernels", "Peak memory of naive and fused attention over L, forward and forward+backward.",

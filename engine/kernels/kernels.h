@@ -217,8 +217,9 @@ typedef struct slK_Result {
 } slK_Result;
 
 /* warmup untimed runs, then reps timed ones; 0, or -1 with err, or SLK_BENCH_INTERRUPTED when
-** sl_interrupted() stopped it between repetitions (nothing in out) */
-enum { SLK_BENCH_INTERRUPTED = -2 };
+** sl_interrupted() stopped it between repetitions (nothing in out), or SLK_BENCH_REFUSED with err
+** when the case would not fit in memory (nothing was allocated) */
+enum { SLK_BENCH_INTERRUPTED = -2, SLK_BENCH_REFUSED = -3 };
 int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmup, int reps, slK_Clock clock,
                   void *clock_ud, slK_Result *out, char *err, size_t errlen);
 
@@ -242,5 +243,17 @@ typedef struct slK_Machine {
 
 /* measured once per process, then cached */
 const slK_Machine *slK_machine(void);
+
+/* The roofs measured now, as often as asked: the sgemm peak (the faster of
+** OpenBLAS and the blocked kernel at n = 1024) and the triad's bandwidth,
+** each the best of `reps` runs. The meter holds their operands (about
+** 200 MB); NULL when they cannot be allocated. */
+typedef struct slK_Roofs {
+  double sgemm_gflops, stream_gbs;
+} slK_Roofs;
+typedef struct slK_RoofMeter slK_RoofMeter;
+slK_RoofMeter *slK_roofs_begin(void);
+void slK_roofs_measure(slK_RoofMeter *m, int reps, slK_Roofs *out);
+void slK_roofs_end(slK_RoofMeter *m);
 
 #endif

@@ -12,6 +12,11 @@
 ** (a = b + s c) on all threads. GPU, when one exists: its description, the
 ** cuBLAS sgemm rate and the device-to-device copy rate (the CUDA module's
 ** table, kernels/device.h: asking is what loads it).
+**
+** The roofs are also measured on demand (slK_roofs_measure): a figure taken
+** once at the start of a session and a kernel timed minutes later under
+** another load put the kernel above its roof, so `bench` measures them
+** beside each kernel it times.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,31 +71,69 @@ static void cpu_features(char *out, size_t size) {
 #endif
 }
 
-/* best of six products at n = 1024: OpenBLAS on its own threads (all of
+/* The roofs' own operands, allocated once per meter: three n x n matrices
+** for the products and three arrays of 16 Mi floats (far beyond the caches)
+** for the triad. A meter measures the roofs as often as its caller asks, so
+** that a benchmark can measure them beside each kernel it times. */
+enum { ROOF_N = 1024 };
+
+struct slK_RoofMeter {
+  float *a, *b, *c;
+  float *ta, *tb, *tc;
+  size_t tn;
+};
+
+typedef struct {
+  float *a, *b, *c;
+  size_t n;
+  int parts;
+} Triad;
+
+slK_RoofMeter *slK_roofs_begin(void) {
+  slK_RoofMeter *m = calloc(1, sizeof *m);
+  size_t nn = (size_t)ROOF_N * ROOF_N;
+  m->tn = 16u << 20;
+  m->a = slK_alloc(nn * 4), m->b = slK_alloc(nn * 4), m->c = slK_alloc(nn * 4);
+  m->ta = slK_alloc(m->tn * 4), m->tb = slK_alloc(m->tn * 4), m->tc = slK_alloc(m->tn * 4);
+  if (!m->a || !m->b || !m->c || !m->ta || !m->tb || !m->tc) {
+    slK_roofs_end(m);
+    return NULL;
+  }
+  for (size_t i = 0; i < nn; i++) m->a[i] = (float)(i % 17) * 0.01f, m->b[i] = (float)(i % 13) * 0.02f;
+  for (size_t i = 0; i < m->tn; i++) m->ta[i] = 0, m->tb[i] = 1, m->tc[i] = 2;
+  return m;
+}
+
+void slK_roofs_end(slK_RoofMeter *m) {
+  if (!m) return;
+  slK_free(m->a), slK_free(m->b), slK_free(m->c);
+  slK_free(m->ta), slK_free(m->tb), slK_free(m->tc);
+  free(m);
+}
+
+/* best of `reps` products at n = 1024: OpenBLAS on its own threads (all of
 ** them) or on one, or the blocked kernel on the team */
-static double sgemm_rate(slK_GemmImpl impl, int threads_one) {
-  const int n = 1024;
-  size_t nn = (size_t)n * n;
-  float *a = slK_alloc(nn * 4), *b = slK_alloc(nn * 4), *c = slK_alloc(nn * 4);
-  if (!a || !b || !c) return 0;
-  for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 17) * 0.01f, b[i] = (float)(i % 13) * 0.02f;
+static double sgemm_rate(slK_RoofMeter *m, slK_GemmImpl impl, int threads_one, int reps) {
+  const int n = ROOF_N;
   slK_blas_init();   /* OpenBLAS on one thread until a product asks for more (blas.c) */
   double best = 1e30;
-  for (int r = 0; r < 6 && !sl_interrupted(); r++) {
+  for (int r = 0; r < reps && !sl_interrupted(); r++) {
     double t0 = slK_now(NULL);
-    if (threads_one) slK_blas_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    else slK_sgemm_with(impl, SLK_N, SLK_N, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    if (threads_one) slK_blas_sgemm(0, 0, n, n, n, 1.0f, m->a, n, m->b, n, 0.0f, m->c, n);
+    else slK_sgemm_with(impl, SLK_N, SLK_N, n, n, n, 1.0f, m->a, n, m->b, n, 0.0f, m->c, n);
     double t = slK_now(NULL) - t0;
     if (t < best) best = t;
   }
-  slK_free(a), slK_free(b), slK_free(c);
   return 2.0 * n * n * (double)n / best / 1e9;
 }
 
 static double memcpy_rate(void) {
   size_t bytes = 64u << 20;
   char *a = slK_alloc(bytes), *b = slK_alloc(bytes);
-  if (!a || !b) return 0;
+  if (!a || !b) {
+    slK_free(a), slK_free(b);
+    return 0;
+  }
   memset(a, 1, bytes);
   memset(b, 2, bytes);
   double best = 1e30;
@@ -104,12 +147,6 @@ static double memcpy_rate(void) {
   return 2.0 * bytes / best / 1e9;   /* read and written */
 }
 
-typedef struct {
-  float *a, *b, *c;
-  size_t n;
-  int parts;
-} Triad;
-
 static void triad_part(void *ctx, int part, int worker) {
   Triad *t = ctx;
   size_t lo = t->n * part / t->parts, hi = t->n * (part + 1) / t->parts;
@@ -117,20 +154,26 @@ static void triad_part(void *ctx, int part, int worker) {
   (void)worker;
 }
 
-static double triad_rate(void) {
-  size_t n = 16u << 20;
-  Triad t = {slK_alloc(n * 4), slK_alloc(n * 4), slK_alloc(n * 4), n, slK_threads()};
-  if (!t.a || !t.b || !t.c) return 0;
-  for (size_t i = 0; i < n; i++) t.a[i] = 0, t.b[i] = 1, t.c[i] = 2;
+static double triad_rate(slK_RoofMeter *m, int reps) {
+  Triad t = {m->ta, m->tb, m->tc, m->tn, slK_threads()};
   double best = 1e30;
-  for (int r = 0; r < 5; r++) {
+  for (int r = 0; r < reps; r++) {
     double t0 = slK_now(NULL);
     slK_parallel(t.parts, t.parts, triad_part, &t);
     double s = slK_now(NULL) - t0;
     if (s < best) best = s;
   }
-  slK_free(t.a), slK_free(t.b), slK_free(t.c);
-  return 3.0 * 4 * n / best / 1e9;
+  return 3.0 * 4 * t.n / best / 1e9;
+}
+
+/* The roofs now: the faster of OpenBLAS and the blocked kernel at n = 1024,
+** and the triad's bandwidth, each the best of `reps` runs on this process's
+** threads. A benchmark calls it before and after each kernel it times, so
+** that roof and kernel share the machine's load of the moment. */
+void slK_roofs_measure(slK_RoofMeter *m, int reps, slK_Roofs *out) {
+  double o = sgemm_rate(m, SLK_GEMM_OPENBLAS, 0, reps), b = sgemm_rate(m, SLK_GEMM_BLOCKED, 0, reps);
+  out->sgemm_gflops = o > b ? o : b;
+  out->stream_gbs = triad_rate(m, reps);
 }
 
 const slK_Machine *slK_machine(void) {
@@ -145,15 +188,17 @@ const slK_Machine *slK_machine(void) {
   /* the measurements take a second or more: an interrupt between them leaves
   ** the roofs unmeasured (measured next time), and the caller, seeing
   ** sl_interrupted(), discards what it got */
-  m->openblas_gflops = sgemm_rate(SLK_GEMM_OPENBLAS, 0);
-  if (sl_interrupted()) return m;
-  m->blocked_gflops = sgemm_rate(SLK_GEMM_BLOCKED, 0);
+  slK_RoofMeter *meter = slK_roofs_begin();
+  if (meter) {
+    m->openblas_gflops = sgemm_rate(meter, SLK_GEMM_OPENBLAS, 0, 6);
+    if (!sl_interrupted()) m->blocked_gflops = sgemm_rate(meter, SLK_GEMM_BLOCKED, 0, 6);
+    if (!sl_interrupted()) m->sgemm1_gflops = sgemm_rate(meter, SLK_GEMM_OPENBLAS, 1, 6);
+    if (!sl_interrupted()) m->stream_gbs = triad_rate(meter, 5);
+    slK_roofs_end(meter);
+  }
   if (sl_interrupted()) return m;
   m->sgemm_gflops = m->openblas_gflops > m->blocked_gflops ? m->openblas_gflops : m->blocked_gflops;
-  m->sgemm1_gflops = sgemm_rate(SLK_GEMM_OPENBLAS, 1);
-  if (sl_interrupted()) return m;
   m->memcpy_gbs = memcpy_rate();
-  m->stream_gbs = triad_rate();
   if (sl_interrupted()) return m;
   m->gpus = slK_dev_count();
   snprintf(m->gpu, sizeof m->gpu, "%s", slK_dev_why());

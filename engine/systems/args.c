@@ -56,6 +56,24 @@ int slL_run_budget_of(sl_Call *call, double *budget) {
   return 0;
 }
 
+/* For a command that steps a model the session already holds: what the
+** model holds (its parameters, gradients and optimizer state, part of the
+** predicted peak) is allocated already and no longer counted as available,
+** so it is added back to the machine's limit (not to SYSLAB_MEMORY_BUDGET,
+** a cap on the whole process). Without this a model that fits, built, is
+** refused: the 2.7B preset's 13.6 GB of parameters counted twice. */
+int slL_model_budget_of(sl_Call *call, const slM_Graph *g, double *budget) {
+  if (slL_budget_of(call, budget) != 0) return -1;
+  double here = sl_memory_budget();
+  if (g->device == SLM_CPU && strcmp(sl_memory_budget_source(), "SYSLAB_MEMORY_BUDGET") != 0) {
+    size_t own[SLM_MEM_NCAT];
+    slL_own_bytes(g, own);
+    for (int c = 0; c < SLM_MEM_NCAT; c++) here += (double)own[c];
+  }
+  if (!sl_arg_given(call, "budget") || here < *budget) *budget = here;
+  return 0;
+}
+
 int slL_device_budget_of(sl_Call *call, int device, double *budget) {
   if (slL_run_budget_of(call, budget) != 0) return -1;
   if (device == SLM_CUDA && !sl_arg_given(call, "budget")) {   /* on the GPU the budget is the device's memory */

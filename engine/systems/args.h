@@ -23,6 +23,8 @@ void slL_setn(slT_Table *t, size_t r, const char *col, double v);   /* NaN: nil 
 void slL_sets(slT_Table *t, size_t r, const char *col, const char *v);
 int slL_budget_of(sl_Call *call, double *budget);   /* the "budget" argument, or the engine's */
 int slL_run_budget_of(sl_Call *call, double *budget);   /* the same, no more than this process may use */
+/* the same, for a command that steps a model the session holds: its own bytes count as available */
+int slL_model_budget_of(sl_Call *call, const slM_Graph *g, double *budget);
 /* the run budget for a model on `device`: on the GPU, without a "budget" argument, the device's free memory */
 int slL_device_budget_of(sl_Call *call, int device, double *budget);
 int slL_precision_arg(sl_Call *call);

@@ -436,10 +436,11 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;
-  if (slL_run_budget_of(call, &budget) != 0) return -1;
+  if (slL_model_budget_of(call, m, &budget) != 0) return -1;
   slL_predict(m, batch, T, SLL_RUN_TRAIN, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
-  const char *cols[] = {"mode", "run", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb", "steady_peak_mb", NULL};
+  const char *cols[] = {"mode", "run", "pass_ms", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb",
+                        "steady_peak_mb", NULL};
   slT_Table *t = slL_table(cols);
   for (int train = 0; train < 2 && !sl_interrupted(); train++)
     for (int fused = 0; fused < 2 && !sl_interrupted(); fused++) {
@@ -447,12 +448,14 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
       char err[512];
+      double p0 = slM_now();   /* the pass alone: what compiling costs here, against torch.compile's seconds */
       if (fused && slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
         slM_graph_free(g);
         slT_free(t);
         return sl_error(call, "%s", err);
       }
       slL_Batch b;
+      double pass = fused ? slM_now() - p0 : 0;
       slL_batch_init(&b, g, batch, T, 1);
       /* gradients made by an earlier run of the shared weights count as this step's own */
       double grads, optim;
@@ -473,6 +476,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       size_t r = slT_add_row(t);
       slL_sets(t, r, "mode", fused ? "fused" : "eager");
       slL_sets(t, r, "run", train ? "forward+backward" : "inference");
+      slL_setn(t, r, "pass_ms", pass * 1e3);
       slL_setn(t, r, "first_call_ms", first * 1e3);
       slL_setn(t, r, "steady_ms", tm.mean * 1e3);
       slL_setn(t, r, "steady_std_ms", tm.std * 1e3);
@@ -485,7 +489,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
     slT_free(t);
     return sl_interrupted_error(call);
   }
-  for (int c = 2; c <= 4; c++) slT_mark_timing(t, c);
+  for (int c = 2; c <= 5; c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return 0;
 }
@@ -579,10 +583,11 @@ static const sl_Command commands[] = {
   {"attention_bench", "benchmark", "Causal attention over sequence lengths and widths: forward and backward time, memory before backward.",
    "One head, batch 8 by default (the CS336 systems assignment's attention benchmark, problem pytorch_attention). Times are the profiler's for the attention nodes "
    "(projections, rotary embeddings, scores, mask, softmax, context); memory is what those nodes hold for the "
-   "backward pass. Over-budget configurations are OOM with their predicted peak.",
+   "backward pass. precision=bf16 (or fp16) gives the products, the scores Q K^T among them, 16-bit inputs and "
+   "float32 sums, as autocast does. Over-budget configurations are OOM with their predicted peak.",
    "attention_bench contexts=[64, 128] widths=[16, 32]", slL_cmd_attention_bench, SL_CMD_LONG,
    {{"contexts", SL_ARG_LIST, 0, "[256]", "sequence lengths"}, {"widths", SL_ARG_LIST, 0, "[16, 32, 64, 128]", "d_model values"},
-    BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, BUDGET_ARG, DEVICE_ARG, {NULL}}},
+    BATCH_ARG("8"), {"steps", SL_ARG_INT, 0, "3", "timed steps"}, PRECISION_ARG, BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"accumulation", "precision", "The accumulation experiment: 1000 additions of 0.01 in float32, float16, and float16 into float32.", "",
    "accumulation", cmd_accumulation, 0, {{NULL}}},
   {"precision", "precision", "The model in a mixed-precision mode (sharing its weights): products take bf16 or fp16 inputs.",
@@ -598,7 +603,9 @@ static const sl_Command commands[] = {
    "m = lm tiny context=64\nf = fuse m\nexact = fuse m attention=false", cmd_fuse, 0,
    {MODEL_ARG, {"attention", SL_ARG_BOOL, 0, "true", "also fuse each attention block into FlashAttention-2"}, {NULL}}},
   {"fusion_bench", "fusion", "Eager against fused: first call (with the pass) against steady state, time and peak memory of each.",
-   "", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, SL_CMD_LONG,
+   "pass_ms is the fusion pass alone (0 for eager), first_call_ms the pass and the first step (its buffers "
+   "allocated, a planned graph's shapes noted), steady_ms the mean of `steps` later steps; peak_mb is the tagged "
+   "tensor memory of the first step, steady_peak_mb that of the later ones.", "m = lm tiny context=64\nfusion_bench m batch=64", cmd_fusion_bench, SL_CMD_LONG,
    {MODEL_ARG, BATCH_ARG("32"), CONTEXT_ARG, {"steps", SL_ARG_INT, 0, "10", "timed steady-state steps"},
     {"attention", SL_ARG_BOOL, 0, "true", "also fuse attention blocks into FlashAttention-2"}, BUDGET_ARG, {NULL}}},
   {NULL},

@@ -124,7 +124,7 @@ int slL_cmd_profile(sl_Call *call, sl_Value *result) {
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   double budget;
   slL_Prediction p;
-  if (slL_run_budget_of(call, &budget) != 0) return -1;
+  if (slL_model_budget_of(call, g, &budget) != 0) return -1;
   slL_predict(g, batch, T, SLL_RUN_TRAIN, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   slL_Batch b;
@@ -334,7 +334,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   double budget;
   slL_Prediction p;
   slL_Shard sh;
-  if (slL_run_budget_of(call, &budget) != 0 || slL_shard_args(call, g, &sh) != 0) return -1;
+  if (slL_model_budget_of(call, g, &budget) != 0 || slL_shard_args(call, g, &sh) != 0) return -1;
   if (sh.on && (!train || g->device != SLM_CPU))
     return sl_arg_error(call, "shard_optimizer", "applies to run=train on the CPU (the update makes the optimizer state)");
   slL_predict(g, batch, T, train, -1, &p);
@@ -490,11 +490,14 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
 
 /* attention alone over sequence length x width: forward and backward time
 ** of its nodes (from the profiler, which on the GPU waits after each node)
-** and the memory live before backward, on the CPU or the GPU */
+** and the memory live before backward, on the CPU or the GPU, in float32 or
+** with the products' inputs in bf16 or fp16 (the CS336 mixed-precision
+** question of the attention scores) */
 int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   int contexts[16], widths[16];
   int nc = slL_list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = slL_list_ints(call, "widths", widths, 16, 2, 16384);
   int B = (int)sl_arg_number(call, "batch"), steps = (int)sl_arg_number(call, "steps");
+  int precision = slL_precision_arg(call);
   if (nc < 0 || nw < 0) return -1;
   if (B < 1 || steps < 1) return sl_error(call, "batch and steps must be at least 1");
   char why[512] = "";
@@ -503,23 +506,25 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
     return sl_arg_error(call, "device", "%s", why);
   double budget;
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
-  const char *cols[] = {"context", "d_model", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
-                        "predicted_mb", NULL};
+  const char *cols[] = {"context", "d_model", "precision", "status", "forward_ms", "backward_ms",
+                        "memory_before_backward_mb", "predicted_mb", NULL};
   slT_Table *t = slL_table(cols);
   for (int c = 0; c < nc && !sl_interrupted() && !why[0]; c++)
     for (int w = 0; w < nw && !sl_interrupted(); w++) {
       slM_LmSpec s = {"", 16, contexts[c], widths[w] % 2 ? widths[w] + 1 : widths[w], widths[w], 1, 1};
       slL_Prediction p;
-      slL_predict_lm(&s, B, contexts[c], SLL_RUN_TRAIN, -1, SLM_FP32, &p);
+      slL_predict_lm(&s, B, contexts[c], SLL_RUN_TRAIN, -1, precision, &p);
       size_t r = slT_add_row(t);
       slL_setn(t, r, "context", contexts[c]);
       slL_setn(t, r, "d_model", widths[w]);
+      slL_sets(t, r, "precision", slM_precision_names[precision]);
       slL_setn(t, r, "predicted_mb", p.peak / 1e6);
       if (p.peak > budget) {
         slL_sets(t, r, "status", "OOM");
         continue;
       }
       slM_Graph *g = slM_lm(&s, 0, why, sizeof why);
+      if (g) g->precision = precision;   /* the products' inputs: the scores and the context in bf16 or fp16 */
       if (!g || !(g = slM_graph_move(g, device, why, sizeof why))) break;
       slL_Batch b;
       slL_batch_init(&b, g, B, contexts[c], 1);
@@ -552,8 +557,8 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
     slT_free(t);
     return sl_arg_error(call, "device", "%s", why);
   }
-  slT_mark_timing(t, 3);
-  slT_mark_timing(t, 4);
+  slT_mark_timing(t, slT_column(t, "forward_ms"));
+  slT_mark_timing(t, slT_column(t, "backward_ms"));
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }

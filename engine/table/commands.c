@@ -303,6 +303,34 @@ static int cmd_select(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
+/* A copy of a table with some columns marked as measurements: what a notebook
+** computes from timings (a ratio, a spread) and collects with `row into=`
+** is a measurement too, and the report compares two runs without it. */
+static int cmd_measured(sl_Call *call, sl_Value *result) {
+  slT_Table *t = arg_table(call, "table");
+  sl_Value names = sl_arg(call, "columns");
+  size_t n = sl_list_len(names);
+  if (n == 0) return sl_arg_error(call, "columns", "name at least one column");
+  for (size_t i = 0; i < n; i++) {
+    const char *name = sl_str(sl_list_get(names, i));
+    if (!name || slT_column(t, name) < 0) {
+      char *list = slT_column_list(t);
+      sl_arg_error(call, "columns", "the table has no column '%s' (columns: %s)", name ? name : "?", list);
+      free(list);
+      return -1;
+    }
+  }
+  int *cols = all_columns(t);
+  size_t *rows = malloc((t->nrows ? t->nrows : 1) * sizeof *rows);
+  for (size_t r = 0; r < t->nrows; r++) rows[r] = r;
+  slT_Table *out = copy_rows(t, rows, t->nrows, cols, t->ncols);
+  free(rows);
+  free(cols);
+  for (size_t i = 0; i < n; i++) slT_mark_timing(out, slT_column(out, sl_str(sl_list_get(names, i))));
+  *result = slT_value(out);
+  return 0;
+}
+
 static const char *const comparisons[] = {"==", "!=", "<", "<=", ">", ">=", NULL};
 
 static int compare_cells(sl_Value a, sl_Value b) {
@@ -480,6 +508,11 @@ static const sl_Command slT_commands[] = {
    "t[i] (row i as a record, t[-1] the last); len t is its number of rows. Long tables are shown as their "
    "first and last 20 rows; save writes them whole.",
    "t = table width=[4, 8, 16] accuracy=[0.61, 0.83, 0.85]", cmd_table, SL_CMD_EXTRA_KEYWORDS, {{NULL}}},
+  {"measured", "table", "A copy of a table with columns marked as measurements (times and what follows from them).",
+   "The report shows a marked column's cells in a timing span and compares two runs without them, as it does for "
+   "bench's and lm_bench's timing columns; a table collected with `row into=` from timings needs the mark.",
+   "t = table preset=[\"tiny\"] ratio=[1.5]\nmeasured t columns=[\"ratio\"]", cmd_measured, 0,
+   {TABLE_ARG, {"columns", SL_ARG_LIST, SL_POSITIONAL | SL_REQUIRED, NULL, "the columns to mark"}, {NULL}}},
   {"sweep", "table", "Run a block for every combination of values and collect the rows into a table.",
    "Each name=[values] is set as a variable inside the block (the first name varies slowest); `row` adds a "
    "row whose columns start with the swept values. If the block adds no row, each run records its swept "

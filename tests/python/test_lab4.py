@@ -41,3 +41,14 @@ def test_lab4_notebook_runs_and_shows_the_lab():
     assert "mxint8_linear_unfused" in text("linear")
     acc = text("accuracy")
     assert "mxint8" in acc and "bits_per_param: 8.25" in acc
+    # the roofs measured beside each kernel, a share never above 100%
+    roofs = text("roofline-values")
+    assert "roof_gflops" in roofs and "above_roof" in roofs
+    # part D: the region selector on both sides of bit 6, every value exact; the integer dot product
+    region = text("region")
+    assert "bit6" in region and "0x3FC0" in region
+    rows = [line.split() for line in cells["region"].outputs[-1].data["text/plain"].splitlines()[1:] if "0x" in line]
+    assert {r[2] for r in rows} == {"0", "1"}  # mantissas with bit 6 set and clear
+    assert len(rows) == 16 and all(float(r[-2]) == float(r[-1]) for r in rows)  # decoded == exact, both regions
+    assert "516128" in text("mac")
+    assert "No GPU here" in text("gpu-c") or "cpu_ms" in text("gpu-c")

@@ -75,6 +75,9 @@ def test_lab1_notebook_reproduces_the_lab_shapes():
     text = "".join(o.get("text", "") for o in cells["sparsity-obs"].outputs)
     random90, l1_90 = [float(v) for v in text.split("random ")[1].split("\n")[0].split(" L1 ")]
     assert l1_90 > random90  # L1 keeps more at high sparsity
+    pruned = cells["sparsity"].outputs[-1].data["text/plain"]
+    assert "the best QAT model:" in "".join(o.get("text", "") for o in cells["sparsity"].outputs)
+    assert "weights+activations" in pruned and "l1, weights" in pruned  # the best QAT model, weights and activations
     sizes = cells["sizes"].outputs[-1].data["text/plain"]
     # whole bytes, with one shared scale per started block of 32 in each row:
     # a little above 8 + 8/32 bits, and the lab's 74.2 % saving
@@ -98,6 +101,14 @@ def test_systems_notebook_runs_with_its_tables_and_figures():
     assert "OOM" in oom and "OK" in oom
     fused = "".join(o.get("text", "") for o in cells["fuse"].outputs)
     assert "attention blocks (FlashAttention-2)" in fused
+    # the O(T^2) tensors kept for the backward: eager three, mask and softmax fused two, FlashAttention-2 none
+    variants = cells["attention-variants"].outputs[-1].data["text/markdown"]
+    assert "| syslab eager: scores, masked scores, softmax | 3 |" in variants
+    assert "| syslab, mask and softmax fused (fuse attention=false) | 2 |" in variants
+    assert "| syslab FlashAttention-2 (fuse) | 0 |" in variants
+    grid = cells["bench"].outputs[-1].data["text/plain"]
+    assert all(f" {w} " in grid for w in ("0", "1", "5")) and "small" in grid and "tiny" in grid
+    assert "pass_ms" in cells["fuse-scale"].outputs[0].data["text/plain"]
 
 
 HIGHLIGHT_CODE = """# the language's shapes, as nbconvert colours them

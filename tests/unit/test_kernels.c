@@ -665,6 +665,11 @@ static void test_commands(void) {
   CHECK_CONTAINS(run(S, "bench nosuch"), "no kernel named 'nosuch'");
   CHECK_CONTAINS(run(S, "bench gemm_blocked sizes=[0]"), "whole numbers from 1");
   CHECK_CONTAINS(run(S, "bench attention_naive sizes=[1000000] heads=64"), "more than the budget");
+  /* a refused case is a row saying so; the other sizes still run, and speedup leaves the refused size out */
+  t = run(S, "r = bench [\"attention_naive\", \"attention_fused\"] sizes=[32, 100000000] heads=2 dim=16 reps=1 warmup=0\n"
+             "print r.note[1]\n[r.median_ms[0] > 0, r.median_ms[1] == nil, len((speedup r baseline=attention_naive kernel=attention_fused).size)]");
+  CHECK_CONTAINS(t, "naive attention at L = 100000000 (forward) needs");
+  CHECK_CONTAINS(t, "[true, true, 1]");
   if (slK_dev_count() == 0) {
     CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
     /* refused before the CPU kernel is timed (at n = 2048, 20 times, it would run for many seconds) */
@@ -680,6 +685,21 @@ static void test_commands(void) {
   }
   t = run(S, "r = bench gemm_blocked sizes=[64, 128] reps=2\nrf = roofline r\nlen(rf.series)");
   CHECK_MSG(atoi(t) >= 2 + 17, "roofline rows: %s", t);
+  /* the roofs are measured beside each kernel: every row has its own, and no share is above 100% (a kernel
+  ** faster than its roof is flagged instead) */
+  t = run(S, "r = bench [\"gemm_blocked\", \"attention_naive\", \"mxint8_dequant_f32\"] sizes=[128] reps=2 warmup=0 heads=2 dim=16\n"
+             "ok = 0\nfor i in 0..2 {\n  x = r[i]\n  if x.peak_gflops > 0 and x.bandwidth_gbs > 0 and x.roof_gflops <= x.peak_gflops {\n"
+             "    if x.above_roof { if x.of_roof == nil and x.gflops > x.roof_gflops { ok = ok + 1 } } else {\n"
+             "      if x.of_roof <= 1 and x.of_peak <= 1 and x.gflops <= x.roof_gflops * 1.01 { ok = ok + 1 }\n    }\n  }\n}\nok");
+  CHECK_MSG(strcmp(t, "3") == 0, "rows with consistent roofs: %s", t);
+  /* memcpy does no arithmetic: no roof is measured for it */
+  t = run(S, "r = bench memcpy sizes=[64] reps=1\nlen(r.columns)");
+  CHECK_MSG(atoi(t) > 0, "memcpy table: %s", t);
+  /* a point above its roof is its own series, and the roof drawn is the one the table measured */
+  t = run(S, "r = table kernel=[\"k\"] device=[\"cpu\"] intensity=[1] gflops=[100] peak_gflops=[50] bandwidth_gbs=[10] "
+             "above_roof=[true]\nrf = roofline r\nprint rf.series[0]\nmax((where rf \"series\" \"==\" \"cpu roof\").gflops)");
+  CHECK_CONTAINS(t, "k (above its roof)");
+  CHECK_CONTAINS(t, "\n50");
   t = run(S, "attention_memory sizes=[128, 4096] heads=2 dim=16 budget_gib=0.1");
   CHECK_CONTAINS(t, "refused: needs");
   CHECK_CONTAINS(t, "budget 0.10 GiB");

@@ -144,6 +144,15 @@ static void test_mxint8_pack_and_bf16(void) {
   for (int i = 0; i < 8; i++)
     CHECK_MSG(slQ_mxint8_to_bf16(examples[i].m, examples[i].e) == examples[i].bits, "m=%d e=%d", examples[i].m, examples[i].e);
   CHECK(slQ_mxint8_to_bf16(-128, 127) == 0x0000);  /* the kernel's -128 quirk decodes to +0 */
+  /* the command shows the region selector: 96 and -48 have bit 6 of |m| set and clear, 16 clear; the
+  ** assembled pattern is the value when it is set, less the implicit 1 when it is clear */
+  sl_State *S = sl_new();
+  check_eval(S, "p = mxint8 ([1.5, -0.75, 0.25, 1.0] + [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]) block=16");
+  CHECK_STREQ(check_eval(S, "[p.mantissas[0], p.mantissas[1], p.mantissas[2], p.mantissas[3]]"), "[96, -48, 16, 64]");
+  CHECK_STREQ(check_eval(S, "[p.bit6[0], p.bit6[1], p.bit6[2], p.bit6[3]]"), "[true, false, false, true]");
+  CHECK_STREQ(check_eval(S, "[p.assembled[0], p.assembled[1], p.assembled[2], p.assembled[3]]"), "[\"0x3FC0\", \"0xBFE0\", \"0x3FA0\", \"0x3F80\"]");
+  CHECK_STREQ(check_eval(S, "[p.bf16_values[0], p.bf16_values[1], p.bf16_values[2], p.bf16_values[3]]"), "[1.5, -0.75, 0.25, 1]");
+  sl_free(S);
   float x[64], y[64], z[64];
   for (int i = 0; i < 64; i++) x[i] = sinf((float)i) * (i < 32 ? 1.0f : 1e-3f);
   int8_t m[64];

@@ -412,6 +412,33 @@ static void test_budget_limits_hold(void) {
   sl_free(S);
 }
 
+/* A model the session holds is not counted twice: its parameters are in the
+** predicted peak and already allocated, so a step that fits is not refused
+** because they left the memory available. In a child, under an address-space
+** limit that leaves room for the step but not for the parameters again. */
+static void test_held_model_counts_once(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    sl_State *S = sl_new();
+    /* about 102 MB of parameters (two 50,000 x 256 tables), a step of a few MB */
+    const char *e = check_fails(S, "m = lm tiny vocab=50000 d_model=256 d_ff=256 layers=1 heads=2 context=8\n"
+                                   "w = memory_profile m batch=1 run=forward");
+    double pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    int got = f && fscanf(f, "%lf", &pages) == 1;
+    if (f) fclose(f);
+    double mapped = pages * (double)sysconf(_SC_PAGESIZE);
+    struct rlimit rl = {(rlim_t)(mapped + 60e6), (rlim_t)(mapped + 60e6)};
+    if (e || !got || setrlimit(RLIMIT_AS, &rl) != 0) _exit(2);
+    const char *r = check_eval(S, "p = memory_profile m batch=1 run=forward\np.peak_mb > 100");
+    _exit(strcmp(r, "true") == 0 ? 0 : (fprintf(stderr, "  %s\n", r), 1));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "a profile of a held model under a limit that fits its step (exit %d)", WEXITSTATUS(status));
+}
+
 /* lm_bench keeps what it measured: a preset that faults becomes rows whose
 ** status names the fault, and the presets after it are measured. The fault
 ** is a real one of the executor's (SYSLAB_FAULT_NODE stops a pass at a node
@@ -451,6 +478,22 @@ static void test_memory_profile_is_the_models_own(void) {
   check_eval(S, "p2 = memory_profile t batch=2 context=32 run=train");
   CHECK_STREQ(check_eval(S, "p2.peak_mb"), first);
   CHECK_STREQ(check_eval(S, "p2.peak_mb == p2.predicted_mb"), "true");
+  sl_free(S);
+}
+
+/* attention_bench in bf16: the products' inputs rounded and their outputs
+** stored in 16 bits, which the prediction counts (below float32's), the row
+** saying which precision ran;
+** fusion_bench times the pass alone, which eager does not run */
+static void test_attention_precision_and_fusion_pass(void) {
+  sl_State *S = sl_new();
+  check_eval(S, "a = attention_bench contexts=[32] widths=[16] steps=1\n"
+                "b = attention_bench contexts=[32] widths=[16] steps=1 precision=bf16");
+  CHECK_STREQ(check_eval(S, "[a.precision[0], b.precision[0], b.status[0]]"), "[\"fp32\", \"bf16\", \"OK\"]");
+  CHECK_STREQ(check_eval(S, "b.predicted_mb[0] < a.predicted_mb[0] and b.forward_ms[0] > 0"), "true");
+  check_eval(S, "f = fusion_bench (lm tiny context=32) batch=2 steps=1");
+  CHECK_STREQ(check_eval(S, "[f.mode[0], f.pass_ms[0], f.mode[1]]"), "[\"eager\", 0, \"fused\"]");
+  CHECK_STREQ(check_eval(S, "f.pass_ms[1] > 0 and f.pass_ms[1] < f.first_call_ms[1] and f.pass_ms[3] > 0"), "true");
   sl_free(S);
 }
 
@@ -503,6 +546,8 @@ int main(void) {
   RUN(test_budget_limits_hold);
   RUN(test_lm_bench_keeps_rows);
   RUN(test_memory_profile_is_the_models_own);
+  RUN(test_attention_precision_and_fusion_pass);
+  RUN(test_held_model_counts_once);
   RUN(test_tags_and_timeline);
   RUN(test_accumulation_and_rounding);
   RUN(test_dtype_table);

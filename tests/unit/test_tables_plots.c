@@ -120,6 +120,11 @@ static void test_query_commands(void) {
   CHECK_CONTAINS(run(S, "select t columns=[\"v\"]"), " v\n 1\n10\n");
   CHECK_CONTAINS(run(S, "sort t by=nope"), "the table has no column 'nope' (columns: k, v)");
   CHECK_CONTAINS(run(S, "summary t k"), "column 'k' must hold numbers");
+  /* measured marks columns as measurements (the report's timing span), in a copy */
+  const char *md = check_show(S, "measured t columns=[\"v\"]", "text/markdown");
+  CHECK_CONTAINS(md, "| a | <span class=\"syslab-timing\">1</span> |");
+  CHECK_CONTAINS(check_show(S, "t", "text/markdown"), "| a | 1 |");
+  CHECK_CONTAINS(run(S, "measured t columns=[\"w\"]"), "the table has no column 'w' (columns: k, v)");
   sl_free(S);
 }
 
