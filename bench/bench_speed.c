@@ -40,11 +40,11 @@ static double gemm_rate_of(int openblas, int ta, int tb, int M, int N, int K, in
   for (size_t i = 0; i < (size_t)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
   double best = 0;
   for (int r = 0; r < 5; r++) {
-    double t0 = slM_now();
+    double t0 = slU_now();
     for (int k = 0; k < reps; k++)
       if (openblas) slK_sgemm_with(SLK_GEMM_OPENBLAS, ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, 0, c, N);
       else slK_sgemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, 0, c, N);
-    double g = 2.0 * M * N * (double)K * reps / (slM_now() - t0) / 1e9;
+    double g = 2.0 * M * N * (double)K * reps / (slU_now() - t0) / 1e9;
     if (g > best) best = g;
   }
   free(a), free(b), free(c);

@@ -173,6 +173,9 @@ typedef struct slU_Text {
 void slU_add_len(slU_Text *t, const char *s, size_t n);
 void slU_add(slU_Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* seconds on the monotonic clock (lang/clock.c): for timings and deadlines */
+double slU_now(void);
+
 /* ------------------------------------------------------------ value codec */
 
 /* Values as bytes (lang/codec.c), to ship them to a worker process and to

@@ -74,12 +74,6 @@ static size_t output_limit(void) {
   return x >= 1 && x < 1e15 ? (size_t)x : DEFAULT_OUTPUT_LIMIT;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A stream message carries at most this much text as it travels, JSON
 ** escapes counted, so that with its header, parent header and signature it
 ** stays within 1 MiB: one print of a huge string leaves in several
@@ -116,7 +110,7 @@ static void flush_all(Exec *x) {
   int other = x->last_stream == SL_STDERR ? SL_STDOUT : SL_STDERR;
   flush_stream(x, other);
   flush_stream(x, x->last_stream);
-  x->last_flush = now();
+  x->last_flush = slU_now();
 }
 
 static void host_write(void *ud, sl_Stream stream, const char *text, size_t len) {
@@ -142,7 +136,7 @@ static void host_write(void *ud, sl_Stream stream, const char *text, size_t len)
   memcpy(x->buf[s] + x->len[s], text, len);
   x->len[s] += len;
   x->last_stream = s;
-  if (now() - x->last_flush > 0.05 || x->len[s] >= STREAM_CHUNK) flush_all(x);
+  if (slU_now() - x->last_flush > 0.05 || x->len[s] >= STREAM_CHUNK) flush_all(x);
 }
 
 static int is_text_mime(const char *mime) {
@@ -391,7 +385,7 @@ static int execute(slj_Kernel *K, slj_Msg *req, Queued *behind) {
   x.req = req;
   x.allow_stdin = json_is_true(json_object_get(c, "allow_stdin"));
   x.payload = json_array();
-  x.last_flush = now();
+  x.last_flush = slU_now();
   x.limit = output_limit();
   /* a silent cell runs, but nothing it prints is shown */
   sl_Host host = {&x, host_write, host_display, host_clear, host_input, host_page};

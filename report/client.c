@@ -34,6 +34,7 @@
 #include <zmq.h>
 
 #include "kernel/wire.h"
+#include "syslab.h"
 
 extern char **environ;
 
@@ -62,12 +63,6 @@ struct slR_Kernel {
   void *ctx, *shell, *iopub, *control;
   json_t *info;
 };
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* a port that is free now: the kernel binds it right after */
 static int free_port(void) {
@@ -187,13 +182,13 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
   k->iopub = connect_socket(k, ZMQ_SUB, k->conn.iopub_port);
   /* ask until it answers, as jupyter_client does: the first request may
   ** reach the socket before the kernel has bound it */
-  double deadline = now() + timeout;
-  while (!k->info && now() < deadline && alive(k) && !stop_signal) {
+  double deadline = slU_now() + timeout;
+  while (!k->info && slU_now() < deadline && alive(k) && !stop_signal) {
     char id[64];
     send_request(k, k->shell, "kernel_info_request", NULL, id);
-    double until = now() + 0.5;
+    double until = slU_now() + 0.5;
     slj_Msg m;
-    while (!k->info && now() < until && receive(k, k->shell, until - now(), &m)) {
+    while (!k->info && slU_now() < until && receive(k, k->shell, until - slU_now(), &m)) {
       if (strcmp(slj_msg_type(&m), "kernel_info_reply") == 0) k->info = json_incref(m.content);
       slj_msg_free(&m);
     }
@@ -332,7 +327,7 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
                id);
   int idle = 0, replied = 0, interrupted = 0;
   slR_CellStatus status = SLR_CELL_OK;
-  double deadline = now() + timeout;
+  double deadline = slU_now() + timeout;
   while (!(idle && replied)) {
     if (stop_signal) {
       status = SLR_CELL_STOPPED;
@@ -342,12 +337,12 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
       status = SLR_CELL_DIED;
       break;
     }
-    if (now() > deadline) {
+    if (slU_now() > deadline) {
       if (interrupted) break;  /* even the interrupt did not stop it */
       send_request(k, k->control, "interrupt_request", NULL, NULL);
       interrupted = 1;
       status = SLR_CELL_TIMEOUT;
-      deadline = now() + 5;
+      deadline = slU_now() + 5;
     }
     zmq_pollitem_t items[2] = {{k->iopub, 0, ZMQ_POLLIN, 0}, {k->shell, 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items, 2, 100) <= 0) continue;
@@ -382,18 +377,18 @@ slR_CellStatus slR_evaluate(slR_Kernel *k, json_t *expressions, double timeout, 
                json_pack("{s:s, s:b, s:b, s:O, s:b, s:b}", "code", "", "silent", 1, "store_history", 0,
                          "user_expressions", expressions, "allow_stdin", 0, "stop_on_error", 0),
                id);
-  double deadline = now() + timeout;
+  double deadline = slU_now() + timeout;
   int interrupted = 0;
   slR_CellStatus status = SLR_CELL_OK;
   for (;;) {
     if (stop_signal) return SLR_CELL_STOPPED;
     if (!alive(k)) return SLR_CELL_DIED;
-    if (now() > deadline) {
+    if (slU_now() > deadline) {
       if (interrupted) return SLR_CELL_TIMEOUT;
       send_request(k, k->control, "interrupt_request", NULL, NULL);
       interrupted = 1;
       status = SLR_CELL_TIMEOUT;
-      deadline = now() + 5;
+      deadline = slU_now() + 5;
     }
     slj_Msg m;
     if (!receive(k, k->shell, 0.1, &m)) continue;
@@ -414,8 +409,8 @@ void slR_kernel_stop(slR_Kernel *k) {
   if (alive(k)) {
     send_request(k, k->control, "shutdown_request", json_pack("{s:b}", "restart", 0), NULL);
     /* when stopping for a signal, the kernel gets a moment, not three seconds */
-    double until = now() + (stop_signal ? 0.5 : 3);
-    while (alive(k) && now() < until) {
+    double until = slU_now() + (stop_signal ? 0.5 : 3);
+    while (alive(k) && slU_now() < until) {
       struct timespec ts = {0, 2 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }

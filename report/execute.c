@@ -24,12 +24,6 @@
 #include "inline.h"
 #include "notebook.h"
 
-double slR_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void slR_ensure_ids(json_t *nb) {
   size_t i;
   json_t *cell;
@@ -164,7 +158,7 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
       continue;
     }
     char *src = slR_cell_source(cell);
-    double limit = cell_limit(src, o->timeout), t0 = slR_now();
+    double limit = cell_limit(src, o->timeout), t0 = slU_now();
     json_t *outputs;
     int count;
     slR_CellStatus st = slR_execute(k, src, limit, &outputs, &count);
@@ -174,7 +168,7 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
     (*ncells)++;
     char what[600] = "";
     if (st == SLR_CELL_ERROR) error_summary(outputs, what, sizeof what);
-    say(log, "  [%d/%zu] %s: %.2f s%s%s\n", done, total, which, slR_now() - t0,
+    say(log, "  [%d/%zu] %s: %.2f s%s%s\n", done, total, which, slU_now() - t0,
         st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error: " : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died",
         what);
     if (st == SLR_CELL_DIED) {
@@ -199,9 +193,9 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
   }
   if (rc == 0 && !slR_stop_requested()) {  /* the Markdown's inline values, once every cell has run */
     size_t values, failed;
-    double t0 = slR_now();
+    double t0 = slU_now();
     rc = slR_inline_run(k, path, nb, o->allow_errors, o->timeout, &values, &failed, err, errlen);
-    if (values) say(log, "  inline values: %zu in %.2f s%s\n", values, slR_now() - t0, failed ? "  (some failed)" : "");
+    if (values) say(log, "  inline values: %zu in %.2f s%s\n", values, slU_now() - t0, failed ? "  (some failed)" : "");
   }
   slR_kernel_stop(k);
   return rc;

@@ -10,8 +10,6 @@
 #include "options.h"
 #include "syslab.h"
 
-/* seconds on the monotonic clock, for the report's timings */
-double slR_now(void);
 /* gives every cell an id (nbformat 4.5), as Jupyter does when it saves */
 void slR_ensure_ids(json_t *nb);
 /* the problems of the notebook's `#| timeout:` options, each printed; their number */

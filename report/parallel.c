@@ -35,14 +35,14 @@ typedef struct {
 static void run_one(Runner *rn, slR_Run *r, int live) {
   slU_Text log = {0};
   int cells = 0;
-  r->t0 = slR_now();
+  r->t0 = slU_now();
   r->ran = 1;
   if (live) fprintf(stderr, "syslab report: %s\n", r->path);
   r->rc = slR_execute_notebook(r->path, r->nb, rn->o, &cells, live ? NULL : &log, r->err, sizeof r->err);
   pthread_mutex_lock(&rn->lock);
   rn->cells += cells;
   if (!live) fprintf(stderr, "syslab report: ran %s\n%s", r->path, log.s ? log.s : "");
-  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", slR_now() - r->t0);
+  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", slU_now() - r->t0);
   pthread_mutex_unlock(&rn->lock);
   free(log.s);
 }
@@ -132,7 +132,7 @@ static void mpi_done(void *ud, long id, const char *result, size_t n) {
   if (rd.bad || !r->nb) snprintf(r->err, sizeof r->err, "a rank sent back a damaged notebook");
   rn->cells += cells;
   fprintf(stderr, "syslab report: ran %s\n%s", r->path, log);
-  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", slR_now() - r->t0);
+  if (r->rc == 0) fprintf(stderr, "  done in %.2f s\n", slU_now() - r->t0);
 }
 
 static void run_mpi(Runner *rn) {
@@ -140,7 +140,7 @@ static void run_mpi(Runner *rn) {
   size_t *lens = calloc(rn->n + 1, sizeof *lens);
   for (size_t i = 0; i < rn->n; i++) {
     rn->runs[i].ran = 1;
-    rn->runs[i].t0 = slR_now();
+    rn->runs[i].t0 = slU_now();
     char *json = json_dumps(rn->runs[i].nb, JSON_COMPACT);
     slU_Text t = {0};
     slU_add(&t, "%s\n%s", rn->runs[i].path, json);

@@ -22,12 +22,6 @@
 
 extern char **environ;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* the last line with text in the file (its tail only: Chromium can be
 ** talkative), without its newline; "" when there is none */
 static void last_line(const char *path, char *out, size_t size) {
@@ -139,9 +133,9 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
     rmdir(profile);
     return -1;
   }
-  double deadline = now() + timeout;
+  double deadline = slU_now() + timeout;
   int status = 0, done = 0;
-  while (!done && now() < deadline && !slR_stop_requested()) {
+  while (!done && slU_now() < deadline && !slR_stop_requested()) {
     if (waitpid(pid, &status, WNOHANG) == pid) done = 1;
     else {
       struct timespec ts = {0, 20 * 1000 * 1000};

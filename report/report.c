@@ -196,7 +196,7 @@ static void collect_runs(Report *R) {
 }
 
 int slR_report(const slR_Options *o) {
-  double start = slR_now();
+  double start = slU_now();
   if (sl_job_size() > 1 && sl_job_rank() != 0) return slR_serve_rank(o);
   if (slR_check_outdir(o) != 0) return 2;
   Report R = {.o = o, .failures = json_array(), .written = json_array()};
@@ -232,7 +232,7 @@ int slR_report(const slR_Options *o) {
     snprintf(kept_going, sizeof kept_going, " (%zu in cell%s, kept going: --allow-errors)", cell_errors,
              cell_errors == 1 ? "" : "s");
   fprintf(stderr, "\n%zu notebook%s (%d from the cache), %d cells run, %zu error%s%s, %.1f s\n", o->count,
-          o->count == 1 ? "" : "s", R.cached, R.cells, nerr, nerr == 1 ? "" : "s", kept_going, slR_now() - start);
+          o->count == 1 ? "" : "s", R.cached, R.cells, nerr, nerr == 1 ? "" : "s", kept_going, slU_now() - start);
   /* only the paths of files this run wrote */
   for (int i = 0; i < SLR_NOUTPUTS; i++)
     if (written[i] && slR_outputs[i].shown) printf("%s/%s\n", o->outdir, slR_outputs[i].name);

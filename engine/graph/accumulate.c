@@ -251,11 +251,11 @@ static int wait_bucket(slM_Steps *s, Bucket *b) {
 /* the backward's hook: buckets whose parameters are all complete start */
 static void on_grad_ready(void *ud, int node) {
   slM_Steps *s = ud;
-  double t0 = slM_now();
+  double t0 = slU_now();
   while (!s->failed && s->next < s->nb && s->par[s->b[s->next].lo].first >= node) start_bucket(s, s->next++);
   char err[512];
   if (!s->failed && s->ops->poll(s->sc.group, err, sizeof err) != 0) fail(s, err);
-  s->comm += slM_now() - t0;
+  s->comm += slU_now() - t0;
 }
 
 /* after the backward: what has not started starts (the per-parameter way:
@@ -386,7 +386,7 @@ static int run_group(slM_Steps *s, int rows, int stop, const slM_StepWork *w, sl
   run_micro(s, rows, s->rank, stop, w, &mine);
   g->grad_ready = NULL, g->grad_ready_ud = NULL;
   g->stop = cut;
-  double t0 = slM_now();
+  double t0 = slU_now();
   char err[512];
   int rc = send_rest(s);
   if (rc == 0 && s->ops->allgather(s->sc.group, &mine, sizeof mine, all, err, sizeof err) != 0) rc = fail(s, err);
@@ -398,7 +398,7 @@ static int run_group(slM_Steps *s, int rows, int stop, const slM_StepWork *w, sl
     update(s, w);
     if (s->sc.shard) rc = share_values(s);
   }
-  s->comm += slM_now() - t0;
+  s->comm += slU_now() - t0;
   return rc;
 }
 

@@ -18,12 +18,6 @@
 #include "ops.h"
 #include "profile.h"
 
-double slM_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 slM_Profile *slM_profile_attach(slM_Graph *g) {
   slM_Profile *p = calloc(1, sizeof *p);
   p->n = g->n;
@@ -52,7 +46,7 @@ void slM_node_begin(slM_Graph *g, int node, int backward) {
     const slM_OpDef *d = slM_op(n->op);
     slM_mem_set_context(node, backward, backward ? SLM_MEM_TEMP : d->makes, n->name, d->name);
   }
-  if (g->profile) g->profile->started = slM_now();
+  if (g->profile) g->profile->started = slU_now();
 }
 
 void slM_node_end(slM_Graph *g, int node, int backward) {
@@ -61,7 +55,7 @@ void slM_node_end(slM_Graph *g, int node, int backward) {
   /* on the GPU a node's kernels return before they finish: a profile waits for them, so each node's time is its own */
   if (p && g->device != SLM_CPU && slK_gpu()->sync(err, sizeof err) != 0 && !g->fault[0])
     snprintf(g->fault, sizeof g->fault, "a kernel of node %d failed: %.200s", node, err);
-  if (p && node >= 0 && node < p->n) (backward ? p->backward : p->forward)[node] += slM_now() - p->started;
+  if (p && node >= 0 && node < p->n) (backward ? p->backward : p->forward)[node] += slU_now() - p->started;
   slM_mem_mark(node, backward);
   slM_mem_set_context(-1, 0, SLM_MEM_TEMP, NULL, NULL);
 }

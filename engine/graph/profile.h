@@ -18,7 +18,6 @@ typedef struct slM_Profile {
 slM_Profile *slM_profile_attach(slM_Graph *g);   /* starts recording on g */
 void slM_profile_detach(slM_Graph *g);           /* stops; the profile stays with the caller */
 void slM_profile_free(slM_Profile *p);
-double slM_now(void);
 /* the hooks every node of a pass runs between (exec.c): the memory
 ** tagger's context, the profiler's clock and the memory timeline; the node
 ** index is negative outside any node */

@@ -26,12 +26,6 @@
 #include "train.h"
 #include "trainrun.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double learning_rate(const slM_TrainConfig *c, long step, long total) {
   double lr = c->lr;
   if (c->warmup > 0 && step < c->warmup) return lr * (double)(step + 1) / (double)c->warmup;
@@ -362,7 +356,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   double comm = 0;
   for (int e = 0; e < c->epochs && !stopped; e++) {
     int resuming = e == at.epoch;   /* a resumed run: the epoch its checkpoint was in */
-    double t0 = now() - (resuming ? at.seconds : 0), loss_sum = resuming ? at.loss_sum : 0;
+    double t0 = slU_now() - (resuming ? at.seconds : 0), loss_sum = resuming ? at.loss_sum : 0;
     size_t seen = resuming ? at.seen : 0, correct = resuming ? at.correct : 0;
     comm = resuming ? at.comm : 0;
     stats[done].diverged = 0, stats[done].nonfinite_node = -1;
@@ -398,7 +392,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
           break;
         }
         loss_sum += st.loss_sum;
-        Point p = {e, done, start + (size_t)b, seen, correct, step + 1, loss_sum, now() - t0, comm};
+        Point p = {e, done, start + (size_t)b, seen, correct, step + 1, loss_sum, slU_now() - t0, comm};
         if (run->use_ckpt && (step + 1) % run->ckpt.every == 0 && checkpoint(g, c, steps, &p, stats) != 0) {
           stopped = 1;
           break;
@@ -439,7 +433,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         stopped = 1;
         break;
       }
-      Point p = {e, done, start + (size_t)b, seen, correct, step + 1, loss_sum, now() - t0, 0};
+      Point p = {e, done, start + (size_t)b, seen, correct, step + 1, loss_sum, slU_now() - t0, 0};
       if (run && run->use_ckpt && (step + 1) % run->ckpt.every == 0 && checkpoint(g, c, NULL, &p, stats) != 0) {
         stopped = 1;
         break;
@@ -453,7 +447,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     s->train_accuracy = (double)correct / (double)seen;
     s->complete = !stopped;
     /* the time of the training steps alone: evaluation is not training speed */
-    s->seconds = now() - t0;
+    s->seconds = slU_now() - t0;
     s->samples_per_second = (double)seen / s->seconds;
     s->comm_seconds = comm;
     /* an epoch cut short is shown with what it measured: its training batches, no test */

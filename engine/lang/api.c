@@ -112,12 +112,6 @@ struct sl_Progress {
   char detail[160];
 };
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress_show(sl_Progress *p, int update) {
   const sl_Host *h = p->S->host;
   if (!h || !h->display) return;
@@ -139,7 +133,7 @@ static void progress_show(sl_Progress *p, int update) {
                  p->label, frac, count, p->detail);
   h->display(h->ud, &b, p->id, update);
   sl_bundle_free(&b);
-  p->last_shown = now_seconds();
+  p->last_shown = slU_now();
 }
 
 sl_Progress *sl_progress_begin(sl_Call *call, const char *label, double total) {
@@ -156,7 +150,7 @@ void sl_progress_update(sl_Progress *p, double done, const char *detail) {
   if (!p) return;
   p->done = done;
   if (detail) snprintf(p->detail, sizeof p->detail, "%s", detail);
-  if (now_seconds() - p->last_shown >= 0.1) progress_show(p, 1);
+  if (slU_now() - p->last_shown >= 0.1) progress_show(p, 1);
 }
 
 void sl_progress_end(sl_Progress *p) {

@@ -68,12 +68,10 @@ static int cmd_help(sl_Call *call, sl_Value *result) {
 /* waits `seconds` in short slices, which keep an interrupt prompt; 0, or
 ** -1 when interrupted */
 static int pause_for(double seconds) {
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  double start = slU_now();
   for (;;) {
     if (sl_interrupted()) return -1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double left = seconds - ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9);
+    double left = seconds - (slU_now() - start);
     if (left <= 0) return 0;
     double slice = left < 0.02 ? left : 0.02;
     struct timespec ts = {(time_t)slice, (long)((slice - floor(slice)) * 1e9)};

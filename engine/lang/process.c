@@ -26,12 +26,6 @@
 
 extern char **environ;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int slO_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen, char **errtext,
                    int *exit_status, char *err, size_t errlen) {
   const char *program = argv[0];
@@ -71,7 +65,7 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
   slU_Text o = {0}, e = {0};
   size_t written = 0, total = strlen(input);
   int open_out = 1, open_err = 1, open_in = 1;
-  double deadline = now() + timeout;
+  double deadline = slU_now() + timeout;
   int status = SLO_OK;
   while (open_out || open_err) {
     struct pollfd p[3];
@@ -79,7 +73,7 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
     if (open_in) io = n, p[n++] = (struct pollfd){in[1], POLLOUT, 0};
     if (open_out) oo = n, p[n++] = (struct pollfd){outp[0], POLLIN, 0};
     if (open_err) eo = n, p[n++] = (struct pollfd){errp[0], POLLIN, 0};
-    double left = deadline - now();
+    double left = deadline - slU_now();
     if (left <= 0) {
       status = SLO_TIMEOUT;
       break;

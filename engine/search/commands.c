@@ -22,12 +22,6 @@
 #include "search.h"
 #include "table/table.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int need_trial(sl_Call *call) {
   if (!slS_active()) return sl_error(call, "works inside a search { } block: it belongs to the trial being run");
   return 0;
@@ -346,7 +340,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
   int planned = slS_trials_planned(st, trials);
   sl_Progress *bar = sl_progress_begin(call, "search", planned);
   if (st->ntrials > 0) sl_progress_update(bar, st->ntrials, NULL);  /* resumed: the journal's trials are done */
-  double start = now();
+  double start = slU_now();
   int rc = 0, stopped = 0;
   if (mode == SLS_COORDINATOR) {
     rc = slS_search_coordinate(call, st, trials, timeout, bar);
@@ -354,7 +348,7 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
   }
   while (mode == SLS_SERIAL && st->ntrials < trials) {
     if (slS_sampler_done(st)) break;
-    if (timeout > 0 && now() - start >= timeout) break;
+    if (timeout > 0 && slU_now() - start >= timeout) break;
     if (sl_interrupted()) {
       rc = sl_interrupted_error(call);
       stopped = 1;
@@ -380,11 +374,11 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
       }
     }
     char detail[160];
-    progress_detail(st, st->ntrials, planned, now() - start, detail, sizeof detail);
+    progress_detail(st, st->ntrials, planned, slU_now() - start, detail, sizeof detail);
     sl_progress_update(bar, st->ntrials, detail);
   }
   sl_progress_end(bar);
-  st->elapsed = now() - start;
+  st->elapsed = slU_now() - start;
   if (saved.type != SL_NIL) sl_setvar(call, "trial", saved);
   else sl_unsetvar(call, "trial");
   if (stopped) {

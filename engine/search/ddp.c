@@ -80,12 +80,6 @@ struct slM_Group {
   char err[1024];
 };
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Between polls of a wait: MPI moves data only inside its calls, so a
 ** wait first polls as fast as it can, yielding the core (a message of a
 ** few kB takes microseconds); after 256 polls it sleeps, from 20 us
@@ -125,7 +119,7 @@ static void *beat_thread(void *arg) {
     while (g->t->poll(g->comm, -1, TAG_BEAT, &src, NULL, &data, &n)) {
       free(data);
       pthread_mutex_lock(&g->lock);
-      if (src >= 0 && src < g->size) g->heard[src] = now();
+      if (src >= 0 && src < g->size) g->heard[src] = slU_now();
       pthread_mutex_unlock(&g->lock);
     }
     pthread_mutex_lock(&g->lock);
@@ -149,7 +143,7 @@ static int check_peers(slM_Group *g, char *err, size_t errlen) {
     free(data);
     return fail(g, err, errlen, "rank %d stopped: %s", why, src);
   }
-  double t = now();
+  double t = slU_now();
   int dead = -1;
   pthread_mutex_lock(&g->lock);
   for (int q = 0; q < g->size && dead < 0; q++)
@@ -399,7 +393,7 @@ static int size_of(const slM_Group *g) { return g->size; }
 /* every member says hello to every other, within a deadline: a member that
 ** failed before it reached the call is named instead of waited for */
 static int greet(slM_Group *g, char *err, size_t errlen) {
-  double deadline = now() + 3 * g->timeout;
+  double deadline = slU_now() + 3 * g->timeout;
   for (int q = 0; q < g->size; q++)
     if (q != g->rank && g->t->send(g->base, q, TAG_HELLO, "", 0, g->timeout) != 0)
       return snprintf(err, errlen, "rank %d did not take this rank's greeting within %.0f s", q, g->timeout), -1;
@@ -414,7 +408,7 @@ static int greet(slM_Group *g, char *err, size_t errlen) {
       if (src >= 0 && src < g->size && !seen[src]) seen[src] = 1, missing--;
     }
     if (missing == 0) break;
-    if (now() > deadline) {
+    if (slU_now() > deadline) {
       int q = 0;
       while (q < g->size && (q == g->rank || seen[q])) q++;
       snprintf(err, errlen, "rank %d did not reach this training call within %.0f s (it failed before it, or is "
@@ -467,7 +461,7 @@ static slM_Group *open_group(sl_Call *call, int workers, char *err, size_t errle
     close_group(g, NULL);
     return NULL;
   }
-  for (int q = 0; q < g->size; q++) g->heard[q] = now();
+  for (int q = 0; q < g->size; q++) g->heard[q] = slU_now();
   g->beating = pthread_create(&g->beat, NULL, beat_thread, g) == 0;
   return g;
 }
@@ -519,10 +513,10 @@ static double time_sum(slM_Group *g, float *buf, size_t n, int slot, char *err, 
   if (allgather(g, &mine, 1, all, err, errlen) == 0) {
     int stop = 0;
     for (int q = 0; q < g->size; q++) stop |= all[q];
-    double t0 = now();
+    double t0 = slU_now();
     slM_Xfer *x = stop ? NULL : sum(g, buf, bounds, 1, slot, err, errlen);
     if (stop) t = -2;
-    else if (x && wait_xfer(g, x, err, errlen) == 0) t = now() - t0;
+    else if (x && wait_xfer(g, x, err, errlen) == 0) t = slU_now() - t0;
   }
   free(bounds), free(all);
   return t;

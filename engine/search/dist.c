@@ -234,14 +234,6 @@ slD_Group *slS_world(char *err, size_t errlen) {
 
 /* -------------------------------------------------------------- messages */
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-double slS_now(void) { return now(); }
-
 static int farms;   /* farms this process has numbered */
 
 int slS_farm_next(void) { return ++farms; }
@@ -405,7 +397,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
   c.w = calloc((size_t)c.nw, sizeof *c.w);
   stats->workers = c.nw - 1;
   int rc = 0, exhausted = 0;
-  double start = now();
+  double start = slU_now();
   err[0] = '\0';
   for (long wait = 20;;) {
     int src_rank, tag, progressed = 0;
@@ -415,7 +407,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
     while (recv_msg(t, g, -1, -1, farm, &src_rank, &tag, &id, &payload, &n)) {
       progressed = 1;
       Worker *w = &c.w[src_rank];
-      w->heard = now();
+      w->heard = slU_now();
       if (w->dead) w->dead = 0, stats->dead--;  /* it was only slow: take it back */
       if (tag == TAG_HELLO) {
         w->joined = 1;
@@ -446,9 +438,9 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
     int alive = 0, busy = 0;
     for (int r = 1; r < c.nw; r++) {
       Worker *w = &c.w[r];
-      if (w->joined && !w->dead && now() - w->heard > c.timeout) declare_dead(&c, r);
+      if (w->joined && !w->dead && slU_now() - w->heard > c.timeout) declare_dead(&c, r);
       if (w->joined && !w->dead && !w->busy && feed(&c, r, &exhausted) > 0) progressed = 1;
-      if (!w->dead && (w->joined || now() - start < c.timeout)) alive++;
+      if (!w->dead && (w->joined || slU_now() - start < c.timeout)) alive++;
       if (w->busy) busy++;
     }
     if (exhausted && busy == 0 && c.running.n == 0) break;
@@ -466,7 +458,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
   if (src->final) src->final(src->ud, rc, &fin);
   const char *final = fin.s ? fin.s : "";
   size_t final_n = fin.n;
-  double deadline = now() + c.timeout;
+  double deadline = slU_now() + c.timeout;
   for (long wait = 20;;) {
     int pending = 0;
     for (int r = 1; r < c.nw; r++) {
@@ -479,7 +471,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
         pending++;
       }
     }
-    if (!pending || now() > deadline) break;
+    if (!pending || slU_now() > deadline) break;
     int src_rank, tag;
     long id;
     char *payload;
@@ -518,7 +510,7 @@ typedef struct {
 ** come for the timeout, the coordinator is gone and this process ends. */
 static void *beat_thread(void *arg) {
   Beat *b = arg;
-  double heard = now(), interval = b->timeout / 10;
+  double heard = slU_now(), interval = b->timeout / 10;
   pthread_mutex_lock(&b->lock);
   while (!b->stop) {
     pthread_mutex_unlock(&b->lock);
@@ -528,10 +520,10 @@ static void *beat_thread(void *arg) {
     char *payload;
     size_t n;
     while (recv_msg(b->t, b->g, 0, TAG_BEAT, b->farm, &src, &tag, &id, &payload, &n)) {
-      heard = now();
+      heard = slU_now();
       free(payload);
     }
-    if (now() - heard > b->timeout) {
+    if (slU_now() - heard > b->timeout) {
       fprintf(stderr, "syslab worker %d: no answer from the coordinator for %.0f s; it is gone, stopping\n",
               b->t->rank(b->g), b->timeout);
       _exit(3);

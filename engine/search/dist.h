@@ -49,8 +49,6 @@ const slD_Transport *slS_transport(char *err, size_t errlen);
 slD_Group *slS_world(char *err, size_t errlen);
 /* seconds of silence after which a peer counts as dead */
 double slS_timeout(void);
-/* seconds on the monotonic clock, for deadlines and progress */
-double slS_now(void);
 /* whether `workers` processes can be started from this one (workers=N):
 ** no more than the slots MPI places them on (this machine's CPUs, or the
 ** allocation's or the hostfile's slots) unless oversubscription was asked

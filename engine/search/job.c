@@ -172,9 +172,9 @@ int sl_worker_main(void) {
   }
   void *data = NULL;
   size_t n = 0;
-  double deadline = slS_now() + slS_timeout();
+  double deadline = slU_now() + slS_timeout();
   while (!t->poll(g, 0, TAG_CONTEXT, NULL, NULL, &data, &n)) {
-    if (slS_now() > deadline) {
+    if (slU_now() > deadline) {
       fprintf(stderr, "syslab worker: the coordinator sent no search within %.0f s\n", slS_timeout());
       return 1;
     }

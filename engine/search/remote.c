@@ -175,7 +175,7 @@ static int next_trial(void *ud, long *id, slU_Text *task) {
   int k = st->ntrials;
   if (k >= c->trials || c->err[0]) return -1;
   if (slS_sampler_done(st)) return -1;
-  if (c->deadline > 0 && slS_now() >= c->deadline) return -1;
+  if (c->deadline > 0 && slU_now() >= c->deadline) return -1;
   /* The first trial runs alone: it builds the space, and its draws come
   ** first in the stream. A grid draws nothing: its points are the trial's. */
   if (c->finished == 0 && k > 0 && !st->sampler->points) return 0;
@@ -245,7 +245,7 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
     char v[32] = "-", detail[160];
     if (b) sl_format_number(b->values[0], v, sizeof v);
     snprintf(detail, sizeof detail, "trial %d/%d  best %s  %.1f s  %d workers", c->committed, c->planned, v,
-             slS_now() - c->start, c->workers);
+             slU_now() - c->start, c->workers);
     sl_progress_update(c->bar, c->committed, detail);
   }
   return 0;
@@ -337,7 +337,7 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
   }
   if (!g) return sl_error(call, "%s", err);
   Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials),
-             timeout > 0 ? slS_now() + timeout : 0, st->ntrials, 0, bar, slS_now(), ""};
+             timeout > 0 ? slU_now() + timeout : 0, st->ntrials, 0, bar, slU_now(), ""};
   c.finished = st->ntrials;  /* resumed trials count as finished: the space is known */
   slS_FarmSource src = {&c, next_trial, trial_done, worker_lost, answer, final_study};
   slS_FarmStats stats;

@@ -27,12 +27,6 @@ static slS_Active *active;
 
 slS_Active *slS_active(void) { return active; }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static char *message_of(const sl_Error *e) {
   char buf[2048];
   if (e->line > 0) snprintf(buf, sizeof buf, "%s: %s (line %d)", e->ename, e->evalue ? e->evalue : "", e->line);
@@ -49,12 +43,12 @@ int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
   sl_setvar(call, "trial", sl_number(t->number));
   slS_Active a = {st, t, 0, 0, 0, active};
   active = &a;
-  double t0 = now();
+  double t0 = slU_now();
   sl_Error caught;
   int body = sl_run_protected(call, "body", &caught);
   active = a.outer;
   t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
-  t->seconds = now() - t0;
+  t->seconds = slU_now() - t0;
   if (body != 0 && (a.fatal || sl_interrupted() || strcmp(caught.ename, "Interrupt") == 0)) {
     slS_trial_drop_last(st);
     sl_raise(call, &caught);

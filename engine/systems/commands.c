@@ -181,7 +181,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
     free(progress);
   }
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
-  double t0 = slM_now() - elapsed;
+  double t0 = slU_now() - elapsed;
   g->stop = interrupted;   /* an interrupt inside a step skips its update */
   for (int s = first; s < steps && !run.err[0]; s++) {
     int stop = sl_interrupted();
@@ -213,7 +213,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
     sum += loss;
     seen++;
     if ((s + 1) % every == 0 || s + 1 == steps) {
-      loss_row(t, s + 1, sum / seen, slM_now() - t0, (double)(s + 1) * batch * T, comm, run.ranks > 1);
+      loss_row(t, s + 1, sum / seen, slU_now() - t0, (double)(s + 1) * batch * T, comm, run.ranks > 1);
       char detail[64];
       snprintf(detail, sizeof detail, "loss %.4f", sum / seen);
       sl_progress_update(bar, s + 1, detail);
@@ -221,7 +221,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
     }
     if (run.use_ckpt && (s + 1) % run.ckpt.every == 0) {
       slU_Text progress = {0};
-      put_progress(&progress, s + 1, &rng, sum, seen, slM_now() - t0, comm, t);
+      put_progress(&progress, s + 1, &rng, sum, seen, slU_now() - t0, comm, t);
       slM_ckpt_save(&run.ckpt, g, split, &progress, run.err, sizeof run.err);
       free(progress.s);
     }
@@ -444,18 +444,18 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   slT_Table *t = slL_table(cols);
   for (int train = 0; train < 2 && !sl_interrupted(); train++)
     for (int fused = 0; fused < 2 && !sl_interrupted(); fused++) {
-      double t0 = slM_now();
+      double t0 = slU_now();
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
       char err[512];
-      double p0 = slM_now();   /* the pass alone: what compiling costs here, against torch.compile's seconds */
+      double p0 = slU_now();   /* the pass alone: what compiling costs here, against torch.compile's seconds */
       if (fused && slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
         slM_graph_free(g);
         slT_free(t);
         return sl_error(call, "%s", err);
       }
       slL_Batch b;
-      double pass = fused ? slM_now() - p0 : 0;
+      double pass = fused ? slU_now() - p0 : 0;
       slL_batch_init(&b, g, batch, T, 1);
       /* gradients made by an earlier run of the shared weights count as this step's own */
       double grads, optim;
@@ -463,7 +463,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_mem_reset();
       size_t base = slM_mem_total_live();   /* the peak counts what is not a tensor too (pruning masks, scratch) */
       slL_run_step(g, &b, train, NULL, 0);
-      double first = slM_now() - t0;
+      double first = slU_now() - t0;
       size_t peak = slM_mem_total_peak() - base + (size_t)(train ? grads : 0);
       /* steady state: a planned graph takes its arena in the second call of a
       ** shape (it lets the first call's buffers go), so the steady peak is

@@ -70,17 +70,17 @@ double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig
 ** kernels are summarised the same way */
 void slL_time_steps(slM_Graph *g, slL_Batch *b, int train, int warmup, int steps, slL_Timing *out) {
   memset(out, 0, sizeof *out);
-  double t0 = slM_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
+  double t0 = slU_now(), *samples = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *samples);
   for (int i = 0; i < warmup && !sl_interrupted(); i++) slL_run_step(g, b, train, NULL, i);
-  out->warmup_seconds = warmup ? slM_now() - t0 : 0;
+  out->warmup_seconds = warmup ? slU_now() - t0 : 0;
   int done = 0;
   for (; done < steps && !sl_interrupted(); done++) {
-    double s = slM_now();
+    double s = slU_now();
     slL_run_step(g, b, train, NULL, warmup + done);
-    samples[done] = slM_now() - s;
+    samples[done] = slU_now() - s;
   }
   out->first = done ? samples[0] : 0;
-  out->total_seconds = slM_now() - t0;
+  out->total_seconds = slU_now() - t0;
   slK_Stats st = {0};
   if (done) slK_stats(samples, done, &st);
   out->mean = st.mean, out->std = st.std, out->median = st.median;

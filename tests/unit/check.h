@@ -108,7 +108,7 @@ float *check_grad_of(slM_Graph *g, const slM_Node *n, int k);
 
 #include <pthread.h>
 
-/* seconds on the monotonic clock (the engine's slM_now reads the same) */
+/* seconds on the monotonic clock (the engine's slU_now reads the same) */
 double check_now(void);
 /* An interrupt sent by another thread `after` seconds from now, as the
 ** kernel's control thread sends one; check_interrupt_join waits for that

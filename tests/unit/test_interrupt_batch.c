@@ -62,14 +62,14 @@ typedef struct {
 static void watch_step(void *ud, int epoch, double fraction, double loss) {
   (void)epoch, (void)fraction, (void)loss;
   Watch *w = ud;
-  double now = slM_now();
+  double now = slU_now();
   free(w->copy);
   w->copy = weights(w->g, &w->n);
   if (++w->done == 2) {
     w->step = now - w->last;
     check_interrupt_later(&w->timer, 0.4 * w->step);
   }
-  w->last = slM_now();
+  w->last = slU_now();
 }
 
 static void test_interrupt_lands_inside_a_batch(void) {
@@ -80,9 +80,9 @@ static void test_interrupt_lands_inside_a_batch(void) {
   Watch w = {.g = g};
   slM_TrainHooks hooks = {&w, watch_step, on_stop};
   sl_clear_interrupt();
-  w.last = slM_now();
+  w.last = slU_now();
   slM_train(g, d, &c, &hooks, &st);
-  double end = slM_now();
+  double end = slU_now();
   if (w.done >= 2) check_interrupt_join(&w.timer);
   CHECK(sl_interrupted());
   sl_clear_interrupt();
@@ -122,7 +122,7 @@ typedef struct {
 static void count_steps(void *ud, int epoch, double fraction, double loss) {
   (void)epoch, (void)fraction, (void)loss;
   Steps *s = ud;
-  double now = slM_now();
+  double now = slU_now();
   if (++s->done == s->arm) {
     check_interrupt_later(&s->timer, (now - s->last) / 2);
   }
