@@ -83,8 +83,6 @@ int slM_device_ready(const slM_Graph *g, char *err, size_t errlen) {
 
 /* ------------------------------------------------------------ the copy */
 
-static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
-
 
 static slM_Tensor *copy_tagged(const slM_Tensor *t, int category) {
   if (!t) return NULL;
@@ -141,7 +139,7 @@ slM_Graph *slM_graph_move(slM_Graph *g, int device, char *err, size_t errlen) {
 }
 
 static int pull(slM_Tensor *t, char *err, size_t errlen) {
-  return t && t->dev && t->data ? slK_gpu()->download(t->data, t->dev, bytes_of(t), err, errlen) : 0;
+  return t && t->dev && t->data ? slK_gpu()->download(t->data, t->dev, slM_dev_bytes(t), err, errlen) : 0;
 }
 
 int slM_device_pull(slM_Graph *g, char *err, size_t errlen) {

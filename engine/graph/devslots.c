@@ -13,13 +13,11 @@
 #include "kernels/device.h"
 #include "memory.h"
 
-static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
-
 int slM_dev_upload_tensor(slM_Tensor *t, char *err, size_t errlen) {
   if (!t || t->dev) return 0;
-  t->dev = slK_dev_alloc(bytes_of(t), t->category, err, errlen);
+  t->dev = slK_dev_alloc(slM_dev_bytes(t), t->category, err, errlen);
   if (!t->dev) return -1;
-  return slK_gpu()->upload(t->dev, t->data, bytes_of(t), err, errlen);
+  return slK_gpu()->upload(t->dev, t->data, slM_dev_bytes(t), err, errlen);
 }
 
 int slM_dev_fault(slM_Graph *g, const slM_Node *n, int rc, const char *why) {
@@ -37,7 +35,7 @@ static slM_Tensor *device_tensor(slM_Graph *g, const slM_Node *n, int ndim, cons
   t->category = category;
   t->node = n ? (int)(n - g->nodes) : -1;
   char err[200];
-  t->dev = slK_dev_alloc(bytes_of(t), category, err, sizeof err);
+  t->dev = slK_dev_alloc(slM_dev_bytes(t), category, err, sizeof err);
   if (!t->dev) {
     free(t);
     slM_dev_fault(g, n, -1, err);
@@ -60,7 +58,7 @@ slM_Tensor *slM_dev_input_grad(slM_Graph *g, slM_Node *n, int k) {
   if (src->gout_live) return src->gout;
   slM_Tensor *t = slM_dev_ensure(g, n, &src->gout, src->out->ndim, src->out->shape);
   char err[200];
-  if (!t || slM_dev_fault(g, n, slK_gpu()->zero(t->dev, bytes_of(t), err, sizeof err), err)) return NULL;
+  if (!t || slM_dev_fault(g, n, slK_gpu()->zero(t->dev, slM_dev_bytes(t), err, sizeof err), err)) return NULL;
   src->gout_live = 1;
   return t;
 }
@@ -79,7 +77,7 @@ float *slM_dev_param_grad(slM_Graph *g, const slM_Node *n, slM_Param *p) {
 int slM_dev_to_host(slM_Graph *g, slM_Tensor *t) {
   if (!t || !t->dev) return 0;
   if (!t->data) {
-    t->data = malloc(bytes_of(t) ? bytes_of(t) : 1);
+    t->data = malloc(slM_dev_bytes(t) ? slM_dev_bytes(t) : 1);
     if (!t->data) return slM_dev_fault(g, NULL, -1, "out of host memory for the logits");
     /* the host copy is counted under the device copy's category and node */
     slM_mem_set_context(t->node, 0, t->category, NULL, NULL);
@@ -87,7 +85,7 @@ int slM_dev_to_host(slM_Graph *g, slM_Tensor *t) {
     slM_mem_set_context(-1, 0, SLM_MEM_TEMP, NULL, NULL);
   }
   char err[200];
-  return slM_dev_fault(g, NULL, slK_gpu()->download(t->data, t->dev, bytes_of(t), err, sizeof err), err);
+  return slM_dev_fault(g, NULL, slK_gpu()->download(t->data, t->dev, slM_dev_bytes(t), err, sizeof err), err);
 }
 
 double slM_dev_seed_loss(slM_Graph *g, slM_Node *n) {
@@ -107,7 +105,7 @@ void slM_dev_zero_grads(slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Tensor *t = g->nodes[i].params[k]->grad;
-      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_gpu()->zero(t->dev, bytes_of(t), err, sizeof err),
+      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_gpu()->zero(t->dev, slM_dev_bytes(t), err, sizeof err),
                                      err);
     }
 }

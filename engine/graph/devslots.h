@@ -10,6 +10,9 @@
 
 #include "model.h"
 
+/* the bytes of a tensor's float32 values, as a device copy holds them */
+static inline size_t slM_dev_bytes(const slM_Tensor *t) { return t->size * sizeof(float); }
+
 /* a host tensor given its device copy (zeroed when it has no host data to copy); 0, or -1 with err */
 int slM_dev_upload_tensor(slM_Tensor *t, char *err, size_t errlen);
 /* a failed device call: the pass stops at this node with the reason kept

@@ -22,7 +22,6 @@
 #include "product.h"
 #include "slots.h"
 
-#define in slM_input
 
 static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int *dh) {
   *B = q->shape[0];
@@ -35,7 +34,7 @@ static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int
 
 /* scores where the mask is 0 become -1e9 */
 static void mask_fill_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *mask = in(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *mask = slM_input(g, n, 1), *y = slM_ensure(&n->out, a->ndim, a->shape);
   int B = a->shape[0], H = a->shape[1], T = a->shape[2];
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++)
@@ -47,7 +46,7 @@ static void mask_fill_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void mask_fill_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   float *dx = slM_input_grad(g, n, 0)->data;
   for (size_t i = 0; i < a->size; i++) dx[i] += n->out->data[i] > -1e8f ? n->gout->data[i] : 0;
 }
@@ -109,8 +108,8 @@ static void per_head(Heads *t, slM_Graph *g, slM_Node *n, slM_Tensor *x, HeadFn 
   t->g = g, t->H = n->heads, t->fn = fn;
   t->scale = 1.0f / sqrtf((float)t->dh);
   size_t pairs = (size_t)B * t->H;
-  t->q = operand_bits(g, 0, t->q, in(g, n, 0)->size);
-  t->k = operand_bits(g, 1, t->k, in(g, n, 1)->size);
+  t->q = operand_bits(g, 0, t->q, slM_input(g, n, 0)->size);
+  t->k = operand_bits(g, 1, t->k, slM_input(g, n, 1)->size);
   if (t->gout.p) t->gout = operand_bits(g, 2, t->gout, n->gout->size);
   slK_parallel_for(pairs, 8, heads_range, t);
 }
@@ -140,7 +139,7 @@ static void scores_head(const Heads *t, size_t off, size_t poff) {
 }
 
 static void scores_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
+  slM_Tensor *q = slM_input(g, n, 0), *k = slM_input(g, n, 1);
   int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
   Heads t = {.q = slM_mat(q, 0), .k = slM_mat(k, 0), .out = slM_dst_of(slM_out(n, 4, shape), 0), .round = n->round};
   per_head(&t, g, n, q, scores_head);
@@ -156,9 +155,9 @@ static void scores_grad_head(const Heads *t, size_t off, size_t poff) {
 }
 
 static void scores_backward(slM_Graph *g, slM_Node *n) {
-  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(in(g, n, 1), 0), .gout = slM_f32(n->gout->data)};
+  Heads t = {.q = slM_mat(slM_input(g, n, 0), 0), .k = slM_mat(slM_input(g, n, 1), 0), .gout = slM_f32(n->gout->data)};
   grad_slots(&t, g, n);
-  per_head(&t, g, n, in(g, n, 0), scores_grad_head);
+  per_head(&t, g, n, slM_input(g, n, 0), scores_grad_head);
 }
 
 /* attention-weighted values, heads merged: batch x tokens x width */
@@ -169,8 +168,8 @@ static void context_head(const Heads *t, size_t off, size_t poff) {
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(v, 0), .out = slM_dst_of(slM_out(n, 3, v->shape), 0),
+  slM_Tensor *v = slM_input(g, n, 1);
+  Heads t = {.q = slM_mat(slM_input(g, n, 0), 0), .k = slM_mat(v, 0), .out = slM_dst_of(slM_out(n, 3, v->shape), 0),
              .round = n->round};
   per_head(&t, g, n, v, context_head);
   n->rounded = n->round != 0;
@@ -184,8 +183,8 @@ static void context_grad_head(const Heads *t, size_t off, size_t poff) {
 }
 
 static void context_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *v = in(g, n, 1);
-  Heads t = {.q = slM_mat(in(g, n, 0), 0), .k = slM_mat(v, 0), .gout = slM_f32(n->gout->data)};
+  slM_Tensor *v = slM_input(g, n, 1);
+  Heads t = {.q = slM_mat(slM_input(g, n, 0), 0), .k = slM_mat(v, 0), .gout = slM_f32(n->gout->data)};
   grad_slots(&t, g, n);
   per_head(&t, g, n, v, context_grad_head);
 }
@@ -218,7 +217,7 @@ static void heads_rounded(const slM_Graph *g, const slM_Node *n, double items, i
 ** heads straight out of the token rows (strides), writes the merged
 ** context, and keeps only the row logsumexp (batch x heads x tokens). */
 static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0);
+  slM_Tensor *q = slM_input(g, n, 0);
   int B, T, D, dh;
   attention_dims(q, n->heads, &B, &T, &D, &dh);
   slK_Attn a;
@@ -226,7 +225,7 @@ static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
   a.q_row = a.k_row = D;
   a.q_head = a.k_head = dh;
   a.q_batch = a.k_batch = (long)T * D;
-  a.key_mask = n->ninputs > 3 ? in(g, n, 3)->data : NULL;
+  a.key_mask = n->ninputs > 3 ? slM_input(g, n, 3)->data : NULL;
   a.causal = n->causal;
   a.format = g->precision;   /* under a 16-bit precision, bf16/fp16 products with a float32 softmax */
   return a;
@@ -238,18 +237,18 @@ static void attention_failed(const slM_Node *n) {
 }
 
 static void fused_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0);
+  slM_Tensor *q = slM_input(g, n, 0);
   slK_Attn a = fused_shape(g, n);
   int lshape[3] = {a.batch, a.heads, a.nq};
   slM_Tensor *o = slM_ensure(&n->out, 3, q->shape), *lse = slM_ensure(&n->saved, 3, lshape);
-  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, in(g, n, 1)->data, in(g, n, 2)->data, o->data, lse->data) != 0)
+  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, slM_input(g, n, 1)->data, slM_input(g, n, 2)->data, o->data, lse->data) != 0)
     attention_failed(n);
 }
 
 static void fused_backward(slM_Graph *g, slM_Node *n) {
   slK_Attn a = fused_shape(g, n);
   slM_Tensor *dq = slM_input_grad(g, n, 0), *dk = slM_input_grad(g, n, 1), *dv = slM_input_grad(g, n, 2);
-  if (slK_attention_backward(SLK_ATTN_FUSED, &a, in(g, n, 0)->data, in(g, n, 1)->data, in(g, n, 2)->data, n->out->data,
+  if (slK_attention_backward(SLK_ATTN_FUSED, &a, slM_input(g, n, 0)->data, slM_input(g, n, 1)->data, slM_input(g, n, 2)->data, n->out->data,
                              n->gout->data, n->saved->data, dq->data, dk->data, dv->data) != 0)
     attention_failed(n);
 }

@@ -32,7 +32,6 @@
 #include "ops_cuda.h"
 #include "slots.h"
 
-#define in slM_input
 #define ELEMS SLM_ELEMS
 
 /* A loop's arrays: each range function below names what it reads. */
@@ -240,13 +239,13 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
 
 /* relu, gelu, tanh and scale (y = p * x, LoRA's alpha / rank) */
 static void activation_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   Blocks B = {activation_range, {.op = n->op, .p = n->p}, .a = a, .y = y, .round = n->round};
   run_blocks(&B, a->size, ELEMS, n);
 }
 
 static void activation_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   Blocks B = {activation_grad_range, {.op = n->op, .p = n->p}, .a = a, .b = n->gout, .c = n->out};
   B.y = slM_input_grad_fresh(g, n, 0, &B.t.fresh);
   run_blocks(&B, a->size, ELEMS, NULL);
@@ -351,7 +350,7 @@ static void copy_range(void *ctx, size_t i0, size_t i1) {
 ** 16-bit value): the backward reads it back as the scale, so dx = dy z as
 ** in float32 (slots.h: slM_mask_store). */
 static void dropout_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (g->training && n->p > 0) {
     /* one draw from the graph's generator, then a counter-based hash per
     ** element: the mask does not depend on how the loop is split. A
@@ -373,7 +372,7 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void dropout_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int active = g->training && n->p > 0;
   Blocks B = {active ? mul_acc_range : acc_range, {0}, .a = n->gout, .b = active ? n->saved : NULL,
               .b_keep = 1.0f / (1.0f - n->p)};
@@ -413,9 +412,9 @@ static void add_row_items(void *ctx, size_t i0, size_t i1) {
 
 /* two inputs, or one input plus a parameter broadcast over the batch */
 static void add_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *y = slM_out(n, a->ndim, a->shape);
   if (n->ninputs == 2) {
-    Blocks B = {add_range, {0}, .a = a, .b = in(g, n, 1), .y = y, .round = n->round};
+    Blocks B = {add_range, {0}, .a = a, .b = slM_input(g, n, 1), .y = y, .round = n->round};
     run_blocks(&B, a->size, ELEMS, n);
   } else if (a->half) {   /* a parameter takes part: the output is float32 (precision.c) */
     Blocks B = {add_row_items, {.b = n->params[0]->value->data, .n = n->params[0]->value->size}, .a = a, .y = y};
@@ -428,7 +427,7 @@ static void add_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void add_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *dy = n->gout;
+  slM_Tensor *a = slM_input(g, n, 0), *dy = n->gout;
   Task t = {.a = dy->data};
   t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
   slK_parallel_for(a->size, ELEMS, acc_range, &t);
@@ -506,7 +505,7 @@ static slM_Mat effective_input(slM_Node *n, slM_Tensor *x) {
 /* y = x W^T + b over the last dimension; under a 16-bit precision the bias and the output's rounding in
 ** the product's store (slM_product), into 16-bit storage where the node keeps it */
 static void linear_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1];
   int shape[SLM_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
@@ -541,7 +540,7 @@ static double linear_saves(const slM_Graph *g, const slM_Node *n, int batch, int
 }
 
 static void linear_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
   int out_f = w->shape[0], in_f = w->shape[1];
   size_t rows = x->size / (size_t)in_f;
   slM_Mat xe = (n->comp.data_in || n->comp.data_in_prune) ? slM_f32(n->saved->data) : slM_mat(x, 0);
@@ -617,7 +616,7 @@ static void layernorm_rows(void *ctx, size_t r0, size_t r1) {
 
 /* over the last dimension; saved: the mean, saved2: 1 / std, per row */
 static void layernorm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0);
   slM_Tensor *y = slM_ensure(&n->out, x->ndim, x->shape);
   int d = x->shape[x->ndim - 1];
   int rows = (int)(x->size / (size_t)d);
@@ -644,7 +643,7 @@ static void layernorm_grad_rows(void *ctx, size_t r0, size_t r1) {
 
 static void layernorm_backward(slM_Graph *g, slM_Node *n) {
   int fresh;
-  slM_Tensor *x = in(g, n, 0), *dy = n->gout, *dx = slM_input_grad_fresh(g, n, 0, &fresh);
+  slM_Tensor *x = slM_input(g, n, 0), *dy = n->gout, *dx = slM_input_grad_fresh(g, n, 0, &fresh);
   int d = x->shape[x->ndim - 1];
   size_t rows = x->size / (size_t)d;
   NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .dy = dy->data, .mean = n->saved->data,
@@ -687,7 +686,7 @@ static void softmax_half_rows(void *ctx, size_t r0, size_t r1) {
 
 /* over the last dimension; its output is float32 (autocast keeps softmax in float32) */
 static void softmax_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *y = slM_ensure(&n->out, a->ndim, a->shape);
   int d = a->shape[a->ndim - 1];
   if (!a->half) {
     slK_softmax_rows(a->data, y->data, a->size / (size_t)d, d);
@@ -698,7 +697,7 @@ static void softmax_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void softmax_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int d = a->shape[a->ndim - 1];
   Task t = {.a = n->out->data, .b = n->gout->data, .n = (size_t)d};
   t.y = slM_input_grad_fresh(g, n, 0, &t.fresh)->data;
@@ -709,7 +708,7 @@ static void softmax_backward(slM_Graph *g, slM_Node *n) {
 
 /* images -> tokens of patch x patch pixels */
 static void patchify_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int batch = a->shape[0];
   int side = g->features == 784 ? 28 : (int)sqrt((double)g->features), P = n->patch, per = side / P;
   int shape[3] = {batch, per * per, P * P};
@@ -730,7 +729,7 @@ static int patchify_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
 
 /* batch x tokens x width -> batch x width */
 static void mean_tokens_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int B = a->shape[0], T = a->shape[1], D = a->shape[2];
   int shape[2] = {B, D};
   slM_Tensor *y = slM_ensure(&n->out, 2, shape);
@@ -741,7 +740,7 @@ static void mean_tokens_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void mean_tokens_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   float *dx = slM_input_grad(g, n, 0)->data;
   int B = a->shape[0], T = a->shape[1], D = a->shape[2];
   for (int b = 0; b < B; b++)
@@ -756,7 +755,7 @@ static int mean_tokens_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen
 
 /* the mean loss of the logits against the labels; saved: the softmax */
 static void cross_entropy_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *lab = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *lab = slM_input(g, n, 1);
   int B = a->shape[0], C = a->shape[1], one = 1;
   slM_Tensor *p = slM_ensure(&n->saved, 2, a->shape);
   slK_softmax_rows(a->data, p->data, (size_t)B, C);
@@ -766,7 +765,7 @@ static void cross_entropy_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void cross_entropy_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *lab = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *lab = slM_input(g, n, 1);
   float *dx = slM_input_grad(g, n, 0)->data;
   int B = a->shape[0], C = a->shape[1];
   for (int b = 0; b < B; b++)

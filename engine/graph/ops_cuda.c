@@ -40,7 +40,6 @@
 #include "ops_cuda.h"
 #include "slots.h"
 
-#define in slM_input
 
 /* a device call of the node being run: on failure the pass stops here with the reason */
 #define RUN(call)                                         \
@@ -59,8 +58,6 @@
   if (!t) return
 
 static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
-static size_t bytes_of(const slM_Tensor *t) { return t->size * sizeof(float); }
-
 static int same_shape(const slM_Tensor *t, int ndim, const int *shape) {
   if (!t || !t->dev || t->ndim != ndim) return 0;
   for (int i = 0; i < ndim; i++)
@@ -132,7 +129,7 @@ static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A,
 /* floats made on the host uploaded into the node's output */
 static void feed(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const float *host) {
   ENSURE(y, &n->out, ndim, shape);
-  RUN(slK_gpu()->upload(y->dev, host, bytes_of(y), err, errlen));
+  RUN(slK_gpu()->upload(y->dev, host, slM_dev_bytes(y), err, errlen));
 }
 
 void slM_cuda_input_forward(slM_Graph *g, slM_Node *n) {
@@ -182,7 +179,7 @@ void slM_cuda_output_backward(slM_Graph *g, slM_Node *n) { nothing(g, n); }
 ** 16-bit copies (none in float32), the bias added in float32 after it; the
 ** output is then rounded to its dtype like every node's (precision.c) */
 void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   shape[x->ndim - 1] = out_f;
@@ -200,7 +197,7 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
 
 /* dx += dy W and dW += dy^T x from the copies of dy, W and x in the model's precision; db from dy in float32 */
 void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dx = NULL;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value, *dx = NULL;
   int out_f = w->shape[0], in_f = w->shape[1], stop;
   if (slM_linear_grad_to(g, n, 0) && !(dx = slM_dev_input_grad(g, n, 0))) return;
   float *dw = param_grad(g, n, 0, &stop);
@@ -223,7 +220,7 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
 /* ------------------------------------------------------------ activations */
 
 void slM_cuda_activation_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
   switch (n->op) {
     case OP_RELU: RUN(slK_gpu()->activation_forward(SLG_RELU, a->dev, y->dev, a->size, err, errlen)); break;
@@ -234,7 +231,7 @@ void slM_cuda_activation_forward(slM_Graph *g, slM_Node *n) {
 }
 
 void slM_cuda_activation_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   GRAD(dx, 0);
   const float *dy = n->gout->dev;
   switch (n->op) {
@@ -249,7 +246,7 @@ void slM_cuda_activation_backward(slM_Graph *g, slM_Node *n) {
 
 /* the same draw from the graph's generator as the CPU's forward, so the same mask (numerics §9) */
 void slM_cuda_dropout_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
   if (g->training && n->p > 0) {
     ENSURE(mask, &n->saved, a->ndim, a->shape);
@@ -261,7 +258,7 @@ void slM_cuda_dropout_forward(slM_Graph *g, slM_Node *n) {
 }
 
 void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   GRAD(dx, 0);
   const float *mask = g->training && n->p > 0 ? n->saved->dev : NULL;
   RUN(slK_gpu()->dropout_backward(n->gout->dev, mask, dx->dev, a->size, err, errlen));
@@ -272,7 +269,7 @@ void slM_cuda_dropout_backward(slM_Graph *g, slM_Node *n) {
 /* layer norm (a gain and a shift; saved: the mean, saved2: 1 / std per row)
 ** and RMSNorm (a gain; saved: 1 / rms per row), over the last dimension */
 void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *rstd;
+  slM_Tensor *x = slM_input(g, n, 0), *rstd;
   int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d), layer = n->op == OP_LAYERNORM;
   ENSURE(y, &n->out, x->ndim, x->shape);
   ENSURE(first, &n->saved, 1, &rows);
@@ -286,7 +283,7 @@ void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
 }
 
 void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0);
   int d = x->shape[x->ndim - 1], stop, layer = n->op == OP_LAYERNORM;
   GRAD(dx, 0);
   float *dgain = param_grad(g, n, 0, &stop), *dshift = NULL;
@@ -304,13 +301,13 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
 /* -------------------------------------------------------------------- add */
 
 void slM_cuda_add_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = n->ninputs == 2 ? in(g, n, 1) : n->params[0]->value;
+  slM_Tensor *a = slM_input(g, n, 0), *b = n->ninputs == 2 ? slM_input(g, n, 1) : n->params[0]->value;
   ENSURE(y, &n->out, a->ndim, a->shape);
   RUN(slK_gpu()->add_forward(a->dev, b->dev, y->dev, a->size, b->size, err, errlen));
 }
 
 void slM_cuda_add_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int stop = 0;
   GRAD(da, 0);
   float *db;
@@ -334,14 +331,14 @@ static int after_causal_mask(const slM_Graph *g, const slM_Node *n) {
 }
 
 void slM_cuda_softmax_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int d = a->shape[a->ndim - 1];
   ENSURE(y, &n->out, a->ndim, a->shape);
   RUN(slK_gpu()->softmax_forward(a->dev, y->dev, a->size / (size_t)d, d, after_causal_mask(g, n), err, errlen));
 }
 
 void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   int d = a->shape[a->ndim - 1];
   GRAD(dx, 0);
   RUN(slK_gpu()->softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d,
@@ -350,13 +347,13 @@ void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
 
 /* a copy forward and the gradient passed through (masked_fill under an all-ones mask, the causal mask) */
 static void copy_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   ENSURE(y, &n->out, a->ndim, a->shape);
-  RUN(slK_gpu()->copy(y->dev, a->dev, bytes_of(a), err, errlen));
+  RUN(slK_gpu()->copy(y->dev, a->dev, slM_dev_bytes(a), err, errlen));
 }
 
 static void pass_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   GRAD(dx, 0);
   RUN(slK_gpu()->add_backward(n->gout->dev, dx->dev, NULL, a->size, a->size, err, errlen));
 }
@@ -417,14 +414,14 @@ static slM_Tensor *ones(slM_Graph *g, slM_Node *n, int T) {
   if (!host) return t ? (slM_dev_fault(g, n, -1, "out of host memory"), NULL) : NULL;
   for (int i = 0; i < T; i++) host[i] = 1;
   char err[200];
-  int rc = slM_dev_fault(g, n, slK_gpu()->upload(t->dev, host, bytes_of(t), err, sizeof err), err);
+  int rc = slM_dev_fault(g, n, slK_gpu()->upload(t->dev, host, slM_dev_bytes(t), err, sizeof err), err);
   free(host);
   return rc ? NULL : t;
 }
 
 /* y[b] = (1 / T) ones^T a[b]: the samples as one strided batch of GEMMs (the row of ones repeated, stride 0) */
 void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *one = ones(g, n, a->shape[1]);
+  slM_Tensor *a = slM_input(g, n, 0), *one = ones(g, n, a->shape[1]);
   int B = a->shape[0], T = a->shape[1], D = a->shape[2], shape[2] = {B, D};
   if (!one) return;
   ENSURE(y, &n->out, 2, shape);
@@ -434,14 +431,14 @@ void slM_cuda_mean_tokens_forward(slM_Graph *g, slM_Node *n) {
 
 /* dx[b] += (1 / T) ones gout[b] */
 void slM_cuda_mean_tokens_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0);
+  slM_Tensor *a = slM_input(g, n, 0);
   GRAD(dx, 0);
   slM_DevGemm p = slM_gemm_mean_tokens(1, a->shape[0], a->shape[1], a->shape[2]);
   product(g, n, &p, src_of(n->saved->dev, NULL), src_of(n->gout->dev, NULL), dx->dev);
 }
 
 static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
-  slM_Tensor *z = in(g, n, 0), *labels = in(g, n, 1);
+  slM_Tensor *z = slM_input(g, n, 0), *labels = slM_input(g, n, 1);
   int C = z->shape[z->ndim - 1], one = 1;
   ENSURE(probs, &n->saved, z->ndim, z->shape);
   ENSURE(loss, &n->out, 1, &one);
@@ -450,10 +447,10 @@ static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
 }
 
 static void loss_backward(slM_Graph *g, slM_Node *n, int kind) {
-  slM_Tensor *z = in(g, n, 0);
+  slM_Tensor *z = slM_input(g, n, 0);
   int C = z->shape[z->ndim - 1];
   GRAD(dz, 0);
-  RUN(slK_gpu()->cross_entropy_backward(kind, n->saved->dev, in(g, n, 1)->dev, n->gout->dev, dz->dev,
+  RUN(slK_gpu()->cross_entropy_backward(kind, n->saved->dev, slM_input(g, n, 1)->dev, n->gout->dev, dz->dev,
                                         z->size / (size_t)C, C, err, errlen));
 }
 
@@ -483,7 +480,7 @@ static int halves(slM_Graph *g, slM_Node *n, const slM_Tensor *a, const slM_Tens
 
 /* scores q k^T / sqrt(dh) per head: batch x heads x T x T */
 void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0), *k = in(g, n, 1);
+  slM_Tensor *q = slM_input(g, n, 0), *k = slM_input(g, n, 1);
   int shape[4] = {q->shape[0], n->heads, q->shape[1], q->shape[1]};
   ENSURE(s, &n->out, 4, shape);
   Half qh, kh;
@@ -494,7 +491,7 @@ void slM_cuda_scores_forward(slM_Graph *g, slM_Node *n) {
 
 /* the attention-weighted values, heads merged: batch x T x D */
 void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *p = in(g, n, 0), *v = in(g, n, 1);
+  slM_Tensor *p = slM_input(g, n, 0), *v = slM_input(g, n, 1);
   ENSURE(y, &n->out, 3, v->shape);
   Half ph, vh;
   if (halves(g, n, p, v, &ph, &vh) != 0) return;
@@ -505,7 +502,7 @@ void slM_cuda_context_forward(slM_Graph *g, slM_Node *n) {
 /* The two input gradients of either product: the scores' (dq += s dS k,
 ** dk += s dS^T q) or the context's (dP += dO v^T, dv += P^T dO). */
 static void heads_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   int scores = n->op == OP_SCORES;
   const slM_Tensor *rows = scores ? a : b;
   GRAD(d0, 0);
@@ -546,22 +543,22 @@ static int fused_mask_ok(slM_Graph *g, slM_Node *n) {
 }
 
 void slM_cuda_attention_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0);
+  slM_Tensor *q = slM_input(g, n, 0);
   int B = q->shape[0], T = q->shape[1], H = n->heads, dh = q->shape[2] / H, lshape[3] = {B, H, T};
   if (!fused_mask_ok(g, n)) return;
   ENSURE(o, &n->out, 3, q->shape);
   ENSURE(lse, &n->saved, 3, lshape);
-  RUN(slK_dev_attention_forward(fused_format(g), B, T, H, dh, n->causal, q->dev, in(g, n, 1)->dev, in(g, n, 2)->dev,
+  RUN(slK_dev_attention_forward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev, slM_input(g, n, 2)->dev,
                                 o->dev, lse->dev, SLM_MEM_TEMP, err, errlen));
 }
 
 void slM_cuda_attention_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *q = in(g, n, 0);
+  slM_Tensor *q = slM_input(g, n, 0);
   int B = q->shape[0], T = q->shape[1], H = n->heads, dh = q->shape[2] / H;
   GRAD(dq, 0);
   GRAD(dk, 1);
   GRAD(dv, 2);
-  RUN(slK_dev_attention_backward(fused_format(g), B, T, H, dh, n->causal, q->dev, in(g, n, 1)->dev, in(g, n, 2)->dev,
+  RUN(slK_dev_attention_backward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev, slM_input(g, n, 2)->dev,
                                  n->out->dev, n->gout->dev, n->saved->dev, dq->dev, dk->dev, dv->dev, SLM_MEM_TEMP, err,
                                  errlen));
 }
@@ -569,14 +566,14 @@ void slM_cuda_attention_backward(slM_Graph *g, slM_Node *n) {
 /* --------------------------------------------------- the language model */
 
 void slM_cuda_embedding_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *ids = slM_input(g, n, 0), *w = n->params[0]->value;
   int shape[3] = {ids->shape[0], ids->shape[1], w->shape[1]};
   ENSURE(y, &n->out, 3, shape);
   RUN(slK_gpu()->embedding_forward(ids->dev, w->dev, y->dev, ids->size, w->shape[0], w->shape[1], err, errlen));
 }
 
 void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *ids = slM_input(g, n, 0), *w = n->params[0]->value;
   int stop;
   float *dw = param_grad(g, n, 0, &stop);
   if (stop || !dw) return;
@@ -585,7 +582,7 @@ void slM_cuda_embedding_backward(slM_Graph *g, slM_Node *n) {
 
 /* the table of angles is made once per context length and kept (SLM_OP_CACHES) */
 void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0);
   int T = x->shape[1], D = x->shape[2], tshape[2] = {T, D / n->heads};
   ENSURE(y, &n->out, x->ndim, x->shape);
   if (!same_shape(n->saved, 2, tshape)) {
@@ -596,20 +593,20 @@ void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
 }
 
 void slM_cuda_rope_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0);
   GRAD(dx, 0);
   RUN(slK_gpu()->rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1],
                                x->shape[2], n->heads, err, errlen));
 }
 
 void slM_cuda_swiglu_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   ENSURE(y, &n->out, a->ndim, a->shape);
   RUN(slK_gpu()->swiglu_forward(a->dev, b->dev, y->dev, a->size, err, errlen));
 }
 
 void slM_cuda_swiglu_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   GRAD(da, 0);
   GRAD(db, 1);
   RUN(slK_gpu()->swiglu_backward(a->dev, b->dev, n->gout->dev, da->dev, db->dev, a->size, err, errlen));

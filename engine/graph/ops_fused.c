@@ -30,7 +30,6 @@
 #include "product.h"
 #include "slots.h"
 
-#define in slM_input
 
 /* ------------------------------------------------------------ linear_act */
 
@@ -73,7 +72,7 @@ static void act_grad_items(void *ctx, size_t i0, size_t i1) {
 }
 
 static void linear_act_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value;
   int out_f = w->shape[0], in_f = w->shape[1], shape[SLM_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   shape[x->ndim - 1] = out_f;
@@ -87,7 +86,7 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void linear_act_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
+  slM_Tensor *x = slM_input(g, n, 0), *w = n->params[0]->value, *dy = n->gout;
   int out_f = w->shape[0], in_f = w->shape[1];
   size_t rows = x->size / (size_t)in_f;
   slM_Tensor *d = slM_ensure(&n->saved2, dy->ndim, dy->shape);
@@ -143,7 +142,7 @@ static void add_norm_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 static void add_norm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   slM_Tensor *y = slM_ensure(&n->out, a->ndim, a->shape), *sum = slM_ensure(&n->saved2, a->ndim, a->shape);
   int d = a->shape[a->ndim - 1], rows = (int)(a->size / (size_t)d), two = 2 * rows;
   AddNorm t = {.ta = a, .tb = b, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data,
@@ -185,7 +184,7 @@ static void add_norm_backward(slM_Graph *g, slM_Node *n) {
 
 /* the scores may be 16-bit (a 16-bit product's output): each row widened first; the output is float32 */
 static void masked_softmax_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
+  slM_Tensor *s = slM_input(g, n, 0), *y = slM_ensure(&n->out, s->ndim, s->shape);
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
   float *buf = s->half ? malloc((size_t)T * sizeof *buf) : NULL;

@@ -23,11 +23,10 @@
 #include "ops_cuda.h"
 #include "slots.h"
 
-#define in slM_input
 
 
 static void embedding_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0), *w = n->params[0]->value;
+  slM_Tensor *ids = slM_input(g, n, 0), *w = n->params[0]->value;
   int D = w->shape[1], shape[3] = {ids->shape[0], ids->shape[1], D};
   slM_Tensor *y = slM_ensure(&n->out, 3, shape);
   for (size_t i = 0; i < ids->size; i++)
@@ -35,7 +34,7 @@ static void embedding_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void embedding_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *ids = in(g, n, 0);
+  slM_Tensor *ids = slM_input(g, n, 0);
   if (n->params[0]->frozen) return;
   slM_Tensor *dw = slM_param_grad(n->params[0]);
   int D = dw->shape[1];
@@ -74,7 +73,7 @@ static void rms_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 static void rmsnorm_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
+  slM_Tensor *x = slM_input(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
   int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
   Rms t = {.x = x->data, .gain = n->params[0]->value->data, .y = y->data,
            .rstd = slM_ensure(&n->saved, 1, &rows)->data, .d = d, .eps = n->p};
@@ -95,7 +94,7 @@ static void rms_grad_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0);
   int d = x->shape[x->ndim - 1];
   Rms t = {.x = x->data, .gain = n->params[0]->value->data, .dy = n->gout->data, .rstd = n->saved->data,
            .dx = slM_input_grad(g, n, 0)->data, .d = d, .rows = x->size / (size_t)d,
@@ -140,7 +139,7 @@ static void rope_apply(slM_Node *n, const float *x, float *y, int B, int T, int 
 
 /* with 16-bit storage on either side: row by row, each widened and the turned row rounded as stored */
 static void rope_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *y = slM_out(n, x->ndim, x->shape);
+  slM_Tensor *x = slM_input(g, n, 0), *y = slM_out(n, x->ndim, x->shape);
   int B = x->shape[0], T = x->shape[1], D = x->shape[2];
   rope_table(n, T, D / n->heads);
   if (!x->half && !y->half) {
@@ -159,7 +158,7 @@ static void rope_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void rope_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *x = in(g, n, 0), *dx = slM_input_grad(g, n, 0);
+  slM_Tensor *x = slM_input(g, n, 0), *dx = slM_input_grad(g, n, 0);
   rope_apply(n, n->gout->data, dx->data, x->shape[0], x->shape[1], x->shape[2], -1.0f, 1);  /* the inverse turn */
 }
 
@@ -188,7 +187,7 @@ static void swiglu_range(void *ctx, size_t i0, size_t i1) {
 }
 
 static void swiglu_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1), *y = slM_out(n, a->ndim, a->shape);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1), *y = slM_out(n, a->ndim, a->shape);
   Glu t = {.a = a, .b = b, .y = y, .round = n->round};
   slK_parallel_for(a->size, 16384, swiglu_range, &t);
   n->rounded = n->round != 0;
@@ -209,7 +208,7 @@ static void swiglu_grad_range(void *ctx, size_t i0, size_t i1) {
 }
 
 static void swiglu_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *a = in(g, n, 0), *b = in(g, n, 1);
+  slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   Glu t = {.a = a, .b = b, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
            .db = slM_input_grad(g, n, 1)->data};
   slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
@@ -217,7 +216,7 @@ static void swiglu_backward(slM_Graph *g, slM_Node *n) {
 
 /* scores of later keys become -inf: query q keeps key k iff k <= q (numerics §7.4) */
 static void causal_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0), *y = slM_out(n, s->ndim, s->shape);
+  slM_Tensor *s = slM_input(g, n, 0), *y = slM_out(n, s->ndim, s->shape);
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
   float *rows = malloc(2 * (size_t)T * sizeof *rows);   /* a row of either storage, widened (slots.h) */
@@ -235,7 +234,7 @@ static void causal_forward(slM_Graph *g, slM_Node *n) {
 }
 
 static void causal_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *s = in(g, n, 0);
+  slM_Tensor *s = slM_input(g, n, 0);
   float *dx = slM_input_grad(g, n, 0)->data;
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
@@ -246,7 +245,7 @@ static void causal_backward(slM_Graph *g, slM_Node *n) {
 
 /* mean cross-entropy over every position; saved: the softmax of the logits */
 static void token_ce_forward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *z = in(g, n, 0), *t = in(g, n, 1);
+  slM_Tensor *z = slM_input(g, n, 0), *t = slM_input(g, n, 1);
   int V = z->shape[z->ndim - 1], one = 1;
   size_t rows = z->size / (size_t)V;
   slM_Tensor *p = slM_ensure(&n->saved, z->ndim, z->shape);
@@ -273,10 +272,10 @@ static void ce_grad_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 static void token_ce_backward(slM_Graph *g, slM_Node *n) {
-  slM_Tensor *z = in(g, n, 0);
+  slM_Tensor *z = slM_input(g, n, 0);
   int V = z->shape[z->ndim - 1];
   size_t rows = z->size / (size_t)V;
-  CeGrad t = {n->saved->data, in(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows, V};
+  CeGrad t = {n->saved->data, slM_input(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows, V};
   slK_parallel_for(rows, 16384 / (size_t)V + 1, ce_grad_rows, &t);
 }
 
