@@ -40,7 +40,7 @@ ALLOWED = {
         "the browser's log, in the scratch folder the report made (mkdtemp)",
     ("report/pdf.c", "int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);"):
         "the browser's PDF, in the scratch folder the report made (mkdtemp)",
-    ("report/report.c", "int figures = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);"):
+    ("report/folder.c", "int figures = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);"):
         "a folder (O_DIRECTORY): a FIFO there fails at once with ENOTDIR, never blocks",
 }
 
