@@ -327,6 +327,8 @@ static void gemm_fp16(int trans_a, int trans_b, int M, int N, int K, float alpha
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "transpose16.h"
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 #define BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,avx512bf16")))
 #define INLINE static inline __attribute__((always_inline))
@@ -380,30 +382,12 @@ BF16 INLINE __m512i zip_hi(__m512i x, __m512i y) {
 
 /* x[0..15] as the rows of a 16 x 16 matrix of 32-bit words, transposed in place */
 AVX512 INLINE void transpose16_pairs(__m512i *x) {
-  __m512 r[16], t[16];
+  __m512 r[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(x[i]);
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-#pragma GCC unroll 4
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 16; h += 8)
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
-    }
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++) {
-    x[i] = _mm512_castps_si512(_mm512_shuffle_f32x4(t[i], t[i + 8], 0x88));
-    x[i + 8] = _mm512_castps_si512(_mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD));
-  }
+  slK_transpose16(r);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) x[i] = _mm512_castps_si512(r[i]);
 }
 
 /* 16 lines of 32 values of k each (line l at base + l*ls, k with unit

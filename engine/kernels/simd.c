@@ -183,6 +183,8 @@ static const slK_Simd portable = {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "transpose16.h"
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
 /* One step of k of the 8 x 48 micro-kernel: three vectors of B, and row i
@@ -398,38 +400,11 @@ AVX512 static void ds_panel_avx512(const float *p, float *dp, int rows, const fl
   }
 }
 
-/* r[0..15], the rows of a 16 x 16 block, transposed in place: unpack pairs,
-** then shuffle within and across 128-bit lanes */
-AVX512 static inline __attribute__((always_inline)) void transpose16r(__m512 *r) {
-  __m512 t[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-#pragma GCC unroll 4
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 16; h += 8)
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
-    }
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-  }
-}
-
 AVX512 static void transpose16(const float *src, float *dst) {
   __m512 r[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * SLK_NR);
-  transpose16r(r);
+  slK_transpose16(r);
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * SLK_NR, r[i]);
 }
@@ -565,7 +540,7 @@ AVX512 static void pack_a_avx512(const float *a, long rs, long cs, int mc, int k
           if (l < rows && k + 48 < kc) _mm_prefetch((const char *)(a + (long)(p + l) * rs + k + 48), _MM_HINT_T0);
           x[l] = l < rows ? _mm512_mul_ps(va, load16(a, NULL, (long)(p + l) * rs + k, kc - k, fp16)) : _mm512_setzero_ps();
         }
-        transpose16r(x);
+        slK_transpose16(x);
         int n = kc - k < 16 ? kc - k : 16;
         for (int t = 0; t < n; t++) {
           _mm256_storeu_ps(d0 + (size_t)(k + t) * SLK_MR, _mm512_castps512_ps256(x[t]));
@@ -606,7 +581,7 @@ AVX512 static void pack_b_avx512(const float *b, const uint16_t *h, long rs, lon
 #pragma GCC unroll 16
           for (int l = 0; l < 16; l++)
             x[l] = l < cols - 16 * v ? load16(b, h, (long)(q + 16 * v + l) * cs + k, kc - k, fp16) : _mm512_setzero_ps();
-          transpose16r(x);
+          slK_transpose16(x);
           int n = kc - k < 16 ? kc - k : 16;
           for (int t = 0; t < n; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * SLK_NR + 16 * v, x[t]);
         }
@@ -633,7 +608,7 @@ AVX512 static void pack_mx_avx512(const int8_t *m, const uint8_t *s, int g, long
           long r = q + 16 * v + l;
           x[l] = r < nc ? decode16_e(m + r * mrs + kk, s[r * srs + kk / g]) : _mm512_setzero_ps();
         }
-        transpose16r(x);
+        slK_transpose16(x);
 #pragma GCC unroll 16
         for (int t = 0; t < 16; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * SLK_NR + 16 * v, x[t]);
       }
