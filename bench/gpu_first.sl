@@ -22,9 +22,9 @@ if (machine get="gpus") == 0 {
     save gemm "gemm.csv"
     print gemm
     print "== the bandwidth roof: a device-to-device copy"
-    copy = bench ["copy_cuda"] sizes=[268435456] reps=10 warmup=3
-    save copy "copy.csv"
-    print copy
+    d2d = bench ["copy_cuda"] sizes=[268435456] reps=10 warmup=3
+    save d2d "copy.csv"
+    print d2d
   }
   if part == "bf16" {
     print "== bf16 products on the tensor cores: cuBLAS on pre-rounded operands; the linear layer as a bf16 model runs it"
