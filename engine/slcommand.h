@@ -5,10 +5,11 @@
 ** Design. syslab.h is what a program driving the engine needs (a session,
 ** cells, values, output through a host); this header is what the engine's
 ** own commands need on top of it, as Lua keeps lauxlib.h (helpers for
-** library writers) apart from lua.h (the embedding API). The files of the
+** library writers) apart from lua.h (the embedding API). Files of the
 ** engine's folders (engine/lang, table, kernels, graph, systems, compress,
-** search), plotting/ and engine/engine.c include it; the drivers (kernel/,
-** report/, cli/) do not, and tests/unit/test_layers.c refuses it there.
+** search), plotting/ and engine/engine.c include it where they use it; the
+** drivers (kernel/, report/, cli/) do not, and tests/unit/test_layers.c
+** refuses it there.
 **
 ** Every command the language knows is described once, in an sl_Command
 ** record (name, arguments with types, defaults and help). Each domain
