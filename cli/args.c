@@ -14,7 +14,7 @@
 #include "kernel/server.h"
 #include "report/params.h"
 #include "report/report.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* ------------------------------------------------------------ syslab kernel */
 

@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "syslab.h"
+#include "slutil.h"
 
 static const slc_Option no_options[] = {{NULL, NULL, NULL, NULL}};
 static const slc_Command no_commands[] = {{NULL, NULL, NULL, NULL, NULL, NULL, {NULL}}};

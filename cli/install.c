@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "syslab.h"
+#include "slutil.h"
 
 static const char *const logos[] = {"logo-32x32.png", "logo-64x64.png", "logo-svg.svg"};
 

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "syslab.h"
+#include "slutil.h"
 
 int main(int argc, char **argv) {
   sl_init();

@@ -23,6 +23,7 @@
 #include "kernel/shell.h"
 #include "report/notebook.h"
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   int quiet;             /* a rank above 0 of an mpirun job: rank 0 alone prints */

@@ -9,7 +9,7 @@
 */
 #include <pthread.h>
 
-#include "syslab.h"
+#include "slcommand.h"
 
 static const sl_Domain *const domains[] = {&slB_domain, &slT_domain, &slP_domain, &slK_domain,
                                            &slM_domain, &slL_domain, &slQ_domain, &slS_domain};

@@ -28,6 +28,7 @@
 #include <zmq.h>
 
 #include "publish.h"
+#include "slutil.h"
 
 /* ------------------------------------------------------ code-point offsets */
 

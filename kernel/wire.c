@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "syslab.h"
+#include "slutil.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -10,6 +10,7 @@
 ** warnings, or as the error when it fails.
 */
 #include "gnuplot.h"
+#include "slutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>

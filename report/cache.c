@@ -18,6 +18,7 @@
 
 #include "notebook.h"
 #include "syslab.h"
+#include "slutil.h"
 
 void slR_cache_key(const char *path, const slR_Options *o, char out[65]) {
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();

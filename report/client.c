@@ -34,7 +34,7 @@
 #include <zmq.h>
 
 #include "kernel/wire.h"
-#include "syslab.h"
+#include "slutil.h"
 
 extern char **environ;
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "options.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* gives every cell an id (nbformat 4.5), as Jupyter does when it saves */
 void slR_ensure_ids(json_t *nb);

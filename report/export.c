@@ -27,7 +27,7 @@
 #include "inline.h"
 #include "notebook.h"
 #include "sanitize.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* GitHub-style heading anchors: lower case, spaces to '-', punctuation dropped */
 static void slug(const char *title, char *out, size_t size) {

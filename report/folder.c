@@ -24,7 +24,7 @@
 
 #include "notebook.h"
 #include "outputs.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* The files a run wrote into the report folder, one path a line under a
 ** header line; the next run deletes those and nothing else. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   const char *code;

@@ -45,6 +45,7 @@
 
 #include "notebook.h"
 #include "syslab.h"
+#include "slutil.h"
 
 /* ----------------------------------------------------------- reading */
 

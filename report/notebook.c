@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "syslab.h"
+#include "slutil.h"
 
 json_t *slR_notebook_read(const char *path, char *err, size_t errlen) {
   json_error_t jerr;

@@ -22,6 +22,7 @@
 #include "client.h"
 #include "execute.h"
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   const slR_Options *o;

@@ -20,6 +20,7 @@
 
 #include "notebook.h"
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   int pieces, name;   /* pieces the lexer saw; whether the one piece was a name */

@@ -18,7 +18,7 @@
 
 #include "client.h"
 #include "notebook.h"
-#include "syslab.h"
+#include "slutil.h"
 
 extern char **environ;
 

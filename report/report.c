@@ -44,6 +44,7 @@
 #include "parallel.h"
 #include "params.h"
 #include "syslab.h"
+#include "slutil.h"
 
 /* a signal stopped the run: the kernel is already shut down; end the way
 ** the signal would have ended the process */

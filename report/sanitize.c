@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "syslab.h"
+#include "slutil.h"
 
 static const char *const allowed_tags[] = {
     "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",

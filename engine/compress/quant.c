@@ -21,6 +21,7 @@
 ** tests/unit/test_quant_simd.c and test_quant_fast.c compare them with the
 ** reference value by value.
 */
+#include "syslab.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "quant.h"

@@ -11,7 +11,7 @@
 #include "graph/mt19937.h"
 #include "graph/transform.h"
 #include "quant_format.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* 0 for formats whose training gradient is not defined (QAT is refused) */
 int slQ_has_gradient(slQ_Kind k);

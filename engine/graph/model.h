@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "kernels/round.h"
-#include "syslab.h"
+#include "slcommand.h"
 #include "transform.h"
 
 /* ----------------------------------------------------------------- tensors */

@@ -32,6 +32,7 @@
 #include "gemm_half.h"
 #include "kernels.h"
 #include "syslab.h"
+#include "slutil.h"
 
 double slK_now(void *ud) {
   (void)ud;

@@ -32,7 +32,7 @@
 
 #include "device.h"
 #include "round.h"
-#include "syslab.h"
+#include "slutil.h"
 
 /* ---------------------------------------------------------- the module */
 

@@ -40,8 +40,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "syslab.h"
-
 /* ------------------------------------------------------------------ GEMM */
 
 /* transposition flags for slK_sgemm */

@@ -27,6 +27,7 @@
 #include "blas.h"
 #include "device.h"
 #include "kernels.h"
+#include "syslab.h"
 
 static slK_Machine machine;
 static int measured;

@@ -3,9 +3,9 @@
 ** to the host, progress bars, its arguments, the session's variables, its
 ** block (plain or protected), and the table a sweep collects into.
 **
-** The command-author half of syslab.h, kept apart from the evaluator as
-** Lua keeps lapi.c apart from lvm.c: eval.c binds a call and runs the
-** command; the command reaches the interpreter only through these
+** The calls of the command-author API (slcommand.h), kept apart from the
+** evaluator as Lua keeps lapi.c apart from lvm.c: eval.c binds a call and
+** runs the command; the command reaches the interpreter only through these
 ** functions, never through its state. Only this file and the binding in
 ** eval.c read the call record (call.h).
 */
@@ -18,6 +18,7 @@
 #include "call.h"
 #include "error.h"
 #include "eval.h"
+#include "slcommand.h"
 
 /* ----------------------------------------------------------------- errors */
 

@@ -6,6 +6,7 @@
 
 #include "parse.h"
 #include "state.h"
+#include "slcommand.h"
 
 /* 1 when s is one of arg's choices */
 int slV_in_choices(const sl_Arg *arg, const char *s);

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "lex.h"
+#include "slcommand.h"
 
 #define MAX_RANGE 10000000
 

@@ -12,7 +12,7 @@
 ** can hold a class's kernels to a share of a shared machine and the tests
 ** can check the refusal without filling the machine.
 */
-#include "syslab.h"
+#include "slcommand.h"
 
 #include <math.h>
 #include <stdio.h>

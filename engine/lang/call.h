@@ -1,13 +1,14 @@
 /*
 ** call.h - a command call as the evaluator binds it (eval.c) and the
 ** command-author API reads it (api.c). Commands see only sl_Call, through
-** the functions of syslab.h.
+** the functions of slcommand.h.
 */
 #ifndef SYSLAB_CALL_H
 #define SYSLAB_CALL_H
 
 #include "parse.h"
 #include "state.h"
+#include "slcommand.h"
 
 struct sl_Call {
   sl_State *S;

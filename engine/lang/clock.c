@@ -6,7 +6,7 @@
 */
 #include <time.h>
 
-#include "syslab.h"
+#include "slutil.h"
 
 double slU_now(void) {
   struct timespec ts;

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "syslab.h"
+#include "slcommand.h"
 
 #define FILE_MAGIC "SYSLAB\0V"
 #define FILE_VERSION 1

@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "syslab.h"
+#include "slcommand.h"
 
 /* NULL when st is a regular file, else why not */
 static const char *refuse(const char *path, const struct stat *st, const char *what, char *err, size_t errlen) {

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   char sign;   /* '+' or '-' */

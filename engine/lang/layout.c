@@ -13,7 +13,7 @@
 ** program is built without, so it carries no path of the machine that
 ** built it.
 */
-#include "syslab.h"
+#include "slutil.h"
 
 #include <limits.h>
 #include <stdio.h>

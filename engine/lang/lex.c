@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "syslab.h"
+#include "slutil.h"
 
 static const struct {
   const char *word;

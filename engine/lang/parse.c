@@ -23,6 +23,7 @@
 
 #include "suggest.h"
 #include "lex.h"
+#include "slcommand.h"
 
 typedef struct Chunk {
   struct Chunk *next;

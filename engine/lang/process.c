@@ -11,6 +11,7 @@
 #include "process.h"
 
 #include "syslab.h"
+#include "slutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

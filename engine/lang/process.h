@@ -7,8 +7,6 @@
 
 #include <stddef.h>
 
-#include "syslab.h"
-
 typedef enum {
   SLO_OK = 0,
   SLO_MISSING = -1,   /* the program is not installed */

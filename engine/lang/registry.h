@@ -5,7 +5,7 @@
 #ifndef SYSLAB_REGISTRY_H
 #define SYSLAB_REGISTRY_H
 
-#include "syslab.h"
+#include "slcommand.h"
 
 /* registry texts (registry.c); the caller frees */
 char *slH_help_text(const sl_Command *cmd, int markdown);

@@ -9,6 +9,7 @@
 */
 #include "suggest.h"
 #include "state.h"
+#include "slcommand.h"
 
 #include <ctype.h>
 #include <string.h>

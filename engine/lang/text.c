@@ -1,5 +1,5 @@
-/* text.c - the growable string declared in syslab.h (slU_Text). */
-#include "syslab.h"
+/* text.c - the growable string declared in slutil.h (slU_Text). */
+#include "slutil.h"
 
 #include <stdarg.h>
 #include <stdio.h>

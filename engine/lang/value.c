@@ -7,9 +7,10 @@
 ** own references to their items. Objects own their `data` and free it
 ** through their class when the count drops to zero.
 */
-#include "syslab.h"
+#include "slcommand.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -33,7 +33,7 @@
 #include <stddef.h>
 
 #include "mpi/transport.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 /* ------------------------------------------------------------ the process */
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "graph/mt19937.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 #define SLS_MAX_OBJECTIVES 8
 #define SLS_NAME_MAX 64

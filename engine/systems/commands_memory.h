@@ -6,7 +6,7 @@
 #ifndef SYSLAB_COMMANDS_MEMORY_H
 #define SYSLAB_COMMANDS_MEMORY_H
 
-#include "syslab.h"
+#include "slcommand.h"
 
 int slL_cmd_profile(sl_Call *call, sl_Value *result);
 int slL_cmd_memory_predict(sl_Call *call, sl_Value *result);

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "syslab.h"
+#include "slcommand.h"
 
 typedef struct slT_Table {
   size_t ncols, nrows, cap_rows, cap_cols;

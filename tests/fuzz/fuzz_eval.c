@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "syslab.h"
+#include "slcommand.h"
 
 /* commands that read or write files, start programs, sleep, or take seconds */
 static const char *const unsafe[] = {"load", "save", "image", "plot", "dataset", "sleep", "countdown", "train",

@@ -20,6 +20,7 @@
 
 #include "report/inline.h"
 #include "syslab.h"
+#include "slutil.h"
 
 static size_t count(const char *s, char c) {
   size_t n = 0;

@@ -56,6 +56,7 @@ void check_skip(const char *name, const char *why);
 /* ------------------------------------------------- running the language */
 
 #include "syslab.h"
+#include "slutil.h"
 
 typedef struct {
   slU_Text out, err;       /* everything written ("" when nothing), however long */

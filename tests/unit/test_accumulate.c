@@ -14,7 +14,7 @@
 #include "graph/model.h"
 #include "graph/train.h"
 #include "graph/trainrun.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static char tmpdir[64];
 

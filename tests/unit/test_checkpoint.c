@@ -13,7 +13,7 @@
 
 #include "check.h"
 #include "graph/model.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static char tmpdir[256];
 

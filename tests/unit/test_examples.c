@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static void quiet_write(void *ud, sl_Stream s, const char *t, size_t n) {}
 static void quiet_display(void *ud, const sl_Bundle *b, const char *id, int update) {}

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "compress/quant.h"
 #include "syslab.h"
+#include "slutil.h"
 
 static char *repeat(const char *s, size_t n, const char *middle, const char *close) {
   slU_Text t = {0};

@@ -13,6 +13,7 @@
 #include "graph/profile.h"
 #include "graph/train.h"
 #include "syslab.h"
+#include "slutil.h"
 
 enum { BATCH = 1024 };
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 typedef struct {
   const char *command;  /* the command the case runs */

@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "syslab.h"
+#include "slutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

@@ -11,8 +11,12 @@
 ** from engine/kernels/, mpi/ (the MPI transport) only from engine/search/; kernel/, report/ and cli/ drive the engine
 ** through engine/syslab.h alone, in three layers: kernel/ (the kernel) <-
 ** report/ (a protocol client of the kernel) <- cli/ (the command line over
-** both). Every file may include syslab.h. An include without a folder names
-** a file of the including file's own folder.
+** both). The engine's interface headers need no folder in an include:
+** every file may include syslab.h (the driver API) and slutil.h (the
+** helpers everyone shares), and every file but a driver's slcommand.h (the
+** command-author API: a driver runs cells, it does not write commands).
+** Any other include without a folder names a file of the including file's
+** own folder.
 **
 ** The rule is one list, tests/layers.txt (read into may_use), and one
 ** function (violation); the test
@@ -27,8 +31,8 @@
 
 #include "check.h"
 
-/* folder -> the folders its files may include (besides itself and
-** syslab.h), read from tests/layers.txt, the one statement of the layers
+/* folder -> the folders its files may include (besides itself and the
+** interface headers), read from tests/layers.txt, the one statement of the layers
 ** (tests/structure.py reads it too) */
 #define MAX_FOLDERS 32
 #define MAX_USES 16
@@ -62,6 +66,22 @@ static void read_layers(void) {
   fclose(f);
 }
 
+/* the engine's interface headers (engine/), included without a folder */
+static int is_interface(const char *inc) {
+  return strcmp(inc, "syslab.h") == 0 || strcmp(inc, "slutil.h") == 0 || strcmp(inc, "slcommand.h") == 0;
+}
+
+/* A driver of the engine: a folder outside engine/ whose layer reaches the
+** engine's top (kernel/, report/, cli/ in tests/layers.txt). */
+static int is_driver(const char *dir) {
+  if (strncmp(dir, "engine", 6) == 0) return 0;
+  for (size_t i = 0; i < nfolders; i++)
+    if (strcmp(may_use[i].folder, dir) == 0)
+      for (int k = 0; k < may_use[i].nuses; k++)
+        if (strcmp(may_use[i].may_use[k], "engine") == 0) return 1;
+  return 0;
+}
+
 /* "graph/model.h" -> "engine/graph"; "cuda/gpu.h" -> "cuda"; NULL if the
 ** include names no folder of ours (a bare name, or something else) */
 static const char *folder_of_include(const char *inc, char *buf, size_t size) {
@@ -85,7 +105,11 @@ static const char *violation(const char *file, const char *inc, char *why, size_
   char *slash = strrchr(dir, '/');
   if (!slash) return NULL;
   *slash = '\0';
-  if (strcmp(inc, "syslab.h") == 0) return NULL;
+  if (strcmp(inc, "slcommand.h") == 0 && is_driver(dir)) {
+    snprintf(why, size, "%s drives the engine through syslab.h; slcommand.h is the command-author API", dir);
+    return why;
+  }
+  if (is_interface(inc)) return NULL;
   if (!folder_of_include(inc, target, sizeof target)) return NULL;  /* own folder */
   if (strcmp(target, dir) == 0) return NULL;
   for (size_t i = 0; i < nfolders; i++) {
@@ -108,6 +132,10 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(!violation("plotting/plot.c", "table/table.h", why, sizeof why));
   CHECK(!violation("engine/search/dist.c", "mpi/transport.h", why, sizeof why));
   CHECK(!violation("kernel/shell.c", "syslab.h", why, sizeof why));
+  CHECK(!violation("report/inline.c", "slutil.h", why, sizeof why));
+  CHECK(!violation("engine/graph/commands.c", "slcommand.h", why, sizeof why));
+  CHECK(!violation("plotting/plot.c", "slcommand.h", why, sizeof why));
+  CHECK(!violation("engine/engine.c", "slcommand.h", why, sizeof why));
   CHECK(!violation("report/client.c", "kernel/wire.h", why, sizeof why));
   CHECK(!violation("cli/main.c", "report/report.h", why, sizeof why));
   CHECK(!violation("cli/run.c", "kernel/shell.h", why, sizeof why));
@@ -124,6 +152,10 @@ static void test_planted_wrong_includes_are_caught(void) {
   CHECK(violation("kernel/server.c", "report/report.h", why, sizeof why));
   CHECK_CONTAINS(why, "kernel may not include report/");
   CHECK(violation("kernel/server.c", "cli/cli.h", why, sizeof why));
+  CHECK(violation("kernel/shell.c", "slcommand.h", why, sizeof why));
+  CHECK_CONTAINS(why, "kernel drives the engine through syslab.h");
+  CHECK(violation("report/highlight.c", "slcommand.h", why, sizeof why));
+  CHECK(violation("cli/main.c", "slcommand.h", why, sizeof why));
   CHECK(violation("report/report.c", "cli/cli.h", why, sizeof why));
   CHECK(violation("report/export.c", "graph/model.h", why, sizeof why));
   CHECK(violation("plotting/plot.c", "graph/model.h", why, sizeof why));
@@ -148,7 +180,7 @@ static void check_file(const char *root, const char *rel) {
     while (*p == ' ' || *p == '\t') p++;
     if (sscanf(p, "#include \"%511[^\"]\"", inc) != 1) continue;
     nincludes++;
-    if (!strchr(inc, '/') && strcmp(inc, "syslab.h") != 0) {
+    if (!strchr(inc, '/') && !is_interface(inc)) {
       /* a bare name must be a file of this folder, not one found on the
       ** include path elsewhere (which would hide a crossing of layers) */
       char dir[1024], own[2048];

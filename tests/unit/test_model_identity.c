@@ -18,7 +18,7 @@
 #include "check.h"
 #include "graph/model.h"
 #include "graph/ops.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static char tmpdir[256];
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static const char *const names[] = {"count_nodes", "report", "verify", "remove_dropout", "set_attention", "lora"};
 static const char *const kinds[] = {"analysis", "analysis", "analysis", "transform", "transform", "transform"};

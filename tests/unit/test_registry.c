@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "lang/parse.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static void test_every_command_is_documented(void) {
   size_t n = 0;

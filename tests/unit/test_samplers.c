@@ -24,7 +24,7 @@
 
 #include "check.h"
 #include "search/search.h"
-#include "syslab.h"
+#include "slcommand.h"
 
 static char dir[64];
 
