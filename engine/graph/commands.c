@@ -838,6 +838,7 @@ static int cmd_pass(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
+/* clang-format off */
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
 #define DATA_ARG {"data", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the data set", NULL, "dataset"}
 
@@ -975,6 +976,7 @@ static const sl_Command slM_commands[] = {
     {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slM_domain = {
   "Graphs",
