@@ -796,6 +796,7 @@ typedef struct {
   sl_CommandFn run;
 } Pass;
 
+/* clang-format off */
 static const Pass pass_table[] = {
   {"count_nodes", "analysis", "count the nodes by operator", cmd_count_nodes},
   {"report", "analysis", "parameters, FLOPs and activation bytes per node", cmd_report},
@@ -804,6 +805,7 @@ static const Pass pass_table[] = {
   {"set_attention", "transform", "attention as one fused node (attention=fused) or op by op (naive)", cmd_set_attention},
   {"lora", "transform", "add low-rank adapters, freeze the rest", cmd_lora},
 };
+/* clang-format on */
 
 #define NPASSES (sizeof pass_table / sizeof pass_table[0])
 
