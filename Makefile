@@ -33,7 +33,7 @@ SYSLAB     := $(BUILD)/syslab
 APT_PACKAGES := build-essential cmake pkg-config libzmq3-dev libjansson-dev libssl-dev \
   libopenblas-dev zlib1g-dev gnuplot-nox dataset-fashion-mnist chromium poppler-utils \
   fonts-dejavu-core python3-venv valgrind libcmark-gfm-dev libcmark-gfm-extensions-dev libjs-katex graphviz \
-  openmpi-bin libopenmpi-dev clang libclang-rt-dev file
+  openmpi-bin libopenmpi-dev clang libclang-rt-dev file clang-format
 
 .PHONY: all deps build asan fuzz-build fuzz test-fuzz venv kernelspec test test-unit test-python test-asan report lab bench gpu-check gpu-first gpu-deps deb clean
 

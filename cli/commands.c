@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "syslab.h"
 
+/* clang-format off */
 static const slc_Option kernel_options[] = {
     {"-f", "--connection-file", "CONNECTION_FILE", "the connection file Jupyter wrote (also --connection-file=FILE)"},
     {"-h", "--help", NULL, "this text"},
@@ -56,6 +57,7 @@ static const slc_Option help_options[] = {
 };
 
 static const slc_Option no_options[] = {{NULL, NULL, NULL, NULL}};
+/* clang-format on */
 
 /* ------------------------------------------------ what the rows run */
 
@@ -106,6 +108,7 @@ static int version_main(int argc, char **argv) {
 }
 
 /* in the order `syslab help` lists them */
+/* clang-format off */
 const slc_Command slc_commands[] = {
     {"kernel", NULL, "run as a Jupyter kernel (Jupyter starts it this way; see `syslab install`)", NULL, kernel_options,
      kernel_main, {NULL}},
@@ -127,3 +130,4 @@ const slc_Command slc_commands[] = {
     {"--version", NULL, "print the version (also `syslab version`)", NULL, no_options, version_main, {"version"}},
     {NULL, NULL, NULL, NULL, NULL, NULL, {NULL}},
 };
+/* clang-format on */

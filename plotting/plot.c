@@ -460,6 +460,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
 
 #define COLUMN(name, flags, help) {name, SL_ARG_STRING, (flags) | SL_BAREWORD, NULL, help}
 
+/* clang-format off */
 static const sl_Command slP_commands[] = {
   {"plot", "plot", "Plot columns of a table with gnuplot: lines, points or bars, one series per value of a column.",
    "The figure arrives as PNG and SVG together, with a text description. Column names need no quotes. "
@@ -487,6 +488,7 @@ static const sl_Command slP_commands[] = {
     {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slP_domain = {
   "Plots",

@@ -388,6 +388,7 @@ char *slR_sanitize_html(const char *html) {
 ** entities could name files), comments or processing instructions. Text
 ** keeps only the five XML entities and numeric references. */
 
+/* clang-format off */
 static const char *const svg_elements[] = {
     "svg", "g", "defs", "title", "desc", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text",
     "tspan", "textPath", "linearGradient", "radialGradient", "stop", "clipPath", "mask", "pattern", "marker",
@@ -413,6 +414,7 @@ static const char *const svg_attrs[] = {
     "refX", "refY", "orient", "patternUnits", "patternContentUnits", "patternTransform", "vector-effect",
     "shape-rendering", "text-rendering", "image-rendering", "overflow", "xml:space", "style", "href",
     "xlink:href", "xmlns", "xmlns:xlink", "startOffset", "method", "spacing", "side", "pathLength", NULL};
+/* clang-format on */
 
 static int in_list_nocase(const char *const *list, const char *s) {
   for (; *list; list++)

@@ -18,9 +18,17 @@ two or more units that reach each other; an arrow that runs back up goes
 from a folder to one that LAYERS does not let it use. Each finding names
 the files and the symbols or includes behind it. Exit status 1 when any
 rule is broken.
+
+The layout of the code is .clang-format's. With SYSLAB_CHECK_FORMAT=1 in
+the environment, every tracked .c, .h, .cu and .cuh file that
+`clang-format --dry-run --Werror` would change is a problem too; the check
+needs clang-format 14, the version the configuration was tuned with (other
+versions lay the same code out differently), and says that it skipped, and
+why, when clang-format is missing or of another version.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -294,6 +302,41 @@ def unlisted_docs():
             if name.endswith(".md") and f"(docs/{name})" not in readme]
 
 
+FORMAT_MAJOR = 14   # the clang-format version .clang-format was tuned with
+CHECK_FORMAT = os.environ.get("SYSLAB_CHECK_FORMAT", "0") == "1"   # off until the tree has been formatted
+FORMATTED = ("*.c", "*.h", "*.cu", "*.cuh")
+
+
+def unformatted():
+    """tracked C and CUDA files that clang-format would change (each one a
+    problem), or a line saying why the check was skipped"""
+    if not CHECK_FORMAT:
+        return [], "format: not checked (SYSLAB_CHECK_FORMAT=1 checks the layout against .clang-format)"
+    exe = shutil.which("clang-format")
+    if not exe:
+        return [], "format: skipped, clang-format is not on PATH (Debian package clang-format)"
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.", version)
+    if not m or int(m.group(1)) != FORMAT_MAJOR:
+        return [], (f"format: skipped, {version.strip() or exe} is not clang-format {FORMAT_MAJOR}, "
+                    "the version .clang-format was tuned with")
+    listed = subprocess.run(["git", "ls-files", "-z", "--", *FORMATTED], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        return [], "format: skipped, not a git checkout (the check reads the tracked files from git)"
+    files = [f for f in listed.stdout.split("\0") if f and os.path.isfile(os.path.join(ROOT, f))]
+    bad = {}
+    for i in range(0, len(files), 64):
+        run = subprocess.run([exe, "--dry-run", "--Werror", "--style=file", *files[i:i + 64]], cwd=ROOT,
+                             capture_output=True, text=True)
+        found = re.findall(r"^(.+?):(\d+):\d+: error: code should be clang-formatted", run.stderr, re.M)
+        for f, line in found:
+            bad.setdefault(f, line)
+        if run.returncode != 0 and not found:
+            return [], f"format: skipped, clang-format failed: {run.stderr.strip()[:300]}"
+    return [f"unformatted: {f} (first at line {line}): run clang-format -i {f}" for f, line in sorted(bad.items())], \
+        f"format: {len(files)} files checked against .clang-format"
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     files = production_files()
@@ -341,6 +384,11 @@ def main():
     for problem in unnamed_units(files) + unlisted_docs() + uncalled(objs, build):
         failures += 1
         print(problem)
+    badly_laid_out, format_note = unformatted()
+    for problem in badly_laid_out:
+        failures += 1
+        print(problem)
+    print(format_note)
 
     units = {unit_of(f) for f in files}
     print(f"{len(files)} files in {len(units)} units, {len(edges)} arrows ({len(objs)} objects read): "

@@ -516,6 +516,7 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
+/* clang-format off */
 #define FORMAT_ARGS                                                                                    \
   {"format", SL_ARG_ENUM, 0, "integer", "the number format", format_names},                            \
   {"width", SL_ARG_INT, 0, "8", "total bits (integer, minifloat, log)"},                               \
@@ -596,6 +597,7 @@ static const sl_Command slQ_commands[] = {
    {{"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}, {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 /* the engine's start: the graph reads checkpointed transforms through this layer */
 static void compress_open(void) { slM_set_transform_decoder(transform_decode); }

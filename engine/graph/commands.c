@@ -796,6 +796,7 @@ typedef struct {
   sl_CommandFn run;
 } Pass;
 
+/* clang-format off */
 static const Pass pass_table[] = {
   {"count_nodes", "analysis", "count the nodes by operator", cmd_count_nodes},
   {"report", "analysis", "parameters, FLOPs and activation bytes per node", cmd_report},
@@ -804,6 +805,7 @@ static const Pass pass_table[] = {
   {"set_attention", "transform", "attention as one fused node (attention=fused) or op by op (naive)", cmd_set_attention},
   {"lora", "transform", "add low-rank adapters, freeze the rest", cmd_lora},
 };
+/* clang-format on */
 
 #define NPASSES (sizeof pass_table / sizeof pass_table[0])
 
@@ -838,6 +840,7 @@ static int cmd_pass(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
+/* clang-format off */
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
 #define DATA_ARG {"data", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the data set", NULL, "dataset"}
 
@@ -975,6 +978,7 @@ static const sl_Command slM_commands[] = {
     {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slM_domain = {
   "Graphs",

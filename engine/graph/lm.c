@@ -23,6 +23,7 @@
 /* ------------------------------------------------------------- presets */
 
 /* the five model sizes of the CS336 systems assignment (its §1.1.2), and a tiny one for tests */
+/* clang-format off */
 static const slM_LmSpec presets[] = {
   {"tiny", 10000, 256, 64, 128, 2, 2},
   {"small", 10000, 256, 768, 3072, 12, 12},
@@ -31,6 +32,7 @@ static const slM_LmSpec presets[] = {
   {"xl", 10000, 256, 1600, 6400, 48, 25},
   {"2.7B", 10000, 256, 2560, 10240, 32, 32},
 };
+/* clang-format on */
 
 const char *const slM_lm_preset_names[] = {"tiny", "small", "medium", "large", "xl", "2.7B", NULL};
 

@@ -271,6 +271,7 @@ static double fused_saves(const slM_Graph *g, const slM_Node *n, int batch, int 
 
 /* ------------------------------------------------------------------ table */
 
+/* clang-format off */
 const slM_OpDef slM_ops_attention[] = {
     {OP_SCORES, "matmul_qk", 2, 2, .shape = heads_shape, .heads = SLM_RANGE_HEADS, CPU(scores_forward, scores_backward),
      SLM_CUDA_SLOT(slM_cuda_scores_forward, slM_cuda_scores_backward),
@@ -289,3 +290,4 @@ const slM_OpDef slM_ops_attention[] = {
      .kernel = "flash_attention_2"},
     {0},
 };
+/* clang-format on */

@@ -785,6 +785,7 @@ double slM_logits_saves(const slM_Graph *g, const slM_Node *n, int batch, int tr
 
 /* ------------------------------------------------------------------ table */
 
+/* clang-format off */
 const slM_OpDef slM_ops_core[] = {
     {OP_INPUT, "x", 0, 0, .shape = input_shape, CPU(input_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
      SLM_CUDA_SLOT(slM_cuda_input_forward, slM_cuda_input_backward),
@@ -842,3 +843,4 @@ const slM_OpDef slM_ops_core[] = {
      .grad_to = slM_grad_to_none, .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FIRST, .kernel = "loop"},
     {0},
 };
+/* clang-format on */

@@ -229,6 +229,7 @@ static double add_norm_saves(const slM_Graph *g, const slM_Node *n, int batch, i
 
 /* ------------------------------------------------------------------ table */
 
+/* clang-format off */
 const slM_OpDef slM_ops_fused[] = {
     {OP_LINEAR_ACT, "linear_act", 1, 1, .min_params = 1, .check = linear_act_check, .shape = slM_linear_shape,
      CPU(linear_act_forward, linear_act_backward), .saves = linear_act_saves, .grad_to = slM_linear_grad_to,
@@ -241,3 +242,4 @@ const slM_OpDef slM_ops_fused[] = {
      .makes = SLM_MEM_ACT, .autocast = SLM_AUTOCAST_FP32, .flags = SLM_OP_QUADRATIC | SLM_OP_HALF, .kernel = "loop"},
     {0},
 };
+/* clang-format on */

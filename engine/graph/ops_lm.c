@@ -323,6 +323,7 @@ static double rope_saves(const slM_Graph *g, const slM_Node *n, int batch, int t
 
 /* ------------------------------------------------------------------ table */
 
+/* clang-format off */
 const slM_OpDef slM_ops_lm[] = {
     {OP_TOKENS, "tokens", 0, 0, .shape = ids_shape, CPU(tokens_forward, slM_op_nothing), .makes = SLM_MEM_ACT,
      SLM_CUDA_SLOT(slM_cuda_ids_forward, slM_cuda_ids_backward),
@@ -352,3 +353,4 @@ const slM_OpDef slM_ops_lm[] = {
      .flags = SLM_OP_LOSS, .kernel = "loop"},
     {0},
 };
+/* clang-format on */

@@ -11,6 +11,7 @@
 
 /* the registry's arguments, the same in both commands */
 extern const char *const slM_parallel_names[];   /* "none", "data", NULL */
+/* clang-format off */
 #define SLM_RUN_ARGS                                                                                                  \
   {"accumulate", SL_ARG_INT, 0, "1", "micro-batches per step: the batch is split and their gradients summed in order"}, \
   {"parallel", SL_ARG_ENUM, 0, "none", "\"data\": one micro-batch of every step per process, gradients summed across them", \
@@ -22,6 +23,7 @@ extern const char *const slM_parallel_names[];   /* "none", "data", NULL */
   {"shard_optimizer", SL_ARG_BOOL, 0, "false", "each process keeps the optimizer state of its share of the parameters"}, \
   {"checkpoint", SL_ARG_STRING, 0, "\"\"", "file of the run's checkpoints; an existing one is resumed"},              \
   {"checkpoint_every", SL_ARG_INT, 0, "0", "steps between checkpoints (with checkpoint=)"}
+/* clang-format on */
 
 typedef struct slM_Checkpoint {
   char path[1024];

@@ -457,6 +457,7 @@ static double gcopy_bytes(int n, const slK_Attn *a) { return 2.0 * 4 * n; }
 #define MX_SIZE "n (elements, groups of 32)"
 #define MXL_SIZE "n (x 128 x n, W n x n)"
 
+/* clang-format off */
 static const slK_Bench benches[] = {
   [GEMM_NAIVE] = {"gemm_naive", "cpu", "gemm", GEMM_SIZE, "triple loop, the reference", setup_gemm_naive, gemm_run, case_free, gemm_flops, gemm_bytes},
   [GEMM_BLOCKED] = {"gemm_blocked", "cpu", "gemm", GEMM_SIZE, "packed panels, 8x48 micro-kernel (AVX-512 or portable), threads",
@@ -528,6 +529,7 @@ static const slK_Bench benches[] = {
    "the tensor cores, the float32 bias (n rows, n -> n)", setup_linear_cuda_bf16, gpu_run, case_free, gemm_flops, gemm_bytes},
   [NBENCHES] = {NULL},
 };
+/* clang-format on */
 /* every case has its row, in the enum's order (a row left out would end the list early: test_kernels checks the
 ** names) */
 _Static_assert(sizeof benches / sizeof benches[0] == NBENCHES + 1, "one row per case");

@@ -501,6 +501,7 @@ static int cmd_attention_memory(sl_Call *call, sl_Value *result) {
 
 /* ------------------------------------------------------------ registry */
 
+/* clang-format off */
 #define SHAPE_ARGS                                                                     \
   {"batch", SL_ARG_INT, 0, "1", "attention: batch"},                                   \
   {"heads", SL_ARG_INT, 0, "8", "attention: heads"},                                   \
@@ -564,6 +565,7 @@ static const sl_Command slK_commands[] = {
     {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slK_domain = {
   "Kernels",

@@ -320,6 +320,7 @@ static int cmd_min(sl_Call *call, sl_Value *result) { return aggregate(call, res
 static int cmd_max(sl_Call *call, sl_Value *result) { return aggregate(call, result, 2); }
 static int cmd_mean(sl_Call *call, sl_Value *result) { return aggregate(call, result, 3); }
 
+/* clang-format off */
 #define NUMBERS_ARG {"values", SL_ARG_LIST, SL_POSITIONAL | SL_VARIADIC, "[]", "numbers, or one list of numbers"}
 
 #define NOARGS {{NULL}}
@@ -398,6 +399,7 @@ static const sl_Command slB_commands[] = {
    "mean [1, 2, 3, 4]", cmd_mean, 0, {NUMBERS_ARG, {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slB_domain = {
   "Language",

@@ -447,6 +447,7 @@ static int cmd_curves(sl_Call *call, sl_Value *result) {
 
 /* search's help, the sampler= argument and the samplers' options are
 ** completed from the samplers' records (sampler_words) */
+/* clang-format off */
 static sl_Command slS_commands[] = {
   {"search", "search",
    "Run a study: the block runs once per trial, asks for parameters with suggest and ends with objective.",
@@ -510,6 +511,7 @@ static sl_Command slS_commands[] = {
    {{"objective", SL_ARG_INT, 0, "0", "which objective, for studies with several"}, {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 /* ------------------------------------------------- words about samplers */
 

@@ -496,6 +496,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
+/* clang-format off */
 #define MODEL_ARG {"model", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the model", NULL, "model"}
 #define BUDGET_ARG {"budget", SL_ARG_STRING, 0, NULL, "memory budget, e.g. \"80GB\" (default: what this process may use; a command that runs the model is held to that)"}
 #define BATCH_ARG(d) {"batch", SL_ARG_INT, 0, d, "samples per step"}
@@ -610,6 +611,7 @@ static const sl_Command commands[] = {
     {"attention", SL_ARG_BOOL, 0, "true", "also fuse attention blocks into FlashAttention-2"}, BUDGET_ARG, {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slL_domain = {
   "Systems",

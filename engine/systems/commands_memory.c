@@ -457,6 +457,7 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
     slM_graph_free(g);
     return sl_interrupted_error(call);
   }
+  /* clang-format off */
   struct { const char *what, *formula, *node; double count; } rows[] = {
     {"input (residual stream)", "B x S x D x 4", "token_embeddings", (double)B * T * D},
     {"Q, K, V", "3 x B x S x D x 4", "layers_0_attn_q_proj", 3.0 * B * T * D},
@@ -465,6 +466,7 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
     {"attention weights (softmax)", "B x H x S x S x 4", "layers_0_attn_softmax", (double)B * H * T * T},
     {"attention output", "B x S x D x 4", "layers_0_attn_context", (double)B * T * D},
   };
+  /* clang-format on */
   const char *cols[] = {"component", "formula", "formula_mb", "measured_mb", NULL};
   slT_Table *t = slL_table(cols);
   double ft = 0, mt = 0;

@@ -500,6 +500,7 @@ static int cmd_summary(sl_Call *call, sl_Value *result) {
 
 /* --------------------------------------------------------------- registry */
 
+/* clang-format off */
 #define TABLE_ARG {"table", SL_ARG_OBJECT, SL_POSITIONAL | SL_REQUIRED, NULL, "the table", NULL, "table"}
 
 static const sl_Command slT_commands[] = {
@@ -568,6 +569,7 @@ static const sl_Command slT_commands[] = {
     {NULL}}},
   {NULL},
 };
+/* clang-format on */
 
 const sl_Domain slT_domain = {
   "Tables and sweeps",

@@ -225,6 +225,7 @@ static void test_checkpoint_resumes(void) {
 static void test_argument_errors(void) {
   sl_State *S = sl_new();
   check_eval(S, "d = dataset synthetic train=40 test=8 features=4 classes=2 seed=1\nm = model mlp data=d hidden=[4]");
+  /* clang-format off */
   struct { const char *code, *want; } cases[] = {
     {"train m d batch=8 accumulate=9", "give at most accumulate=8"},
     {"train m d accumulate=0", "accumulate: must be between 1 and 65536"},
@@ -238,6 +239,7 @@ static void test_argument_errors(void) {
     {"lm_train (lm tiny context=8) steps=2 batch=2 accumulate=3", "give at most accumulate=2"},
     {"memory_check (lm tiny context=8) batch=2 ranks=2", "give shard_optimizer=true"},
   };
+  /* clang-format on */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_CONTAINS(check_fails(S, cases[i].code), cases[i].want);
   sl_free(S);
 }

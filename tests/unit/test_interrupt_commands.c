@@ -34,6 +34,7 @@ static char csv[64];  /* a CSV file the load case reads (written by the save cas
 /* `machine` first: the machine's roofs are measured once per process, by the
 ** first command that needs them. Sizes keep each node that cannot be cut
 ** (one product inside the BLAS) well under a second on a loaded machine. */
+/* clang-format off */
 static const Case cases[] = {
     {"machine", "", "machine", 0.2},
     {"sleep", "", "sleep 30", 0.3},
@@ -75,6 +76,7 @@ static const Case cases[] = {
     {"search", "", "search trials=1000 sampler=random seed=1 {\n  x = suggest \"x\" float 0 1\n  sleep 0.01\n"
      "  objective x\n}", 0.3},
 };
+/* clang-format on */
 #define NCASES (sizeof cases / sizeof cases[0])
 
 /* code with every "CSV" replaced by the quoted path of the case's file, and
