@@ -39,6 +39,14 @@ const char *slM_dtype_name(int dtype) {
   }
 }
 
+/* a node's number format: its quantiser's when it has one, else its output's dtype under the model's
+** precision mode (dtypes: slM_dtypes of the graph) */
+const char *slM_node_format(const slM_Node *n, int dtype) {
+  if (n->comp.weight) return n->comp.weight->name;
+  if (n->comp.data_in) return n->comp.data_in->name;
+  return slM_dtype_name(dtype);
+}
+
 /* the widest float dtype of the inputs; float32 when a parameter takes part */
 static int widest(const slM_Node *n, const int *dtypes) {
   int w = -1;
