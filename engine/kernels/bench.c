@@ -427,8 +427,10 @@ static void *on_host(slK_Case *c, int i, size_t bytes, char *err, size_t errlen)
   void *dev = G->case_buffer(c->gpu, i);
   free(c->copy[i]);
   c->copy[i] = malloc(bytes);
-  if (!dev || !c->copy[i] || G->download(c->copy[i], dev, bytes, err, errlen) != 0) {
-    if (!dev || !c->copy[i]) snprintf(err, errlen, "could not read %s's array %d back for its check", c->bench->name, i);
+  char why[256] = "";
+  if (!dev || !c->copy[i] || G->download(c->copy[i], dev, bytes, why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s: its array %d could not be read back from the device for its check%s%s", c->bench->name,
+             i, why[0] ? ": " : "", why);
     return NULL;
   }
   return c->copy[i];
