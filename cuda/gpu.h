@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define SLG_BACKEND_VERSION 1
+#define SLG_BACKEND_VERSION 2
 
 /* the kernel versions the host-array calls and the benchmark cases take (engine/kernels/bench.c names each
 ** of its GPU cases' version here) */
@@ -109,6 +109,10 @@ typedef struct slG_Backend {
   const char *(*case_error)(void);
   /* device memory the case holds (operands and the naive version's N x N arrays) */
   size_t (*case_bytes)(void *c);
+  /* the device array i of a case, for the harness to download and check against the CPU's reference before
+  ** timing (bench.c): 0-10 its float32 arrays (cuda/kernels.cu's Case.x), 11-13 its others (Case.raw); NULL
+  ** where the case has none */
+  void *(*case_buffer)(void *c, int i);
   void (*case_free)(void *c);
   /* cuBLAS sgemm at n = 4096 and the device-to-device copy rate; 0, or -1 */
   int (*machine)(double *sgemm_gflops, double *copy_gbs);

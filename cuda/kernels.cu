@@ -639,6 +639,11 @@ extern "C" double slG_case_run(void *p) {
 
 extern "C" const char *slG_case_error(void) { return case_error; }
 extern "C" size_t slG_case_bytes(void *p) { return p ? ((Case *)p)->bytes : 0; }
+extern "C" void *slG_case_buffer(void *p, int i) {
+  Case *c = (Case *)p;
+  if (!c || i < 0 || i > 13) return NULL;
+  return i < 11 ? (void *)c->x[i] : c->raw[i - 11];
+}
 
 extern "C" int slG_machine(double *sgemm_gflops, double *copy_gbs) {
   char err[256];
@@ -667,6 +672,7 @@ void slG_fill_kernels(slG_Backend *b) {
   b->case_run = slG_case_run;
   b->case_error = slG_case_error;
   b->case_bytes = slG_case_bytes;
+  b->case_buffer = slG_case_buffer;
   b->case_free = slG_case_free;
   b->machine = slG_machine;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "escape.h"
 #include "highlight.h"
 #include "inline.h"
 #include "notebook.h"
@@ -471,12 +472,7 @@ static char *restore_math(const char *s, json_t *stash, int html) {
           continue;
         }
         slU_add(&t, "<span class=\"syslab-math%s\">", m[1] == '$' ? " syslab-display" : "");
-        for (; *m; m++) {
-          if (*m == '<') slU_add(&t, "&lt;");
-          else if (*m == '>') slU_add(&t, "&gt;");
-          else if (*m == '&') slU_add(&t, "&amp;");
-          else slU_add_len(&t, m, 1);
-        }
+        slR_html_text_escape(&t, m, strlen(m));
         slU_add(&t, "</span>");
         p = end + 1;
         continue;
@@ -622,10 +618,13 @@ static char *escape_all_html(const char *text) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
   int in_fence = 0;
-  for (const char *p = text; *p; p++) {
-    if ((p == text || p[-1] == '\n') && strncmp(p, "```", 3) == 0) in_fence = !in_fence;
-    if (*p == '<' && !in_fence) slU_add(&t, "&lt;");
-    else slU_add_len(&t, p, 1);
+  for (const char *p = text; *p;) {   /* line by line: a fence's first line opens it, its last closes it */
+    size_t n = strcspn(p, "\n");
+    n += p[n] == '\n';
+    if (strncmp(p, "```", 3) == 0) in_fence = !in_fence;
+    if (in_fence) slU_add_len(&t, p, n);
+    else slR_md_tags_escape(&t, p, n);
+    p += n;
   }
   return t.s;
 }
@@ -683,10 +682,8 @@ static char *sanitize_markdown(const char *md) {
       slU_add(&t, "%s", patches[i].with);
       from = end;
     } else if (end > from) {  /* pieces never overlap; if they did, the rest would be text */
-      for (; from < end; from++) {
-        if (text[from] == '<') slU_add(&t, "&lt;");
-        else slU_add_len(&t, text + from, 1);
-      }
+      slR_md_tags_escape(&t, text + from, end - from);
+      from = end;
     }
     free(patches[i].with);
   }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "syslab.h"
 #include "slutil.h"
 
@@ -18,16 +19,6 @@ typedef struct {
   const char *code;
   slU_Text *out;
 } Pieces;
-
-static void add_escaped_text(slU_Text *t, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '<') slU_add(t, "&lt;");
-    else if (s[i] == '>') slU_add(t, "&gt;");
-    else if (s[i] == '&') slU_add(t, "&amp;");
-    else if (s[i] == '"') slU_add(t, "&quot;");
-    else slU_add_len(t, s + i, 1);
-  }
-}
 
 static void piece(void *ud, sl_LexClass cls, size_t at, size_t n) {
   Pieces *p = ud;
@@ -49,7 +40,7 @@ static void piece(void *ud, sl_LexClass cls, size_t at, size_t n) {
     default: break;
   }
   if (klass) slU_add(p->out, "<span class=\"%s\">", klass);
-  add_escaped_text(p->out, p->code + at, n);
+  slR_html_attr_escape(p->out, p->code + at, n);   /* quotes too: escape.c */
   if (klass) slU_add(p->out, "</span>");
 }
 

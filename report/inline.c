@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "notebook.h"
 #include "syslab.h"
 #include "slutil.h"
@@ -605,52 +606,6 @@ size_t slR_inline_errors(json_t *nb, const char *path, int print) {
 
 /* ------------------------------------------------------------ export */
 
-/* whether text written after t would start a Markdown block: its line so
-** far holds at most indentation and container marks (>, -, +, *, 1.) */
-static int at_block_start(const slU_Text *t) {
-  const char *line = t->s, *nl;
-  while ((nl = strchr(line, '\n'))) line = nl + 1;
-  for (const char *p = line;;) {
-    while (*p == ' ' || *p == '\t') p++;
-    size_t digits = strspn(p, "0123456789");
-    if (*p == '>') p++;
-    else if (strchr("-+*", *p) && *p && (p[1] == ' ' || p[1] == '\t')) p += 2;
-    else if (digits > 0 && digits < 10 && (p[digits] == '.' || p[digits] == ')') &&
-             (p[digits + 1] == ' ' || p[digits + 1] == '\t')) p += digits + 2;
-    else return *p == '\0';
-  }
-}
-
-/* whether text s (followed in the source by after) would open a block at
-** the start of one: a list item, a setext or thematic rule, indented code */
-static int opens_block(const char *s, const char *after) {
-  char look[16];
-  snprintf(look, sizeof look, "%s%s", s, after);
-  if (look[0] == ' ' || look[0] == '\t') return 1;
-  if (strchr("-+=", look[0]) && look[0]) return !isalnum((unsigned char)look[1]) && look[1] != '.';
-  size_t digits = strspn(look, "0123456789");
-  return digits > 0 && digits < 10 && (look[digits] == '.' || look[digits] == ')') &&
-         (look[digits + 1] == '\0' || isspace((unsigned char)look[digits + 1]));
-}
-
-/* a value as Markdown text within its line: what would be markup is
-** escaped, '$' (math to the report) and HTML's specials as character
-** references, line breaks and other control characters as spaces, and at
-** the start of a block a first character that would open one as a
-** character reference (which Markdown reads as text) */
-static void add_escaped(slU_Text *t, const char *s, const char *after, int block) {
-  if (block && *s && at_block_start(t) && opens_block(s, after)) slU_add(t, "&#%d;", (unsigned char)*s++);
-  for (; *s; s++) {
-    if (strchr("\\`*_[]|~#", *s)) slU_add(t, "\\%c", *s);
-    else if (*s == '$') slU_add(t, "&#36;");
-    else if (*s == '<') slU_add(t, "&lt;");
-    else if (*s == '>') slU_add(t, "&gt;");
-    else if (*s == '&') slU_add(t, "&amp;");
-    else if ((unsigned char)*s < 0x20 || *s == 0x7f) slU_add(t, " ");
-    else slU_add_len(t, s, 1);
-  }
-}
-
 char *slR_inline_fill(json_t *cell, const char *src, int block) {
   slR_Inline *v;
   size_t n;
@@ -670,14 +625,14 @@ char *slR_inline_fill(json_t *cell, const char *src, int block) {
     if (!result) snprintf(err, sizeof err, "not evaluated");
     if (result && slR_inline_format(result, v[j].spec, &text, err, sizeof err) == 0) {
       if (v[j].timing) slU_add(&t, "<span class=\"syslab-timing\">");
-      add_escaped(&t, text, src + at, block);
+      slR_md_escape(&t, text, src + at, block);
       if (v[j].timing) slU_add(&t, "</span>");
       free(text);
     } else {
       slU_add(&t, "**[inline value ");
-      add_escaped(&t, v[j].expr, "", 0);
+      slR_md_escape(&t, v[j].expr, "", 0);
       slU_add(&t, " failed: ");
-      add_escaped(&t, err, "", 0);
+      slR_md_escape(&t, err, "", 0);
       slU_add(&t, "]**");
     }
   }

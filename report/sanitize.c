@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "escape.h"
 #include "slutil.h"
 
 static const char *const allowed_tags[] = {
@@ -186,20 +187,10 @@ static int style_allowed(const char *value) {
 
 /* -------------------------------------------------------------- tokens */
 
-static void add_escaped(slU_Text *t, const char *s) {
-  for (; *s; s++) {
-    if (*s == '&') slU_add(t, "&amp;");
-    else if (*s == '<') slU_add(t, "&lt;");
-    else if (*s == '>') slU_add(t, "&gt;");
-    else if (*s == '"') slU_add(t, "&quot;");
-    else slU_add_len(t, s, 1);
-  }
-}
-
 /* ` name="value"`, the value escaped */
 static void add_attribute(slU_Text *t, const char *name, const char *value) {
   slU_add(t, " %s=\"", name);
-  add_escaped(t, value);
+  slR_html_attr_escape(t, value, strlen(value));
   slU_add(t, "\"");
 }
 
@@ -546,14 +537,7 @@ char *slR_sanitize_svg(const char *svg) {
     if (strncmp(p, "<![CDATA[", 9) == 0) {
       const char *e = strstr(p + 9, "]]>");
       size_t n = e ? (size_t)(e - p - 9) : strlen(p + 9);
-      if (depth > 0)
-        for (size_t i = 0; i < n; i++) {
-          char c[2] = {p[9 + i], 0};
-          if (c[0] == '&') slU_add(&t, "&amp;");
-          else if (c[0] == '<') slU_add(&t, "&lt;");
-          else if (c[0] == '>') slU_add(&t, "&gt;");
-          else slU_add_len(&t, c, 1);
-        }
+      if (depth > 0) slR_html_text_escape(&t, p + 9, n);
       p = e ? e + 3 : p + strlen(p);
       continue;
     }

@@ -198,6 +198,10 @@ typedef struct slK_Bench {
   void (*teardown)(slK_Case *c);
   double (*flops)(int size, const slK_Attn *shape);
   double (*bytes)(int size, const slK_Attn *shape);   /* least traffic to and from memory */
+  /* sets the case up at a small size, runs it once and compares its outputs with its reference's; 0, or -1
+  ** with err naming the case, the largest difference and the tolerance. slK_bench_run calls it before it
+  ** times anything; every case of the table has one (NULL: a harness caller's own case, not checked) */
+  int (*check)(const struct slK_Bench *b, const slK_Attn *shape, char *err, size_t errlen);
 } slK_Bench;
 
 const slK_Bench *slK_bench_at(size_t i);
@@ -214,7 +218,8 @@ typedef struct slK_Result {
   size_t rss_peak;         /* process resident peak during the case */
 } slK_Result;
 
-/* warmup untimed runs, then reps timed ones; 0, or -1 with err, or SLK_BENCH_INTERRUPTED when
+/* the case checked (b->check), then warmup untimed runs, then reps timed ones; 0, or -1 with err (a check
+** that failed included), or SLK_BENCH_INTERRUPTED when
 ** sl_interrupted() stopped it between repetitions (nothing in out), or SLK_BENCH_REFUSED with err
 ** when the case would not fit in memory (nothing was allocated) */
 enum { SLK_BENCH_INTERRUPTED = -2, SLK_BENCH_REFUSED = -3 };

@@ -68,6 +68,16 @@ static double case_run(void *c) { return 1e-3; }
 static const char *case_error(void) { return ""; }
 static size_t case_bytes(void *c) { return 0; }
 static void case_free(void *c) { cases--; }
+/* what the harness's check downloads: every float FAKE_FILL (0 unless set), so that the kernels, which compute
+** nothing, pass their checks with all-zero operands and outputs, and fail them with ones */
+static void *case_buffer(void *c, int i) { return &cases; }
+static int download(void *host, const void *dev, size_t bytes, char *err, size_t errlen) {
+  const char *v = getenv("FAKE_FILL");
+  float x = v ? (float)atof(v) : 0;
+  memset(host, 0, bytes);
+  for (size_t i = 0; i < bytes / sizeof x; i++) memcpy((char *)host + i * sizeof x, &x, sizeof x);
+  return 0;
+}
 static int machine(double *gflops, double *gbs) { *gflops = 123, *gbs = 45; return 0; }
 
 const slG_Backend *slG_backend(void) {
@@ -81,6 +91,7 @@ const slG_Backend *slG_backend(void) {
   if (DEVICE) t.device_count = one;
   t.case_new = case_new, t.case_run = case_run, t.case_error = case_error;
   t.case_bytes = case_bytes, t.case_free = case_free, t.machine = machine;
+  t.case_buffer = case_buffer, t.download = download;
   if (EMPTY >= 0) entry[EMPTY] = NULL;
   return &t;
 }
@@ -189,4 +200,20 @@ def test_each_gpu_case_asks_for_its_own_kernel(syslab_bin, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-3:] == [str(len(cases)), "123", "1"], r.stdout
     made = [line.split()[1:] for line in log.read_text().splitlines() if line.startswith("case_new")]
-    assert made[:len(cases)] == [[cases[n], "96"] for n in reversed(list(cases))]
+    # each case first at its check's size (1000 elements for the copies and decoders, 64 for the others), then timed
+    check_size = {"mxint8_cuda_dequant": "1000", "copy_cuda": "1000"}
+    assert made[:2 * len(cases)] == [[cases[n], size] for n in reversed(list(cases))
+                                     for size in (check_size.get(n, "64"), "96")]
+
+
+def test_a_gpu_case_is_checked_against_the_cpu_before_it_is_timed(syslab_bin, tmp_path):
+    """the harness compares a GPU case's downloaded outputs with the CPU's reference on its downloaded operands:
+    with every float 1, a product of 64 terms should be 64 and the fake's is 1; a copy of ones is right"""
+    module, log = fake(tmp_path, "ones"), tmp_path / "calls.log"
+    r = run("r = bench gemm_cuda_tiled sizes=[96] reps=2\n", SYSLAB_CUDA_MODULE=module, FAKE_FILL=1, FAKE_LOG=log)
+    assert r.returncode != 0 and "gemm_cuda_tiled at size 64: C differs from its reference by 63" in r.stderr, r.stderr
+    assert "tolerance" in r.stderr and "not timed" in r.stderr, r.stderr
+    assert [line for line in log.read_text().splitlines() if line.startswith("case_new")] == \
+        ["case_new SLG_GEMM_TILED 64"]   # never set up for timing
+    r = run("r = bench copy_cuda sizes=[96] reps=2\nprint r.nrows\n", SYSLAB_CUDA_MODULE=module, FAKE_FILL=1)
+    assert r.returncode == 0 and r.stdout.split()[-1] == "1", r.stderr

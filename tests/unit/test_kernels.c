@@ -632,8 +632,8 @@ static void test_harness_statistics(void) {
 static void test_bench_table(void) {
   size_t count = 0, gpu_rows = 0;
   for (const slK_Bench *b; (b = slK_bench_at(count)); count++) {
-    CHECK_MSG(b->name && b->device && b->group && b->what && b->setup && b->run && b->teardown && b->flops && b->bytes,
-              "row %zu is not whole", count);
+    CHECK_MSG(b->name && b->device && b->group && b->what && b->setup && b->run && b->teardown && b->flops && b->bytes &&
+                  b->check, "row %zu is not whole (every case is checked against its reference)", count);
     if (!b->name) return;
     CHECK_MSG(slK_bench_find(b->name) == b, "%s is not found as itself", b->name);
     int gpu_row = strcmp(b->device, "gpu") == 0;
@@ -649,6 +649,48 @@ static void test_bench_table(void) {
   }
   CHECK_EQ_INT((int)count, 36);
   CHECK_EQ_INT((int)gpu_rows, 17);
+}
+
+/* Every case is checked against its reference before it is timed
+** (bench.c): each CPU case passes its check, on the default shape and on a
+** causal bf16 one; the same case with a kernel that writes nothing is
+** refused by the harness before its warm-up, naming the case, the
+** difference and the tolerance; a GPU case without a GPU is refused for
+** that. */
+static int skipped_runs;
+static double writes_nothing(slK_Case *c) { skipped_runs++; return -1; }
+
+static void test_bench_checks(void) {
+  slK_Attn causal;
+  slK_attention_contiguous(&causal, 2, 3, 1, 1, 32, 1);
+  causal.format = SLK_BF16;
+  for (size_t i = 0; slK_bench_at(i); i++) {
+    const slK_Bench *b = slK_bench_at(i);
+    char err[512] = "";
+    if (strcmp(b->device, "gpu") == 0) {
+      if (slK_dev_count() > 0) {
+        printf("  %s: checked on the GPU\n", b->name);
+        CHECK_MSG(b->check(b, NULL, err, sizeof err) == 0, "%s", err);
+      } else {
+        CHECK(b->check(b, NULL, err, sizeof err) != 0);
+        CHECK_MSG(strstr(err, b->name) && strstr(err, "GPU"), "%s: %s", b->name, err);
+      }
+      continue;
+    }
+    CHECK_MSG(b->check(b, NULL, err, sizeof err) == 0, "%s", err);
+    if (strcmp(b->group, "attention") == 0 && !strstr(b->name, "bf16"))
+      CHECK_MSG(b->check(b, &causal, err, sizeof err) == 0, "%s causal bf16: %s", b->name, err);
+    slK_Bench wrong = *b;
+    wrong.run = writes_nothing;
+    skipped_runs = 0;
+    slK_Result r;
+    int rc = slK_bench_run(&wrong, strcmp(b->group, "gemm") == 0 || strcmp(b->group, "attention") == 0 ? 32 : 1024,
+                           NULL, 2, 3, NULL, NULL, &r, err, sizeof err);
+    CHECK_MSG(rc == -1, "%s: a kernel that writes nothing was timed", b->name);
+    CHECK_EQ_INT(skipped_runs, 1);   /* the check's one run: no warm-up, no timing */
+    CHECK_MSG(strstr(err, b->name) && strstr(err, "differs from its reference by") && strstr(err, "tolerance") &&
+                  strstr(err, "not timed"), "%s: %s", b->name, err);
+  }
 }
 
 /* -------------------------------------------------------------- commands */
@@ -927,6 +969,7 @@ int main(int argc, char **argv) {
   RUN(test_mxint8_linear);
   RUN(test_harness_statistics);
   RUN(test_bench_table);
+  RUN(test_bench_checks);
   RUN(test_commands);
   run_gpu_tests();
   return check_summary();
