@@ -64,7 +64,8 @@ static void same_threads(void) {
 
 static void load(void) {
   double avg[3] = {0};
-  if (getloadavg(avg, 3) > 0) printf("load average %.2f %.2f %.2f%s\n", avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: do not record)" : "");
+  if (getloadavg(avg, 3) > 0)
+    printf("load average %.2f %.2f %.2f%s\n", avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: do not record)" : "");
 }
 
 /* the bf16 peak: vdpbf16ps does 64 FLOPs per cycle and core (Zen 4, Sapphire Rapids): two float32 FMA rates */
@@ -86,7 +87,8 @@ static void gemm(int n) {
     }
   printf("%-20s %10s %10s %10s\n", "version", "median ms", "GFLOP/s", "/ OpenBLAS");
   for (int k = 0; k < 5; k++)
-    printf("%-20s %10.3f %10.1f %10.2f\n", names[k] + 5, r[k].t.median * 1e3, gflops(&r[k]), gflops(&r[k]) / gflops(&r[1]));
+    printf("%-20s %10.3f %10.1f %10.2f\n", names[k] + 5, r[k].t.median * 1e3, gflops(&r[k]),
+           gflops(&r[k]) / gflops(&r[1]));
   slK_Result b = r[0], o = r[1];
   printf("blocked / OpenBLAS: %.2f of its rate (target at least 0.90)\n", gflops(&b) / gflops(&o));
   printf("bf16 / OpenBLAS float32: %.2f (target at least 1.70); %.0f%% of the bf16 peak (%d x %.0f GFLOP/s)\n",
@@ -100,7 +102,8 @@ static void gemm(int n) {
     int dreps = sizes[s] <= 128 ? 2000 : 30;
     double d = 0, direct = 0;
     for (int round = 0; round < 5; round++) {
-      slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, dreps), c = time_case("gemm_openblas", sizes[s], NULL, dreps);
+      slK_Result a = time_case("gemm_dispatch", sizes[s], NULL, dreps),
+                 c = time_case("gemm_openblas", sizes[s], NULL, dreps);
       d += a.t.median, direct += c.t.median;
     }
     printf("slK_sgemm at n = %4d: %.4f ms against %.4f ms on OpenBLAS's threads: %+.2f%% (target under 2%%)\n",
@@ -122,16 +125,16 @@ static void attention(int argc, char **argv, int csv) {
     slK_Result g = time_case("gemm_blocked", 1024, NULL, 10);
     printf("impl,pass,L,median_s,min_s,gflops,of_peak,peak_bytes\n");
     printf("blocked,gemm,1024,%.6f,%.6f,%.2f,0,%zu\n", g.t.median, g.t.min, gflops(&g), g.peak_bytes);
-  }
-  else
-    printf("attention, batch 1, 8 heads, dim 64, %d threads; sgemm peak %.1f GFLOP/s (n = 1024: OpenBLAS %.1f, blocked %.1f)\n",
-           slK_threads(), m->sgemm_gflops, m->openblas_gflops, m->blocked_gflops);
-  const char *names[6] = {"attention_fused", "attention_naive", "attention_fused_train", "attention_naive_train",
-                          "attention_fused_bf16", "attention_fused_bf16_train"};
+  } else
+    printf(
+        "attention, batch 1, 8 heads, dim 64, %d threads; sgemm peak %.1f GFLOP/s (n = 1024: OpenBLAS %.1f, blocked %.1f)\n",
+        slK_threads(), m->sgemm_gflops, m->openblas_gflops, m->blocked_gflops);
+  const char *names[6] = {"attention_fused",       "attention_naive",      "attention_fused_train",
+                          "attention_naive_train", "attention_fused_bf16", "attention_fused_bf16_train"};
   for (int s = 0; s < ns; s++) {
     slK_Result r[6];
     int nk = csv ? 4 : 6, rounds = csv ? 1 : 3;
-    for (int round = 0; round < rounds; round++)   /* interleaved rounds, the best median of each */
+    for (int round = 0; round < rounds; round++) /* interleaved rounds, the best median of each */
       for (int k = 0; k < nk; k++) {
         slK_Result x = time_case(names[k], sizes[s], &shape, sizes[s] >= 4096 ? 3 : 5);
         if (round == 0 || x.t.median < r[k].t.median) r[k] = x;
@@ -143,21 +146,22 @@ static void attention(int argc, char **argv, int csv) {
     }
     if (!csv)
       for (int p = 0; p < 2; p++)
-        printf("L = %5d %-17s fused %9.2f ms (%5.1f GFLOP/s, %4.0f%% of peak, %7.1f MiB)  naive %9.2f ms (%5.1f GFLOP/s, "
-               "%7.1f MiB)  naive/fused %.2fx\n",
-               sizes[s], p ? "forward+backward" : "forward", r[2 * p].t.median * 1e3, gflops(&r[2 * p]),
-               100 * gflops(&r[2 * p]) / m->sgemm_gflops, r[2 * p].peak_bytes / 1048576.0, r[2 * p + 1].t.median * 1e3,
-               gflops(&r[2 * p + 1]), r[2 * p + 1].peak_bytes / 1048576.0, r[2 * p + 1].t.median / r[2 * p].t.median);
-    if (!csv)   /* bf16 products (slK_Attn.format), against the float32 fused version of the same run */
+        printf(
+            "L = %5d %-17s fused %9.2f ms (%5.1f GFLOP/s, %4.0f%% of peak, %7.1f MiB)  naive %9.2f ms (%5.1f GFLOP/s, "
+            "%7.1f MiB)  naive/fused %.2fx\n",
+            sizes[s], p ? "forward+backward" : "forward", r[2 * p].t.median * 1e3, gflops(&r[2 * p]),
+            100 * gflops(&r[2 * p]) / m->sgemm_gflops, r[2 * p].peak_bytes / 1048576.0, r[2 * p + 1].t.median * 1e3,
+            gflops(&r[2 * p + 1]), r[2 * p + 1].peak_bytes / 1048576.0, r[2 * p + 1].t.median / r[2 * p].t.median);
+    if (!csv) /* bf16 products (slK_Attn.format), against the float32 fused version of the same run */
       for (int p = 0; p < 2; p++)
         printf("L = %5d %-17s fused bf16 %9.2f ms (%5.1f GFLOP/s, %7.1f MiB)  fused float32 / bf16 %.2fx\n", sizes[s],
-               p ? "forward+backward" : "forward", r[4 + p].t.median * 1e3, gflops(&r[4 + p]), r[4 + p].peak_bytes / 1048576.0,
-               r[2 * p].t.median / r[4 + p].t.median);
+               p ? "forward+backward" : "forward", r[4 + p].t.median * 1e3, gflops(&r[4 + p]),
+               r[4 + p].peak_bytes / 1048576.0, r[2 * p].t.median / r[4 + p].t.median);
   }
 }
 
 static void mxint8(int mib) {
-  int n = mib * 1048576 / 4;   /* float32 outputs of `mib` MiB */
+  int n = mib * 1048576 / 4; /* float32 outputs of `mib` MiB */
   slK_Result c = time_case("memcpy", n, NULL, 10), f = time_case("mxint8_dequant_f32", n, NULL, 10),
              h = time_case("mxint8_dequant_bf16", n, NULL, 10), r = time_case("mxint8_dequant_ref", n, NULL, 5);
   double copy = c.bytes / c.t.median / 1e9;
@@ -173,8 +177,9 @@ static void mxint8(int mib) {
          f.bytes / f.t.median / 1e9 / copy, h.bytes / h.t.median / 1e9 / copy);
   for (int size = 256; size <= 4096; size *= 2) {
     slK_Result a, b;
-    for (int round = 0; round < 3; round++) {   /* interleaved, the best median of each */
-      slK_Result x = time_case("mxint8_linear_fused", size, NULL, 10), y = time_case("mxint8_linear_unfused", size, NULL, 10);
+    for (int round = 0; round < 3; round++) { /* interleaved, the best median of each */
+      slK_Result x = time_case("mxint8_linear_fused", size, NULL, 10),
+                 y = time_case("mxint8_linear_unfused", size, NULL, 10);
       if (round == 0 || x.t.median < a.t.median) a = x;
       if (round == 0 || y.t.median < b.t.median) b = y;
     }
@@ -206,20 +211,23 @@ static double best_of(int half, const int *s, const float *A, const float *B, fl
 
 static void shapes(void) {
   slK_blas_init();
-  static const int S[][5] = {{2176, 192, 64, 0, 1}, {2176, 64, 64, 0, 1},  {2176, 128, 64, 0, 1}, {2176, 64, 128, 0, 1},
-                             {2176, 64, 192, 0, 0}, {2176, 64, 64, 0, 0},  {2176, 64, 128, 0, 0}, {2176, 128, 64, 0, 0},
-                             {192, 64, 2176, 1, 0}, {64, 64, 2176, 1, 0},  {128, 64, 2176, 1, 0}, {64, 128, 2176, 1, 0}};
+  static const int S[][5] = {{2176, 192, 64, 0, 1}, {2176, 64, 64, 0, 1}, {2176, 128, 64, 0, 1}, {2176, 64, 128, 0, 1},
+                             {2176, 64, 192, 0, 0}, {2176, 64, 64, 0, 0}, {2176, 64, 128, 0, 0}, {2176, 128, 64, 0, 0},
+                             {192, 64, 2176, 1, 0}, {64, 64, 2176, 1, 0}, {128, 64, 2176, 1, 0}, {64, 128, 2176, 1, 0}};
   size_t n = 2176 * 256;
   float *A = slK_alloc(n * 4), *B = slK_alloc(n * 4), *C = slK_alloc(n * 4);
-  for (size_t i = 0; i < n; i++) A[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f, B[i] = (float)((i * 104729) % 997) / 997 - 0.5f;
+  for (size_t i = 0; i < n; i++)
+    A[i] = (float)((i * 7919) % 1000) / 1000 - 0.5f, B[i] = (float)((i * 104729) % 997) / 997 - 0.5f;
   printf("image transformer's products (M x N x K, op(A), op(B)): slK_sgemm float32 against bf16, best of 200\n");
   printf("%5s %4s %5s %3s %3s %10s %10s %8s\n", "M", "N", "K", "tA", "tB", "fp32 us", "bf16 us", "speed-up");
   double t32 = 0, t16 = 0;
   for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
     double a = 1e30, b = 1e30;
-    for (int round = 0; round < 2; round++) a = fmin(a, best_of(0, S[k], A, B, C, 100)), b = fmin(b, best_of(1, S[k], A, B, C, 100));
+    for (int round = 0; round < 2; round++)
+      a = fmin(a, best_of(0, S[k], A, B, C, 100)), b = fmin(b, best_of(1, S[k], A, B, C, 100));
     t32 += a, t16 += b;
-    printf("%5d %4d %5d %3d %3d %10.1f %10.1f %8.2f\n", S[k][0], S[k][1], S[k][2], S[k][3], S[k][4], a * 1e6, b * 1e6, a / b);
+    printf("%5d %4d %5d %3d %3d %10.1f %10.1f %8.2f\n", S[k][0], S[k][1], S[k][2], S[k][3], S[k][4], a * 1e6, b * 1e6,
+           a / b);
   }
   printf("one layer's products: float32 %.1f us, bf16 %.1f us, speed-up %.2f\n", t32 * 1e6, t16 * 1e6, t32 / t16);
   /* the unfused attention's per-head products (T = 17 tokens, 32 per head, rows of 64), one
@@ -239,8 +247,10 @@ static void shapes(void) {
           const int *s = H[k];
           size_t off = (size_t)p * 17 * 64;
           float *c = C + off;
-          if (how == 2) slK_gemm_bf16_rounded(s[3], s[4], s[0], s[1], s[2], 1, Ah + off, s[5], Bh + off, s[6], 0, c, s[1]);
-          else if (how == 1) slK_gemm_half(SLK_BF16, s[3], s[4], s[0], s[1], s[2], 1, A + off, s[5], B + off, NULL, s[6], 0, c, s[1]);
+          if (how == 2)
+            slK_gemm_bf16_rounded(s[3], s[4], s[0], s[1], s[2], 1, Ah + off, s[5], Bh + off, s[6], 0, c, s[1]);
+          else if (how == 1)
+            slK_gemm_half(SLK_BF16, s[3], s[4], s[0], s[1], s[2], 1, A + off, s[5], B + off, NULL, s[6], 0, c, s[1]);
           else slK_sgemm(s[3], s[4], s[0], s[1], s[2], 1, A + off, s[5], B + off, s[6], 0, c, s[1]);
         }
         double t = slK_now(NULL) - t0;
@@ -249,7 +259,8 @@ static void shapes(void) {
       h[how] += best;
     }
   printf("one layer's 6 x 256 per-head attention products, one thread: float32 %.1f us, bf16 %.1f us (%.2fx), "
-         "bf16 from rounded operands %.1f us (%.2fx)\n", h[0] * 1e6, h[1] * 1e6, h[0] / h[1], h[2] * 1e6, h[0] / h[2]);
+         "bf16 from rounded operands %.1f us (%.2fx)\n",
+         h[0] * 1e6, h[1] * 1e6, h[0] / h[1], h[2] * 1e6, h[0] / h[2]);
   slK_free(A), slK_free(B), slK_free(C), slK_free(Ah), slK_free(Bh);
 }
 

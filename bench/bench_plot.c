@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   }
   const char *cell = "plot t x=i y=y series=s title=\"three series\"";
   double *full = malloc((size_t)runs * sizeof *full), *bare = malloc((size_t)runs * sizeof *bare);
-  for (int i = -2; i < runs; i++) {  /* two warm-up runs */
+  for (int i = -2; i < runs; i++) { /* two warm-up runs */
     double t0 = now();
     if (sl_execute(S, cell, &host, &v, &e) != 0) {
       fprintf(stderr, "%s\n", e.evalue);

@@ -58,7 +58,8 @@ static void print_load(const char *when) {
   char stamp[32];
   strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M UTC", gmtime(&now));
   if (getloadavg(avg, 3) > 0)
-    printf("%s: %s, load average %.2f %.2f %.2f%s\n", when, stamp, avg[0], avg[1], avg[2], avg[0] > 0.7 ? "  (busy: provisional)" : "");
+    printf("%s: %s, load average %.2f %.2f %.2f%s\n", when, stamp, avg[0], avg[1], avg[2],
+           avg[0] > 0.7 ? "  (busy: provisional)" : "");
 }
 
 static int listed(const char *list, const char *name);
@@ -74,17 +75,17 @@ static double now(void) {
 static void quantiser_table(int steps, const char *only, const char *const names[], size_t nf) {
   const int in_f[3] = {784, 256, 128}, out_f[3] = {256, 128, 10};
   slQ_Format fmt[] = {
-    {.kind = SLQ_INTEGER, .width = 8, .frac_width = 4, .is_signed = 1},
-    {.kind = SLQ_MINIFLOAT_DENORM, .width = 8, .exponent_width = 4, .is_signed = 1},
-    {.kind = SLQ_MINIFLOAT_IEEE, .width = 8, .exponent_width = 4, .is_signed = 1},
-    {.kind = SLQ_LOG, .width = 8, .is_signed = 1},
-    {.kind = SLQ_BLOCK_FP, .width = 8, .exponent_width = 8, .block = 16, .bias_width = 4},
-    {.kind = SLQ_BLOCK_LOG, .width = 8, .block = 16, .bias_width = 4},
-    {.kind = SLQ_MXINT8, .block = 32},
-    {.kind = SLQ_MXFP8_E4M3, .block = 32},
-    {.kind = SLQ_MXFP4_E2M1, .block = 32},
-    {.kind = SLQ_BINARY, .block = 16, .bipolar = 1},
-    {.kind = SLQ_TERNARY, .block = 16, .scaled = 1},
+      {.kind = SLQ_INTEGER, .width = 8, .frac_width = 4, .is_signed = 1},
+      {.kind = SLQ_MINIFLOAT_DENORM, .width = 8, .exponent_width = 4, .is_signed = 1},
+      {.kind = SLQ_MINIFLOAT_IEEE, .width = 8, .exponent_width = 4, .is_signed = 1},
+      {.kind = SLQ_LOG, .width = 8, .is_signed = 1},
+      {.kind = SLQ_BLOCK_FP, .width = 8, .exponent_width = 8, .block = 16, .bias_width = 4},
+      {.kind = SLQ_BLOCK_LOG, .width = 8, .block = 16, .bias_width = 4},
+      {.kind = SLQ_MXINT8, .block = 32},
+      {.kind = SLQ_MXFP8_E4M3, .block = 32},
+      {.kind = SLQ_MXFP4_E2M1, .block = 32},
+      {.kind = SLQ_BINARY, .block = 16, .bipolar = 1},
+      {.kind = SLQ_TERNARY, .block = 16, .scaled = 1},
   };
   float *x[3][3], *y = malloc(256 * 784 * sizeof *y);
   size_t len[3][3];
@@ -93,14 +94,16 @@ static void quantiser_table(int steps, const char *only, const char *const names
     len[l][0] = (size_t)128 * in_f[l], len[l][1] = (size_t)out_f[l] * in_f[l], len[l][2] = (size_t)out_f[l];
     for (int t = 0; t < 3; t++) {
       x[l][t] = malloc(len[l][t] * sizeof(float));
-      for (size_t i = 0; i < len[l][t]; i++) {  /* images in [0, 1], activations after ReLU, weights and biases around 0 */
+      for (size_t i = 0; i < len[l][t];
+           i++) { /* images in [0, 1], activations after ReLU, weights and biases around 0 */
         seed = seed * 1664525u + 1013904223u;
         float u = (float)(seed >> 8) / 16777216.0f;
         x[l][t][i] = t == 0 ? (l == 0 ? u : (u < 0.5f ? 0.0f : 2 * (u - 0.5f))) : (2 * u - 1) / 28.0f;
       }
     }
   }
-  printf("\nThe quantisers alone on one step's tensors (inputs, weights and biases of the three layers), best of 200 steps:\n\n");
+  printf(
+      "\nThe quantisers alone on one step's tensors (inputs, weights and biases of the three layers), best of 200 steps:\n\n");
   printf("| format | us per step | ms per epoch (%d steps) |\n|---|---:|---:|\n", steps);
   for (size_t f = 0; f < sizeof fmt / sizeof fmt[0] && f + 1 < nf; f++) {
     if (only && !listed(only, names[f + 1])) continue;
@@ -140,24 +143,24 @@ int main(int argc, char **argv) {
   int train = argc > 1 ? atoi(argv[1]) : 10000, runs = argc > 2 ? atoi(argv[2]) : 2;
   const char *only = argc > 3 ? argv[3] : NULL;
   const char *formats[][2] = {
-    {"float32", ""},
-    {"integer", "format=integer width=8 frac=4"},
-    {"minifloat_denorm", "format=minifloat_denorm width=8 exponent_width=4"},
-    {"minifloat_ieee", "format=minifloat_ieee width=8 exponent_width=4"},
-    {"log", "format=log width=8"},
-    {"block_fp", "format=block_fp width=8 exponent_width=8 block=16"},
-    {"block_log", "format=block_log width=8 block=16"},
-    {"mxint8", "format=mxint8"},
-    {"mxfp8_e4m3", "format=mxfp8_e4m3"},
-    {"mxfp4_e2m1", "format=mxfp4_e2m1"},
-    {"binary", "format=binary"},
-    {"ternary", "format=ternary"},
+      {"float32", ""},
+      {"integer", "format=integer width=8 frac=4"},
+      {"minifloat_denorm", "format=minifloat_denorm width=8 exponent_width=4"},
+      {"minifloat_ieee", "format=minifloat_ieee width=8 exponent_width=4"},
+      {"log", "format=log width=8"},
+      {"block_fp", "format=block_fp width=8 exponent_width=8 block=16"},
+      {"block_log", "format=block_log width=8 block=16"},
+      {"mxint8", "format=mxint8"},
+      {"mxfp8_e4m3", "format=mxfp8_e4m3"},
+      {"mxfp4_e2m1", "format=mxfp4_e2m1"},
+      {"binary", "format=binary"},
+      {"ternary", "format=ternary"},
   };
   size_t nf = sizeof formats / sizeof formats[0];
   sl_State *S = sl_new();
   char code[1024];
-  snprintf(code, sizeof code, "data = dataset fashion_mnist train=%d test=1000\nbase = model mlp hidden=[256, 128] seed=1\n0",
-           train);
+  snprintf(code, sizeof code,
+           "data = dataset fashion_mnist train=%d test=1000\nbase = model mlp hidden=[256, 128] seed=1\n0", train);
   run_number(S, code);
   printf("MLP 784-256-128-10, %d training images, batch 128, best of %d runs\n", train, runs);
   print_load("before");
@@ -165,7 +168,7 @@ int main(int argc, char **argv) {
   double f32_best = 1e30;
   char f32_code[256];
   snprintf(f32_code, sizeof f32_code, "q = copy base\n(train q data epochs=1 seed=1).seconds[0]");
-  run_number(S, f32_code);  /* one float32 epoch first, so caches and the thread teams are warm */
+  run_number(S, f32_code); /* one float32 epoch first, so caches and the thread teams are warm */
   for (size_t f = 1; f < nf; f++) {
     if (only && !listed(only, formats[f][0])) continue;
     double best = 1e30, beside = 1e30;

@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
   size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 64, n = mib * 1024 * 1024 / sizeof(float);
   float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
   for (size_t i = 0; i < n; i++) in[i] = (float)((double)(i % 9973) / 997.0 - 5.0);
-  memcpy(out, in, n * sizeof *in);  /* touch every page before timing */
+  memcpy(out, in, n * sizeof *in); /* touch every page before timing */
   double best = 1e9;
   for (int r = 0; r < 5; r++) {
     double t0 = now();
@@ -37,10 +37,10 @@ int main(int argc, char **argv) {
   printf("buffer %zu MiB; memcpy %.2f GB/s\n", mib, copy);
   printf("%-18s %10s %10s\n", "format", "GB/s", "of memcpy");
   slQ_Format formats[] = {
-    {SLQ_INTEGER, 8, 4, 0, 0, 0, 1, 32},        {SLQ_MINIFLOAT_DENORM, 8, 0, 4, 0, 0, 1, 32},
-    {SLQ_MINIFLOAT_IEEE, 8, 0, 4, 0, 0, 1, 32}, {SLQ_LOG, 5, 0, 0, 0, 0, 1, 32},
-    {SLQ_MXINT8, 0, 0, 0, 0, 0, 1, 32},         {SLQ_MXFP8_E4M3, 0, 0, 0, 0, 0, 1, 32},
-    {SLQ_MXFP4_E2M1, 0, 0, 0, 0, 0, 1, 32},
+      {SLQ_INTEGER, 8, 4, 0, 0, 0, 1, 32},        {SLQ_MINIFLOAT_DENORM, 8, 0, 4, 0, 0, 1, 32},
+      {SLQ_MINIFLOAT_IEEE, 8, 0, 4, 0, 0, 1, 32}, {SLQ_LOG, 5, 0, 0, 0, 0, 1, 32},
+      {SLQ_MXINT8, 0, 0, 0, 0, 0, 1, 32},         {SLQ_MXFP8_E4M3, 0, 0, 0, 0, 0, 1, 32},
+      {SLQ_MXFP4_E2M1, 0, 0, 0, 0, 0, 1, 32},
   };
   for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++) {
     best = 1e9;

@@ -122,11 +122,13 @@ int main(int argc, char **argv) {
   double peak = sgemm_peak("before");
   /* every product of the MLP's SGD step (fc1 needs no input gradient), and
   ** what the step would reach if everything between them cost nothing */
-  static const struct { const char *name; int ta, tb, M, N, K; } prods[] = {
-      {"fc1 fwd", SLK_N, SLK_T, 128, 256, 784}, {"fc1 dW", SLK_T, SLK_N, 256, 784, 128},
-      {"fc2 fwd", SLK_N, SLK_T, 128, 128, 256}, {"fc2 dW", SLK_T, SLK_N, 128, 256, 128},
-      {"fc2 dx", SLK_N, SLK_N, 128, 256, 128},  {"fc3 fwd", SLK_N, SLK_T, 128, 10, 128},
-      {"fc3 dW", SLK_T, SLK_N, 10, 128, 128},   {"fc3 dx", SLK_N, SLK_N, 128, 128, 10}};
+  static const struct {
+    const char *name;
+    int ta, tb, M, N, K;
+  } prods[] = {{"fc1 fwd", SLK_N, SLK_T, 128, 256, 784}, {"fc1 dW", SLK_T, SLK_N, 256, 784, 128},
+               {"fc2 fwd", SLK_N, SLK_T, 128, 128, 256}, {"fc2 dW", SLK_T, SLK_N, 128, 256, 128},
+               {"fc2 dx", SLK_N, SLK_N, 128, 256, 128},  {"fc3 fwd", SLK_N, SLK_T, 128, 10, 128},
+               {"fc3 dW", SLK_T, SLK_N, 10, 128, 128},   {"fc3 dx", SLK_N, SLK_N, 128, 128, 10}};
   double step_s = 0;
   printf("MLP step products alone (batch 128), GFLOP/s:");
   for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {

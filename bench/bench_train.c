@@ -24,7 +24,8 @@ static double now(void) {
 }
 
 static double sgemm_gflops(int n) {
-  float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b), *c = malloc((size_t)n * n * sizeof *c);
+  float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
+        *c = malloc((size_t)n * n * sizeof *c);
   for (size_t i = 0; i < (size_t)n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
@@ -37,7 +38,8 @@ static double sgemm_gflops(int n) {
   return best;
 }
 
-static void run(const char *label, slM_Graph *g, slM_Dataset *d, slM_TrainConfig *c, double flops_per_sample, double peak) {
+static void run(const char *label, slM_Graph *g, slM_Dataset *d, slM_TrainConfig *c, double flops_per_sample,
+                double peak) {
   slM_EpochStats *stats = calloc((size_t)c->epochs, sizeof *stats);
   int n = slM_train(g, d, c, NULL, stats);
   double best = 0, fastest = 0;
@@ -45,10 +47,11 @@ static void run(const char *label, slM_Graph *g, slM_Dataset *d, slM_TrainConfig
     if (stats[e].test_accuracy > best) best = stats[e].test_accuracy;
     if (stats[e].samples_per_second > fastest) fastest = stats[e].samples_per_second;
   }
-  printf("%-34s epochs %2d  final test accuracy %.4f (best %.4f)  %8.0f samples/s  epoch %.2f s",
-         label, n, stats[n - 1].test_accuracy, best, fastest, (double)d->ntrain / fastest);
+  printf("%-34s epochs %2d  final test accuracy %.4f (best %.4f)  %8.0f samples/s  epoch %.2f s", label, n,
+         stats[n - 1].test_accuracy, best, fastest, (double)d->ntrain / fastest);
   if (flops_per_sample > 0)
-    printf("  %.1f GFLOP/s = %.0f%% of sgemm peak", fastest * flops_per_sample / 1e9, 100 * fastest * flops_per_sample / 1e9 / peak);
+    printf("  %.1f GFLOP/s = %.0f%% of sgemm peak", fastest * flops_per_sample / 1e9,
+           100 * fastest * flops_per_sample / 1e9 / peak);
   printf("\n");
   for (int e = 0; e < n; e++)
     printf("    epoch %2d: loss %.4f  train %.4f  test %.4f  %.2f s\n", stats[e].epoch, stats[e].loss,

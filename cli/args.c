@@ -96,7 +96,7 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
       continue;
     }
     long n;
-    if (strncmp(a, "-j", 2) == 0 && a[2]) {  /* -j4 */
+    if (strncmp(a, "-j", 2) == 0 && a[2]) { /* -j4 */
       if (slc_number("report", "-j", a + 2, 1, MAX_JOBS, JOBS_UNIT, &n) != 0) return 2;
       o->jobs = (int)n;
       continue;
@@ -126,9 +126,11 @@ static int parse_args(int argc, char **argv, slR_Options *o) {
       const char *eq = strchr(v, '=');
       char pname[128] = "";
       if (eq && (size_t)(eq - v) < sizeof pname) snprintf(pname, sizeof pname, "%.*s", (int)(eq - v), v);
-      if (!eq || !slR_param_name_ok(pname)) {   /* the name becomes code in the injected cell */
-        fprintf(stderr, "syslab report: -p takes NAME=VALUE, NAME a name of the language (letters, digits and '_', "
-                "not starting with a digit, neither a keyword nor a command), got '%s'\n", v);
+      if (!eq || !slR_param_name_ok(pname)) { /* the name becomes code in the injected cell */
+        fprintf(stderr,
+                "syslab report: -p takes NAME=VALUE, NAME a name of the language (letters, digits and '_', "
+                "not starting with a digit, neither a keyword nor a command), got '%s'\n",
+                v);
         return 2;
       }
       char *src = value_source(eq + 1);
@@ -168,7 +170,7 @@ int slc_report_main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);
   if (rc == 0) rc = slR_report(&o);
-  else if (rc == 1) rc = 0;  /* --help */
+  else if (rc == 1) rc = 0; /* --help */
   free_options(&o);
   return rc;
 }

@@ -83,7 +83,7 @@ void slc_usage(FILE *f, const char *command) {
   const slc_Command *c = slc_command(command);
   if (!c) return;
   synopsis(f, c);
-  if (c->details) fprintf(f, "\n%s", c->details);  /* ends with its own newline */
+  if (c->details) fprintf(f, "\n%s", c->details); /* ends with its own newline */
   else fprintf(f, "\n%s\n", c->summary);
   if (c->options[0].name) {
     fputc('\n', f);

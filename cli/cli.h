@@ -9,24 +9,24 @@
 
 #include <stdio.h>
 
-int slc_run_main(int argc, char **argv);      /* run.c */
-int slc_help_language(const char *name);      /* run.c: `syslab help train` */
-int slc_install_main(int argc, char **argv);  /* install.c */
-int slc_kernel_main(int argc, char **argv);   /* args.c: kernel/ does the work */
-int slc_report_main(int argc, char **argv);   /* args.c: report/ does the work */
+int slc_run_main(int argc, char **argv);     /* run.c */
+int slc_help_language(const char *name);     /* run.c: `syslab help train` */
+int slc_install_main(int argc, char **argv); /* install.c */
+int slc_kernel_main(int argc, char **argv);  /* args.c: kernel/ does the work */
+int slc_report_main(int argc, char **argv);  /* args.c: report/ does the work */
 
 typedef struct {
-  const char *name;   /* "-o"; NULL ends a list */
-  const char *alias;  /* "--output", or NULL */
-  const char *arg;    /* what follows it ("DIR"), NULL for a flag */
+  const char *name;  /* "-o"; NULL ends a list */
+  const char *alias; /* "--output", or NULL */
+  const char *arg;   /* what follows it ("DIR"), NULL for a flag */
   const char *help;
 } slc_Option;
 
 typedef struct {
-  const char *name;     /* "report"; NULL ends the table */
-  const char *args;     /* positional arguments for the synopsis, or NULL */
-  const char *summary;  /* one line for `syslab help` */
-  const char *details;  /* more for `syslab NAME --help`, or NULL */
+  const char *name;    /* "report"; NULL ends the table */
+  const char *args;    /* positional arguments for the synopsis, or NULL */
+  const char *summary; /* one line for `syslab help` */
+  const char *details; /* more for `syslab NAME --help`, or NULL */
   const slc_Option *options;
   /* what `syslab NAME ...` runs: argv[0] is the name as typed; returns the
   ** program's exit status */
@@ -56,7 +56,7 @@ const slc_Option *slc_option(const char *command, const char *arg);
 ** 3, 2 or 256) */
 int slc_number(const char *command, const char *option, const char *text, long lo, long hi, const char *unit,
                long *out);
-void slc_usage(FILE *f, const char *command);  /* one command, every option */
-void slc_usage_all(FILE *f);                   /* every command, every option */
+void slc_usage(FILE *f, const char *command); /* one command, every option */
+void slc_usage_all(FILE *f);                  /* every command, every option */
 
 #endif

@@ -82,7 +82,7 @@ static void remove_tree(const char *dir) {
 
 int slc_install_main(int argc, char **argv) {
   char base[PATH_MAX] = "";
-  const char *command = NULL;  /* what the kernelspec starts: this program, unless --command names another */
+  const char *command = NULL; /* what the kernelspec starts: this program, unless --command names another */
   const char *home = getenv("HOME");
   const char *xdg = getenv("XDG_DATA_HOME");
   for (int i = 1; i < argc; i++) {
@@ -149,9 +149,9 @@ int slc_install_main(int argc, char **argv) {
     fprintf(stderr, "syslab install: cannot create %s: %s\n", tmp, strerror(errno));
     return 1;
   }
-  json_t *spec = json_pack("{s:[s, s, s, s], s:s, s:s, s:s, s:{}}", "argv", command, "kernel", "-f", "{connection_file}",
-                           "display_name", "syslab", "language", SYSLAB_LANGUAGE, "interrupt_mode", "message",
-                           "metadata");
+  json_t *spec =
+      json_pack("{s:[s, s, s, s], s:s, s:s, s:s, s:{}}", "argv", command, "kernel", "-f", "{connection_file}",
+                "display_name", "syslab", "language", SYSLAB_LANGUAGE, "interrupt_mode", "message", "metadata");
   char path[PATH_MAX + 64];
   snprintf(path, sizeof path, "%s/kernel.json", tmp);
   int rc = json_dump_file(spec, path, JSON_INDENT(2));

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   }
   const slc_Command *run = slc_command_to_run(argv[1]);
   if (run) return run->main(argc - 1, argv + 1);
-  const char *names[32];   /* "did you mean" among the subcommands */
+  const char *names[32]; /* "did you mean" among the subcommands */
   size_t n = 0;
   for (const slc_Command *c = slc_commands; c->name && n + 1 < sizeof names / sizeof *names; c++)
     if (c->name[0] != '-') names[n++] = c->name;

@@ -26,10 +26,10 @@
 #include "slutil.h"
 
 typedef struct {
-  int quiet;             /* a rank above 0 of an mpirun job: rank 0 alone prints */
-  int tty;               /* stderr is a terminal */
-  char progress_id[64];  /* display being updated in place */
-  char *progress_text;   /* its latest text, printed at the end when not a tty */
+  int quiet;            /* a rank above 0 of an mpirun job: rank 0 alone prints */
+  int tty;              /* stderr is a terminal */
+  char progress_id[64]; /* display being updated in place */
+  char *progress_text;  /* its latest text, printed at the end when not a tty */
 } Terminal;
 
 static void finish_progress(Terminal *t) {
@@ -80,7 +80,7 @@ static void term_display(void *ud, const sl_Bundle *b, const char *display_id, i
 static void term_clear(void *ud, int wait) { finish_progress(ud); }
 
 static int term_input(void *ud, const char *prompt, int password, char **answer) {
-  if (!isatty(STDIN_FILENO)) return -1;  /* the script itself may be on stdin */
+  if (!isatty(STDIN_FILENO)) return -1; /* the script itself may be on stdin */
   finish_progress(ud);
   fputs(prompt, stdout);
   fflush(stdout);
@@ -127,9 +127,10 @@ static int check_kernel(const char *path, json_t *nb) {
   const char *lang = json_string_value(json_object_get(json_object_get(meta, "kernelspec"), "language"));
   const char *name = json_string_value(json_object_get(json_object_get(meta, "kernelspec"), "name"));
   const char *info = json_string_value(json_object_get(json_object_get(meta, "language_info"), "name"));
-  const char *other = lang && strcmp(lang, SYSLAB_LANGUAGE) != 0 ? lang
-                    : info && strcmp(info, SYSLAB_LANGUAGE) != 0 ? info
-                    : name && strcmp(name, "syslab") != 0 && !lang && !info ? name : NULL;
+  const char *other = lang && strcmp(lang, SYSLAB_LANGUAGE) != 0              ? lang
+                      : info && strcmp(info, SYSLAB_LANGUAGE) != 0            ? info
+                      : name && strcmp(name, "syslab") != 0 && !lang && !info ? name
+                                                                              : NULL;
   if (!other) return 0;
   fprintf(stderr, "syslab run: '%s' is a notebook for %s (kernel %s), not for syslab: run it with its own kernel\n",
           path, other, name ? name : "unknown");
@@ -153,7 +154,7 @@ static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char
     return 0;
   }
   fflush(stdout);
-  if (term->quiet) fprintf(stderr, "rank %d: ", sl_job_rank());  /* errors of every rank are shown, marked */
+  if (term->quiet) fprintf(stderr, "rank %d: ", sl_job_rank()); /* errors of every rank are shown, marked */
   fprintf(stderr, "%s: %s\n", where, err.traceback ? err.traceback : err.evalue);
   sl_error_free(&err);
   return -1;
@@ -164,7 +165,7 @@ static int run_code(sl_State *S, Terminal *term, const sl_Host *host, const char
 ** error of one tagged raises-exception is shown and the run goes on. */
 static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const char *path, const char *text) {
   json_error_t jerr;
-  json_t *nb = json_loads(text, JSON_ALLOW_NUL, &jerr);  /* a NUL in a cell is refused below, by cell */
+  json_t *nb = json_loads(text, JSON_ALLOW_NUL, &jerr); /* a NUL in a cell is refused below, by cell */
   json_t *cells = nb ? json_object_get(nb, "cells") : NULL;
   if (!json_is_array(cells)) {
     fprintf(stderr, "syslab run: '%s' is not a notebook (%s)\n", path, nb ? "no cells list" : jerr.text);
@@ -190,13 +191,13 @@ static int run_notebook(sl_State *S, Terminal *term, const sl_Host *host, const 
     } else {
       size_t k;
       json_t *line;
-      json_array_foreach(src, k, line) slU_add_len(&code_text, json_string_value(line) ? json_string_value(line) : "",
-                                                   json_string_length(line));
+      json_array_foreach(src, k, line)
+          slU_add_len(&code_text, json_string_value(line) ? json_string_value(line) : "", json_string_length(line));
     }
     char *code = code_text.s;
     char where[4096];
     snprintf(where, sizeof where, "%s, cell %zu", path, i + 1);
-    if (slR_cell_has_tag(cell, "skip-execution")) {   /* the report's tags mean the same here */
+    if (slR_cell_has_tag(cell, "skip-execution")) { /* the report's tags mean the same here */
       if (!term->quiet) fprintf(stderr, "%s: skipped (skip-execution)\n", where);
       free(code);
       continue;
@@ -240,7 +241,7 @@ int slc_help_language(const char *name) {
   }
   if (rc == 0) return 0;
   const char *why = err.evalue ? err.evalue : "";
-  if (strncmp(why, "help: topic: ", 13) == 0) why += 13;  /* the language names its command and argument */
+  if (strncmp(why, "help: topic: ", 13) == 0) why += 13; /* the language names its command and argument */
   fprintf(stderr, "syslab help: '%s' is neither a subcommand of syslab nor a command of the language%s%s\n\n", name,
           why[0] ? ": " : "", why);
   if (err.evalue) sl_error_free(&err);

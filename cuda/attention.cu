@@ -40,7 +40,7 @@
 ** threads of one ty are one half-warp, so row statistics reduce with
 ** shuffles over xor offsets 1..8. */
 __global__ void __launch_bounds__(256) attention_fused_fwd_v1(const float *Q, const float *K, const float *V, float *O,
-                                                           float *Lse, int n, float scale, int causal) {
+                                                              float *Lse, int n, float scale, int causal) {
   extern __shared__ float smem[];
   float *Qs = smem, *Ks = Qs + BR * (D + PAD), *Vs = Ks + BC * (D + PAD), *Ps = Vs + BC * (D + PAD);
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16, q0 = blockIdx.x * BR;
@@ -126,10 +126,9 @@ void slG_attention_rowdot(const float *dO, const float *O, float *Dv, long rows)
 
 /* a block owns keys k0..k0+63; (ty, tx): keys ty*4.. for dK/dV rows and
 ** features tx*4..; for S and dP it is queries ty*4.. and keys tx*4.. */
-__global__ void __launch_bounds__(256) attention_fused_bwd_v1(const float *Q, const float *K, const float *V,
-                                                           const float *dO, const float *Lse, const float *Dv,
-                                                           float *dQ, float *dK, float *dV, int n, float scale,
-                                                           int causal) {
+__global__ void __launch_bounds__(256)
+    attention_fused_bwd_v1(const float *Q, const float *K, const float *V, const float *dO, const float *Lse,
+                           const float *Dv, float *dQ, float *dK, float *dV, int n, float scale, int causal) {
   extern __shared__ float smem[];
   float *Ks = smem, *Vs = Ks + BC * (D + PAD), *Qs = Vs + BC * (D + PAD), *dOs = Qs + BR * (D + PAD);
   float *Ps = dOs + BR * (D + PAD), *dSs = Ps + BR * (BC + PAD), *Ls = dSs + BR * (BC + PAD), *Ds = Ls + BR;
@@ -325,10 +324,9 @@ __global__ void __launch_bounds__(256, 2) attention_fused_fwd(const float *Q, co
 ** 64, as version 1, with 16-byte reads throughout. For S and dP a thread
 ** holds queries ty*4.. and keys tx + 16 v; for dK and dV keys ty*4.. and
 ** features tx*4..; for dQ queries ty*4.. and features tx*4.. */
-__global__ void __launch_bounds__(256, 2) attention_fused_bwd(const float *Q, const float *K, const float *V,
-                                                              const float *dO, const float *Lse, const float *Dv,
-                                                              float *dQ, float *dK, float *dV, int n, float scale,
-                                                              int causal) {
+__global__ void __launch_bounds__(256, 2)
+    attention_fused_bwd(const float *Q, const float *K, const float *V, const float *dO, const float *Lse,
+                        const float *Dv, float *dQ, float *dK, float *dV, int n, float scale, int causal) {
   extern __shared__ float4 sm4[];
   float4 *Ks = sm4, *Vs = Ks + BC * ROW4, *Qs = Vs + BC * ROW4, *dOs = Qs + BR * ROW4;
   float4 *Ps = dOs + BR * ROW4, *dSs = Ps + BR * ROW4;
@@ -408,8 +406,8 @@ static const size_t FWD1_SMEM = sizeof(float) * ((BR + 2 * BC) * (D + PAD) + BR 
 static const size_t BWD1_SMEM = sizeof(float) * ((2 * BC + 2 * BR) * (D + PAD) + 2 * BR * (BC + PAD) + 2 * BR);
 
 /* version 2, or version 1 (kept beside it as the step it is measured against) */
-int slG_fused_forward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
-                            float *o, float *lse, char *err, size_t errlen) {
+int slG_fused_forward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v, float *o,
+                      float *lse, char *err, size_t errlen) {
   float scale = 1.0f / sqrtf((float)D);
   if (version == 1) {
     cudaFuncSetAttribute(attention_fused_fwd_v1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)FWD1_SMEM);
@@ -427,8 +425,8 @@ int slG_fused_forward(int version, int bh, int n, int causal, const float *q, co
 }
 
 int slG_fused_backward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
-                            const float *o, const float *dout, const float *lse, float *Dv, float *dq, float *dk,
-                            float *dv, char *err, size_t errlen) {
+                       const float *o, const float *dout, const float *lse, float *Dv, float *dq, float *dk, float *dv,
+                       char *err, size_t errlen) {
   long rows = (long)bh * n;
   float scale = 1.0f / sqrtf((float)D);
   cudaMemset(dq, 0, sizeof(float) * rows * D);
@@ -448,4 +446,3 @@ int slG_fused_backward(int version, int bh, int n, int causal, const float *q, c
   }
   return 0;
 }
-

@@ -13,12 +13,12 @@
 /* O and L = logsumexp of each row for bh heads of n x SLG_ATTN_DIM device
 ** arrays; version 2, or 1 (kept as the step 2 is measured against); 0, or
 ** -1 with CUDA's reason in err */
-int slG_fused_forward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
-                      float *o, float *lse, char *err, size_t errlen);
+int slG_fused_forward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v, float *o,
+                      float *lse, char *err, size_t errlen);
 /* dQ, dK, dV (overwritten) from O, dO and L; Dv is scratch of bh x n floats */
 int slG_fused_backward(int version, int bh, int n, int causal, const float *q, const float *k, const float *v,
-                       const float *o, const float *dout, const float *lse, float *Dv, float *dq, float *dk,
-                       float *dv, char *err, size_t errlen);
+                       const float *o, const float *dout, const float *lse, float *Dv, float *dq, float *dk, float *dv,
+                       char *err, size_t errlen);
 /* the tensor-core forward of attention_tc.cu: q, k, v are bh heads of n x dim
 ** bf16 (dim 64 or 128), O and L float32 as above; 0, or -1 with the reason */
 int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,

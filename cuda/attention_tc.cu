@@ -116,7 +116,7 @@ __device__ void add_product(float *c, const bf16 *a, const bf16 *b) {
 template <int DIM>
 __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const bf16 *K, const bf16 *V, float *O,
                                                             float *Lse, int n, float scale2, int causal) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800   /* bf16 fragments need sm_80 */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800 /* bf16 fragments need sm_80 */
   typedef Layout<DIM> L;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16 *Qs = (bf16 *)(smem + L::Q), *Ks = (bf16 *)(smem + L::K), *Vs = (bf16 *)(smem + L::V);
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
   float m = -INFINITY, l = 0.0f;
   int kend = slG_tc_key_end(n, q0, causal);
   for (int k0 = 0; k0 < kend; k0 += TK) {
-    __syncthreads();   /* the previous tile's K and V are no longer read */
+    __syncthreads(); /* the previous tile's K and V are no longer read */
     stage<DIM>(Ks, K + head, k0, TK, n);
     stage<DIM>(Vs, V + head, k0, TK, n);
     __syncthreads();
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
     bf16 *prow = Ps + row * L::LDP + half * 32;
     for (int c = 0; c < 32; c++) {
       float p = m_new == -INFINITY ? 0.0f : exp2f(srow[c] - m_new);
-      prow[c] = __float2bfloat16_rn(p);   /* P as the tensor cores take it; the sum keeps float32 */
+      prow[c] = __float2bfloat16_rn(p); /* P as the tensor cores take it; the sum keeps float32 */
       sum += p;
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(THREADS) attention_tc_fwd(const bf16 *Q, const
   }
   if (q >= n) return;
   const float ln2 = 0.69314718055994531f;
-  float inv = 1.0f / l, *orow = Os + row * L::LDO + half * (DIM / 2), *out = O + head + (long)q * DIM + half * (DIM / 2);
+  float inv = 1.0f / l, *orow = Os + row * L::LDO + half * (DIM / 2),
+        *out = O + head + (long)q * DIM + half * (DIM / 2);
   for (int d = 0; d < DIM / 2; d += 4)
     *(float4 *)(out + d) = make_float4(orow[d] * inv, orow[d + 1] * inv, orow[d + 2] * inv, orow[d + 3] * inv);
   if (half == 0) Lse[(long)blockIdx.y * n + q] = m * ln2 + logf(l);
@@ -218,10 +219,9 @@ struct BwdLayout : Tiles<DIM> {
 };
 
 template <int DIM>
-__global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const bf16 *K, const bf16 *V,
-                                                            const bf16 *dO, const float *Lse, const float *Dv,
-                                                            float *dQ, float *dK, float *dV, int n, float scale,
-                                                            int causal) {
+__global__ void __launch_bounds__(THREADS)
+    attention_tc_bwd(const bf16 *Q, const bf16 *K, const bf16 *V, const bf16 *dO, const float *Lse, const float *Dv,
+                     float *dQ, float *dK, float *dV, int n, float scale, int causal) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   typedef BwdLayout<DIM> L;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -239,12 +239,12 @@ __global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const
   /* this lane's key (a row of the transposed tiles) and its half of the 64 queries */
   int row = slG_tc_row(warp, lane), half = slG_tc_half(lane), key = k0 + row;
   for (int q0 = slG_tc_query_start(k0, causal); q0 < n; q0 += TQ) {
-    __syncthreads();   /* the previous tile's Q, dO, dS^T and dQ rows are no longer read */
+    __syncthreads(); /* the previous tile's Q, dO, dS^T and dQ rows are no longer read */
     stage<DIM>(Qs, Q + head, q0, TQ, n);
     stage<DIM>(dOs, dO + head, q0, TQ, n);
     for (int i = threadIdx.x; i < TQ; i += THREADS) {
       bool in = q0 + i < n;
-      Lq[i] = in ? Lse[rows + q0 + i] * log2e : INFINITY;   /* a query past n: P = 0 */
+      Lq[i] = in ? Lse[rows + q0 + i] * log2e : INFINITY; /* a query past n: P = 0 */
       Dq[i] = in ? Dv[rows + q0 + i] : 0.0f;
     }
     __syncthreads();
@@ -278,13 +278,13 @@ __global__ void __launch_bounds__(THREADS) attention_tc_bwd(const bf16 *Q, const
     for (int c = 0; c < 32; c++) prow[c] = __float2bfloat16_rn(srow[c] * (dprow[c] - Dq[half * 32 + c]));
     __syncwarp();
     add_product<DIM>(dKs + warp * 16 * L::LDO, Pt + warp * 16 * L::LDP, Qs);
-    __syncthreads();   /* every warp's rows of dS^T are written */
+    __syncthreads(); /* every warp's rows of dS^T are written */
     /* dQ, queries warp*16.. (16 x DIM) = dS (column-major view of dS^T) K over the block's 64 keys */
     for (int j = 0; j < DIM / 16; j++) {
       Acc dq;
       wmma::fill_fragment(dq, 0.0f);
-      mma_steps<wmma::col_major, wmma::row_major, TK / 16>(dq, Pt + warp * 16, L::LDP, 16 * L::LDP, Ks + j * 16,
-                                                           L::LDH, 16 * L::LDH);
+      mma_steps<wmma::col_major, wmma::row_major, TK / 16>(dq, Pt + warp * 16, L::LDP, 16 * L::LDP, Ks + j * 16, L::LDH,
+                                                           16 * L::LDH);
       wmma::store_matrix_sync(dQs + warp * 16 * L::LDO + j * 16, dq, L::LDO, wmma::mem_row_major);
     }
     __syncwarp();
@@ -344,15 +344,18 @@ static int usable(int dim, int backward, char *err, size_t errlen) {
   cudaGetDevice(&dev);
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8) {
     cudaGetLastError();
-    snprintf(err, errlen, "the bf16 tensor-core attention needs compute capability 8.0 or later (this GPU: %d.x)", major);
+    snprintf(err, errlen, "the bf16 tensor-core attention needs compute capability 8.0 or later (this GPU: %d.x)",
+             major);
     return -1;
   }
   size_t need = backward ? (dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES)
                          : (dim == 64 ? Layout<64>::BYTES : Layout<128>::BYTES);
   cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
   if ((size_t)most < need) {
-    snprintf(err, errlen, "the bf16 tensor-core attention %s at dim %d needs %zu bytes of shared memory a block; this "
-             "GPU allows %d", backward ? "backward" : "forward", dim, need, most);
+    snprintf(err, errlen,
+             "the bf16 tensor-core attention %s at dim %d needs %zu bytes of shared memory a block; this "
+             "GPU allows %d",
+             backward ? "backward" : "forward", dim, need, most);
     return -1;
   }
   return 0;

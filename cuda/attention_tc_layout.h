@@ -30,13 +30,13 @@
 #endif
 
 enum {
-  SLG_TC_TQ = 64,      /* queries per tile */
-  SLG_TC_TK = 64,      /* keys per tile */
-  SLG_TC_HPAD = 8,     /* bf16 after each bf16 row */
-  SLG_TC_FPAD = 4,     /* floats after each float row */
+  SLG_TC_TQ = 64,  /* queries per tile */
+  SLG_TC_TK = 64,  /* keys per tile */
+  SLG_TC_HPAD = 8, /* bf16 after each bf16 row */
+  SLG_TC_FPAD = 4, /* floats after each float row */
   SLG_TC_THREADS = 128,
   SLG_TC_WARP_ROWS = 16, /* a warp's rows, one fragment tall */
-  SLG_TC_BF16 = 2,     /* bytes of a bf16 */
+  SLG_TC_BF16 = 2,       /* bytes of a bf16 */
 };
 
 /* row strides in elements: bf16 rows of dim (Q, K, V, dO), float scores of a tile (S and its kin), bf16 P, float
@@ -56,7 +56,7 @@ SLG_TC_FN size_t slG_tc_tile_o(int dim) { return sizeof(float) * 64 * (size_t)sl
 ** each, and the whole (SLG_TC_FWD_BYTES) */
 enum { SLG_TC_FWD_Q, SLG_TC_FWD_K, SLG_TC_FWD_V, SLG_TC_FWD_S, SLG_TC_FWD_P, SLG_TC_FWD_O, SLG_TC_FWD_BYTES };
 SLG_TC_FN size_t slG_tc_fwd(int dim, int region) {
-  return region <= SLG_TC_FWD_S ? (size_t)region * slG_tc_tile_h(dim)
+  return region <= SLG_TC_FWD_S   ? (size_t)region * slG_tc_tile_h(dim)
          : region == SLG_TC_FWD_P ? 3 * slG_tc_tile_h(dim) + slG_tc_tile_s()
          : region == SLG_TC_FWD_O ? 3 * slG_tc_tile_h(dim) + slG_tc_tile_s() + slG_tc_tile_p()
                                   : 3 * slG_tc_tile_h(dim) + slG_tc_tile_s() + slG_tc_tile_p() + slG_tc_tile_o(dim);
@@ -65,16 +65,28 @@ SLG_TC_FN size_t slG_tc_fwd(int dim, int region) {
 /* The backward's: K, V, Q, dO (bf16), S^T, dP^T (float), P^T then dS^T (bf16), dK, dV, dQ (float), then the query
 ** tile's L and D (64 floats each) */
 enum {
-  SLG_TC_BWD_K, SLG_TC_BWD_V, SLG_TC_BWD_Q, SLG_TC_BWD_DO, SLG_TC_BWD_ST, SLG_TC_BWD_DPT, SLG_TC_BWD_PT,
-  SLG_TC_BWD_DK, SLG_TC_BWD_DV, SLG_TC_BWD_DQ, SLG_TC_BWD_LQ, SLG_TC_BWD_DQV, SLG_TC_BWD_BYTES
+  SLG_TC_BWD_K,
+  SLG_TC_BWD_V,
+  SLG_TC_BWD_Q,
+  SLG_TC_BWD_DO,
+  SLG_TC_BWD_ST,
+  SLG_TC_BWD_DPT,
+  SLG_TC_BWD_PT,
+  SLG_TC_BWD_DK,
+  SLG_TC_BWD_DV,
+  SLG_TC_BWD_DQ,
+  SLG_TC_BWD_LQ,
+  SLG_TC_BWD_DQV,
+  SLG_TC_BWD_BYTES
 };
 SLG_TC_FN size_t slG_tc_bwd(int dim, int region) {
-  return region <= SLG_TC_BWD_ST ? (size_t)region * slG_tc_tile_h(dim)
+  return region <= SLG_TC_BWD_ST   ? (size_t)region * slG_tc_tile_h(dim)
          : region <= SLG_TC_BWD_PT ? 4 * slG_tc_tile_h(dim) + (size_t)(region - SLG_TC_BWD_ST) * slG_tc_tile_s()
-         : region <= SLG_TC_BWD_LQ ? 4 * slG_tc_tile_h(dim) + 2 * slG_tc_tile_s() + slG_tc_tile_p() +
-                                         (size_t)(region - SLG_TC_BWD_DK) * slG_tc_tile_o(dim)
-                                   : 4 * slG_tc_tile_h(dim) + 2 * slG_tc_tile_s() + slG_tc_tile_p() +
-                                         3 * slG_tc_tile_o(dim) + sizeof(float) * SLG_TC_TQ * (size_t)(region - SLG_TC_BWD_LQ);
+         : region <= SLG_TC_BWD_LQ
+             ? 4 * slG_tc_tile_h(dim) + 2 * slG_tc_tile_s() + slG_tc_tile_p() +
+                   (size_t)(region - SLG_TC_BWD_DK) * slG_tc_tile_o(dim)
+             : 4 * slG_tc_tile_h(dim) + 2 * slG_tc_tile_s() + slG_tc_tile_p() + 3 * slG_tc_tile_o(dim) +
+                   sizeof(float) * SLG_TC_TQ * (size_t)(region - SLG_TC_BWD_LQ);
 }
 
 /* the lanes of a warp: two a row, each with half of the row's columns */

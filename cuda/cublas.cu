@@ -36,7 +36,7 @@ static struct {
   char why[256];
 } blas;
 
-enum { OP_N = 0, OP_T = 1 };  /* cublasOperation_t */
+enum { OP_N = 0, OP_T = 1 }; /* cublasOperation_t */
 
 extern "C" int slG_cublas_open(char *err, size_t errlen) {
   if (!blas.tried) {
@@ -92,8 +92,8 @@ extern "C" int slG_gemm_run(int format, const slG_Gemm *g, float alpha, const vo
                          c.ldb, c.stride_b, &beta, C, R_32F, c.ldc, c.stride_c, c.batch, COMPUTE_32F, GEMM_DEFAULT);
   }
   if (rc != 0) {
-    snprintf(err, errlen, "cuBLAS %s GEMM failed (status %d) on %d x %d x %d, batch %d", format_name(format), rc,
-             g->M, g->N, g->K, g->batch);
+    snprintf(err, errlen, "cuBLAS %s GEMM failed (status %d) on %d x %d x %d, batch %d", format_name(format), rc, g->M,
+             g->N, g->K, g->batch);
     return -1;
   }
   return 0;

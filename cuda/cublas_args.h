@@ -43,8 +43,8 @@ typedef struct slG_Cublas {
 } slG_Cublas;
 
 static inline slG_Cublas slG_cublas_of(const slG_Gemm *g) {
-  slG_Cublas c = {g->trans_b, g->trans_a, g->N, g->M, g->K, g->ldb, g->lda, g->ldc,
-                  g->stride_b, g->stride_a, g->stride_c, g->batch};
+  slG_Cublas c = {g->trans_b, g->trans_a, g->N,        g->M,        g->K,        g->ldb,
+                  g->lda,     g->ldc,     g->stride_b, g->stride_a, g->stride_c, g->batch};
   return c;
 }
 
@@ -62,15 +62,17 @@ static inline int slG_cublas_check(const slG_Cublas *c, char *err, size_t errlen
     return snprintf(err, errlen, "cuBLAS: negative size m %d n %d k %d batch %d", c->m, c->n, c->k, c->batch), -1;
   if (c->lda < slG_at_least_1(a_rows))
     return snprintf(err, errlen, "cuBLAS: lda %d < max(1, %d), the rows of op %s's operand as stored", c->lda, a_rows,
-                    c->transa ? "T" : "N"), -1;
+                    c->transa ? "T" : "N"),
+           -1;
   if (c->ldb < slG_at_least_1(b_rows))
     return snprintf(err, errlen, "cuBLAS: ldb %d < max(1, %d), the rows of op %s's operand as stored", c->ldb, b_rows,
-                    c->transb ? "T" : "N"), -1;
-  if (c->ldc < slG_at_least_1(c->m))
-    return snprintf(err, errlen, "cuBLAS: ldc %d < max(1, m = %d)", c->ldc, c->m), -1;
+                    c->transb ? "T" : "N"),
+           -1;
+  if (c->ldc < slG_at_least_1(c->m)) return snprintf(err, errlen, "cuBLAS: ldc %d < max(1, m = %d)", c->ldc, c->m), -1;
   if (c->batch > 1 && c->m > 0 && c->n > 0 && (c->stride_c < 0 ? -c->stride_c : c->stride_c) < span)
     return snprintf(err, errlen, "cuBLAS: stride_c %lld < %lld, one product's C: the batch's products overlap",
-                    c->stride_c, span), -1;
+                    c->stride_c, span),
+           -1;
   return 0;
 }
 

@@ -42,8 +42,8 @@ extern "C" const char *slG_describe(void) {
   }
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
-  snprintf(description, sizeof description, "%s, %.1f GiB, compute capability %d.%d",
-           prop.name, prop.totalGlobalMem / 1073741824.0, prop.major, prop.minor);
+  snprintf(description, sizeof description, "%s, %.1f GiB, compute capability %d.%d", prop.name,
+           prop.totalGlobalMem / 1073741824.0, prop.major, prop.minor);
   return description;
 }
 
@@ -62,6 +62,6 @@ static slG_Backend filled(void) {
 }
 
 extern "C" __attribute__((visibility("default"))) const slG_Backend *slG_backend(void) {
-  static const slG_Backend table = filled();   /* made once, by the first caller (C++ guards it) */
+  static const slG_Backend table = filled(); /* made once, by the first caller (C++ guards it) */
   return &table;
 }

@@ -37,16 +37,28 @@ extern "C" {
 /* the kernel versions the host-array calls and the benchmark cases take (engine/kernels/bench.c names each
 ** of its GPU cases' version here) */
 enum {
-  SLG_GEMM_NAIVE, SLG_GEMM_TILED, SLG_GEMM_CUBLAS, SLG_GEMM_CUBLAS_DIRECT,
-  SLG_ATTN_NAIVE, SLG_ATTN_FUSED, SLG_ATTN_FUSED_TRAIN, SLG_MXINT8_DEQUANT, SLG_COPY, SLG_ATTN_NAIVE_TRAIN,
+  SLG_GEMM_NAIVE,
+  SLG_GEMM_TILED,
+  SLG_GEMM_CUBLAS,
+  SLG_GEMM_CUBLAS_DIRECT,
+  SLG_ATTN_NAIVE,
+  SLG_ATTN_FUSED,
+  SLG_ATTN_FUSED_TRAIN,
+  SLG_MXINT8_DEQUANT,
+  SLG_COPY,
+  SLG_ATTN_NAIVE_TRAIN,
   /* the first tiled and fused kernels, kept as the step the current ones improve on */
-  SLG_ATTN_FUSED_V1, SLG_ATTN_FUSED_V1_TRAIN, SLG_GEMM_TILED_V1,
+  SLG_ATTN_FUSED_V1,
+  SLG_ATTN_FUSED_V1_TRAIN,
+  SLG_GEMM_TILED_V1,
   /* the fused forward (and forward and backward) on the tensor cores: bf16 Q, K, V (rounded from float32), dim 64 or
   ** 128 */
-  SLG_ATTN_FUSED_BF16, SLG_ATTN_FUSED_BF16_TRAIN,
+  SLG_ATTN_FUSED_BF16,
+  SLG_ATTN_FUSED_BF16_TRAIN,
   /* bf16 products on the tensor cores, n x n times n x n: cuBLAS on operands rounded once beforehand, and the
   ** linear layer as the graph runs it (x and W rounded into bf16 copies in every call, the product, the bias) */
-  SLG_GEMM_CUBLAS_BF16, SLG_LINEAR_BF16
+  SLG_GEMM_CUBLAS_BF16,
+  SLG_LINEAR_BF16
 };
 
 /* 16-bit operand formats (the engine's SLK_BF16 and SLK_FP16) */
@@ -66,18 +78,18 @@ typedef struct slG_ParamRef {
   float weight_decay;
 } slG_ParamRef;
 typedef struct slG_Optimizer {
-  int adamw;               /* 0: SGD with momentum; 1: AdamW */
-  double lr, momentum;     /* as train.c takes them: rounded to float32 */
-  double beta1, beta2;     /* AdamW; the bias corrections 1 / (1 - beta^(step + 1)) in binary64 */
+  int adamw;           /* 0: SGD with momentum; 1: AdamW */
+  double lr, momentum; /* as train.c takes them: rounded to float32 */
+  double beta1, beta2; /* AdamW; the bias corrections 1 / (1 - beta^(step + 1)) in binary64 */
   float eps;
-  long step;               /* from 0 */
+  long step; /* from 0 */
 } slG_Optimizer;
 
 /* Every member is filled (the loader refuses a module that leaves one
 ** empty); each returns 0, or -1 with a message in err, unless it says
 ** otherwise. */
 typedef struct slG_Backend {
-  int version;   /* SLG_BACKEND_VERSION */
+  int version; /* SLG_BACKEND_VERSION */
 
   /* ---------------------------------------------------------- the device (device.cu) */
   /* number of usable CUDA devices; 0 without a driver or a device */
@@ -95,9 +107,9 @@ typedef struct slG_Backend {
   /* dq, dk, dv are overwritten; impl SLG_ATTN_FUSED or _V1 (from O and L), SLG_ATTN_FUSED_BF16 (q, k, v and dout
   ** rounded to bf16) or SLG_ATTN_NAIVE (P recomputed by the naive forward, then the N x N arrays through global
   ** memory) */
-  int (*attention_backward)(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
-                            const float *k, const float *v, const float *o, const float *dout, const float *lse,
-                            float *dq, float *dk, float *dv, char *err, size_t errlen);
+  int (*attention_backward)(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
+                            const float *v, const float *o, const float *dout, const float *lse, float *dq, float *dk,
+                            float *dv, char *err, size_t errlen);
   int (*mxint8_dequant_bf16)(const int8_t *m, const uint8_t *scales, size_t n, int g, uint16_t *out, char *err,
                              size_t errlen);
   /* a benchmark case on the device (kind: the versions above), operands allocated and filled once; NULL
@@ -169,8 +181,7 @@ typedef struct slG_Backend {
 
   /* the activations SLG_RELU, SLG_GELU, SLG_SILU; backward dx += dy * act'(x) */
   int (*activation_forward)(int act, const float *x, float *y, size_t n, char *err, size_t errlen);
-  int (*activation_backward)(int act, const float *x, const float *dy, float *dx, size_t n, char *err,
-                             size_t errlen);
+  int (*activation_backward)(int act, const float *x, const float *dy, float *dx, size_t n, char *err, size_t errlen);
   /* tanh y = tanh(x), backward dx += dy (1 - y^2) from the output y (ops_graph.cu);
   ** the scale y = a x, backward dx += a dy */
   int (*tanh_forward)(const float *x, float *y, size_t n, char *err, size_t errlen);
@@ -200,8 +211,8 @@ typedef struct slG_Backend {
   ** the order of i (no atomics), ids outside [0, vocab) skipped */
   int (*embedding_forward)(const float *ids, const float *table, float *y, size_t n, int vocab, int width, char *err,
                            size_t errlen);
-  int (*embedding_backward)(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
-                            char *err, size_t errlen);
+  int (*embedding_backward)(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width, char *err,
+                            size_t errlen);
 
   /* RoPE over B x T x D, heads of dh = D / heads (even): the table (T x dh:
   ** cos in the first dh/2 of a row, sin in the second) of angles
@@ -220,9 +231,8 @@ typedef struct slG_Backend {
   ** over rows in row order */
   int (*layernorm_forward)(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
                            size_t rows, int d, float eps, char *err, size_t errlen);
-  int (*layernorm_backward)(const float *x, const float *gamma, const float *dy, const float *mean,
-                            const float *rstd, float *dx, float *dgamma, float *dbeta, size_t rows, int d, char *err,
-                            size_t errlen);
+  int (*layernorm_backward)(const float *x, const float *gamma, const float *dy, const float *mean, const float *rstd,
+                            float *dx, float *dgamma, float *dbeta, size_t rows, int d, char *err, size_t errlen);
   /* RMSNorm: y = x rstd gain, rstd = 1 / sqrt(mean(x^2) + eps) per row kept */
   int (*rmsnorm_forward)(const float *x, const float *gain, float *y, float *rstd, size_t rows, int d, float eps,
                          char *err, size_t errlen);
@@ -255,10 +265,9 @@ typedef struct slG_Backend {
   size_t (*attention_graph_scratch)(int format, int B, int T, int H, int dh, int backward);
   int (*attention_graph_forward)(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
                                  const float *v, float *out, float *lse, void *scratch, char *err, size_t errlen);
-  int (*attention_graph_backward)(int format, int B, int T, int H, int dh, int causal, const float *q,
-                                  const float *k, const float *v, const float *out, const float *gout,
-                                  const float *lse, float *dq, float *dk, float *dv, void *scratch, char *err,
-                                  size_t errlen);
+  int (*attention_graph_backward)(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,
+                                  const float *v, const float *out, const float *gout, const float *lse, float *dq,
+                                  float *dk, float *dv, void *scratch, char *err, size_t errlen);
 
   /* the optimisers (ops_train.cu): the parameters' records copied to the device once (refs is a host array
   ** of device pointers; NULL with err on failure), then one launch per step */

@@ -47,14 +47,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) {                                                         \
-      snprintf(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));                \
-      cudaGetLastError();                                                            \
-      goto fail;                                                                     \
-    }                                                                                \
+#define CK(call) \
+  do { \
+    cudaError_t e_ = (call); \
+    if (e_ != cudaSuccess) { \
+      snprintf(err, errlen, "%s: %s", #call, cudaGetErrorString(e_)); \
+      cudaGetLastError(); \
+      goto fail; \
+    } \
   } while (0)
 
 /* ================================================================== GEMM */
@@ -71,13 +71,13 @@ __global__ void gemm_naive(int M, int N, int K, const float *A, const float *B, 
 #define TK 16
 
 __global__ void __launch_bounds__(256) gemm_tiled_v1(int M, int N, int K, const float *A, const float *B, float *C) {
-  __shared__ float As[TK][TM + 4];   /* A slice stored transposed: As[k][i] */
+  __shared__ float As[TK][TM + 4]; /* A slice stored transposed: As[k][i] */
   __shared__ float Bs[TK][TM + 4];
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16, i0 = blockIdx.y * TM, j0 = blockIdx.x * TM;
   float acc[4][4] = {};
   for (int k0 = 0; k0 < K; k0 += TK) {
     for (int e = threadIdx.x; e < TM * TK; e += 256) {
-      int r = e / TK, c = e % TK;   /* A: 64 rows x 16 columns */
+      int r = e / TK, c = e % TK; /* A: 64 rows x 16 columns */
       As[c][r] = i0 + r < M && k0 + c < K ? A[(size_t)(i0 + r) * K + k0 + c] : 0.0f;
       int rb = e / TM, cb = e % TM; /* B: 16 rows x 64 columns */
       Bs[rb][cb] = k0 + rb < K && j0 + cb < N ? B[(size_t)(k0 + rb) * N + j0 + cb] : 0.0f;
@@ -317,7 +317,8 @@ extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int 
     const float *src[3] = {dq, dk, dv};
     uint16_t *h = to_halves(src, 3, S, nx);
     if (slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, dO, dl, err, errlen) != 0) goto fail;
-  } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) != 0) {
+  } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) !=
+             0) {
     goto fail;
   }
   CK(cudaDeviceSynchronize());
@@ -369,7 +370,7 @@ extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int
                             errlen) != 0)
       goto fail;
   } else if (slG_fused_backward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9],
-                              b[10], b[5], b[6], b[7], err, errlen) != 0) {
+                                b[10], b[5], b[6], b[7], err, errlen) != 0) {
     goto fail;
   }
   CK(cudaDeviceSynchronize());
@@ -482,12 +483,20 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
   CK(cudaEventCreate(&c->start));
   CK(cudaEventCreate(&c->stop));
   switch (kind) {
-    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_CUBLAS_DIRECT: case SLG_GEMM_TILED_V1:
+    case SLG_GEMM_NAIVE:
+    case SLG_GEMM_TILED:
+    case SLG_GEMM_CUBLAS:
+    case SLG_GEMM_CUBLAS_DIRECT:
+    case SLG_GEMM_TILED_V1:
       if ((kind == SLG_GEMM_CUBLAS || kind == SLG_GEMM_CUBLAS_DIRECT) && slG_cublas_open(err, errlen) != 0) goto fail;
       ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0));
       break;
-    case SLG_ATTN_NAIVE: case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_NAIVE_TRAIN:
-    case SLG_ATTN_FUSED_V1: case SLG_ATTN_FUSED_V1_TRAIN: {
+    case SLG_ATTN_NAIVE:
+    case SLG_ATTN_FUSED:
+    case SLG_ATTN_FUSED_TRAIN:
+    case SLG_ATTN_NAIVE_TRAIN:
+    case SLG_ATTN_FUSED_V1:
+    case SLG_ATTN_FUSED_V1_TRAIN: {
       int naive = kind == SLG_ATTN_NAIVE || kind == SLG_ATTN_NAIVE_TRAIN;
       int train = kind == SLG_ATTN_FUSED_TRAIN || kind == SLG_ATTN_NAIVE_TRAIN || kind == SLG_ATTN_FUSED_V1_TRAIN;
       if (check_dim(dim, err, errlen)) goto fail;
@@ -502,7 +511,8 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       if (ok && naive && train) ok = (c->raw[0] = dev_fill(c, (size_t)c->bh * nn, 0)) != NULL;
       break;
     }
-    case SLG_ATTN_FUSED_BF16: case SLG_ATTN_FUSED_BF16_TRAIN:
+    case SLG_ATTN_FUSED_BF16:
+    case SLG_ATTN_FUSED_BF16_TRAIN:
       if (dim != 64 && dim != 128) {
         snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
         goto fail;
@@ -520,7 +530,8 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
         to_halves(src, 4, c->raw[0], nx);
       }
       break;
-    case SLG_GEMM_CUBLAS_BF16: case SLG_LINEAR_BF16:
+    case SLG_GEMM_CUBLAS_BF16:
+    case SLG_LINEAR_BF16:
       if (slG_cublas_open(err, errlen) != 0) goto fail;
       /* x: 0 A (or x), 1 B (or W), 2 C (or y), 3 the bias; raw[0]: the bf16 copies of A and B */
       ok = (c->x[0] = dev_fill(c, nn, 1)) && (c->x[1] = dev_fill(c, nn, 2)) && (c->x[2] = dev_fill(c, nn, 0)) &&
@@ -528,7 +539,7 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 2 * nn) != cudaSuccess) ok = 0;
       if (ok) {
         c->bytes += sizeof(uint16_t) * 2 * nn;
-        if (kind == SLG_GEMM_CUBLAS_BF16) {   /* rounded once, not timed */
+        if (kind == SLG_GEMM_CUBLAS_BF16) { /* rounded once, not timed */
           const float *src[2] = {c->x[0], c->x[1]};
           to_halves(src, 2, c->raw[0], nn);
         }
@@ -542,12 +553,8 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
       CK(cudaMemset(c->raw[0], 37, n));
       CK(cudaMemset(c->raw[1], 120, n / 32 + 1));
       break;
-    case SLG_COPY:
-      ok = (c->x[0] = dev_fill(c, n, 1)) && (c->x[1] = dev_fill(c, n, 0));
-      break;
-    default:
-      snprintf(err, errlen, "unknown GPU kernel %d", kind);
-      goto fail;
+    case SLG_COPY: ok = (c->x[0] = dev_fill(c, n, 1)) && (c->x[1] = dev_fill(c, n, 0)); break;
+    default: snprintf(err, errlen, "unknown GPU kernel %d", kind); goto fail;
   }
   if (!ok) {
     snprintf(err, errlen, "could not allocate the device buffers (%s)", cudaGetErrorString(cudaGetLastError()));
@@ -570,29 +577,35 @@ extern "C" double slG_case_run(void *p) {
   cudaDeviceSynchronize();
   cudaEventRecord(c->start);
   switch (c->kind) {
-    case SLG_GEMM_NAIVE: case SLG_GEMM_TILED: case SLG_GEMM_CUBLAS: case SLG_GEMM_TILED_V1:
-      rc = gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen);
-      break;
+    case SLG_GEMM_NAIVE:
+    case SLG_GEMM_TILED:
+    case SLG_GEMM_CUBLAS:
+    case SLG_GEMM_TILED_V1: rc = gemm_launch(c->kind, n, n, n, c->x[0], c->x[1], c->x[2], err, errlen); break;
     case SLG_GEMM_CUBLAS_DIRECT: {
       if (slG_cublas_direct(n, c->x[0], c->x[1], c->x[2]) != 0) rc = -1, snprintf(err, errlen, "cublasSgemm failed");
       break;
     }
-    case SLG_ATTN_NAIVE: case SLG_ATTN_NAIVE_TRAIN:
+    case SLG_ATTN_NAIVE:
+    case SLG_ATTN_NAIVE_TRAIN:
       rc = attention_naive_launch(c->bh, n, c->dim, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], c->x[10],
                                   err, errlen);
       if (rc == 0 && c->kind == SLG_ATTN_NAIVE_TRAIN)
         rc = attention_naive_bwd_launch(c->bh, n, c->dim, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[10],
                                         (float *)c->raw[0], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
-    case SLG_ATTN_FUSED: case SLG_ATTN_FUSED_V1: case SLG_ATTN_FUSED_TRAIN: case SLG_ATTN_FUSED_V1_TRAIN: {
+    case SLG_ATTN_FUSED:
+    case SLG_ATTN_FUSED_V1:
+    case SLG_ATTN_FUSED_TRAIN:
+    case SLG_ATTN_FUSED_V1_TRAIN: {
       int version = c->kind == SLG_ATTN_FUSED_V1 || c->kind == SLG_ATTN_FUSED_V1_TRAIN ? 1 : 2;
       rc = slG_fused_forward(version, c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[4], err, errlen);
       if (rc == 0 && (c->kind == SLG_ATTN_FUSED_TRAIN || c->kind == SLG_ATTN_FUSED_V1_TRAIN))
         rc = slG_fused_backward(version, c->bh, n, c->causal, c->x[0], c->x[1], c->x[2], c->x[3], c->x[5], c->x[4],
-                              c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
+                                c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     }
-    case SLG_ATTN_FUSED_BF16: case SLG_ATTN_FUSED_BF16_TRAIN: {
+    case SLG_ATTN_FUSED_BF16:
+    case SLG_ATTN_FUSED_BF16_TRAIN: {
       const uint16_t *h = (const uint16_t *)c->raw[0];
       size_t nx = (size_t)c->bh * n * c->dim;
       rc = slG_fused_forward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, c->x[3], c->x[4], err, errlen);
@@ -607,7 +620,7 @@ extern "C" double slG_case_run(void *p) {
       rc = slG_gemm_run(SLG_BF16, &g, 1.0f, h, h + (size_t)n * n, 0.0f, c->x[2], err, errlen);
       break;
     }
-    case SLG_LINEAR_BF16: {   /* the graph's 16-bit linear forward: its operands' copies made in the call */
+    case SLG_LINEAR_BF16: { /* the graph's 16-bit linear forward: its operands' copies made in the call */
       uint16_t *h = (uint16_t *)c->raw[0];
       size_t nn = (size_t)n * n;
       rc = slG_to_half(SLG_BF16, c->x[0], h, nn, err, errlen);
@@ -616,13 +629,10 @@ extern "C" double slG_case_run(void *p) {
       break;
     }
     case SLG_MXINT8_DEQUANT:
-      mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>((const signed char *)c->raw[0],
-                                                                 (const unsigned char *)c->raw[1], (size_t)n, 32,
-                                                                 (unsigned short *)c->raw[2]);
+      mxint8_dequant<<<(unsigned)((n / 16 + 256) / 256), 256>>>(
+          (const signed char *)c->raw[0], (const unsigned char *)c->raw[1], (size_t)n, 32, (unsigned short *)c->raw[2]);
       break;
-    case SLG_COPY:
-      cudaMemcpy(c->x[1], c->x[0], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice);
-      break;
+    case SLG_COPY: cudaMemcpy(c->x[1], c->x[0], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice); break;
   }
   cudaEventRecord(c->stop);
   cudaError_t e = cudaEventSynchronize(c->stop);

@@ -13,12 +13,12 @@
 
 #include "gpu.h"
 
-void slG_fill_kernels(slG_Backend *b);    /* kernels.cu: host arrays, benchmark cases, the roofs */
-void slG_fill_cublas(slG_Backend *b);     /* cublas.cu: the graph's products */
-void slG_fill_ops(slG_Backend *b);        /* ops.cu: memory, rounding, linear, elementwise, embedding, RoPE */
-void slG_fill_ops_graph(slG_Backend *b);  /* ops_graph.cu: tanh, scale, the fused attention node */
-void slG_fill_ops_rows(slG_Backend *b);   /* ops_rows.cu: norms, softmax, cross-entropy */
-void slG_fill_ops_train(slG_Backend *b);  /* ops_train.cu: the optimisers */
+void slG_fill_kernels(slG_Backend *b);   /* kernels.cu: host arrays, benchmark cases, the roofs */
+void slG_fill_cublas(slG_Backend *b);    /* cublas.cu: the graph's products */
+void slG_fill_ops(slG_Backend *b);       /* ops.cu: memory, rounding, linear, elementwise, embedding, RoPE */
+void slG_fill_ops_graph(slG_Backend *b); /* ops_graph.cu: tanh, scale, the fused attention node */
+void slG_fill_ops_rows(slG_Backend *b);  /* ops_rows.cu: norms, softmax, cross-entropy */
+void slG_fill_ops_train(slG_Backend *b); /* ops_train.cu: the optimisers */
 
 /* the benchmark case of the linear layer as a bf16 model runs it (kernels.cu) */
 extern "C" int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen);

@@ -28,14 +28,14 @@
 
 /* ======================================================= device memory */
 
-#define CUDA_OR_FAIL(call, what)                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                       \
-      snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e_));               \
-      cudaGetLastError();                                                          \
-      return -1;                                                                   \
-    }                                                                              \
+#define CUDA_OR_FAIL(call, what) \
+  do { \
+    cudaError_t e_ = (call); \
+    if (e_ != cudaSuccess) { \
+      snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e_)); \
+      cudaGetLastError(); \
+      return -1; \
+    } \
   } while (0)
 
 extern "C" int slG_alloc(void **p, size_t bytes, char *err, size_t errlen) {
@@ -152,10 +152,9 @@ extern "C" int slG_linear_backward(int format, const void *x, const void *w, con
 ** GELU's forward gives the CPU's bits */
 __device__ float erf_rational(float x) {
   x = x < -4.0f ? -4.0f : x > 4.0f ? 4.0f : x;
-  const float pc[] = {2.77068142495902e-08f, -2.10102402082508e-06f, -5.69250639462346e-05f,
+  const float pc[] = {2.77068142495902e-08f,  -2.10102402082508e-06f, -5.69250639462346e-05f,
                       -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
-  const float qc[] = {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f,
-                      -1.42647390514189e-02f};
+  const float qc[] = {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f, -1.42647390514189e-02f};
   float x2 = mul_rn(x, x), p = -2.72614225801306e-10f, q = -1.45660718464996e-05f;
 #pragma unroll
   for (int k = 0; k < 6; k++) p = add_rn(mul_rn(p, x2), pc[k]);
@@ -164,9 +163,7 @@ __device__ float erf_rational(float x) {
   return div_rn(mul_rn(x, p), q);
 }
 
-__device__ float gelu(float x) {
-  return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, erf_rational(mul_rn(x, 0.70710678f))));
-}
+__device__ float gelu(float x) { return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, erf_rational(mul_rn(x, 0.70710678f)))); }
 
 /* the CPU takes exp(-x^2/2) from its own vector exp; expf here: close, not equal */
 __device__ float gelu_grad(float x) {
@@ -255,9 +252,7 @@ __global__ void add_fwd(const float *a, const float *b, float *y, size_t n, size
   EACH_ITEM(i, n) y[i] = add_rn(a[i], b[bn == n ? i : i % bn]);
 }
 
-__global__ void accumulate(const float *dy, float *dx, size_t n) {
-  EACH_ITEM(i, n) dx[i] = add_rn(dx[i], dy[i]);
-}
+__global__ void accumulate(const float *dy, float *dx, size_t n) { EACH_ITEM(i, n) dx[i] = add_rn(dx[i], dy[i]); }
 
 static int add_check(size_t n, size_t bn, char *err, size_t errlen) {
   if (bn == 0 || n % bn != 0) return refuse(err, errlen, "add: the second operand's size must divide the first's");
@@ -272,8 +267,7 @@ extern "C" int slG_add_forward(const float *a, const float *b, float *y, size_t 
   return launched("add forward", err, errlen);
 }
 
-extern "C" int slG_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err,
-                                size_t errlen) {
+extern "C" int slG_add_backward(const float *dy, float *da, float *db, size_t n, size_t bn, char *err, size_t errlen) {
   if (n == 0) return 0;
   if (add_check(n, bn, err, errlen)) return -1;
   if (da) {
@@ -330,8 +324,7 @@ extern "C" int slG_dropout_forward(const float *x, float *y, float *mask, size_t
   return launched("dropout forward", err, errlen);
 }
 
-extern "C" int slG_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err,
-                                    size_t errlen) {
+extern "C" int slG_dropout_backward(const float *dy, const float *mask, float *dx, size_t n, char *err, size_t errlen) {
   if (n == 0) return 0;
   if (mask) mul_accumulate<<<grid_for(n), THREADS>>>(dy, mask, dx, n);
   else accumulate<<<grid_for(n), THREADS>>>(dy, dx, n);
@@ -359,9 +352,7 @@ __device__ __forceinline__ unsigned short fp16_bits(float x) {
 }
 
 /* the result is stored as bits, so no float operation can touch a NaN's payload */
-__global__ void round_bf16(const unsigned *x, unsigned *y, size_t n) {
-  EACH_ITEM(i, n) y[i] = bf16_round_bits(x[i]);
-}
+__global__ void round_bf16(const unsigned *x, unsigned *y, size_t n) { EACH_ITEM(i, n) y[i] = bf16_round_bits(x[i]); }
 
 /* kernels/round.c's slK_fp16_value: __half2float for every half but a NaN,
 ** which it gives as CUDA's canonical NaN; round.c widens its bits */
@@ -371,17 +362,13 @@ __device__ __forceinline__ float fp16_value(unsigned short h) {
   return __half2float(__ushort_as_half(h));
 }
 
-__global__ void round_fp16(const float *x, float *y, size_t n) {
-  EACH_ITEM(i, n) y[i] = fp16_value(fp16_bits(x[i]));
-}
+__global__ void round_fp16(const float *x, float *y, size_t n) { EACH_ITEM(i, n) y[i] = fp16_value(fp16_bits(x[i])); }
 
 __global__ void to_bf16(const unsigned *x, unsigned short *y, size_t n) {
   EACH_ITEM(i, n) y[i] = (unsigned short)(bf16_round_bits(x[i]) >> 16);
 }
 
-__global__ void to_fp16(const float *x, unsigned short *y, size_t n) {
-  EACH_ITEM(i, n) y[i] = fp16_bits(x[i]);
-}
+__global__ void to_fp16(const float *x, unsigned short *y, size_t n) { EACH_ITEM(i, n) y[i] = fp16_bits(x[i]); }
 
 extern "C" int slG_round_bf16(const float *x, float *y, size_t n, char *err, size_t errlen) {
   if (n == 0) return 0;
@@ -399,7 +386,8 @@ extern "C" int slG_round_half(int format, const float *x, float *y, size_t n, ch
 
 /* the 16-bit operands of a tensor-core product */
 extern "C" int slG_to_half(int format, const float *x, uint16_t *y, size_t n, char *err, size_t errlen) {
-  if (format != SLG_BF16 && format != SLG_FP16) return refuse(err, errlen, "16-bit copy: the formats are bf16 and fp16");
+  if (format != SLG_BF16 && format != SLG_FP16)
+    return refuse(err, errlen, "16-bit copy: the formats are bf16 and fp16");
   if (n == 0) return 0;
   if (format == SLG_BF16) to_bf16<<<grid_for(n), THREADS>>>((const unsigned *)x, (unsigned short *)y, n);
   else to_fp16<<<grid_for(n), THREADS>>>(x, (unsigned short *)y, n);
@@ -409,9 +397,7 @@ extern "C" int slG_to_half(int format, const float *x, uint16_t *y, size_t n, ch
 /* =========================================================== embedding */
 
 /* the id as an index, or -1 outside [0, vocab) (NaN included) */
-__device__ __forceinline__ long row_of(float id, int vocab) {
-  return id >= 0.0f && id < (float)vocab ? (long)id : -1;
-}
+__device__ __forceinline__ long row_of(float id, int vocab) { return id >= 0.0f && id < (float)vocab ? (long)id : -1; }
 
 __global__ void embedding_fwd(const float *ids, const float *table, float *y, size_t n, int vocab, int width) {
   EACH_ITEM(e, n * (size_t)width) {
@@ -453,13 +439,13 @@ extern "C" int slG_embedding_forward(const float *ids, const float *table, float
   return launched("embedding forward", err, errlen);
 }
 
-extern "C" int slG_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab,
-                                      int width, char *err, size_t errlen) {
+extern "C" int slG_embedding_backward(const float *ids, const float *dy, float *dtable, size_t n, int vocab, int width,
+                                      char *err, size_t errlen) {
   if (embedding_check(vocab, width, err, errlen)) return -1;
   if (n == 0) return 0;
   int slices = vocab < 128 ? vocab : 128, slice = (vocab + slices - 1) / slices;
   slices = (vocab + slice - 1) / slice;
-  dim3 grid((unsigned)((width + THREADS - 1) / THREADS), (unsigned)slices);   /* slices <= 128 */
+  dim3 grid((unsigned)((width + THREADS - 1) / THREADS), (unsigned)slices); /* slices <= 128 */
   embedding_bwd<<<grid, THREADS>>>(ids, dy, dtable, n, vocab, width, slice);
   return launched("embedding backward", err, errlen);
 }

@@ -34,7 +34,9 @@ static inline unsigned grid_for(size_t items) {
   return (unsigned)(b == 0 ? 1 : b < MAX_BLOCKS ? b : MAX_BLOCKS);
 }
 
-static inline unsigned grid_rows(size_t rows) { return (unsigned)(rows == 0 ? 1 : rows < MAX_BLOCKS ? rows : MAX_BLOCKS); }
+static inline unsigned grid_rows(size_t rows) {
+  return (unsigned)(rows == 0 ? 1 : rows < MAX_BLOCKS ? rows : MAX_BLOCKS);
+}
 
 #define EACH_ITEM(i, n) \
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)

@@ -14,18 +14,14 @@
 #include "module.h"
 #include "ops.h"
 
-__global__ void tanh_fwd(const float *x, float *y, size_t n) {
-  EACH_ITEM(i, n) y[i] = tanhf(x[i]);
-}
+__global__ void tanh_fwd(const float *x, float *y, size_t n) { EACH_ITEM(i, n) y[i] = tanhf(x[i]); }
 
 /* dx += dy (1 - y^2), from the output y as the CPU's backward reads it */
 __global__ void tanh_bwd(const float *y, const float *dy, float *dx, size_t n) {
   EACH_ITEM(i, n) dx[i] = add_rn(dx[i], mul_rn(dy[i], sub_rn(1.0f, mul_rn(y[i], y[i]))));
 }
 
-__global__ void scale_fwd(const float *x, float *y, size_t n, float a) {
-  EACH_ITEM(i, n) y[i] = mul_rn(a, x[i]);
-}
+__global__ void scale_fwd(const float *x, float *y, size_t n, float a) { EACH_ITEM(i, n) y[i] = mul_rn(a, x[i]); }
 
 __global__ void scale_bwd(const float *dy, float *dx, size_t n, float a) {
   EACH_ITEM(i, n) dx[i] = add_rn(dx[i], mul_rn(a, dy[i]));
@@ -96,9 +92,13 @@ static void merge(const float *y, float *x, int B, int T, int H, int dh, int add
 static int graph_attention_check(int format, int dh, char *err, size_t errlen) {
   if (format == SLG_BF16 && (dh == 64 || dh == 128)) return 0;
   if (format == 0 && dh == SLG_ATTN_DIM) return 0;
-  snprintf(err, errlen, "fused attention on the GPU takes heads of %d features in float32, of 64 or 128 in bf16; "
-           "these have %d in %s (set_attention m attention=naive runs it op by op)", SLG_ATTN_DIM, dh,
-           format == SLG_BF16 ? "bf16" : format == SLG_FP16 ? "fp16" : "float32");
+  snprintf(err, errlen,
+           "fused attention on the GPU takes heads of %d features in float32, of 64 or 128 in bf16; "
+           "these have %d in %s (set_attention m attention=naive runs it op by op)",
+           SLG_ATTN_DIM, dh,
+           format == SLG_BF16   ? "bf16"
+           : format == SLG_FP16 ? "fp16"
+                                : "float32");
   return -1;
 }
 
@@ -148,8 +148,8 @@ extern "C" int slG_attention_graph_forward(int format, int B, int T, int H, int 
 ** dK, dV and D in float32 */
 extern "C" int slG_attention_graph_backward(int format, int B, int T, int H, int dh, int causal, const float *q,
                                             const float *k, const float *v, const float *out, const float *gout,
-                                            const float *lse, float *dq, float *dk, float *dv, void *scratch,
-                                            char *err, size_t errlen) {
+                                            const float *lse, float *dq, float *dk, float *dv, void *scratch, char *err,
+                                            size_t errlen) {
   if (graph_attention_check(format, dh, err, errlen)) return -1;
   if ((size_t)B * T * H * dh == 0) return 0;
   Heads h = split_inputs(format, B, T, H, dh, q, k, v, scratch);

@@ -22,8 +22,8 @@
 
 /* ops_core.c's layernorm_rows: the moments in binary64 (slK_norm_moments),
 ** then y = ((x - m) rs) gamma + beta in float32 */
-__global__ void layernorm_fwd(const float *x, const float *gamma, const float *beta, float *y, float *mean,
-                              float *rstd, size_t rows, int d, float eps) {
+__global__ void layernorm_fwd(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                              size_t rows, int d, float eps) {
   __shared__ double red[32];
   EACH_ROW(r, rows) {
     const float *a = x + r * d;
@@ -41,8 +41,8 @@ __global__ void layernorm_fwd(const float *x, const float *gamma, const float *b
 /* layernorm_grad_rows: the means of g = dy gamma and of g xhat
 ** (slK_norm_grad_means: float32 terms summed in binary64), then
 ** dx += rs ((g - mg) - xhat mgx) */
-__global__ void layernorm_bwd(const float *x, const float *gamma, const float *dy, const float *mean,
-                              const float *rstd, float *dx, size_t rows, int d) {
+__global__ void layernorm_bwd(const float *x, const float *gamma, const float *dy, const float *mean, const float *rstd,
+                              float *dx, size_t rows, int d) {
   __shared__ double red[32];
   EACH_ROW(r, rows) {
     const float *a = x + r * d, *gy = dy + r * d;
@@ -92,8 +92,8 @@ extern "C" int slG_layernorm_forward(const float *x, const float *gamma, const f
   return launched("layer norm forward", err, errlen);
 }
 
-static int param_grads_launch(const float *x, const float *dy, const float *mean, const float *rstd, size_t rows,
-                              int d, float *dgain, float *dshift, char *err, size_t errlen) {
+static int param_grads_launch(const float *x, const float *dy, const float *mean, const float *rstd, size_t rows, int d,
+                              float *dgain, float *dshift, char *err, size_t errlen) {
   if (!dgain && !dshift) return 0;
   norm_param_grads<<<grid_for((size_t)d), THREADS>>>(x, dy, mean, rstd, rows, d, dgain, dshift);
   return launched("norm parameter gradients", err, errlen);
@@ -178,7 +178,7 @@ __global__ void softmax_fwd(const float *x, float *y, size_t rows, int n, int ca
     EACH_COLUMN(j, len) mx = fmaxf(mx, a[j]);
     mx = block_max(mx, redf);
     double s = 0;
-    EACH_COLUMN(j, len) s += b[j] = expf(sub_rn(a[j], mx));   /* each thread reads back only what it wrote */
+    EACH_COLUMN(j, len) s += b[j] = expf(sub_rn(a[j], mx)); /* each thread reads back only what it wrote */
     float inv = (float)(1.0 / block_sum(s, red));
     EACH_COLUMN(j, n) b[j] = j < len ? mul_rn(b[j], inv) : 0.0f;
   }
@@ -198,8 +198,7 @@ __global__ void softmax_bwd(const float *y, const float *dy, float *dx, size_t r
   }
 }
 
-extern "C" int slG_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err,
-                                   size_t errlen) {
+extern "C" int slG_softmax_forward(const float *x, float *y, size_t rows, int n, int causal, char *err, size_t errlen) {
   if (rows_check(n, "softmax", err, errlen)) return -1;
   if (rows == 0) return 0;
   softmax_fwd<<<grid_rows(rows), THREADS>>>(x, y, rows, n, causal);
@@ -217,7 +216,9 @@ extern "C" int slG_softmax_backward(const float *y, const float *dy, float *dx, 
 /* ======================================================= cross-entropy */
 
 /* the label as a column, or -1 outside [0, C) (NaN included) */
-__device__ __forceinline__ int column_of(float label, int C) { return label >= 0.0f && label < (float)C ? (int)label : -1; }
+__device__ __forceinline__ int column_of(float label, int C) {
+  return label >= 0.0f && label < (float)C ? (int)label : -1;
+}
 
 /* The mean of -log(p[label] + eps) over the rows in binary64, as both CPU
 ** losses sum it, by one block (a single sum: deterministic, and no scratch
@@ -246,8 +247,7 @@ __global__ void classes_bwd(const float *probs, const float *labels, const float
 }
 
 /* ops_lm.c's ce_grad_rows: s = g / rows; dx += s p, then dx[target] -= s */
-__global__ void tokens_bwd(const float *probs, const float *labels, const float *dloss, float *dx, size_t rows,
-                           int C) {
+__global__ void tokens_bwd(const float *probs, const float *labels, const float *dloss, float *dx, size_t rows, int C) {
   float s = div_rn(dloss[0], (float)rows);
   EACH_ITEM(e, rows * (size_t)C) {
     int c = (int)(e % (size_t)C), label = column_of(labels[e / (size_t)C], C);
@@ -262,8 +262,8 @@ static int loss_check(int kind, int C, size_t rows, char *err, size_t errlen) {
   return rows_check(C, "cross-entropy", err, errlen);
 }
 
-extern "C" int slG_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs,
-                                         float *loss, size_t rows, int C, char *err, size_t errlen) {
+extern "C" int slG_cross_entropy_forward(int kind, const float *logits, const float *labels, float *probs, float *loss,
+                                         size_t rows, int C, char *err, size_t errlen) {
   if (loss_check(kind, C, rows, err, errlen)) return -1;
   if (rows == 0) return 0;
   softmax_fwd<<<grid_rows(rows), THREADS>>>(logits, probs, rows, C, 0);

@@ -36,7 +36,7 @@ typedef struct {
 } Record;
 
 typedef struct {
-  int count, all_v;   /* all_v: every record has a v (AdamW may run) */
+  int count, all_v; /* all_v: every record has a v (AdamW may run) */
   size_t total;
   Record *dev;
 } Table;
@@ -48,7 +48,7 @@ typedef struct {
 } Hyper;
 
 __device__ __forceinline__ int record_of(const Record *r, int count, size_t i) {
-  int lo = 0, hi = count - 1;   /* the last record whose start is <= i */
+  int lo = 0, hi = count - 1; /* the last record whose start is <= i */
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
     if (r[mid].start <= i) lo = mid;
@@ -96,7 +96,7 @@ extern "C" void *slG_params_new(const slG_ParamRef *refs, int count, char *err, 
   }
   t->all_v = 1;
   for (int k = 0; k < count; k++) {
-    if (refs[k].n == 0) continue;   /* nothing to update: no record, so every record is searched to */
+    if (refs[k].n == 0) continue; /* nothing to update: no record, so every record is searched to */
     if (!refs[k].w || !refs[k].g || !refs[k].m) {
       snprintf(err, errlen, "parameter %d: value, gradient and state must be device pointers", k);
       goto fail;

@@ -37,11 +37,11 @@
 ** for display in a notebook; `field` answers `obj.name` (return 0 and set *out,
 ** or -1 if there is no such field); `free` releases `data`. */
 typedef struct sl_Class {
-  const char *name;                       /* "table", "dataset", "model", ... */
+  const char *name; /* "table", "dataset", "model", ... */
   void (*free)(void *data);
   int (*show)(void *data, sl_Bundle *out);
   int (*field)(void *data, const char *name, sl_Value *out);
-  const char *const *fields;              /* NULL-terminated, for completion */
+  const char *const *fields; /* NULL-terminated, for completion */
   /* answers obj[key] (may be NULL: not indexable): 0 and *out, or -1 with
   ** a message in err ("row 7 is out of range for a table of 5 rows") */
   int (*index)(void *data, sl_Value key, sl_Value *out, char *err, size_t errlen);
@@ -81,22 +81,22 @@ int sl_load_file(const char *path, sl_Value *out, char *err, size_t errlen);
 typedef enum sl_ArgType {
   SL_ARG_ANY = 0,
   SL_ARG_NUMBER,
-  SL_ARG_INT,      /* number that must be integral */
+  SL_ARG_INT, /* number that must be integral */
   SL_ARG_BOOL,
   SL_ARG_STRING,
-  SL_ARG_ENUM,     /* string from `choices`; a bare word naming a choice is accepted */
+  SL_ARG_ENUM, /* string from `choices`; a bare word naming a choice is accepted */
   SL_ARG_LIST,
   SL_ARG_RECORD,
-  SL_ARG_OBJECT,   /* an object of class named `cls` */
-  SL_ARG_BLOCK     /* a { ... } block, run by the command (sweeps) */
+  SL_ARG_OBJECT, /* an object of class named `cls` */
+  SL_ARG_BLOCK   /* a { ... } block, run by the command (sweeps) */
 } sl_ArgType;
 
 enum {
-  SL_POSITIONAL = 1 << 0,  /* may be given without name=, in declaration order */
-  SL_REQUIRED   = 1 << 1,
-  SL_BAREWORD   = 1 << 2,  /* a bare name is taken as its text (help topics, column names) unless
+  SL_POSITIONAL = 1 << 0, /* may be given without name=, in declaration order */
+  SL_REQUIRED = 1 << 1,
+  SL_BAREWORD = 1 << 2, /* a bare name is taken as its text (help topics, column names) unless
                               it is a variable holding a string, which stands for that string */
-  SL_VARIADIC   = 1 << 3   /* SL_ARG_LIST, positional: collects every remaining positional argument */
+  SL_VARIADIC = 1 << 3  /* SL_ARG_LIST, positional: collects every remaining positional argument */
 };
 
 #define SL_MAX_ARGS 40
@@ -105,10 +105,10 @@ typedef struct sl_Arg {
   const char *name;
   sl_ArgType type;
   unsigned flags;
-  const char *defval;              /* default written in the language, or NULL */
+  const char *defval; /* default written in the language, or NULL */
   const char *help;
-  const char *const *choices;      /* SL_ARG_ENUM: NULL-terminated */
-  const char *cls;                 /* SL_ARG_OBJECT: class name */
+  const char *const *choices; /* SL_ARG_ENUM: NULL-terminated */
+  const char *cls;            /* SL_ARG_OBJECT: class name */
 } sl_Arg;
 
 typedef struct sl_Call sl_Call;
@@ -117,7 +117,7 @@ typedef struct sl_Call sl_Call;
 typedef int (*sl_CommandFn)(sl_Call *call, sl_Value *result);
 
 enum {
-  SL_CMD_EXTRA_KEYWORDS = 1 << 0,  /* accepts name=value pairs not in args (sweep, row) */
+  SL_CMD_EXTRA_KEYWORDS = 1 << 0, /* accepts name=value pairs not in args (sweep, row) */
   /* may run for more than a second: it polls sl_interrupted() in its inner
   ** loops (per step, row, node or timed repetition) and, interrupted, returns
   ** sl_interrupted_error with no result. tests/unit/test_interrupt_commands.c
@@ -127,16 +127,16 @@ enum {
   SL_CMD_LONG = 1 << 1
 };
 
-struct sl_Command {      /* typedef'd in syslab.h, where a driver asks sl_command_find */
+struct sl_Command { /* typedef'd in syslab.h, where a driver asks sl_command_find */
   const char *name;
-  const char *group;      /* topic inside its domain ("core", "display", "data", "model", ...):
+  const char *group;   /* topic inside its domain ("core", "display", "data", "model", ...):
                              the `help` index lists a domain's commands under these */
-  const char *summary;    /* one line */
-  const char *help;       /* longer text, may span lines */
-  const char *example;    /* one or more lines of the language */
+  const char *summary; /* one line */
+  const char *help;    /* longer text, may span lines */
+  const char *example; /* one or more lines of the language */
   sl_CommandFn fn;
   unsigned flags;
-  sl_Arg args[SL_MAX_ARGS];   /* terminated by an entry with name == NULL */
+  sl_Arg args[SL_MAX_ARGS]; /* terminated by an entry with name == NULL */
 };
 
 /* Each folder of the engine (and plotting/) registers its commands as one
@@ -145,23 +145,23 @@ struct sl_Command {      /* typedef'd in syslab.h, where a driver asks sl_comman
 ** (sl_init, engine/engine.c) lists the domains in the order of the layers
 ** and hands them to the registry (lang/registry.c). */
 typedef struct sl_Domain {
-  const char *name;                /* "Language", "Tables and sweeps", ... */
-  const char *intro;               /* one paragraph, for help and docs/commands.md */
+  const char *name;  /* "Language", "Tables and sweeps", ... */
+  const char *intro; /* one paragraph, for help and docs/commands.md */
   const sl_Command *commands;
-  const sl_Class *const *classes;  /* the object classes it defines (NULL-terminated, or NULL) */
+  const sl_Class *const *classes; /* the object classes it defines (NULL-terminated, or NULL) */
   /* run once by sl_init: where a domain hooks itself into the layers below
   ** it (compress/ gives the graph its transform decoder); NULL: nothing */
   void (*open)(void);
 } sl_Domain;
 
-extern const sl_Domain slB_domain;   /* engine/lang/commands.c: print, help, sleep, input, display... */
-extern const sl_Domain slT_domain;   /* engine/table/commands.c: tables, sweep, row, csv */
-extern const sl_Domain slP_domain;   /* plotting/plot.c: plot */
-extern const sl_Domain slK_domain;   /* engine/kernels/commands.c: bench, machine, roofline, attention memory, version */
-extern const sl_Domain slM_domain;   /* engine/graph/commands.c: datasets, models, graphs, passes, training */
-extern const sl_Domain slL_domain;   /* engine/systems/commands.c: language models, memory, profiles, precision, fusion */
-extern const sl_Domain slQ_domain;   /* engine/compress/commands.c: quantisation, pruning */
-extern const sl_Domain slS_domain;   /* engine/search/commands.c: studies, samplers, pruning of trials */
+extern const sl_Domain slB_domain; /* engine/lang/commands.c: print, help, sleep, input, display... */
+extern const sl_Domain slT_domain; /* engine/table/commands.c: tables, sweep, row, csv */
+extern const sl_Domain slP_domain; /* plotting/plot.c: plot */
+extern const sl_Domain slK_domain; /* engine/kernels/commands.c: bench, machine, roofline, attention memory, version */
+extern const sl_Domain slM_domain; /* engine/graph/commands.c: datasets, models, graphs, passes, training */
+extern const sl_Domain slL_domain; /* engine/systems/commands.c: language models, memory, profiles, precision, fusion */
+extern const sl_Domain slQ_domain; /* engine/compress/commands.c: quantisation, pruning */
+extern const sl_Domain slS_domain; /* engine/search/commands.c: studies, samplers, pruning of trials */
 
 /* for sl_init: the registry's domains (lang/registry.c); whether it has them */
 void sl_registry_use(const sl_Domain *const *domains, size_t n);
@@ -183,7 +183,7 @@ const sl_Arg *sl_command_arg(const sl_Command *cmd, const char *name);
 sl_Value sl_arg(sl_Call *call, const char *name);
 int sl_arg_given(sl_Call *call, const char *name);
 double sl_arg_number(sl_Call *call, const char *name);
-const char *sl_arg_string(sl_Call *call, const char *name);   /* STRING and ENUM */
+const char *sl_arg_string(sl_Call *call, const char *name); /* STRING and ENUM */
 void *sl_arg_object(sl_Call *call, const char *name, const sl_Class *cls);
 /* extra name=value pairs for SL_CMD_EXTRA_KEYWORDS commands, in call order */
 size_t sl_call_extra_count(sl_Call *call);
@@ -210,8 +210,8 @@ void sl_progress_update(sl_Progress *p, double done, const char *detail);
 void sl_progress_end(sl_Progress *p);
 
 /* Variables and blocks, for commands that run a block (sweep). */
-void sl_setvar(sl_Call *call, const char *name, sl_Value v);  /* takes a reference */
-sl_Value sl_getvar(sl_Call *call, const char *name);          /* borrowed, nil if unset */
+void sl_setvar(sl_Call *call, const char *name, sl_Value v); /* takes a reference */
+sl_Value sl_getvar(sl_Call *call, const char *name);         /* borrowed, nil if unset */
 void sl_unsetvar(sl_Call *call, const char *name);
 /* runs the block argument `arg`; returns 0, or -1 on error/interrupt
 ** (the error is already recorded in the call) */
@@ -230,7 +230,7 @@ int sl_raise(sl_Call *call, const sl_Error *e);
 const sl_Error *sl_call_error(sl_Call *call);
 /* per-call scratch slot a block command can use for its collector (sweep
 ** keeps the table that `row` appends to). Nested blocks see the innermost. */
-void sl_set_collector(sl_Call *call, sl_Value table);   /* borrowed for the block's duration */
+void sl_set_collector(sl_Call *call, sl_Value table); /* borrowed for the block's duration */
 sl_Value sl_get_collector(sl_Call *call);
 
 /* the error a command returns when it stops on interrupt (sl_interrupted(),

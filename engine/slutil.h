@@ -46,7 +46,7 @@ void slU_put_u32(slU_Text *t, uint32_t v);
 void slU_put_u64(slU_Text *t, uint64_t v);
 void slU_put_f32(slU_Text *t, float v);
 void slU_put_f64(slU_Text *t, double v);
-void slU_put_str(slU_Text *t, const char *s);            /* u32 length, then the bytes */
+void slU_put_str(slU_Text *t, const char *s);             /* u32 length, then the bytes */
 void slU_put_bytes(slU_Text *t, const void *p, size_t n); /* u64 length, then the bytes */
 
 typedef struct slU_Reader {

@@ -34,14 +34,14 @@
 typedef enum sl_Type {
   SL_NIL = 0,
   SL_BOOL,
-  SL_NUMBER,   /* double */
-  SL_STRING,   /* immutable UTF-8 */
-  SL_LIST,     /* ordered sequence of values */
-  SL_RECORD,   /* ordered string-keyed map, e.g. the result of `evaluate` */
-  SL_OBJECT    /* engine object with a class: table, dataset, model, tensor... */
+  SL_NUMBER, /* double */
+  SL_STRING, /* immutable UTF-8 */
+  SL_LIST,   /* ordered sequence of values */
+  SL_RECORD, /* ordered string-keyed map, e.g. the result of `evaluate` */
+  SL_OBJECT  /* engine object with a class: table, dataset, model, tensor... */
 } sl_Type;
 
-typedef struct sl_Heap sl_Heap;   /* common header of heap values (refcount) */
+typedef struct sl_Heap sl_Heap; /* common header of heap values (refcount) */
 
 typedef struct sl_Value {
   sl_Type type;
@@ -65,21 +65,21 @@ sl_Value sl_record_new(void);
 void sl_retain(sl_Value v);
 void sl_release(sl_Value v);
 
-const char *sl_typename(sl_Value v);       /* "number", "table", ... */
+const char *sl_typename(sl_Value v); /* "number", "table", ... */
 int sl_truthy(sl_Value v);
 int sl_equal(sl_Value a, sl_Value b);
 
-const char *sl_str(sl_Value v);            /* chars of a SL_STRING, else NULL */
+const char *sl_str(sl_Value v); /* chars of a SL_STRING, else NULL */
 size_t sl_strlen(sl_Value v);
 
 size_t sl_list_len(sl_Value list);
-sl_Value sl_list_get(sl_Value list, size_t i);            /* borrowed */
-void sl_list_push(sl_Value list, sl_Value item);          /* takes a reference */
+sl_Value sl_list_get(sl_Value list, size_t i);   /* borrowed */
+void sl_list_push(sl_Value list, sl_Value item); /* takes a reference */
 
 size_t sl_record_len(sl_Value rec);
 const char *sl_record_key(sl_Value rec, size_t i);
-sl_Value sl_record_value(sl_Value rec, size_t i);          /* borrowed */
-sl_Value sl_record_get(sl_Value rec, const char *key);     /* borrowed, nil if absent */
+sl_Value sl_record_value(sl_Value rec, size_t i);              /* borrowed */
+sl_Value sl_record_get(sl_Value rec, const char *key);         /* borrowed, nil if absent */
 void sl_record_set(sl_Value rec, const char *key, sl_Value v); /* takes a reference */
 void sl_record_remove(sl_Value rec, const char *key);
 /* how deeply lists and records nest inside v: 0 for a scalar, 1 for [1, 2] */
@@ -98,8 +98,8 @@ char *sl_repr(sl_Value v);
 #define SL_BUNDLE_MAX 8
 
 typedef struct sl_MimePart {
-  char *mime;       /* "text/plain", "image/png", ... */
-  char *data;       /* raw bytes; binary for image/png (the kernel base64s it) */
+  char *mime; /* "text/plain", "image/png", ... */
+  char *data; /* raw bytes; binary for image/png (the kernel base64s it) */
   size_t len;
 } sl_MimePart;
 
@@ -185,23 +185,23 @@ int sl_job_size(void);
 ** run them with run() and then return 1 (their part is over). A dead rank's
 ** task is run by another. Rank 0 returns 0 once every result is in, or -1
 ** with err. */
-struct slU_Text;   /* slutil.h */
+struct slU_Text; /* slutil.h */
 typedef void (*sl_TaskRun)(void *ud, long id, const char *task, size_t n, struct slU_Text *result);
 typedef void (*sl_TaskDone)(void *ud, long id, const char *result, size_t n);
-int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
-                char *err, size_t errlen);
+int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud, char *err,
+                size_t errlen);
 
 /* -------------------------------------------------------------- interpreter */
 
 typedef struct sl_State sl_State;
 
-typedef struct sl_Error sl_Error;  /* a cell's error */
+typedef struct sl_Error sl_Error; /* a cell's error */
 struct sl_Error {
-  char ename[64];      /* "SyntaxError", "NameError", "TypeError", "ArgumentError",
+  char ename[64];  /* "SyntaxError", "NameError", "TypeError", "ArgumentError",
                           "RuntimeError", "Interrupt", ... */
-  char *evalue;        /* one-line message */
-  int line, col;       /* 1-based location in the cell, 0 if unknown */
-  char *traceback;     /* readable multi-line text: the source line with a caret */
+  char *evalue;    /* one-line message */
+  int line, col;   /* 1-based location in the cell, 0 if unknown */
+  char *traceback; /* readable multi-line text: the source line with a caret */
 };
 
 void sl_error_free(sl_Error *e);
@@ -213,8 +213,7 @@ sl_Value sl_state_get(sl_State *S, const char *name);
 
 /* Runs a cell. Returns 0 and sets *result to the value of a final bare
 ** expression (nil if none; caller releases), or -1 and fills *err. */
-int sl_execute(sl_State *S, const char *code, const sl_Host *host,
-               sl_Value *result, sl_Error *err);
+int sl_execute(sl_State *S, const char *code, const sl_Host *host, sl_Value *result, sl_Error *err);
 
 /* Evaluates one expression for a client that shows its value elsewhere
 ** (Jupyter's user_expressions, the report's inline values): 0 and *result
@@ -235,7 +234,13 @@ sl_Completeness sl_is_complete(const char *code, char *indent, size_t indent_siz
 ** in order and covering the whole text (lang/lex.c). A name may be a
 ** command (sl_command_find tells). */
 typedef enum {
-  SL_LEX_TEXT, SL_LEX_KEYWORD, SL_LEX_NAME, SL_LEX_NUMBER, SL_LEX_STRING, SL_LEX_COMMENT, SL_LEX_OPERATOR
+  SL_LEX_TEXT,
+  SL_LEX_KEYWORD,
+  SL_LEX_NAME,
+  SL_LEX_NUMBER,
+  SL_LEX_STRING,
+  SL_LEX_COMMENT,
+  SL_LEX_OPERATOR
 } sl_LexClass;
 void sl_lex_pieces(const char *code, size_t len, void (*piece)(void *ud, sl_LexClass cls, size_t at, size_t n),
                    void *ud);

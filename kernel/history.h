@@ -11,7 +11,7 @@
 typedef struct slj_HistoryEntry {
   int line;
   char *input;
-  char *output;   /* text/plain of the execute_result, or NULL */
+  char *output; /* text/plain of the execute_result, or NULL */
 } slj_HistoryEntry;
 
 typedef struct slj_History {

@@ -41,7 +41,7 @@
 #define POLL_MS 100
 #define STOP_FRAME "syslab-publisher-stop"
 
-static slj_Kernel *the_kernel;  /* for the signal handler */
+static slj_Kernel *the_kernel; /* for the signal handler */
 /* the connection file, when the client made it for this kernel alone
 ** (SYSLAB_REMOVE_CONNECTION_FILE=1, set by `syslab report`): it holds the
 ** message key, so a kernel whose client died removes it and its folder */
@@ -58,7 +58,7 @@ static void *heartbeat_thread(void *arg) {
     if (rc < 0) {
       zmq_msg_close(&msg);
       if (errno == EINTR) continue;
-      break;  /* ETERM: the context is shutting down */
+      break; /* ETERM: the context is shutting down */
     }
     while (zmq_msg_send(&msg, K->hb, 0) < 0 && errno == EINTR) {
     }
@@ -160,7 +160,7 @@ static void handle_control(slj_Kernel *K, slj_Msg *req) {
     slj_publish(K, push, req, "shutdown_reply", json_deep_copy(content));
     slj_reply(K, K->control, req, "shutdown_reply", content);
     atomic_store(&K->stopping, 1);
-    sl_interrupt();  /* a running cell stops at its next safe point */
+    sl_interrupt(); /* a running cell stops at its next safe point */
     zmq_send(K->wake_main, "", 0, ZMQ_DONTWAIT);
   } else {
     slj_log("ignoring unknown control message type '%s'", type);
@@ -241,12 +241,12 @@ static void on_sigint(int sig) {
 static void *open_socket(slj_Kernel *K, int type, int port, const char *name) {
   void *s = zmq_socket(K->ctx, type);
   int zero = 0, one = 1;
-  int64_t max_size = (int64_t)1 << 30;  /* a message over 1 GiB is refused, not buffered */
+  int64_t max_size = (int64_t)1 << 30; /* a message over 1 GiB is refused, not buffered */
   zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size);
   if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
   if (type == ZMQ_XPUB) {
-    int linger = 1000;  /* last messages (idle, shutdown_reply) still reach clients */
+    int linger = 1000; /* last messages (idle, shutdown_reply) still reach clients */
     zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
   }
@@ -283,7 +283,7 @@ int slj_kernel_run(const char *path) {
   if (jpy && atoi(jpy) > 1 && getppid() > 1) K->parent = getppid();
   const char *owned = getenv("SYSLAB_REMOVE_CONNECTION_FILE");
   if (owned && strcmp(owned, "1") == 0) snprintf(owned_connection_file, sizeof owned_connection_file, "%s", path);
-  if (K->conn.key.len > 0) slj_sign_warm_start();  /* while the sockets are bound */
+  if (K->conn.key.len > 0) slj_sign_warm_start(); /* while the sockets are bound */
   K->ctx = zmq_ctx_new();
   K->shell = open_socket(K, ZMQ_ROUTER, K->conn.shell_port, "shell");
   K->control = open_socket(K, ZMQ_ROUTER, K->conn.control_port, "control");
@@ -321,7 +321,7 @@ int slj_kernel_run(const char *path) {
   slj_publish_status(K, K->publish_main, NULL, "starting");
 
   while (!atomic_load(&K->stopping)) {
-    if (K->npending > 0) {  /* set aside while aborting after a failed cell */
+    if (K->npending > 0) { /* set aside while aborting after a failed cell */
       slj_Msg req = K->pending[0];
       memmove(K->pending, K->pending + 1, --K->npending * sizeof *K->pending);
       slj_handle_shell(K, &req);
@@ -351,7 +351,7 @@ int slj_kernel_run(const char *path) {
   zmq_close(K->shell);
   zmq_close(K->control);
   zmq_close(K->stdin_socket);
-  zmq_ctx_shutdown(K->ctx);  /* wakes the heartbeat thread with ETERM */
+  zmq_ctx_shutdown(K->ctx); /* wakes the heartbeat thread with ETERM */
   pthread_join(hb_tid, NULL);
   zmq_ctx_term(K->ctx);
   the_kernel = NULL;

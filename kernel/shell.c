@@ -59,11 +59,11 @@ typedef struct Exec {
   int allow_stdin;
   char *buf[2];
   size_t len[2], cap[2];
-  int last_stream;      /* the stream written last, for ordering */
+  int last_stream; /* the stream written last, for ordering */
   double last_flush;
   json_t *payload;
-  size_t shown, limit;  /* bytes of text sent by this cell, and the cap */
-  size_t dropped;       /* bytes past the cap */
+  size_t shown, limit; /* bytes of text sent by this cell, and the cap */
+  size_t dropped;      /* bytes past the cap */
 } Exec;
 
 #define DEFAULT_OUTPUT_LIMIT ((size_t)10 << 20)
@@ -89,16 +89,16 @@ static size_t json_width(unsigned char c) {
 
 static void flush_stream(Exec *x, int s) {
   if (x->len[s] == 0) return;
-  json_t *text = slj_json_text(x->buf[s], x->len[s]);  /* valid UTF-8 from here on */
+  json_t *text = slj_json_text(x->buf[s], x->len[s]); /* valid UTF-8 from here on */
   const char *t = json_string_value(text);
   size_t len = json_string_length(text);
   for (size_t at = 0; at < len;) {
     size_t end = at, width = 0;
     while (end < len && width + json_width((unsigned char)t[end]) <= STREAM_CHUNK)
       width += json_width((unsigned char)t[end++]);
-    while (end < len && end > at && ((unsigned char)t[end] & 0xC0) == 0x80) end--;  /* whole characters */
-    json_t *content = json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text",
-                                json_stringn(t + at, end - at));
+    while (end < len && end > at && ((unsigned char)t[end] & 0xC0) == 0x80) end--; /* whole characters */
+    json_t *content =
+        json_pack("{s:s, s:o}", "name", s == SL_STDERR ? "stderr" : "stdout", "text", json_stringn(t + at, end - at));
     slj_publish(x->K, x->K->publish_main, x->req, "stream", content);
     at = end;
   }
@@ -119,7 +119,7 @@ static void host_write(void *ud, sl_Stream stream, const char *text, size_t len)
   int s = stream == SL_STDERR ? SL_STDERR : SL_STDOUT;
   if (x->shown + len > x->limit) {
     size_t keep = x->limit - x->shown;
-    while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80) keep--;  /* whole UTF-8 characters */
+    while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80) keep--; /* whole UTF-8 characters */
     x->dropped += len - keep;
     len = keep;
     if (len == 0) {
@@ -129,7 +129,7 @@ static void host_write(void *ud, sl_Stream stream, const char *text, size_t len)
   }
   x->shown += len;
   if (x->len[1 - s] > 0) flush_stream(x, 1 - s);
-  if (x->len[s] > 0 && x->len[s] + len > STREAM_CHUNK) flush_all(x);  /* whole writes per message */
+  if (x->len[s] > 0 && x->len[s] + len > STREAM_CHUNK) flush_all(x); /* whole writes per message */
   if (x->len[s] + len + 1 > x->cap[s]) {
     x->cap[s] = (x->len[s] + len + 1) * 2;
     x->buf[s] = realloc(x->buf[s], x->cap[s]);
@@ -196,10 +196,10 @@ static int host_input(void *ud, const char *prompt, int password, char **answer)
   /* a stale reply from an earlier, interrupted question must not answer this one */
   slj_Msg stale;
   char err[256];
-  while (slj_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &stale, err, sizeof err) == SLJ_OK)
-    slj_msg_free(&stale);
+  while (slj_recv(K->stdin_socket, &K->conn.key, ZMQ_DONTWAIT, &stale, err, sizeof err) == SLJ_OK) slj_msg_free(&stale);
   slj_Msg m;
-  slj_msg_init(&m, "input_request", K->session, x->req, json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
+  slj_msg_init(&m, "input_request", K->session, x->req,
+               json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
   slj_msg_copy_route(&m, x->req);
   int rc = slj_send(K->stdin_socket, &K->conn.key, &m);
   slj_msg_free(&m);
@@ -224,7 +224,7 @@ static int host_input(void *ud, const char *prompt, int password, char **answer)
     slj_msg_free(&reply);
   }
   *answer = strdup("");
-  return 0;  /* interrupted: the command sees sl_interrupted() and stops */
+  return 0; /* interrupted: the command sees sl_interrupted() and stops */
 }
 
 /* --------------------------------------------------------------- execute */
@@ -250,14 +250,14 @@ static json_t *error_content(const sl_Error *err) {
     t += n + (nl != NULL);
   }
   return json_pack("{s:s, s:o, s:o}", "ename", err->ename, "evalue",
-                   slj_json_text(err->evalue ? err->evalue : "", err->evalue ? strlen(err->evalue) : 0),
-                   "traceback", tb);
+                   slj_json_text(err->evalue ? err->evalue : "", err->evalue ? strlen(err->evalue) : 0), "traceback",
+                   tb);
 }
 
 /* One user expression (sl_evaluate: a single expression, without output).
 ** An interrupt stops the one running; the ones after it are not started. */
 static int evaluate_expression(slj_Kernel *K, const char *src, sl_Value *v, sl_Error *err) {
-  const char *why = !src              ? "the expression is not a string"
+  const char *why = !src               ? "the expression is not a string"
                     : sl_interrupted() ? "not evaluated: interrupted by the user"
                                        : NULL;
   if (!why) return sl_evaluate(K->S, src, v, err);
@@ -280,8 +280,9 @@ static json_t *user_expressions(slj_Kernel *K, json_t *exprs) {
     if (evaluate_expression(K, json_string_value(code), &v, &err) == 0) {
       sl_Bundle b;
       sl_show(v, &b);
-      sl_show_exact(v, &b);  /* a number's exact value too, for clients that format it (the report) */
-      json_object_set_new(out, name, json_pack("{s:s, s:o, s:{}}", "status", "ok", "data", bundle_json(&b), "metadata"));
+      sl_show_exact(v, &b); /* a number's exact value too, for clients that format it (the report) */
+      json_object_set_new(out, name,
+                          json_pack("{s:s, s:o, s:{}}", "status", "ok", "data", bundle_json(&b), "metadata"));
       sl_bundle_free(&b);
       sl_release(v);
     } else {
@@ -301,7 +302,7 @@ int slj_find_nul(const char *code, size_t len, int *line, int *col, char *msg, s
   *line = 1, *col = 1;
   for (const char *p = code; p < nul; p++) {
     if (*p == '\n') *line += 1, *col = 1;
-    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1;  /* characters, not bytes */
+    else if (((unsigned char)*p & 0xC0) != 0x80) *col += 1; /* characters, not bytes */
   }
   snprintf(msg, size, "line %d, column %d holds a NUL byte (U+0000): code is text and cannot contain NUL characters",
            *line, *col);
@@ -351,7 +352,8 @@ static void finish_output(Exec *x) {
     char note[256];
     int n = snprintf(note, sizeof note,
                      "\n[output truncated: %zu more bytes were not shown; a cell shows at most %zu bytes of text "
-                     "(SYSLAB_OUTPUT_LIMIT)]\n", x->dropped, x->limit);
+                     "(SYSLAB_OUTPUT_LIMIT)]\n",
+                     x->dropped, x->limit);
     x->limit = (size_t)-1;
     host_write(x, SL_STDERR, note, (size_t)n);
   }
@@ -395,8 +397,9 @@ static int execute(slj_Kernel *K, slj_Msg *req, Queued *behind) {
   sl_Value result;
   sl_Error err;
   atomic_store(&K->executing, 1);
-  int rc = nul_error(code, json_string_length(json_object_get(c, "code")), &err) ? -1
-           : sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
+  int rc = nul_error(code, json_string_length(json_object_get(c, "code")), &err)
+               ? -1
+               : sl_execute(K->S, code, silent ? &quiet : &host, &result, &err);
   finish_output(&x);
   /* the user expressions are part of the request: an interrupt stops them too */
   json_t *exprs = json_object_get(c, "user_expressions");
@@ -410,9 +413,9 @@ static int execute(slj_Kernel *K, slj_Msg *req, Queued *behind) {
       sl_show(result, &b);
       const sl_MimePart *plain = sl_bundle_get(&b, "text/plain");
       if (plain) output_text = strdup(plain->data);
-      slj_publish(K, K->publish_main, req, "execute_result",
-                  json_pack("{s:i, s:o, s:{}}", "execution_count", K->execution_count, "data", bundle_json(&b),
-                            "metadata"));
+      slj_publish(
+          K, K->publish_main, req, "execute_result",
+          json_pack("{s:i, s:o, s:{}}", "execution_count", K->execution_count, "data", bundle_json(&b), "metadata"));
       sl_bundle_free(&b);
     }
     sl_release(result);
@@ -483,7 +486,10 @@ static void is_complete(slj_Kernel *K, slj_Msg *req) {
   const char *code = json_string_value(json_object_get(req->content, "code"));
   char indent[64];
   sl_Completeness r = sl_is_complete(code ? code : "", indent, sizeof indent);
-  json_t *content = json_pack("{s:s}", "status", r == SL_COMPLETE ? "complete" : r == SL_INCOMPLETE ? "incomplete" : "invalid");
+  json_t *content = json_pack("{s:s}", "status",
+                              r == SL_COMPLETE     ? "complete"
+                              : r == SL_INCOMPLETE ? "incomplete"
+                                                   : "invalid");
   if (r == SL_INCOMPLETE) json_object_set_new(content, "indent", json_string(indent));
   slj_reply(K, K->shell, req, "is_complete_reply", content);
 }
@@ -495,9 +501,9 @@ json_t *slj_kernel_info(void) {
   ** true/false/nil, NAME? for help) and is in Pygments (nbconvert) and in
   ** JupyterLab's CodeMirror. Python's marked the `?` of `train?` as an
   ** error and knew neither true, false nor nil (docs/kernel.md). */
-  json_t *language = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION,
-                               "mimetype", "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "ruby",
-                               "codemirror_mode", "ruby");
+  json_t *language =
+      json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", SYSLAB_LANGUAGE, "version", SYSLAB_VERSION, "mimetype",
+                "text/x-syslab", "file_extension", ".syslab", "pygments_lexer", "ruby", "codemirror_mode", "ruby");
   /* the documentation, installed under share/doc/syslab/docs, or in the source tree */
   json_t *links = json_array();
   static const char *docs[][2] = {{"syslab commands", "commands.md"}, {"syslab language", "language.md"}};

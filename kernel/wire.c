@@ -43,10 +43,10 @@ void slj_uuid(char out[37]) {
     srand((unsigned)(ts.tv_nsec ^ ts.tv_sec ^ getpid()));
     for (int i = 0; i < 16; i++) b[i] = (unsigned char)rand();
   }
-  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40);  /* version 4 */
-  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);  /* RFC 4122 variant */
-  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* RFC 4122 variant */
+  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+           b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 static void iso_now(char out[40]) {
@@ -70,7 +70,7 @@ json_t *slj_json_text(const char *s, size_t n) {
     int ok = len > 0 && i + len <= n && !(len == 1 && c == 0);
     for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
     if (ok && len > 1) {
-      json_t *probe = json_stringn(s + i, len);  /* rejects overlongs and surrogates */
+      json_t *probe = json_stringn(s + i, len); /* rejects overlongs and surrogates */
       ok = probe != NULL;
       json_decref(probe);
     }
@@ -165,8 +165,8 @@ json_t *slj_header_new(const char *msg_type, const char *session) {
   char id[37], date[40];
   slj_uuid(id);
   iso_now(date);
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session, "username", "syslab",
-                   "date", date, "msg_type", msg_type, "version", SLJ_PROTOCOL_VERSION);
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session, "username", "syslab", "date",
+                   date, "msg_type", msg_type, "version", SLJ_PROTOCOL_VERSION);
 }
 
 static const char *header_string(const slj_Msg *msg, const char *key) {
@@ -185,8 +185,7 @@ static slj_Frame frame_copy(const void *data, size_t len) {
   return f;
 }
 
-void slj_msg_init(slj_Msg *msg, const char *msg_type, const char *session, const slj_Msg *parent,
-                  json_t *content) {
+void slj_msg_init(slj_Msg *msg, const char *msg_type, const char *session, const slj_Msg *parent, json_t *content) {
   memset(msg, 0, sizeof *msg);
   msg->header = slj_header_new(msg_type, session);
   msg->parent = parent && parent->header ? json_deep_copy(parent->header) : json_object();
@@ -236,7 +235,8 @@ int slj_send(void *socket, const slj_Key *key, const slj_Msg *msg) {
   char sig[65] = "";
   if (key->len) slj_sign(key, (const char **)parts, lens, sig);
   int rc = 0;
-  for (size_t i = 0; i < msg->nidents && rc == 0; i++) rc = send_frame(socket, msg->idents[i].data, msg->idents[i].len, 1);
+  for (size_t i = 0; i < msg->nidents && rc == 0; i++)
+    rc = send_frame(socket, msg->idents[i].data, msg->idents[i].len, 1);
   if (rc == 0) rc = send_frame(socket, SLJ_DELIMITER, strlen(SLJ_DELIMITER), 1);
   if (rc == 0) rc = send_frame(socket, sig, strlen(sig), 1);
   for (int i = 0; i < 4 && rc == 0; i++) rc = send_frame(socket, parts[i], lens[i], i < 3 || msg->nbuffers > 0);
@@ -283,7 +283,8 @@ slj_Status slj_recv(void *socket, const slj_Key *key, int flags, slj_Msg *msg, c
   }
   slj_Status status = SLJ_OK;
   size_t d = 0;
-  while (d < n && !(frames[d].len == strlen(SLJ_DELIMITER) && memcmp(frames[d].data, SLJ_DELIMITER, frames[d].len) == 0))
+  while (d < n &&
+         !(frames[d].len == strlen(SLJ_DELIMITER) && memcmp(frames[d].data, SLJ_DELIMITER, frames[d].len) == 0))
     d++;
   if (d == n || n - d - 1 < 5) {
     snprintf(err, errlen, "malformed message: %zu frames, %s", n,
@@ -347,7 +348,7 @@ int slj_connection_read(const char *path, slj_Connection *c, char *err, size_t e
   json_error_t jerr;
   size_t n;
   char why[512];
-  char *text = slF_read_file(path, "a connection file", 1, &n, why, sizeof why);   /* a FIFO would block */
+  char *text = slF_read_file(path, "a connection file", 1, &n, why, sizeof why); /* a FIFO would block */
   json_t *j = text ? json_loadb(text, n, 0, &jerr) : NULL;
   if (!j) snprintf(err, errlen, "cannot read connection file '%s': %s", path, text ? jerr.text : why);
   free(text);
@@ -400,12 +401,12 @@ int slj_connection_write(const char *path, const slj_Connection *c, char *err, s
   key[c->key.len] = '\0';
   json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", c->transport, "ip", c->ip,
                         "shell_port", c->shell_port, "iopub_port", c->iopub_port, "stdin_port", c->stdin_port,
-                        "control_port", c->control_port, "hb_port", c->hb_port, "signature_scheme", c->scheme,
-                        "key", key, "kernel_name", "syslab");
+                        "control_port", c->control_port, "hb_port", c->hb_port, "signature_scheme", c->scheme, "key",
+                        key, "kernel_name", "syslab");
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
   char why[512];
-  mode_t old = umask(077);  /* the key is a secret: the file is for its owner only */
+  mode_t old = umask(077); /* the key is a secret: the file is for its owner only */
   int fd = slF_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, "a connection file", NULL, why, sizeof why);
   umask(old);
   int rc = fd >= 0 ? json_dumpfd(j, fd, JSON_INDENT(2)) : -1;

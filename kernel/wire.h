@@ -16,7 +16,7 @@
 
 typedef struct slj_Key {
   unsigned char bytes[512];
-  size_t len;            /* 0: messages are neither signed nor checked */
+  size_t len; /* 0: messages are neither signed nor checked */
 } slj_Key;
 
 typedef struct slj_Frame {
@@ -25,19 +25,19 @@ typedef struct slj_Frame {
 } slj_Frame;
 
 typedef struct slj_Msg {
-  slj_Frame *idents;     /* routing prefix, copied verbatim onto replies */
+  slj_Frame *idents; /* routing prefix, copied verbatim onto replies */
   size_t nidents;
-  json_t *header, *parent, *metadata, *content;   /* owned references */
-  slj_Frame *buffers;    /* raw buffers after the content (not signed) */
+  json_t *header, *parent, *metadata, *content; /* owned references */
+  slj_Frame *buffers;                           /* raw buffers after the content (not signed) */
   size_t nbuffers;
 } slj_Msg;
 
 typedef enum {
   SLJ_OK = 0,
-  SLJ_NOTHING = 1,       /* no message was waiting (non-blocking receive) */
-  SLJ_MALFORMED = -1,    /* frames or JSON are wrong; the reason is in err */
+  SLJ_NOTHING = 1,    /* no message was waiting (non-blocking receive) */
+  SLJ_MALFORMED = -1, /* frames or JSON are wrong; the reason is in err */
   SLJ_BAD_SIGNATURE = -2,
-  SLJ_SOCKET_ERROR = -3  /* the socket failed or the context is ending */
+  SLJ_SOCKET_ERROR = -3 /* the socket failed or the context is ending */
 } slj_Status;
 
 /* Receives one whole message (every frame, even when it is rejected, so the
@@ -51,14 +51,13 @@ void slj_msg_free(slj_Msg *msg);
 ** from `parent` (or {} when NULL), identities copied from `route` (or a
 ** single topic frame when route is NULL and topic is given), metadata {},
 ** content taken over (may be NULL for {}). */
-void slj_msg_init(slj_Msg *msg, const char *msg_type, const char *session, const slj_Msg *parent,
-                  json_t *content);
+void slj_msg_init(slj_Msg *msg, const char *msg_type, const char *session, const slj_Msg *parent, json_t *content);
 void slj_msg_set_topic(slj_Msg *msg, const char *topic);
 void slj_msg_copy_route(slj_Msg *msg, const slj_Msg *from);
 
 /* header fields */
 json_t *slj_header_new(const char *msg_type, const char *session);
-const char *slj_msg_type(const slj_Msg *msg);   /* "" when absent */
+const char *slj_msg_type(const slj_Msg *msg); /* "" when absent */
 const char *slj_msg_id(const slj_Msg *msg);
 
 /* lowercase hex HMAC-SHA256 of the four serialized dicts; out has 65 bytes */

@@ -59,10 +59,10 @@
 #include "transport.h"
 
 struct slD_Group {
-  MPI_Comm comm;       /* rank 0 is the coordinator */
-  MPI_Comm inter;      /* spawned groups: the intercommunicator, else MPI_COMM_NULL */
+  MPI_Comm comm;  /* rank 0 is the coordinator */
+  MPI_Comm inter; /* spawned groups: the intercommunicator, else MPI_COMM_NULL */
   int rank, size;
-  int lost;            /* a send was abandoned: a clean disconnect could block */
+  int lost; /* a send was abandoned: a clean disconnect could block */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,11 +145,11 @@ static void write_all(int fd, const char *p, size_t n) {
   }
 }
 
-static int runtime_started;      /* the singleton's daemon was forked, its streams ours */
-static int runtime_stopped;      /* a spawn timed out and the daemon was stopped */
+static int runtime_started; /* the singleton's daemon was forked, its streams ours */
+static int runtime_stopped; /* a spawn timed out and the daemon was stopped */
 static volatile sig_atomic_t forking_runtime;
-static volatile sig_atomic_t initializing;  /* in MPI_Init: a failure there ends the process */
-static int real_stderr = -1;     /* our stderr while the standard streams are the daemon's */
+static volatile sig_atomic_t initializing; /* in MPI_Init: a failure there ends the process */
+static int real_stderr = -1;               /* our stderr while the standard streams are the daemon's */
 
 /* in the child of a fork while the daemon is being started: it dies with us */
 static void child_after_fork(void) {
@@ -181,7 +181,7 @@ static int runtime_noise(const char *line, int *help) {
     *help = *help ? 0 : 1;
     return 1;
   }
-  if (*help && ++*help > 80) *help = 0;  /* a help text never closed: stop dropping */
+  if (*help && ++*help > 80) *help = 0; /* a help text never closed: stop dropping */
   return *help || runtime_log(line);
 }
 
@@ -214,7 +214,7 @@ static void *runtime_output(void *arg) {
       }
       start = i + 1;
     }
-    if (start == 0 && n == sizeof buf - 1) {  /* one long line: pass it on */
+    if (start == 0 && n == sizeof buf - 1) { /* one long line: pass it on */
       write_all(out, buf, n);
       n = 0;
     }
@@ -251,7 +251,7 @@ static int isolate_begin(int saved[3]) {
   for (int i = 0; i < 3; i++) saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
   real_stderr = saved[2];
   int out = fcntl(2, F_DUPFD_CLOEXEC, 3);
-  dup2(null, 0), dup2(p[1], 1), dup2(p[1], 2);  /* dup2 leaves these inheritable */
+  dup2(null, 0), dup2(p[1], 1), dup2(p[1], 2); /* dup2 leaves these inheritable */
   close(null), close(p[1]);
   pthread_t t;
   Streams *streams = malloc(sizeof *streams);
@@ -259,7 +259,7 @@ static int isolate_begin(int saved[3]) {
   if (!streams || out < 0 || pthread_create(&t, NULL, runtime_output, streams) != 0) {
     free(streams);
     if (out >= 0) close(out);
-    close(p[0]);  /* no reader: what the daemon writes is lost (EPIPE), not blocked */
+    close(p[0]); /* no reader: what the daemon writes is lost (EPIPE), not blocked */
   } else {
     pthread_detach(t);
   }
@@ -313,10 +313,12 @@ static void *spawn_watch(void *arg) {
     until.tv_sec = (time_t)t;
     until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
     if (pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT || w->done) continue;
-    if (!w->fired && initializing) {  /* Open MPI ends a singleton whose daemon fails in MPI_Init: say why */
+    if (!w->fired && initializing) { /* Open MPI ends a singleton whose daemon fails in MPI_Init: say why */
       char note[160];
-      int n = snprintf(note, sizeof note, "syslab: MPI did not start within %.0f s (its runtime daemon does not answer); "
-                       "stopping the daemon ends this process\n", w->seconds);
+      int n = snprintf(note, sizeof note,
+                       "syslab: MPI did not start within %.0f s (its runtime daemon does not answer); "
+                       "stopping the daemon ends this process\n",
+                       w->seconds);
       write_all(real_stderr >= 0 ? real_stderr : 2, note, (size_t)n);
     }
     w->fired = 1;
@@ -335,8 +337,9 @@ static slD_Group *spawn(char *const *argv, int n, double timeout, char *err, siz
   pthread_mutex_lock(&lock);
   if (runtime_stopped) {
     pthread_mutex_unlock(&lock);
-    snprintf(err, errlen, "the MPI runtime of this process was stopped after a failed start of workers: "
-                          "restart the kernel (or the program) to start workers again");
+    snprintf(err, errlen,
+             "the MPI runtime of this process was stopped after a failed start of workers: "
+             "restart the kernel (or the program) to start workers again");
     return NULL;
   }
   int saved[3] = {-1, -1, -1}, isolated = 0;
@@ -383,9 +386,11 @@ static slD_Group *spawn(char *const *argv, int n, double timeout, char *err, siz
   }
   if (w.fired) {
     runtime_stopped = 1;
-    snprintf(err, errlen, "starting %d worker%s did not finish within %.0f s, so the MPI runtime was stopped; "
-             "restart the kernel (or the program) to start workers again", n, n == 1 ? "" : "s", timeout);
-    free(g);  /* its communicators went with the runtime */
+    snprintf(err, errlen,
+             "starting %d worker%s did not finish within %.0f s, so the MPI runtime was stopped; "
+             "restart the kernel (or the program) to start workers again",
+             n, n == 1 ? "" : "s", timeout);
+    free(g); /* its communicators went with the runtime */
     g = NULL;
   }
   pthread_mutex_unlock(&lock);
@@ -429,10 +434,11 @@ static slD_Group *dup_group(slD_Group *g, char *err, size_t errlen) {
 struct slD_Request {
   slD_Group *g;
   int n, send;
-  MPI_Request req[];   /* one per piece */
+  MPI_Request req[]; /* one per piece */
 };
 
-static slD_Request *transfer(slD_Group *g, int peer, int tag, void *data, size_t n, int send, char *err, size_t errlen) {
+static slD_Request *transfer(slD_Group *g, int peer, int tag, void *data, size_t n, int send, char *err,
+                             size_t errlen) {
   size_t pieces = n / PIECE + 1;
   if (pieces > 4096) return snprintf(err, errlen, "a transfer of %zu bytes is too large", n), NULL;
   slD_Request *r = calloc(1, sizeof *r + pieces * sizeof(MPI_Request));
@@ -447,7 +453,7 @@ static slD_Request *transfer(slD_Group *g, int peer, int tag, void *data, size_t
   pthread_mutex_unlock(&lock);
   if (rc != MPI_SUCCESS) {
     mpi_message(rc, send ? "a send (MPI_Isend)" : "a receive (MPI_Irecv)", err, errlen);
-    r->n = k - 1;   /* the pieces started before the failure are given up */
+    r->n = k - 1; /* the pieces started before the failure are given up */
     r->g->lost = 1;
     for (int i = 0; i < r->n; i++) MPI_Request_free(&r->req[i]);
     free(r);
@@ -522,7 +528,7 @@ static int send(slD_Group *g, int to, int tag, const void *data, size_t n, doubl
     pause_us(wait);
     if (wait < 1000) wait *= 2;
   }
-  g->lost = 1;  /* MPI may still read `copy`: it stays allocated */
+  g->lost = 1; /* MPI may still read `copy`: it stays allocated */
   return -1;
 }
 
@@ -555,7 +561,7 @@ static void close_group(slD_Group *g) {
   ** for ever when both are disconnected. A disconnect also waits for every
   ** pending message, so a group with an abandoned send is only freed. */
   MPI_Comm_free(&g->comm);
-  if (g->inter != MPI_COMM_NULL) {   /* a duplicate (dup_group) has none */
+  if (g->inter != MPI_COMM_NULL) { /* a duplicate (dup_group) has none */
     if (g->lost) MPI_Comm_free(&g->inter);
     else MPI_Comm_disconnect(&g->inter);
   }
@@ -592,8 +598,8 @@ static void finalize(double timeout, int status) {
 }
 
 static const slD_Transport transport = {
-    SLD_TRANSPORT_VERSION, world, spawn, parent, rank, size, send, poll_msg, close_group, abandon,
-    dup_group, isend, irecv, test, cancel, finalize,
+    SLD_TRANSPORT_VERSION, world,   spawn,     parent, rank,  size, send,   poll_msg,
+    close_group,           abandon, dup_group, isend,  irecv, test, cancel, finalize,
 };
 
 const slD_Transport *slD_transport(void) { return &transport; }

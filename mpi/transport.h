@@ -36,7 +36,7 @@ typedef struct slD_Group slD_Group;
 typedef struct slD_Request slD_Request;
 
 typedef struct slD_Transport {
-  int version;  /* SLD_TRANSPORT_VERSION */
+  int version; /* SLD_TRANSPORT_VERSION */
   /* the processes started together by mpirun (initialises MPI on first use);
   ** NULL with err when MPI cannot start */
   slD_Group *(*world)(char *err, size_t errlen);

@@ -18,15 +18,15 @@ typedef struct slP_Image {
   size_t png_len;
   char *svg;
   size_t svg_len;
-  char *warnings;   /* what gnuplot wrote on stderr, or NULL */
+  char *warnings; /* what gnuplot wrote on stderr, or NULL */
 } slP_Image;
 
 /* the statuses of lang/process.h, as they read for gnuplot */
 typedef enum {
   SLP_OK = SLO_OK,
-  SLP_MISSING = SLO_MISSING,   /* gnuplot is not installed */
-  SLP_FAILED = SLO_FAILED,     /* gnuplot reported an error or produced no image */
-  SLP_TIMEOUT = SLO_TIMEOUT,   /* gnuplot ran past its time limit and was killed */
+  SLP_MISSING = SLO_MISSING,        /* gnuplot is not installed */
+  SLP_FAILED = SLO_FAILED,          /* gnuplot reported an error or produced no image */
+  SLP_TIMEOUT = SLO_TIMEOUT,        /* gnuplot ran past its time limit and was killed */
   SLP_INTERRUPTED = SLO_INTERRUPTED /* the user interrupted; gnuplot was killed */
 } slP_Status;
 

@@ -38,11 +38,12 @@ static const char *const colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"
                                       "#E69F00", "#56B4E9", "#000000", "#F0E442"};
 
 static const char *const kinds[] = {"linespoints", "line", "points", "bars", NULL};
-static const char *const key_places[] = {"top left", "top right", "bottom left", "bottom right", "outside", "none", NULL};
+static const char *const key_places[] = {"top left", "top right", "bottom left", "bottom right",
+                                         "outside",  "none",      NULL};
 
 typedef struct {
-  sl_Value name;      /* the series column's value (borrowed), nil when no series */
-  int ycol;           /* the column drawn on the y axis */
+  sl_Value name; /* the series column's value (borrowed), nil when no series */
+  int ycol;      /* the column drawn on the y axis */
   size_t *rows;
   size_t n;
 } Series;
@@ -63,8 +64,10 @@ static int numeric(sl_Call *call, slT_Table *t, int col, const char *arg, int po
       char num[32];
       sl_format_number(v.u.n, num, sizeof num);
       if (strlen(num) > 20) snprintf(num, sizeof num, "%.3g", v.u.n);
-      return sl_arg_error(call, arg, "column '%s' holds %s in row %zu: a plot needs finite numbers of at most %g "
-                          "(leave such rows out with where)", t->names[col], num, r + 1, MAX_MAGNITUDE);
+      return sl_arg_error(call, arg,
+                          "column '%s' holds %s in row %zu: a plot needs finite numbers of at most %g "
+                          "(leave such rows out with where)",
+                          t->names[col], num, r + 1, MAX_MAGNITUDE);
     }
     if (positive && !(v.u.n > 0))
       return sl_arg_error(call, arg, "a log scale needs positive values, but column '%s' holds %.9g in row %zu",
@@ -142,18 +145,18 @@ static int y_columns(sl_Call *call, slT_Table *t, int *cols, size_t *n) {
 ** table. plot_free releases what it holds, whichever step it ends in. */
 typedef struct {
   slT_Table *t;
-  int xc, ycols[MAX_SERIES], sc, ec;  /* columns: x, y, series (or -1), yerr (or -1) */
+  int xc, ycols[MAX_SERIES], sc, ec; /* columns: x, y, series (or -1), yerr (or -1) */
   size_t nys;
   int logx, logy, bars, categorical;
   const char *kind;
   double width, height;
-  Series series[MAX_SERIES];  /* in order of first appearance, or one per y column */
+  Series series[MAX_SERIES]; /* in order of first appearance, or one per y column */
   size_t nseries;
-  sl_Value *cats;             /* categories of x in order of first appearance */
+  sl_Value *cats; /* categories of x in order of first appearance */
   size_t ncats;
-  sl_Value lines;             /* names of series drawn as plain lines (a roof, a reference), or nil */
-  int measured;               /* a plotted column holds timings: the figure differs from run to run */
-  int xfloor, yfloor;         /* every x (y) is at least 0: the axis does not start below 0 */
+  sl_Value lines;     /* names of series drawn as plain lines (a roof, a reference), or nil */
+  int measured;       /* a plotted column holds timings: the figure differs from run to run */
+  int xfloor, yfloor; /* every x (y) is at least 0: the axis does not start below 0 */
 } Plot;
 
 static void plot_free(Plot *p) {
@@ -170,8 +173,10 @@ static int nothing_to_draw(sl_Call *call, const slT_Table *t, const Plot *p) {
   char ys[200] = "";
   for (size_t i = 0, n = 0; i < p->nys; i++)
     n += (size_t)snprintf(ys + n, n < sizeof ys ? sizeof ys - n : 0, "%s'%s'", i ? ", " : "", t->names[p->ycols[i]]);
-  return sl_arg_error(call, "table", "none of its %zu rows holds both an x ('%s') and a y (%s): there is nothing to "
-                      "draw%s%s", t->nrows, t->names[p->xc], ys, t->note ? "; " : "", t->note ? t->note : "");
+  return sl_arg_error(call, "table",
+                      "none of its %zu rows holds both an x ('%s') and a y (%s): there is nothing to "
+                      "draw%s%s",
+                      t->nrows, t->names[p->xc], ys, t->note ? "; " : "", t->note ? t->note : "");
 }
 
 /* The arguments, each checked against the table before anything is built:
@@ -181,8 +186,10 @@ static int read_args(sl_Call *call, Plot *p) {
   slT_Table *t = p->t = sl_arg_object(call, "table", &slT_class);
   if (t->nrows == 0) return sl_arg_error(call, "table", "the table is empty: there is nothing to plot");
   if (t->nrows > MAX_POINTS)
-    return sl_arg_error(call, "table", "the table has %zu rows; a plot draws at most %d points. Plot a part of it "
-                        "(where), or a summary (group)", t->nrows, MAX_POINTS);
+    return sl_arg_error(call, "table",
+                        "the table has %zu rows; a plot draws at most %d points. Plot a part of it "
+                        "(where), or a summary (group)",
+                        t->nrows, MAX_POINTS);
   p->xc = slT_arg_column(call, t, "x");
   if (p->xc < 0 || y_columns(call, t, p->ycols, &p->nys) != 0) return -1;
   p->sc = p->ec = -1;
@@ -270,9 +277,10 @@ static int check_bars(sl_Call *call, const Plot *p) {
         size_t a = p->series[s].rows[i], b = p->series[s].rows[j];
         if (!sl_equal(slT_get(t, a, xc), slT_get(t, b, xc))) continue;
         char *x = sl_tostring(slT_get(t, a, xc));
-        sl_arg_error(call, "x", "rows %zu and %zu have the same %s (%s)%s: their bars would be drawn over each "
-                     "other. Summarise them first (group)", a + 1, b + 1, t->names[xc], x,
-                     p->sc >= 0 ? " in the same series" : "");
+        sl_arg_error(call, "x",
+                     "rows %zu and %zu have the same %s (%s)%s: their bars would be drawn over each "
+                     "other. Summarise them first (group)",
+                     a + 1, b + 1, t->names[xc], x, p->sc >= 0 ? " in the same series" : "");
         free(x);
         return -1;
       }
@@ -293,8 +301,7 @@ static void write_data(slU_Text *S, const Plot *p) {
         size_t k = 0;
         while (!sl_equal(p->cats[k], xv)) k++;
         x = (double)k;
-        if (p->bars && p->nseries > 1)
-          x += ((double)s - (double)(p->nseries - 1) / 2) * 0.8 / (double)p->nseries;
+        if (p->bars && p->nseries > 1) x += ((double)s - (double)(p->nseries - 1) / 2) * 0.8 / (double)p->nseries;
       } else {
         x = xv.u.n;
       }
@@ -326,7 +333,8 @@ static int plain_line(const Plot *p, size_t s) {
   if (p->lines.type != SL_LIST) return 0;
   char *name = p->sc >= 0 ? sl_tostring(p->series[s].name) : strdup(p->t->names[p->series[s].ycol]);
   int found = 0;
-  for (size_t i = 0; i < sl_list_len(p->lines) && !found; i++) found = strcmp(sl_str(sl_list_get(p->lines, i)), name) == 0;
+  for (size_t i = 0; i < sl_list_len(p->lines) && !found; i++)
+    found = strcmp(sl_str(sl_list_get(p->lines, i)), name) == 0;
   free(name);
   return found;
 }
@@ -339,9 +347,9 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
   /* points alone are drawn open, so one that falls on another stays visible */
   int open = strcmp(p->kind, "points") == 0;
   for (size_t s = 0; s < p->nseries; s++)
-    slU_add(S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps %s\n", s + 1, colours[s % 8],
-            p->bars ? 1 : s % 5 + 1, open ? (size_t[]){6, 4, 8, 10, 12, 14}[s % 6] : (size_t[]){7, 5, 9, 11, 13, 15}[s % 6],
-            open ? "1.6" : "1.2");
+    slU_add(
+        S, "set style line %zu lc rgb '%s' lw 2 dt %zu pt %zu ps %s\n", s + 1, colours[s % 8], p->bars ? 1 : s % 5 + 1,
+        open ? (size_t[]){6, 4, 8, 10, 12, 14}[s % 6] : (size_t[]){7, 5, 9, 11, 13, 15}[s % 6], open ? "1.6" : "1.2");
   if (strcmp(key, "none") == 0 || p->nseries == 1) slU_add(S, "unset key\n");
   else if (strcmp(key, "outside") == 0) slU_add(S, "set key outside right top box opaque\n");
   else slU_add(S, "set key %s box opaque\n", key);
@@ -368,7 +376,7 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
     slU_add(S, "set style fill solid 0.85 border -1\n");
     if (!p->logy) slU_add(S, "set yrange [0:*]\n");
   } else {
-    slU_add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n");  /* no point on the frame */
+    slU_add(S, "set offsets graph 0.02, graph 0.02, graph 0.05, graph 0.05\n"); /* no point on the frame */
     /* but an axis of quantities that cannot be negative does not start below 0 */
     if (p->xfloor) slU_add(S, "set xrange [0<*:*]\n");
     if (p->yfloor) slU_add(S, "set yrange [0<*:*]\n");
@@ -379,8 +387,10 @@ static void write_style(slU_Text *S, const Plot *p, const char *title, const cha
 static void write_plot(slU_Text *S, const Plot *p) {
   slU_add(S, "plot ");
   for (size_t s = 0; s < p->nseries; s++) {
-    const char *style = p->bars ? "boxes" : strcmp(p->kind, "line") == 0 || plain_line(p, s) ? "lines"
-                      : strcmp(p->kind, "points") == 0 ? "points" : "linespoints";
+    const char *style = p->bars                                            ? "boxes"
+                        : strcmp(p->kind, "line") == 0 || plain_line(p, s) ? "lines"
+                        : strcmp(p->kind, "points") == 0                   ? "points"
+                                                                           : "linespoints";
     if (s) slU_add(S, ", ");
     slU_add(S, "$S%zu using 1:2 with %s ls %zu title ", s, style, s + 1);
     char *name = p->sc >= 0 ? sl_tostring(p->series[s].name) : strdup(p->t->names[p->series[s].ycol]);
@@ -402,11 +412,15 @@ static char *plot_script(const Plot *p, const char *title, const char *xlabel, c
   write_style(&S, p, title, xlabel, ylabel, key);
   write_plot(&S, p);
   slU_Text full = {0};
-  slU_add(&full, "set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.2 background rgb 'white'\n"
-             "set output\n", (int)p->width, (int)p->height);
+  slU_add(&full,
+          "set terminal pngcairo size %d,%d font 'DejaVu Sans,11' linewidth 1.2 background rgb 'white'\n"
+          "set output\n",
+          (int)p->width, (int)p->height);
   slU_add(&full, "%s", S.s);
-  slU_add(&full, "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
-             "set output\nreplot\nunset output\n", (int)p->width, (int)p->height);
+  slU_add(&full,
+          "unset output\nset terminal svg size %d,%d dynamic font 'DejaVu Sans,11' background rgb 'white'\n"
+          "set output\nreplot\nunset output\n",
+          (int)p->width, (int)p->height);
   free(S.s);
   return full.s;
 }
@@ -428,7 +442,7 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   char *script = plot_script(&p, title, xlabel, ylabel, sl_arg_string(call, "key"));
   int measured = p.measured;
   plot_free(&p);
-  if (sl_interrupted()) {  /* while the script was being written */
+  if (sl_interrupted()) { /* while the script was being written */
     free(script), free(ynames.s);
     return sl_interrupted_error(call);
   }
@@ -458,7 +472,8 @@ static int cmd_plot(sl_Call *call, sl_Value *result) {
   return 0;
 }
 
-#define COLUMN(name, flags, help) {name, SL_ARG_STRING, (flags) | SL_BAREWORD, NULL, help}
+#define COLUMN(name, flags, help) \
+  { name, SL_ARG_STRING, (flags) | SL_BAREWORD, NULL, help }
 
 /* clang-format off */
 static const sl_Command slP_commands[] = {
@@ -491,7 +506,7 @@ static const sl_Command slP_commands[] = {
 /* clang-format on */
 
 const sl_Domain slP_domain = {
-  "Plots",
-  "Figures drawn from tables by gnuplot: lines, points and bars, shown in the notebook as PNG and SVG and saved into the report.",
-  slP_commands,
+    "Plots",
+    "Figures drawn from tables by gnuplot: lines, points and bars, shown in the notebook as PNG and SVG and saved into the report.",
+    slP_commands,
 };

@@ -45,7 +45,7 @@ static void on_stop(int sig) { stop_signal = sig; }
 void slR_catch_stop_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;  /* no SA_RESTART: a blocking wait returns at once */
+  sa.sa_handler = on_stop; /* no SA_RESTART: a blocking wait returns at once */
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
@@ -133,7 +133,8 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
   strcpy(k->conn.transport, "tcp");
   strcpy(k->conn.ip, "127.0.0.1");
   strcpy(k->conn.scheme, "hmac-sha256");
-  int *ports[5] = {&k->conn.shell_port, &k->conn.iopub_port, &k->conn.stdin_port, &k->conn.control_port, &k->conn.hb_port};
+  int *ports[5] = {&k->conn.shell_port, &k->conn.iopub_port, &k->conn.stdin_port, &k->conn.control_port,
+                   &k->conn.hb_port};
   for (int i = 0; i < 5; i++) *ports[i] = free_port();
   unsigned char raw[16];
   RAND_bytes(raw, sizeof raw);
@@ -156,11 +157,12 @@ static slR_Kernel *start_once(const char *const *argv, double timeout, int *exit
   char **env = calloc(nenv + 3, sizeof *env), parent[64];
   size_t nkeep = 0;
   for (size_t i = 0; i < nenv; i++)
-    if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0 && strncmp(environ[i], "SYSLAB_REMOVE_CONNECTION_FILE=", 30) != 0)
+    if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0 &&
+        strncmp(environ[i], "SYSLAB_REMOVE_CONNECTION_FILE=", 30) != 0)
       env[nkeep++] = environ[i];
   snprintf(parent, sizeof parent, "JPY_PARENT_PID=%d", (int)getpid());
   env[nkeep++] = parent;
-  env[nkeep++] = "SYSLAB_REMOVE_CONNECTION_FILE=1";  /* if this process dies, the kernel removes it */
+  env[nkeep++] = "SYSLAB_REMOVE_CONNECTION_FILE=1"; /* if this process dies, the kernel removes it */
   env[nkeep] = NULL;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -226,9 +228,9 @@ json_t *slR_kernel_info(slR_Kernel *k) { return k->info; }
 /* ------------------------------------------------------------- outputs */
 
 typedef struct {
-  json_t *outputs;        /* the cell's nbformat outputs */
-  int clear_pending;      /* clear_output(wait=true) seen */
-  json_t *display_ids;    /* display_id -> list of output indexes */
+  json_t *outputs;     /* the cell's nbformat outputs */
+  int clear_pending;   /* clear_output(wait=true) seen */
+  json_t *display_ids; /* display_id -> list of output indexes */
 } Collector;
 
 static void add_output(Collector *c, json_t *out, const char *display_id) {
@@ -243,7 +245,8 @@ static void add_output(Collector *c, json_t *out, const char *display_id) {
     json_t *last = json_array_get(c->outputs, n - 1);
     if (strcmp(json_string_value(json_object_get(last, "output_type")), "stream") == 0 &&
         json_equal(json_object_get(last, "name"), json_object_get(out, "name"))) {
-      const char *a = json_string_value(json_object_get(last, "text")), *b = json_string_value(json_object_get(out, "text"));
+      const char *a = json_string_value(json_object_get(last, "text")),
+                 *b = json_string_value(json_object_get(out, "text"));
       size_t la = strlen(a ? a : ""), lb = strlen(b ? b : "");
       char *joined = malloc(la + lb + 1);
       memcpy(joined, a ? a : "", la);
@@ -292,8 +295,10 @@ static void handle_iopub(Collector *c, slj_Msg *m, int *busy_done) {
     const char *state = json_string_value(json_object_get(content, "execution_state"));
     if (state && strcmp(state, "idle") == 0) *busy_done = 1;
   } else if (strcmp(type, "stream") == 0) {
-    add_output(c, json_pack("{s:s, s:O, s:O}", "output_type", "stream", "name", json_object_get(content, "name"), "text",
-                            json_object_get(content, "text")), NULL);
+    add_output(c,
+               json_pack("{s:s, s:O, s:O}", "output_type", "stream", "name", json_object_get(content, "name"), "text",
+                         json_object_get(content, "text")),
+               NULL);
   } else if (strcmp(type, "display_data") == 0 || strcmp(type, "execute_result") == 0) {
     int result = strcmp(type, "execute_result") == 0;
     json_t *out = json_pack("{s:s, s:O, s:o}", "output_type", type, "data", json_object_get(content, "data"),
@@ -311,9 +316,11 @@ static void handle_iopub(Collector *c, slj_Msg *m, int *busy_done) {
       json_object_clear(c->display_ids);
     }
   } else if (strcmp(type, "error") == 0) {
-    add_output(c, json_pack("{s:s, s:O, s:O, s:O}", "output_type", "error", "ename", json_object_get(content, "ename"),
-                            "evalue", json_object_get(content, "evalue"), "traceback",
-                            json_object_get(content, "traceback")), NULL);
+    add_output(
+        c,
+        json_pack("{s:s, s:O, s:O, s:O}", "output_type", "error", "ename", json_object_get(content, "ename"), "evalue",
+                  json_object_get(content, "evalue"), "traceback", json_object_get(content, "traceback")),
+        NULL);
   }
 }
 
@@ -321,7 +328,7 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
   Collector c = {json_array(), 0, json_object()};
   char id[64];
   *execution_count = 0;
-  send_request(k, k->shell,"execute_request",
+  send_request(k, k->shell, "execute_request",
                json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
                          "user_expressions", "allow_stdin", 0, "stop_on_error", 1),
                id);
@@ -338,7 +345,7 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
       break;
     }
     if (slU_now() > deadline) {
-      if (interrupted) break;  /* even the interrupt did not stop it */
+      if (interrupted) break; /* even the interrupt did not stop it */
       send_request(k, k->control, "interrupt_request", NULL, NULL);
       interrupted = 1;
       status = SLR_CELL_TIMEOUT;
@@ -348,11 +355,13 @@ slR_CellStatus slR_execute(slR_Kernel *k, const char *code, double timeout, json
     if (zmq_poll(items, 2, 100) <= 0) continue;
     slj_Msg m;
     char err[256];
-    if ((items[0].revents & ZMQ_POLLIN) && slj_recv(k->iopub, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
+    if ((items[0].revents & ZMQ_POLLIN) &&
+        slj_recv(k->iopub, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
       if (strcmp(parent_id(&m), id) == 0) handle_iopub(&c, &m, &idle);
       slj_msg_free(&m);
     }
-    if ((items[1].revents & ZMQ_POLLIN) && slj_recv(k->shell, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
+    if ((items[1].revents & ZMQ_POLLIN) &&
+        slj_recv(k->shell, &k->conn.key, ZMQ_DONTWAIT, &m, err, sizeof err) == SLJ_OK) {
       if (strcmp(parent_id(&m), id) == 0 && strcmp(slj_msg_type(&m), "execute_reply") == 0) {
         replied = 1;
         *execution_count = (int)json_integer_value(json_object_get(m.content, "execution_count"));
@@ -415,7 +424,7 @@ void slR_kernel_stop(slR_Kernel *k) {
       nanosleep(&ts, NULL);
     }
     if (alive(k)) {
-      kill(-k->pid, SIGKILL);  /* its process group: gnuplot too */
+      kill(-k->pid, SIGKILL); /* its process group: gnuplot too */
       kill(k->pid, SIGKILL);
       while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR) {
       }

@@ -18,10 +18,10 @@ json_t *slR_kernel_info(slR_Kernel *k);
 
 typedef enum {
   SLR_CELL_OK = 0,
-  SLR_CELL_ERROR = 1,     /* the cell raised an error (an error output was added) */
-  SLR_CELL_TIMEOUT = 2,   /* the cell ran past its time limit and was interrupted */
-  SLR_CELL_DIED = 3,      /* the kernel process died */
-  SLR_CELL_STOPPED = 4    /* SIGINT, SIGTERM or SIGHUP reached this process */
+  SLR_CELL_ERROR = 1,   /* the cell raised an error (an error output was added) */
+  SLR_CELL_TIMEOUT = 2, /* the cell ran past its time limit and was interrupted */
+  SLR_CELL_DIED = 3,    /* the kernel process died */
+  SLR_CELL_STOPPED = 4  /* SIGINT, SIGTERM or SIGHUP reached this process */
 } slR_CellStatus;
 
 /* SIGINT, SIGTERM and SIGHUP set a flag that every wait of the client and

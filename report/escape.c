@@ -63,7 +63,8 @@ static int at_block_start(const slU_Text *t) {
     if (*p == '>') p++;
     else if (strchr("-+*", *p) && *p && (p[1] == ' ' || p[1] == '\t')) p += 2;
     else if (digits > 0 && digits < 10 && (p[digits] == '.' || p[digits] == ')') &&
-             (p[digits + 1] == ' ' || p[digits + 1] == '\t')) p += digits + 2;
+             (p[digits + 1] == ' ' || p[digits + 1] == '\t'))
+      p += digits + 2;
     else return *p == '\0';
   }
 }

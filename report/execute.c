@@ -105,8 +105,9 @@ size_t slR_recorded_errors(json_t *nb, const char *path, int print) {
     error_summary(json_object_get(cell, "outputs"), what, sizeof what);
     if (!what[0]) continue;
     n++;
-    if (print) fprintf(stderr, "syslab report: %s, cell %zu: error (kept going: --allow-errors): %s\n", path,
-                       slR_cell_number(cells, i), what);
+    if (print)
+      fprintf(stderr, "syslab report: %s, cell %zu: error (kept going: --allow-errors): %s\n", path,
+              slR_cell_number(cells, i), what);
   }
   return n + slR_inline_errors(nb, path, print);
 }
@@ -137,12 +138,14 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
   if (!k) return -1;
   json_t *meta = json_object_get(nb, "metadata");
   if (!json_is_object(meta)) json_object_set_new(nb, "metadata", meta = json_object());
-  json_object_set_new(meta, "kernelspec", json_pack("{s:s, s:s, s:s}", "display_name", "syslab", "language", "syslab", "name", "syslab"));
+  json_object_set_new(meta, "kernelspec",
+                      json_pack("{s:s, s:s, s:s}", "display_name", "syslab", "language", "syslab", "name", "syslab"));
   json_object_set(meta, "language_info", json_object_get(slR_kernel_info(k), "language_info"));
   json_t *cells = json_object_get(nb, "cells");
   size_t total = 0, i;
   json_t *cell;
-  json_array_foreach(cells, i, cell) total += strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") == 0;
+  json_array_foreach(cells, i, cell) total +=
+      strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") == 0;
   int rc = 0, done = 0;
   json_array_foreach(cells, i, cell) {
     if (strcmp(json_string_value(json_object_get(cell, "cell_type")), "code") != 0) continue;
@@ -169,7 +172,10 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
     char what[600] = "";
     if (st == SLR_CELL_ERROR) error_summary(outputs, what, sizeof what);
     say(log, "  [%d/%zu] %s: %.2f s%s%s\n", done, total, which, slU_now() - t0,
-        st == SLR_CELL_OK ? "" : st == SLR_CELL_ERROR ? "  error: " : st == SLR_CELL_TIMEOUT ? "  timed out" : "  kernel died",
+        st == SLR_CELL_OK        ? ""
+        : st == SLR_CELL_ERROR   ? "  error: "
+        : st == SLR_CELL_TIMEOUT ? "  timed out"
+                                 : "  kernel died",
         what);
     if (st == SLR_CELL_DIED) {
       snprintf(err, errlen, "%s, %s: the kernel died while running it", path, which);
@@ -185,13 +191,13 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
     if (st == SLR_CELL_ERROR && !o->allow_errors && !slR_cell_has_tag(cell, "raises-exception")) {
       const char *where = first_line(outputs);
       size_t wl = strlen(where);
-      if (wl && where[wl - 1] == ':') wl--;  /* "line 2, column 9:" */
+      if (wl && where[wl - 1] == ':') wl--; /* "line 2, column 9:" */
       snprintf(err, errlen, "%s, %s, %.*s: %s", path, which, (int)wl, where, what);
       rc = -1;
       break;
     }
   }
-  if (rc == 0 && !slR_stop_requested()) {  /* the Markdown's inline values, once every cell has run */
+  if (rc == 0 && !slR_stop_requested()) { /* the Markdown's inline values, once every cell has run */
     size_t values, failed;
     double t0 = slU_now();
     rc = slR_inline_run(k, path, nb, o->allow_errors, o->timeout, &values, &failed, err, errlen);

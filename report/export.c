@@ -208,21 +208,21 @@ static json_t *number_figures(const slR_Notebook *nbs, size_t count) {
 /* The report's body as the second pass writes it, and where it stands. */
 typedef struct {
   slU_Text t;
-  const char *figdir;     /* outdir/figures */
-  int figure;             /* figures written so far, across the report */
-  int rc;                 /* the last figure file's: 0, or -1 with err set */
+  const char *figdir; /* outdir/figures */
+  int figure;         /* figures written so far, across the report */
+  int rc;             /* the last figure file's: 0, or -1 with err set */
   char *err;
   size_t errlen;
-  json_t *written;        /* "figures/NAME" of each figure file written */
+  json_t *written; /* "figures/NAME" of each figure file written */
 } Body;
 
 /* One code cell's place: what it names its figures and their caption. */
 typedef struct {
   const slR_Notebook *nb;
-  size_t i;               /* the cell's index in the notebook */
+  size_t i; /* the cell's index in the notebook */
   char label[128];
-  char *caption;          /* "#| fig-cap:" with its inline values filled in */
-  int nfig;               /* figures of this cell so far */
+  char *caption; /* "#| fig-cap:" with its inline values filled in */
+  int nfig;      /* figures of this cell so far */
 } CellPlace;
 
 /* A figure output: its file under figures/ (named after the notebook and
@@ -232,7 +232,8 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg, 
   size_t number = slR_cell_number(json_object_get(c->nb->nb, "cells"), c->i);
   char name[512], path[4800];
   if (c->label[0] && slR_label_valid(c->label))
-    snprintf(name, sizeof name, "%s-%s%s%.0d.%s", c->nb->stem, c->label, c->nfig ? "-" : "", c->nfig, png ? "png" : "svg");
+    snprintf(name, sizeof name, "%s-%s%s%.0d.%s", c->nb->stem, c->label, c->nfig ? "-" : "", c->nfig,
+             png ? "png" : "svg");
   else
     snprintf(name, sizeof name, "%s-cell%zu%s%.0d.%s", c->nb->stem, number, c->nfig ? "-" : "", c->nfig,
              png ? "png" : "svg");
@@ -265,7 +266,8 @@ static void add_figure(Body *b, CellPlace *c, const char *png, const char *svg, 
     slU_add(&b->t, "![Figure %d%s%s](figures/%s)\n\n*Figure %d%s%s*%s\n\n", b->figure, cap[0] ? ": " : "", cap, name,
             b->figure, cap[0] ? ": " : "", cap,
             measured ? " <span class=\"syslab-timing-figure\">(drawn from timings: the image differs from run to "
-                       "run)</span>" : "");
+                       "run)</span>"
+                     : "");
   }
 }
 
@@ -280,8 +282,7 @@ static void add_display(Body *b, CellPlace *c, json_t *out) {
   char *plain = slR_multiline(json_object_get(data, "text/plain"));
   /* a plot drawn from timings carries {"measured": true} in the kernel's figure bundle (the MIME type
   ** plotting/gnuplot.h names; the report reads it as any client of the kernel would) */
-  int measured = json_is_true(
-      json_object_get(json_object_get(data, "application/vnd.syslab.figure+json"), "measured"));
+  int measured = json_is_true(json_object_get(json_object_get(data, "application/vnd.syslab.figure+json"), "measured"));
   if (png || svg) add_figure(b, c, png, svg, measured);
   else if (md) slU_add(&b->t, "%s\n\n", md);
   else if (latex) slU_add(&b->t, "%s\n\n", latex);
@@ -353,8 +354,7 @@ static void add_notebook(Body *b, const slR_Notebook *nb, json_t *labels) {
       char *filled = slR_inline_fill(cell, src, 1);
       add_markdown_cell(&b->t, filled, labels);
       free(filled);
-    }
-    else if (strcmp(type, "raw") == 0) slU_add(&b->t, "%s\n\n", src);
+    } else if (strcmp(type, "raw") == 0) slU_add(&b->t, "%s\n\n", src);
     else add_code_cell(b, nb, i, cell, src);
     free(src);
   }
@@ -380,7 +380,7 @@ static char *assemble(const char *body, const slR_Notebook *nbs, size_t count, j
   slU_add(&doc, "## Contents\n\n");
   size_t head = doc.n;
   slU_add(&doc, "%s", clean.s);
-  char (*anchors)[256] = calloc(count ? count : 1, sizeof *anchors);
+  char(*anchors)[256] = calloc(count ? count : 1, sizeof *anchors);
   toc_anchors(doc.s, nbs, count, anchors);
   slU_Text toc = {0};
   slU_add_len(&toc, doc.s, head);
@@ -511,10 +511,10 @@ static int patch_order(const void *a, const void *b) {
 ** which its literal lacks), made safe in place: the whole literal where the
 ** text holds it as it is, else line by line, else, as a last resort, every
 ** '<' of the node's lines written as text. */
-#define ADD_PATCH(A, L, W)                                                   \
-  do {                                                                       \
+#define ADD_PATCH(A, L, W) \
+  do { \
     if (*np == *cap) *patches = realloc(*patches, (*cap = *cap * 2 + 16) * sizeof **patches); \
-    (*patches)[(*np)++] = (Patch){(A), (L), (W)};                            \
+    (*patches)[(*np)++] = (Patch){(A), (L), (W)}; \
   } while (0)
 
 /* where node n's literal starts in the text, by its source position, and
@@ -548,7 +548,8 @@ static int cut_element(const char *text, const size_t *line_at, size_t nlines, c
   cmark_node *close = cmark_node_next(open);
   for (; close; close = cmark_node_next(close)) {
     const char *lit = cmark_node_get_type(close) == CMARK_NODE_HTML_INLINE ? cmark_node_get_literal(close) : NULL;
-    if (lit && lit[0] == '<' && lit[1] == '/' && strncasecmp(lit + 2, name, nlen) == 0 && !isalnum((unsigned char)lit[2 + nlen]))
+    if (lit && lit[0] == '<' && lit[1] == '/' && strncasecmp(lit + 2, name, nlen) == 0 &&
+        !isalnum((unsigned char)lit[2 + nlen]))
       break;
   }
   if (close) {
@@ -558,7 +559,8 @@ static int cut_element(const char *text, const size_t *line_at, size_t nlines, c
     *until = close;
   } else {
     cmark_node *block = cmark_node_parent(open);
-    while (block && (cmark_node_get_type(block) & CMARK_NODE_TYPE_MASK) == CMARK_NODE_TYPE_INLINE) block = cmark_node_parent(block);
+    while (block && (cmark_node_get_type(block) & CMARK_NODE_TYPE_MASK) == CMARK_NODE_TYPE_INLINE)
+      block = cmark_node_parent(block);
     int el = block ? cmark_node_get_end_line(block) : 0, ec = block ? cmark_node_get_end_column(block) : 0;
     if (el < 1 || (size_t)el > nlines || ec < 1) return -1;
     end = line_at[el - 1] + (size_t)ec;
@@ -575,7 +577,7 @@ static int patch_html(const char *text, const size_t *line_at, size_t nlines, cm
   if (!lit) return 0;
   size_t len = strlen(lit);
   if (cmark_node_get_type(n) == CMARK_NODE_HTML_BLOCK)
-    while (len > 0 && lit[len - 1] == '\n') len--;  /* the block's literal ends with its newline */
+    while (len > 0 && lit[len - 1] == '\n') len--; /* the block's literal ends with its newline */
   size_t at, end_of_text = strlen(text);
   int l0, l1, found = literal_at(text, line_at, nlines, n, len, &at, &l0, &l1);
   if (found < 0) return -1;
@@ -618,7 +620,7 @@ static char *escape_all_html(const char *text) {
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
   int in_fence = 0;
-  for (const char *p = text; *p;) {   /* line by line: a fence's first line opens it, its last closes it */
+  for (const char *p = text; *p;) { /* line by line: a fence's first line opens it, its last closes it */
     size_t n = strcspn(p, "\n");
     n += p[n] == '\n';
     if (strncmp(p, "```", 3) == 0) in_fence = !in_fence;
@@ -655,7 +657,7 @@ static char *sanitize_markdown(const char *md) {
   int lost = 0;
   cmark_iter *it = cmark_iter_new(doc);
   cmark_event_type ev;
-  cmark_node *until = NULL;   /* inside an inline element that was cut whole, up to this node */
+  cmark_node *until = NULL; /* inside an inline element that was cut whole, up to this node */
   while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
     cmark_node *n = cmark_iter_get_node(it);
     cmark_node_type type = cmark_node_get_type(n);
@@ -671,7 +673,7 @@ static char *sanitize_markdown(const char *md) {
       lost |= patch_html(text, line_at, nlines, n, &patches, &np, &cap) != 0;
   }
   cmark_iter_free(it);
-  if (np > 0) qsort(patches, np, sizeof *patches, patch_order);   /* patches is NULL when there are none */
+  if (np > 0) qsort(patches, np, sizeof *patches, patch_order); /* patches is NULL when there are none */
   slU_Text t = {0};
   slU_add_len(&t, "", 0);
   size_t from = 0;
@@ -681,7 +683,7 @@ static char *sanitize_markdown(const char *md) {
       slU_add_len(&t, text + from, patches[i].at - from);
       slU_add(&t, "%s", patches[i].with);
       from = end;
-    } else if (end > from) {  /* pieces never overlap; if they did, the rest would be text */
+    } else if (end > from) { /* pieces never overlap; if they did, the rest would be text */
       slR_md_tags_escape(&t, text + from, end - from);
       from = end;
     }
@@ -739,7 +741,7 @@ static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t co
   cmark_parser *parser;
   cmark_node *doc = parse_markdown(markdown, stash, &parser);
   json_t *ids = heading_ids(doc, stash);
-  size_t next = 2;  /* after "Lab report" and "Contents" */
+  size_t next = 2; /* after "Lab report" and "Contents" */
   for (size_t k = 0; k < count; k++) {
     char title[256], heading[300];
     notebook_title(nbs[k].nb, nbs[k].stem, title, sizeof title);
@@ -750,8 +752,10 @@ static void toc_anchors(const char *markdown, const slR_Notebook *nbs, size_t co
     json_t *tids = heading_ids(tdoc, tstash);
     const char *want = json_string_value(json_array_get(json_array_get(tids, 0), 0));
     size_t j = next;
-    while (j < json_array_size(ids) && (!want || strcmp(json_string_value(json_array_get(json_array_get(ids, j), 0)), want) != 0)) j++;
-    if (j == json_array_size(ids)) j = next < j ? next : 0;  /* not found: the next heading, so the link still lands */
+    while (j < json_array_size(ids) &&
+           (!want || strcmp(json_string_value(json_array_get(json_array_get(ids, j), 0)), want) != 0))
+      j++;
+    if (j == json_array_size(ids)) j = next < j ? next : 0; /* not found: the next heading, so the link still lands */
     snprintf(anchors[k], 256, "%s", json_string_value(json_array_get(json_array_get(ids, j), 1)));
     if (j >= next) next = j + 1;
     json_decref(tids);
@@ -801,12 +805,11 @@ static const char *const css =
     "@page{size:A4;margin:18mm}";
 
 /* the report's only script after KaTeX itself: typeset the math spans */
-static const char *const typeset =
-    "document.querySelectorAll('.syslab-math').forEach(function (e) {"
-    "var d = e.classList.contains('syslab-display'), t = e.textContent;"
-    "t = d ? t.slice(2, -2) : t.slice(1, -1);"
-    "try { katex.render(t, e, {displayMode: d, throwOnError: false}); } catch (x) {}"
-    "});";
+static const char *const typeset = "document.querySelectorAll('.syslab-math').forEach(function (e) {"
+                                   "var d = e.classList.contains('syslab-display'), t = e.textContent;"
+                                   "t = d ? t.slice(2, -2) : t.slice(1, -1);"
+                                   "try { katex.render(t, e, {displayMode: d, throwOnError: false}); } catch (x) {}"
+                                   "});";
 
 static void sha256_base64(const char *s, size_t n, char out[64]) {
   unsigned char md[32];
@@ -902,13 +905,13 @@ int slR_export_html(const char *markdown, const char *outdir, char *err, size_t 
   sha256_base64(typeset, strlen(typeset), typeset_hash);
   slU_Text t = {0};
   slU_add(&t,
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'sha256-%s' "
-      "'sha256-%s'; style-src 'unsafe-inline' file:; font-src file:; img-src file: data:; base-uri 'none'; "
-      "form-action 'none'\">\n<title>Lab report</title>\n"
-      "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
-      "<style>%s</style></head>\n<body>\n%s\n<script>",
-      katex_hash, typeset_hash, css, restored);
+          "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'sha256-%s' "
+          "'sha256-%s'; style-src 'unsafe-inline' file:; font-src file:; img-src file: data:; base-uri 'none'; "
+          "form-action 'none'\">\n<title>Lab report</title>\n"
+          "<link rel=\"stylesheet\" href=\"file://" SLR_KATEX_DIR "/katex.min.css\">\n"
+          "<style>%s</style></head>\n<body>\n%s\n<script>",
+          katex_hash, typeset_hash, css, restored);
   slU_add(&t, "%s", katex);
   slU_add(&t, "</script>\n<script>%s</script>\n</body></html>\n", typeset);
   char path[4200];

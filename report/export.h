@@ -10,9 +10,9 @@
 #define SLR_KATEX_DIR "/usr/share/javascript/katex"
 
 typedef struct slR_Notebook {
-  const char *path;   /* as given on the command line */
-  char stem[256];     /* file name without .ipynb */
-  json_t *nb;         /* the executed notebook */
+  const char *path; /* as given on the command line */
+  char stem[256];   /* file name without .ipynb */
+  json_t *nb;       /* the executed notebook */
 } slR_Notebook;
 
 /* report.md's text; figures are written under outdir/figures, and each one

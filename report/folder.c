@@ -36,8 +36,7 @@ static const char *const folders[] = {"figures", "notebooks", ".cache", NULL};
 
 /* what a report folder holds; anything else means it is someone's folder */
 static int report_entry(const char *name) {
-  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, MANIFEST) == 0 || slR_is_output(name))
-    return 1;
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, MANIFEST) == 0 || slR_is_output(name)) return 1;
   for (int i = 0; folders[i]; i++)
     if (strcmp(name, folders[i]) == 0) return 1;
   /* a temporary file left by an interrupted earlier run */
@@ -56,14 +55,17 @@ static int check_link(const char *outdir, const char *name, int folder) {
   if (S_ISLNK(st.st_mode)) {
     ssize_t n = readlink(path, target, sizeof target - 1);
     target[n > 0 ? n : 0] = '\0';
-    fprintf(stderr, "syslab report: %s is a symbolic link (to %s); the report writes and deletes only in its own "
-            "folder, never through a link: remove the link, or choose another folder with -o\n", path,
-            target[0] ? target : "?");
+    fprintf(stderr,
+            "syslab report: %s is a symbolic link (to %s); the report writes and deletes only in its own "
+            "folder, never through a link: remove the link, or choose another folder with -o\n",
+            path, target[0] ? target : "?");
     return 1;
   }
   if (folder && !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "syslab report: %s is not a folder; a report folder's %s must be one: remove it, or choose "
-            "another folder with -o\n", path, name);
+    fprintf(stderr,
+            "syslab report: %s is not a folder; a report folder's %s must be one: remove it, or choose "
+            "another folder with -o\n",
+            path, name);
     return 1;
   }
   return 0;
@@ -83,23 +85,27 @@ static void holds(char *buf, size_t size) {
   buf[0] = '\0';
   for (int i = 0; i < SLR_NOUTPUTS; i++) l += (size_t)snprintf(buf + l, size - l, "%s, ", slR_outputs[i].name);
   for (int i = 0; folders[i] && l < size; i++)
-    l += (size_t)snprintf(buf + l, size - l, "%s/%s", folders[i], !folders[i + 1] ? "" : !folders[i + 2] ? " and " : ", ");
+    l += (size_t)snprintf(buf + l, size - l, "%s/%s", folders[i],
+                          !folders[i + 1]   ? ""
+                          : !folders[i + 2] ? " and "
+                                            : ", ");
 }
 
 /* 0 when the report may be written to outdir; nothing is written here */
 int slR_check_outdir(const slR_Options *o) {
   char abs[4096];
   if (realpath(o->outdir, abs) && strcmp(abs, "/") == 0) {
-    fprintf(stderr, "syslab report: refusing to write the report into / (-o %s); name a folder of its own\n", o->outdir);
+    fprintf(stderr, "syslab report: refusing to write the report into / (-o %s); name a folder of its own\n",
+            o->outdir);
     return -1;
   }
   struct stat st;
-  if (stat(o->outdir, &st) != 0) return 0;  /* created later */
+  if (stat(o->outdir, &st) != 0) return 0; /* created later */
   if (!S_ISDIR(st.st_mode)) {
     fprintf(stderr, "syslab report: %s exists and is not a folder; -o takes a folder\n", o->outdir);
     return -1;
   }
-  if (check_links(o->outdir) != 0) return -1;  /* --force or not */
+  if (check_links(o->outdir) != 0) return -1; /* --force or not */
   if (o->force) return 0;
   DIR *d = opendir(o->outdir);
   if (!d) {

@@ -40,7 +40,7 @@ static void piece(void *ud, sl_LexClass cls, size_t at, size_t n) {
     default: break;
   }
   if (klass) slU_add(p->out, "<span class=\"%s\">", klass);
-  slR_html_attr_escape(p->out, p->code + at, n);   /* quotes too: escape.c */
+  slR_html_attr_escape(p->out, p->code + at, n); /* quotes too: escape.c */
   if (klass) slU_add(p->out, "</span>");
 }
 

@@ -180,7 +180,7 @@ static const char *eval_header(const char *p, int *timing) {
     while (*q == ' ' || *q == '\t') q++;
     if (*q == '}') break;
     size_t n = strcspn(q, " \t}\n");
-    if (q[0] != '.' || n < 2) return NULL;  /* only classes: .timing marks a measurement */
+    if (q[0] != '.' || n < 2) return NULL; /* only classes: .timing marks a measurement */
     if (n == 7 && strncmp(q, ".timing", 7) == 0) *timing = 1;
     q += n;
   }
@@ -278,7 +278,7 @@ int slR_inline_parse(const char *md, slR_Inline **out, size_t *n, char *err, siz
     const char *next = eol ? eol + 1 : p + strlen(p);
     char ch = 0;
     size_t run = fence_run(p, &ch);
-    if (fence_len) {  /* inside a fence: only its closer counts */
+    if (fence_len) { /* inside a fence: only its closer counts */
       const char *after = p + indent_of(p) + run;
       if (run >= fence_len && ch == fence && blank_line(after)) fence_len = 0;
       p = next;
@@ -294,7 +294,7 @@ int slR_inline_parse(const char *md, slR_Inline **out, size_t *n, char *err, siz
       p = next;
       continue;
     }
-    if (indent_of(p) >= 4 && (!para || indented)) {  /* an indented code block cannot interrupt a paragraph */
+    if (indent_of(p) >= 4 && (!para || indented)) { /* an indented code block cannot interrupt a paragraph */
       indented = 1;
       p = next;
       continue;
@@ -306,7 +306,7 @@ int slR_inline_parse(const char *md, slR_Inline **out, size_t *n, char *err, siz
       *out = NULL, *n = 0;
       return -1;
     }
-    p = *q ? q + 1 : q;  /* the end of this line, or of a later one where a code span or comment ended */
+    p = *q ? q + 1 : q; /* the end of this line, or of a later one where a code span or comment ended */
   }
   *out = l.v, *n = l.n;
   return 0;
@@ -327,7 +327,7 @@ char *slR_inline_text(json_t *cell) {
   if (!t || strcmp(t, "raw") == 0) return NULL;
   char *src = slR_cell_source(cell);
   if (strcmp(t, "markdown") == 0) return src;
-  char caption[512];  /* a figure's caption, as export.c reads it */
+  char caption[512]; /* a figure's caption, as export.c reads it */
   slR_cell_option(src, "fig-cap", caption, sizeof caption);
   free(src);
   return caption[0] ? strdup(caption) : NULL;
@@ -346,8 +346,10 @@ int slR_inline_check(const char *path, json_t *nb) {
       fprintf(stderr, "  error: %s, cell %zu: inline value: %s\n", path, slR_cell_number(cells, i), err);
       problems++;
     } else if (first && is_markdown(cell) && src[0] == '#' && n > 0 && v[0].start < strcspn(src, "\n")) {
-      fprintf(stderr, "  error: %s, cell %zu: the notebook's title (its first heading, which names it in the "
-              "report's contents) cannot hold an inline value\n", path, slR_cell_number(cells, i));
+      fprintf(stderr,
+              "  error: %s, cell %zu: the notebook's title (its first heading, which names it in the "
+              "report's contents) cannot hold an inline value\n",
+              path, slR_cell_number(cells, i));
       problems++;
     }
     if (is_markdown(cell)) first = 0;
@@ -360,8 +362,10 @@ int slR_inline_check(const char *path, json_t *nb) {
 /* ------------------------------------------------------------ values */
 
 static void too_long(char *err, size_t errlen, size_t len) {
-  snprintf(err, errlen, "the value's text is %zu bytes; an inline value holds at most %d (a number, a name or a "
-           "short list: show a longer text in a code cell)", len, INLINE_MAX);
+  snprintf(err, errlen,
+           "the value's text is %zu bytes; an inline value holds at most %d (a number, a name or a "
+           "short list: show a longer text in a code cell)",
+           len, INLINE_MAX);
 }
 
 /* a user_expressions result as text, as the language prints it: a string
@@ -379,8 +383,10 @@ static char *result_text(json_t *result, char *err, size_t errlen) {
   const char *mime;
   json_t *value;
   json_object_foreach(data, mime, value) if (strcmp(mime, "text/plain") != 0 && strcmp(mime, SL_MIME_NUMBER) != 0) {
-    snprintf(err, errlen, "the value is an object shown as %s (a table, a model, a figure...); an inline value is "
-             "a number, a string, a boolean or a list", mime);
+    snprintf(err, errlen,
+             "the value is an object shown as %s (a table, a model, a figure...); an inline value is "
+             "a number, a string, a boolean or a list",
+             mime);
     return NULL;
   }
   char *text = slR_multiline(json_object_get(data, "text/plain"));
@@ -389,18 +395,19 @@ static char *result_text(json_t *result, char *err, size_t errlen) {
     return NULL;
   }
   size_t len = strlen(text);
-  if (len > INLINE_MAX + 2) {  /* a string's quotes are not shown */
+  if (len > INLINE_MAX + 2) { /* a string's quotes are not shown */
     too_long(err, errlen, len);
     free(text);
     return NULL;
   }
   if (strchr(text, '\n')) {
-    snprintf(err, errlen, "the value takes more than one line; an inline value is a number, a string, a boolean or "
+    snprintf(err, errlen,
+             "the value takes more than one line; an inline value is a number, a string, a boolean or "
              "a list");
     free(text);
     return NULL;
   }
-  if (len >= 2 && text[0] == '"' && text[len - 1] == '"') {  /* a string, quoted as the kernel shows it */
+  if (len >= 2 && text[0] == '"' && text[len - 1] == '"') { /* a string, quoted as the kernel shows it */
     char *w = text;
     for (const char *r = text + 1; r < text + len - 1; r++) {
       if (*r == '\\' && r + 1 < text + len - 1) {
@@ -423,7 +430,7 @@ static int result_number(json_t *result, const char *text, double *x) {
   int ok = sl_parse_number(s, x);
   if (!ok && (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0)) *x = NAN, ok = 1;
   if (!ok && (strcmp(s, "inf") == 0 || strcmp(s, "-inf") == 0)) *x = s[0] == '-' ? -INFINITY : INFINITY, ok = 1;
-  if (!ok && exact) {  /* sl_format_exact's "1e+300": read as the C library writes it */
+  if (!ok && exact) { /* sl_format_exact's "1e+300": read as the C library writes it */
     char *end;
     *x = strtod(s, &end);
     ok = end != s && *end == '\0';
@@ -456,9 +463,7 @@ int slR_inline_format(json_t *result, const char *spec, char **text, char *err, 
 
 /* what the cell's metadata records: [{expression, result}], in the order
 ** of the values in the source */
-static json_t *recorded(json_t *cell) {
-  return json_object_get(json_object_get(cell, "metadata"), "user_expressions");
-}
+static json_t *recorded(json_t *cell) { return json_object_get(json_object_get(cell, "metadata"), "user_expressions"); }
 
 static void record(json_t *cell, json_t *list) {
   json_t *meta = json_object_get(cell, "metadata");
@@ -513,7 +518,7 @@ static int run_cell(slR_Kernel *k, const char *path, json_t *cells, size_t i, in
     record(cell, NULL);
     return 0;
   }
-  if (slR_inline_parse(src, &v, &n, why, sizeof why) != 0) {  /* checked before the run: only if edited since */
+  if (slR_inline_parse(src, &v, &n, why, sizeof why) != 0) { /* checked before the run: only if edited since */
     snprintf(err, errlen, "%s, cell %zu: inline value: %s", path, number, why);
     free(src);
     return -1;
@@ -535,8 +540,9 @@ static int run_cell(slR_Kernel *k, const char *path, json_t *cells, size_t i, in
   json_decref(exprs);
   if (st != SLR_CELL_OK && st != SLR_CELL_ERROR) {
     snprintf(err, errlen, "%s, cell %zu: %s while its inline values were evaluated", path, number,
-             st == SLR_CELL_DIED ? "the kernel died" : st == SLR_CELL_TIMEOUT ? "the time limit (--timeout) passed"
-                                                     : "the report was stopped");
+             st == SLR_CELL_DIED      ? "the kernel died"
+             : st == SLR_CELL_TIMEOUT ? "the time limit (--timeout) passed"
+                                      : "the report was stopped");
     json_decref(results);
     slR_inline_free(v, n);
     return -1;

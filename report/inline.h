@@ -15,11 +15,11 @@
 #include "client.h"
 
 typedef struct slR_Inline {
-  size_t start, end;   /* byte offsets of "{{" or "{eval}" and just past "}}" or the closing backticks */
-  char *expr;          /* the expression: trimmed in braces, as written in {eval} */
-  char *spec;          /* the format spec after ':', trimmed ("" when none, always for {eval}) */
-  int timing;          /* marked !timing or .timing: the value is a measurement */
-  int eval;            /* written as MyST's {eval} role */
+  size_t start, end; /* byte offsets of "{{" or "{eval}" and just past "}}" or the closing backticks */
+  char *expr;        /* the expression: trimmed in braces, as written in {eval} */
+  char *spec;        /* the format spec after ':', trimmed ("" when none, always for {eval}) */
+  int timing;        /* marked !timing or .timing: the value is a measurement */
+  int eval;          /* written as MyST's {eval} role */
 } slR_Inline;
 
 /* The inline values of a Markdown source, in order; 0, or -1 with err

@@ -40,8 +40,10 @@ int slR_check_labels(const char *path, json_t *nb) {
     }
     json_t *first = json_object_get(seen, label);
     if (first) {
-      fprintf(stderr, "  error: %s: cells %d and %zu both have the label '%s'; a label names one figure, so each "
-              "must be unique in its notebook\n", path, (int)json_integer_value(first), i + 1, label);
+      fprintf(stderr,
+              "  error: %s: cells %d and %zu both have the label '%s'; a label names one figure, so each "
+              "must be unique in its notebook\n",
+              path, (int)json_integer_value(first), i + 1, label);
       problems++;
     } else {
       json_object_set_new(seen, label, json_integer((json_int_t)(i + 1)));

@@ -19,7 +19,7 @@ json_t *slR_notebook_read(const char *path, char *err, size_t errlen) {
   json_error_t jerr;
   size_t len;
   char why[512];
-  char *text = slF_read_file(path, "a notebook", 0, &len, why, sizeof why);   /* a FIFO would block */
+  char *text = slF_read_file(path, "a notebook", 0, &len, why, sizeof why); /* a FIFO would block */
   if (!text) {
     snprintf(err, errlen, "%s: cannot read the file (%s)", path, why);
     return NULL;
@@ -53,7 +53,8 @@ json_t *slR_notebook_read(const char *path, char *err, size_t errlen) {
         return NULL;
       }
     }
-    const char *kernel = json_string_value(json_object_get(json_object_get(json_object_get(nb, "metadata"), "kernelspec"), "name"));
+    const char *kernel =
+        json_string_value(json_object_get(json_object_get(json_object_get(nb, "metadata"), "kernelspec"), "name"));
     if (kernel && strcmp(kernel, "syslab") != 0) {
       snprintf(err, errlen, "%s: the notebook names the kernel '%s'; syslab report runs notebooks of the syslab kernel",
                path, kernel);

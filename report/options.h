@@ -9,13 +9,13 @@
 #include <stddef.h>
 
 typedef struct slR_Options {
-  char **notebooks;        /* in the report's order */
+  char **notebooks; /* in the report's order */
   size_t count;
-  const char *outdir;      /* the report folder (-o) */
-  json_t *params;          /* -p: name -> source text of the value */
+  const char *outdir; /* the report folder (-o) */
+  json_t *params;     /* -p: name -> source text of the value */
   int allow_errors, use_cache, pdf, force;
-  int jobs;                /* notebooks run at once (-j) */
-  double timeout;          /* seconds a cell may run (--timeout) */
+  int jobs;       /* notebooks run at once (-j) */
+  double timeout; /* seconds a cell may run (--timeout) */
 } slR_Options;
 
 /* the most seconds --timeout or a cell's `#| timeout:` may give a cell: a day */

@@ -38,12 +38,12 @@ static int write_pdf(slR_Exporting *x, const char *path, char *err, size_t errle
   return slR_export_pdf(x->o->outdir, 120, err, errlen);
 }
 
-static int pdf_wanted(const slR_Options *o) { return o->pdf; }  /* --no-pdf */
+static int pdf_wanted(const slR_Options *o) { return o->pdf; } /* --no-pdf */
 
 const slR_Output slR_outputs[SLR_NOUTPUTS] = {
-  {"report.md", write_markdown, NULL, 1},
-  {"report.html", write_html, NULL, 0},
-  {"report.pdf", write_pdf, pdf_wanted, 1},
+    {"report.md", write_markdown, NULL, 1},
+    {"report.html", write_html, NULL, 0},
+    {"report.pdf", write_pdf, pdf_wanted, 1},
 };
 
 int slR_is_output(const char *name) {

@@ -15,20 +15,20 @@
 ** before one made */
 typedef struct slR_Exporting {
   const slR_Options *o;
-  const slR_Notebook *done;  /* the report's notebooks, in order */
+  const slR_Notebook *done; /* the report's notebooks, in order */
   size_t ndone;
-  json_t *failures;          /* strings: what went wrong, for the report's notice */
-  json_t *written;           /* paths written in the folder, for its manifest */
-  char *md;                  /* report.md's text, once made */
+  json_t *failures; /* strings: what went wrong, for the report's notice */
+  json_t *written;  /* paths written in the folder, for its manifest */
+  char *md;         /* report.md's text, once made */
 } slR_Exporting;
 
 typedef struct slR_Output {
-  const char *name;  /* its file in the report folder */
+  const char *name; /* its file in the report folder */
   /* makes the file at path (the folder's name) from x: 0, or -1 with err */
   int (*write)(slR_Exporting *x, const char *path, char *err, size_t errlen);
   /* the option that turns it off (NULL: always written) */
   int (*wanted)(const slR_Options *o);
-  int shown;         /* its path is printed on stdout once written */
+  int shown; /* its path is printed on stdout once written */
 } slR_Output;
 
 #define SLR_NOUTPUTS 3

@@ -95,7 +95,7 @@ static void mpi_task(void *ud, long id, const char *task, size_t n, slU_Text *re
   json_error_t jerr;
   slR_Run r;
   memset(&r, 0, sizeof r);
-  const char *nl = memchr(task, '\n', n);  /* the notebook's path, then the notebook */
+  const char *nl = memchr(task, '\n', n); /* the notebook's path, then the notebook */
   char path[4096];
   snprintf(path, sizeof path, "%.*s", nl ? (int)(nl - task) : 0, task);
   r.nb = nl ? json_loadb(nl + 1, n - (size_t)(nl + 1 - task), 0, &jerr) : NULL;

@@ -12,12 +12,12 @@
 
 /* one notebook to run */
 typedef struct slR_Run {
-  const char *path;        /* the notebook */
-  size_t slot;             /* its place in the report */
-  json_t *nb;              /* in: parameters injected; out: executed */
+  const char *path; /* the notebook */
+  size_t slot;      /* its place in the report */
+  json_t *nb;       /* in: parameters injected; out: executed */
   char executed[4600], key_path[4600], key[65];
   double t0;
-  int ran, rc, cells;      /* ran: 0 when a stop came before its turn */
+  int ran, rc, cells; /* ran: 0 when a stop came before its turn */
   char err[2048];
 } slR_Run;
 

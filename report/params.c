@@ -23,7 +23,7 @@
 #include "slutil.h"
 
 typedef struct {
-  int pieces, name;   /* pieces the lexer saw; whether the one piece was a name */
+  int pieces, name; /* pieces the lexer saw; whether the one piece was a name */
 } Lexed;
 
 static void count_piece(void *ud, sl_LexClass cls, size_t at, size_t n) {
@@ -38,7 +38,7 @@ int slR_param_name_ok(const char *name) {
   for (const char *p = name; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_') return 0;
   Lexed l = {0, 0};
-  sl_lex_pieces(name, strlen(name), count_piece, &l);   /* keywords (if, true, ...) are no names */
+  sl_lex_pieces(name, strlen(name), count_piece, &l); /* keywords (if, true, ...) are no names */
   return l.pieces == 1 && l.name && !sl_command_find(name);
 }
 
@@ -94,8 +94,10 @@ void slR_params_check(const char *path, json_t *nb, json_t *params) {
     for (char **p = names; *p && !set; p++) set = strcmp(*p, name) == 0;
     if (set) continue;
     if (!cells) {
-      fprintf(stderr, "syslab report: %s: warning: -p %s: the notebook has no cell tagged `parameters`; the value is "
-              "set in a cell of its own before the first code cell\n", path, name);
+      fprintf(stderr,
+              "syslab report: %s: warning: -p %s: the notebook has no cell tagged `parameters`; the value is "
+              "set in a cell of its own before the first code cell\n",
+              path, name);
       continue;
     }
     const char *best = sl_closest(name, (const char *const *)names);
@@ -115,8 +117,8 @@ void slR_params_inject(json_t *nb, json_t *params) {
   slU_add(&src, "# Parameters\n");
   const char *name;
   json_t *value;
-  json_object_foreach(params, name, value)
-    if (slR_param_name_ok(name)) slU_add(&src, "%s = %s\n", name, json_string_value(value));   /* never code */
+  json_object_foreach(params, name, value) if (slR_param_name_ok(name))
+      slU_add(&src, "%s = %s\n", name, json_string_value(value)); /* never code */
   json_t *cell = json_pack("{s:s, s:s, s:{s:[s]}, s:s, s:[], s:n}", "cell_type", "code", "id", "injected-parameters",
                            "metadata", "tags", "injected-parameters", "source", src.s, "outputs", "execution_count");
   free(src.s);

@@ -52,10 +52,8 @@ static void browser_failure(int status, const char *log, char *out, size_t size)
   int n;
   if (WIFSIGNALED(status))
     n = snprintf(out, size, ": it was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  else if (WEXITSTATUS(status) != 0)
-    n = snprintf(out, size, ": it exited with status %d", WEXITSTATUS(status));
-  else
-    n = snprintf(out, size, ": it exited with status 0 but wrote no PDF");
+  else if (WEXITSTATUS(status) != 0) n = snprintf(out, size, ": it exited with status %d", WEXITSTATUS(status));
+  else n = snprintf(out, size, ": it exited with status 0 but wrote no PDF");
   if (said[0] && n > 0 && (size_t)n < size) n += snprintf(out + n, size - (size_t)n, "; its last message: %s", said);
   /* Chromium reserves far more address space than it uses (tens of GiB)
   ** and dies of a signal at start under any `ulimit -v` */
@@ -72,8 +70,10 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
   const char *browser = getenv("SYSLAB_CHROMIUM");
   if (!browser || !*browser) browser = "/usr/bin/chromium";
   if (access(browser, X_OK) != 0) {
-    snprintf(err, errlen, "cannot make report.pdf: %s is not installed (install the Debian package chromium, or set "
-             "SYSLAB_CHROMIUM); report.md and report.html were written", browser);
+    snprintf(err, errlen,
+             "cannot make report.pdf: %s is not installed (install the Debian package chromium, or set "
+             "SYSLAB_CHROMIUM); report.md and report.html were written",
+             browser);
     return -1;
   }
   char html[4300], tmp[4300], final[4300], out_arg[4400], url[4400];
@@ -173,7 +173,9 @@ int slR_export_pdf(const char *outdir, double timeout, char *err, size_t errlen)
     free(pdf);
     if (done && !why[0]) snprintf(why, sizeof why, ": it exited with status 0 but wrote no PDF");
     snprintf(err, errlen, "%s could not print report.html to PDF%s", browser,
-             done ? why : slR_stop_requested() ? " (stopped by a signal)" : " in time");
+             done                   ? why
+             : slR_stop_requested() ? " (stopped by a signal)"
+                                    : " in time");
     return -1;
   }
   rc = slR_write_atomic(final, pdf, pdf_len, err, errlen);

@@ -59,13 +59,13 @@ static void die_of_signal(int sig) {
 ** holds is released in one place, report_free, whichever phase it ends in. */
 typedef struct {
   const slR_Options *o;
-  char dir[4200], cache_dir[4200];  /* DIR/notebooks and DIR/.cache */
-  json_t **read;           /* per notebook: as read; NULL once taken (or unreadable) */
-  json_t *read_errors;     /* per notebook: why it cannot be read, or null */
-  json_t *failures;        /* what went wrong, for the report's notice */
-  json_t *written;         /* paths this run wrote in the folder, for its manifest */
-  slR_Notebook *done;      /* the report's notebooks, in order */
-  slR_Run *runs;           /* those that run (the others come from the cache) */
+  char dir[4200], cache_dir[4200]; /* DIR/notebooks and DIR/.cache */
+  json_t **read;                   /* per notebook: as read; NULL once taken (or unreadable) */
+  json_t *read_errors;             /* per notebook: why it cannot be read, or null */
+  json_t *failures;                /* what went wrong, for the report's notice */
+  json_t *written;                 /* paths this run wrote in the folder, for its manifest */
+  slR_Notebook *done;              /* the report's notebooks, in order */
+  slR_Run *runs;                   /* those that run (the others come from the cache) */
   size_t ndone, nruns;
   int cells, cached;
 } Report;
@@ -76,7 +76,7 @@ static void report_free(Report *R) {
   json_decref(R->read_errors);
   for (size_t i = 0; i < R->ndone; i++) json_decref(R->done[i].nb);
   free(R->done);
-  free(R->runs);  /* their notebooks belong to done[], or were released when they failed */
+  free(R->runs); /* their notebooks belong to done[], or were released when they failed */
   json_decref(R->failures);
   json_decref(R->written);
 }
@@ -96,8 +96,10 @@ static int read_notebooks(Report *R) {
       char other[256];
       slR_stem_of(o->notebooks[j], other, sizeof other);
       if (strcmp(stem, other) == 0) {
-        fprintf(stderr, "syslab report: %s and %s have the same name '%s'; the executed notebooks and figures are "
-                "named after it, so rename one\n", o->notebooks[j], o->notebooks[i], stem);
+        fprintf(stderr,
+                "syslab report: %s and %s have the same name '%s'; the executed notebooks and figures are "
+                "named after it, so rename one\n",
+                o->notebooks[j], o->notebooks[i], stem);
         refused++;
         break;
       }
@@ -155,9 +157,9 @@ static void plan_runs(Report *R) {
     snprintf(r->executed, sizeof r->executed, "%s", executed);
     snprintf(r->key_path, sizeof r->key_path, "%s", key_path);
     memcpy(r->key, key, sizeof r->key);
-    d->nb = NULL;  /* filled when it has run */
+    d->nb = NULL; /* filled when it has run */
   }
-  for (size_t i = 0; i < o->count; i++) json_decref(R->read[i]);  /* those a stop left unread */
+  for (size_t i = 0; i < o->count; i++) json_decref(R->read[i]); /* those a stop left unread */
   free(R->read);
   R->read = NULL;
   json_decref(R->read_errors);

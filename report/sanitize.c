@@ -30,25 +30,27 @@
 #include "slutil.h"
 
 static const char *const allowed_tags[] = {
-    "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
-    "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",
-    "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strong", "sub", "summary",
-    "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "tt", "u", "ul", "var", "wbr", NULL};
+    "a",     "abbr",   "b",       "blockquote", "br",  "caption", "cite",  "code", "col",        "colgroup",
+    "dd",    "del",    "details", "dfn",        "div", "dl",      "dt",    "em",   "figcaption", "figure",
+    "h1",    "h2",     "h3",      "h4",         "h5",  "h6",      "hr",    "i",    "img",        "ins",
+    "kbd",   "li",     "mark",    "ol",         "p",   "pre",     "q",     "s",    "samp",       "small",
+    "span",  "strong", "sub",     "summary",    "sup", "table",   "tbody", "td",   "tfoot",      "th",
+    "thead", "tr",     "tt",      "u",          "ul",  "var",     "wbr",   NULL};
 
 /* dropped together with everything up to their end tag (void elements such
 ** as embed, frame, link and meta have none: they just lose the tag) */
 static const char *const dropped_with_content[] = {
-    "script", "style", "iframe", "frameset", "object", "applet", "noscript", "noembed",
-    "noframes", "template", "textarea", "select", "title", "xmp", "svg", "math", "audio", "video", "canvas",
-    "portal", "fencedframe", "head", "plaintext", NULL};
+    "script",   "style",    "iframe",   "frameset", "object",      "applet", "noscript",  "noembed",
+    "noframes", "template", "textarea", "select",   "title",       "xmp",    "svg",       "math",
+    "audio",    "video",    "canvas",   "portal",   "fencedframe", "head",   "plaintext", NULL};
 
 /* elements whose content the browser reads as raw text up to </name */
-static const char *const raw_text[] = {"script", "style", "iframe", "noembed", "noframes", "textarea", "title",
-                                       "xmp", "plaintext", NULL};
+static const char *const raw_text[] = {"script",   "style", "iframe", "noembed",   "noframes",
+                                       "textarea", "title", "xmp",    "plaintext", NULL};
 
-static const char *const allowed_attrs[] = {"class", "id", "title", "lang", "dir", "align", "valign", "style",
-                                            "alt", "width", "height", "colspan", "rowspan", "start", "type",
-                                            "span", "scope", "name", "open", "href", "src", NULL};
+static const char *const allowed_attrs[] = {
+    "class",   "id",      "title", "lang", "dir",  "align", "valign", "style", "alt",  "width", "height",
+    "colspan", "rowspan", "start", "type", "span", "scope", "name",   "open",  "href", "src",   NULL};
 
 static int in_list(const char *const *list, const char *s) {
   for (; *list; list++)
@@ -61,9 +63,9 @@ static int in_list(const char *const *list, const char *s) {
 static const struct {
   const char *name;
   const char *text;
-} entities[] = {{"amp", "&"},   {"lt", "<"},       {"gt", ">"},       {"quot", "\""}, {"apos", "'"},
-                {"colon", ":"}, {"Tab", "\t"},     {"NewLine", "\n"}, {"sol", "/"},   {"period", "."},
-                {"bsol", "\\"}, {"percnt", "%"},   {"nbsp", "\xc2\xa0"}, {NULL, NULL}};
+} entities[] = {{"amp", "&"},   {"lt", "<"},     {"gt", ">"},          {"quot", "\""}, {"apos", "'"},
+                {"colon", ":"}, {"Tab", "\t"},   {"NewLine", "\n"},    {"sol", "/"},   {"period", "."},
+                {"bsol", "\\"}, {"percnt", "%"}, {"nbsp", "\xc2\xa0"}, {NULL, NULL}};
 
 static void add_codepoint(slU_Text *t, unsigned long c) {
   char b[4];
@@ -92,7 +94,9 @@ static char *decode(const char *s, size_t n) {
       unsigned long c = 0;
       size_t digits = 0;
       while (j < n && (hex ? isxdigit((unsigned char)s[j]) : isdigit((unsigned char)s[j]))) {
-        if (c < 0x110000) c = c * (hex ? 16 : 10) + (unsigned long)(isdigit((unsigned char)s[j]) ? s[j] - '0' : (tolower((unsigned char)s[j]) - 'a' + 10));
+        if (c < 0x110000)
+          c = c * (hex ? 16 : 10) +
+              (unsigned long)(isdigit((unsigned char)s[j]) ? s[j] - '0' : (tolower((unsigned char)s[j]) - 'a' + 10));
         j++, digits++;
       }
       if (digits) {
@@ -166,12 +170,11 @@ static int url_allowed(const char *tag, const char *attr, const char *value) {
   char *u = url_view(value), scheme[32];
   scheme_of(u, scheme, sizeof scheme);
   int ok;
-  if (strcmp(attr, "src") == 0)  /* loaded while printing: only the report's own files */
+  if (strcmp(attr, "src") == 0) /* loaded while printing: only the report's own files */
     ok = strcmp(tag, "img") == 0 && (scheme[0] ? strncmp(u, "data:image/", 11) == 0 : inside_folder(u));
-  else if (scheme[0])  /* href: followed only when a reader clicks */
+  else if (scheme[0]) /* href: followed only when a reader clicks */
     ok = strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0 || strcmp(scheme, "mailto") == 0;
-  else
-    ok = u[0] == '#' || inside_folder(u);
+  else ok = u[0] == '#' || inside_folder(u);
   free(u);
   return ok;
 }
@@ -322,14 +325,14 @@ char *slR_sanitize_html(const char *html) {
       p += n;
       continue;
     }
-    if (strncmp(p, "<!--", 4) == 0) {  /* comments go */
+    if (strncmp(p, "<!--", 4) == 0) { /* comments go */
       const char *e = strstr(p + 4, "-->");
       p = e ? e + 3 : p + strlen(p);
       continue;
     }
     int closing = p[1] == '/';
     const char *n0 = p + 1 + closing;
-    if (p[1] == '!' || p[1] == '?') {  /* doctype, CDATA, processing instructions */
+    if (p[1] == '!' || p[1] == '?') { /* doctype, CDATA, processing instructions */
       const char *e = tag_end(p);
       p = e ? e + 1 : p + strlen(p);
       continue;
@@ -340,7 +343,7 @@ char *slR_sanitize_html(const char *html) {
       continue;
     }
     const char *e = tag_end(p);
-    if (!e) {  /* never closed: the rest is text */
+    if (!e) { /* never closed: the rest is text */
       slU_add(&t, "&lt;");
       p++;
       continue;
@@ -495,7 +498,7 @@ static void add_svg_attributes(slU_Text *t, const char *p, const char *end) {
     char name[40];
     snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), n0);
     while (p < end && isspace((unsigned char)*p)) p++;
-    if (p >= end || *p != '=') continue;  /* XML has no attribute without a value */
+    if (p >= end || *p != '=') continue; /* XML has no attribute without a value */
     p++;
     while (p < end && isspace((unsigned char)*p)) p++;
     if (p >= end || (*p != '"' && *p != '\'')) {
@@ -525,7 +528,7 @@ char *slR_sanitize_svg(const char *svg) {
     if (*p != '<') {
       const char *lt = strchr(p, '<');
       size_t n = lt ? (size_t)(lt - p) : strlen(p);
-      if (depth > 0) add_xml_text(&t, p, n);  /* text outside the root is dropped */
+      if (depth > 0) add_xml_text(&t, p, n); /* text outside the root is dropped */
       p += n;
       continue;
     }
@@ -541,7 +544,7 @@ char *slR_sanitize_svg(const char *svg) {
       p = e ? e + 3 : p + strlen(p);
       continue;
     }
-    if (strncasecmp(p, "<!DOCTYPE", 9) == 0) {  /* with its internal subset, if any */
+    if (strncasecmp(p, "<!DOCTYPE", 9) == 0) { /* with its internal subset, if any */
       const char *e = tag_end(p), *subset = strchr(p, '[');
       if (subset && e && subset < e) {
         const char *close = strstr(subset, "]");
@@ -559,14 +562,14 @@ char *slR_sanitize_svg(const char *svg) {
       p = e ? e + 1 : p + strlen(p);
       continue;
     }
-    if (p[1] == '?' || p[1] == '!') {  /* processing instructions, other declarations */
+    if (p[1] == '?' || p[1] == '!') { /* processing instructions, other declarations */
       const char *e = tag_end(p);
       p = e ? e + 1 : p + strlen(p);
       continue;
     }
     int closing = p[1] == '/';
     const char *n0 = p + 1 + closing, *e = tag_end(p);
-    if (!e || !isalpha((unsigned char)*n0)) {  /* not a tag: the rest is not SVG */
+    if (!e || !isalpha((unsigned char)*n0)) { /* not a tag: the rest is not SVG */
       break;
     }
     const char *n1 = n0;
@@ -583,16 +586,16 @@ char *slR_sanitize_svg(const char *svg) {
     }
     /* the root is the first element, and it is an svg */
     if (!seen_root && (closing || strcmp(name, "svg") != 0)) continue;
-    if (!in_list(svg_elements, name)) continue;  /* the tag goes, its content stays */
+    if (!in_list(svg_elements, name)) continue; /* the tag goes, its content stays */
     if (closing) {
       int at = depth - 1;
       while (at >= 0 && strcmp(open[at], name) != 0) at--;
-      if (at < 0) continue;  /* an end tag of nothing open */
+      if (at < 0) continue; /* an end tag of nothing open */
       while (depth > at) slU_add(&t, "</%s>", open[--depth]);
-      if (depth == 0) break;  /* the end of the root: nothing after it */
+      if (depth == 0) break; /* the end of the root: nothing after it */
       continue;
     }
-    if (!empty && depth == (int)(sizeof open / sizeof *open)) continue;  /* deeper than any figure needs */
+    if (!empty && depth == (int)(sizeof open / sizeof *open)) continue; /* deeper than any figure needs */
     seen_root = 1;
     slU_add(&t, "<%s", name);
     add_svg_attributes(&t, n1, empty ? e - 1 : e);

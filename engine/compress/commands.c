@@ -18,18 +18,20 @@
 #include "quant.h"
 #include "table/table.h"
 
-static const char *const format_names[] = {"integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
-                                           "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
-                                           "block_fp", "block_minifloat", "block_log", "binary", "binary_residual",
-                                           "ternary", NULL};
+static const char *const format_names[] = {
+    "integer",    "minifloat_denorm", "minifloat_ieee",  "log",        "mxint8",   "mxfp8_e4m3",
+    "mxfp8_e5m2", "mxfp6_e3m2",       "mxfp6_e2m3",      "mxfp4_e2m1", "block_fp", "block_minifloat",
+    "block_log",  "binary",           "binary_residual", "ternary",    NULL};
 
 /* the format from a call's arguments, with an optional operand prefix
 ** ("weight_", "data_in_", "bias_") whose settings win over the plain ones */
 static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   char key[64];
 #define PICK(name, operand_name, dflt) \
-  (snprintf(key, sizeof key, "%s%s", prefix, operand_name), \
-   prefix[0] && sl_arg_given(call, key) ? sl_arg_number(call, key) : sl_arg_given(call, name) ? sl_arg_number(call, name) : (dflt))
+  (snprintf(key, sizeof key, "%s%s", prefix, operand_name), prefix[0] && sl_arg_given(call, key) \
+                                                                ? sl_arg_number(call, key) \
+                                                            : sl_arg_given(call, name) ? sl_arg_number(call, name) \
+                                                                                       : (dflt))
   memset(f, 0, sizeof *f);
   snprintf(key, sizeof key, "%sformat", prefix);
   const char *format = prefix[0] && sl_arg_given(call, key) ? sl_arg_string(call, key) : sl_arg_string(call, "format");
@@ -40,10 +42,10 @@ static int format_of(sl_Call *call, const char *prefix, slQ_Format *f) {
   snprintf(key, sizeof key, "%swidth", prefix);
   int mx_kind = f->kind >= SLQ_MXINT8 && f->kind <= SLQ_MXFP4_E2M1;
   if (mx_kind && prefix[0] && sl_arg_given(call, key))
-    return sl_arg_error(call, key,
-                        "%s has a fixed element width (%s): leave width out for it", format,
+    return sl_arg_error(call, key, "%s has a fixed element width (%s): leave width out for it", format,
                         f->kind == SLQ_MXINT8 || f->kind <= SLQ_MXFP8_E5M2 ? "8 bits"
-                        : f->kind == SLQ_MXFP4_E2M1 ? "4 bits" : "6 bits");
+                        : f->kind == SLQ_MXFP4_E2M1                        ? "4 bits"
+                                                                           : "6 bits");
   f->width = (int)PICK("width", "width", 8);
   f->frac_width = (int)PICK("frac", "frac_width", f->width / 2);
   f->exponent_width = (int)PICK("exponent_width", "exponent_width", 4);
@@ -84,7 +86,8 @@ static int numbers_of(sl_Call *call, sl_Value v, float **out, size_t *n, size_t 
     /* all numbers, or all rows of one non-zero length: a mix would be cut into rows wrongly */
     if ((item.type == SL_LIST) != (sl_list_get(v, 0).type == SL_LIST) || (item.type == SL_LIST && len == 0)) {
       free(*out);
-      return sl_arg_error(call, "values", "must be a list of numbers, or a matrix: a list of non-empty rows of numbers");
+      return sl_arg_error(call, "values",
+                          "must be a list of numbers, or a matrix: a list of non-empty rows of numbers");
     }
     if (item.type == SL_LIST) {
       if (*row && *row != len) {
@@ -137,7 +140,7 @@ static int cmd_quantize(sl_Call *call, sl_Value *result) {
   float *x;
   size_t n, row;
   if (numbers_of(call, sl_arg(call, "values"), &x, &n, &row) != 0) return -1;
-  slQ_apply(&f, x, x, n, row ? row : n);  /* fast: about a nanosecond a value */
+  slQ_apply(&f, x, x, n, row ? row : n); /* fast: about a nanosecond a value */
   *result = shaped(x, n, row);
   free(x);
   return result->type == SL_NIL ? sl_interrupted_error(call) : 0;
@@ -162,7 +165,7 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
   float *dec = malloc(n * sizeof *dec);
   slQ_mxint8_unpack(m, e, n, g, dec);
   for (size_t i = 0; i < n; i++) {
-    if ((i & 65535) == 0 && sl_interrupted()) {   /* four lists of millions of values take seconds */
+    if ((i & 65535) == 0 && sl_interrupted()) { /* four lists of millions of values take seconds */
       sl_release(mant), sl_release(scales), sl_release(bf16), sl_release(values);
       free(x), free(m), free(e), free(dec);
       return sl_interrupted_error(call);
@@ -207,7 +210,8 @@ static int check_sparsity(sl_Call *call, double s) {
 /* MT19937 takes seeds of 32 bits, as numpy's RandomState does */
 static int check_seed(sl_Call *call) {
   double seed = sl_arg_number(call, "seed");
-  if (!(seed >= 0 && seed <= 4294967295.0)) return sl_arg_error(call, "seed", "must be between 0 and 2^32 - 1, got %s", SL_NUM(seed));
+  if (!(seed >= 0 && seed <= 4294967295.0))
+    return sl_arg_error(call, "seed", "must be between 0 and 2^32 - 1, got %s", SL_NUM(seed));
   return 0;
 }
 
@@ -232,7 +236,7 @@ static int cmd_prune_values(sl_Call *call, sl_Value *result) {
 static int targeted(sl_Call *call, const slM_Node *n) {
   if (n->op != OP_LINEAR || strstr(n->name, "lora_")) return 0;
   sl_Value names = sl_arg(call, "layers");
-  if (sl_list_len(names) == 0) return 1;  /* by type: every linear layer */
+  if (sl_list_len(names) == 0) return 1; /* by type: every linear layer */
   for (size_t i = 0; i < sl_list_len(names); i++)
     if (sl_str(sl_list_get(names, i)) && strcmp(sl_str(sl_list_get(names, i)), n->name) == 0) return 1;
   return 0;
@@ -244,7 +248,8 @@ static int check_layers(sl_Call *call, const slM_Graph *g) {
     const char *name = sl_str(sl_list_get(names, i));
     int k = name ? slM_find_node(g, name) : -1;
     if (k < 0 || g->nodes[k].op != OP_LINEAR)
-      return sl_arg_error(call, "layers", "'%s' is not a linear layer of this model (see model.node_names)", name ? name : "?");
+      return sl_arg_error(call, "layers", "'%s' is not a linear layer of this model (see model.node_names)",
+                          name ? name : "?");
   }
   return 0;
 }
@@ -258,7 +263,8 @@ static void replace(slM_Transform **slot, slM_Transform *t) {
 static int quantize_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   if (check_layers(call, src) != 0) return -1;
   slQ_Format fx, fw, fb;
-  if (format_of(call, "data_in_", &fx) != 0 || format_of(call, "weight_", &fw) != 0 || format_of(call, "bias_", &fb) != 0)
+  if (format_of(call, "data_in_", &fx) != 0 || format_of(call, "weight_", &fw) != 0 ||
+      format_of(call, "bias_", &fb) != 0)
     return -1;
   slM_Graph *g = slM_graph_copy(src, 1);
   int layers = 0;
@@ -315,7 +321,7 @@ typedef struct {
   double sparsity;
   int l1;
   uint64_t seed;
-  slM_Mt rng;   /* random: seeded once per layer, a fresh subset every forward */
+  slM_Mt rng; /* random: seeded once per layer, a fresh subset every forward */
 } ActivationPrune;
 
 static void prune_activations(const slM_Transform *t, const float *in, float *out, size_t n) {
@@ -362,7 +368,8 @@ static slM_Transform *transform_decode(const char *bytes, size_t n, char *err, s
     double sparsity = slU_get_f64(&r);
     int l1 = (int)slU_get_u8(&r);
     uint64_t seed = slU_get_u64(&r);
-    if (!(sparsity >= 0 && sparsity <= 1)) return snprintf(err, errlen, "an activation pruner's settings are damaged"), NULL;
+    if (!(sparsity >= 0 && sparsity <= 1))
+      return snprintf(err, errlen, "an activation pruner's settings are damaged"), NULL;
     t = activation_pruner(sparsity, l1, seed);
     ActivationPrune *a = t->state;
     for (int i = 0; i < 624; i++) a->rng.mt[i] = slU_get_u32(&r);
@@ -370,7 +377,8 @@ static slM_Transform *transform_decode(const char *bytes, size_t n, char *err, s
     a->rng.draws = slU_get_u64(&r);
     if (a->rng.index < 0 || a->rng.index > 624) r.bad = 1;
   } else {
-    return snprintf(err, errlen, "unknown node transform '%c' (quantisers and activation pruners are known)", kind), NULL;
+    return snprintf(err, errlen, "unknown node transform '%c' (quantisers and activation pruners are known)", kind),
+           NULL;
   }
   if (t && (r.bad || r.at != n)) {
     t->free(t);
@@ -401,7 +409,8 @@ static slM_Transform *activation_pruner(double s, int l1, uint64_t seed) {
 static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   double s = sl_arg_number(call, "sparsity"), as = sl_arg_number(call, "activation_sparsity");
   if (check_sparsity(call, s) != 0 || check_seed(call) != 0 || check_layers(call, src) != 0) return -1;
-  if (!(as >= 0 && as <= 1)) return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %s", SL_NUM(as));
+  if (!(as >= 0 && as <= 1))
+    return sl_arg_error(call, "activation_sparsity", "must be between 0 and 1, got %s", SL_NUM(as));
   int l1 = strcmp(sl_arg_string(call, "method"), "l1") == 0;
   int global = strcmp(sl_arg_string(call, "scope"), "global") == 0;
   uint64_t seed = (uint64_t)sl_arg_number(call, "seed");
@@ -440,13 +449,13 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
     at += w->size;
     size_t pruned = 0;
     for (size_t j = 0; j < w->size; j++) {
-      if (n->comp.weight_mask && !n->comp.weight_mask[j]) mask[j] = 0;  /* pruning twice keeps the first mask */
+      if (n->comp.weight_mask && !n->comp.weight_mask[j]) mask[j] = 0; /* pruning twice keeps the first mask */
       pruned += !mask[j];
     }
     slM_mask_free(n->comp.weight_mask, w->size);
     n->comp.weight_mask = mask;
     if (as > 0) replace(&n->comp.data_in_prune, activation_pruner(as, l1, seed + 1000 + (uint64_t)i));
-    for (size_t j = 0; j < w->size; j++)  /* the stored weights are zero too, so an export of them is sparse */
+    for (size_t j = 0; j < w->size; j++) /* the stored weights are zero too, so an export of them is sparse */
       if (!mask[j]) w->data[j] = 0;
     size_t r = slT_add_row(t);
     slT_set(t, r, 0, sl_string(n->name));
@@ -456,7 +465,7 @@ static int prune_graph(sl_Call *call, slM_Graph *src, sl_Value *result) {
   }
   free(pool);
   free(pool_mask);
-  if (sl_interrupted()) {   /* a sort of the weights stopped: the copy is half pruned */
+  if (sl_interrupted()) { /* a sort of the weights stopped: the copy is half pruned */
     slT_free(t);
     slM_graph_free(g);
     return sl_interrupted_error(call);
@@ -502,8 +511,7 @@ static int cmd_sparsity(sl_Call *call, sl_Value *result) {
     if (n->op != OP_LINEAR) continue;
     const slM_Tensor *w = n->params[0]->value;
     size_t zeros = 0;
-    for (size_t j = 0; j < w->size; j++)
-      zeros += w->data[j] == 0 || (n->comp.weight_mask && !n->comp.weight_mask[j]);
+    for (size_t j = 0; j < w->size; j++) zeros += w->data[j] == 0 || (n->comp.weight_mask && !n->comp.weight_mask[j]);
     size_t r = slT_add_row(t);
     slT_set(t, r, 0, sl_string(n->name));
     slT_set(t, r, 1, sl_number((double)w->size));
@@ -603,8 +611,8 @@ static const sl_Command slQ_commands[] = {
 static void compress_open(void) { slM_set_transform_decoder(transform_decode); }
 
 const sl_Domain slQ_domain = {
-  "Compression",
-  "Number formats and pruning applied to numbers and to models: quantisation to integer, minifloat, log, block and OCP MX formats (post-training, or quantisation-aware when the model is trained), exact-k pruning of weights and activations, and the sizes and sparsities that result.",
-  slQ_commands,
-  .open = compress_open,
+    "Compression",
+    "Number formats and pruning applied to numbers and to models: quantisation to integer, minifloat, log, block and OCP MX formats (post-training, or quantisation-aware when the model is trained), exact-k pruning of weights and activations, and the sizes and sparsities that result.",
+    slQ_commands,
+    .open = compress_open,
 };

@@ -35,9 +35,9 @@
 #include <string.h>
 
 static const char *const kind_names[SLQ_NUM_FORMATS] = {
-  "integer", "minifloat_denorm", "minifloat_ieee", "log", "mxint8",
-  "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1",
-  "block_fp", "block_minifloat", "block_log", "binary", "binary_residual", "ternary",
+    "integer",    "minifloat_denorm", "minifloat_ieee",  "log",        "mxint8",   "mxfp8_e4m3",
+    "mxfp8_e5m2", "mxfp6_e3m2",       "mxfp6_e2m3",      "mxfp4_e2m1", "block_fp", "block_minifloat",
+    "block_log",  "binary",           "binary_residual", "ternary",
 };
 
 /* 1 for formats that share something across a block of `block` values */
@@ -80,7 +80,7 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
       return -1;
     }
     if (f->kind == SLQ_BLOCK_MINIFLOAT && (f->width < 3 || f->width > 32 || f->exponent_width < 1 ||
-                                          f->exponent_width > 11 || f->width - f->exponent_width - 1 < 1)) {
+                                           f->exponent_width > 11 || f->width - f->exponent_width - 1 < 1)) {
       snprintf(err, errlen, "block_minifloat needs width 3..32, exponent_width 1..11 and at least one mantissa bit");
       return -1;
     }
@@ -115,8 +115,10 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
       return 0;
     case SLQ_MINIFLOAT_DENORM:
     case SLQ_MINIFLOAT_IEEE:
-      if (f->exponent_width < 1 || f->exponent_width > 11 || f->width - f->exponent_width - 1 < (f->kind == SLQ_MINIFLOAT_IEEE)) {
-        snprintf(err, errlen, "exponent_width must be between 1 and 11 and leave room for the sign%s: width=%d, exponent_width=%d",
+      if (f->exponent_width < 1 || f->exponent_width > 11 ||
+          f->width - f->exponent_width - 1 < (f->kind == SLQ_MINIFLOAT_IEEE)) {
+        snprintf(err, errlen,
+                 "exponent_width must be between 1 and 11 and leave room for the sign%s: width=%d, exponent_width=%d",
                  f->kind == SLQ_MINIFLOAT_IEEE ? " and at least one mantissa bit" : "", f->width, f->exponent_width);
         return -1;
       }
@@ -127,8 +129,7 @@ int slQ_check(const slQ_Format *f, char *err, size_t errlen) {
         return -1;
       }
       break;
-    default:
-      break;
+    default: break;
   }
   if (f->has_bias && (f->exponent_bias < -1024 || f->exponent_bias > 1024)) {
     snprintf(err, errlen, "exponent_bias must be between -1024 and 1024, got %d", f->exponent_bias);
@@ -144,16 +145,16 @@ typedef struct {
   const float *in;
   float *out;
   size_t n, row;
-  uint32_t *m;       /* bit patterns of the block maxima, per_row to a row */
-  size_t nb;         /* blocks; after them in m, each row's smallest (slQ_block_maxima_rows) */
-  uint32_t zero_as;  /* what an all-zero block's maximum becomes (the zero-block fix) */
-  int pass;   /* blocked formats: 0 finds the maxima, 1 applies */
+  uint32_t *m;      /* bit patterns of the block maxima, per_row to a row */
+  size_t nb;        /* blocks; after them in m, each row's smallest (slQ_block_maxima_rows) */
+  uint32_t zero_as; /* what an all-zero block's maximum becomes (the zero-block fix) */
+  int pass;         /* blocked formats: 0 finds the maxima, 1 applies */
 } Apply;
 
 static void apply_range(void *ctx, size_t r0, size_t r1) {
   const Apply *a = ctx;
   const slQ_Format *f = a->f;
-  if (!is_blocked(f->kind) && f->kind < SLQ_BINARY) {  /* elementwise: a range of values */
+  if (!is_blocked(f->kind) && f->kind < SLQ_BINARY) { /* elementwise: a range of values */
     slQ_float_fast(f, a->in + r0, a->out + r0, r1 - r0);
     return;
   }
@@ -220,11 +221,16 @@ void slQ_apply_reference(const slQ_Format *f, const float *in, float *out, size_
 static double format_bits(const slQ_Format *f) {
   switch (f->kind) {
     case SLQ_BLOCK_FP: return f->width + (double)f->exponent_width / f->block;
-    case SLQ_BLOCK_MINIFLOAT: case SLQ_BLOCK_LOG: return f->width + (double)f->bias_width / f->block;
-    case SLQ_BINARY: case SLQ_BINARY_RESIDUAL: return 1;
+    case SLQ_BLOCK_MINIFLOAT:
+    case SLQ_BLOCK_LOG: return f->width + (double)f->bias_width / f->block;
+    case SLQ_BINARY:
+    case SLQ_BINARY_RESIDUAL: return 1;
     case SLQ_TERNARY: return 2;
-    case SLQ_MXINT8: case SLQ_MXFP8_E4M3: case SLQ_MXFP8_E5M2: return 8 + 8.0 / f->block;
-    case SLQ_MXFP6_E3M2: case SLQ_MXFP6_E2M3: return 6 + 8.0 / f->block;
+    case SLQ_MXINT8:
+    case SLQ_MXFP8_E4M3:
+    case SLQ_MXFP8_E5M2: return 8 + 8.0 / f->block;
+    case SLQ_MXFP6_E3M2:
+    case SLQ_MXFP6_E2M3: return 6 + 8.0 / f->block;
     case SLQ_MXFP4_E2M1: return 4 + 8.0 / f->block;
     default: return f->width;
   }
@@ -233,16 +239,22 @@ static double format_bits(const slQ_Format *f) {
 void slQ_describe(const slQ_Format *f, char *out, size_t size) {
   switch (f->kind) {
     case SLQ_INTEGER: snprintf(out, size, "integer(width=%d, frac=%d)", f->width, f->frac_width); break;
-    case SLQ_MINIFLOAT_DENORM: case SLQ_MINIFLOAT_IEEE:
+    case SLQ_MINIFLOAT_DENORM:
+    case SLQ_MINIFLOAT_IEEE:
       snprintf(out, size, "%s(width=%d, exponent=%d, bias=%d)", slQ_kind_name(f->kind), f->width, f->exponent_width,
                f->has_bias ? f->exponent_bias : default_bias(f->exponent_width));
       break;
     case SLQ_LOG:
-      snprintf(out, size, "log(width=%d, bias=%d)", f->width, f->has_bias ? f->exponent_bias : default_bias(f->width - 1));
+      snprintf(out, size, "log(width=%d, bias=%d)", f->width,
+               f->has_bias ? f->exponent_bias : default_bias(f->width - 1));
       break;
-    case SLQ_BLOCK_FP: snprintf(out, size, "block_fp(width=%d, exponent=%d, block=%d)", f->width, f->exponent_width, f->block); break;
-    case SLQ_BLOCK_MINIFLOAT: case SLQ_BLOCK_LOG:
-      snprintf(out, size, "%s(width=%d, bias_width=%d, block=%d)", slQ_kind_name(f->kind), f->width, f->bias_width, f->block);
+    case SLQ_BLOCK_FP:
+      snprintf(out, size, "block_fp(width=%d, exponent=%d, block=%d)", f->width, f->exponent_width, f->block);
+      break;
+    case SLQ_BLOCK_MINIFLOAT:
+    case SLQ_BLOCK_LOG:
+      snprintf(out, size, "%s(width=%d, bias_width=%d, block=%d)", slQ_kind_name(f->kind), f->width, f->bias_width,
+               f->block);
       break;
     case SLQ_BINARY: snprintf(out, size, "binary(%s)", f->bipolar ? "bipolar" : "scaled"); break;
     case SLQ_BINARY_RESIDUAL: snprintf(out, size, "binary_residual(levels=%d)", f->levels); break;
@@ -270,7 +282,8 @@ double slQ_transform_bytes(const slM_Transform *t, size_t n) {
   if (!is_blocked(f->kind)) return ceil(format_bits(f) * (double)n / 8);
   /* each row's blocks share one scale or bias; a row's last block may be short */
   double shared = (format_bits(f) - floor(format_bits(f))) * f->block, element = floor(format_bits(f));
-  size_t row = q->row ? q->row : n, rows = (n + row - 1) / row, blocks = (row + (size_t)f->block - 1) / (size_t)f->block;
+  size_t row = q->row ? q->row : n, rows = (n + row - 1) / row,
+         blocks = (row + (size_t)f->block - 1) / (size_t)f->block;
   return ceil((element * (double)n + shared * (double)(rows * blocks)) / 8);
 }
 
@@ -289,7 +302,7 @@ static void transform_encode(const slM_Transform *t, slU_Text *out) {
   const Quantiser *q = t->state;
   const slQ_Format *f = &q->format;
   const int fields[] = {(int)f->kind, f->width, f->frac_width, f->exponent_width, f->exponent_bias, f->has_bias,
-                        f->is_signed, f->block, f->bias_width, f->levels, f->bipolar, f->scaled};
+                        f->is_signed, f->block, f->bias_width, f->levels,         f->bipolar,       f->scaled};
   slU_put_u8(out, 'Q');
   slU_put_u32(out, (uint32_t)(sizeof fields / sizeof *fields));
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) slU_put_u32(out, (uint32_t)fields[i]);
@@ -302,8 +315,8 @@ slM_Transform *slQ_transform_decode(slU_Reader *r, char *err, size_t errlen) {
   if (n != 12) return snprintf(err, errlen, "a quantiser written with %u settings (this syslab has 12)", n), NULL;
   for (int i = 0; i < 12; i++) fields[i] = (int)slU_get_u32(r);
   size_t row = (size_t)slU_get_u64(r);
-  slQ_Format f = {(slQ_Kind)fields[0], fields[1], fields[2], fields[3], fields[4], fields[5],
-                  fields[6], fields[7], fields[8], fields[9], fields[10], fields[11]};
+  slQ_Format f = {(slQ_Kind)fields[0], fields[1], fields[2], fields[3], fields[4],  fields[5],
+                  fields[6],           fields[7], fields[8], fields[9], fields[10], fields[11]};
   if (r->bad || f.kind >= SLQ_NUM_FORMATS || slQ_check(&f, err, errlen) != 0) {
     if (r->bad || f.kind >= SLQ_NUM_FORMATS) snprintf(err, errlen, "a quantiser's settings are damaged");
     return NULL;
@@ -322,7 +335,7 @@ slM_Transform *slQ_transform(const slQ_Format *f, size_t row) {
   t->encode = transform_encode;
   t->state = q;
   t->bits = format_bits(f);
-  t->has_gradient = slQ_has_gradient(f->kind);  /* the others train with the straight-through estimator */
+  t->has_gradient = slQ_has_gradient(f->kind); /* the others train with the straight-through estimator */
   slQ_describe(f, t->name, sizeof t->name);
   return t;
 }
@@ -349,7 +362,8 @@ int slQ_mxint8_pack(const float *x, size_t n, int g, int8_t *m, uint8_t *scales,
     uint8_t e = nonfinite ? 0xFF : amax < ldexp(1.0, -126) ? 0 : (uint8_t)(flog2(amax) + 127);
     scales[b] = e;
     for (int i = 0; i < g; i++)
-      m[b * (size_t)g + (size_t)i] = e == 0 || e == 0xFF ? 0 : (int8_t)clampd(rint(ldexp((double)v[i], 133 - e)), -127, 127);
+      m[b * (size_t)g + (size_t)i] =
+          e == 0 || e == 0xFF ? 0 : (int8_t)clampd(rint(ldexp((double)v[i], 133 - e)), -127, 127);
   }
   return 0;
 }
@@ -373,7 +387,7 @@ static int by_magnitude(const void *a, const void *b) {
   size_t i = *(const size_t *)a, j = *(const size_t *)b;
   float x = fabsf(sort_values[i]), y = fabsf(sort_values[j]);
   int nx = isnan(x), ny = isnan(y);
-  if (nx != ny) return nx - ny;  /* NaN magnitudes sort last */
+  if (nx != ny) return nx - ny; /* NaN magnitudes sort last */
   if (!nx && x != y) return x < y ? -1 : 1;
   return (i > j) - (i < j);
 }
@@ -413,7 +427,7 @@ void slQ_prune_l1(const float *x, size_t n, double sparsity, unsigned char *mask
   size_t *order = malloc((n ? n : 1) * sizeof *order);
   for (size_t i = 0; i < n; i++) order[i] = i, mask[i] = 1;
   sort_values = x;
-  if (sort_by_magnitude(order, n) == 0) {   /* interrupted: nothing pruned, and the caller stops */
+  if (sort_by_magnitude(order, n) == 0) { /* interrupted: nothing pruned, and the caller stops */
     size_t k = prune_count(n, sparsity);
     for (size_t i = 0; i < k && i < n; i++) mask[order[i]] = 0;
   }

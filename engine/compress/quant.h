@@ -17,7 +17,7 @@
 int slQ_has_gradient(slQ_Kind k);
 
 const char *slQ_kind_name(slQ_Kind k);
-int slQ_kind_from_name(const char *name);     /* -1 if unknown */
+int slQ_kind_from_name(const char *name); /* -1 if unknown */
 /* 0, or -1 with err naming the parameter and the allowed range */
 int slQ_check(const slQ_Format *f, char *err, size_t errlen);
 /* quantise-dequantise n values; blocks run along rows of `row` elements

@@ -96,7 +96,7 @@ static inline int block_log_bias(uint32_t mb, int Eb, int bias_width) {
 /* the largest float not above 0.1 2^-B: that of 0.1, scaled (exact while
 ** 0.1 2^-B is a normal float, B <= 122) */
 static inline float tau_float(int B) {
-  static const float tenth_below = 0x1.999998p-4f;  /* 0.1 in binary64 is 0x1.999999999999ap-4 */
+  static const float tenth_below = 0x1.999998p-4f; /* 0.1 in binary64 is 0x1.999999999999ap-4 */
   uint32_t bits = (uint32_t)(127 - B) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof scale);
@@ -116,7 +116,7 @@ static inline int mx_plan(uint32_t top, int is_int, int emax, int *sc) {
   if (top >= 0x7F800000u) return MX_NAN;
   if (top == 0 || (is_int && top < 0x00800000u)) return MX_ZERO;
   if (top < 0x00800000u) return MX_REFERENCE;
-  int shared = (int)(top >> 23) - 127 - (is_int ? 0 : emax);  /* a normal maximum's exponent field is flog2 */
+  int shared = (int)(top >> 23) - 127 - (is_int ? 0 : emax); /* a normal maximum's exponent field is flog2 */
   shared = shared < -127 ? -127 : shared > 127 ? 127 : shared;
   *sc = is_int ? shared - 6 : shared;
   return *sc < -126 || *sc > 126 ? MX_REFERENCE : MX_SCALED;

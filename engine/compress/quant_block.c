@@ -37,7 +37,7 @@ static MxElem mx_elem(slQ_Kind k) {
     case SLQ_MXFP6_E3M2: return (MxElem){3, 2, 3, 4, 28};
     case SLQ_MXFP6_E2M3: return (MxElem){2, 3, 1, 2, 7.5};
     case SLQ_MXFP4_E2M1: return (MxElem){2, 1, 1, 2, 6};
-    default: return (MxElem){0, 0, 0, 0, 127.0 / 64};  /* MXINT8 */
+    default: return (MxElem){0, 0, 0, 0, 127.0 / 64}; /* MXINT8 */
   }
 }
 
@@ -46,7 +46,7 @@ static float mx_elem_q(MxElem el, int is_int, int shared, float x) {
   double p = ldexp((double)x, -shared), q;
   if (is_int) {
     q = clampd(rint(p * 64), -127, 127) / 64;
-    return q == 0 ? 0.0f : (float)ldexp(q, shared);  /* an int8 mantissa 0 decodes to +0 */
+    return q == 0 ? 0.0f : (float)ldexp(q, shared); /* an int8 mantissa 0 decodes to +0 */
   }
   double a = fabs(p);
   int e = a > 0 ? flog2(a) : 1 - el.bias;
@@ -122,7 +122,7 @@ static float block_elem(const slQ_Format *f, double mb, float x) {
     int M = f->width - 1, E = f->exponent_width;
     int B = f->has_bias ? f->exponent_bias : default_bias(E);
     int es = isinf(mb) ? (1 << E) - 1 - B : clampi(clog2(mb), -B, (1 << E) - 1 - B);
-    float a = fabsf(x) + 1e-9f;  /* in binary32, as the reference does */
+    float a = fabsf(x) + 1e-9f; /* in binary32, as the reference does */
     double q = clampd(rint((double)a * ldexp(1.0, M - es)), 0, ldexp(1.0, M) - 1) * ldexp(1.0, es - M);
     return (float)(x < 0 ? -q : q);
   } else if (f->kind == SLQ_BLOCK_MINIFLOAT) {
@@ -131,7 +131,7 @@ static float block_elem(const slQ_Format *f, double mb, float x) {
     e.has_bias = 1;
     e.exponent_bias = isinf(mb) ? (1 << f->bias_width) - 1 : clampi(flog2(mb), 0, (1 << f->bias_width) - 1);
     return slQ_minifloat_ieee_one(&e, x);
-  } else {  /* block_log */
+  } else { /* block_log */
     slQ_Format e = *f;
     int Eb = f->width - 1;
     e.kind = SLQ_LOG;
@@ -175,7 +175,7 @@ void slQ_binary_reference(const slQ_Format *f, const float *in, float *out, size
         if (fabs((double)x[i]) > delta) kept += fabs((double)x[i]), nk++;
       float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f;
       for (size_t i = 0; i < len; i++) y[i] = x[i] > delta ? alpha : x[i] < -delta ? -alpha : 0.0f;
-    } else {  /* binary residual sign, with its initial mu = (L, ..., 1) / (L(L+1)/2) */
+    } else { /* binary residual sign, with its initial mu = (L, ..., 1) / (L(L+1)/2) */
       int L = f->levels;
       for (size_t i = 0; i < len; i++) {
         float resid = x[i], sum = 0;
@@ -228,8 +228,8 @@ static void mxint8_block_fast(const float *in, float *out, size_t n) {
   }
   uint32_t bits;
   memcpy(&bits, &amax, sizeof bits);
-  int shared = (int)((bits >> 23) & 0xFF) - 127;  /* amax is normal: its exponent field is flog2 */
-  if (6 - shared > 127 || shared - 6 < -126) {     /* 2^(6 - shared) would not be a normal float */
+  int shared = (int)((bits >> 23) & 0xFF) - 127; /* amax is normal: its exponent field is flog2 */
+  if (6 - shared > 127 || shared - 6 < -126) {   /* 2^(6 - shared) would not be a normal float */
     slQ_Format f = {SLQ_MXINT8, 0, 0, 0, 0, 0, 1, (int)n};
     q_mx_block(&f, in, out, n);
     return;
@@ -247,13 +247,14 @@ static void mxint8_block_fast(const float *in, float *out, size_t n) {
 ** normal float (its exponent bits are flog2), the reference otherwise */
 static void mxfp_block_fast(const slQ_Format *f, const float *in, float *out, size_t n) {
   uint32_t top = abs_bits_max(in, n);
-  if (top >= 0x7F800000u || top < 0x00800000u) {  /* NaN or infinity, zero or subnormal: rare */
+  if (top >= 0x7F800000u || top < 0x00800000u) { /* NaN or infinity, zero or subnormal: rare */
     q_mx_block(f, in, out, n);
     return;
   }
   MxElem el = mx_elem(f->kind);
   int shared = clampi((int)(top >> 23) - 127 - el.emax, -127, 127);
-  float unscale = shared > -127 ? pow2f(-shared) : ldexpf(1.0f, -shared), scale = shared > -127 ? pow2f(shared) : ldexpf(1.0f, shared);
+  float unscale = shared > -127 ? pow2f(-shared) : ldexpf(1.0f, -shared),
+        scale = shared > -127 ? pow2f(shared) : ldexpf(1.0f, shared);
   size_t i = slQ_simd_mxfp(in, out, n, unscale, scale, el.mbits, el.bias, (float)el.max_normal);
   for (; i < n; i++) out[i] = mx_elem_q(el, 0, shared, in[i]);
 }
@@ -306,7 +307,8 @@ static void binary_out(const slQ_Format *f, const float *x, float *y, size_t len
 
 static double ternary_delta(double sum, size_t len) { return 0.75 * sum / (double)len; }
 
-static void ternary_out(const slQ_Format *f, const float *x, float *y, size_t len, double delta, double kept, size_t nk) {
+static void ternary_out(const slQ_Format *f, const float *x, float *y, size_t len, double delta, double kept,
+                        size_t nk) {
   float alpha = f->scaled ? (nk ? (float)(kept / (double)nk) : 0.0f) : 1.0f, t = float_below(delta);
   size_t i = slQ_simd_ternary(x, y, len, t, alpha);
   for (; i < len; i++) y[i] = alpha * (float)((x[i] > t) - (x[i] < -t));
@@ -315,7 +317,7 @@ static void ternary_out(const slQ_Format *f, const float *x, float *y, size_t le
 static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_t len) {
   double sum = 0, kept = 0;
   size_t nk = 0;
-  if (f->kind == SLQ_BINARY && f->bipolar) {  /* the scale is not used */
+  if (f->kind == SLQ_BINARY && f->bipolar) { /* the scale is not used */
     binary_out(f, x, y, len, 0);
     return;
   }
@@ -338,7 +340,8 @@ static void binary_row_fast(const slQ_Format *f, const float *x, float *y, size_
 ** order (slQ_simd_abs_sum_exact: most rows of weights and activations) is
 ** summed across its columns; otherwise eight whole rows at a time through
 ** slQ_simd_abs_sums8, each row's sums in its own order, or one row alone. */
-void slQ_binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0, size_t r1) {
+void slQ_binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0,
+                             size_t r1) {
   int bipolar = f->kind == SLQ_BINARY && f->bipolar;
   for (size_t r = r0; r < r1;) {
     size_t start = r * row, len = start + row <= n ? row : n - start;
@@ -346,7 +349,7 @@ void slQ_binary_ternary_rows(const slQ_Format *f, const float *in, float *out, s
     float *y = out + start;
     double sum, kept, sums[8], delta[8], kepts[8];
     size_t nk, nks[8];
-    if (bipolar) {  /* the scale is not used */
+    if (bipolar) { /* the scale is not used */
       binary_out(f, x, y, len, 0);
       r++;
     } else if (slQ_simd_abs_sum_exact(x, len, &sum)) {

@@ -23,7 +23,8 @@ void slQ_binary_reference(const slQ_Format *f, const float *in, float *out, size
 void slQ_block_maxima_rows(const float *in, size_t n, size_t row, size_t k, uint32_t *m, uint32_t *smallest, size_t r0,
                            size_t r1);
 /* rows r0 to r1 of binary or ternary, the same bits as the reference */
-void slQ_binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0, size_t r1);
+void slQ_binary_ternary_rows(const slQ_Format *f, const float *in, float *out, size_t n, size_t row, size_t r0,
+                             size_t r1);
 /* one row of an MX or shared-exponent format, the same bits as the
 ** reference; zero_as: what an all-zero block's maximum becomes */
 void slQ_block_row(const slQ_Format *f, const float *x, float *y, size_t len, const uint32_t *m, uint32_t zero_as);

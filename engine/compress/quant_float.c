@@ -99,7 +99,7 @@ static void integer_fast(const slQ_Format *f, const float *in, float *out, size_
   float qmax = f->is_signed ? ldexpf(1.0f, f->width - 1) - 1 : ldexpf(1.0f, f->width) - 1;
   for (size_t i = slQ_simd_integer(in, out, n, scale, inv, qmin, qmax); i < n; i++) {
     float v = rintf(in[i] * scale);
-    v = v < qmin ? qmin : v > qmax ? qmax : v;  /* NaN passes both tests unchanged */
+    v = v < qmin ? qmin : v > qmax ? qmax : v; /* NaN passes both tests unchanged */
     out[i] = v * inv;
   }
 }
@@ -163,7 +163,7 @@ static void minifloat_fast(const slQ_Format *f, const float *in, float *out, siz
       else q = clampd(rint(r * half_m), 0, top) * sub;
     } else {
       int e = exponent_bits(a + 1e-9, &mant);
-      e += mant != 0;  /* clog2 */
+      e += mant != 0; /* clog2 */
       e = e < emin ? emin : e > emax ? emax : e;
       q = clampd(rint(a * pow2d(M - e)), 0, top) * pow2d(e - M);
     }
@@ -193,7 +193,7 @@ static void log_fast(const slQ_Format *f, const float *in, float *out, size_t n)
       e = emax;
     } else {
       uint64_t mant;
-      e = exponent_bits(a, &mant);  /* nlog2: up when the mantissa 1.m is at least sqrt 2 */
+      e = exponent_bits(a, &mant); /* nlog2: up when the mantissa 1.m is at least sqrt 2 */
       double m = a * pow2d(-e);
       e += m >= 2 * M_SQRT1_2;
       e = e < emin ? emin : e > emax ? emax : e;
@@ -219,4 +219,3 @@ void slQ_float_fast(const slQ_Format *f, const float *in, float *out, size_t n) 
     slQ_float_reference(f, in, out, n);
   }
 }
-

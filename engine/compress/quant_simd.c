@@ -78,7 +78,9 @@ static int level = -1, cap = 3;
 static int simd_level(void) {
   if (level < 0) {
     int l = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 2 : 0;
-    if (l && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) l = 3;
+    if (l && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+      l = 3;
     level = l;
   }
   return level < cap ? level : cap;
@@ -90,10 +92,14 @@ int slQ_simd_cap(int max) {
   return simd_level();
 }
 
-AVX2 static __m256 pow2_ps(__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); }
+AVX2 static __m256 pow2_ps(__m256i e) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
+}
 
 /* 2^e for 64-bit lanes of e, as a double (e within the normal range) */
-AVX2 static __m256d pow2_pd(__m256i e) { return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52)); }
+AVX2 static __m256d pow2_pd(__m256i e) {
+  return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52));
+}
 
 AVX2 static __m256i clamp_epi64(__m256i e, __m256i lo, __m256i hi) {
   e = _mm256_blendv_epi8(e, lo, _mm256_cmpgt_epi64(lo, e));
@@ -101,10 +107,12 @@ AVX2 static __m256i clamp_epi64(__m256i e, __m256i lo, __m256i hi) {
 }
 
 AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q_) {
-  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), signmask = _mm256_set1_pd(-0.0);
+  const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)),
+                signmask = _mm256_set1_pd(-0.0);
   const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), zero = _mm256_setzero_si256();
   const __m256i vlo = _mm256_set1_epi64x(-B), vhi = _mm256_set1_epi64x(emax), vm = _mm256_set1_epi64x(M);
-  const __m256d eps = _mm256_set1_pd(1e-9), two_m = _mm256_set1_pd(ldexp(1.0, M)), inv_m = _mm256_set1_pd(ldexp(1.0, -M));
+  const __m256d eps = _mm256_set1_pd(1e-9), two_m = _mm256_set1_pd(ldexp(1.0, M)),
+                inv_m = _mm256_set1_pd(ldexp(1.0, -M));
   const __m256d top = _mm256_set1_pd(ldexp(1.0, M) - 1), half_m = _mm256_set1_pd(ldexp(1.0, M - 1));
   const __m256d sub = _mm256_set1_pd(ldexp(1.0, 1 - B - M)), one = _mm256_set1_pd(1.0), dzero = _mm256_setzero_pd();
   const __m256d inf_q = _mm256_set1_pd(inf_q_), inf = _mm256_set1_pd(__builtin_inf());
@@ -119,16 +127,20 @@ AVX2 static size_t minifloat4(const float *in, float *out, size_t n, int M, int 
     if (ieee) {
       e = clamp_epi64(e, vlo, vhi);
       __m256d r = _mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(zero, e)));
-      __m256d k = _mm256_round_pd(_mm256_sub_pd(_mm256_mul_pd(r, two_m), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m256d normal = _mm256_mul_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), inv_m)), pow2_pd(e));
+      __m256d k =
+          _mm256_round_pd(_mm256_sub_pd(_mm256_mul_pd(r, two_m), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d normal = _mm256_mul_pd(
+          _mm256_add_pd(one, _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), inv_m)), pow2_pd(e));
       __m256d ks = _mm256_round_pd(_mm256_mul_pd(r, half_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       __m256d subnormal = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(ks, dzero), top), sub);
       q = _mm256_blendv_pd(subnormal, normal, _mm256_castsi256_pd(_mm256_cmpgt_epi64(e, vlo)));
     } else {
       /* clog2: one up unless a power of two */
-      e = _mm256_sub_epi64(e, _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(bits, mantmask), zero), _mm256_set1_epi64x(-1)));
+      e = _mm256_sub_epi64(
+          e, _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(bits, mantmask), zero), _mm256_set1_epi64x(-1)));
       e = clamp_epi64(e, vlo, vhi);
-      __m256d k = _mm256_round_pd(_mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256d k = _mm256_round_pd(_mm256_mul_pd(a, pow2_pd(_mm256_sub_epi64(vm, e))),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       q = _mm256_mul_pd(_mm256_min_pd(_mm256_max_pd(k, dzero), top), pow2_pd(_mm256_sub_epi64(e, vm)));
     }
     q = _mm256_blendv_pd(q, inf_q, _mm256_cmp_pd(a, inf, _CMP_EQ_OQ));
@@ -150,9 +162,11 @@ AVX2 static size_t minifloat_f8(const float *in, float *out, size_t n, int M, in
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
   float c_ = (float)1e-9;
   if ((double)c_ > 1e-9) c_ = __builtin_nextafterf(c_, 0.0f);
-  const __m256 tiny = _mm256_set1_ps(1e-8f), c = _mm256_set1_ps(c_), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 tiny = _mm256_set1_ps(1e-8f), c = _mm256_set1_ps(c_), zero = _mm256_setzero_ps(),
+               one = _mm256_set1_ps(1.0f);
   const __m256 two_m = _mm256_set1_ps((float)(1 << M)), inv_m = pow2_ps(_mm256_set1_epi32(-M));
-  const __m256 top = _mm256_set1_ps((float)((1 << M) - 1)), inf = _mm256_set1_ps(__builtin_inff()), inf_q = _mm256_set1_ps(inf_q_);
+  const __m256 top = _mm256_set1_ps((float)((1 << M) - 1)), inf = _mm256_set1_ps(__builtin_inff()),
+               inf_q = _mm256_set1_ps(inf_q_);
   const __m256 sub_up = pow2_ps(_mm256_set1_epi32(B + M - 1)), sub_down = pow2_ps(_mm256_set1_epi32(1 - B - M));
   const __m256i vlo = _mm256_set1_epi32(-B), vhi = _mm256_set1_epi32(emax), vm = _mm256_set1_epi32(M);
   const __m256i i127 = _mm256_set1_epi32(127), i1 = _mm256_set1_epi32(1), i23 = _mm256_set1_epi32(23);
@@ -163,22 +177,26 @@ AVX2 static size_t minifloat_f8(const float *in, float *out, size_t n, int M, in
     __m256 pass = _mm256_or_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), _mm256_cmp_ps(a, tiny, _CMP_LE_OQ));
     __m256i bits = _mm256_castps_si256(a), E = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), i127);
     __m256 d = _mm256_sub_ps(pow2_ps(_mm256_add_epi32(E, i1)), a);
-    __m256i cross = _mm256_castps_si256(_mm256_cmp_ps(d, c, _CMP_LE_OQ)), e;  /* -1 where a + 1e-9 reaches 2^(E+1) */
+    __m256i cross = _mm256_castps_si256(_mm256_cmp_ps(d, c, _CMP_LE_OQ)), e; /* -1 where a + 1e-9 reaches 2^(E+1) */
     if (ieee) {
       e = _mm256_sub_epi32(E, cross);
     } else {
-      __m256i absorbed = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, mantmask), izero), _mm256_cmpgt_epi32(E, i23));
+      __m256i absorbed =
+          _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, mantmask), izero), _mm256_cmpgt_epi32(E, i23));
       e = _mm256_add_epi32(_mm256_sub_epi32(_mm256_add_epi32(E, i1), cross), absorbed);
     }
     e = _mm256_max_epi32(_mm256_min_epi32(e, vhi), vlo);
     if (ieee) {
-      __m256 k = _mm256_round_ps(_mm256_sub_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))), two_m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m256 normal = _mm256_mul_ps(_mm256_add_ps(one, _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(k, zero), top), inv_m)), pow2_ps(e));
+      __m256 k = _mm256_round_ps(_mm256_sub_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))), two_m),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256 normal = _mm256_mul_ps(
+          _mm256_add_ps(one, _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(k, zero), top), inv_m)), pow2_ps(e));
       __m256 ks = _mm256_round_ps(_mm256_mul_ps(a, sub_up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       __m256 subnormal = _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(ks, zero), top), sub_down);
       q = _mm256_blendv_ps(subnormal, normal, _mm256_castsi256_ps(_mm256_cmpgt_epi32(e, vlo)));
     } else {
-      __m256 k = _mm256_round_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256 k = _mm256_round_ps(_mm256_mul_ps(a, pow2_ps(_mm256_sub_epi32(vm, e))),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       q = _mm256_mul_ps(_mm256_min_ps(_mm256_max_ps(k, zero), top), pow2_ps(_mm256_sub_epi32(e, vm)));
     }
     q = _mm256_blendv_ps(q, inf_q, _mm256_cmp_ps(a, inf, _CMP_EQ_OQ));
@@ -188,14 +206,14 @@ AVX2 static size_t minifloat_f8(const float *in, float *out, size_t n, int M, in
   return i;
 }
 
-
 /* MX floating-point elements of one vector (see slQ_simd_mxfp) */
 AVX2 static inline __m256 mxfp_vec(__m256 x, __m256 unscale, __m256 scale, __m256 maxn, __m256i emin, __m256i mb) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
   __m256 p = _mm256_mul_ps(_mm256_and_ps(x, absmask), unscale);
   __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(p), 23), _mm256_set1_epi32(127));
   e = _mm256_max_epi32(e, emin);
-  __m256 k = _mm256_round_ps(_mm256_mul_ps(p, pow2_ps(_mm256_sub_epi32(mb, e))), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(p, pow2_ps(_mm256_sub_epi32(mb, e))),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 q = _mm256_min_ps(_mm256_mul_ps(k, pow2_ps(_mm256_sub_epi32(e, mb))), maxn);
   return _mm256_or_ps(_mm256_mul_ps(q, scale), _mm256_and_ps(x, sign));
 }
@@ -204,7 +222,7 @@ AVX2 static inline __m256 mxfp_vec(__m256 x, __m256 unscale, __m256 scale, __m25
 AVX2 static inline __m256 mxint8_vec(__m256 x, __m256 up, __m256 down) {
   const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f), zero = _mm256_setzero_ps();
   __m256 k = _mm256_round_ps(_mm256_mul_ps(x, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  k = _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(k, hi), lo), zero);  /* -0 + 0 = +0: a zero mantissa is +0 */
+  k = _mm256_add_ps(_mm256_max_ps(_mm256_min_ps(k, hi), lo), zero); /* -0 + 0 = +0: a zero mantissa is +0 */
   return _mm256_mul_ps(k, down);
 }
 
@@ -226,25 +244,26 @@ AVX2 static size_t mxint8_8(const float *in, float *out, size_t n, float up, flo
 
 /* |x| of four rows at column i as binary64 lanes (row k in lane k): a 4x4
 ** transpose of the floats, so each lane's sum still adds its own row in order */
-#define ABS_COLUMNS(p, i, c0, c1, c2, c3)                                                                     \
-  do {                                                                                                      \
+#define ABS_COLUMNS(p, i, c0, c1, c2, c3) \
+  do { \
     __m128 t0 = _mm_loadu_ps((p)[0] + (i)), t1 = _mm_loadu_ps((p)[1] + (i)), t2 = _mm_loadu_ps((p)[2] + (i)), \
-           t3 = _mm_loadu_ps((p)[3] + (i));                                                                 \
-    _MM_TRANSPOSE4_PS(t0, t1, t2, t3);                                                                      \
-    c0 = _mm256_and_pd(_mm256_cvtps_pd(t0), absmask), c1 = _mm256_and_pd(_mm256_cvtps_pd(t1), absmask);     \
-    c2 = _mm256_and_pd(_mm256_cvtps_pd(t2), absmask), c3 = _mm256_and_pd(_mm256_cvtps_pd(t3), absmask);     \
+           t3 = _mm_loadu_ps((p)[3] + (i)); \
+    _MM_TRANSPOSE4_PS(t0, t1, t2, t3); \
+    c0 = _mm256_and_pd(_mm256_cvtps_pd(t0), absmask), c1 = _mm256_and_pd(_mm256_cvtps_pd(t1), absmask); \
+    c2 = _mm256_and_pd(_mm256_cvtps_pd(t2), absmask), c3 = _mm256_and_pd(_mm256_cvtps_pd(t3), absmask); \
   } while (0)
 
 /* kept values only: |x| > delta adds |x| and counts one, others add +0.0 (which changes no sum) */
-#define KEEP(c, d, cnt)                                          \
-  do {                                                           \
-    __m256d m_ = _mm256_cmp_pd(c, d, _CMP_GT_OQ);                \
-    cnt = _mm256_sub_epi64(cnt, _mm256_castpd_si256(m_));        \
-    c = _mm256_and_pd(c, m_);                                    \
+#define KEEP(c, d, cnt) \
+  do { \
+    __m256d m_ = _mm256_cmp_pd(c, d, _CMP_GT_OQ); \
+    cnt = _mm256_sub_epi64(cnt, _mm256_castpd_si256(m_)); \
+    c = _mm256_and_pd(c, m_); \
   } while (0)
 
 /* eight rows at once, two chains of four lanes, so the adds' latency overlaps */
-AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
+AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums,
+                           size_t *counts) {
   const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const float *lo[4] = {x, x + stride, x + 2 * stride, x + 3 * stride};
   const float *hi[4] = {x + 4 * stride, x + 5 * stride, x + 6 * stride, x + 7 * stride};
@@ -267,8 +286,14 @@ AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const doub
       __m256d a0, a1, a2, a3, b0, b1, b2, b3;
       ABS_COLUMNS(lo, i, a0, a1, a2, a3);
       ABS_COLUMNS(hi, i, b0, b1, b2, b3);
-      KEEP(a0, d0, n0); KEEP(a1, d0, n0); KEEP(a2, d0, n0); KEEP(a3, d0, n0);
-      KEEP(b0, d1, n1); KEEP(b1, d1, n1); KEEP(b2, d1, n1); KEEP(b3, d1, n1);
+      KEEP(a0, d0, n0);
+      KEEP(a1, d0, n0);
+      KEEP(a2, d0, n0);
+      KEEP(a3, d0, n0);
+      KEEP(b0, d1, n1);
+      KEEP(b1, d1, n1);
+      KEEP(b2, d1, n1);
+      KEEP(b3, d1, n1);
       s0 = _mm256_add_pd(s0, a0), s1 = _mm256_add_pd(s1, b0);
       s0 = _mm256_add_pd(s0, a1), s1 = _mm256_add_pd(s1, b1);
       s0 = _mm256_add_pd(s0, a2), s1 = _mm256_add_pd(s1, b2);
@@ -278,7 +303,7 @@ AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const doub
   int64_t c[8];
   _mm256_storeu_pd(sums, s0), _mm256_storeu_pd(sums + 4, s1);
   _mm256_storeu_si256((__m256i *)c, n0), _mm256_storeu_si256((__m256i *)(c + 4), n1);
-  for (int r = 0; r < 8; r++) {  /* the rest of each row, still in order */
+  for (int r = 0; r < 8; r++) { /* the rest of each row, still in order */
     const float *p = x + (size_t)r * stride;
     for (size_t j = i; j < len; j++) {
       double a = fabs((double)p[j]);
@@ -290,22 +315,26 @@ AVX2 static void abs_sums8(const float *x, size_t stride, size_t len, const doub
 }
 
 AVX2 static size_t ternary8(const float *x, float *y, size_t n, float t_, float alpha_) {
-  const __m256 t = _mm256_set1_ps(t_), mt = _mm256_set1_ps(-t_), alpha = _mm256_set1_ps(alpha_), one = _mm256_set1_ps(1.0f);
+  const __m256 t = _mm256_set1_ps(t_), mt = _mm256_set1_ps(-t_), alpha = _mm256_set1_ps(alpha_),
+               one = _mm256_set1_ps(1.0f);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
-    __m256 s = _mm256_sub_ps(_mm256_and_ps(_mm256_cmp_ps(v, t, _CMP_GT_OQ), one), _mm256_and_ps(_mm256_cmp_ps(v, mt, _CMP_LT_OQ), one));
+    __m256 s = _mm256_sub_ps(_mm256_and_ps(_mm256_cmp_ps(v, t, _CMP_GT_OQ), one),
+                             _mm256_and_ps(_mm256_cmp_ps(v, mt, _CMP_LT_OQ), one));
     _mm256_storeu_ps(y + i, _mm256_mul_ps(alpha, s));
   }
   return i;
 }
 
 AVX2 static size_t binary8(const float *x, float *y, size_t n, float a_, int bipolar) {
-  const __m256 a = _mm256_set1_ps(a_), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f), minus = _mm256_set1_ps(-1.0f);
+  const __m256 a = _mm256_set1_ps(a_), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f),
+               minus = _mm256_set1_ps(-1.0f);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
-    __m256 r = bipolar ? _mm256_blendv_ps(minus, one, _mm256_cmp_ps(v, zero, _CMP_GE_OQ)) : _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), a);
+    __m256 r = bipolar ? _mm256_blendv_ps(minus, one, _mm256_cmp_ps(v, zero, _CMP_GE_OQ))
+                       : _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), a);
     _mm256_storeu_ps(y + i, r);
   }
   return i;
@@ -314,10 +343,12 @@ AVX2 static size_t binary8(const float *x, float *y, size_t n, float a_, int bip
 /* integer_fast's float32 arithmetic: rint(x * scale) clamped to [qmin, qmax] (a NaN passes both
 ** tests unchanged, as the scalar comparisons let it), times inv */
 AVX2 static size_t integer8(const float *in, float *out, size_t n, float scale_, float inv_, float qmin_, float qmax_) {
-  const __m256 scale = _mm256_set1_ps(scale_), inv = _mm256_set1_ps(inv_), qmin = _mm256_set1_ps(qmin_), qmax = _mm256_set1_ps(qmax_);
+  const __m256 scale = _mm256_set1_ps(scale_), inv = _mm256_set1_ps(inv_), qmin = _mm256_set1_ps(qmin_),
+               qmax = _mm256_set1_ps(qmax_);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(in + i), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 v =
+        _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(in + i), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm256_blendv_ps(v, qmin, _mm256_cmp_ps(v, qmin, _CMP_LT_OQ));
     v = _mm256_blendv_ps(v, qmax, _mm256_cmp_ps(v, qmax, _CMP_GT_OQ));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(v, inv));
@@ -330,7 +361,9 @@ size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, floa
 }
 
 /* the first rem lanes of eight (four) */
-AVX2 static __m256i lanes8(size_t rem) { return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+AVX2 static __m256i lanes8(size_t rem) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 AVX2 static __m128i lanes4(size_t rem) { return _mm_cmpgt_epi32(_mm_set1_epi32((int)rem), _mm_setr_epi32(0, 1, 2, 3)); }
 
 /* block_fp elements of one vector: q = min(rint((|x| + 1e-9f) * up), top) * down with x's sign;
@@ -345,15 +378,15 @@ AVX2 static inline __m256 block_fp_vec(__m256 x, __m256 up, __m256 down, __m256 
   return _mm256_blendv_ps(q, x, _mm256_or_ps(pass, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
 }
 
-AVX2 static size_t block_fp_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M,
-                                 int B, int emax) {
+AVX2 static size_t block_fp_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                                 int M, int B, int emax) {
   const __m256 top = _mm256_set1_ps((float)((1 << M) - 1));
   size_t i = 0;
   for (size_t b = 0; i < len; b++) {
     size_t bl = len - i < k ? len - i : k, j = 0;
     uint32_t mb = m[b] ? m[b] : zero_as;
     int nan_block = mb > 0x7F800000u, es = block_fp_exponent(mb, M, B, emax);
-    if (M - es > 126 || M - es < -126) return i;  /* the scales are not normal floats: the caller's scalar code */
+    if (M - es > 126 || M - es < -126) return i; /* the scales are not normal floats: the caller's scalar code */
     __m256 up = pow2_ps(_mm256_set1_epi32(M - es)), down = pow2_ps(_mm256_set1_epi32(es - M));
     const float *x = in + i;
     float *y = out + i;
@@ -373,7 +406,7 @@ AVX2 static inline __m128 log_vec(__m128 xf, __m256d tau, __m256i vlo, __m256i v
   const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d signmask = _mm256_set1_pd(-0.0), zero = _mm256_setzero_pd();
   const __m256i mantmask = _mm256_set1_epi64x(0xFFFFFFFFFFFFFll), bias = _mm256_set1_epi64x(1023);
-  double sqrt2 = 2 * 0.70710678118654752440;  /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as frexp's test */
+  double sqrt2 = 2 * 0.70710678118654752440; /* nlog2 rounds up from a mantissa of 2 sqrt(1/2), as frexp's test */
   int64_t sqrt2_bits;
   __builtin_memcpy(&sqrt2_bits, &sqrt2, sizeof sqrt2_bits);
   const __m256i sqrt2_m1 = _mm256_set1_epi64x((sqrt2_bits & 0xFFFFFFFFFFFFFll) - 1);
@@ -398,15 +431,15 @@ AVX2 static size_t log4(const float *in, float *out, size_t n, double tau, int e
   return i;
 }
 
-AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                                  int bias_width) {
+AVX2 static size_t block_log_row4(const float *in, float *out, size_t len, size_t k, const uint32_t *m,
+                                  uint32_t zero_as, int Eb, int bias_width) {
   size_t i = 0;
   for (size_t b = 0; i < len; b++) {
     size_t bl = len - i < k ? len - i : k, j = 0;
     uint32_t mb = m[b] ? m[b] : zero_as;
     const float *x = in + i;
     float *y = out + i;
-    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+    if (mb > 0x7F800000u) { /* a NaN block: block_log passes nothing through */
       for (; j < bl; j++) y[j] = __builtin_nanf("");
       i += bl;
       continue;
@@ -467,7 +500,8 @@ AVX2 static inline __m256 log_f32_vec(__m256 x, __m256i vb, __m256i vlo, __m256i
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), sign = _mm256_set1_ps(-0.0f);
   const __m256i i127 = _mm256_set1_epi32(127), mantmask = _mm256_set1_epi32(0x7FFFFF), izero = _mm256_setzero_si256();
   const __m256i i31 = _mm256_set1_epi32(31);
-  __m256i bits = _mm256_castps_si256(_mm256_and_ps(x, absmask)), E = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), i127);
+  __m256i bits = _mm256_castps_si256(_mm256_and_ps(x, absmask)),
+          E = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), i127);
   __m256i r = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(E, vb), izero), i31);
   __m256i t = _mm256_i32gather_epi32((const int *)log_mantissa, r, 4);
   __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(bits, mantmask), _mm256_sub_epi32(t, _mm256_set1_epi32(1)));
@@ -485,8 +519,8 @@ AVX2 static size_t log_f8(const float *in, float *out, size_t n, int B, int emax
   return i;
 }
 
-AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                                      int bias_width) {
+AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, size_t k, const uint32_t *m,
+                                      uint32_t zero_as, int Eb, int bias_width) {
   pthread_once(&log_once, log_table);
   size_t i = 0;
   for (size_t b = 0; i < len; b++) {
@@ -494,7 +528,7 @@ AVX2 static size_t block_log_f32_row8(const float *in, float *out, size_t len, s
     uint32_t mb = m[b] ? m[b] : zero_as;
     const float *x = in + i;
     float *y = out + i;
-    if (mb > 0x7F800000u) {  /* a NaN block: block_log passes nothing through */
+    if (mb > 0x7F800000u) { /* a NaN block: block_log passes nothing through */
       for (; j < bl; j++) y[j] = __builtin_nanf("");
       i += bl;
       continue;
@@ -518,16 +552,19 @@ size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax) 
   return l >= 2 ? i + log_f8(in + i, out + i, n - i, B, emax) : 0;
 }
 
-size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
-                             int emax) {
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                             int M, int B, int emax) {
   int l = simd_level();
-  return l >= 3 ? slQ_avx512_block_fp_row(in, out, len, k, m, zero_as, M, B, emax) : l >= 2 ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax) : 0;
+  return l >= 3   ? slQ_avx512_block_fp_row(in, out, len, k, m, zero_as, M, B, emax)
+         : l >= 2 ? block_fp_row8(in, out, len, k, m, zero_as, M, B, emax)
+                  : 0;
 }
-size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                              int bias_width) {
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                              int Eb, int bias_width) {
   int l = simd_level();
-  if (l >= 2 && (1 << bias_width) - 1 <= 120 && (1 << Eb) - 1 <= 127)  /* every block's -B and emax normal floats */
-    return l >= 3 ? slQ_avx512_block_log_f32_row(in, out, len, k, m, zero_as, Eb, bias_width, log_thresholds()) : block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
+  if (l >= 2 && (1 << bias_width) - 1 <= 120 && (1 << Eb) - 1 <= 127) /* every block's -B and emax normal floats */
+    return l >= 3 ? slQ_avx512_block_log_f32_row(in, out, len, k, m, zero_as, Eb, bias_width, log_thresholds())
+                  : block_log_f32_row8(in, out, len, k, m, zero_as, Eb, bias_width);
   return l >= 2 ? block_log_row4(in, out, len, k, m, zero_as, Eb, bias_width) : 0;
 }
 
@@ -535,7 +572,8 @@ AVX2 static size_t abs_bits_max8(const float *x, size_t n, uint32_t *top) {
   const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF);
   __m256i m = _mm256_setzero_si256();
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), absmask));
+  for (; i + 8 <= n; i += 8)
+    m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), absmask));
   __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
@@ -551,8 +589,10 @@ AVX2 static inline uint32_t block_abs_max(const float *x, size_t bl) {
   const __m256i absmask = _mm256_set1_epi32(0x7FFFFFFF);
   __m256i v = _mm256_setzero_si256();
   size_t j = 0;
-  for (; j + 8 <= bl; j += 8) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + j)), absmask));
-  if (j < bl) v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(x + j, lanes8(bl - j))), absmask));
+  for (; j + 8 <= bl; j += 8)
+    v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + j)), absmask));
+  if (j < bl)
+    v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_castps_si256(_mm256_maskload_ps(x + j, lanes8(bl - j))), absmask));
   __m128i h = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
@@ -560,20 +600,20 @@ AVX2 static inline uint32_t block_abs_max(const float *x, size_t bl) {
 }
 
 /* one MX block of bl values, whole vectors and a masked tail */
-#define MX_BLOCK(expr)                                                                   \
-  do {                                                                                   \
-    size_t j_ = 0;                                                                       \
-    for (; j_ + 8 <= bl; j_ += 8) {                                                      \
-      __m256 x = _mm256_loadu_ps(in + i + j_);                                           \
-      (void)x;                                                                           \
-      _mm256_storeu_ps(out + i + j_, expr);                                              \
-    }                                                                                    \
-    if (j_ < bl) {                                                                       \
-      __m256i mask_ = lanes8(bl - j_);                                                   \
-      __m256 x = _mm256_maskload_ps(in + i + j_, mask_);                                 \
-      (void)x;                                                                           \
-      _mm256_maskstore_ps(out + i + j_, mask_, expr);                                    \
-    }                                                                                    \
+#define MX_BLOCK(expr) \
+  do { \
+    size_t j_ = 0; \
+    for (; j_ + 8 <= bl; j_ += 8) { \
+      __m256 x = _mm256_loadu_ps(in + i + j_); \
+      (void)x; \
+      _mm256_storeu_ps(out + i + j_, expr); \
+    } \
+    if (j_ < bl) { \
+      __m256i mask_ = lanes8(bl - j_); \
+      __m256 x = _mm256_maskload_ps(in + i + j_, mask_); \
+      (void)x; \
+      _mm256_maskstore_ps(out + i + j_, mask_, expr); \
+    } \
   } while (0)
 
 AVX2 static size_t mx_row8(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
@@ -599,7 +639,9 @@ AVX2 static size_t mx_row8(const float *in, float *out, size_t len, size_t k, in
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
                        float max_normal) {
   int l = simd_level();
-  return l >= 3 ? slQ_avx512_mx_row(in, out, len, k, is_int, emax, mbits, bias, max_normal) : l >= 2 ? mx_row8(in, out, len, k, is_int, emax, mbits, bias, max_normal) : 0;
+  return l >= 3   ? slQ_avx512_mx_row(in, out, len, k, is_int, emax, mbits, bias, max_normal)
+         : l >= 2 ? mx_row8(in, out, len, k, is_int, emax, mbits, bias, max_normal)
+                  : 0;
 }
 
 AVX2 static uint32_t block_maxima_row8(const float *x, size_t len, size_t k, uint32_t *m) {
@@ -636,14 +678,14 @@ static int ceil_log2(size_t n) {
 ** len * 2^(fmax - fmin + 24) <= 2^53 (f: exponent fields, a subnormal's
 ** counted as 1, whose ulp it shares). */
 /* one vector of 8 |x| (bits b, sign cleared) into the exponent range and two sums */
-#define EXACT_STEP(b, sa, sb)                                                                                       \
-  do {                                                                                                              \
-    __m256i f_ = _mm256_srli_epi32(b, 23);                                                                          \
-    fmax = _mm256_max_epu32(fmax, f_);                                                                              \
+#define EXACT_STEP(b, sa, sb) \
+  do { \
+    __m256i f_ = _mm256_srli_epi32(b, 23); \
+    fmax = _mm256_max_epu32(fmax, f_); \
     fmin = _mm256_min_epu32(fmin, _mm256_blendv_epi8(_mm256_max_epu32(f_, one), none, _mm256_cmpeq_epi32(b, izero))); \
-    __m256 a_ = _mm256_castsi256_ps(b);                                                                             \
-    sa = _mm256_add_pd(sa, _mm256_cvtps_pd(_mm256_castps256_ps128(a_)));                                            \
-    sb = _mm256_add_pd(sb, _mm256_cvtps_pd(_mm256_extractf128_ps(a_, 1)));                                          \
+    __m256 a_ = _mm256_castsi256_ps(b); \
+    sa = _mm256_add_pd(sa, _mm256_cvtps_pd(_mm256_castps256_ps128(a_))); \
+    sb = _mm256_add_pd(sb, _mm256_cvtps_pd(_mm256_extractf128_ps(a_, 1))); \
   } while (0)
 
 AVX2 static int abs_sum_exact8(const float *x, size_t len, double *sum) {
@@ -652,7 +694,7 @@ AVX2 static int abs_sum_exact8(const float *x, size_t len, double *sum) {
   __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
   __m256i fmax = izero, fmin = none;
   size_t i = 0;
-  for (; i + 16 <= len; i += 16) {  /* four accumulators, so the adds' latency overlaps */
+  for (; i + 16 <= len; i += 16) { /* four accumulators, so the adds' latency overlaps */
     __m256i b0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), absmask);
     __m256i b1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8)), absmask);
     EXACT_STEP(b0, s0, s1);
@@ -660,14 +702,14 @@ AVX2 static int abs_sum_exact8(const float *x, size_t len, double *sum) {
   }
   for (; i < len; i += 8) {
     __m256i b = i + 8 <= len ? _mm256_loadu_si256((const __m256i *)(x + i))
-                             : _mm256_castps_si256(_mm256_maskload_ps(x + i, lanes8(len - i)));  /* zeros past the end */
+                             : _mm256_castps_si256(_mm256_maskload_ps(x + i, lanes8(len - i))); /* zeros past the end */
     b = _mm256_and_si256(b, absmask);
     EXACT_STEP(b, s0, s1);
   }
   uint32_t hi[8], lo[8], top = 0, bottom = 255;
   _mm256_storeu_si256((__m256i *)hi, fmax), _mm256_storeu_si256((__m256i *)lo, fmin);
   for (int k = 0; k < 8; k++) top = hi[k] > top ? hi[k] : top, bottom = lo[k] < bottom ? lo[k] : bottom;
-  if (top >= 255) return 0;  /* an infinity or a NaN: the ordered sum decides its NaN */
+  if (top >= 255) return 0; /* an infinity or a NaN: the ordered sum decides its NaN */
   if (bottom < 255 && (int)(top - bottom) > 29 - ceil_log2(len)) return 0;
   double t[4];
   _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s0, s2), _mm256_add_pd(s1, s3)));
@@ -676,12 +718,12 @@ AVX2 static int abs_sum_exact8(const float *x, size_t len, double *sum) {
 }
 
 /* one vector of 8 |x| into the kept sums and counts */
-#define KEPT_STEP(v, sa, sb, na, nb)                                                                           \
-  do {                                                                                                         \
+#define KEPT_STEP(v, sa, sb, na, nb) \
+  do { \
     __m256d a0_ = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), a1_ = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); \
-    KEEP(a0_, d, na);                                                                                          \
-    KEEP(a1_, d, nb);                                                                                          \
-    sa = _mm256_add_pd(sa, a0_), sb = _mm256_add_pd(sb, a1_);                                                  \
+    KEEP(a0_, d, na); \
+    KEEP(a1_, d, nb); \
+    sa = _mm256_add_pd(sa, a0_), sb = _mm256_add_pd(sb, a1_); \
   } while (0)
 
 /* the kept values of a row whose sum abs_sum_exact8 found exact (so is any subset's) */
@@ -697,7 +739,8 @@ AVX2 static void kept_sum8(const float *x, size_t len, double delta, double *kep
     KEPT_STEP(v1, s2, s3, n0, n1);
   }
   for (; i < len; i += 8) {
-    __m256 v = i + 8 <= len ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, lanes8(len - i));  /* 0 > delta is false */
+    __m256 v =
+        i + 8 <= len ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, lanes8(len - i)); /* 0 > delta is false */
     v = _mm256_and_ps(v, absmask);
     KEPT_STEP(v, s0, s1, n0, n1);
   }
@@ -709,8 +752,12 @@ AVX2 static void kept_sum8(const float *x, size_t len, double delta, double *kep
   *count = (size_t)(c[0] + c[1] + c[2] + c[3]);
 }
 
-int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return slQ_simd_available() ? abs_sum_exact8(x, len, sum) : 0; }
-void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) { kept_sum8(x, len, delta, kept, count); }
+int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) {
+  return slQ_simd_available() ? abs_sum_exact8(x, len, sum) : 0;
+}
+void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) {
+  kept_sum8(x, len, delta, kept, count);
+}
 
 int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
   if (!slQ_simd_available()) return 0;
@@ -729,7 +776,9 @@ size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin,
 }
 size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) {
   int l = simd_level();
-  return l >= 3 ? slQ_avx512_minifloat(in, out, n, M, B, emax, ieee, inf_q) : l >= 2 ? minifloat4(in, out, n, M, B, emax, ieee, inf_q) : 0;
+  return l >= 3   ? slQ_avx512_minifloat(in, out, n, M, B, emax, ieee, inf_q)
+         : l >= 2 ? minifloat4(in, out, n, M, B, emax, ieee, inf_q)
+                  : 0;
 }
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
                      float max_normal) {
@@ -745,23 +794,42 @@ int slQ_simd_available(void) { return 0; }
 int slQ_simd_cap(int max) { return 0; }
 size_t slQ_simd_log(const float *in, float *out, size_t n, double tau, int emin, int emax) { return 0; }
 size_t slQ_simd_mxfp(const float *in, float *out, size_t n, float unscale, float scale, int mbits, int bias,
-                     float max_normal) { return 0; }
+                     float max_normal) {
+  return 0;
+}
 size_t slQ_simd_mxint8(const float *in, float *out, size_t n, float up, float down) { return 0; }
-size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) { return 0; }
-int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) { return 0; }
-size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) { *top = 0; return 0; }
+size_t slQ_simd_minifloat(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, double inf_q) {
+  return 0;
+}
+int slQ_simd_abs_sums8(const float *x, size_t stride, size_t len, const double *delta, double *sums, size_t *counts) {
+  return 0;
+}
+size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top) {
+  *top = 0;
+  return 0;
+}
 size_t slQ_simd_log_f32(const float *in, float *out, size_t n, int B, int emax) { return 0; }
-size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) { return 0; }
+size_t slQ_simd_minifloat_f32(const float *in, float *out, size_t n, int M, int B, int emax, int ieee, float inf_q) {
+  return 0;
+}
 int slQ_simd_abs_sum_exact(const float *x, size_t len, double *sum) { return 0; }
 void slQ_simd_kept_sum(const float *x, size_t len, double delta, double *kept, size_t *count) {}
 size_t slQ_simd_mx_row(const float *in, float *out, size_t len, size_t k, int is_int, int emax, int mbits, int bias,
-                       float max_normal) { return 0; }
+                       float max_normal) {
+  return 0;
+}
 int slQ_simd_block_maxima(const float *x, size_t len, size_t k, uint32_t *m, uint32_t *smallest) { return 0; }
-size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) { return 0; }
-size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
-                             int emax) { return 0; }
-size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                              int bias_width) { return 0; }
+size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax) {
+  return 0;
+}
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                             int M, int B, int emax) {
+  return 0;
+}
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                              int Eb, int bias_width) {
+  return 0;
+}
 size_t slQ_simd_ternary(const float *x, float *y, size_t n, float t, float alpha) { return 0; }
 size_t slQ_simd_binary(const float *x, float *y, size_t n, float a, int bipolar) { return 0; }
 

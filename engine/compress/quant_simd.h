@@ -45,10 +45,10 @@ size_t slQ_simd_abs_bits_max(const float *x, size_t n, uint32_t *top);
 ** pattern of block b's largest magnitude (above 0x7F800000: the block holds a NaN; 0: use zero_as).
 ** Each stops before a block it cannot do (block_fp scales that are not normal floats) and returns how
 ** many values it did. */
-size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int M, int B,
-                             int emax);
-size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as, int Eb,
-                              int bias_width);
+size_t slQ_simd_block_fp_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                             int M, int B, int emax);
+size_t slQ_simd_block_log_row(const float *in, float *out, size_t len, size_t k, const uint32_t *m, uint32_t zero_as,
+                              int Eb, int bias_width);
 
 /* integer elements as quant_float.c's integer_fast: clamp(rint(x * scale), qmin, qmax) * inv in float32 */
 size_t slQ_simd_integer(const float *in, float *out, size_t n, float scale, float inv, float qmin, float qmax);

@@ -46,19 +46,19 @@ const char *const slM_reduce_names[] = {"param", "flat", "bucket", NULL};
 /* a trainable parameter of the step */
 typedef struct {
   slM_Param *p;
-  int first;          /* the first node that uses it */
-  int owner;          /* the rank that keeps its optimizer state (sharded) */
-  size_t off;         /* where its gradient sits in its bucket's buffer */
-  slM_Tensor *acc;    /* one process: the sum of the micro-batches so far */
+  int first;       /* the first node that uses it */
+  int owner;       /* the rank that keeps its optimizer state (sharded) */
+  size_t off;      /* where its gradient sits in its bucket's buffer */
+  slM_Tensor *acc; /* one process: the sum of the micro-batches so far */
 } Par;
 
 /* parameters [lo, hi) of the graph's order, reduced together */
 typedef struct {
   int lo, hi;
   size_t n;
-  slM_Tensor *buf;    /* NULL: a lone parameter, reduced in its own gradient */
-  size_t *bounds;     /* each rank's shard of the buffer: size + 1 offsets */
-  slM_Xfer *x;         /* its sum in flight (started, not yet waited for) */
+  slM_Tensor *buf; /* NULL: a lone parameter, reduced in its own gradient */
+  size_t *bounds;  /* each rank's shard of the buffer: size + 1 offsets */
+  slM_Xfer *x;     /* its sum in flight (started, not yet waited for) */
 } Bucket;
 
 struct slM_Steps {
@@ -68,11 +68,11 @@ struct slM_Steps {
   int rank, size, K;
   Par *par;
   int np;
-  Bucket *b;          /* in the order their gradients become ready: the last parameters first */
+  Bucket *b; /* in the order their gradients become ready: the last parameters first */
   int nb;
-  int next;           /* the next bucket to start in this step's backward */
-  float w;            /* this rank's micro-batch's share of the rows */
-  double comm;        /* seconds of this step spent communicating */
+  int next;    /* the next bucket to start in this step's backward */
+  float w;     /* this rank's micro-batch's share of the rows */
+  double comm; /* seconds of this step spent communicating */
   int failed;
   char err[512];
 };
@@ -131,8 +131,9 @@ static int fail(slM_Steps *s, const char *err) {
 ** at most cap floats, or one parameter when larger; one for everything
 ** (flat), or one per parameter */
 static void make_buckets(slM_Steps *s) {
-  double cap = s->sc.reduce == SLM_REDUCE_FLAT ? INFINITY
-             : s->sc.reduce == SLM_REDUCE_PARAM ? 0 : s->sc.bucket_mb * 1e6 / sizeof(float);
+  double cap = s->sc.reduce == SLM_REDUCE_FLAT    ? INFINITY
+               : s->sc.reduce == SLM_REDUCE_PARAM ? 0
+                                                  : s->sc.bucket_mb * 1e6 / sizeof(float);
   s->b = calloc((size_t)s->np + 1, sizeof *s->b);
   for (int hi = s->np; hi > 0;) {
     int lo = hi - 1;
@@ -185,7 +186,7 @@ slM_Steps *slM_steps_new(slM_Graph *g, const slM_StepConfig *sc, char *err, size
   slM_shard_owners(sizes, s->np, s->size, owner);
   for (int j = 0; j < s->np; j++) {
     s->par[j].owner = s->sc.shard ? owner[j] : s->rank;
-    if (!ops && s->K > 1) {   /* one process: the accumulators */
+    if (!ops && s->K > 1) { /* one process: the accumulators */
       s->par[j].acc = slM_tensor_like(ps[j]->value);
       slM_mem_retag(s->par[j].acc, SLM_MEM_GRAD);
     }
@@ -242,7 +243,7 @@ static int wait_bucket(slM_Steps *s, Bucket *b) {
   char err[512];
   slM_Xfer *x = b->x;
   if (!x) return 0;
-  if (s->ops->wait(s->sc.group, x, err, sizeof err) != 0) return fail(s, err);   /* b->x stays: still MPI's */
+  if (s->ops->wait(s->sc.group, x, err, sizeof err) != 0) return fail(s, err); /* b->x stays: still MPI's */
   b->x = NULL;
   finish_bucket(s, b);
   return 0;
@@ -303,7 +304,7 @@ static void zero_grads(slM_Steps *s) {
 typedef struct {
   double loss;
   int64_t correct;
-  uint64_t rng;        /* the dropout stream after its forward pass */
+  uint64_t rng; /* the dropout stream after its forward pass */
   int32_t rows, stop;
 } Stat;
 
@@ -353,7 +354,7 @@ static int run_serial(slM_Steps *s, int rows, int stop, const slM_StepWork *w, s
   for (int k = 0; k < s->K && !stop; k++) {
     s->g->rng = at;
     run_micro(s, rows, k, 0, w, &all[k]);
-    if (all[k].stop) break;   /* cut inside a pass: the step is given up */
+    if (all[k].stop) break; /* cut inside a pass: the step is given up */
     for (int j = 0; j < s->np; j++) {
       slM_Tensor *gr = s->par[j].p->grad, *acc = s->par[j].acc;
       grads_scale(gr->data, gr->data, s->w, gr->size);
@@ -381,7 +382,7 @@ static int run_group(slM_Steps *s, int rows, int stop, const slM_StepWork *w, sl
   int (*cut)(void *) = g->stop;
   Stat mine, *all = calloc((size_t)s->size, sizeof *all);
   s->next = 0;
-  g->stop = NULL;   /* every rank finishes its pass: the others wait for its gradients */
+  g->stop = NULL; /* every rank finishes its pass: the others wait for its gradients */
   if (s->sc.reduce == SLM_REDUCE_BUCKET) g->grad_ready = on_grad_ready, g->grad_ready_ud = s;
   run_micro(s, rows, s->rank, stop, w, &mine);
   g->grad_ready = NULL, g->grad_ready_ud = NULL;
@@ -449,7 +450,8 @@ int slM_steps_collect(slM_Steps *s, int root, char *err, size_t errlen) {
   int rc = s->ops->allgather(s->sc.group, mine, n, all, err, errlen);
   for (int j = 0; j < s->np && rc == 0; j++)
     for (int which = 0; which < 2 && rc == 0; which++)
-      rc = share_state(s, j, which, all[(size_t)s->par[j].owner * n + 2 * (size_t)j + (size_t)which], root, err, errlen);
+      rc =
+          share_state(s, j, which, all[(size_t)s->par[j].owner * n + 2 * (size_t)j + (size_t)which], root, err, errlen);
   free(mine), free(all);
   return rc == 0 ? 0 : fail(s, err);
 }

@@ -11,14 +11,14 @@
 
 /* how gradients travel between ranks */
 enum { SLM_REDUCE_PARAM, SLM_REDUCE_FLAT, SLM_REDUCE_BUCKET };
-extern const char *const slM_reduce_names[];   /* "param", "flat", "bucket", NULL */
+extern const char *const slM_reduce_names[]; /* "param", "flat", "bucket", NULL */
 
 typedef struct slM_StepConfig {
-  int accumulate;      /* micro-batches per step in this process (without a group); 1: none */
-  slM_Group *group;    /* data parallelism: one micro-batch per rank; NULL: this process alone */
-  int reduce;          /* SLM_REDUCE_*: one collective per parameter, one for all, or buckets */
-  double bucket_mb;    /* SLM_REDUCE_BUCKET: the largest bucket in MB (10^6 bytes); 0: one parameter each */
-  int shard;           /* each rank keeps the optimizer state of its share of the parameters */
+  int accumulate;   /* micro-batches per step in this process (without a group); 1: none */
+  slM_Group *group; /* data parallelism: one micro-batch per rank; NULL: this process alone */
+  int reduce;       /* SLM_REDUCE_*: one collective per parameter, one for all, or buckets */
+  double bucket_mb; /* SLM_REDUCE_BUCKET: the largest bucket in MB (10^6 bytes); 0: one parameter each */
+  int shard;        /* each rank keeps the optimizer state of its share of the parameters */
 } slM_StepConfig;
 
 /* Runs one micro-batch, rows [lo, hi) of the step's batch (hi > lo), forward
@@ -39,7 +39,7 @@ typedef struct slM_StepWork {
 } slM_StepWork;
 
 typedef struct slM_StepStats {
-  double loss_sum;     /* sum over micro-batches, in order, of mean loss x rows */
+  double loss_sum; /* sum over micro-batches, in order, of mean loss x rows */
   long correct;
   int rows;
   int nonfinite;       /* a micro-batch's loss was not finite: nothing was updated */

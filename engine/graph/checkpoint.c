@@ -49,10 +49,37 @@ void slM_set_transform_decoder(slM_TransformDecoder decode) { transform_decoder 
 ** the language model's loss, was then called cross_entropy too). Frozen:
 ** the enum may change, this list may not. */
 static const char *const format1_ops[] = {
-  "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify", "add",
-  "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul", "cross_entropy",
-  "output", "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask", "token_cross_entropy",
-  "linear_act", "add_layer_norm", "masked_softmax",
+    "x",
+    "labels",
+    "attention_mask",
+    "linear",
+    "relu",
+    "gelu",
+    "tanh",
+    "dropout",
+    "layer_norm",
+    "patchify",
+    "add",
+    "matmul_qk",
+    "masked_fill",
+    "softmax",
+    "matmul_pv",
+    "scaled_dot_product_attention",
+    "mean",
+    "mul",
+    "cross_entropy",
+    "output",
+    "tokens",
+    "targets",
+    "embedding",
+    "rms_norm",
+    "rope",
+    "swiglu",
+    "causal_mask",
+    "token_cross_entropy",
+    "linear_act",
+    "add_layer_norm",
+    "masked_softmax",
 };
 #define FORMAT1_OPS ((uint32_t)(sizeof format1_ops / sizeof *format1_ops))
 
@@ -74,7 +101,7 @@ static slM_Tensor *get_tensor(slU_Reader *r) {
     if (shape[d] < 0) return r->bad = 1, NULL;
     size *= (size_t)shape[d];
   }
-  if (r->bad || size > (r->n - r->at) / 4) return r->bad = 1, NULL;  /* before allocating */
+  if (r->bad || size > (r->n - r->at) / 4) return r->bad = 1, NULL; /* before allocating */
   slM_Tensor *t = slM_tensor_new(ndim, shape);
   slU_get_f32s(r, t->data, t->size);
   return t;
@@ -97,8 +124,8 @@ static slM_Transform **slots(slM_Node *n, int k) {
 enum { GRAPH_INTS = 18 };
 static void graph_ints(slM_Graph *g, int *out[GRAPH_INTS]) {
   int *all[GRAPH_INTS] = {&g->features, &g->classes, &g->tokens, &g->with_labels, &g->with_mask, &g->training,
-                          &g->nhidden, &g->depth, &g->width, &g->heads, &g->mlp_ratio, &g->patch, &g->vocab,
-                          &g->context, &g->d_ff, &g->layers, &g->plan, &g->fused_attention};
+                          &g->nhidden,  &g->depth,   &g->width,  &g->heads,       &g->mlp_ratio, &g->patch,
+                          &g->vocab,    &g->context, &g->d_ff,   &g->layers,      &g->plan,      &g->fused_attention};
   memcpy(out, all, sizeof all);
 }
 
@@ -145,7 +172,7 @@ int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen
   slU_put_str(out, g->family);
   slU_put_str(out, g->description);
   int *ints[GRAPH_INTS];
-  graph_ints((slM_Graph *)g, ints);   /* read, not written */
+  graph_ints((slM_Graph *)g, ints); /* read, not written */
   for (int i = 0; i < GRAPH_INTS; i++) slU_put_u32(out, (uint32_t)*ints[i]);
   slU_put_str(out, slM_op_name((slM_Op)g->activation));
   slU_put_str(out, slM_precision_names[g->precision]);
@@ -186,8 +213,8 @@ int slM_graph_encode(const slM_Graph *g, slU_Text *out, char *err, size_t errlen
 static int in_range(int x, int lo, int hi) { return x >= lo && x <= hi; }
 
 static int settings_ok(const slM_Graph *g) {
-  const int sizes[] = {g->features, g->classes, g->tokens, g->depth, g->width, g->heads, g->mlp_ratio, g->patch,
-                       g->vocab, g->context, g->d_ff, g->layers};
+  const int sizes[] = {g->features,  g->classes, g->tokens, g->depth,   g->width, g->heads,
+                       g->mlp_ratio, g->patch,   g->vocab,  g->context, g->d_ff,  g->layers};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     if (!in_range(sizes[i], 0, MAX_SIZE)) return 0;
   for (int i = 0; i < 8; i++)
@@ -202,8 +229,8 @@ static int settings_ok(const slM_Graph *g) {
 ** format 1 in its own order with the activation by number */
 static void get_settings(slU_Reader *r, uint32_t format, slM_Graph *g) {
   if (format == 1) {
-    int *ints[] = {&g->features, &g->classes, &g->tokens, &g->with_labels, &g->with_mask, &g->training, &g->nhidden,
-                   &g->activation, &g->depth, &g->width, &g->heads, &g->mlp_ratio, &g->patch};
+    int *ints[] = {&g->features,   &g->classes, &g->tokens, &g->with_labels, &g->with_mask, &g->training, &g->nhidden,
+                   &g->activation, &g->depth,   &g->width,  &g->heads,       &g->mlp_ratio, &g->patch};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) *ints[i] = (int)slU_get_u32(r);
     uint32_t act = (uint32_t)g->activation;
     g->activation = act < FORMAT1_OPS ? slM_op_by_name(format1_ops[act]) : -1;
@@ -240,7 +267,8 @@ static void format1_fill(slM_Graph *g) {
       g->d_ff = n->params[0]->value->shape[0];
     if (n->op == OP_ATTENTION) n->causal = lm, g->fused_attention = strcmp(g->family, "transformer") == 0;
     if (n->op == OP_LINEAR_ACT) n->act = joined && strstr(joined, "gelu") ? OP_GELU : OP_RELU;
-    fused |= n->op == OP_LINEAR_ACT || n->op == OP_ADD_NORM || n->op == OP_MASKED_SOFTMAX || (lm && n->op == OP_ATTENTION);
+    fused |=
+        n->op == OP_LINEAR_ACT || n->op == OP_ADD_NORM || n->op == OP_MASKED_SOFTMAX || (lm && n->op == OP_ATTENTION);
   }
   g->plan = fused;
 }
@@ -294,7 +322,7 @@ static const char *get_node(slU_Reader *r, uint32_t format, slM_Graph *g, slM_Pa
     inputs[k] = (int)slU_get_u32(r);
     if (inputs[k] < 0 || inputs[k] >= g->n) return "a node input is out of range";
   }
-  int at = slM_add_node(g, name, kind, (slM_Op)op, inputs, ninputs);   /* may move g->nodes */
+  int at = slM_add_node(g, name, kind, (slM_Op)op, inputs, ninputs); /* may move g->nodes */
   slM_Node *n = &g->nodes[at];
   int nparams = (int)slU_get_u32(r);
   if (nparams < 0 || nparams > SLM_MAX_PARAMS) return "a node is malformed";
@@ -321,7 +349,8 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
   slU_Reader r = {bytes, size, 0, 0};
   uint32_t format = slU_get_u32(&r);
   if (format < 1 || format > GRAPH_FORMAT) {
-    snprintf(err, errlen, "the model was written in format %u; this syslab reads formats 1 to %d", format, GRAPH_FORMAT);
+    snprintf(err, errlen, "the model was written in format %u; this syslab reads formats 1 to %d", format,
+             GRAPH_FORMAT);
     return NULL;
   }
   slM_Graph *g = calloc(1, sizeof *g);
@@ -352,7 +381,7 @@ slM_Graph *slM_graph_decode(const char *bytes, size_t size, char *err, size_t er
   }
   if (r.bad) return fail(g, params, (int)np, err, errlen, "the data is truncated");
   if (r.at != r.n) return fail(g, params, (int)np, err, errlen, "unexpected bytes after the last node");
-  for (uint32_t j = 0; j < np; j++) slM_param_release(params[j]);  /* the nodes hold them now */
+  for (uint32_t j = 0; j < np; j++) slM_param_release(params[j]); /* the nodes hold them now */
   free(params);
   if (format == 1) format1_fill(g);
   char reason[512];

@@ -47,7 +47,7 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
     const char *dir = sl_arg_given(call, "path") ? sl_arg_string(call, "path") : FASHION_MNIST_DIR;
     d = slM_fashion_mnist(dir, (size_t)ntrain, (size_t)ntest, err, sizeof err);
     if (!d && sl_interrupted()) return sl_interrupted_error(call);
-    if (!d && sl_arg_given(call, "path")) {  /* a folder of the user's: the Debian package is no remedy */
+    if (!d && sl_arg_given(call, "path")) { /* a folder of the user's: the Debian package is no remedy */
       char *hint = strstr(err, ": install the Debian package");
       if (hint) *hint = '\0';
       return sl_arg_error(call, "path", "%s (the folder must hold Fashion-MNIST's four .gz IDX files)", err);
@@ -64,7 +64,7 @@ static int cmd_dataset(sl_Call *call, sl_Value *result) {
     d = slM_synthetic((size_t)ntrain, (size_t)ntest, (int)features, (int)classes, spread,
                       (uint64_t)sl_arg_number(call, "seed"));
     if (!d) return sl_arg_error(call, "train", "not enough memory for this data set");
-    if (sl_interrupted()) {   /* drawn in part */
+    if (sl_interrupted()) { /* drawn in part */
       slM_dataset_free(d);
       return sl_interrupted_error(call);
     }
@@ -82,7 +82,7 @@ static const char *const attentions[] = {"naive", "fused", NULL};
 static const char *const device_names[] = {"cpu", "gpu", NULL};
 
 static int finish_model(sl_Call *call, slM_Graph *g, const char *err, sl_Value *result) {
-  if (g && sl_interrupted()) {   /* its weights were drawn in part */
+  if (g && sl_interrupted()) { /* its weights were drawn in part */
     slM_graph_free(g);
     return sl_interrupted_error(call);
   }
@@ -102,7 +102,8 @@ static int finish_on_device(sl_Call *call, slM_Graph *g, const char *err, sl_Val
 /* Without a GPU, device=gpu is refused before anything is built. */
 static int device_arg_ok(sl_Call *call) {
   char why[512];
-  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0) return sl_arg_error(call, "device", "%s", why);
+  if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
+    return sl_arg_error(call, "device", "%s", why);
   return 0;
 }
 
@@ -155,7 +156,8 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
     double params = 0, width = inputs;
     for (size_t i = 0; i < sl_list_len(hidden); i++) {
       sl_Value h = sl_list_get(hidden, i);
-      if (h.type != SL_NUMBER || h.u.n != floor(h.u.n)) return sl_arg_error(call, "hidden", "must be a list of whole numbers");
+      if (h.type != SL_NUMBER || h.u.n != floor(h.u.n))
+        return sl_arg_error(call, "hidden", "must be a list of whole numbers");
       if (!(h.u.n >= 1 && h.u.n <= 65536)) {
         char got[32];
         sl_format_number(h.u.n, got, sizeof got);
@@ -174,23 +176,25 @@ static int cmd_model(sl_Call *call, sl_Value *result) {
     return finish_on_device(call, slM_mlp(&s, seed, labels, err, sizeof err), err, result);
   }
   int side = (int)lround(sqrt((double)inputs));
-  if (side * side != inputs) return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
+  if (side * side != inputs)
+    return sl_arg_error(call, "inputs", "a transformer reads square images; %d is not a square", inputs);
   int patch, depth, width, heads, ratio;
   if (int_in(call, "depth", 1, 24, &depth) != 0 || int_in(call, "width", 2, 4096, &width) != 0 ||
       int_in(call, "heads", 1, 4096, &heads) != 0 || int_in(call, "mlp_ratio", 1, 16, &ratio) != 0 ||
       int_in(call, "patch", 1, side, &patch) != 0)
     return -1;
   double params = transformer_params(side, classes, patch, depth, width, ratio);
-  if (side % patch == 0 && sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0) return -1;
-  slM_TransformerSpec s = {side, side, classes, patch, depth, width, heads, ratio, dropout,
-                           strcmp(sl_arg_string(call, "attention"), "fused") == 0};
+  if (side % patch == 0 && sl_memory_check(call, NULL, params * sizeof(float), "the model's parameters") != 0)
+    return -1;
+  slM_TransformerSpec s = {side,  side,  classes, patch,   depth,
+                           width, heads, ratio,   dropout, strcmp(sl_arg_string(call, "attention"), "fused") == 0};
   return finish_on_device(call, slM_transformer(&s, seed, labels, mask, err, sizeof err), err, result);
 }
 
 static int cmd_capture(sl_Call *call, sl_Value *result) {
   char err[512];
-  slM_Graph *g = slM_capture(arg_model(call, "model"), sl_truthy(sl_arg(call, "labels")), sl_truthy(sl_arg(call, "mask")),
-                             err, sizeof err);
+  slM_Graph *g = slM_capture(arg_model(call, "model"), sl_truthy(sl_arg(call, "labels")),
+                             sl_truthy(sl_arg(call, "mask")), err, sizeof err);
   return finish_model(call, g, err, result);
 }
 
@@ -206,7 +210,7 @@ static int cmd_to(sl_Call *call, sl_Value *result) {
 
 static int cmd_copy(sl_Call *call, sl_Value *result) {
   slM_Graph *g = arg_model(call, "model");
-  if (g->device != SLM_CPU) {   /* a copy of a model on the GPU stays there, with its own device memory */
+  if (g->device != SLM_CPU) { /* a copy of a model on the GPU stays there, with its own device memory */
     char why[512];
     slM_Graph *c = slM_graph_to(g, g->device, why, sizeof why);
     if (!c) return sl_error(call, "%s", why);
@@ -277,7 +281,8 @@ static int cmd_set_attention(sl_Call *call, sl_Value *result) {
   slM_Graph *g = slM_graph_copy(from, 0);
   int changed = slM_set_attention(g, fused);
   if (transformed(call, g, 0, NULL, NULL, result) != 0) return -1;
-  sl_printf(call, "%d attention block%s now %s\n", changed, changed == 1 ? "" : "s", fused ? "fused" : "naive (op by op)");
+  sl_printf(call, "%d attention block%s now %s\n", changed, changed == 1 ? "" : "s",
+            fused ? "fused" : "naive (op by op)");
   return 0;
 }
 
@@ -348,7 +353,11 @@ static int cmd_meta(sl_Call *call, sl_Value *result) {
   char kernel[96];
   slM_node_kernel(g, n, kernel, sizeof kernel);
   sl_Value common = sl_record_new(), hw = sl_record_new(), sw = sl_record_new(), meta = sl_record_new();
-  sl_record_set(common, "mase_type", sl_string(n->kind == SLM_CALL_MODULE ? "module" : n->kind == SLM_PLACEHOLDER ? "placeholder" : n->kind == SLM_OUTPUT ? "output" : "function"));
+  sl_record_set(common, "mase_type",
+                sl_string(n->kind == SLM_CALL_MODULE   ? "module"
+                          : n->kind == SLM_PLACEHOLDER ? "placeholder"
+                          : n->kind == SLM_OUTPUT      ? "output"
+                                                       : "function"));
   sl_record_set(common, "mase_op", sl_string(slM_op_name(n->op)));
   sl_record_set(common, "shape", dims_list(n));
   sl_record_set(common, "precision", sl_string(slM_node_format(n, dtypes[i])));
@@ -396,8 +405,8 @@ static int cmd_lora(sl_Call *call, sl_Value *result) {
   }
   slM_Graph *g = slM_graph_copy(arg_model(call, "model"), 1);
   char err[512];
-  int n = slM_add_lora(g, rank, alpha, nt ? names : NULL, (int)nt,
-                       (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
+  int n =
+      slM_add_lora(g, rank, alpha, nt ? names : NULL, (int)nt, (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   free(names);
   if (transformed(call, g, n, NULL, err, result) != 0) return -1;
   sl_printf(call, "added LoRA adapters to %d linear layer%s\n", n, n == 1 ? "" : "s");
@@ -450,11 +459,15 @@ static int diverged(sl_Call *call, slM_Graph *g, const slM_EpochStats *s, double
   const char *loss = isnan(s->loss) ? "nan" : isinf(s->loss) ? "infinite" : NULL;
   int first = s->epoch == 1 && s->diverged == 1, fp16 = strstr(why, "float16") != NULL;
   if (first)
-    return sl_error(call, "training stopped in the first forward pass, before any update (the learning rate is not the "
-                          "cause): %s", why);
+    return sl_error(call,
+                    "training stopped in the first forward pass, before any update (the learning rate is not the "
+                    "cause): %s",
+                    why);
   if (fp16 || !loss)
-    return sl_error(call, "training stopped at step %ld of epoch %d (the weights are those before that step): %s; a "
-                          "smaller learning rate than %g may keep the values in range", s->diverged, s->epoch, why, lr);
+    return sl_error(call,
+                    "training stopped at step %ld of epoch %d (the weights are those before that step): %s; a "
+                    "smaller learning rate than %g may keep the values in range",
+                    s->diverged, s->epoch, why, lr);
   return sl_arg_error(call, "lr",
                       "training diverged: the loss became %s at step %ld of epoch %d, so training stopped there "
                       "(the weights are those before that step). Use a smaller learning rate than %g",
@@ -465,17 +478,24 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   slM_Graph *g = arg_model(call, "model");
   slM_Dataset *d = arg_data(call, "data");
   if (check_fit(call, g, d) != 0) return -1;
-  slM_TrainConfig c = {0, 0, sl_arg_number(call, "lr"), sl_arg_number(call, "momentum"),
+  slM_TrainConfig c = {0,
+                       0,
+                       sl_arg_number(call, "lr"),
+                       sl_arg_number(call, "momentum"),
                        sl_arg_number(call, "weight_decay"),
                        strcmp(sl_arg_string(call, "optimizer"), "adamw") == 0 ? SLM_ADAMW : SLM_SGD,
                        strcmp(sl_arg_string(call, "schedule"), "cosine") == 0 ? SLM_COSINE
-                       : strcmp(sl_arg_string(call, "schedule"), "step") == 0 ? SLM_STEP : SLM_CONSTANT,
-                       0, (uint64_t)sl_arg_number(call, "seed")};
+                       : strcmp(sl_arg_string(call, "schedule"), "step") == 0 ? SLM_STEP
+                                                                              : SLM_CONSTANT,
+                       0,
+                       (uint64_t)sl_arg_number(call, "seed")};
   if (int_in(call, "epochs", 1, 1000, &c.epochs) != 0 || int_in(call, "batch", 1, 65536, &c.batch) != 0 ||
       int_in(call, "warmup", 0, 1e8, &c.warmup) != 0)
     return -1;
-  if (!(c.lr > 0 && c.lr <= 10)) return sl_arg_error(call, "lr", "must be above 0 and at most 10, got %s", SL_NUM(c.lr));
-  if (!(c.momentum >= 0 && c.momentum < 1)) return sl_arg_error(call, "momentum", "must be in [0, 1), got %s", SL_NUM(c.momentum));
+  if (!(c.lr > 0 && c.lr <= 10))
+    return sl_arg_error(call, "lr", "must be above 0 and at most 10, got %s", SL_NUM(c.lr));
+  if (!(c.momentum >= 0 && c.momentum < 1))
+    return sl_arg_error(call, "momentum", "must be in [0, 1), got %s", SL_NUM(c.momentum));
   if (!(c.weight_decay >= 0 && c.weight_decay <= 1))
     return sl_arg_error(call, "weight_decay", "must be between 0 and 1, got %s", SL_NUM(c.weight_decay));
   size_t trainable, total;
@@ -483,15 +503,17 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   if (trainable == 0) return sl_error(call, "every parameter of this model is frozen: nothing would learn");
   /* gradients and optimiser state beside the weights, activations and their
   ** gradients for one batch */
-  if (sl_memory_check(call, "batch", (double)total * 4 * 3 + activation_bytes(g) * c.batch * 2, "training this model") != 0)
+  if (sl_memory_check(call, "batch", (double)total * 4 * 3 + activation_bytes(g) * c.batch * 2,
+                      "training this model") != 0)
     return -1;
   for (int i = 0; i < g->n; i++) {
     const slM_NodeTransforms *q = &g->nodes[i].comp;
     const slM_Transform *ts[4] = {q->data_in, q->data_in_prune, q->weight, q->bias};
     for (int k = 0; k < 4; k++)
       if (ts[k] && !ts[k]->has_gradient)
-        return sl_error(call, "%s: %s has no usable gradient, so quantisation-aware training is not supported; "
-                              "evaluate the model without training it (PTQ), or choose another format",
+        return sl_error(call,
+                        "%s: %s has no usable gradient, so quantisation-aware training is not supported; "
+                        "evaluate the model without training it (PTQ), or choose another format",
                         g->nodes[i].name, ts[k]->name);
   }
   char why[512];
@@ -523,15 +545,16 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
   }
   slT_Table *t = slT_new();
   /* in parallel, the time spent communicating that the compute did not hide */
-  const char *cols[] = {"epoch", "loss", "train_accuracy", "test_accuracy", "test_loss", "seconds", "samples_per_second",
-                        "comm_seconds"};
+  const char *cols[] = {"epoch",     "loss",    "train_accuracy",     "test_accuracy",
+                        "test_loss", "seconds", "samples_per_second", "comm_seconds"};
   int ncols = run.ranks > 1 ? 8 : 7;
   for (int k = 0; k < ncols; k++) slT_add_column(t, cols[k]);
   for (int e = 0; e < done; e++) {
     size_t r = slT_add_row(t);
-    double v[8] = {stats[e].epoch, stats[e].loss, stats[e].train_accuracy, stats[e].test_accuracy, stats[e].test_loss,
-                   stats[e].seconds, stats[e].samples_per_second, stats[e].comm_seconds};
-    for (int k = 0; k < ncols; k++) slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k]));   /* not measured */
+    double v[8] = {stats[e].epoch,     stats[e].loss,    stats[e].train_accuracy,     stats[e].test_accuracy,
+                   stats[e].test_loss, stats[e].seconds, stats[e].samples_per_second, stats[e].comm_seconds};
+    for (int k = 0; k < ncols; k++)
+      slT_set(t, r, (size_t)k, isnan(v[k]) ? sl_nil() : sl_number(v[k])); /* not measured */
   }
   free(stats);
   for (int k = 5; k < ncols; k++) slT_mark_timing(t, k);
@@ -542,7 +565,7 @@ static int cmd_train(sl_Call *call, sl_Value *result) {
     sl_display(call, &b);
     sl_bundle_free(&b);
     sl_release(table);
-    return sl_interrupted_error(call);  /* stopped at a batch boundary: the model keeps its weights */
+    return sl_interrupted_error(call); /* stopped at a batch boundary: the model keeps its weights */
   }
   *result = table;
   return 0;
@@ -559,13 +582,13 @@ static int cmd_evaluate(sl_Call *call, sl_Value *result) {
   size_t n = train ? d->ntrain : d->ntest;
   if (n == 0) return sl_arg_error(call, "split", "the %s split is empty", train ? "train" : "test");
   if (sl_memory_check(call, NULL, activation_bytes(g) * 256, "evaluating this model") != 0) return -1;
-  char why[512];   /* slM_evaluate's batches are 256 items */
+  char why[512]; /* slM_evaluate's batches are 256 items */
   if (slM_device_fits(g, n < 256 ? (int)n : 256, 0, why, sizeof why) != 0) return sl_error(call, "%s", why);
   g->fault[0] = '\0';
   int nonfinite = slM_evaluate(g, train ? d->train_x : d->test_x, train ? d->train_y : d->test_y, n, &acc, &loss);
   if (device_fault(call, g) != 0) return -1;
   if (sl_interrupted()) return sl_interrupted_error(call);
-  if (!isfinite(loss)) {   /* an accuracy beside it would count the argmax of NaN */
+  if (!isfinite(loss)) { /* an accuracy beside it would count the argmax of NaN */
     slM_nonfinite_why(g, nonfinite, why, sizeof why);
     return sl_error(call, "the model's loss on the %s split is %s, so it has no accuracy: %s", train ? "train" : "test",
                     isnan(loss) ? "nan" : "infinite", why);
@@ -584,7 +607,7 @@ static int cmd_difference(sl_Call *call, sl_Value *result) {
   size_t n = d->ntest < 512 ? d->ntest : 512;
   if (n == 0) return sl_arg_error(call, "data", "the data set has no test items");
   a->fault[0] = b->fault[0] = '\0';
-  a->stop = b->stop = on_stop;   /* each pass asks between nodes */
+  a->stop = b->stop = on_stop; /* each pass asks between nodes */
   slM_Tensor *la = slM_forward(a, d->test_x, d->test_y, (int)n, 0);
   slM_Tensor *lb = sl_interrupted() ? NULL : slM_forward(b, d->test_x, d->test_y, (int)n, 0);
   a->stop = b->stop = NULL;
@@ -659,7 +682,7 @@ static const Pass pass_table[] = {
 
 #define NPASSES (sizeof pass_table / sizeof pass_table[0])
 
-static const char *pass_names[NPASSES + 1];  /* `pass`'s choices; the last stays NULL */
+static const char *pass_names[NPASSES + 1]; /* `pass`'s choices; the last stays NULL */
 
 static void graph_open(void) {
   for (size_t i = 0; i < NPASSES; i++) pass_names[i] = pass_table[i].name;
@@ -831,9 +854,9 @@ static const sl_Command slM_commands[] = {
 /* clang-format on */
 
 const sl_Domain slM_domain = {
-  "Graphs",
-  "Models as compute graphs: data sets (Fashion-MNIST and synthetic), the models built from them (MLPs and transformers), graph capture and metadata, analysis and transform passes, training and evaluation, LoRA adapters. A model is a graph of nodes with shapes, parameters and metadata that passes read and rewrite.",
-  slM_commands,
-  (const sl_Class *const[]){&slM_dataset_class, &slM_model_class, NULL},
-  graph_open,
+    "Graphs",
+    "Models as compute graphs: data sets (Fashion-MNIST and synthetic), the models built from them (MLPs and transformers), graph capture and metadata, analysis and transform passes, training and evaluation, LoRA adapters. A model is a graph of nodes with shapes, parameters and metadata that passes read and rewrite.",
+    slM_commands,
+    (const sl_Class *const[]){&slM_dataset_class, &slM_model_class, NULL},
+    graph_open,
 };

@@ -47,14 +47,14 @@ int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t 
   for (int d = 0; d < dims; d++) {
     sizes[d] = be32(data + 4 + 4 * d);
     if (__builtin_mul_overflow(total, (size_t)sizes[d], &total) || sizes[d] > 0x7FFFFFFF) {
-      snprintf(err, errlen, "IDX header promises sizes too large to be real");  /* a wrapped product could match */
+      snprintf(err, errlen, "IDX header promises sizes too large to be real"); /* a wrapped product could match */
       return -1;
     }
   }
   size_t header = 4 + 4 * (size_t)dims;
   if (len - header != total) {
-    snprintf(err, errlen, "IDX data is %s: the header promises %zu bytes, the file has %zu", len - header < total ? "truncated" : "too long",
-             total, len - header);
+    snprintf(err, errlen, "IDX data is %s: the header promises %zu bytes, the file has %zu",
+             len - header < total ? "truncated" : "too long", total, len - header);
     return -1;
   }
   *out = malloc(total ? total : 1);
@@ -87,7 +87,7 @@ static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t
   unsigned char *buf = malloc(cap);
   int rc = buf ? inflateInit2(&z, 16 + MAX_WBITS) : Z_MEM_ERROR;
   z.next_in = raw;
-  z.avail_in = (uInt)n;   /* the budget check above keeps n far below 4 GiB */
+  z.avail_in = (uInt)n; /* the budget check above keeps n far below 4 GiB */
   while (rc == Z_OK) {
     if (out == cap) {
       if (sl_memory_budget() < 2.0 * (double)cap) {
@@ -101,17 +101,17 @@ static unsigned char *read_gzip(const char *path, size_t *len, char *err, size_t
       }
       buf = more;
     }
-    if (sl_interrupted()) break;   /* between pieces of 4 MiB */
+    if (sl_interrupted()) break; /* between pieces of 4 MiB */
     z.next_out = buf + out;
     z.avail_out = (uInt)(cap - out < (4u << 20) ? cap - out : (4u << 20));
     size_t before = z.avail_out;
     rc = inflate(&z, Z_NO_FLUSH);
     out += before - z.avail_out;
-    if (rc == Z_STREAM_END && z.avail_in > 0) rc = inflateReset(&z);   /* another gzip member follows */
-    if (rc == Z_BUF_ERROR && z.avail_out > 0) break;                    /* the input ended mid-stream */
+    if (rc == Z_STREAM_END && z.avail_in > 0) rc = inflateReset(&z); /* another gzip member follows */
+    if (rc == Z_BUF_ERROR && z.avail_out > 0) break;                 /* the input ended mid-stream */
     if (rc == Z_BUF_ERROR) rc = Z_OK;
   }
-  const char *what = rc == Z_MEM_ERROR    ? "it inflates past the memory budget"
+  const char *what = rc == Z_MEM_ERROR  ? "it inflates past the memory budget"
                      : sl_interrupted() ? "interrupted while it was read"
                      : z.msg            ? z.msg
                                         : "the gzip stream is cut short";
@@ -229,8 +229,8 @@ slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classe
   d->test_x = malloc((ntest ? ntest : 1) * (size_t)features * sizeof(float));
   d->train_y = malloc(ntrain ? ntrain : 1);
   d->test_y = malloc(ntest ? ntest : 1);
-  if (!centres || !d->train_x || !d->test_x || !d->train_y || !d->test_y) {  /* the caller checked the budget; */
-    free(centres);                                                           /* this is the last line of defence */
+  if (!centres || !d->train_x || !d->test_x || !d->train_y || !d->test_y) { /* the caller checked the budget; */
+    free(centres);                                                          /* this is the last line of defence */
     slM_dataset_free(d);
     return NULL;
   }
@@ -240,11 +240,12 @@ slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classe
   size_t ns[2] = {ntrain, ntest};
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < ns[s]; i++) {
-      if ((i & 1023) == 0 && sl_interrupted()) break;   /* the caller sees it and frees the set */
+      if ((i & 1023) == 0 && sl_interrupted()) break; /* the caller sees it and frees the set */
       int c = (int)(slM_rng_next(&rng) % (uint64_t)classes);
       ys[s][i] = (uint8_t)c;
       for (int f = 0; f < features; f++)
-        xs[s][i * (size_t)features + (size_t)f] = centres[(size_t)c * features + f] + (float)(spread * slM_rng_normal(&rng));
+        xs[s][i * (size_t)features + (size_t)f] =
+            centres[(size_t)c * features + f] + (float)(spread * slM_rng_normal(&rng));
     }
   free(centres);
   return d;
@@ -342,5 +343,10 @@ static void *dataset_decode(const char *bytes, size_t n, char *err, size_t errle
   return dataset_bytes_decode(bytes, n, err, errlen);
 }
 
-const sl_Class slM_dataset_class = {.name = "dataset", .free = dataset_free, .show = dataset_show, .field = dataset_field,
-                                    .fields = dataset_fields, .encode = dataset_encode, .decode = dataset_decode};
+const sl_Class slM_dataset_class = {.name = "dataset",
+                                    .free = dataset_free,
+                                    .show = dataset_show,
+                                    .field = dataset_field,
+                                    .fields = dataset_fields,
+                                    .encode = dataset_encode,
+                                    .decode = dataset_decode};

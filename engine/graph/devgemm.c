@@ -22,16 +22,30 @@ slM_DevGemm slM_gemm_heads(int which, int B, int T, int D, int H, int j) {
   static const struct {
     int trans_a, trans_b, square, scaled, adds;
   } kind[] = {
-      [SLM_GEMM_SCORES] = {0, 1, 1, 1, 0},    [SLM_GEMM_CONTEXT] = {0, 0, 0, 0, 0},
-      [SLM_GEMM_SCORES_DQ] = {0, 0, 0, 1, 1}, [SLM_GEMM_SCORES_DK] = {1, 0, 0, 1, 1},
+      [SLM_GEMM_SCORES] = {0, 1, 1, 1, 0},     [SLM_GEMM_CONTEXT] = {0, 0, 0, 0, 0},
+      [SLM_GEMM_SCORES_DQ] = {0, 0, 0, 1, 1},  [SLM_GEMM_SCORES_DK] = {1, 0, 0, 1, 1},
       [SLM_GEMM_CONTEXT_DP] = {0, 1, 1, 0, 1}, [SLM_GEMM_CONTEXT_DV] = {1, 0, 0, 0, 1},
   };
   int dh = D / H, sq = kind[which].square;
   Part rows = {(size_t)j * dh, D, (long long)T * D}, mats = {(size_t)j * T * T, T, (long long)H * T * T};
   Part a = sq ? rows : mats, b = rows, c = sq ? mats : rows;
-  slM_DevGemm g = {kind[which].trans_a, kind[which].trans_b, T, sq ? T : dh, sq ? dh : T,
-                   kind[which].scaled ? 1.0f / sqrtf((float)dh) : 1.0f, (float)kind[which].adds, a.lead, b.lead,
-                   c.lead, a.step, b.step, c.step, B, a.start, b.start, c.start};
+  slM_DevGemm g = {kind[which].trans_a,
+                   kind[which].trans_b,
+                   T,
+                   sq ? T : dh,
+                   sq ? dh : T,
+                   kind[which].scaled ? 1.0f / sqrtf((float)dh) : 1.0f,
+                   (float)kind[which].adds,
+                   a.lead,
+                   b.lead,
+                   c.lead,
+                   a.step,
+                   b.step,
+                   c.step,
+                   B,
+                   a.start,
+                   b.start,
+                   c.start};
   return g;
 }
 

@@ -32,8 +32,14 @@ typedef struct slM_DevGemm {
 **   SCORES_DK   dK += scale dS^T Q                 (A dS, B Q, C dK)
 **   CONTEXT_DP  dP += dY V^T                       (A dY, B V, C dP)
 **   CONTEXT_DV  dV += P^T dY                       (A P, B dY, C dV) */
-enum { SLM_GEMM_SCORES, SLM_GEMM_CONTEXT, SLM_GEMM_SCORES_DQ, SLM_GEMM_SCORES_DK, SLM_GEMM_CONTEXT_DP,
-       SLM_GEMM_CONTEXT_DV };
+enum {
+  SLM_GEMM_SCORES,
+  SLM_GEMM_CONTEXT,
+  SLM_GEMM_SCORES_DQ,
+  SLM_GEMM_SCORES_DK,
+  SLM_GEMM_CONTEXT_DP,
+  SLM_GEMM_CONTEXT_DV
+};
 slM_DevGemm slM_gemm_heads(int which, int B, int T, int D, int H, int j);
 
 /* the mean over tokens of B x T x D as a product with a row of T ones (A, repeated: stride 0): forward

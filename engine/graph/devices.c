@@ -51,22 +51,29 @@ int slM_device_check(const slM_Graph *g, int device, char *err, size_t errlen) {
   if (device == SLM_CPU) return 0;
   if (device != SLM_CUDA)
     return snprintf(err, errlen, "unknown device %d: the devices are " SLM_DEVICE_NAMES, device), -1;
-  if (!slK_dev_available())
-    return slM_device_usable("gpu", err, errlen);
+  if (!slK_dev_available()) return slM_device_usable("gpu", err, errlen);
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     const slM_OpImpl *cuda = &slM_op(n->op)->impl[SLM_CUDA];
     if (!cuda->forward || !cuda->backward)
-      return snprintf(err, errlen, "node %s: operator %s has no CUDA implementation, so this %s model runs on the CPU "
+      return snprintf(err, errlen,
+                      "node %s: operator %s has no CUDA implementation, so this %s model runs on the CPU "
                       "only (the fusion pass's operators are the CPU's; move the model unfused: docs/gpu.md lists the "
-                      "operators the GPU runs)", n->name, slM_op_name(n->op), g->family), -1;
+                      "operators the GPU runs)",
+                      n->name, slM_op_name(n->op), g->family),
+             -1;
     if (has_transforms(n))
-      return snprintf(err, errlen, "node %s has a compression transform (a quantiser or a pruning mask): compressed "
-                      "models run on the CPU only", n->name), -1;
+      return snprintf(err, errlen,
+                      "node %s has a compression transform (a quantiser or a pruning mask): compressed "
+                      "models run on the CPU only",
+                      n->name),
+             -1;
   }
   if (g->plan)
-    return snprintf(err, errlen, "buffer planning (the fusion pass's arena) is the CPU's; the GPU's caching "
-                    "allocator reuses its blocks instead: move the model before fusing it"), -1;
+    return snprintf(err, errlen,
+                    "buffer planning (the fusion pass's arena) is the CPU's; the GPU's caching "
+                    "allocator reuses its blocks instead: move the model before fusing it"),
+           -1;
   return 0;
 }
 
@@ -75,14 +82,15 @@ int slM_device_ready(const slM_Graph *g, char *err, size_t errlen) {
   for (int i = 0; g->device == SLM_CUDA && i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++)
       if (!g->nodes[i].params[k]->value->dev)
-        return snprintf(err, errlen, "node %s: parameter %s has no copy on the GPU (a model made from a GPU model "
-                        "on the host, as LoRA adapters are): `to m gpu` moves all of it", g->nodes[i].name,
-                        g->nodes[i].params[k]->name), -1;
+        return snprintf(err, errlen,
+                        "node %s: parameter %s has no copy on the GPU (a model made from a GPU model "
+                        "on the host, as LoRA adapters are): `to m gpu` moves all of it",
+                        g->nodes[i].name, g->nodes[i].params[k]->name),
+               -1;
   return 0;
 }
 
 /* ------------------------------------------------------------ the copy */
-
 
 static slM_Tensor *copy_tagged(const slM_Tensor *t, int category) {
   if (!t) return NULL;
@@ -127,7 +135,8 @@ int slM_device_usable(const char *name, char *err, size_t errlen) {
   if (device < 0) return snprintf(err, errlen, "unknown device '%s': the devices are " SLM_DEVICE_NAMES, name), -1;
   if (device == SLM_CUDA && !slK_dev_available())
     return snprintf(err, errlen, "the gpu device needs a CUDA GPU, and here there is %s; cpu runs everywhere",
-                    slK_dev_why()), -1;
+                    slK_dev_why()),
+           -1;
   return 0;
 }
 
@@ -170,7 +179,7 @@ double slM_device_predict(const slM_Graph *g, int batch, int training, double by
     double items = 1;
     for (int k = 1; k < n->ndim; k++) items *= n->shape[k];
     cats[SLM_MEM_ACT] += 4.0 * items * batch + (d->saves ? 4.0 * d->saves(g, n, batch, training) : 0);
-    if (training) cats[SLM_MEM_TEMP] += 4.0 * items * batch;   /* the gradient of every output */
+    if (training) cats[SLM_MEM_TEMP] += 4.0 * items * batch; /* the gradient of every output */
   }
   double sum = 0;
   for (int c = 0; c < SLM_MEM_NCAT; c++) {
@@ -210,9 +219,12 @@ int slM_device_fits(const slM_Graph *g, int batch, int training, char *err, size
   double held = model_held(g), more = need > held ? need - held : 0;
   char why[240];
   if (slK_dev_fits((size_t)more, why, sizeof why) == 0) return 0;
-  return snprintf(err, errlen, "refused before allocating: a %s pass of batch %d is predicted to take %.3f GiB on "
+  return snprintf(err, errlen,
+                  "refused before allocating: a %s pass of batch %d is predicted to take %.3f GiB on "
                   "the device (parameters %.3f, gradients %.3f, optimiser state %.3f, activations %.3f, temporaries "
-                  "%.3f): %s; use a smaller batch", training ? "training" : "inference", batch, need / 1073741824.0,
-                  by[SLM_MEM_PARAM] / 1073741824.0, by[SLM_MEM_GRAD] / 1073741824.0, by[SLM_MEM_OPTIM] / 1073741824.0,
-                  by[SLM_MEM_ACT] / 1073741824.0, by[SLM_MEM_TEMP] / 1073741824.0, why), -1;
+                  "%.3f): %s; use a smaller batch",
+                  training ? "training" : "inference", batch, need / 1073741824.0, by[SLM_MEM_PARAM] / 1073741824.0,
+                  by[SLM_MEM_GRAD] / 1073741824.0, by[SLM_MEM_OPTIM] / 1073741824.0, by[SLM_MEM_ACT] / 1073741824.0,
+                  by[SLM_MEM_TEMP] / 1073741824.0, why),
+         -1;
 }

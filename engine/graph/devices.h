@@ -6,7 +6,7 @@
 #ifndef SYSLAB_DEVICES_H
 #define SYSLAB_DEVICES_H
 
-#include "op.h"   /* SLM_CPU, SLM_CUDA */
+#include "op.h" /* SLM_CPU, SLM_CUDA */
 
 /* "cpu", "gpu"; the device of a name, or -1 */
 const char *slM_device_name(int device);

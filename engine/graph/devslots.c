@@ -105,7 +105,6 @@ void slM_dev_zero_grads(slM_Graph *g) {
   for (int i = 0; i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Tensor *t = g->nodes[i].params[k]->grad;
-      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_gpu()->zero(t->dev, slM_dev_bytes(t), err, sizeof err),
-                                     err);
+      if (t && t->dev) slM_dev_fault(g, &g->nodes[i], slK_gpu()->zero(t->dev, slM_dev_bytes(t), err, sizeof err), err);
     }
 }

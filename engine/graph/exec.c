@@ -34,7 +34,7 @@
 ** optimizer step alone, which a stopped step skips, so an interrupted step
 ** leaves every weight as it was. */
 static int stop_now(slM_Graph *g) {
-  if (g->fault[0]) return g->stopped = 1;   /* a device call failed: the rest of the pass would read its output */
+  if (g->fault[0]) return g->stopped = 1; /* a device call failed: the rest of the pass would read its output */
   return g->stop && (g->stopped = g->stop(g->stop_ud) != 0);
 }
 
@@ -75,7 +75,7 @@ static void run(slM_Graph *g, slM_Node *n, int backward) {
   int widen = g->device == SLM_CPU && !(slM_op(n->op)->flags & (SLM_OP_HALF | SLM_OP_HALF_IN));
   for (int k = 0; widen && k < n->ninputs; k++) {
     slM_Node *src = &g->nodes[n->inputs[k]];
-    float *f = src->out && src->out->half ? slM_product_widened(k, src->out) : NULL;   /* an input twice: once */
+    float *f = src->out && src->out->half ? slM_product_widened(k, src->out) : NULL; /* an input twice: once */
     if (!f) continue;
     kept[k] = src->out;
     src->out = slM_tensor_view(f, kept[k]->ndim, kept[k]->shape);
@@ -118,9 +118,9 @@ slM_Tensor *slM_forward(slM_Graph *g, const float *x, const uint8_t *labels, int
   g->stopped = 0;
   g->feed_x = x, g->feed_labels = labels, g->feed_batch = batch;
   int logits = slM_logits_node(g);
-  if (device_refused(g)) return NULL;   /* a fault stays until the command that runs the model starts again */
+  if (device_refused(g)) return NULL; /* a fault stays until the command that runs the model starts again */
   int *dtypes = dtypes_of(g);
-  slM_product_begin_pass(g);   /* weights' working copies: the optimizer's, or made afresh at first use */
+  slM_product_begin_pass(g); /* weights' working copies: the optimizer's, or made afresh at first use */
   slM_Plan *plan = g->plan ? slM_plan_begin(g, batch, training) : NULL;
   const char *fault_at = getenv("SYSLAB_FAULT_NODE");
   for (int i = 0; i < g->n && !stop_now(g) && !fault_injected(g, &g->nodes[i], fault_at); i++) {
@@ -175,18 +175,17 @@ static double seed_from_logits(slM_Node *n, const uint8_t *labels, int batch) {
 ** gradient sent to the device. */
 static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8_t *labels, int batch) {
   slM_Node *n = &g->nodes[start];
-  if (!n->out || (loss_node < 0 && !n->out->data)) {   /* the forward pass stopped before it */
+  if (!n->out || (loss_node < 0 && !n->out->data)) { /* the forward pass stopped before it */
     slM_dev_fault(g, n, -1, "the forward pass did not reach this node, so there is nothing to go back from");
     return NAN;
   }
   if (loss_node >= 0) return slM_dev_seed_loss(g, n);
-  double loss = seed_from_logits(n, labels, batch);   /* from the logits' host copy; n->gout: the seed on the host */
+  double loss = seed_from_logits(n, labels, batch); /* from the logits' host copy; n->gout: the seed on the host */
   slM_Tensor *seed = n->gout;
   n->gout = NULL;
   if (slM_dev_ensure(g, n, &n->gout, seed->ndim, seed->shape)) {
     char err[200];
-    slM_dev_fault(g, n, slK_gpu()->upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err),
-                  err);
+    slM_dev_fault(g, n, slK_gpu()->upload(n->gout->dev, seed->data, seed->size * sizeof(float), err, sizeof err), err);
   }
   slM_tensor_free(seed);
   return loss;
@@ -194,7 +193,7 @@ static double seed_on_device(slM_Graph *g, int loss_node, int start, const uint8
 
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
   g->stopped = 0;
-  if (device_refused(g)) return NAN;   /* on the GPU: the forward pass's fault stands */
+  if (device_refused(g)) return NAN; /* on the GPU: the forward pass's fault stands */
   for (int i = 0; i < g->n; i++) g->nodes[i].gout_live = 0;
   int loss_node = slM_loss_node(g), start = loss_node >= 0 ? loss_node : slM_logits_node(g);
   double loss;
@@ -219,7 +218,7 @@ double slM_backward(slM_Graph *g, const uint8_t *labels, int batch) {
       slM_node_end(g, i, 1);
       if (g->grad_ready) g->grad_ready(g->grad_ready_ud, i);
     }
-  char err[200];   /* the pass's kernels done, as at the end of a forward pass */
+  char err[200]; /* the pass's kernels done, as at the end of a forward pass */
   if (g->device != SLM_CPU && !g->stopped && slM_dev_fault(g, NULL, slK_gpu()->sync(err, sizeof err), err) != 0)
     g->stopped = 1;
   return loss;
@@ -238,8 +237,8 @@ void slM_zero_grads(slM_Graph *g) {
 }
 
 void slM_release_activations(slM_Graph *g) {
-  slM_plan_release(g);   /* the arena and its views */
-  slM_product_free_weights(g);   /* the weights' 16-bit working copies */
+  slM_plan_release(g);         /* the arena and its views */
+  slM_product_free_weights(g); /* the weights' 16-bit working copies */
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &g->nodes[i];
     slM_tensor_free(n->out);

@@ -28,7 +28,7 @@ slM_Graph *slM_graph_copy(const slM_Graph *g, int deep) {
   c->stop = NULL, c->stop_ud = NULL, c->stopped = 0;
   c->grad_ready = NULL, c->grad_ready_ud = NULL, c->feed_row0 = 0;
   c->profile = NULL;
-  c->arena = NULL;   /* a plan is for one graph's buffers */
+  c->arena = NULL; /* a plan is for one graph's buffers */
   c->nodes = malloc((size_t)g->cap * sizeof *c->nodes);
   for (int i = 0; i < g->n; i++) {
     slM_Node *n = &c->nodes[i];
@@ -97,10 +97,11 @@ int slM_propagate(slM_Graph *g, char *err, size_t errlen) {
 
 /* a node setting against the range its operator declares (NaN is never inside one) */
 static int setting_ok(const slM_Node *n, const char *what, double x, slM_Range r, char *err, size_t errlen) {
-  if (r.lo == 0 && r.hi == 0) return 0;   /* the operator does not read it */
+  if (r.lo == 0 && r.hi == 0) return 0; /* the operator does not read it */
   if (x >= r.lo && (r.below ? x < r.hi : x <= r.hi)) return 0;
-  return snprintf(err, errlen, "node %s (%s) has %s = %g, outside [%g, %g%s", n->name, slM_op_name(n->op), what, x, r.lo,
-                  r.hi, r.below ? ")" : "]"), -1;
+  return snprintf(err, errlen, "node %s (%s) has %s = %g, outside [%g, %g%s", n->name, slM_op_name(n->op), what, x,
+                  r.lo, r.hi, r.below ? ")" : "]"),
+         -1;
 }
 
 /* the operator's rules of structure: inputs, parameters, the settings it reads, and its own check */
@@ -113,12 +114,13 @@ static int check_node(const slM_Graph *g, int i, char *err, size_t errlen) {
     int j = n->inputs[k];
     if (j < 0 || j >= i)
       return snprintf(err, errlen, "node %s reads node %d, which does not come before it (the graph must be acyclic)",
-                      n->name, j), -1;
+                      n->name, j),
+             -1;
     if (g->nodes[j].op == OP_OUTPUT) return snprintf(err, errlen, "node %s reads the output node", n->name), -1;
   }
   if (n->nparams < d->min_params) return snprintf(err, errlen, "node %s lacks its parameters", n->name), -1;
-  if (setting_ok(n, "heads", n->heads, d->heads, err, errlen) || setting_ok(n, "patch", n->patch, d->patch, err, errlen) ||
-      setting_ok(n, "p", n->p, d->p, err, errlen))
+  if (setting_ok(n, "heads", n->heads, d->heads, err, errlen) ||
+      setting_ok(n, "patch", n->patch, d->patch, err, errlen) || setting_ok(n, "p", n->p, d->p, err, errlen))
     return -1;
   return d->check ? d->check(g, n, err, errlen) : 0;
 }

@@ -81,7 +81,8 @@ int slM_lm_check(const slM_LmSpec *s, char *err, size_t errlen) {
   if (s->heads < 1 || s->d_model % s->heads != 0 || (s->d_model / s->heads) % 2 != 0)
     return snprintf(err, errlen,
                     "heads=%d must divide d_model=%d into heads of an even width (rotary embeddings turn pairs)",
-                    s->heads, s->d_model), -1;
+                    s->heads, s->d_model),
+           -1;
   if (s->layers < 1 || s->layers > 128) return snprintf(err, errlen, "layers must be 1..128, got %d", s->layers), -1;
   if (s->vocab < 2 || s->vocab > (1 << 24))
     return snprintf(err, errlen, "vocab must be 2..16777216, got %d", s->vocab), -1;
@@ -160,7 +161,8 @@ void slM_lm_spec_of(const slM_Graph *g, slM_LmSpec *s) {
 
 /* ------------------------------------------------------------ running */
 
-slM_Tensor *slM_lm_forward(slM_Graph *g, const int32_t *tokens, const int32_t *targets, int batch, int T, int training) {
+slM_Tensor *slM_lm_forward(slM_Graph *g, const int32_t *tokens, const int32_t *targets, int batch, int T,
+                           int training) {
   g->tok = tokens, g->tgt = targets;
   g->batch_rows = batch, g->context_now = T;
   slM_Tensor *logits = slM_forward(g, NULL, NULL, batch, training);
@@ -172,7 +174,7 @@ double slM_lm_loss(const slM_Graph *g) {
     const slM_Tensor *t = g->nodes[i].out;
     if (g->nodes[i].op != OP_TOKEN_CE || !t) continue;
     if (t->data) return t->data[0];
-    float loss = NAN;   /* on the GPU: read back */
+    float loss = NAN; /* on the GPU: read back */
     char err[200];
     return slK_gpu()->download(&loss, t->dev, sizeof loss, err, sizeof err) == 0 ? loss : NAN;
   }

@@ -9,11 +9,11 @@
 #include "model.h"
 
 typedef struct slM_LmSpec {
-  char name[16];         /* preset name, or "" */
+  char name[16]; /* preset name, or "" */
   int vocab, context, d_model, d_ff, layers, heads;
 } slM_LmSpec;
 
-extern const char *const slM_lm_preset_names[];  /* NULL-terminated */
+extern const char *const slM_lm_preset_names[]; /* NULL-terminated */
 /* fills *out with a preset (tiny, small, medium, large, xl, 2.7B); -1 if unknown */
 int slM_lm_preset(const char *name, slM_LmSpec *out);
 int slM_lm_check(const slM_LmSpec *s, char *err, size_t errlen);

@@ -19,12 +19,12 @@
 #include "kernels/device.h"
 #include "memory.h"
 
-const char *const slM_mem_category_names[] = {"parameter", "gradient", "optimizer_state", "activation", "temporary",
-                                              NULL};
+const char *const slM_mem_category_names[] = {"parameter",  "gradient",  "optimizer_state",
+                                              "activation", "temporary", NULL};
 
 static size_t live[SLM_MEM_NCAT], at_peak[SLM_MEM_NCAT], total_peak;
 static int cur_cat = SLM_MEM_TEMP, cur_node = -1, cur_backward;
-static const char *cur_name, *cur_op;   /* the node now running and its operator */
+static const char *cur_name, *cur_op; /* the node now running and its operator */
 /* tensor bytes alone (no scratch), and their peak since the last reset */
 static size_t tensor_bytes, tensor_peak;
 
@@ -68,7 +68,8 @@ void slM_mem_on_alloc(slM_Tensor *t) {
   t->node = cur_node;
   account(t->category, (long long)bytes);
   if (!recording) return;
-  if (nallocs == allocs_cap) allocs = realloc(allocs, (allocs_cap = allocs_cap ? allocs_cap * 2 : 256) * sizeof *allocs);
+  if (nallocs == allocs_cap)
+    allocs = realloc(allocs, (allocs_cap = allocs_cap ? allocs_cap * 2 : 256) * sizeof *allocs);
   slM_MemAlloc *a = &allocs[nallocs++];
   memset(a, 0, sizeof *a);
   a->bytes = bytes;
@@ -89,8 +90,8 @@ void slM_mem_on_free(slM_Tensor *t) {
 
 void slM_mem_retag(slM_Tensor *t, int category) {
   long long bytes = (long long)slM_tensor_bytes(t);
-  if (t->dev) slK_dev_recount((size_t)bytes, t->category, category);   /* its device copy moves with it */
-  if (t->dev && !t->data) {   /* nothing on the host */
+  if (t->dev) slK_dev_recount((size_t)bytes, t->category, category); /* its device copy moves with it */
+  if (t->dev && !t->data) {                                          /* nothing on the host */
     t->category = category;
     return;
   }
@@ -137,11 +138,11 @@ void slM_mem_record(int on) {
 
 void slM_mem_mark(int node, int backward) {
   if (!recording) return;
-  if (nevents == events_cap) events = realloc(events, (events_cap = events_cap ? events_cap * 2 : 256) * sizeof *events);
+  if (nevents == events_cap)
+    events = realloc(events, (events_cap = events_cap ? events_cap * 2 : 256) * sizeof *events);
   events[nevents] = (slM_MemEvent){(int)nevents, node, backward, total_live()};
   nevents++;
 }
 
 const slM_MemEvent *slM_mem_timeline(size_t *n) { return *n = nevents, events; }
 const slM_MemAlloc *slM_mem_allocations(size_t *n) { return *n = nallocs, allocs; }
-

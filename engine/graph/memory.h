@@ -9,9 +9,9 @@
 #include "model.h"
 
 enum { SLM_MEM_PARAM, SLM_MEM_GRAD, SLM_MEM_OPTIM, SLM_MEM_ACT, SLM_MEM_TEMP, SLM_MEM_NCAT };
-extern const char *const slM_mem_category_names[];   /* parameter, gradient, ... */
+extern const char *const slM_mem_category_names[]; /* parameter, gradient, ... */
 
-void slM_mem_on_alloc(slM_Tensor *t);   /* tensor.c */
+void slM_mem_on_alloc(slM_Tensor *t); /* tensor.c */
 void slM_mem_on_free(slM_Tensor *t);
 void slM_mem_retag(slM_Tensor *t, int category);
 /* memory outside tensors (scratch buffers), counted as temporaries */
@@ -29,9 +29,9 @@ int slM_mem_category(void);
 /* live bytes by category now; at the overall peak since the last reset */
 void slM_mem_live_by(size_t out[SLM_MEM_NCAT]);
 void slM_mem_peak_by(size_t out[SLM_MEM_NCAT]);
-size_t slM_mem_total_peak(void);   /* tensors and scratch */
-size_t slM_mem_total_live(void);   /* tensors and scratch, now */
-void slM_mem_reset(void);          /* peaks := live, records cleared */
+size_t slM_mem_total_peak(void); /* tensors and scratch */
+size_t slM_mem_total_live(void); /* tensors and scratch, now */
+void slM_mem_reset(void);        /* peaks := live, records cleared */
 
 /* recording of allocations and a timeline while on */
 typedef struct slM_MemEvent {
@@ -46,6 +46,6 @@ typedef struct slM_MemAlloc {
 void slM_mem_record(int on);
 const slM_MemEvent *slM_mem_timeline(size_t *n);
 const slM_MemAlloc *slM_mem_allocations(size_t *n);
-void slM_mem_mark(int node, int backward);   /* a timeline point after a node */
+void slM_mem_mark(int node, int backward); /* a timeline point after a node */
 
 #endif

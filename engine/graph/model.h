@@ -35,20 +35,20 @@ typedef struct slM_Tensor {
   float *data;
   uint16_t *half;
   int dtype;
-  int category, node;   /* what it is and which node made it (memory.c) */
-  int view;             /* data is another allocation's (plan.c's arena): not owned, not counted */
+  int category, node; /* what it is and which node made it (memory.c) */
+  int view;           /* data is another allocation's (plan.c's arena): not owned, not counted */
   /* its copy in device memory (device.c), NULL on the CPU; a tensor made on
   ** the device has no host data (data NULL) unless it is a parameter's, whose
   ** host copy is refreshed when a command ends (slM_device_pull) */
   float *dev;
 } slM_Tensor;
 
-slM_Tensor *slM_tensor_new(int ndim, const int *shape);   /* zero-filled, float32 */
+slM_Tensor *slM_tensor_new(int ndim, const int *shape); /* zero-filled, float32 */
 /* zero-filled, of a dtype (SLM_FP32, SLM_BF16, SLM_FP16) */
 slM_Tensor *slM_tensor_new_as(int ndim, const int *shape, int dtype);
-slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align);   /* the same, data aligned (a power of two) */
-slM_Tensor *slM_tensor_like(const slM_Tensor *t);   /* float32, of t's shape (a gradient of any tensor) */
-slM_Tensor *slM_tensor_copy(const slM_Tensor *t);   /* the same dtype and values */
+slM_Tensor *slM_tensor_aligned(int ndim, const int *shape, size_t align); /* the same, data aligned (a power of two) */
+slM_Tensor *slM_tensor_like(const slM_Tensor *t); /* float32, of t's shape (a gradient of any tensor) */
+slM_Tensor *slM_tensor_copy(const slM_Tensor *t); /* the same dtype and values */
 void slM_tensor_free(slM_Tensor *t);
 /* the bytes its values take: 4 or 2 an element (dtype SLM_FP32 is 0) */
 static inline size_t slM_tensor_bytes(const slM_Tensor *t) { return t->size * (t->dtype == 0 ? 4 : 2); }
@@ -67,8 +67,8 @@ typedef struct slM_Rng {
 } slM_Rng;
 void slM_rng_seed(slM_Rng *r, uint64_t seed);
 uint64_t slM_rng_next(slM_Rng *r);
-void slM_rng_skip(slM_Rng *r, uint64_t draws);   /* as if `draws` draws had been taken */
-double slM_rng_uniform(slM_Rng *r);   /* [0, 1) */
+void slM_rng_skip(slM_Rng *r, uint64_t draws); /* as if `draws` draws had been taken */
+double slM_rng_uniform(slM_Rng *r);            /* [0, 1) */
 double slM_rng_normal(slM_Rng *r);
 
 /* --------------------------------------------------------------- data sets */
@@ -76,14 +76,14 @@ double slM_rng_normal(slM_Rng *r);
 typedef struct slM_Dataset {
   char name[32];
   int features, classes;
-  int height, width;            /* images: 28 x 28; 0 otherwise */
+  int height, width; /* images: 28 x 28; 0 otherwise */
   size_t ntrain, ntest;
-  float *train_x, *test_x;      /* n x features, normalised */
+  float *train_x, *test_x; /* n x features, normalised */
   uint8_t *train_y, *test_y;
-  float mean, std;              /* the normalisation applied (from the training split) */
+  float mean, std; /* the normalisation applied (from the training split) */
   /* its definition, so that another process can load the same set */
-  char path[256];               /* fashion_mnist: the folder of the IDX files */
-  double spread;                /* synthetic: spread and seed */
+  char path[256]; /* fashion_mnist: the folder of the IDX files */
+  double spread;  /* synthetic: spread and seed */
   uint64_t seed;
 } slM_Dataset;
 
@@ -96,53 +96,55 @@ slM_Dataset *slM_fashion_mnist(const char *dir, size_t ntrain, size_t ntest, cha
 slM_Dataset *slM_synthetic(size_t ntrain, size_t ntest, int features, int classes, double spread, uint64_t seed);
 void slM_dataset_free(slM_Dataset *d);
 /* IDX parsing on bytes already read (exposed for tests) */
-int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t **out, size_t *count,
-                  int *rows, int *cols, char *err, size_t errlen);
+int slM_idx_parse(const unsigned char *data, size_t len, int want_dims, uint8_t **out, size_t *count, int *rows,
+                  int *cols, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ graphs */
 
 typedef enum { SLM_PLACEHOLDER, SLM_CALL_MODULE, SLM_CALL_FUNCTION, SLM_CALL_METHOD, SLM_OUTPUT } slM_Kind;
 
 typedef enum {
-  OP_INPUT,        /* placeholder: images (batch x features) */
-  OP_LABELS,       /* placeholder: class labels */
-  OP_MASK,         /* placeholder: attention mask (batch x tokens), 1 = attend */
-  OP_LINEAR,       /* y = x W^T + b, over the last dimension */
-  OP_RELU, OP_GELU, OP_TANH,
+  OP_INPUT,  /* placeholder: images (batch x features) */
+  OP_LABELS, /* placeholder: class labels */
+  OP_MASK,   /* placeholder: attention mask (batch x tokens), 1 = attend */
+  OP_LINEAR, /* y = x W^T + b, over the last dimension */
+  OP_RELU,
+  OP_GELU,
+  OP_TANH,
   OP_DROPOUT,
-  OP_LAYERNORM,    /* over the last dimension */
-  OP_PATCHIFY,     /* images -> tokens of patch x patch pixels */
-  OP_ADD,          /* two inputs, or one input plus a parameter broadcast over the batch */
-  OP_SCORES,       /* attention scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
-  OP_MASK_FILL,    /* scores where the mask is 0 become -1e9 */
-  OP_SOFTMAX,      /* over the last dimension */
-  OP_CONTEXT,      /* attention-weighted values, heads merged: batch x tokens x width */
-  OP_ATTENTION,    /* fused attention (FlashAttention-2) of q, k, v [, mask]: batch x tokens x width */
-  OP_MEAN_TOKENS,  /* batch x tokens x width -> batch x width */
-  OP_SCALE,        /* y = a * x (LoRA's alpha / rank) */
-  OP_CROSS_ENTROPY,/* mean loss of logits against labels */
+  OP_LAYERNORM,     /* over the last dimension */
+  OP_PATCHIFY,      /* images -> tokens of patch x patch pixels */
+  OP_ADD,           /* two inputs, or one input plus a parameter broadcast over the batch */
+  OP_SCORES,        /* attention scores q k^T / sqrt(d) per head: batch x heads x tokens x tokens */
+  OP_MASK_FILL,     /* scores where the mask is 0 become -1e9 */
+  OP_SOFTMAX,       /* over the last dimension */
+  OP_CONTEXT,       /* attention-weighted values, heads merged: batch x tokens x width */
+  OP_ATTENTION,     /* fused attention (FlashAttention-2) of q, k, v [, mask]: batch x tokens x width */
+  OP_MEAN_TOKENS,   /* batch x tokens x width -> batch x width */
+  OP_SCALE,         /* y = a * x (LoRA's alpha / rank) */
+  OP_CROSS_ENTROPY, /* mean loss of logits against labels */
   OP_OUTPUT,
   /* the language-model family (lm.c) */
-  OP_TOKENS,       /* placeholder: token ids (batch x context) */
-  OP_TARGETS,      /* placeholder: next-token ids (batch x context) */
-  OP_EMBEDDING,    /* token ids -> rows of a vocab x width table */
-  OP_RMSNORM,      /* over the last dimension, with a gain */
-  OP_ROPE,         /* rotary position embedding of each head's pairs of features */
-  OP_SWIGLU,       /* silu(a) * b */
-  OP_CAUSAL_MASK,  /* scores of later keys become -inf */
-  OP_TOKEN_CE,     /* mean cross-entropy of every position's logits against its target */
+  OP_TOKENS,      /* placeholder: token ids (batch x context) */
+  OP_TARGETS,     /* placeholder: next-token ids (batch x context) */
+  OP_EMBEDDING,   /* token ids -> rows of a vocab x width table */
+  OP_RMSNORM,     /* over the last dimension, with a gain */
+  OP_ROPE,        /* rotary position embedding of each head's pairs of features */
+  OP_SWIGLU,      /* silu(a) * b */
+  OP_CAUSAL_MASK, /* scores of later keys become -inf */
+  OP_TOKEN_CE,    /* mean cross-entropy of every position's logits against its target */
   /* fused operators, made only by the fusion pass (fuse.c) */
-  OP_LINEAR_ACT,   /* linear layer with its bias and activation in one pass */
-  OP_ADD_NORM,     /* residual add and layer norm in one pass */
+  OP_LINEAR_ACT,     /* linear layer with its bias and activation in one pass */
+  OP_ADD_NORM,       /* residual add and layer norm in one pass */
   OP_MASKED_SOFTMAX, /* causal mask and softmax in one pass */
   SLM_NUM_OPS
 } slM_Op;
 
 typedef struct slM_Param {
-  long refs;             /* graphs share parameters: a capture or a pass keeps them */
+  long refs; /* graphs share parameters: a capture or a pass keeps them */
   char name[96];
-  slM_Tensor *value, *grad, *m, *v;  /* m, v: optimiser state */
-  int frozen;            /* not trained (LoRA base weights) */
+  slM_Tensor *value, *grad, *m, *v; /* m, v: optimiser state */
+  int frozen;                       /* not trained (LoRA base weights) */
   /* the 16-bit working copy of the value for a training run's products
   ** (product.c): made at its first use in a training pass, read again by
   ** the backward, rewritten from the value by each optimizer step
@@ -161,31 +163,31 @@ typedef struct slM_Node {
   slM_Op op;
   int inputs[SLM_MAX_INPUTS];
   int ninputs;
-  slM_Param *params[SLM_MAX_PARAMS];  /* weight, bias */
+  slM_Param *params[SLM_MAX_PARAMS]; /* weight, bias */
   int nparams;
-  int heads;            /* OP_SCORES, OP_CONTEXT, OP_ATTENTION, OP_ROPE */
-  int causal;           /* OP_ATTENTION: key k kept for query q iff k <= q (the language model) */
-  int act;              /* OP_LINEAR_ACT: the activation folded in (OP_RELU, OP_GELU, or OP_OUTPUT for none) */
-  int patch;            /* OP_PATCHIFY */
-  float p;              /* dropout probability, layer-norm epsilon, or scale */
+  int heads;  /* OP_SCORES, OP_CONTEXT, OP_ATTENTION, OP_ROPE */
+  int causal; /* OP_ATTENTION: key k kept for query q iff k <= q (the language model) */
+  int act;    /* OP_LINEAR_ACT: the activation folded in (OP_RELU, OP_GELU, or OP_OUTPUT for none) */
+  int patch;  /* OP_PATCHIFY */
+  float p;    /* dropout probability, layer-norm epsilon, or scale */
   slM_NodeTransforms comp;
   /* metadata, filled by shape propagation */
   int ndim;
-  int shape[SLM_MAX_DIMS];   /* output shape for a batch of one */
-  double flops;              /* per sample */
-  double bytes;              /* read and written per sample, parameters included (graph.c) */
+  int shape[SLM_MAX_DIMS]; /* output shape for a batch of one */
+  double flops;            /* per sample */
+  double bytes;            /* read and written per sample, parameters included (graph.c) */
   /* run time */
   slM_Tensor *out, *gout;
-  int gout_live;        /* gout holds this backward pass's gradient (exec.c) */
-  slM_Tensor *saved;    /* dropout mask, layer-norm statistics, quantised inputs */
+  int gout_live;     /* gout holds this backward pass's gradient (exec.c) */
+  slM_Tensor *saved; /* dropout mask, layer-norm statistics, quantised inputs */
   slM_Tensor *saved2;
-  int round;            /* a forward's output dtype when 16-bit (exec.c sets it before the forward), else 0 */
-  int store;            /* the dtype its forward stores its output in (exec.c sets it: precision.c's slM_node_store) */
-  int rounded;          /* the forward rounded its output to that dtype itself: precision.c leaves it */
+  int round;   /* a forward's output dtype when 16-bit (exec.c sets it before the forward), else 0 */
+  int store;   /* the dtype its forward stores its output in (exec.c sets it: precision.c's slM_node_store) */
+  int rounded; /* the forward rounded its output to that dtype itself: precision.c leaves it */
 } slM_Node;
 
 typedef struct slM_Graph {
-  char family[32];       /* "mlp", "transformer" */
+  char family[32]; /* "mlp", "transformer" */
   slM_Node *nodes;
   int n, cap;
   int features, classes, tokens;
@@ -198,14 +200,14 @@ typedef struct slM_Graph {
   float dropout;
   /* the language-model family: builder arguments, and the batch being run */
   int vocab, context, d_ff, layers;
-  const int32_t *tok, *tgt;   /* set by slM_lm_forward for its placeholders */
-  int batch_rows, context_now;  /* their shape */
-  int precision;         /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
-  int plan;              /* buffer planning (fuse.c): a pass's tensors share one arena (plan.c) */
-  struct slM_Plan *arena;  /* the placements and the arena held (plan.c) */
-  struct slM_Profile *profile;  /* when set, every node's time is recorded (profile.c) */
-  int fused_attention;   /* transformer: attention as one fused node (OP_ATTENTION) */
-  int device;            /* where its nodes run: SLM_CPU or SLM_CUDA (op.h); the operator table has a slot per device */
+  const int32_t *tok, *tgt;    /* set by slM_lm_forward for its placeholders */
+  int batch_rows, context_now; /* their shape */
+  int precision;               /* SLM_FP32, SLM_BF16, SLM_FP16: the inputs of products (precision.c) */
+  int plan;                    /* buffer planning (fuse.c): a pass's tensors share one arena (plan.c) */
+  struct slM_Plan *arena;      /* the placements and the arena held (plan.c) */
+  struct slM_Profile *profile; /* when set, every node's time is recorded (profile.c) */
+  int fused_attention;         /* transformer: attention as one fused node (OP_ATTENTION) */
+  int device; /* where its nodes run: SLM_CPU or SLM_CUDA (op.h); the operator table has a slot per device */
   /* why the last pass on the device stopped (a failed launch, memory that
   ** could not be had); "" otherwise. A pass stops at the node that failed. */
   char fault[256];
@@ -228,7 +230,7 @@ typedef struct slM_Graph {
   ** within a node's time instead of at its end (exec.c). */
   int (*stop)(void *ud);
   void *stop_ud;
-  int stopped;           /* the last forward or backward pass was cut short */
+  int stopped; /* the last forward or backward pass was cut short */
 } slM_Graph;
 
 /* the inputs of products: the formats of kernels/round.h */
@@ -236,19 +238,19 @@ enum { SLM_FP32 = SLK_FP32, SLM_BF16 = SLK_BF16, SLM_FP16 = SLK_FP16 };
 
 extern const sl_Class slM_model_class;
 
-const char *slM_op_name(slM_Op op);   /* ops.c */
+const char *slM_op_name(slM_Op op); /* ops.c */
 const char *slM_kind_name(slM_Kind k);
 
 /* builders: NULL with err on bad arguments */
 typedef struct slM_MlpSpec {
   int inputs, classes, hidden[8], nhidden;
-  int activation;        /* OP_RELU, OP_GELU, OP_TANH */
+  int activation; /* OP_RELU, OP_GELU, OP_TANH */
   float dropout;
 } slM_MlpSpec;
 typedef struct slM_TransformerSpec {
   int height, width_px, classes, patch, depth, width, heads, mlp_ratio;
   float dropout;
-  int fused_attention;   /* 1: one OP_ATTENTION node per layer (no dropout on the probabilities) */
+  int fused_attention; /* 1: one OP_ATTENTION node per layer (no dropout on the probabilities) */
 } slM_TransformerSpec;
 
 slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, size_t errlen);
@@ -271,13 +273,13 @@ void slM_node_clear(slM_Node *n);
 unsigned char *slM_mask_new(size_t n);
 void slM_mask_free(unsigned char *mask, size_t n);
 slM_Param *slM_param_new(const char *name, int ndim, const int *shape);
-slM_Param *slM_param_clone(const slM_Param *p);   /* a copy of the values, not the gradients */
+slM_Param *slM_param_clone(const slM_Param *p); /* a copy of the values, not the gradients */
 void slM_param_release(slM_Param *p);
-void slM_param_normal(slM_Param *p, slM_Rng *rng, double std);   /* normal values of standard deviation std */
+void slM_param_normal(slM_Param *p, slM_Rng *rng, double std); /* normal values of standard deviation std */
 void slM_param_fill(slM_Param *p, float v);
 int slM_find_node(const slM_Graph *g, const char *name);
-int slM_loss_node(const slM_Graph *g);     /* -1 for an inference graph */
-int slM_logits_node(const slM_Graph *g);   /* what the output returns (before any loss) */
+int slM_loss_node(const slM_Graph *g);   /* -1 for an inference graph */
+int slM_logits_node(const slM_Graph *g); /* what the output returns (before any loss) */
 /* nodes that take node i as an input; fills users (size >= g->n), returns the count */
 int slM_users(const slM_Graph *g, int i, int *users);
 /* checks structure and shapes; 0, or -1 with err */

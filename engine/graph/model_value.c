@@ -16,12 +16,16 @@
 #include "table/table.h"
 #include "precision.h"
 
-static void model_free(void *data) { slM_Graph *g = data; slM_graph_free(g); }
+static void model_free(void *data) {
+  slM_Graph *g = data;
+  slM_graph_free(g);
+}
 
 static void shape_text(const slM_Node *n, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (int d = 0; d < n->ndim; d++)
-    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", d ? ", " : "", d == 0 ? 1 : n->shape[d]);
+    used +=
+        (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", d ? ", " : "", d == 0 ? 1 : n->shape[d]);
   snprintf(buf + used, used < size ? size - used : 0, "]");
 }
 
@@ -68,16 +72,23 @@ static char *draw_graph(const slM_Graph *g) {
   size_t len = 0, cap = 4096;
   char *dot = malloc(cap);
   dot[0] = '\0';
-#define EMIT(...) do { int n_ = snprintf(NULL, 0, __VA_ARGS__); \
+#define EMIT(...) \
+  do { \
+    int n_ = snprintf(NULL, 0, __VA_ARGS__); \
     if (len + (size_t)n_ + 1 > cap) dot = realloc(dot, cap = (len + (size_t)n_ + 1) * 2); \
-    snprintf(dot + len, cap - len, __VA_ARGS__); len += (size_t)n_; } while (0)
-  EMIT("digraph model {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"DejaVu Sans\", fontsize=10];\n");
+    snprintf(dot + len, cap - len, __VA_ARGS__); \
+    len += (size_t)n_; \
+  } while (0)
+  EMIT(
+      "digraph model {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"DejaVu Sans\", fontsize=10];\n");
   for (int i = 0; i < g->n; i++) {
     const slM_Node *n = &g->nodes[i];
     char shape[64];
     shape_text(n, shape, sizeof shape);
-    const char *fill = n->kind == SLM_PLACEHOLDER ? "#dbe9f6" : n->kind == SLM_OUTPUT ? "#f6e3db"
-                     : n->nparams ? "#fff2cc" : "#eeeeee";
+    const char *fill = n->kind == SLM_PLACEHOLDER ? "#dbe9f6"
+                       : n->kind == SLM_OUTPUT    ? "#f6e3db"
+                       : n->nparams               ? "#fff2cc"
+                                                  : "#eeeeee";
     EMIT("  n%d [fillcolor=\"%s\", label=\"", i, fill);
     dot_quoted(&dot, &len, &cap, n->name);
     EMIT("\\n%s %s\"];\n", slM_op_name(n->op), shape);
@@ -109,8 +120,8 @@ static int model_show(void *data, sl_Bundle *out) {
     snprintf(mode, sizeof mode, "; precision %s: products take %s inputs and sum in float32",
              slM_precision_names[g->precision], slM_dtype_name(g->precision));
   snprintf(head, sizeof head, "%s\n%d nodes, %zu parameters (%zu trainable)%s%s%s", g->description, g->n, total,
-           trainable, g->with_labels ? ", traced with labels" : "", g->with_mask ? ", traced with an attention mask" : "",
-           mode);
+           trainable, g->with_labels ? ", traced with labels" : "",
+           g->with_mask ? ", traced with an attention mask" : "", mode);
   char *text = slT_to_text(t), *md = slT_to_markdown(t), *html = slT_to_html(t);
   sl_bundle_addf(out, "text/plain", "%s\n%s", head, text);
   sl_bundle_addf(out, "text/markdown", "**%s**\n\n%s", head, md);
@@ -141,8 +152,8 @@ static int model_field(void *data, const char *name, sl_Value *out) {
   return -1;
 }
 
-static const char *const model_fields[] = {"nodes", "params", "trainable", "family", "classes", "precision", "node_names",
-                                           NULL};
+static const char *const model_fields[] = {"nodes",   "params",    "trainable",  "family",
+                                           "classes", "precision", "node_names", NULL};
 
 static int model_encode(void *data, slU_Text *out, char *err, size_t errlen) {
   return slM_graph_encode(data, out, err, errlen);
@@ -152,5 +163,10 @@ static void *model_decode(const char *bytes, size_t n, char *err, size_t errlen)
   return slM_graph_decode(bytes, n, err, errlen);
 }
 
-const sl_Class slM_model_class = {.name = "model", .free = model_free, .show = model_show, .field = model_field,
-                                  .fields = model_fields, .encode = model_encode, .decode = model_decode};
+const sl_Class slM_model_class = {.name = "model",
+                                  .free = model_free,
+                                  .show = model_show,
+                                  .field = model_field,
+                                  .fields = model_fields,
+                                  .encode = model_encode,
+                                  .decode = model_decode};

@@ -127,9 +127,11 @@ slM_Graph *slM_mlp(const slM_MlpSpec *s, uint64_t seed, int labels, char *err, s
   return g;
 }
 
-slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labels, int mask, char *err, size_t errlen) {
+slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labels, int mask, char *err,
+                           size_t errlen) {
   if (s->heads < 1 || s->width % s->heads != 0) {
-    snprintf(err, errlen, "heads=%d does not divide width=%d: each head gets width / heads features", s->heads, s->width);
+    snprintf(err, errlen, "heads=%d does not divide width=%d: each head gets width / heads features", s->heads,
+             s->width);
     return NULL;
   }
   if (s->patch < 1 || s->height % s->patch != 0 || s->width_px % s->patch != 0) {
@@ -218,11 +220,12 @@ slM_Graph *slM_transformer(const slM_TransformerSpec *s, uint64_t seed, int labe
   h = dropout(g, "pooler_dropout", h, s->dropout);
   h = linear(g, "classifier", h, D, s->classes, 1, &rng, 1.0);
   finish(g, h, labels);
-  snprintf(g->description, sizeof g->description,
-           "transformer: %dx%d patches of %d pixels -> %d tokens, %d layers, width %d, %d heads, mlp ratio %d, dropout %g, "
-           "%s attention",
-           s->height / s->patch, s->width_px / s->patch, s->patch * s->patch, T, s->depth, D, s->heads, s->mlp_ratio,
-           s->dropout, s->fused_attention ? "fused" : "naive");
+  snprintf(
+      g->description, sizeof g->description,
+      "transformer: %dx%d patches of %d pixels -> %d tokens, %d layers, width %d, %d heads, mlp ratio %d, dropout %g, "
+      "%s attention",
+      s->height / s->patch, s->width_px / s->patch, s->patch * s->patch, T, s->depth, D, s->heads, s->mlp_ratio,
+      s->dropout, s->fused_attention ? "fused" : "naive");
   if (slM_propagate(g, err, errlen) != 0) {
     slM_graph_free(g);
     return NULL;
@@ -252,8 +255,8 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
     c = slM_mlp(&s, 0, labels, err, errlen);
   } else {
     int side = (int)lround(sqrt((double)g->features));
-    slM_TransformerSpec s = {side, side, g->classes, g->patch, g->depth, g->width, g->heads, g->mlp_ratio, g->dropout,
-                             g->fused_attention};
+    slM_TransformerSpec s = {side,     side,     g->classes,   g->patch,   g->depth,
+                             g->width, g->heads, g->mlp_ratio, g->dropout, g->fused_attention};
     c = slM_transformer(&s, 0, labels, mask, err, errlen);
   }
   if (!c) return NULL;
@@ -267,8 +270,7 @@ slM_Graph *slM_capture(const slM_Graph *g, int labels, int mask, char *err, size
     }
   }
   c->rng = g->rng;
-  c->precision = g->precision;   /* the mode is the model's, however it is traced */
-  c->device = g->device;   /* it shares the weights, so it runs where they live */
+  c->precision = g->precision; /* the mode is the model's, however it is traced */
+  c->device = g->device;       /* it shares the weights, so it runs where they live */
   return c;
 }
-

@@ -56,7 +56,8 @@ uint32_t slM_mt_interval(slM_Mt *m, uint32_t max) {
   mask |= mask >> 8;
   mask |= mask >> 16;
   uint32_t v;
-  while ((v = slM_mt_next(m) & mask) > max) {}
+  while ((v = slM_mt_next(m) & mask) > max) {
+  }
   return v;
 }
 

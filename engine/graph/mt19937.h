@@ -14,8 +14,8 @@
 
 typedef struct slM_Mt {
   uint32_t mt[624];
-  int index;          /* 624: the next draw regenerates the state */
-  uint64_t draws;     /* 32-bit outputs taken since seeding (a journal restores the stream by replaying them) */
+  int index;      /* 624: the next draw regenerates the state */
+  uint64_t draws; /* 32-bit outputs taken since seeding (a journal restores the stream by replaying them) */
 } slM_Mt;
 
 /* numpy RandomState(seed): init_genrand */

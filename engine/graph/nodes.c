@@ -129,7 +129,7 @@ static void free_comp(slM_NodeTransforms *c, size_t mask_bytes) {
 }
 
 void slM_node_clear(slM_Node *n) {
-  size_t mask_bytes = n->comp.weight_mask ? n->params[0]->value->size : 0;   /* its weight's, before it goes */
+  size_t mask_bytes = n->comp.weight_mask ? n->params[0]->value->size : 0; /* its weight's, before it goes */
   for (int k = 0; k < n->nparams; k++) slM_param_release(n->params[k]);
   free_comp(&n->comp, mask_bytes);
   slM_tensor_free(n->out);
@@ -147,7 +147,7 @@ void slM_remove_node(slM_Graph *g, int i) {
   for (int j = i; j < g->n; j++)
     for (int k = 0; k < g->nodes[j].ninputs; k++) {
       int *in = &g->nodes[j].inputs[k];
-      if (*in == i) *in = replacement;   /* replace_all_uses_with */
+      if (*in == i) *in = replacement; /* replace_all_uses_with */
       else if (*in > i) (*in)--;
     }
 }
@@ -215,4 +215,3 @@ void slM_param_counts(const slM_Graph *g, size_t *trainable, size_t *total) {
       if (!g->nodes[i].params[k]->frozen) *trainable += s;
     }
 }
-

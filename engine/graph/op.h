@@ -55,38 +55,39 @@ typedef struct slM_Range {
 } slM_Range;
 
 typedef struct slM_OpImpl {
-  slM_Kernel forward;    /* reads the inputs' outputs; writes n->out (and n->saved, n->saved2) */
-  slM_Kernel backward;   /* from n->gout: adds into its inputs' gradient slots and its parameters' gradients */
+  slM_Kernel forward;  /* reads the inputs' outputs; writes n->out (and n->saved, n->saved2) */
+  slM_Kernel backward; /* from n->gout: adds into its inputs' gradient slots and its parameters' gradients */
 } slM_OpImpl;
 
 /* how mixed precision (autocast) treats an operator's output */
 typedef enum {
-  SLM_AUTOCAST_LOW,      /* a product: its inputs round to the graph's precision, it accumulates in float32 */
-  SLM_AUTOCAST_FP32,     /* kept in float32 (norms, softmax, losses, inputs) */
-  SLM_AUTOCAST_WIDEST,   /* the widest float dtype of its inputs; float32 when a parameter takes part */
-  SLM_AUTOCAST_INT,      /* ids and labels: int64 */
-  SLM_AUTOCAST_FIRST,    /* its first input's (the output node) */
+  SLM_AUTOCAST_LOW,    /* a product: its inputs round to the graph's precision, it accumulates in float32 */
+  SLM_AUTOCAST_FP32,   /* kept in float32 (norms, softmax, losses, inputs) */
+  SLM_AUTOCAST_WIDEST, /* the widest float dtype of its inputs; float32 when a parameter takes part */
+  SLM_AUTOCAST_INT,    /* ids and labels: int64 */
+  SLM_AUTOCAST_FIRST,  /* its first input's (the output node) */
 } slM_Autocast;
 
 enum {
-  SLM_OP_PRODUCT = 1,    /* its work is matrix products (a profile's GEMM share) */
-  SLM_OP_QUADRATIC = 2,  /* its output is one of attention's batch x heads x T x T tensors */
-  SLM_OP_LOSS = 4,       /* the loss: one number, where the backward pass starts */
-  SLM_OP_RESIDUAL = 8,   /* its output is as wide as the residual stream (memory prediction's unit) */
-  SLM_OP_CACHES = 16,    /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
+  SLM_OP_PRODUCT = 1,   /* its work is matrix products (a profile's GEMM share) */
+  SLM_OP_QUADRATIC = 2, /* its output is one of attention's batch x heads x T x T tensors */
+  SLM_OP_LOSS = 4,      /* the loss: one number, where the backward pass starts */
+  SLM_OP_RESIDUAL = 8,  /* its output is as wide as the residual stream (memory prediction's unit) */
+  SLM_OP_CACHES = 16,   /* what it saves is a cache its next pass reuses (the rotary table): kept out of the arena */
   /* its CPU kernels read inputs of either storage and store the output in n->store's dtype (slots.h),
   ** so that under a 16-bit precision its output, when its dtype is 16-bit, takes 16 bits a value
   ** (precision.c's slM_node_store); the executor widens 16-bit inputs for an operator without it */
   SLM_OP_HALF = 32,
-  SLM_OP_HALF_IN = 128,  /* its kernels read 16-bit inputs as they are; its output stays float32 (the fused linear) */
-  SLM_OP_SAVES_HALF = 64,  /* what it saves is a mask kept in 16 bits under a 16-bit precision (precision.c's slM_mask_store) */
+  SLM_OP_HALF_IN = 128, /* its kernels read 16-bit inputs as they are; its output stays float32 (the fused linear) */
+  SLM_OP_SAVES_HALF =
+      64, /* what it saves is a mask kept in 16 bits under a 16-bit precision (precision.c's slM_mask_store) */
 };
 
 typedef struct slM_OpDef {
   slM_Op op;
-  const char *name;              /* as a traced graph names the target ("linear", "matmul_qk") */
+  const char *name; /* as a traced graph names the target ("linear", "matmul_qk") */
   int min_inputs, max_inputs;
-  int min_params;                /* parameters it cannot run without (a weight; a gain and a shift) */
+  int min_params; /* parameters it cannot run without (a weight; a gain and a shift) */
   /* structure beyond the counts of inputs and parameters; 0, or -1 with err */
   int (*check)(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen);
   /* the node settings it reads and the values each may take: slM_verify refuses a node outside
@@ -101,20 +102,22 @@ typedef struct slM_OpDef {
   double (*saves)(const slM_Graph *g, const slM_Node *n, int batch, int training);
   /* does input k receive a gradient (NULL: every input) */
   int (*grad_to)(const slM_Graph *g, const slM_Node *n, int k);
-  int backward_temps;            /* output-sized temporaries its backward keeps (the fused linear's 1) */
+  int backward_temps; /* output-sized temporaries its backward keeps (the fused linear's 1) */
   /* under a 16-bit precision, the floats of the rounded copies of its largest product's two
   ** operands (a, b), and of its forward product's float32 result before it is stored in 16 bits
   ** (c), for a batch (NULL: it makes no product) */
   void (*rounded)(const slM_Graph *g, const slM_Node *n, double items, int training, double *a, double *b, double *c);
-  int makes;                     /* the memory category of its forward's tensors (SLM_MEM_ACT) */
+  int makes; /* the memory category of its forward's tensors (SLM_MEM_ACT) */
   slM_Autocast autocast;
   unsigned flags;
-  const char *kernel;            /* what runs it on the CPU, for node metadata ("cblas_sgemm", "loop") */
+  const char *kernel; /* what runs it on the CPU, for node metadata ("cblas_sgemm", "loop") */
 } slM_OpDef;
 
 /* ranges several operators declare: attention's heads, a norm's epsilon */
-#define SLM_RANGE_HEADS {1, 1 << 16, 0}
-#define SLM_RANGE_EPS {0, 1, 0}
+#define SLM_RANGE_HEADS \
+  { 1, 1 << 16, 0 }
+#define SLM_RANGE_EPS \
+  { 0, 1, 0 }
 
 /* a record's kernels, named in full: CPU(linear_forward, linear_backward),
 ** SLM_CUDA_SLOT(slM_cuda_linear_forward, slM_cuda_linear_backward) */
@@ -123,7 +126,9 @@ typedef struct slM_OpDef {
 
 /* rules several operators share: nothing to run, no input gradient, a gradient for input 0 only */
 static inline void slM_op_nothing(slM_Graph *g, slM_Node *n) { (void)g, (void)n; }
-static inline int slM_grad_to_none(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, (void)k, 0; }
+static inline int slM_grad_to_none(const slM_Graph *g, const slM_Node *n, int k) {
+  return (void)g, (void)n, (void)k, 0;
+}
 static inline int slM_grad_to_first(const slM_Graph *g, const slM_Node *n, int k) { return (void)g, (void)n, k == 0; }
 
 /* The linear layers' rule (linear, linear_act): images and their patches

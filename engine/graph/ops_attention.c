@@ -22,7 +22,6 @@
 #include "product.h"
 #include "slots.h"
 
-
 static void attention_dims(slM_Tensor *q, int heads, int *B, int *T, int *D, int *dh) {
   *B = q->shape[0];
   *T = q->shape[1];
@@ -67,12 +66,12 @@ struct Heads {
   slM_Graph *g;
   int T, D, dh, H;
   float scale;
-  slM_Mat q, k;         /* scores: q, k; context: p, v (bits: their storage's, or rounded once, product.h) */
-  slM_Dst out;          /* forward */
-  float *d0, *d1;       /* backward: the two input gradients */
-  float beta0, beta1;   /* 0 where that gradient's slot is fresh (each head writes its own slice once), else 1 */
+  slM_Mat q, k;       /* scores: q, k; context: p, v (bits: their storage's, or rounded once, product.h) */
+  slM_Dst out;        /* forward */
+  float *d0, *d1;     /* backward: the two input gradients */
+  float beta0, beta1; /* 0 where that gradient's slot is fresh (each head writes its own slice once), else 1 */
   slM_Mat gout;
-  int round;            /* a forward's 16-bit output dtype, in float32 storage: each head's block rounded as written */
+  int round; /* a forward's 16-bit output dtype, in float32 storage: each head's block rounded as written */
   HeadFn fn;
 };
 
@@ -81,10 +80,12 @@ static slM_Mat at(slM_Mat m, size_t off) { return (slM_Mat){m.p ? m.p + off : NU
 static slM_Dst dst_at(slM_Dst d, size_t off) { return (slM_Dst){d.p ? d.p + off : NULL, d.h ? d.h + off : NULL}; }
 
 /* one head's product: from bits alone where both operands are bits and the products are native */
-static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda, slM_Mat B,
-                         int ldb, float beta, slM_Dst C, int ldc) {
-  if (A.h && B.h && slM_product_operands(t->g)) slM_gemm_rounded(ta, tb, M, N, K, alpha, A.h, lda, B.h, ldb, beta, C, ldc);
-  else slM_product_head(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, t->g->precision != SLM_FP32 && !!C.h, C, ldc);
+static void head_product(const Heads *t, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
+                         slM_Mat B, int ldb, float beta, slM_Dst C, int ldc) {
+  if (A.h && B.h && slM_product_operands(t->g))
+    slM_gemm_rounded(ta, tb, M, N, K, alpha, A.h, lda, B.h, ldb, beta, C, ldc);
+  else
+    slM_product_head(t->g, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, t->g->precision != SLM_FP32 && !!C.h, C, ldc);
 }
 
 static void heads_range(void *ctx, size_t i0, size_t i1) {
@@ -164,12 +165,14 @@ static void scores_backward(slM_Graph *g, slM_Node *n) {
 static void context_head(const Heads *t, size_t off, size_t poff) {
   slM_Dst c = dst_at(t->out, off);
   head_product(t, SLK_N, SLK_N, t->T, t->dh, t->T, 1.0f, at(t->q, poff), t->T, at(t->k, off), t->D, 0.0f, c, t->D);
-  if (t->round) round_rows(t, c, t->T, t->dh, t->D);   /* the head's columns of each token's row */
+  if (t->round) round_rows(t, c, t->T, t->dh, t->D); /* the head's columns of each token's row */
 }
 
 static void context_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *v = slM_input(g, n, 1);
-  Heads t = {.q = slM_mat(slM_input(g, n, 0), 0), .k = slM_mat(v, 0), .out = slM_dst_of(slM_out(n, 3, v->shape), 0),
+  Heads t = {.q = slM_mat(slM_input(g, n, 0), 0),
+             .k = slM_mat(v, 0),
+             .out = slM_dst_of(slM_out(n, 3, v->shape), 0),
              .round = n->round};
   per_head(&t, g, n, v, context_head);
   n->rounded = n->round != 0;
@@ -227,7 +230,7 @@ static slK_Attn fused_shape(slM_Graph *g, slM_Node *n) {
   a.q_batch = a.k_batch = (long)T * D;
   a.key_mask = n->ninputs > 3 ? slM_input(g, n, 3)->data : NULL;
   a.causal = n->causal;
-  a.format = g->precision;   /* under a 16-bit precision, bf16/fp16 products with a float32 softmax */
+  a.format = g->precision; /* under a 16-bit precision, bf16/fp16 products with a float32 softmax */
   return a;
 }
 
@@ -241,26 +244,29 @@ static void fused_forward(slM_Graph *g, slM_Node *n) {
   slK_Attn a = fused_shape(g, n);
   int lshape[3] = {a.batch, a.heads, a.nq};
   slM_Tensor *o = slM_ensure(&n->out, 3, q->shape), *lse = slM_ensure(&n->saved, 3, lshape);
-  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, slM_input(g, n, 1)->data, slM_input(g, n, 2)->data, o->data, lse->data) != 0)
+  if (slK_attention_forward(SLK_ATTN_FUSED, &a, q->data, slM_input(g, n, 1)->data, slM_input(g, n, 2)->data, o->data,
+                            lse->data) != 0)
     attention_failed(n);
 }
 
 static void fused_backward(slM_Graph *g, slM_Node *n) {
   slK_Attn a = fused_shape(g, n);
   slM_Tensor *dq = slM_input_grad(g, n, 0), *dk = slM_input_grad(g, n, 1), *dv = slM_input_grad(g, n, 2);
-  if (slK_attention_backward(SLK_ATTN_FUSED, &a, slM_input(g, n, 0)->data, slM_input(g, n, 1)->data, slM_input(g, n, 2)->data, n->out->data,
-                             n->gout->data, n->saved->data, dq->data, dk->data, dv->data) != 0)
+  if (slK_attention_backward(SLK_ATTN_FUSED, &a, slM_input(g, n, 0)->data, slM_input(g, n, 1)->data,
+                             slM_input(g, n, 2)->data, n->out->data, n->gout->data, n->saved->data, dq->data, dk->data,
+                             dv->data) != 0)
     attention_failed(n);
 }
 
 static int fused_shape_rule(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
   slM_Node *a = &g->nodes[n->inputs[0]], *k = &g->nodes[n->inputs[1]], *v = &g->nodes[n->inputs[2]];
-  if (a->ndim != 3 || memcmp(a->shape, k->shape, sizeof a->shape) != 0 || memcmp(a->shape, v->shape, sizeof a->shape) != 0)
+  if (a->ndim != 3 || memcmp(a->shape, k->shape, sizeof a->shape) != 0 ||
+      memcmp(a->shape, v->shape, sizeof a->shape) != 0)
     return snprintf(err, errlen, "%s: query, key and value shapes differ", n->name), -1;
   if (n->heads < 1 || a->shape[2] % n->heads != 0)
     return snprintf(err, errlen, "%s: %d heads do not divide width %d", n->name, n->heads, a->shape[2]), -1;
   n->ndim = 3, memcpy(n->shape, a->shape, sizeof n->shape);
-  n->flops = 4.0 * a->shape[1] * a->shape[1] * a->shape[2];   /* QK^T and PV */
+  n->flops = 4.0 * a->shape[1] * a->shape[1] * a->shape[2]; /* QK^T and PV */
   return 0;
 }
 

@@ -38,12 +38,12 @@
 typedef struct {
   const float *a, *b, *c;
   float *y, *z;
-  size_t n;       /* row length, or a count */
+  size_t n; /* row length, or a count */
   int op;
-  int fresh;      /* y is a fresh gradient slot (slM_input_grad_fresh): store 0.0f + term */
-  int odd;        /* dropout: the first element's number in the whole batch is odd (a micro-batch) */
+  int fresh; /* y is a fresh gradient slot (slM_input_grad_fresh): store 0.0f + term */
+  int odd;   /* dropout: the first element's number in the whole batch is odd (a micro-batch) */
   float p;
-  size_t base;    /* the index in the whole tensor of the arrays' first item (a block's, below) */
+  size_t base; /* the index in the whole tensor of the arrays' first item (a block's, below) */
 } Task;
 
 /* x if keep, else +0: the same as keep ? x : 0, written with a mask of
@@ -63,7 +63,7 @@ static inline float kept(float x, int keep) {
 static void input_forward(slM_Graph *g, slM_Node *n) {
   int shape[2] = {g->feed_batch, g->features};
   slM_Tensor *y = slM_ensure(&n->out, 2, shape);
-  if (y->data != g->feed_x) memcpy(y->data, g->feed_x, y->size * sizeof *y->data);   /* else filled in place */
+  if (y->data != g->feed_x) memcpy(y->data, g->feed_x, y->size * sizeof *y->data); /* else filled in place */
 }
 
 static void labels_forward(slM_Graph *g, slM_Node *n) {
@@ -74,9 +74,8 @@ static void labels_forward(slM_Graph *g, slM_Node *n) {
 static void mask_forward(slM_Graph *g, slM_Node *n) {
   int shape[2] = {g->feed_batch, g->tokens};
   slM_Tensor *y = slM_ensure(&n->out, 2, shape);
-  for (size_t i = 0; i < y->size; i++) y->data[i] = 1;  /* every patch is a real token */
+  for (size_t i = 0; i < y->size; i++) y->data[i] = 1; /* every patch is a real token */
 }
-
 
 static int input_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
   n->ndim = 2, n->shape[0] = 1, n->shape[1] = g->features;
@@ -135,12 +134,12 @@ static void forward_items(slM_Node *n, size_t items, size_t min_chunk, slK_Range
 ** node. */
 typedef struct {
   slK_RangeFn fn;
-  Task t;                          /* the function's other fields */
-  const slM_Tensor *a, *b, *c;     /* inputs of Task a, b, c (NULL: unused) */
-  slM_Tensor *y, *z;               /* outputs of Task y, z (z NULL: unused) */
-  int round;                       /* y's dtype when 16-bit (n->round), else 0 */
-  float z_keep;                    /* dropout: a 16-bit mask holds 1 where kept; its value is z_keep (else 0) */
-  float b_keep;                    /* the same for a mask read as b */
+  Task t;                      /* the function's other fields */
+  const slM_Tensor *a, *b, *c; /* inputs of Task a, b, c (NULL: unused) */
+  slM_Tensor *y, *z;           /* outputs of Task y, z (z NULL: unused) */
+  int round;                   /* y's dtype when 16-bit (n->round), else 0 */
+  float z_keep;                /* dropout: a 16-bit mask holds 1 where kept; its value is z_keep (else 0) */
+  float b_keep;                /* the same for a mask read as b */
 } Blocks;
 
 static int halves(const Blocks *B) {
@@ -151,13 +150,13 @@ static void blocks_range(void *ctx, size_t i0, size_t i1) {
   const Blocks *B = ctx;
   float ab[SLM_BLOCK], bb[SLM_BLOCK], cb[SLM_BLOCK], yb[SLM_BLOCK], zb[SLM_BLOCK];
   for (size_t s = i0, m; s < i1; s += m) {
-    m = SLM_BLOCK - s % SLM_BLOCK;   /* blocks at multiples of SLM_BLOCK after the first */
+    m = SLM_BLOCK - s % SLM_BLOCK; /* blocks at multiples of SLM_BLOCK after the first */
     if (m > i1 - s) m = i1 - s;
     Task t = B->t;
     if (B->a) t.a = slM_get(B->a, s, m, ab);
     if (B->b) t.b = slM_get(B->b, s, m, bb);
     if (B->c) t.c = slM_get(B->c, s, m, cb);
-    if (B->b && B->b->half && B->b_keep != 0) {   /* a 16-bit dropout mask: 1 read as the kept scale */
+    if (B->b && B->b->half && B->b_keep != 0) { /* a 16-bit dropout mask: 1 read as the kept scale */
       for (size_t j = 0; j < m; j++) bb[j] = bb[j] != 0 ? B->b_keep : 0.0f;
       t.b = bb;
     }
@@ -166,7 +165,7 @@ static void blocks_range(void *ctx, size_t i0, size_t i1) {
     t.base = s;
     B->fn(&t, 0, m);
     slM_put(B->y, s, t.y, m, B->round);
-    if (B->z && B->z->half) {   /* the mask as 1 or 0 */
+    if (B->z && B->z->half) { /* the mask as 1 or 0 */
       for (size_t j = 0; j < m; j++) zb[j] = zb[j] != 0 ? 1.0f : 0.0f;
       slM_put(B->z, s, zb, m, 0);
     }
@@ -200,9 +199,15 @@ static void activation_range(void *ctx, size_t i0, size_t i1) {
   float *restrict y = t->y;
   switch (t->op) {
     case OP_GELU: slK_gelu_items(a, y, i0, i1); break;
-    case OP_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
-    case OP_TANH: for (size_t i = i0; i < i1; i++) y[i] = tanhf(a[i]); break;
-    default: for (size_t i = i0; i < i1; i++) y[i] = t->p * a[i]; break;
+    case OP_RELU:
+      for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0 ? a[i] : 0;
+      break;
+    case OP_TANH:
+      for (size_t i = i0; i < i1; i++) y[i] = tanhf(a[i]);
+      break;
+    default:
+      for (size_t i = i0; i < i1; i++) y[i] = t->p * a[i];
+      break;
   }
 }
 
@@ -216,18 +221,18 @@ static void activation_grad_range(void *ctx, size_t i0, size_t i1) {
     slK_gelu_grad_items(a, gy, y, i0, i1, !t->fresh);
     return;
   }
-#define GRAD_LOOP(term)                                                   \
-  do {                                                                    \
-    if (t->fresh)                                                         \
-      for (size_t i = i0; i < i1; i++) {                                  \
-        const float g = gy[i];                                            \
-        y[i] = 0.0f + (term);                                             \
-      }                                                                   \
-    else                                                                  \
-      for (size_t i = i0; i < i1; i++) {                                  \
-        const float g = gy[i];                                            \
-        y[i] += (term);                                                   \
-      }                                                                   \
+#define GRAD_LOOP(term) \
+  do { \
+    if (t->fresh) \
+      for (size_t i = i0; i < i1; i++) { \
+        const float g = gy[i]; \
+        y[i] = 0.0f + (term); \
+      } \
+    else \
+      for (size_t i = i0; i < i1; i++) { \
+        const float g = gy[i]; \
+        y[i] += (term); \
+      } \
   } while (0)
   switch (t->op) {
     case OP_RELU: GRAD_LOOP(kept(g, a[i] > 0)); break;
@@ -259,7 +264,7 @@ static void activation_backward(slM_Graph *g, slM_Node *n) {
 ** first row in the whole batch (t->n and t->odd carry that offset) */
 static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint64_t threshold) {
   for (size_t i = i0; i < i1; i++) {
-    size_t at = t->base + (size_t)t->odd + i;   /* the element's number in the whole batch */
+    size_t at = t->base + (size_t)t->odd + i; /* the element's number in the whole batch */
     slM_Rng r = {t->n + (at >> 1) * 0x9E3779B97F4A7C15ull};
     uint64_t h = slM_rng_next(&r);
     t->z[i] = ((h >> (32 * (at & 1))) & 0xFFFFFFFFull) < threshold ? 0.0f : keep;
@@ -273,17 +278,18 @@ static void dropout_scalar(const Task *t, size_t i0, size_t i1, float keep, uint
 #if defined(__x86_64__)
 #include <immintrin.h>
 __attribute__((target("avx512f,avx512dq"))) static size_t dropout_avx512(const Task *t, size_t i0, size_t i1,
-                                                                       float keep, uint32_t threshold) {
+                                                                         float keep, uint32_t threshold) {
   const uint64_t gold = 0x9E3779B97F4A7C15ull;
   size_t i = i0;
-  size_t at = t->base + (size_t)t->odd + i;   /* the first element's number in the whole batch */
-  if (at & 1) return i;   /* the caller's scalar loop reaches an even start first */
+  size_t at = t->base + (size_t)t->odd + i; /* the first element's number in the whole batch */
+  if (at & 1) return i;                     /* the caller's scalar loop reaches an even start first */
   __m512i step = _mm512_set1_epi64((long long)(8 * gold));
   __m512i state = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
   state = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_add_epi64(state, _mm512_set1_epi64((long long)(at >> 1))),
                                               _mm512_set1_epi64((long long)gold)),
                            _mm512_set1_epi64((long long)(t->n + gold)));
-  __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull), m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
+  __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull),
+          m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
   __m512i thr = _mm512_set1_epi32((int)threshold);
   __m512 kv = _mm512_set1_ps(keep), zero = _mm512_setzero_ps();
   for (; i + 16 <= i1; i += 16) {
@@ -307,9 +313,9 @@ static void dropout_range(void *ctx, size_t i0, size_t i1) {
   uint64_t threshold = (uint64_t)((double)t->p * 4294967296.0);
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
-    size_t start = i0 + ((t->base + (size_t)t->odd + i0) & 1), end = start;   /* an even number in the batch */
+    size_t start = i0 + ((t->base + (size_t)t->odd + i0) & 1), end = start; /* an even number in the batch */
     if (start < i1) end = dropout_avx512(t, start, i1, keep, (uint32_t)threshold);
-    if (end > start) {   /* the element before the even start, then the tail */
+    if (end > start) { /* the element before the even start, then the tail */
       dropout_scalar(t, i0, start, keep, threshold);
       i0 = end;
     }
@@ -358,13 +364,17 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
     ** batch: an even offset moves the base by half of it, an odd one also
     ** shifts which half of each hash an element reads. */
     uint64_t off = (uint64_t)g->feed_row0 * (a->size / (size_t)a->shape[0]);
-    Blocks B = {dropout_range,
-                {.p = n->p, .n = (size_t)(slM_rng_next(&g->rng) + (off >> 1) * 0x9E3779B97F4A7C15ull),
-                 .odd = (int)(off & 1)},
-                .a = a, .y = y, .round = n->round, .z = slM_ensure_as(&n->saved, a->ndim, a->shape, slM_mask_store(g))};
+    Blocks B = {
+        dropout_range,
+        {.p = n->p, .n = (size_t)(slM_rng_next(&g->rng) + (off >> 1) * 0x9E3779B97F4A7C15ull), .odd = (int)(off & 1)},
+        .a = a,
+        .y = y,
+        .round = n->round,
+        .z = slM_ensure_as(&n->saved, a->ndim, a->shape, slM_mask_store(g))};
     run_blocks(&B, a->size, ELEMS, n);
   } else if (a->dtype == y->dtype) {
-    memcpy(y->half ? (void *)y->half : (void *)y->data, a->half ? (void *)a->half : (void *)a->data, slM_tensor_bytes(a));
+    memcpy(y->half ? (void *)y->half : (void *)y->data, a->half ? (void *)a->half : (void *)a->data,
+           slM_tensor_bytes(a));
   } else {
     Blocks B = {copy_range, {0}, .a = a, .y = y, .round = n->round};
     run_blocks(&B, a->size, ELEMS, n);
@@ -374,7 +384,10 @@ static void dropout_forward(slM_Graph *g, slM_Node *n) {
 static void dropout_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = slM_input(g, n, 0);
   int active = g->training && n->p > 0;
-  Blocks B = {active ? mul_acc_range : acc_range, {0}, .a = n->gout, .b = active ? n->saved : NULL,
+  Blocks B = {active ? mul_acc_range : acc_range,
+              {0},
+              .a = n->gout,
+              .b = active ? n->saved : NULL,
               .b_keep = 1.0f / (1.0f - n->p)};
   B.y = slM_input_grad_fresh(g, n, 0, &B.t.fresh);
   run_blocks(&B, a->size, ELEMS, NULL);
@@ -416,11 +429,11 @@ static void add_forward(slM_Graph *g, slM_Node *n) {
   if (n->ninputs == 2) {
     Blocks B = {add_range, {0}, .a = a, .b = slM_input(g, n, 1), .y = y, .round = n->round};
     run_blocks(&B, a->size, ELEMS, n);
-  } else if (a->half) {   /* a parameter takes part: the output is float32 (precision.c) */
+  } else if (a->half) { /* a parameter takes part: the output is float32 (precision.c) */
     Blocks B = {add_row_items, {.b = n->params[0]->value->data, .n = n->params[0]->value->size}, .a = a, .y = y};
     run_blocks(&B, a->size, ELEMS, n);
   } else {
-    slM_Tensor *p = n->params[0]->value;   /* e.g. position embeddings, one row per sample */
+    slM_Tensor *p = n->params[0]->value; /* e.g. position embeddings, one row per sample */
     Task t = {.a = a->data, .b = p->data, .y = y->data, .n = p->size};
     forward_items(n, a->size / p->size, ELEMS / p->size + 1, add_row_range, &t, y->data, p->size);
   }
@@ -496,8 +509,9 @@ static const float *effective_weight(slM_Node *n) {
 static slM_Mat effective_input(slM_Node *n, slM_Tensor *x) {
   if (!n->comp.data_in && !n->comp.data_in_prune) return slM_mat(x, 0);
   slM_Tensor *q = slM_ensure(&n->saved, x->ndim, x->shape);
-  const float *from = x->half ? slM_product_widened(0, x) : x->data;   /* the first transform writes the copy */
-  if (n->comp.data_in_prune) n->comp.data_in_prune->apply(n->comp.data_in_prune, from, q->data, q->size), from = q->data;
+  const float *from = x->half ? slM_product_widened(0, x) : x->data; /* the first transform writes the copy */
+  if (n->comp.data_in_prune)
+    n->comp.data_in_prune->apply(n->comp.data_in_prune, from, q->data, q->size), from = q->data;
   if (n->comp.data_in) n->comp.data_in->apply(n->comp.data_in, from, q->data, q->size);
   return slM_f32(q->data);
 }
@@ -547,16 +561,16 @@ static void linear_backward(slM_Graph *g, slM_Node *n) {
   const float *we = (n->comp.weight || n->comp.weight_mask) ? n->saved2->data : w->data;
   /* straight through: the gradient reaches the raw input and weight unchanged */
   if (slM_linear_grad_to(g, n, 0)) {
-    int fresh;   /* a fresh slot is written, not cleared and added to */
+    int fresh; /* a fresh slot is written, not cleared and added to */
     slM_Tensor *dx = slM_input_grad_fresh(g, n, 0, &fresh);
-    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, n->params[0], we, in_f, fresh ? 0.0f : 1.0f,
-               dx->data, in_f);
+    slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, dy->data, out_f, n->params[0], we, in_f,
+               fresh ? 0.0f : 1.0f, dx->data, in_f);
   }
   if (!n->params[0]->frozen) {
     slM_Tensor *dw = slM_param_grad(n->params[0]);
     slM_product(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, slM_f32(dy->data), out_f, NULL, xe, in_f, 1.0f, NULL, 0,
                 (slM_Dst){dw->data, NULL}, in_f);
-    if (n->comp.weight_mask)  /* pruned weights stay exactly zero */
+    if (n->comp.weight_mask) /* pruned weights stay exactly zero */
       for (size_t i = 0; i < dw->size; i++)
         if (!n->comp.weight_mask[i]) dw->data[i] = 0;
   }
@@ -568,8 +582,9 @@ int slM_linear_shape(slM_Graph *g, slM_Node *n, char *err, size_t errlen) {
   const slM_Node *a = &g->nodes[n->inputs[0]];
   const slM_Tensor *w = n->params[0]->value;
   if (a->shape[a->ndim - 1] != w->shape[1])
-    return snprintf(err, errlen, "%s: input has %d features but the weight expects %d", n->name,
-                    a->shape[a->ndim - 1], w->shape[1]), -1;
+    return snprintf(err, errlen, "%s: input has %d features but the weight expects %d", n->name, a->shape[a->ndim - 1],
+                    w->shape[1]),
+           -1;
   n->ndim = a->ndim;
   memcpy(n->shape, a->shape, sizeof n->shape);
   n->shape[n->ndim - 1] = w->shape[0];
@@ -594,7 +609,7 @@ void slM_linear_rounded(const slM_Graph *g, const slM_Node *n, double items, int
 typedef struct {
   const float *x, *gamma, *beta, *dy;
   float *y, *mean, *rstd, *dx, *dgamma, *dbeta;
-  int d, fresh;   /* fresh: dx is a fresh gradient slot, stored 0.0f + term */
+  int d, fresh; /* fresh: dx is a fresh gradient slot, stored 0.0f + term */
   size_t rows;
   float eps;
 } NormTask;
@@ -621,8 +636,14 @@ static void layernorm_forward(slM_Graph *g, slM_Node *n) {
   int d = x->shape[x->ndim - 1];
   int rows = (int)(x->size / (size_t)d);
   slM_Tensor *mean = slM_ensure(&n->saved, 1, &rows), *rstd = slM_ensure(&n->saved2, 1, &rows);
-  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data, .y = y->data,
-                .mean = mean->data, .rstd = rstd->data, .d = d, .eps = n->p};
+  NormTask t = {.x = x->data,
+                .gamma = n->params[0]->value->data,
+                .beta = n->params[1]->value->data,
+                .y = y->data,
+                .mean = mean->data,
+                .rstd = rstd->data,
+                .d = d,
+                .eps = n->p};
   slK_parallel_for((size_t)rows, ELEMS / (size_t)d + 1, layernorm_rows, &t);
 }
 
@@ -646,8 +667,15 @@ static void layernorm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = slM_input(g, n, 0), *dy = n->gout, *dx = slM_input_grad_fresh(g, n, 0, &fresh);
   int d = x->shape[x->ndim - 1];
   size_t rows = x->size / (size_t)d;
-  NormTask t = {.x = x->data, .gamma = n->params[0]->value->data, .dy = dy->data, .mean = n->saved->data,
-                .rstd = n->saved2->data, .dx = dx->data, .d = d, .fresh = fresh, .rows = rows,
+  NormTask t = {.x = x->data,
+                .gamma = n->params[0]->value->data,
+                .dy = dy->data,
+                .mean = n->saved->data,
+                .rstd = n->saved2->data,
+                .dx = dx->data,
+                .d = d,
+                .fresh = fresh,
+                .rows = rows,
                 .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
                 .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
   slK_parallel_for(rows, ELEMS / (size_t)d + 1, layernorm_grad_rows, &t);

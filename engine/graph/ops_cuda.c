@@ -40,21 +40,20 @@
 #include "ops_cuda.h"
 #include "slots.h"
 
-
 /* a device call of the node being run: on failure the pass stops here with the reason */
-#define RUN(call)                                         \
-  do {                                                    \
-    char err[200];                                        \
-    size_t errlen = sizeof err;                           \
-    if (slM_dev_fault(g, n, (call), err) != 0) return;    \
+#define RUN(call) \
+  do { \
+    char err[200]; \
+    size_t errlen = sizeof err; \
+    if (slM_dev_fault(g, n, (call), err) != 0) return; \
   } while (0)
 
-#define ENSURE(t, slot, ndim, shape)                              \
-  slM_Tensor *t = slM_dev_ensure(g, n, (slot), (ndim), (shape));  \
+#define ENSURE(t, slot, ndim, shape) \
+  slM_Tensor *t = slM_dev_ensure(g, n, (slot), (ndim), (shape)); \
   if (!t) return
 
-#define GRAD(t, k)                              \
-  slM_Tensor *t = slM_dev_input_grad(g, n, k);  \
+#define GRAD(t, k) \
+  slM_Tensor *t = slM_dev_input_grad(g, n, k); \
   if (!t) return
 
 static float *dev_of(slM_Tensor *t) { return t ? t->dev : NULL; }
@@ -118,10 +117,12 @@ static int product(slM_Graph *g, const slM_Node *n, const slM_DevGemm *p, Src A,
   char err[200];
   if (!A.h != !B.h) return slM_dev_fault(g, n, -1, "a product with one 16-bit operand and one float32");
   int format = A.h ? g->precision : SLM_FP32;
-  return slM_dev_fault(g, n, slK_gpu()->gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha,
-                                                     src_at(A, p->a0), p->lda, p->stride_a, src_at(B, p->b0), p->ldb,
-                                                     p->stride_b, p->beta, C + p->c0, p->ldc, p->stride_c, p->batch,
-                                                     err, sizeof err), err);
+  return slM_dev_fault(
+      g, n,
+      slK_gpu()->gemm_batched(format, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha, src_at(A, p->a0), p->lda,
+                              p->stride_a, src_at(B, p->b0), p->ldb, p->stride_b, p->beta, C + p->c0, p->ldc,
+                              p->stride_c, p->batch, err, sizeof err),
+      err);
 }
 
 /* ---------------------------------------------------------- placeholders */
@@ -138,8 +139,8 @@ void slM_cuda_input_forward(slM_Graph *g, slM_Node *n) {
 }
 
 /* labels, the mask and token ids are floats holding small integers, as on the CPU */
-static void feed_values(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const uint8_t *bytes,
-                        const int32_t *ids, float fill) {
+static void feed_values(slM_Graph *g, slM_Node *n, int ndim, const int *shape, const uint8_t *bytes, const int32_t *ids,
+                        float fill) {
   size_t count = 1;
   for (int i = 0; i < ndim; i++) count *= (size_t)shape[i];
   float *host = malloc((count ? count : 1) * sizeof *host);
@@ -158,7 +159,7 @@ void slM_cuda_labels_forward(slM_Graph *g, slM_Node *n) {
 
 void slM_cuda_mask_forward(slM_Graph *g, slM_Node *n) {
   int shape[2] = {g->feed_batch, g->tokens};
-  feed_values(g, n, 2, shape, NULL, NULL, 1);   /* every patch is a real token */
+  feed_values(g, n, 2, shape, NULL, NULL, 1); /* every patch is a real token */
 }
 
 void slM_cuda_ids_forward(slM_Graph *g, slM_Node *n) {
@@ -188,9 +189,11 @@ void slM_cuda_linear_forward(slM_Graph *g, slM_Node *n) {
   Half xh, wh = {NULL, 0};
   if (half_of(g, n, x->dev, x->size, &xh) == 0 && half_of(g, n, w->dev, w->size, &wh) == 0) {
     char err[200];
-    slM_dev_fault(g, n, slK_gpu()->linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0),
-                                                  src_at(src_of(w->dev, &wh), 0), b, y->dev, x->size / (size_t)in_f,
-                                                  in_f, out_f, err, sizeof err), err);
+    slM_dev_fault(
+        g, n,
+        slK_gpu()->linear_forward(g->precision, src_at(src_of(x->dev, &xh), 0), src_at(src_of(w->dev, &wh), 0), b,
+                                  y->dev, x->size / (size_t)in_f, in_f, out_f, err, sizeof err),
+        err);
   }
   half_free(&xh), half_free(&wh);
 }
@@ -209,10 +212,11 @@ void slM_cuda_linear_backward(slM_Graph *g, slM_Node *n) {
   if (half_of(g, n, dy, n->gout->size, &dyh) == 0 && (!dx || half_of(g, n, w->dev, w->size, &wh) == 0) &&
       (!dw || half_of(g, n, x->dev, x->size, &xh) == 0)) {
     char err[200];
-    slM_dev_fault(g, n, slK_gpu()->linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
-                                                   src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
-                                                   dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err,
-                                                   sizeof err), err);
+    slM_dev_fault(g, n,
+                  slK_gpu()->linear_backward(g->precision, src_at(src_of(x->dev, &xh), 0),
+                                             src_at(src_of(w->dev, &wh), 0), src_at(src_of(dy, &dyh), 0), dy,
+                                             dev_of(dx), dw, db, x->size / (size_t)in_f, in_f, out_f, err, sizeof err),
+                  err);
   }
   half_free(&dyh), half_free(&wh), half_free(&xh);
 }
@@ -278,8 +282,7 @@ void slM_cuda_norm_forward(slM_Graph *g, slM_Node *n) {
   if (layer)
     RUN(slK_gpu()->layernorm_forward(x->dev, gain, n->params[1]->value->dev, y->dev, first->dev, rstd->dev,
                                      (size_t)rows, d, n->p, err, errlen));
-  else
-    RUN(slK_gpu()->rmsnorm_forward(x->dev, gain, y->dev, rstd->dev, (size_t)rows, d, n->p, err, errlen));
+  else RUN(slK_gpu()->rmsnorm_forward(x->dev, gain, y->dev, rstd->dev, (size_t)rows, d, n->p, err, errlen));
 }
 
 void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
@@ -292,8 +295,8 @@ void slM_cuda_norm_backward(slM_Graph *g, slM_Node *n) {
   const float *gain = n->params[0]->value->dev;
   size_t rows = x->size / (size_t)d;
   if (layer)
-    RUN(slK_gpu()->layernorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, n->saved2->dev, dx->dev, dgain,
-                                      dshift, rows, d, err, errlen));
+    RUN(slK_gpu()->layernorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, n->saved2->dev, dx->dev, dgain, dshift,
+                                      rows, d, err, errlen));
   else
     RUN(slK_gpu()->rmsnorm_backward(x->dev, gain, n->gout->dev, n->saved->dev, dx->dev, dgain, rows, d, err, errlen));
 }
@@ -341,8 +344,8 @@ void slM_cuda_softmax_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = slM_input(g, n, 0);
   int d = a->shape[a->ndim - 1];
   GRAD(dx, 0);
-  RUN(slK_gpu()->softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d,
-                                  after_causal_mask(g, n), err, errlen));
+  RUN(slK_gpu()->softmax_backward(n->out->dev, n->gout->dev, dx->dev, a->size / (size_t)d, d, after_causal_mask(g, n),
+                                  err, errlen));
 }
 
 /* a copy forward and the gradient passed through (masked_fill under an all-ones mask, the causal mask) */
@@ -442,8 +445,8 @@ static void loss_forward(slM_Graph *g, slM_Node *n, int kind) {
   int C = z->shape[z->ndim - 1], one = 1;
   ENSURE(probs, &n->saved, z->ndim, z->shape);
   ENSURE(loss, &n->out, 1, &one);
-  RUN(slK_gpu()->cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C,
-                                       err, errlen));
+  RUN(slK_gpu()->cross_entropy_forward(kind, z->dev, labels->dev, probs->dev, loss->dev, z->size / (size_t)C, C, err,
+                                       errlen));
 }
 
 static void loss_backward(slM_Graph *g, slM_Node *n, int kind) {
@@ -548,8 +551,8 @@ void slM_cuda_attention_forward(slM_Graph *g, slM_Node *n) {
   if (!fused_mask_ok(g, n)) return;
   ENSURE(o, &n->out, 3, q->shape);
   ENSURE(lse, &n->saved, 3, lshape);
-  RUN(slK_dev_attention_forward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev, slM_input(g, n, 2)->dev,
-                                o->dev, lse->dev, SLM_MEM_TEMP, err, errlen));
+  RUN(slK_dev_attention_forward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev,
+                                slM_input(g, n, 2)->dev, o->dev, lse->dev, SLM_MEM_TEMP, err, errlen));
 }
 
 void slM_cuda_attention_backward(slM_Graph *g, slM_Node *n) {
@@ -558,9 +561,9 @@ void slM_cuda_attention_backward(slM_Graph *g, slM_Node *n) {
   GRAD(dq, 0);
   GRAD(dk, 1);
   GRAD(dv, 2);
-  RUN(slK_dev_attention_backward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev, slM_input(g, n, 2)->dev,
-                                 n->out->dev, n->gout->dev, n->saved->dev, dq->dev, dk->dev, dv->dev, SLM_MEM_TEMP, err,
-                                 errlen));
+  RUN(slK_dev_attention_backward(fused_format(g), B, T, H, dh, n->causal, q->dev, slM_input(g, n, 1)->dev,
+                                 slM_input(g, n, 2)->dev, n->out->dev, n->gout->dev, n->saved->dev, dq->dev, dk->dev,
+                                 dv->dev, SLM_MEM_TEMP, err, errlen));
 }
 
 /* --------------------------------------------------- the language model */
@@ -595,8 +598,8 @@ void slM_cuda_rope_forward(slM_Graph *g, slM_Node *n) {
 void slM_cuda_rope_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = slM_input(g, n, 0);
   GRAD(dx, 0);
-  RUN(slK_gpu()->rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1],
-                               x->shape[2], n->heads, err, errlen));
+  RUN(slK_gpu()->rope_backward(n->gout->dev, dx->dev, n->saved->dev, (size_t)x->shape[0], x->shape[1], x->shape[2],
+                               n->heads, err, errlen));
 }
 
 void slM_cuda_swiglu_forward(slM_Graph *g, slM_Node *n) {

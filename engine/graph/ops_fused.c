@@ -30,7 +30,6 @@
 #include "product.h"
 #include "slots.h"
 
-
 /* ------------------------------------------------------------ linear_act */
 
 /* the sweeps run on the thread team in rows or columns, each item computed
@@ -46,7 +45,7 @@ static void bias_act_rows(void *ctx, size_t r0, size_t r1) {
   const Sweep *t = ctx;
   for (size_t r = r0; r < r1; r++) {
     float *row = t->y + r * t->cols;
-    if (t->act == OP_GELU) {   /* the pre-activation is kept: GELU reads it back, eight at a time */
+    if (t->act == OP_GELU) { /* the pre-activation is kept: GELU reads it back, eight at a time */
       float *pre = t->pre + r * t->cols;
       for (size_t j = 0; j < t->cols; j++) pre[j] = t->bias ? row[j] + t->bias[j] : row[j];
       slK_gelu_items(pre, row, 0, t->cols);
@@ -68,7 +67,9 @@ static void act_grad_items(void *ctx, size_t i0, size_t i1) {
     return;
   }
   for (size_t i = i0; i < i1; i++)
-    t->y[i] = t->act == OP_RELU ? (t->a[i] > 0 ? t->b[i] : 0) : t->act == OP_GELU ? t->b[i] * slK_gelu_grad(t->a[i]) : t->b[i];
+    t->y[i] = t->act == OP_RELU   ? (t->a[i] > 0 ? t->b[i] : 0)
+              : t->act == OP_GELU ? t->b[i] * slK_gelu_grad(t->a[i])
+                                  : t->b[i];
 }
 
 static void linear_act_forward(slM_Graph *g, slM_Node *n) {
@@ -80,8 +81,11 @@ static void linear_act_forward(slM_Graph *g, slM_Node *n) {
   size_t rows = x->size / (size_t)in_f;
   slM_product(g, SLK_N, SLK_T, (int)rows, out_f, in_f, 1.0f, slM_mat(x, 0), in_f, n->params[0], slM_f32(w->data), in_f,
               0.0f, NULL, 0, (slM_Dst){y->data, NULL}, out_f);
-  Sweep t = {.bias = n->nparams > 1 ? n->params[1]->value->data : NULL, .y = y->data, .act = n->act,
-             .pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL, .cols = (size_t)out_f};
+  Sweep t = {.bias = n->nparams > 1 ? n->params[1]->value->data : NULL,
+             .y = y->data,
+             .act = n->act,
+             .pre = n->act == OP_GELU ? slM_ensure(&n->saved, y->ndim, y->shape)->data : NULL,
+             .cols = (size_t)out_f};
   slK_parallel_for(rows, 16384 / (size_t)out_f + 1, bias_act_rows, &t);
 }
 
@@ -94,7 +98,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
   slK_parallel_for(dy->size, 16384, act_grad_items, &t);
   if (slM_linear_grad_to(g, n, 0))
     slM_gemm_w(g, SLK_N, SLK_N, (int)rows, in_f, out_f, 1.0f, d->data, out_f, n->params[0], w->data, in_f, 1.0f,
-             slM_input_grad(g, n, 0)->data, in_f);
+               slM_input_grad(g, n, 0)->data, in_f);
   if (!n->params[0]->frozen)
     slM_product(g, SLK_T, SLK_N, out_f, in_f, (int)rows, 1.0f, slM_f32(d->data), out_f, NULL, slM_mat(x, 0), in_f, 1.0f,
                 NULL, 0, (slM_Dst){slM_param_grad(n->params[0])->data, NULL}, in_f);
@@ -109,7 +113,7 @@ static void linear_act_backward(slM_Graph *g, slM_Node *n) {
 ** thread team; the gain and shift gradients by columns, rows in order. */
 typedef struct {
   const float *a, *b, *gamma, *beta, *dy;
-  const slM_Tensor *ta, *tb;   /* the forward's inputs, of either storage (a 16-bit product's output) */
+  const slM_Tensor *ta, *tb; /* the forward's inputs, of either storage (a 16-bit product's output) */
   float *sum, *y, *stats, *da, *db, *dgamma, *dbeta;
   int d;
   size_t rows;
@@ -145,8 +149,15 @@ static void add_norm_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
   slM_Tensor *y = slM_ensure(&n->out, a->ndim, a->shape), *sum = slM_ensure(&n->saved2, a->ndim, a->shape);
   int d = a->shape[a->ndim - 1], rows = (int)(a->size / (size_t)d), two = 2 * rows;
-  AddNorm t = {.ta = a, .tb = b, .gamma = n->params[0]->value->data, .beta = n->params[1]->value->data,
-               .sum = sum->data, .y = y->data, .stats = slM_ensure(&n->saved, 1, &two)->data, .d = d, .eps = n->p};
+  AddNorm t = {.ta = a,
+               .tb = b,
+               .gamma = n->params[0]->value->data,
+               .beta = n->params[1]->value->data,
+               .sum = sum->data,
+               .y = y->data,
+               .stats = slM_ensure(&n->saved, 1, &two)->data,
+               .d = d,
+               .eps = n->p};
   slK_parallel_for((size_t)rows, 16384 / (size_t)d + 1, add_norm_rows, &t);
 }
 
@@ -160,7 +171,7 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
     slK_norm_grad_means(s, m, rs, t->gamma, gy, d, &mg, &mgx);
     for (int j = 0; j < d; j++) {
       float xhat = (s[j] - m) * rs;
-      row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx);   /* as eager: into a zeroed gradient */
+      row[j] = 0.0f + rs * (gy[j] * t->gamma[j] - mg - xhat * mgx); /* as eager: into a zeroed gradient */
     }
     for (int j = 0; j < d; j++) t->da[r * d + j] += row[j];
     for (int j = 0; j < d; j++) t->db[r * d + j] += row[j];
@@ -171,8 +182,13 @@ static void add_norm_grad_rows(void *ctx, size_t r0, size_t r1) {
 static void add_norm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = n->saved2;
   int d = x->shape[x->ndim - 1];
-  AddNorm t = {.gamma = n->params[0]->value->data, .dy = n->gout->data, .sum = x->data, .stats = n->saved->data,
-               .da = slM_input_grad(g, n, 0)->data, .db = slM_input_grad(g, n, 1)->data, .d = d,
+  AddNorm t = {.gamma = n->params[0]->value->data,
+               .dy = n->gout->data,
+               .sum = x->data,
+               .stats = n->saved->data,
+               .da = slM_input_grad(g, n, 0)->data,
+               .db = slM_input_grad(g, n, 1)->data,
+               .d = d,
                .rows = x->size / (size_t)d,
                .dgamma = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data,
                .dbeta = n->params[1]->frozen ? NULL : slM_param_grad(n->params[1])->data};
@@ -214,7 +230,8 @@ static void masked_softmax_backward(slM_Graph *g, slM_Node *n) {
 static int linear_act_check(const slM_Graph *g, const slM_Node *n, char *err, size_t errlen) {
   if (n->act == OP_RELU || n->act == OP_GELU || n->act == OP_OUTPUT) return 0;
   return snprintf(err, errlen, "node %s (linear_act) folds in operator %d, which is not relu, gelu or none", n->name,
-                  n->act), -1;
+                  n->act),
+         -1;
 }
 
 /* the pre-activation, kept for GELU's slope */

@@ -23,8 +23,6 @@
 #include "ops_cuda.h"
 #include "slots.h"
 
-
-
 static void embedding_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *ids = slM_input(g, n, 0), *w = n->params[0]->value;
   int D = w->shape[1], shape[3] = {ids->shape[0], ids->shape[1], D};
@@ -75,8 +73,12 @@ static void rms_rows(void *ctx, size_t r0, size_t r1) {
 static void rmsnorm_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = slM_input(g, n, 0), *y = slM_ensure(&n->out, x->ndim, x->shape);
   int d = x->shape[x->ndim - 1], rows = (int)(x->size / (size_t)d);
-  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .y = y->data,
-           .rstd = slM_ensure(&n->saved, 1, &rows)->data, .d = d, .eps = n->p};
+  Rms t = {.x = x->data,
+           .gain = n->params[0]->value->data,
+           .y = y->data,
+           .rstd = slM_ensure(&n->saved, 1, &rows)->data,
+           .d = d,
+           .eps = n->p};
   slK_parallel_for((size_t)rows, ROWS(d), rms_rows, &t);
 }
 
@@ -96,8 +98,13 @@ static void rms_grad_rows(void *ctx, size_t r0, size_t r1) {
 static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = slM_input(g, n, 0);
   int d = x->shape[x->ndim - 1];
-  Rms t = {.x = x->data, .gain = n->params[0]->value->data, .dy = n->gout->data, .rstd = n->saved->data,
-           .dx = slM_input_grad(g, n, 0)->data, .d = d, .rows = x->size / (size_t)d,
+  Rms t = {.x = x->data,
+           .gain = n->params[0]->value->data,
+           .dy = n->gout->data,
+           .rstd = n->saved->data,
+           .dx = slM_input_grad(g, n, 0)->data,
+           .d = d,
+           .rows = x->size / (size_t)d,
            .dgain = n->params[0]->frozen ? NULL : slM_param_grad(n->params[0])->data};
   slK_parallel_for(t.rows, ROWS(d), rms_grad_rows, &t);
   slK_norm_param_grads(t.x, t.dy, NULL, t.rstd, 1, t.rows, d, t.dgain, NULL);
@@ -106,7 +113,7 @@ static void rmsnorm_backward(slM_Graph *g, slM_Node *n) {
 /* Rotary embeddings: in each head, features (2i, 2i+1) at position t turn by
 ** t * theta^(-2i / head width). The table of angles is kept in saved. */
 static void rope_table(slM_Node *n, int T, int dh) {
-  int shape[2] = {T, dh};  /* cos in the first half of a row, sin in the second */
+  int shape[2] = {T, dh}; /* cos in the first half of a row, sin in the second */
   slM_Tensor *tab = n->saved;
   if (tab && tab->shape[0] == T && tab->shape[1] == dh) return;
   tab = slM_ensure(&n->saved, 2, shape);
@@ -134,7 +141,8 @@ static void rope_row(const slM_Node *n, int t, const float *a, float *o, int D, 
 
 static void rope_apply(slM_Node *n, const float *x, float *y, int B, int T, int D, float sign, int accumulate) {
   for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) rope_row(n, t, x + ((size_t)b * T + t) * D, y + ((size_t)b * T + t) * D, D, sign, accumulate);
+    for (int t = 0; t < T; t++)
+      rope_row(n, t, x + ((size_t)b * T + t) * D, y + ((size_t)b * T + t) * D, D, sign, accumulate);
 }
 
 /* with 16-bit storage on either side: row by row, each widened and the turned row rounded as stored */
@@ -150,7 +158,8 @@ static void rope_forward(slM_Graph *g, slM_Node *n) {
   for (int r = 0; a && r < B * T; r++) {
     size_t off = (size_t)r * D;
     float *to = slM_dst(y, off, o);
-    rope_row(n, r % T, x->half ? (slK_half_to_f32(x->dtype, x->half + off, a, (size_t)D), a) : x->data + off, to, D, 1.0f, 0);
+    rope_row(n, r % T, x->half ? (slK_half_to_f32(x->dtype, x->half + off, a, (size_t)D), a) : x->data + off, to, D,
+             1.0f, 0);
     slM_put(y, off, to, (size_t)D, n->round);
   }
   n->rounded = n->round != 0;
@@ -159,7 +168,7 @@ static void rope_forward(slM_Graph *g, slM_Node *n) {
 
 static void rope_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *x = slM_input(g, n, 0), *dx = slM_input_grad(g, n, 0);
-  rope_apply(n, n->gout->data, dx->data, x->shape[0], x->shape[1], x->shape[2], -1.0f, 1);  /* the inverse turn */
+  rope_apply(n, n->gout->data, dx->data, x->shape[0], x->shape[1], x->shape[2], -1.0f, 1); /* the inverse turn */
 }
 
 static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
@@ -209,8 +218,8 @@ static void swiglu_grad_range(void *ctx, size_t i0, size_t i1) {
 
 static void swiglu_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *a = slM_input(g, n, 0), *b = slM_input(g, n, 1);
-  Glu t = {.a = a, .b = b, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data,
-           .db = slM_input_grad(g, n, 1)->data};
+  Glu t = {
+      .a = a, .b = b, .dy = n->gout->data, .da = slM_input_grad(g, n, 0)->data, .db = slM_input_grad(g, n, 1)->data};
   slK_parallel_for(a->size, 16384, swiglu_grad_range, &t);
 }
 
@@ -219,7 +228,7 @@ static void causal_forward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *s = slM_input(g, n, 0), *y = slM_out(n, s->ndim, s->shape);
   int T = s->shape[2];
   size_t mats = s->size / ((size_t)T * T);
-  float *rows = malloc(2 * (size_t)T * sizeof *rows);   /* a row of either storage, widened (slots.h) */
+  float *rows = malloc(2 * (size_t)T * sizeof *rows); /* a row of either storage, widened (slots.h) */
   for (size_t m = 0; m < mats && rows; m++)
     for (int i = 0; i < T; i++) {
       size_t off = (m * T + i) * T;
@@ -275,7 +284,8 @@ static void token_ce_backward(slM_Graph *g, slM_Node *n) {
   slM_Tensor *z = slM_input(g, n, 0);
   int V = z->shape[z->ndim - 1];
   size_t rows = z->size / (size_t)V;
-  CeGrad t = {n->saved->data, slM_input(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows, V};
+  CeGrad t = {n->saved->data, slM_input(g, n, 1)->data, slM_input_grad(g, n, 0)->data, n->gout->data[0] / (float)rows,
+              V};
   slK_parallel_for(rows, 16384 / (size_t)V + 1, ce_grad_rows, &t);
 }
 

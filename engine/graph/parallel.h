@@ -24,8 +24,8 @@
 
 #include "model.h"
 
-typedef struct slM_Group slM_Group;   /* a training call's processes */
-typedef struct slM_Xfer slM_Xfer;     /* one collective in flight */
+typedef struct slM_Group slM_Group; /* a training call's processes */
+typedef struct slM_Xfer slM_Xfer;   /* one collective in flight */
 
 typedef struct slM_GroupOps {
   /* The group a call trains in: the ranks of an mpirun job, or this

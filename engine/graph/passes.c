@@ -54,7 +54,8 @@ int slM_identity_layers(slM_Graph *g, const char *const *names, int n, char *err
 static void rename_suffix(slM_Node *n, const char *from, const char *to) {
   size_t len = strlen(n->name), lf = strlen(from);
   char prefix[64];
-  snprintf(prefix, sizeof prefix, "%.*s", (int)(len >= lf && strcmp(n->name + len - lf, from) == 0 ? len - lf : len), n->name);
+  snprintf(prefix, sizeof prefix, "%.*s", (int)(len >= lf && strcmp(n->name + len - lf, from) == 0 ? len - lf : len),
+           n->name);
   snprintf(n->name, sizeof n->name, "%.40s%s", prefix, to);
 }
 
@@ -78,24 +79,25 @@ int slM_set_attention(slM_Graph *g, int fused) {
       if (g->nodes[x].op != OP_SOFTMAX) continue;
       chain[nchain++] = x, x = g->nodes[x].inputs[0];
       if (g->nodes[x].op == OP_MASK_FILL) chain[nchain++] = x, mask = g->nodes[x].inputs[1], x = g->nodes[x].inputs[0];
-      int causal = g->nodes[x].op == OP_CAUSAL_MASK;   /* the language model's */
+      int causal = g->nodes[x].op == OP_CAUSAL_MASK; /* the language model's */
       if (causal) chain[nchain++] = x, x = g->nodes[x].inputs[0];
       if (g->nodes[x].op != OP_SCORES) continue;
       chain[nchain++] = x;
       int alone = 1;
       for (int i = 0; i < nchain; i++) alone &= single_user(g, chain[i]);
-      if (!alone) continue;   /* something else reads the probabilities: leave the block as it is */
+      if (!alone) continue; /* something else reads the probabilities: leave the block as it is */
       n->op = OP_ATTENTION;
       n->causal = causal;
       n->inputs[0] = g->nodes[x].inputs[0], n->inputs[1] = g->nodes[x].inputs[1], n->inputs[2] = v;
       n->ninputs = 3;
       if (mask >= 0) n->inputs[n->ninputs++] = mask;
       rename_suffix(n, "attention_context", "attention_sdpa");
-      for (int i = 0; i < nchain; i++) slM_remove_node(g, chain[i]);   /* chain[] runs from the highest index down */
+      for (int i = 0; i < nchain; i++) slM_remove_node(g, chain[i]); /* chain[] runs from the highest index down */
       c -= nchain;
       changed++;
     } else if (!fused && n->op == OP_ATTENTION) {
-      int q = n->inputs[0], k = n->inputs[1], v = n->inputs[2], mask = n->ninputs > 3 ? n->inputs[3] : -1, heads = n->heads;
+      int q = n->inputs[0], k = n->inputs[1], v = n->inputs[2], mask = n->ninputs > 3 ? n->inputs[3] : -1,
+          heads = n->heads;
       char prefix[64], name[96];
       snprintf(prefix, sizeof prefix, "%s", n->name);
       size_t len = strlen(prefix), lf = strlen("attention_sdpa");
@@ -115,7 +117,7 @@ int slM_set_attention(slM_Graph *g, int fused) {
       }
       snprintf(name, sizeof name, "%sattention_softmax", prefix);
       x = slM_insert_node(g, c++, name, SLM_CALL_FUNCTION, OP_SOFTMAX, &x, 1);
-      if (!g->nodes[c].causal) {   /* the language model has no attention dropout */
+      if (!g->nodes[c].causal) { /* the language model has no attention dropout */
         snprintf(name, sizeof name, "%sattention_dropout", prefix);
         x = slM_insert_node(g, c++, name, SLM_CALL_MODULE, OP_DROPOUT, &x, 1);
         g->nodes[x].p = g->dropout;
@@ -128,7 +130,7 @@ int slM_set_attention(slM_Graph *g, int fused) {
       changed++;
     }
   }
-  if (strcmp(g->family, "transformer") == 0) g->fused_attention = fused;   /* the builder's argument capture reuses */
+  if (strcmp(g->family, "transformer") == 0) g->fused_attention = fused; /* the builder's argument capture reuses */
   return changed;
 }
 
@@ -141,7 +143,6 @@ int slM_remove_dropout(slM_Graph *g) {
     }
   return removed;
 }
-
 
 static int name_matches(const char *name, const char *const *targets, int ntargets) {
   if (!targets) return strcmp(name, "classifier") != 0;
@@ -184,7 +185,7 @@ int slM_add_lora(slM_Graph *g, int rank, double alpha, const char *const *target
     snprintf(name, sizeof name, "%s_lora_B", base_name);
     int b = slM_insert_node(g, a + 1, name, SLM_CALL_MODULE, OP_LINEAR, &a, 1);
     snprintf(name, sizeof name, "%s_lora_B.weight", base_name);
-    g->nodes[b].params[g->nodes[b].nparams++] = slM_param_new(name, 2, bshape);  /* zero: starts as the base model */
+    g->nodes[b].params[g->nodes[b].nparams++] = slM_param_new(name, 2, bshape); /* zero: starts as the base model */
     snprintf(name, sizeof name, "%s_lora_scale", base_name);
     int s = slM_insert_node(g, b + 1, name, SLM_CALL_FUNCTION, OP_SCALE, &b, 1);
     g->nodes[s].p = (float)(alpha / rank);
@@ -192,7 +193,7 @@ int slM_add_lora(slM_Graph *g, int rank, double alpha, const char *const *target
     snprintf(name, sizeof name, "%s_lora_add", base_name);
     int sum = slM_insert_node(g, s + 1, name, SLM_CALL_FUNCTION, OP_ADD, ins, 2);
     for (int u = 0; u < nusers; u++) {
-      slM_Node *user = &g->nodes[users[u] + 4];  /* every user sits after the four new nodes */
+      slM_Node *user = &g->nodes[users[u] + 4]; /* every user sits after the four new nodes */
       for (int k = 0; k < user->ninputs; k++)
         if (user->inputs[k] == i) user->inputs[k] = sum;
     }
@@ -214,7 +215,7 @@ static int only_user(const slM_Graph *g, int i, int *user) {
   *user = n == 1 ? users[0] : -1;
   free(users);
   if (*user < 0) return 0;
-  for (int j = 0; j < g->n; j++)   /* the output node reading it counts as a second user */
+  for (int j = 0; j < g->n; j++) /* the output node reading it counts as a second user */
     if (g->nodes[j].op == OP_OUTPUT && j != *user)
       for (int k = 0; k < g->nodes[j].ninputs; k++)
         if (g->nodes[j].inputs[k] == i) return 0;
@@ -251,7 +252,7 @@ int slM_fuse(slM_Graph *g, int attention, slM_FuseCounts *counts, char *err, siz
       n->op = OP_ADD_NORM;
       n->kind = SLM_CALL_MODULE;
       n->params[0] = next->params[0], n->params[1] = next->params[1], n->nparams = 2;
-      next->nparams = 0;  /* the parameters moved */
+      next->nparams = 0; /* the parameters moved */
       n->p = next->p;
       rename_fused(n, next->name);
       slM_remove_node(g, u);

@@ -24,7 +24,7 @@ int slM_add_lora(slM_Graph *g, int rank, double alpha, const char *const *target
 
 typedef struct slM_FuseCounts {
   int linear_act, add_norm, masked_softmax;
-  int attention;   /* blocks now one fused attention node */
+  int attention; /* blocks now one fused attention node */
 } slM_FuseCounts;
 
 /* the fusion pass; attention: also each attention block into the fused

@@ -74,20 +74,20 @@ typedef struct Placement {
   int batch, context, n;
   uint64_t structure;
   int state, plans;
-  int *last_use;         /* step of each output's last reader in the forward pass; -1: none */
+  int *last_use; /* step of each output's last reader in the forward pass; -1: none */
   /* buffers 4 i + s: node i's output (s = 0), saved (1), saved2 (2), gradient (3) */
-  int *ndim;             /* its shape; ndim 0: none planned */
+  int *ndim; /* its shape; ndim 0: none planned */
   int (*shape)[SLM_MAX_DIMS];
-  int *dtype;            /* its storage (16-bit outputs under a 16-bit precision, model.h) */
+  int *dtype; /* its storage (16-bit outputs under a 16-bit precision, model.h) */
   size_t *bytes, *offset;
-  size_t size;           /* bytes the placement needs */
-  size_t widest, widest_exact;  /* the most bytes alive at one step, each buffer rounded up to 64 or not */
+  size_t size;                 /* bytes the placement needs */
+  size_t widest, widest_exact; /* the most bytes alive at one step, each buffer rounded up to 64 or not */
 } Placement;
 
 struct slM_Plan {
-  Placement mode[2];     /* inference, training */
-  int current;           /* the mode of the last pass */
-  int held;              /* the mode whose arena is installed; -1: none */
+  Placement mode[2]; /* inference, training */
+  int current;       /* the mode of the last pass */
+  int held;          /* the mode whose arena is installed; -1: none */
   slM_Tensor *arena;
 };
 
@@ -142,7 +142,8 @@ static size_t first_fit(int n, const Buffer *order, const size_t *bytes, const i
     /* the places taken, during this buffer's lifetime, in address order */
     int nbusy = 0;
     for (int j = 0; j < n; j++)
-      if (placed[j] && first[j] <= b->last && b->first <= last[j]) busy[nbusy++] = (Span){offset[j], offset[j] + bytes[j]};
+      if (placed[j] && first[j] <= b->last && b->first <= last[j])
+        busy[nbusy++] = (Span){offset[j], offset[j] + bytes[j]};
     qsort(busy, (size_t)nbusy, sizeof *busy, lower_first);
     size_t at = 0;
     for (int j = 0; j < nbusy && busy[j].start < at + b->bytes; j++)
@@ -209,7 +210,7 @@ static int install(slM_Graph *g, slM_Plan *c, int mode) {
   for (int b = 0; b < SLOTS * g->n; b++)
     if (p->ndim[b]) {
       slM_Tensor **t = slot(&g->nodes[b / SLOTS], b % SLOTS);
-      slM_tensor_free(*t);   /* the last pass's own buffer */
+      slM_tensor_free(*t); /* the last pass's own buffer */
       *t = NULL;
     }
   int n = (int)floats;
@@ -218,7 +219,8 @@ static int install(slM_Graph *g, slM_Plan *c, int mode) {
   char *base = (char *)c->arena->data;
   for (int b = 0; b < SLOTS * g->n; b++)
     if (p->ndim[b])
-      *slot(&g->nodes[b / SLOTS], b % SLOTS) = slM_tensor_view_as(base + p->offset[b], p->ndim[b], p->shape[b], p->dtype[b]);
+      *slot(&g->nodes[b / SLOTS], b % SLOTS) =
+          slM_tensor_view_as(base + p->offset[b], p->ndim[b], p->shape[b], p->dtype[b]);
   c->held = mode;
   return 1;
 }
@@ -325,14 +327,14 @@ slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training) {
   int context = strcmp(g->family, "lm") == 0 ? g->context_now : 0;
   uint64_t structure = structure_of(g);
   Placement *p = &c->mode[mode];
-  int same = p->state != EMPTY && p->batch == batch && p->context == context && p->n == g->n &&
-             p->structure == structure;
+  int same =
+      p->state != EMPTY && p->batch == batch && p->context == context && p->n == g->n && p->structure == structure;
   c->current = mode;
   if (same && p->state == PLANNED) {
-    if (c->held == mode) return mode == INFERENCE ? c : NULL;   /* steady state */
+    if (c->held == mode) return mode == INFERENCE ? c : NULL; /* steady state */
     uninstall(g, c);
     if (install(g, c, mode)) return mode == INFERENCE ? c : NULL;
-    same = 0;   /* too large for one tensor: each buffer its own, as before planning */
+    same = 0; /* too large for one tensor: each buffer its own, as before planning */
   }
   if (mode == TRAINING && same) {
     /* the second step of a shape: the first one's tensors give the shapes
@@ -351,7 +353,7 @@ slM_Plan *slM_plan_begin(slM_Graph *g, int batch, int training) {
   }
   uninstall(g, c);
   start(g, p, batch, context, structure);
-  return mode == INFERENCE ? c : NULL;   /* training: this step runs as before planning */
+  return mode == INFERENCE ? c : NULL; /* training: this step runs as before planning */
 }
 
 void slM_plan_after_node(slM_Graph *g, slM_Plan *c, int i) {
@@ -376,7 +378,7 @@ void slM_plan_after_node(slM_Graph *g, slM_Plan *c, int i) {
 void slM_plan_end(slM_Graph *g, slM_Plan *c) {
   Placement *p = &c->mode[INFERENCE];
   if (p->state != RECORDING) return;
-  if (g->stopped) forget(p);   /* a pass cut short saw only some shapes: record again next time */
+  if (g->stopped) forget(p); /* a pass cut short saw only some shapes: record again next time */
   else place_inference(g, p);
 }
 

@@ -79,21 +79,21 @@ void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t si
   const char *mode = slM_precision_names[g->precision];
   if (g->precision == SLM_FP32 || d->autocast != SLM_AUTOCAST_LOW || g->device != SLM_CPU)
     snprintf(buf, size, "%s", d->kernel);
-  else if (strcmp(d->kernel, "cblas_sgemm") != 0)
-    snprintf(buf, size, "%s with %s products", d->kernel, mode);
+  else if (strcmp(d->kernel, "cblas_sgemm") != 0) snprintf(buf, size, "%s with %s products", d->kernel, mode);
   else if (slM_product_native(g->precision))
-    snprintf(buf, size, "%s", g->precision == SLM_BF16 ? "gemm_bf16 (vdpbf16ps)" : "gemm_fp16 (AVX-512, fp16 operands)");
-  else
-    snprintf(buf, size, "cblas_sgemm on %s-rounded operands", mode);
+    snprintf(buf, size, "%s",
+             g->precision == SLM_BF16 ? "gemm_bf16 (vdpbf16ps)" : "gemm_fp16 (AVX-512, fp16 operands)");
+  else snprintf(buf, size, "cblas_sgemm on %s-rounded operands", mode);
 }
 
 void slM_dtypes(const slM_Graph *g, int *dtypes) { slM_dtypes_upto(g, g->n - 1, dtypes); }
 
 int slM_node_store(const slM_Graph *g, int i, const int *dtypes) {
   const slM_Node *n = &g->nodes[i];
-  if (!slM_half_storage_on() || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16)) return SLM_FP32;
+  if (!slM_half_storage_on() || !dtypes || g->device != SLM_CPU || (dtypes[i] != SLM_BF16 && dtypes[i] != SLM_FP16))
+    return SLM_FP32;
   if (!(slM_op(n->op)->flags & SLM_OP_HALF) || n->kind == SLM_OUTPUT) return SLM_FP32;
-  for (int j = i + 1; j < g->n; j++)   /* the output node reads its inputs after the pass: float32 for its callers */
+  for (int j = i + 1; j < g->n; j++) /* the output node reads its inputs after the pass: float32 for its callers */
     if (g->nodes[j].kind == SLM_OUTPUT)
       for (int k = 0; k < g->nodes[j].ninputs; k++)
         if (g->nodes[j].inputs[k] == i) return SLM_FP32;
@@ -120,10 +120,11 @@ static void round_range(void *ctx, size_t i0, size_t i1) {
 ** per-head products), which saves a pass over the output and a hand-over of the team */
 void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
   slM_Node *n = &g->nodes[i];
-  if (g->precision == SLM_FP32 || !n->out || n->rounded || n->out->half) return;   /* 16-bit storage holds rounded values */
+  if (g->precision == SLM_FP32 || !n->out || n->rounded || n->out->half)
+    return; /* 16-bit storage holds rounded values */
   int d = dtypes[i];
   if (d != SLM_BF16 && d != SLM_FP16) return;
-  if (g->device != SLM_CPU) {   /* a model on the GPU: its outputs are device memory */
+  if (g->device != SLM_CPU) { /* a model on the GPU: its outputs are device memory */
     char err[200];
     if (n->out->dev)
       slM_dev_fault(g, n, slK_gpu()->round_half(d, n->out->dev, n->out->dev, n->out->size, err, sizeof err), err);
@@ -136,13 +137,13 @@ void slM_precision_after(slM_Graph *g, int i, const int *dtypes) {
 /* ------------------------------------------------------- values that went */
 
 static int finite_tensor(const slM_Tensor *t) {
-  if (t && t->half) {   /* 16-bit bits: the exponent field all ones */
+  if (t && t->half) { /* 16-bit bits: the exponent field all ones */
     uint16_t e = t->dtype == SLM_BF16 ? 0x7F80 : 0x7C00;
     for (size_t i = 0; i < t->size; i++)
       if ((t->half[i] & e) == e) return 0;
     return 1;
   }
-  if (!t || !t->data) return 1;   /* nothing on the host to read (a model on the GPU) */
+  if (!t || !t->data) return 1; /* nothing on the host to read (a model on the GPU) */
   for (size_t i = 0; i < t->size; i++)
     if (!isfinite(t->data[i])) return 0;
   return 1;

@@ -7,13 +7,13 @@
 
 #include "model.h"
 
-enum { SLM_INT64 = 10 };   /* a dtype beside SLM_FP32, SLM_BF16, SLM_FP16 (ids and labels) */
+enum { SLM_INT64 = 10 }; /* a dtype beside SLM_FP32, SLM_BF16, SLM_FP16 (ids and labels) */
 
-extern const char *const slM_precision_names[];   /* fp32, bf16, fp16: indexed by SLM_FP32.. */
+extern const char *const slM_precision_names[]; /* fp32, bf16, fp16: indexed by SLM_FP32.. */
 const char *slM_dtype_name(int dtype);
 /* a node's number format for tables and metadata: its quantiser's, else its dtype's name */
 const char *slM_node_format(const slM_Node *n, int dtype);
-void slM_dtypes(const slM_Graph *g, int *dtypes);         /* every node, size g->n */
+void slM_dtypes(const slM_Graph *g, int *dtypes); /* every node, size g->n */
 /* what runs node n on the CPU under its graph's precision mode (node metadata) */
 void slM_node_kernel(const slM_Graph *g, const slM_Node *n, char *buf, size_t size);
 void slM_dtypes_upto(const slM_Graph *g, int last, int *dtypes);

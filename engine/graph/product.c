@@ -37,7 +37,7 @@
 #include "memory.h"
 #include "product.h"
 
-enum { STALE, CURRENT, WRITTEN };   /* a working copy: to be remade; holds the value for this pass; the optimizer's */
+enum { STALE, CURRENT, WRITTEN }; /* a working copy: to be remade; holds the value for this pass; the optimizer's */
 
 /* scratch for the float32 operands of one emulated product, and its float32 result, kept between calls */
 static float *scratch[3];
@@ -88,7 +88,9 @@ int slM_product_copies(int on) {
   return was;
 }
 
-int slM_product_keeps_copies(int precision) { return precision != SLM_FP32 && (force_copies || slK_half_native(precision)); }
+int slM_product_keeps_copies(int precision) {
+  return precision != SLM_FP32 && (force_copies || slK_half_native(precision));
+}
 
 /* ------------------------------------------------------ conversions on the team */
 
@@ -122,10 +124,10 @@ float *slM_product_widened(int k, const slM_Tensor *t) {
 
 static const uint16_t *weight_half(slM_Param *w, int format) {
   size_t n = w->value->size;
-  if (w->half && w->half_format != format) w->half_state = STALE;   /* shared with a graph of the other format */
+  if (w->half && w->half_format != format) w->half_state = STALE; /* shared with a graph of the other format */
   if (!w->half) {
     w->half = malloc(n * sizeof *w->half);
-    if (!w->half) return NULL;   /* the product then rounds B as it packs it */
+    if (!w->half) return NULL; /* the product then rounds B as it packs it */
     slM_mem_external((long long)(n * sizeof *w->half));
     w->half_state = STALE;
   }
@@ -258,7 +260,7 @@ static const float *operand_f32(int local, int which, int format, slM_Mat X, int
   float *s = buffer(local, which, (size_t)rows * (size_t)cols);
   if (!s) return NULL;
   Operand o = {format, cols, ld, X, s};
-  if (local) operand_rows(&o, 0, (size_t)rows);   /* a head's, on the thread that runs it */
+  if (local) operand_rows(&o, 0, (size_t)rows); /* a head's, on the thread that runs it */
   else slK_parallel_for((size_t)rows, 16384 / (size_t)(cols > 0 ? cols : 1) + 1, operand_rows, &o);
   return s;
 }
@@ -318,7 +320,7 @@ static void native(const slM_Graph *g, int ta, int tb, int M, int N, int K, floa
 static void product(const slM_Graph *g, int local, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
                     slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
   slK_blas_init();
-  if (!g || g->precision == SLM_FP32) {   /* float32 storage throughout */
+  if (!g || g->precision == SLM_FP32) { /* float32 storage throughout */
     slK_sgemm(ta, tb, M, N, K, alpha, A.p, lda, B.p, ldb, beta, C.p, ldc);
     if (bias) finish(local, C.p, ldc, M, N, 0, bias, NULL, 0);
     return;
@@ -333,8 +335,8 @@ static void product(const slM_Graph *g, int local, int ta, int tb, int M, int N,
   else emulated(g, local, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, round, C, ldc);
 }
 
-void slM_product(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda,
-                 slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
+void slM_product(const slM_Graph *g, int ta, int tb, int M, int N, int K, float alpha, slM_Mat A, int lda, slM_Param *w,
+                 slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc) {
   product(g, 0, ta, tb, M, N, K, alpha, A, lda, w, B, ldb, beta, bias, round, C, ldc);
 }
 

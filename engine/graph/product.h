@@ -39,8 +39,8 @@ void slM_product(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int
                  slM_Param *w, slM_Mat B, int ldb, float beta, const float *bias, int round, slM_Dst C, int ldc);
 /* the same for one of attention's per-head products, which run on every thread at once: the emulated
 ** path's float32 operands and result in the calling thread's tiles, not in the shared scratch */
-void slM_product_head(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, slM_Mat A, int lda,
-                      slM_Mat B, int ldb, float beta, int round, slM_Dst C, int ldc);
+void slM_product_head(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, slM_Mat A,
+                      int lda, slM_Mat B, int ldb, float beta, int round, slM_Dst C, int ldc);
 /* the float32 form: C = alpha op(A) op(B) + beta C, w the weight operand's parameter (or NULL) */
 void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                 slM_Param *w, const float *B, int ldb, float beta, float *C, int ldc);
@@ -50,7 +50,7 @@ void slM_gemm_w(const slM_Graph *g, int trans_a, int trans_b, int M, int N, int 
 ** SLM_OPERAND_SLOTS buffers kept between calls (counted as temporaries, as
 ** the emulated path's scratch), a 16-bit one is read as it is, and the
 ** products read the bits. The numbers are those of rounding while packing. */
-enum { SLM_OPERAND_SLOTS = 3 };   /* a node's input 0, input 1, output gradient */
+enum { SLM_OPERAND_SLOTS = 3 }; /* a node's input 0, input 1, output gradient */
 /* 1 when g's per-head products take that path */
 int slM_product_operands(const slM_Graph *g);
 /* x (n values) rounded to bfloat16 into slot's buffer, on the thread team; NULL without memory */

@@ -8,15 +8,15 @@
 #include "model.h"
 
 typedef struct slM_Profile {
-  int n;               /* nodes */
-  double *forward;     /* seconds per node, summed over the steps */
+  int n;           /* nodes */
+  double *forward; /* seconds per node, summed over the steps */
   double *backward;
   int steps;
-  double started;      /* the node now running */
+  double started; /* the node now running */
 } slM_Profile;
 
-slM_Profile *slM_profile_attach(slM_Graph *g);   /* starts recording on g */
-void slM_profile_detach(slM_Graph *g);           /* stops; the profile stays with the caller */
+slM_Profile *slM_profile_attach(slM_Graph *g); /* starts recording on g */
+void slM_profile_detach(slM_Graph *g);         /* stops; the profile stays with the caller */
 void slM_profile_free(slM_Profile *p);
 /* the hooks every node of a pass runs between (exec.c): the memory
 ** tagger's context, the profiler's clock and the memory timeline; the node

@@ -27,7 +27,9 @@ slM_Tensor *slM_ensure_as(slM_Tensor **slot, int ndim, const int *shape, int dty
   return t;
 }
 
-slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) { return slM_ensure_as(slot, ndim, shape, SLM_FP32); }
+slM_Tensor *slM_ensure(slM_Tensor **slot, int ndim, const int *shape) {
+  return slM_ensure_as(slot, ndim, shape, SLM_FP32);
+}
 
 const float *slM_get(const slM_Tensor *t, size_t i, size_t n, float *buf) {
   if (!t->half) return t->data + i;
@@ -49,7 +51,7 @@ slM_Tensor *slM_input_grad_fresh(slM_Graph *g, slM_Node *n, int k, int *fresh) {
     int same = t && t->ndim == src->out->ndim && memcmp(t->shape, src->out->shape, sizeof t->shape) == 0;
     if (!same) {
       slM_tensor_free(t);
-      src->gout = slM_tensor_like(src->out);   /* float32 */
+      src->gout = slM_tensor_like(src->out); /* float32 */
       slM_mem_retag(src->gout, SLM_MEM_TEMP);
     }
     src->gout_live = 1;

@@ -86,12 +86,14 @@ slM_Tensor *slM_tensor_view_as(void *mem, int ndim, const int *shape, int dtype)
   return t;
 }
 
-slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape) { return slM_tensor_view_as(data, ndim, shape, SLM_FP32); }
+slM_Tensor *slM_tensor_view(float *data, int ndim, const int *shape) {
+  return slM_tensor_view_as(data, ndim, shape, SLM_FP32);
+}
 
 void slM_tensor_free(slM_Tensor *t) {
   if (!t) return;
   if (t->dev) slK_dev_free(t->dev, t->size * sizeof(float), t->category);
-  if (t->view || (t->dev && !t->data)) {   /* nothing on the host to count or free */
+  if (t->view || (t->dev && !t->data)) { /* nothing on the host to count or free */
     free(t);
     return;
   }

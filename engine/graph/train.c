@@ -45,7 +45,7 @@ typedef struct {
   float *w, *g, *m, *v;
   float lr, wd, b1, b2, ic1, rsc2, eps, momentum;
   int adam;
-  uint16_t *half;   /* the weight's 16-bit working copy, rewritten from the new values (product.h); or NULL */
+  uint16_t *half; /* the weight's 16-bit working copy, rewritten from the new values (product.h); or NULL */
   int format;
 } Update;
 
@@ -104,10 +104,11 @@ static void update_range(void *ctx, size_t i0, size_t i1) {
   const Update *u = ctx;
   size_t from = i0;
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) i0 = u->adam ? adamw_avx2(u, i0, i1) : sgd_avx2(u, i0, i1);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    i0 = u->adam ? adamw_avx2(u, i0, i1) : sgd_avx2(u, i0, i1);
 #endif
   update_scalar(u, i0, i1);
-  if (u->half) slK_to_half(u->format, u->w + from, u->half + from, i1 - from);   /* while the values are in cache */
+  if (u->half) slK_to_half(u->format, u->w + from, u->half + from, i1 - from); /* while the values are in cache */
 }
 
 /* a zeroed optimiser state tensor of a parameter: on the host, and on the device for a model there */
@@ -137,8 +138,9 @@ static void device_step(slM_Graph *g, const slM_TrainConfig *c, double lr, long 
       if (!p->m) p->m = state_like(g, p->value);
       if (adam && !p->v) p->v = state_like(g, p->value);
       if (g->fault[0]) break;
-      refs[count++] = (slG_ParamRef){p->value->dev, p->grad->dev, p->m->dev, adam ? p->v->dev : NULL,
-                                     p->value->size, p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f};
+      refs[count++] =
+          (slG_ParamRef){p->value->dev,           p->grad->dev,   p->m->dev,
+                         adam ? p->v->dev : NULL, p->value->size, p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f};
     }
   slG_Optimizer o = {adam, lr, c->momentum, 0.9, 0.999, 1e-8f, step};
   char err[200];
@@ -161,10 +163,21 @@ void slM_param_step(slM_Param *p, const slM_TrainConfig *c, double lr, long step
   }
   double b1 = 0.9, b2 = 0.999;
   /* weight decay on weights, not on biases and norms (the usual choice) */
-  Update u = {p->value->data, p->grad->data, p->m->data, adam ? p->v->data : NULL, (float)lr,
-              p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f, (float)b1, (float)b2,
-              (float)(1.0 / (1 - pow(b1, (double)step + 1))), (float)(1.0 / sqrt(1 - pow(b2, (double)step + 1))),
-              1e-8f, (float)c->momentum, adam, p->half, p->half_format};
+  Update u = {p->value->data,
+              p->grad->data,
+              p->m->data,
+              adam ? p->v->data : NULL,
+              (float)lr,
+              p->value->ndim >= 2 ? (float)c->weight_decay : 0.0f,
+              (float)b1,
+              (float)b2,
+              (float)(1.0 / (1 - pow(b1, (double)step + 1))),
+              (float)(1.0 / sqrt(1 - pow(b2, (double)step + 1))),
+              1e-8f,
+              (float)c->momentum,
+              adam,
+              p->half,
+              p->half_format};
   slK_parallel_for(p->value->size, 16384, update_range, &u);
 }
 
@@ -191,10 +204,10 @@ int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doubl
   double total_loss = 0;
   int features = g->features, nonfinite = -1;
   for (size_t start = 0; start < n; start += B) {
-    if (sl_interrupted()) break;  /* the caller reports it */
+    if (sl_interrupted()) break; /* the caller reports it */
     int b = (int)(n - start < (size_t)B ? n - start : (size_t)B);
     slM_Tensor *logits = slM_forward(g, x + start * (size_t)features, y + start, b, 0);
-    if (g->stopped) break;   /* cut short: the logits are not this batch's */
+    if (g->stopped) break; /* cut short: the logits are not this batch's */
     int C = logits->shape[1];
     for (int i = 0; i < b; i++) {
       const float *row = logits->data + (size_t)i * C;
@@ -207,7 +220,7 @@ int slM_evaluate(slM_Graph *g, const float *x, const uint8_t *y, size_t n, doubl
       for (int c = 0; c < C; c++) sum += exp(row[c] - m);
       total_loss += -(row[y[start + i]] - m - log(sum));
     }
-    int overflow = nonfinite < 0 ? slM_fp16_overflow(g) : -1;   /* a ReLU may have hidden it from the loss */
+    int overflow = nonfinite < 0 ? slM_fp16_overflow(g) : -1; /* a ReLU may have hidden it from the loss */
     if (overflow >= 0) total_loss = NAN;
     if (nonfinite < 0 && !isfinite(total_loss)) nonfinite = overflow >= 0 ? overflow : slM_first_nonfinite(g);
     done += (size_t)b;
@@ -252,7 +265,7 @@ static size_t count_correct(const slM_Tensor *logits, const uint8_t *labels, int
 /* one micro-batch of a step split by accumulate.c: its rows gathered, forward and backward */
 typedef struct {
   const slM_Dataset *d;
-  const size_t *order;   /* the step's rows */
+  const size_t *order; /* the step's rows */
   float *bx;
   uint8_t *by;
 } Micro;
@@ -286,8 +299,9 @@ static void put_point(slU_Text *o, const Point *p, const slM_EpochStats *stats) 
   slU_put_f64(o, p->loss_sum), slU_put_f64(o, p->seconds), slU_put_f64(o, p->comm);
   for (int e = 0; e < p->done; e++) {
     const slM_EpochStats *s = &stats[e];
-    const double v[] = {s->epoch, s->complete, s->loss, s->train_accuracy, s->test_accuracy, s->test_loss, s->seconds,
-                        s->samples_per_second, s->comm_seconds};
+    const double v[] = {s->epoch,          s->complete,           s->loss,
+                        s->train_accuracy, s->test_accuracy,      s->test_loss,
+                        s->seconds,        s->samples_per_second, s->comm_seconds};
     for (size_t i = 0; i < 9; i++) slU_put_f64(o, v[i]);
   }
 }
@@ -350,25 +364,25 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   g->fault[0] = '\0';
   g->stop = hooks ? hooks->stop : NULL;
   g->stop_ud = hooks ? hooks->ud : NULL;
-  if (run && run->use_ckpt && resume(g, c, steps, stats, &at) != 0) at.epoch = c->epochs;   /* nothing runs */
+  if (run && run->use_ckpt && resume(g, c, steps, stats, &at) != 0) at.epoch = c->epochs; /* nothing runs */
   long steps_per_epoch = (long)((n + (size_t)B - 1) / (size_t)B), step = at.step, total = steps_per_epoch * c->epochs;
   int done = at.done, stopped = 0;
   double comm = 0;
   for (int e = 0; e < c->epochs && !stopped; e++) {
-    int resuming = e == at.epoch;   /* a resumed run: the epoch its checkpoint was in */
+    int resuming = e == at.epoch; /* a resumed run: the epoch its checkpoint was in */
     double t0 = slU_now() - (resuming ? at.seconds : 0), loss_sum = resuming ? at.loss_sum : 0;
     size_t seen = resuming ? at.seen : 0, correct = resuming ? at.correct : 0;
     comm = resuming ? at.comm : 0;
     stats[done].diverged = 0, stats[done].nonfinite_node = -1;
-    for (size_t i = n; i > 1; i--) {  /* Fisher-Yates */
+    for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
       size_t j = (size_t)(slM_rng_next(&rng) % i), tmp = order[i - 1];
       order[i - 1] = order[j];
       order[j] = tmp;
     }
-    if (e < at.epoch) continue;   /* done before the checkpoint: only its order is drawn again */
+    if (e < at.epoch) continue; /* done before the checkpoint: only its order is drawn again */
     for (size_t start = resuming ? at.start : 0; start < n; start += (size_t)B, step++) {
       int stop = hooks && hooks->stop && hooks->stop(hooks->ud);
-      if (stop && !slM_steps_group(steps)) {   /* in a group the others must hear of it first */
+      if (stop && !slM_steps_group(steps)) { /* in a group the others must hear of it first */
         stopped = 1;
         break;
       }
@@ -385,7 +399,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         correct += (size_t)st.correct;
         seen += (size_t)st.rows;
         comm += st.comm_seconds;
-        if (st.nonfinite) {  /* diverged: no rank updated */
+        if (st.nonfinite) { /* diverged: no rank updated */
           stats[done].diverged = step - steps_per_epoch * e + 1;
           loss_sum = st.loss_sum;
           stopped = 1;
@@ -397,7 +411,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
           stopped = 1;
           break;
         }
-        if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
+        if (hooks && hooks->progress)
+          hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
         continue;
       }
       float *rows = slM_input_rows(g, b);
@@ -405,13 +420,13 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       slK_parallel_for((size_t)b, 16, gather_rows, &gather);
       for (int i = 0; i < b; i++) by[i] = d->train_y[order[start + i]];
       slM_Tensor *logits = slM_forward(g, gather.to, by, b, 1);
-      if (g->stopped) {   /* inside the batch: its update is skipped, the weights are the last step's */
+      if (g->stopped) { /* inside the batch: its update is skipped, the weights are the last step's */
         stopped = 1;
         break;
       }
       /* read before the backward pass: a planned graph's gradients reuse the outputs' places */
       int overflow = slM_fp16_overflow(g);
-      size_t batch_correct = count_correct(logits, by, b);   /* counted once the step is whole */
+      size_t batch_correct = count_correct(logits, by, b); /* counted once the step is whole */
       slM_zero_grads(g);
       double loss = slM_backward(g, by, b);
       if (g->stopped) {
@@ -420,7 +435,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       }
       seen += (size_t)b;
       correct += batch_correct;
-      if (!isfinite(loss) || overflow >= 0) {  /* diverged: stop before the update spreads it into every weight */
+      if (!isfinite(loss) || overflow >= 0) { /* diverged: stop before the update spreads it into every weight */
         stats[done].diverged = step - steps_per_epoch * e + 1;
         stats[done].nonfinite_node = overflow >= 0 ? overflow : slM_first_nonfinite(g);
         loss_sum = loss;
@@ -429,7 +444,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
       }
       loss_sum += loss * b;
       slM_optimizer_step(g, c, learning_rate(c, step, total), step);
-      if (g->fault[0]) {   /* the device failed in the update: the caller reports why */
+      if (g->fault[0]) { /* the device failed in the update: the caller reports why */
         stopped = 1;
         break;
       }
@@ -438,7 +453,8 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
         stopped = 1;
         break;
       }
-      if (hooks && hooks->progress) hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
+      if (hooks && hooks->progress)
+        hooks->progress(hooks->ud, e, (double)(start + (size_t)b) / (double)n, loss_sum / (double)seen);
     }
     if (seen == 0) break;
     slM_EpochStats *s = &stats[done];
@@ -453,7 +469,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
     /* an epoch cut short is shown with what it measured: its training batches, no test */
     if (!s->complete) s->test_accuracy = s->test_loss = NAN;
     else slM_evaluate(g, d->test_x, d->test_y, d->ntest, &s->test_accuracy, &s->test_loss);
-    if (!isfinite(s->test_loss)) s->test_accuracy = NAN;   /* no accuracy beside a loss that is not a number */
+    if (!isfinite(s->test_loss)) s->test_accuracy = NAN; /* no accuracy beside a loss that is not a number */
     done++;
   }
   g->stop = NULL, g->stop_ud = NULL, g->stopped = 0;
@@ -462,7 +478,7 @@ int slM_train(slM_Graph *g, const slM_Dataset *d, const slM_TrainConfig *c, cons
   slM_steps_free(steps);
   slM_release_activations(g);
   char err[200];
-  slM_device_pull(g, err, sizeof err);   /* the host copies of a model on the GPU; a failure is its fault */
+  slM_device_pull(g, err, sizeof err); /* the host copies of a model on the GPU; a failure is its fault */
   free(order);
   free(bx);
   free(by);

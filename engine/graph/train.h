@@ -6,7 +6,7 @@
 
 #include "model.h"
 
-struct slM_Run;   /* trainrun.h */
+struct slM_Run; /* trainrun.h */
 
 enum { SLM_SGD, SLM_ADAMW };
 enum { SLM_CONSTANT, SLM_COSINE, SLM_STEP };
@@ -14,9 +14,9 @@ enum { SLM_CONSTANT, SLM_COSINE, SLM_STEP };
 typedef struct slM_TrainConfig {
   int epochs, batch;
   double lr, momentum, weight_decay;
-  int optimizer;   /* SLM_SGD, SLM_ADAMW */
-  int schedule;    /* SLM_CONSTANT, SLM_COSINE, SLM_STEP */
-  int warmup;      /* steps of linear warm-up */
+  int optimizer; /* SLM_SGD, SLM_ADAMW */
+  int schedule;  /* SLM_CONSTANT, SLM_COSINE, SLM_STEP */
+  int warmup;    /* steps of linear warm-up */
   uint64_t seed;
   /* micro-batches, data parallelism and checkpoints (trainrun.h); NULL:
   ** one batch a step in this process. Its err holds why a group failed. */
@@ -35,11 +35,11 @@ typedef struct slM_TrainHooks {
 
 typedef struct slM_EpochStats {
   int epoch;
-  int complete;             /* 0 when the epoch was cut short */
-  long diverged;            /* the step (from 1) whose loss was not finite, where training stopped; 0 if none */
-  int nonfinite_node;       /* then the first node whose output was not finite (-1: unknown) */
+  int complete;       /* 0 when the epoch was cut short */
+  long diverged;      /* the step (from 1) whose loss was not finite, where training stopped; 0 if none */
+  int nonfinite_node; /* then the first node whose output was not finite (-1: unknown) */
   double loss, train_accuracy, test_accuracy, test_loss, seconds, samples_per_second;
-  double comm_seconds;      /* data parallel: communication the compute did not hide */
+  double comm_seconds; /* data parallel: communication the compute did not hide */
 } slM_EpochStats;
 
 /* one update of every trainable parameter from its gradient (step counts from 0) */

@@ -36,7 +36,7 @@ const char *const slM_parallel_names[] = {"none", "data", NULL};
 uint64_t slM_hash(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {   /* a word at a time: the model's bytes are many */
+  for (; i + 8 <= n; i += 8) { /* a word at a time: the model's bytes are many */
     uint64_t w;
     memcpy(&w, b + i, 8);
     h = (h ^ w) * 0x100000001b3ull;
@@ -82,20 +82,26 @@ static int read_args(sl_Call *call, slM_Graph *g, int batch, slM_Run *r, int *pa
   *parallel = strcmp(sl_arg_string(call, "parallel"), "data") == 0;
   if (k < 1 || k > 65536) return refuse(call, "accumulate", "must be between 1 and 65536");
   if (k > batch)
-    return sl_arg_error(call, "accumulate", "splits each batch of %d into %g micro-batches of at least one row: give at "
-                                            "most accumulate=%d", batch, k, batch);
+    return sl_arg_error(call, "accumulate",
+                        "splits each batch of %d into %g micro-batches of at least one row: give at "
+                        "most accumulate=%d",
+                        batch, k, batch);
   if (*parallel && k > 1)
-    return refuse(call, "accumulate", "parallel=\"data\" on N processes already is accumulate=N (one micro-batch "
-                                      "each): give one or the other");
+    return refuse(call, "accumulate",
+                  "parallel=\"data\" on N processes already is accumulate=N (one micro-batch "
+                  "each): give one or the other");
   if (w < 0 || w > 4096) return refuse(call, "workers", "must be between 0 and 4096");
   if (!*parallel)
-    for (const char *const *a = (const char *const[]){"workers", "reduce", "bucket_mb", "shard_optimizer", NULL}; *a; a++)
+    for (const char *const *a = (const char *const[]){"workers", "reduce", "bucket_mb", "shard_optimizer", NULL}; *a;
+         a++)
       if (sl_arg_given(call, *a)) return sl_arg_error(call, *a, "applies to parallel=\"data\" only");
   if (!(mb >= 0 && mb <= 1e6)) return refuse(call, "bucket_mb", "must be between 0 and 1000000");
   if (every < 0 || every > 1e9) return refuse(call, "checkpoint_every", "must be 0 (none) or a number of steps");
   const char *path = sl_arg_string(call, "checkpoint");
-  if (every > 0 && !path[0]) return refuse(call, "checkpoint", "checkpoint_every= needs a file: give checkpoint=\"run.ckpt\"");
-  if (every == 0 && path[0]) return refuse(call, "checkpoint_every", "give the steps between checkpoints, e.g. checkpoint_every=100");
+  if (every > 0 && !path[0])
+    return refuse(call, "checkpoint", "checkpoint_every= needs a file: give checkpoint=\"run.ckpt\"");
+  if (every == 0 && path[0])
+    return refuse(call, "checkpoint_every", "give the steps between checkpoints, e.g. checkpoint_every=100");
   if (strlen(path) >= sizeof r->ckpt.path) return refuse(call, "checkpoint", "the path is too long");
   if (g->device != SLM_CPU && (k > 1 || *parallel))
     return sl_error(call, "accumulate= and parallel=\"data\" train on the CPU; this model is on the GPU "
@@ -124,8 +130,10 @@ static int agree(sl_Call *call, slM_Run *r, uint64_t run) {
   free(all);
   if (rc != 0) return sl_error(call, "%s", err);
   if (bad >= 0)
-    return sl_error(call, "rank %d starts from another model, data set or settings than rank 0: every process must "
-                          "build the same model from the same seed and read the same data", bad);
+    return sl_error(call,
+                    "rank %d starts from another model, data set or settings than rank 0: every process must "
+                    "build the same model from the same seed and read the same data",
+                    bad);
   return 0;
 }
 
@@ -146,7 +154,7 @@ int slM_run_begin(sl_Call *call, slM_Graph *g, int batch, uint64_t run_id, slM_R
   r->split.group = r->ops->open(call, workers, err, sizeof err);
   if (!r->split.group) {
     if (err[0]) return sl_arg_error(call, "parallel", "%s", err);
-    r->split.shard = 0;   /* a group of one: this process alone is the serial run */
+    r->split.shard = 0; /* a group of one: this process alone is the serial run */
     r->ckpt.run = slM_hash(r->ckpt.run, &(int){1}, sizeof(int));
     return 0;
   }
@@ -213,10 +221,10 @@ static int restore(slM_Graph *g, const char *bytes, size_t n, char *err, size_t 
   for (int i = 0; ok && i < g->n; i++)
     for (int k = 0; k < g->nodes[i].nparams; k++) {
       slM_Param *p = g->nodes[i].params[k], *q = c->nodes[i].params[k];
-      if (first_use(g, i, p) < i) continue;   /* shared with an earlier node: done there */
+      if (first_use(g, i, p) < i) continue; /* shared with an earlier node: done there */
       memcpy(p->value->data, q->value->data, p->value->size * sizeof *p->value->data);
       slM_Tensor *m = p->m, *v = p->v;
-      p->m = q->m, p->v = q->v;   /* the checkpoint's state, now this model's */
+      p->m = q->m, p->v = q->v; /* the checkpoint's state, now this model's */
       q->m = m, q->v = v;
       if (p->m) slM_mem_retag(p->m, SLM_MEM_OPTIM);
       if (p->v) slM_mem_retag(p->v, SLM_MEM_OPTIM);
@@ -235,7 +243,7 @@ int slM_ckpt_load(const slM_Checkpoint *k, slM_Graph *g, slM_Steps *s, char **pr
   size_t n = 0;
   char *bytes = NULL;
   int unreadable = 0;
-  if (rank == 0 && access(k->path, F_OK) == 0) {   /* none yet: the run starts afresh */
+  if (rank == 0 && access(k->path, F_OK) == 0) { /* none yet: the run starts afresh */
     char why[600];
     if (!(bytes = slF_read_file(k->path, "a training checkpoint", 0, &n, why, sizeof why)))
       snprintf(err, errlen, "cannot resume: %s", why), unreadable = 1, n = 0;
@@ -250,13 +258,14 @@ int slM_ckpt_load(const slM_Checkpoint *k, slM_Graph *g, slM_Steps *s, char **pr
   const char *why = "it is not a training checkpoint of syslab";
   if (n > magic + 8 && memcmp(bytes, MAGIC, magic) == 0) {
     uint64_t sum;
-    memcpy(&sum, bytes + n - 8, 8);   /* little endian, as slU_put_u64 writes it */
+    memcpy(&sum, bytes + n - 8, 8); /* little endian, as slU_put_u64 writes it */
     r.at = magic;
     uint64_t run = slU_get_u64(&r);
     const char *p = slU_get_bytes(&r, &pl), *m = slU_get_bytes(&r, &ml);
     if (slM_hash(SLM_HASH_START, bytes, n - 8) != sum || !p || !m) why = "it is damaged (its check sum differs)";
-    else if (run != k->run) why = "it was written by another run (another model at the start, other data or "
-                                  "settings, or another number of micro-batches per step)";
+    else if (run != k->run)
+      why = "it was written by another run (another model at the start, other data or "
+            "settings, or another number of micro-batches per step)";
     else if (restore(g, m, ml, err, errlen) == 0) {
       *progress = malloc(pl + 1);
       memcpy(*progress, p, pl);

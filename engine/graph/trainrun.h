@@ -10,7 +10,7 @@
 #include "accumulate.h"
 
 /* the registry's arguments, the same in both commands */
-extern const char *const slM_parallel_names[];   /* "none", "data", NULL */
+extern const char *const slM_parallel_names[]; /* "none", "data", NULL */
 /* clang-format off */
 #define SLM_RUN_ARGS                                                                                                  \
   {"accumulate", SL_ARG_INT, 0, "1", "micro-batches per step: the batch is split and their gradients summed in order"}, \
@@ -27,19 +27,19 @@ extern const char *const slM_parallel_names[];   /* "none", "data", NULL */
 
 typedef struct slM_Checkpoint {
   char path[1024];
-  int every;           /* steps between checkpoints */
-  uint64_t run;        /* what identifies the run: the model at its start, the data, the settings */
+  int every;    /* steps between checkpoints */
+  uint64_t run; /* what identifies the run: the model at its start, the data, the settings */
 } slM_Checkpoint;
 
 typedef struct slM_Run {
   slM_StepConfig split;
   const slM_GroupOps *ops;
-  int use_split;       /* accumulation or a group: steps run through accumulate.c */
-  int ranks;           /* processes in the group (1: none) */
+  int use_split; /* accumulation or a group: steps run through accumulate.c */
+  int ranks;     /* processes in the group (1: none) */
   slM_Checkpoint ckpt;
   int use_ckpt;
-  int resumed;         /* the run went on from its checkpoint */
-  char err[1400];      /* why the group or a checkpoint failed ("" when neither did) */
+  int resumed;    /* the run went on from its checkpoint */
+  char err[1400]; /* why the group or a checkpoint failed ("" when neither did) */
 } slM_Run;
 
 /* Reads the arguments, refuses what does not fit together (with the

@@ -27,14 +27,14 @@ struct slM_Transform {
   ** in and out may be the same array */
   void (*apply)(const slM_Transform *t, const float *in, float *out, size_t n);
   void (*free)(slM_Transform *t);
-  slM_Transform *(*clone)(const slM_Transform *t);  /* for deep copies of a model */
+  slM_Transform *(*clone)(const slM_Transform *t); /* for deep copies of a model */
   /* for checkpoints: appends the bytes the transform decoder rebuilds it
   ** from (its kind and settings, and any state it carries) */
   void (*encode)(const slM_Transform *t, struct slU_Text *out);
-  char name[96];     /* for metadata and reports, e.g. "integer(width=8, frac=6)" */
-  double bits;       /* storage bits per value, e.g. 8.25 for MXINT8; 32 for none */
-  int has_gradient;  /* 0: QAT must refuse (no defined straight-through gradient) */
-  void *state;       /* owned by the transform */
+  char name[96];    /* for metadata and reports, e.g. "integer(width=8, frac=6)" */
+  double bits;      /* storage bits per value, e.g. 8.25 for MXINT8; 32 for none */
+  int has_gradient; /* 0: QAT must refuse (no defined straight-through gradient) */
+  void *state;      /* owned by the transform */
 };
 
 /* Rebuilds a transform from the bytes its encode wrote; NULL with err.
@@ -49,7 +49,7 @@ typedef struct slM_NodeTransforms {
   slM_Transform *data_in_prune; /* activation pruning, applied before data_in */
   slM_Transform *weight;        /* applied to weight * mask */
   slM_Transform *bias;
-  unsigned char *weight_mask;   /* NULL: dense; else 1 keep / 0 pruned per weight element */
+  unsigned char *weight_mask; /* NULL: dense; else 1 keep / 0 pruned per weight element */
 } slM_NodeTransforms;
 
 #endif

@@ -59,9 +59,9 @@ float slK_gelu_grad(float x) {
 #include <immintrin.h>
 #define V8 __attribute__((target("avx2"))) static inline
 V8 __m256 erf8(__m256 x) {
-  x = _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_max_ps(_mm256_set1_ps(-4.0f), x));   /* NaN stays NaN */
+  x = _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_max_ps(_mm256_set1_ps(-4.0f), x)); /* NaN stays NaN */
   __m256 x2 = _mm256_mul_ps(x, x);
-  static const float pc[] = {2.77068142495902e-08f, -2.10102402082508e-06f, -5.69250639462346e-05f,
+  static const float pc[] = {2.77068142495902e-08f,  -2.10102402082508e-06f, -5.69250639462346e-05f,
                              -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f};
   static const float qc[] = {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f,
                              -1.42647390514189e-02f};

@@ -54,7 +54,6 @@
 #include "round.h"
 #include "simd.h"
 
-
 const char *slK_attention_name(slK_AttnImpl impl) {
   static const char *const names[SLK_ATTN_NUM] = {"naive", "fused"};
   return impl < SLK_ATTN_NUM ? names[impl] : "?";
@@ -77,13 +76,13 @@ static int mask_any(const slK_Attn *a) { return a->causal || a->key_mask; }
 
 static double workspace32(slK_AttnImpl impl, const slK_Attn *a, int backward) {
   double bh = (double)a->batch * a->heads, f = sizeof(float);
-  if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f;  /* S and P, or P and dP */
+  if (impl == SLK_ATTN_NAIVE) return 2.0 * bh * a->nq * a->nk * f; /* S and P, or P and dP */
   double nk = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), per;
   if (!backward) per = (double)BQ * a->dim + (double)BQ * BK + (double)BQ * d8 + 3.0 * BQ + SLK_MR * a->dim + 64;
   else if (a->dim % SLK_MR == 0) per = 2 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ + 2.0 * SLK_MR * a->dim;
   else per = 5 * nk * d8 + 4.0 * BQ * d8 + 4.0 * BQ * BK + 4.0 * BQ;
   int threads = slK_threads(), heads = a->batch * a->heads, tiles = (a->nq + BQ - 1) / BQ;
-  double split = 0;   /* the backward's per-group dK, dV when there are fewer heads than threads */
+  double split = 0; /* the backward's per-group dK, dV when there are fewer heads than threads */
   if (backward && heads > 0 && heads < threads) {
     int groups = (threads + heads - 1) / heads;
     split = 2.0 * (nk * d8 + 64) * heads * (groups < tiles ? groups : tiles);
@@ -170,7 +169,6 @@ static void pass(void (*row)(Rows *, long, float *), Rows *R) {
   slK_parallel(64, slK_threads(), rows_job, R);
 }
 
-
 /* a product of the naive version: float32 (OpenBLAS), or with a->format = SLK_BF16 its operands rounded to
 ** bfloat16 and the sums in float32 (gemm_half.c: vdpbf16ps, or the emulated path) */
 static void product(const slK_Attn *a, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -183,8 +181,8 @@ static void product(const slK_Attn *a, int ta, int tb, int M, int N, int K, floa
 static void naive_scores(const slK_Attn *a, const float *q, const float *k, float *s) {
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++)
-      product(a, SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, q, b, h), (int)a->q_row, kh(a, k, b, h),
-                (int)a->k_row, 0.0f, s + ((long)b * a->heads + h) * a->nq * a->nk, a->nk);
+      product(a, SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, q, b, h), (int)a->q_row, kh(a, k, b, h), (int)a->k_row,
+              0.0f, s + ((long)b * a->heads + h) * a->nq * a->nk, a->nk);
 }
 
 /* the forward; P is returned (caller frees with slK_free) when keep_p */
@@ -206,7 +204,7 @@ static int naive_forward(const slK_Attn *a, const float *q, const float *k, cons
   for (int b = 0; b < a->batch; b++)
     for (int h = 0; h < a->heads; h++)
       product(a, SLK_N, SLK_N, a->nq, a->dim, a->nk, 1.0f, p + ((long)b * a->heads + h) * a->nq * a->nk, a->nk,
-                kh(a, v, b, h), (int)a->k_row, 0.0f, (float *)qh(a, o, b, h), (int)a->q_row);
+              kh(a, v, b, h), (int)a->k_row, 0.0f, (float *)qh(a, o, b, h), (int)a->q_row);
   if (keep_p) *keep_p = p;
   else slK_free(p);
   return 0;
@@ -222,9 +220,9 @@ static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, c
       const float *ph = p + ((long)b * a->heads + h) * a->nq * a->nk;
       float *dph = dp + ((long)b * a->heads + h) * a->nq * a->nk;
       product(a, SLK_T, SLK_N, a->nk, a->dim, a->nq, 1.0f, ph, a->nk, qh(a, dout, b, h), (int)a->q_row, 1.0f,
-                (float *)kh(a, dv, b, h), (int)a->k_row);
+              (float *)kh(a, dv, b, h), (int)a->k_row);
       product(a, SLK_N, SLK_T, a->nq, a->nk, a->dim, 1.0f, qh(a, dout, b, h), (int)a->q_row, kh(a, v, b, h),
-                (int)a->k_row, 0.0f, dph, a->nk);
+              (int)a->k_row, 0.0f, dph, a->nk);
     }
   Rows R = {a, dp, p, NULL, t, NULL};
   pass(row_softmax_grad, &R);
@@ -232,9 +230,9 @@ static int naive_backward_p(const slK_Attn *a, const float *q, const float *k, c
     for (int h = 0; h < a->heads; h++) {
       const float *dsh = dp + ((long)b * a->heads + h) * a->nq * a->nk;
       product(a, SLK_N, SLK_N, a->nq, a->dim, a->nk, t, dsh, a->nk, kh(a, k, b, h), (int)a->k_row, 1.0f,
-                (float *)qh(a, dq, b, h), (int)a->q_row);
+              (float *)qh(a, dq, b, h), (int)a->q_row);
       product(a, SLK_T, SLK_N, a->nk, a->dim, a->nq, t, dsh, a->nk, qh(a, q, b, h), (int)a->q_row, 1.0f,
-                (float *)kh(a, dk, b, h), (int)a->k_row);
+              (float *)kh(a, dk, b, h), (int)a->k_row);
     }
   slK_free(dp);
   return 0;
@@ -327,7 +325,7 @@ static void rows_times(const slK_Simd *simd, const float *X, long row, int n, in
 
 typedef struct {
   float *qt, *s, *ot, *m, *l, *c;
-  float *ktail;       /* the last keys of a head, short of a panel of 8, packed */
+  float *ktail; /* the last keys of a head, short of a panel of 8, packed */
 } FwdWork;
 
 typedef struct {
@@ -335,10 +333,10 @@ typedef struct {
   const float *q, *k, *v;
   float *o, *lse;
   int tiles, nk8;
-  int direct;         /* K and V read in place (dim a multiple of 8); else packed: */
-  float *kp, *vt;     /* every head's K rows by 8 and V^T features by 8, packed once */
+  int direct;     /* K and V read in place (dim a multiple of 8); else packed: */
+  float *kp, *vt; /* every head's K rows by 8 and V^T features by 8, packed once */
   FwdWork *w;
-  int round;          /* bf16 products on a CPU without them: P rounded in its panel (Q, K, V come rounded) */
+  int round; /* bf16 products on a CPU without them: P rounded in its panel (Q, K, V come rounded) */
 } Fwd;
 
 static size_t kp_floats(const Fwd *F) { return (size_t)F->nk8 * F->a->dim + 64; }
@@ -366,7 +364,7 @@ static void fwd_job(void *ctx, int job, int worker) {
   pack_lanes(qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, scale_of(a) * (float)M_LOG2E);
   for (int i = 0; i < np * LANES; i++) w->m[i] = -INFINITY, w->l[i] = 0;
   int kend = a->nk;
-  if (a->causal && q0 + qn < kend) kend = q0 + qn;   /* key tiles past the last query are skipped */
+  if (a->causal && q0 + qn < kend) kend = q0 + qn; /* key tiles past the last query are skipped */
   for (int k0 = 0; k0 < kend; k0 += BK) {
     int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR), kc = kend - k0 < kb ? kend - k0 : kb;
     for (int lp = 0; lp < np; lp++) {
@@ -378,7 +376,7 @@ static void fwd_job(void *ctx, int job, int worker) {
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
       if (F->round) slK_round_array(SLK_BF16, s, s, (size_t)kb * LANES);
-      if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
+      if (k0 > 0) simd->scale_panel(ot, d8, w->c); /* the first tile's O is still 0 */
       /* O^T += V^T P^T over the keys that exist (past them P is 0) */
       for (int fp = 0; fp < d8; fp += SLK_MR)
         if (F->direct) simd->micro_a(kc, V + k0 * a->k_row + fp, 1, a->k_row, s, ot + fp * LANES, LANES, k0 > 0);
@@ -402,12 +400,13 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
   int threads = pick_threads(a, jobs), nk8 = up(a->nk, LANES), d8 = up(a->dim, SLK_MR), rc = 0;
   FwdWork w[64];
   for (int t = 0; t < threads; t++) {
-    float *p[7] = {
-      w[t].qt = slK_alloc(sizeof(float) * (size_t)BQ * a->dim + 64),
-      w[t].s = slK_alloc(sizeof(float) * (size_t)BQ * BK),
-      w[t].ot = slK_alloc(sizeof(float) * (size_t)BQ * d8),
-      w[t].m = slK_alloc(sizeof(float) * BQ), w[t].l = slK_alloc(sizeof(float) * BQ),
-      w[t].c = slK_alloc(sizeof(float) * LANES), w[t].ktail = slK_alloc(sizeof(float) * (size_t)SLK_MR * a->dim + 64)};
+    float *p[7] = {w[t].qt = slK_alloc(sizeof(float) * (size_t)BQ * a->dim + 64),
+                   w[t].s = slK_alloc(sizeof(float) * (size_t)BQ * BK),
+                   w[t].ot = slK_alloc(sizeof(float) * (size_t)BQ * d8),
+                   w[t].m = slK_alloc(sizeof(float) * BQ),
+                   w[t].l = slK_alloc(sizeof(float) * BQ),
+                   w[t].c = slK_alloc(sizeof(float) * LANES),
+                   w[t].ktail = slK_alloc(sizeof(float) * (size_t)SLK_MR * a->dim + 64)};
     for (int i = 0; i < 7; i++) rc |= !p[i];
   }
   int heads = a->batch * a->heads;
@@ -431,9 +430,9 @@ static int fused_forward(const slK_Attn *a, const float *q, const float *k, cons
 /* --------------------------------------------------------- fused backward */
 
 typedef struct {
-  float *kp, *vp, *kt;        /* dim not a multiple of 8: K and V rows by 8 over features; K^T features by 8 over keys */
-  float *ktail, *vtail;       /* else K and V are read in place, but for their last keys short of 8 */
-  float *dkt, *dvt;           /* dK^T, dV^T: [key/48][feature][48] */
+  float *kp, *vp, *kt;  /* dim not a multiple of 8: K and V rows by 8 over features; K^T features by 8 over keys */
+  float *ktail, *vtail; /* else K and V are read in place, but for their last keys short of 8 */
+  float *dkt, *dvt;     /* dK^T, dV^T: [key/48][feature][48] */
   float *qt, *dot, *qa, *doa; /* Q^T, dO^T lane panels (B); Q^T, dO^T features by 8 over queries (A) */
   float *s, *dp, *pb, *dsb;   /* P^T, dS^T in lane panels; P, dS with keys as columns */
   float *dqt, *lse, *dd;
@@ -444,7 +443,7 @@ typedef struct {
   const float *q, *k, *v, *o, *dout, *lse;
   float *dq, *dk, *dv;
   int groups, nk48, direct;
-  size_t kd;          /* floats in one dK^T or dV^T accumulator */
+  size_t kd; /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
   float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
   const float *dprod; /* dO as the products take it (rounded when round), dout for D */
@@ -456,7 +455,8 @@ static void transpose_panels(const slK_Simd *simd, const float *src, int np, int
   int nq = np * LANES;
   for (int lp = 0; lp < np; lp++)
     for (int r = 0; r < rows; r += LANES)
-      simd->transpose48(src + ((size_t)lp * BK + r) * LANES, dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
+      simd->transpose48(src + ((size_t)lp * BK + r) * LANES,
+                        dst + (size_t)(r / LANES) * nq * LANES + (size_t)lp * LANES * LANES);
 }
 
 static void bwd_job(void *ctx, int job, int worker) {
@@ -480,7 +480,7 @@ static void bwd_job(void *ctx, int job, int worker) {
   memset(dvt, 0, sizeof(float) * (size_t)nk48 * d8);
   for (int tile = g; tile < tiles; tile += B->groups) {
     int q0 = tile * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES, nqp = np * LANES;
-    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t * (float)M_LOG2E);   /* scores in base 2 */
+    pack_lanes(Q + (long)q0 * a->q_row, a->q_row, qn, np, d, w->qt, t * (float)M_LOG2E); /* scores in base 2 */
     pack_lanes(dOp + (long)q0 * a->q_row, a->q_row, qn, np, d, w->dot, 1.0f);
     pack_cols8(Q + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->qa, t);
     pack_cols8(dOp + (long)q0 * a->q_row, a->q_row, qn, nqp, d, w->doa, 1.0f);
@@ -504,7 +504,8 @@ static void bwd_job(void *ctx, int job, int worker) {
         mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
         simd->exp_sub_panel(s, kb, w->lse + lp * LANES);
         simd->ds_panel(s, dp, kb, w->dd + lp * LANES);
-        if (B->round) slK_round_array(SLK_BF16, s, s, (size_t)kb * LANES), slK_round_array(SLK_BF16, dp, dp, (size_t)kb * LANES);
+        if (B->round)
+          slK_round_array(SLK_BF16, s, s, (size_t)kb * LANES), slK_round_array(SLK_BF16, dp, dp, (size_t)kb * LANES);
         float *dqt = w->dqt + (size_t)lp * d8 * LANES;
         /* dQ^T += K^T dS^T over the keys that exist (past them dS is 0) */
         for (int fp = 0; fp < d8; fp += SLK_MR)
@@ -551,13 +552,11 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
     if (packed) w[t].kp = slK_alloc(F * kd), w[t].vp = slK_alloc(F * kd), w[t].kt = slK_alloc(F * kd);
     else w[t].ktail = slK_alloc(F * tail), w[t].vtail = slK_alloc(F * tail);
     rc |= packed ? !w[t].kp || !w[t].vp || !w[t].kt : !w[t].ktail || !w[t].vtail;
-    float *p[NBUF - 5] = {
-      w[t].dkt = slK_alloc(F * kd), w[t].dvt = slK_alloc(F * kd),
-      w[t].qt = slK_alloc(F * qd), w[t].dot = slK_alloc(F * qd), w[t].qa = slK_alloc(F * qd),
-      w[t].doa = slK_alloc(F * qd),
-      w[t].s = slK_alloc(F * sk), w[t].dp = slK_alloc(F * sk), w[t].pb = slK_alloc(F * sk),
-      w[t].dsb = slK_alloc(F * sk),
-      w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ), w[t].dd = slK_alloc(F * BQ)};
+    float *p[NBUF - 5] = {w[t].dkt = slK_alloc(F * kd), w[t].dvt = slK_alloc(F * kd), w[t].qt = slK_alloc(F * qd),
+                          w[t].dot = slK_alloc(F * qd), w[t].qa = slK_alloc(F * qd),  w[t].doa = slK_alloc(F * qd),
+                          w[t].s = slK_alloc(F * sk),   w[t].dp = slK_alloc(F * sk),  w[t].pb = slK_alloc(F * sk),
+                          w[t].dsb = slK_alloc(F * sk), w[t].dqt = slK_alloc(F * qd), w[t].lse = slK_alloc(F * BQ),
+                          w[t].dd = slK_alloc(F * BQ)};
     for (int i = 0; i < NBUF - 5; i++) rc |= !p[i];
   }
   /* split heads add their groups' dK, dV afterwards in group order, so the sums never depend on timing */
@@ -566,11 +565,12 @@ static int fused_backward(const slK_Attn *a, const float *q, const float *k, con
   Bwd B = {a, q, k, v, o, dout, lse, dq, dk, dv, groups, nk48, direct, kd, w, part, dprod, round};
   if (rc == 0) slK_parallel(heads * groups, threads, bwd_job, &B);
   if (rc == 0 && part)
-    for (int job = 0; job < heads * groups; job++) add_key_sums(a, job / groups, dk, dv, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
+    for (int job = 0; job < heads * groups; job++)
+      add_key_sums(a, job / groups, dk, dv, part + (size_t)job * 2 * kd, part + (size_t)job * 2 * kd + kd);
   slK_free(part);
   for (int t = 0; t < threads; t++) {
-    float *p[NBUF] = {w[t].kp, w[t].vp, w[t].kt, w[t].ktail, w[t].vtail, w[t].dkt, w[t].dvt, w[t].qt, w[t].dot,
-                      w[t].qa, w[t].doa, w[t].s, w[t].dp, w[t].pb, w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
+    float *p[NBUF] = {w[t].kp, w[t].vp,  w[t].kt, w[t].ktail, w[t].vtail, w[t].dkt, w[t].dvt, w[t].qt,  w[t].dot,
+                      w[t].qa, w[t].doa, w[t].s,  w[t].dp,    w[t].pb,    w[t].dsb, w[t].dqt, w[t].lse, w[t].dd};
     free_all(p, NBUF);
   }
   return rc ? -1 : 0;
@@ -595,10 +595,11 @@ static float *rounded_copy(const slK_Attn *a, const float *x, int isq) {
 
 int slK_attention_forward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
                           float *o, float *lse) {
-  if (a->nk == 0) {   /* every row fully masked */
+  if (a->nk == 0) { /* every row fully masked */
     for (int b = 0; b < a->batch; b++)
       for (int h = 0; h < a->heads; h++)
-        for (int i = 0; i < a->nq; i++) memset((float *)qh(a, o, b, h) + i * a->q_row, 0, sizeof(float) * (size_t)a->dim);
+        for (int i = 0; i < a->nq; i++)
+          memset((float *)qh(a, o, b, h) + i * a->q_row, 0, sizeof(float) * (size_t)a->dim);
     memset(lse, 0, sizeof(float) * (size_t)a->batch * a->heads * a->nq);
     return 0;
   }
@@ -617,7 +618,8 @@ int slK_attention_backward(slK_AttnImpl impl, const slK_Attn *a, const float *q,
   if (impl == SLK_ATTN_NAIVE) return naive_backward(a, q, k, v, dout, lse, dq, dk, dv);
   if (a->format != SLK_BF16) return fused_backward(a, q, k, v, o, dout, dout, lse, dq, dk, dv, 0);
   if (slK_half_loops()) return slK_attention_half_backward(a, q, k, v, o, dout, lse, dq, dk, dv);
-  float *rq = rounded_copy(a, q, 1), *rk = rounded_copy(a, k, 0), *rv = rounded_copy(a, v, 0), *rd = rounded_copy(a, dout, 1);
+  float *rq = rounded_copy(a, q, 1), *rk = rounded_copy(a, k, 0), *rv = rounded_copy(a, v, 0),
+        *rd = rounded_copy(a, dout, 1);
   int rc = rq && rk && rv && rd ? fused_backward(a, rq, rk, rv, o, dout, rd, lse, dq, dk, dv, 1) : -1;
   slK_free(rq), slK_free(rk), slK_free(rv), slK_free(rd);
   return rc;

@@ -94,7 +94,7 @@ typedef struct {
   const float *q, *k, *v;
   float *o, *lse;
   int tiles, nk8, d2, d8, nkp;
-  uint32_t *kp, *vt;   /* every head's K by 8 keys, V^T by 8 features */
+  uint32_t *kp, *vt; /* every head's K by 8 keys, V^T by 8 features */
   FwdWork *w;
 } Fwd;
 
@@ -126,11 +126,11 @@ static void fwd_job(void *ctx, int job, int worker) {
   int bh = job / F->tiles, b = bh / a->heads, h = bh % a->heads, d2 = F->d2, d8 = F->d8;
   int q0 = job % F->tiles * BQ, qn = a->nq - q0 < BQ ? a->nq - q0 : BQ, np = (qn + LANES - 1) / LANES;
   const uint32_t *kp = F->kp + (size_t)bh * kp_words(F), *vt = F->vt + (size_t)bh * vt_words(F);
-  float alpha = scale_of(a) * (float)M_LOG2E;   /* scores in base 2 */
+  float alpha = scale_of(a) * (float)M_LOG2E; /* scores in base 2 */
   pack_lanes(L, qh(a, F->q, b, h) + (long)q0 * a->q_row, a->q_row, qn, a->dim, w->qt);
   for (int i = 0; i < np * LANES; i++) w->m[i] = -INFINITY, w->l[i] = 0;
   int kend = a->nk;
-  if (a->causal && q0 + qn < kend) kend = q0 + qn;   /* key tiles past the last query are skipped */
+  if (a->causal && q0 + qn < kend) kend = q0 + qn; /* key tiles past the last query are skipped */
   for (int k0 = 0; k0 < kend; k0 += BK) {
     int kb = up(kend - k0 < BK ? kend - k0 : BK, SLK_MR), kc = kend - k0 < kb ? kend - k0 : kb;
     for (int lp = 0; lp < np; lp++) {
@@ -140,7 +140,7 @@ static void fwd_job(void *ctx, int job, int worker) {
         L->micro(d2, kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, alpha, 0.0f, NULL);
       mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
       simd->softmax_panel(s, kb, w->m + lp * LANES, w->l + lp * LANES, w->c);
-      if (k0 > 0) simd->scale_panel(ot, d8, w->c);   /* the first tile's O is still 0 */
+      if (k0 > 0) simd->scale_panel(ot, d8, w->c); /* the first tile's O is still 0 */
       /* O^T += V^T P^T over the keys that exist, P^T rounded as it is packed */
       slK_HalfSrc ps = {s, NULL, LANES, 1};
       L->pack_pairs_b(&ps, 0, kc, 0, LANES, w->pt);
@@ -152,7 +152,8 @@ static void fwd_job(void *ctx, int job, int worker) {
   store_rows(a, bh, q0, qn, w->l, w->m, w->ot, F->o, F->lse);
 }
 
-int slK_attention_half_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o, float *lse) {
+int slK_attention_half_forward(const slK_Attn *a, const float *q, const float *k, const float *v, float *o,
+                               float *lse) {
   int tiles = (a->nq + BQ - 1) / BQ, jobs = a->batch * a->heads * tiles, heads = a->batch * a->heads;
   if (jobs == 0) return 0;
   int threads = pick_threads(a, jobs), rc = 0;
@@ -165,8 +166,21 @@ int slK_attention_half_forward(const slK_Attn *a, const float *q, const float *k
     rc |= !w[t].base;
     w[t].qt = p[0], w[t].pt = p[1], w[t].s = p[2], w[t].ot = p[3], w[t].m = p[4], w[t].l = p[5], w[t].c = p[6];
   }
-  Fwd F = {a, slK_half_loops(), q, k, v, o, lse, tiles, up(a->nk, SLK_MR), pairs(a->dim), up(a->dim, SLK_MR),
-           pairs(a->nk), NULL, NULL, w};
+  Fwd F = {a,
+           slK_half_loops(),
+           q,
+           k,
+           v,
+           o,
+           lse,
+           tiles,
+           up(a->nk, SLK_MR),
+           pairs(a->dim),
+           up(a->dim, SLK_MR),
+           pairs(a->nk),
+           NULL,
+           NULL,
+           w};
   F.kp = slK_alloc(sizeof(uint32_t) * kp_words(&F) * heads);
   F.vt = slK_alloc(sizeof(uint32_t) * vt_words(&F) * heads);
   rc |= !F.kp || !F.vt || !F.L;
@@ -197,17 +211,30 @@ typedef struct {
   const float *q, *k, *v, *o, *dout, *lse;
   float *dq, *dk, *dv;
   int groups, nk48;
-  size_t kd;          /* floats in one dK^T or dV^T accumulator */
+  size_t kd; /* floats in one dK^T or dV^T accumulator */
   BwdWork *w;
-  float *part;        /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
+  float *part; /* groups > 1: each job's own dK^T, dV^T, added in job order afterwards */
 } Bwd;
 
 static void bwd_sizes(const slK_Attn *a, size_t *sz) {
   size_t d2 = (size_t)pairs(a->dim), d8 = (size_t)up(a->dim, SLK_MR), nk48 = (size_t)up(a->nk, LANES);
   size_t kd = nk48 * d8 + 64, lanes = BQ * d2 + 64, cols = d8 * pairs(BQ) + 64, sk = (size_t)BQ * BK;
-  size_t s[NBWD] = {nk48 * d2 + 64, nk48 * d2 + 64, d8 * pairs(a->nk) + 64, kd, kd, lanes, lanes, cols, cols, sk, sk,
-                    (size_t)pairs(BK) * LANES + 64, (size_t)pairs(BQ) * BK + 64, (size_t)pairs(BQ) * BK + 64,
-                    BQ * d8 + 64, 2 * BQ};
+  size_t s[NBWD] = {nk48 * d2 + 64,
+                    nk48 * d2 + 64,
+                    d8 * pairs(a->nk) + 64,
+                    kd,
+                    kd,
+                    lanes,
+                    lanes,
+                    cols,
+                    cols,
+                    sk,
+                    sk,
+                    (size_t)pairs(BK) * LANES + 64,
+                    (size_t)pairs(BQ) * BK + 64,
+                    (size_t)pairs(BQ) * BK + 64,
+                    BQ * d8 + 64,
+                    2 * BQ};
   memcpy(sz, s, sizeof s);
 }
 
@@ -223,7 +250,8 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
     float *s = w->s + (size_t)lp * BK * LANES, *dp = w->dp + (size_t)lp * BK * LANES;
     const uint32_t *qt = w->qt + (size_t)lp * LANES * d2, *dot = w->dot + (size_t)lp * LANES * d2;
     for (int r = 0; r < kb; r += SLK_MR) {
-      L->micro(d2, w->kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, t * (float)M_LOG2E, 0.0f, NULL);
+      L->micro(d2, w->kp + (size_t)(k0 + r) * d2, qt, s + r * LANES, LANES, SLK_MR, LANES, t * (float)M_LOG2E, 0.0f,
+               NULL);
       L->micro(d2, w->vp + (size_t)(k0 + r) * d2, dot, dp + r * LANES, LANES, SLK_MR, LANES, 1.0f, 0.0f, NULL);
     }
     mask_panel(a, b, s, kb, k0, q0 + lp * LANES);
@@ -250,7 +278,8 @@ static void bwd_keys(const Bwd *B, BwdWork *w, float *dkt, float *dvt, int b, in
   for (int kq = 0; kq < kb; kq += LANES) {
     size_t acc = (size_t)(k0 + kq) / LANES * d8 * LANES, col = (size_t)(kq / LANES) * LANES * qp;
     for (int fp = 0; fp < d8; fp += SLK_MR) {
-      L->micro(qp, w->doa + (size_t)fp * qp, w->pb + col, dvt + acc + fp * LANES, LANES, SLK_MR, LANES, 1.0f, 1.0f, NULL);
+      L->micro(qp, w->doa + (size_t)fp * qp, w->pb + col, dvt + acc + fp * LANES, LANES, SLK_MR, LANES, 1.0f, 1.0f,
+               NULL);
       L->micro(qp, w->qa + (size_t)fp * qp, w->dsb + col, dkt + acc + fp * LANES, LANES, SLK_MR, LANES, t, 1.0f, NULL);
     }
   }
@@ -338,8 +367,9 @@ double slK_attention_half_workspace(const slK_Attn *a, int backward) {
   if (!backward) {
     size_t sz[7];
     fwd_sizes(a, sz);
-    double shared = (double)heads * ((double)up(a->nk, SLK_MR) * pairs(a->dim) + 64 +
-                                     (double)up(a->dim, SLK_MR) * pairs(a->nk) + 64) * 4;
+    double shared = (double)heads *
+                    ((double)up(a->nk, SLK_MR) * pairs(a->dim) + 64 + (double)up(a->dim, SLK_MR) * pairs(a->nk) + 64) *
+                    4;
     int tiles = (a->nq + BQ - 1) / BQ;
     threads = pick_threads(a, heads * tiles);
     return threads * (double)carved(7, sz) + shared;

@@ -14,10 +14,10 @@
 #include "simd.h"
 
 #ifndef BQ
-#define BQ 96    /* queries per tile: two lane panels */
+#define BQ 96 /* queries per tile: two lane panels */
 #endif
 #ifndef BK
-#define BK 384   /* keys per tile: a multiple of 48 and of 8 */
+#define BK 384 /* keys per tile: a multiple of 48 and of 8 */
 #endif
 #define LANES SLK_NR
 
@@ -25,15 +25,19 @@ static inline int up(int x, int m) { return (x + m - 1) / m * m; }
 
 static inline float scale_of(const slK_Attn *a) { return a->scale > 0 ? a->scale : 1.0f / sqrtf((float)a->dim); }
 
-static inline const float *qh(const slK_Attn *a, const float *x, int b, int h) { return x + a->q_batch * b + a->q_head * h; }
-static inline const float *kh(const slK_Attn *a, const float *x, int b, int h) { return x + a->k_batch * b + a->k_head * h; }
+static inline const float *qh(const slK_Attn *a, const float *x, int b, int h) {
+  return x + a->q_batch * b + a->q_head * h;
+}
+static inline const float *kh(const slK_Attn *a, const float *x, int b, int h) {
+  return x + a->k_batch * b + a->k_head * h;
+}
 
 /* -inf where a key is masked or past nk, in the score panel of keys [k0, k0+rows)
 ** for the queries [q0, q0+48); only the rows that can hold a masked score are visited */
 static inline void mask_panel(const slK_Attn *a, int b, float *s, int rows, int k0, int q0) {
-  int from = a->nk - k0;   /* rows at and after this one are past the keys */
+  int from = a->nk - k0; /* rows at and after this one are past the keys */
   if (a->key_mask) from = 0;
-  else if (a->causal && q0 + 1 - k0 < from) from = q0 + 1 - k0;   /* key > q0: masked for some query */
+  else if (a->causal && q0 + 1 - k0 < from) from = q0 + 1 - k0; /* key > q0: masked for some query */
   for (int r = from < 0 ? 0 : from; r < rows; r++) {
     int key = k0 + r;
     float *row = s + r * LANES;
@@ -68,8 +72,8 @@ static inline void add_key_sums(const slK_Attn *a, int bh, float *dk, float *dv,
 
 /* the forward's end for the queries [q0, q0+qn) of head bh: O = O^T / l (0 for
 ** a fully masked row), L = m + log l, from base 2 to natural log */
-static inline void store_rows(const slK_Attn *a, int bh, int q0, int qn, const float *l, const float *m, const float *ot,
-                              float *o, float *lse) {
+static inline void store_rows(const slK_Attn *a, int bh, int q0, int qn, const float *l, const float *m,
+                              const float *ot, float *o, float *lse) {
   int b = bh / a->heads, h = bh % a->heads, d8 = up(a->dim, SLK_MR);
   float *O = (float *)qh(a, o, b, h), *L = lse + (long)bh * a->nq;
   for (int j = 0; j < qn; j++) {
@@ -78,10 +82,9 @@ static inline void store_rows(const slK_Attn *a, int bh, int q0, int qn, const f
     const float *col = ot + (size_t)lp * d8 * LANES + lane;
     float *orow = O + (long)(q0 + j) * a->q_row;
     for (int f = 0; f < a->dim; f++) orow[f] = col[f * LANES] * inv;
-    L[q0 + j] = l[j] > 0 ? (m[j] + log2f(l[j])) * (float)M_LN2 : 0.0f;   /* m and l are in base 2 */
+    L[q0 + j] = l[j] > 0 ? (m[j] + log2f(l[j])) * (float)M_LN2 : 0.0f; /* m and l are in base 2 */
   }
 }
-
 
 /* the backward's per-query numbers for a tile of qn queries (nqp padded):
 ** D = rowsum(dO O) from the float32 values, in double, and the row's

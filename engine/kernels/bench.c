@@ -74,7 +74,7 @@ struct slK_Case {
   uint8_t *s;
   uint16_t *h;
   void *gpu;
-  void *copy[14];   /* a GPU case's arrays downloaded for its check (on_host) */
+  void *copy[14]; /* a GPU case's arrays downloaded for its check (on_host) */
 };
 
 static void fill(float *x, size_t n, uint64_t seed) {
@@ -99,7 +99,7 @@ static void case_free(slK_Case *c) {
   slK_free(c->s);
   slK_free(c->h);
   for (int i = 0; i < 14; i++) free(c->copy[i]);
-  if (c->gpu) slK_gpu()->case_free(c->gpu);   /* a GPU case was made by the table */
+  if (c->gpu) slK_gpu()->case_free(c->gpu); /* a GPU case was made by the table */
   free(c);
 }
 
@@ -140,13 +140,15 @@ static int half_format(const slK_Bench *b) {
 static void gemm_once(const slK_Bench *b, int n, const float *x, const float *y, float *z) {
   int f = half_format(b);
   if (f == SLK_FP32) slK_sgemm_with(gemm_impl(b), SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, n, 0.0f, z, n);
-  else if (strstr(b->name, "emulated")) slK_gemm_half_emulated(f, SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, NULL, n, 0.0f, z, n);
+  else if (strstr(b->name, "emulated"))
+    slK_gemm_half_emulated(f, SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, NULL, n, 0.0f, z, n);
   else slK_gemm_half(f, SLK_N, SLK_N, n, n, n, 1.0f, x, n, y, NULL, n, 0.0f, z, n);
 }
 
 static slK_GemmImpl gemm_impl(const slK_Bench *b) {
-  return strcmp(b->name, "gemm_naive") == 0 ? SLK_GEMM_NAIVE : strcmp(b->name, "gemm_blocked") == 0 ? SLK_GEMM_BLOCKED
-                                                                                                      : SLK_GEMM_OPENBLAS;
+  return strcmp(b->name, "gemm_naive") == 0     ? SLK_GEMM_NAIVE
+         : strcmp(b->name, "gemm_blocked") == 0 ? SLK_GEMM_BLOCKED
+                                                : SLK_GEMM_OPENBLAS;
 }
 
 static slK_Case *gemm_setup_for(const slK_Bench *b, int n, char *err, size_t errlen) {
@@ -205,8 +207,8 @@ static slK_Case *attn_setup_for(const slK_Bench *b, int L, const slK_Attn *shape
   if (refuse((size_t)need, what, err, errlen)) return NULL;
   slK_Case *c = case_new(L, &a);
   c->bench = b;
-  int ok = operand(c, 0, nx, 11, err, errlen) && operand(c, 1, nx, 12, err, errlen) && operand(c, 2, nx, 13, err, errlen) &&
-           operand(c, 3, nx, 0, err, errlen) && operand(c, 4, nl, 0, err, errlen);
+  int ok = operand(c, 0, nx, 11, err, errlen) && operand(c, 1, nx, 12, err, errlen) &&
+           operand(c, 2, nx, 13, err, errlen) && operand(c, 3, nx, 0, err, errlen) && operand(c, 4, nl, 0, err, errlen);
   if (ok && train)
     ok = operand(c, 5, nx, 14, err, errlen) && operand(c, 6, nx, 0, err, errlen) && operand(c, 7, nx, 0, err, errlen) &&
          operand(c, 8, nx, 0, err, errlen);
@@ -266,14 +268,15 @@ static slK_Case *mx_setup_for(const slK_Bench *b, int n, char *err, size_t errle
   c->m = slK_alloc((size_t)n);
   c->s = slK_alloc((size_t)n / 32 + 1);
   c->h = slK_alloc((size_t)n * 2);
-  if (!c->m || !c->s || !c->h || !operand(c, 0, (size_t)n, 0, err, errlen) || !operand(c, 1, (size_t)n, 3, err, errlen)) {
+  if (!c->m || !c->s || !c->h || !operand(c, 0, (size_t)n, 0, err, errlen) ||
+      !operand(c, 1, (size_t)n, 3, err, errlen)) {
     snprintf(err, errlen, "could not allocate the MXINT8 buffers of %d elements", n);
     case_free(c);
     return NULL;
   }
   for (int i = 0; i < n; i++) c->m[i] = (int8_t)(i * 37 % 255 - 127);
   for (int i = 0; i < n / 32 + 1; i++) c->s[i] = (uint8_t)(100 + i % 50);
-  memset(c->h, 0, (size_t)n * 2);   /* a decoder that wrote nothing is seen by its check, not read uninitialised */
+  memset(c->h, 0, (size_t)n * 2); /* a decoder that wrote nothing is seen by its check, not read uninitialised */
   return c;
 }
 
@@ -340,7 +343,8 @@ static slK_Case *mxl_setup_for(const slK_Bench *b, int n, char *err, size_t errl
 
 static double mxl_run(slK_Case *c) {
   int n = c->n;
-  slK_mxint8_linear(strstr(c->bench->name, "unfused") == NULL, LINEAR_ROWS, n, n, c->x[0], c->m, c->s, 32, NULL, c->x[1]);
+  slK_mxint8_linear(strstr(c->bench->name, "unfused") == NULL, LINEAR_ROWS, n, n, c->x[0], c->m, c->s, 32, NULL,
+                    c->x[1]);
   return -1;
 }
 
@@ -409,14 +413,15 @@ static int compare(const slK_Case *c, const char *what, const float *got, const 
   for (size_t i = 0; i < n; i++) big = fmax(big, fabs((double)want[i]));
   for (size_t i = 0; i < n; i++) {
     double e = fabs((double)got[i] - want[i]), tol = t->atol + t->rtol * fabs((double)want[i]) + t->of_max * big;
-    if (e != e) e = INFINITY;   /* NaN: as far off as can be */
+    if (e != e) e = INFINITY; /* NaN: as far off as can be */
     int differs = exact ? memcmp(&got[i], &want[i], sizeof(float)) != 0 : !(e <= tol);
     if (differs && e - tol > excess) excess = e - tol, worst = e, worst_tol = tol, at = i;
   }
   if (excess < 0) return 0;
   snprintf(err, errlen,
            "%s at size %d: %s differs from its reference by %g at element %zu (%.9g, the reference %.9g), more than "
-           "the tolerance %g: not timed", c->bench->name, c->n, what, worst, at, got[at], want[at], worst_tol);
+           "the tolerance %g: not timed",
+           c->bench->name, c->n, what, worst, at, got[at], want[at], worst_tol);
   return -1;
 }
 
@@ -448,10 +453,11 @@ static int gemm_compare(slK_Case *c, char *err, size_t errlen) {
   int n = c->n, linear = strstr(c->bench->name, "linear") != NULL, f = half_format(c->bench);
   size_t nn = (size_t)n * n;
   float *A = on_host(c, 0, nn * 4, err, errlen), *B = A ? on_host(c, 1, nn * 4, err, errlen) : NULL;
-  float *C = B ? on_host(c, 2, nn * 4, err, errlen) : NULL, *bias = C && linear ? on_host(c, 3, (size_t)n * 4, err, errlen) : C;
+  float *C = B ? on_host(c, 2, nn * 4, err, errlen) : NULL,
+        *bias = C && linear ? on_host(c, 3, (size_t)n * 4, err, errlen) : C;
   if (!bias) return -1;
   float *ref = malloc(nn * 3 * sizeof *ref), *Ar = ref + nn, *Br = Ar + nn;
-  slK_round_array(f, A, Ar, nn);   /* a copy for float32 */
+  slK_round_array(f, A, Ar, nn); /* a copy for float32 */
   slK_round_array(f, B, Br, nn);
   slK_sgemm_with(is_half_reference(c->bench) ? SLK_GEMM_NAIVE : SLK_GEMM_OPENBLAS, SLK_N, linear ? SLK_T : SLK_N, n, n,
                  n, 1.0f, Ar, n, Br, n, 0.0f, ref, n);
@@ -476,16 +482,17 @@ static int attn_compare(slK_Case *c, char *err, size_t errlen) {
   float *in[4], *got[5];
   int ok = 1;
   for (int i = 0; i < (train ? 4 : 3) && ok; i++) ok = (in[i] = on_host(c, i < 3 ? i : 5, nx * 4, err, errlen)) != NULL;
-  for (int i = 0; i < outs && ok; i++)   /* O, L, then dQ, dK, dV: arrays 3, 4, then 6, 7, 8 */
+  for (int i = 0; i < outs && ok; i++) /* O, L, then dQ, dK, dV: arrays 3, 4, then 6, 7, 8 */
     ok = (got[i] = on_host(c, i < 2 ? 3 + i : 4 + i, i == 1 ? nl * 4 : nx * 4, err, errlen)) != NULL;
   if (!ok) return -1;
   float *ref = calloc(4 * nx + nl, sizeof *ref), *want[5] = {ref, ref + 4 * nx, ref + nx, ref + 2 * nx, ref + 3 * nx};
   int rc = slK_attention_forward(impl, &r, in[0], in[1], in[2], want[0], want[1]);
-  if (rc == 0 && train) rc = slK_attention_backward(impl, &r, in[0], in[1], in[2], want[0], in[3], want[1], want[2], want[3], want[4]);
+  if (rc == 0 && train)
+    rc = slK_attention_backward(impl, &r, in[0], in[1], in[2], want[0], in[3], want[1], want[2], want[3], want[4]);
   if (rc != 0) snprintf(err, errlen, "%s: could not allocate its reference's workspace", b->name);
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
   for (int i = 0; i < outs && rc == 0; i++) {
-    if (i == 1 && c->gpu) continue;   /* L: the GPU's own convention inside its kernels */
+    if (i == 1 && c->gpu) continue; /* L: the GPU's own convention inside its kernels */
     const Tol *t = bf16 ? &TOL_ATTN_BF16 : i < 2 ? &TOL_ATTN_FORWARD : &TOL_ATTN_BACKWARD;
     rc = compare(c, names[i], got[i], want[i], i == 1 ? nl : nx, t, err, errlen);
   }
@@ -498,7 +505,7 @@ static int attn_compare(slK_Case *c, char *err, size_t errlen) {
 static int mx_compare(slK_Case *c, char *err, size_t errlen) {
   const char *name = c->bench->name;
   size_t n = (size_t)c->n;
-  if (strcmp(c->bench->group, "memory") == 0) {   /* memcpy: x1 into x0; the GPU's copy: x0 into x1 */
+  if (strcmp(c->bench->group, "memory") == 0) { /* memcpy: x1 into x0; the GPU's copy: x0 into x1 */
     float *dst = on_host(c, c->gpu ? 1 : 0, n * 4, err, errlen), *src = on_host(c, c->gpu ? 0 : 1, n * 4, err, errlen);
     return dst && src ? compare(c, "the copy", dst, src, n, &TOL_EXACT, err, errlen) : -1;
   }
@@ -509,7 +516,8 @@ static int mx_compare(slK_Case *c, char *err, size_t errlen) {
   int rc = -1;
   if (strstr(name, "bf16") || c->gpu) {
     uint16_t *h = on_host(c, 13, n * 2, err, errlen);
-    for (size_t i = 0; h && i < n; i++) got[i] = slK_bf16_to_f32(h[i]), ref[i] = slK_bf16_to_f32(slK_mxint8_bf16_one(m[i], s[i / 32]));
+    for (size_t i = 0; h && i < n; i++)
+      got[i] = slK_bf16_to_f32(h[i]), ref[i] = slK_bf16_to_f32(slK_mxint8_bf16_one(m[i], s[i / 32]));
     if (h) rc = compare(c, "the decode", got, ref, n, &TOL_EXACT, err, errlen);
   } else {
     if (strcmp(name, "mxint8_dequant_ref") == 0) slK_mxint8_dequant_f32(m, s, n, 32, ref);
@@ -536,7 +544,7 @@ static int check_at(const slK_Bench *b, int n, const slK_Attn *shape, int (*outp
   slK_Case *c = b->setup(n, shape, err, errlen);
   if (!c) return -1;
   double t = b->run(c);
-  int rc = t != t ? -1 : outputs(c, err, errlen);   /* NaN: a GPU launch failed */
+  int rc = t != t ? -1 : outputs(c, err, errlen); /* NaN: a GPU launch failed */
   if (t != t) snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, n, slK_gpu()->case_error());
   b->teardown(c);
   return rc;
@@ -560,13 +568,43 @@ static int check_mxl(const slK_Bench *b, const slK_Attn *s, char *err, size_t er
 
 /* the cases, in the order `kernels` lists them */
 enum {
-  GEMM_NAIVE, GEMM_BLOCKED, GEMM_OPENBLAS, GEMM_DISPATCH, ATTN_NAIVE, ATTN_FUSED, ATTN_NAIVE_TRAIN, ATTN_FUSED_TRAIN,
-  MEMCPY, MX_F32, MX_BF16, MX_REF, MXL_FUSED, MXL_UNFUSED, GEMM_BF16, GEMM_FP16, GEMM_BF16_EMULATED, ATTN_FUSED_BF16,
+  GEMM_NAIVE,
+  GEMM_BLOCKED,
+  GEMM_OPENBLAS,
+  GEMM_DISPATCH,
+  ATTN_NAIVE,
+  ATTN_FUSED,
+  ATTN_NAIVE_TRAIN,
+  ATTN_FUSED_TRAIN,
+  MEMCPY,
+  MX_F32,
+  MX_BF16,
+  MX_REF,
+  MXL_FUSED,
+  MXL_UNFUSED,
+  GEMM_BF16,
+  GEMM_FP16,
+  GEMM_BF16_EMULATED,
+  ATTN_FUSED_BF16,
   ATTN_FUSED_BF16_TRAIN,
   /* on the GPU */
-  GEMM_CUDA_NAIVE, GEMM_CUDA_TILED, GEMM_CUBLAS, GEMM_CUBLAS_DIRECT, ATTN_CUDA_NAIVE, ATTN_CUDA_FUSED,
-  ATTN_CUDA_FUSED_TRAIN, MX_CUDA, COPY_CUDA, ATTN_CUDA_NAIVE_TRAIN, ATTN_CUDA_FUSED_V1, ATTN_CUDA_FUSED_V1_TRAIN,
-  GEMM_CUDA_TILED_V1, ATTN_CUDA_FUSED_BF16, ATTN_CUDA_FUSED_BF16_TRAIN, GEMM_CUBLAS_BF16, LINEAR_CUDA_BF16,
+  GEMM_CUDA_NAIVE,
+  GEMM_CUDA_TILED,
+  GEMM_CUBLAS,
+  GEMM_CUBLAS_DIRECT,
+  ATTN_CUDA_NAIVE,
+  ATTN_CUDA_FUSED,
+  ATTN_CUDA_FUSED_TRAIN,
+  MX_CUDA,
+  COPY_CUDA,
+  ATTN_CUDA_NAIVE_TRAIN,
+  ATTN_CUDA_FUSED_V1,
+  ATTN_CUDA_FUSED_V1_TRAIN,
+  GEMM_CUDA_TILED_V1,
+  ATTN_CUDA_FUSED_BF16,
+  ATTN_CUDA_FUSED_BF16_TRAIN,
+  GEMM_CUBLAS_BF16,
+  LINEAR_CUDA_BF16,
   NBENCHES
 };
 
@@ -617,8 +655,12 @@ static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&bench
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[ATTN_FUSED_TRAIN], n, a); }
 static double attn_bytes_naive(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_NAIVE], n, a); }
 static double attn_bytes_fused(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_FUSED], n, a); }
-static double attn_bytes_naive_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_NAIVE_TRAIN], n, a); }
-static double attn_bytes_fused_train(int n, const slK_Attn *a) { return attn_bytes_of(&benches[ATTN_FUSED_TRAIN], n, a); }
+static double attn_bytes_naive_train(int n, const slK_Attn *a) {
+  return attn_bytes_of(&benches[ATTN_NAIVE_TRAIN], n, a);
+}
+static double attn_bytes_fused_train(int n, const slK_Attn *a) {
+  return attn_bytes_of(&benches[ATTN_FUSED_TRAIN], n, a);
+}
 static double memcpy_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MEMCPY], n); }
 static double mx_f32_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MX_F32], n); }
 static double mx_bf16_bytes(int n, const slK_Attn *a) { return mx_bytes_of(&benches[MX_BF16], n); }
@@ -715,9 +757,7 @@ static const slK_Bench benches[] = {
 ** names) */
 _Static_assert(sizeof benches / sizeof benches[0] == NBENCHES + 1, "one row per case");
 
-const slK_Bench *slK_bench_at(size_t i) {
-  return i < sizeof benches / sizeof benches[0] - 1 ? &benches[i] : NULL;
-}
+const slK_Bench *slK_bench_at(size_t i) { return i < sizeof benches / sizeof benches[0] - 1 ? &benches[i] : NULL; }
 
 const slK_Bench *slK_bench_find(const char *name) {
   for (size_t i = 0; benches[i].name; i++)
@@ -753,7 +793,7 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   if (!clock) clock = slK_now;
   if (b->check && !checked_last(b, shape)) {
     int rc = b->check(b, shape, err, errlen);
-    if (sl_interrupted()) {   /* a naive loop cut short differs from its reference: that is no mismatch */
+    if (sl_interrupted()) { /* a naive loop cut short differs from its reference: that is no mismatch */
       snprintf(err, errlen, "interrupted");
       return SLK_BENCH_INTERRUPTED;
     }

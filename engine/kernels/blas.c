@@ -52,7 +52,8 @@ static void load(void) {
     *(void **)&ob.dynamic_quit = dlsym(h, "gotoblas_dynamic_quit");
   }
   if (!h || !ob.sgemm || !ob.corename || !ob.set_num_threads || !ob.dynamic_init || !ob.dynamic_quit) {
-    fprintf(stderr, "syslab: cannot load OpenBLAS from %s: %s\n", SYSLAB_OPENBLAS, h ? "a function is missing" : dlerror());
+    fprintf(stderr, "syslab: cannot load OpenBLAS from %s: %s\n", SYSLAB_OPENBLAS,
+            h ? "a function is missing" : dlerror());
     abort();
   }
 }
@@ -66,8 +67,7 @@ static void select_core(void) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl"))
     core = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    core = "Haswell";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) core = "Haswell";
   if (!core) return;
   setenv("OPENBLAS_CORETYPE", core, 0);
   ob.dynamic_quit();

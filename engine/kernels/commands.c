@@ -45,9 +45,10 @@ static double round_sig(double x) {
 
 /* ------------------------------------------------------------ machine */
 
-static const char *const machine_fields[] = {"table", "sgemm_gflops", "openblas_gflops", "blocked_gflops",
-                                             "sgemm1_gflops", "memcpy_gbs", "stream_gbs",
-                                             "cores", "threads", "gpus", "gpu_sgemm_gflops", "gpu_copy_gbs", NULL};
+static const char *const machine_fields[] = {
+    "table",      "sgemm_gflops", "openblas_gflops", "blocked_gflops", "sgemm1_gflops",    "memcpy_gbs",
+    "stream_gbs", "cores",        "threads",         "gpus",           "gpu_sgemm_gflops", "gpu_copy_gbs",
+    NULL};
 
 static void machine_row(slT_Table *t, const char *what, const char *value, double measured, const char *unit) {
   size_t r = slT_add_row(t);
@@ -74,19 +75,19 @@ static int cmd_machine(sl_Call *call, sl_Value *result) {
     return sl_arg_error(call, "get", "%s is a figure of a GPU, and here there is none (%s): `machine get=gpus` is 0",
                         get, slK_dev_why());
   const slK_Machine *m = slK_machine();
-  if (sl_interrupted()) return sl_interrupted_error(call);   /* the roofs were not all measured */
+  if (sl_interrupted()) return sl_interrupted_error(call); /* the roofs were not all measured */
   if (strcmp(get, "table") != 0) {
-    double v = strcmp(get, "sgemm_gflops") == 0     ? m->sgemm_gflops
-               : strcmp(get, "openblas_gflops") == 0 ? m->openblas_gflops
-               : strcmp(get, "blocked_gflops") == 0 ? m->blocked_gflops
-               : strcmp(get, "sgemm1_gflops") == 0  ? m->sgemm1_gflops
-               : strcmp(get, "memcpy_gbs") == 0     ? m->memcpy_gbs
-               : strcmp(get, "stream_gbs") == 0     ? m->stream_gbs
-               : strcmp(get, "cores") == 0          ? m->cores
-               : strcmp(get, "threads") == 0        ? m->threads
-               : strcmp(get, "gpus") == 0           ? m->gpus
+    double v = strcmp(get, "sgemm_gflops") == 0       ? m->sgemm_gflops
+               : strcmp(get, "openblas_gflops") == 0  ? m->openblas_gflops
+               : strcmp(get, "blocked_gflops") == 0   ? m->blocked_gflops
+               : strcmp(get, "sgemm1_gflops") == 0    ? m->sgemm1_gflops
+               : strcmp(get, "memcpy_gbs") == 0       ? m->memcpy_gbs
+               : strcmp(get, "stream_gbs") == 0       ? m->stream_gbs
+               : strcmp(get, "cores") == 0            ? m->cores
+               : strcmp(get, "threads") == 0          ? m->threads
+               : strcmp(get, "gpus") == 0             ? m->gpus
                : strcmp(get, "gpu_sgemm_gflops") == 0 ? m->gpu_sgemm_gflops
-                                                    : m->gpu_copy_gbs;
+                                                      : m->gpu_copy_gbs;
     *result = sl_number(v);
     return 0;
   }
@@ -144,7 +145,8 @@ static int kernel_list(sl_Call *call, const slK_Bench **out, int max) {
   size_t count = v.type == SL_LIST ? sl_list_len(v) : 1;
   for (size_t i = 0; i < count; i++) {
     sl_Value item = v.type == SL_LIST ? sl_list_get(v, i) : v;
-    if (item.type != SL_STRING) return sl_arg_error(call, "kernel", "must be a kernel name or a list of them (see kernels)");
+    if (item.type != SL_STRING)
+      return sl_arg_error(call, "kernel", "must be a kernel name or a list of them (see kernels)");
     const slK_Bench *b = slK_bench_find(sl_str(item));
     if (!b) return sl_arg_error(call, "kernel", "no kernel named '%s' (see kernels for the list)", sl_str(item));
     if (n == max) return sl_arg_error(call, "kernel", "at most %d kernels in one call", max);
@@ -205,10 +207,12 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
   const slK_Bench *kernels[32];
   int sizes[64], nk = kernel_list(call, kernels, 32);
   if (nk < 0) return -1;
-  for (int k = 0; k < nk; k++)   /* before any kernel runs: a table cut at the first GPU kernel would be lost */
+  for (int k = 0; k < nk; k++) /* before any kernel runs: a table cut at the first GPU kernel would be lost */
     if (strcmp(kernels[k]->device, "gpu") == 0 && !slK_dev_available())
-      return sl_arg_error(call, "kernel", "'%s' runs on a GPU, and here there is %s: nothing was run (`kernels` lists "
-                          "each kernel's device)", kernels[k]->name, slK_dev_why());
+      return sl_arg_error(call, "kernel",
+                          "'%s' runs on a GPU, and here there is %s: nothing was run (`kernels` lists "
+                          "each kernel's device)",
+                          kernels[k]->name, slK_dev_why());
   int ns = size_list(call, sizes, 64);
   if (ns < 0) return -1;
   slK_Attn shape;
@@ -241,7 +245,7 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
       if (roofed) slK_roofs_measure(meter, 2, &before);
       slK_Result res;
       int rc = slK_bench_run(kernels[k], sizes[s], &shape, warmup, reps, NULL, NULL, &res, err, sizeof err);
-      if (rc == SLK_BENCH_REFUSED) {   /* a row that says so, with the size it needs; the others still run */
+      if (rc == SLK_BENCH_REFUSED) { /* a row that says so, with the size it needs; the others still run */
         size_t r = slT_add_row(t);
         set_str(t, r, "kernel", kernels[k]->name);
         set_str(t, r, "device", kernels[k]->device);
@@ -276,11 +280,12 @@ static int cmd_bench(sl_Call *call, sl_Value *result) {
     }
   sl_progress_end(p);
   slK_roofs_end(meter);
-  slT_add_column(t, "note");   /* empty but for refused cases */
+  slT_add_column(t, "note"); /* empty but for refused cases */
   /* peak_mib too: a threaded kernel's scratch follows which thread took which part (the fused MXINT8
   ** layer at n = 4096 peaked at 23.46 or 23.51 MiB in two runs), so it is a measurement as well */
-  const char *timed[] = {"median_ms", "min_ms", "mean_ms", "std_ms", "gflops", "gbs", "peak_gflops", "bandwidth_gbs",
-                         "roof_gflops", "of_peak", "of_roof", "above_roof", "peak_mib", "rss_peak_mib", NULL};
+  const char *timed[] = {"median_ms", "min_ms",      "mean_ms",       "std_ms",       "gflops",
+                         "gbs",       "peak_gflops", "bandwidth_gbs", "roof_gflops",  "of_peak",
+                         "of_roof",   "above_roof",  "peak_mib",      "rss_peak_mib", NULL};
   for (int i = 0; timed[i]; i++)
     if (slT_column(t, timed[i]) >= 0) slT_mark_timing(t, slT_column(t, timed[i]));
   *result = slT_value(t);
@@ -317,7 +322,7 @@ static int cmd_speedup(sl_Call *call, sl_Value *result) {
     if (!k || strcmp(k, kern) != 0) continue;
     double size = slT_get(in, r, (size_t)cs).u.n;
     long b = find_row(in, ck, cs, base, size);
-    if (b < 0 || isnan(cell(in, b, "median_ms")) || isnan(cell(in, (long)r, "median_ms"))) continue;   /* refused */
+    if (b < 0 || isnan(cell(in, b, "median_ms")) || isnan(cell(in, (long)r, "median_ms"))) continue; /* refused */
     size_t o = slT_add_row(t);
     set_num(t, o, "size", size);
     set_num(t, o, "baseline_ms", cell(in, b, "median_ms"));
@@ -367,7 +372,8 @@ static int cmd_roofline(sl_Call *call, sl_Value *result) {
   for (size_t r = 0; r < in->nrows; r++) {
     sl_Value i = slT_get(in, r, (size_t)ci), g = slT_get(in, r, (size_t)cg);
     if (i.type != SL_NUMBER || g.type != SL_NUMBER || !(i.u.n > 0) || !(g.u.n > 0)) continue;
-    if (cd >= 0 && sl_str(slT_get(in, r, (size_t)cd)) && strcmp(sl_str(slT_get(in, r, (size_t)cd)), "gpu") == 0) gpu_rows++;
+    if (cd >= 0 && sl_str(slT_get(in, r, (size_t)cd)) && strcmp(sl_str(slT_get(in, r, (size_t)cd)), "gpu") == 0)
+      gpu_rows++;
     /* a point measured above its own roof is its own series, so the plot shows the flag */
     sl_Value above = ca >= 0 ? slT_get(in, r, (size_t)ca) : sl_nil();
     char name[160];
@@ -392,7 +398,7 @@ static int cmd_roofline(sl_Call *call, sl_Value *result) {
     double knee = roofs[k].peak / roofs[k].bw;
     for (int e = -4; e <= 12; e++) {
       double x = ldexp(1.0, e);
-      if (e > -4 && ldexp(1.0, e - 1) < knee && x > knee) {  /* the knee itself */
+      if (e > -4 && ldexp(1.0, e - 1) < knee && x > knee) { /* the knee itself */
         size_t o = slT_add_row(t);
         slT_set(t, o, 0, sl_string(roofs[k].name));
         slT_set(t, o, 1, sl_number(round_to(knee, 3)));
@@ -434,7 +440,8 @@ static int attn_mem_run(slK_AttnImpl impl, int train, const slK_Attn *a, MemRun 
   }
   if (rc == 0) {
     if (!train) rc = slK_attention_forward(impl, a, x[0], x[1], x[2], x[3], x[4]);
-    else if (impl == SLK_ATTN_NAIVE) rc = slK_attention_naive_step(a, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]);
+    else if (impl == SLK_ATTN_NAIVE)
+      rc = slK_attention_naive_step(a, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]);
     else {
       rc = slK_attention_forward(impl, a, x[0], x[1], x[2], x[3], x[4]);
       if (rc == 0) rc = slK_attention_backward(impl, a, x[0], x[1], x[2], x[3], x[5], x[4], x[6], x[7], x[8]);
@@ -454,8 +461,8 @@ static int cmd_attention_memory(sl_Call *call, sl_Value *result) {
   if (ns < 0) return -1;
   slK_Attn shape;
   if (attn_shape_args(call, &shape) != 0) return -1;
-  double avail = (double)slK_mem_available(), budget = sl_arg_given(call, "budget_gib") ? sl_arg_number(call, "budget_gib") * GIB
-                                                                                       : avail * 0.8;
+  double avail = (double)slK_mem_available(),
+         budget = sl_arg_given(call, "budget_gib") ? sl_arg_number(call, "budget_gib") * GIB : avail * 0.8;
   if (!(budget > 0)) return sl_arg_error(call, "budget_gib", "must be positive");
   slT_Table *t = slT_new();
   for (int s = 0; s < ns; s++)
@@ -467,7 +474,8 @@ static int cmd_attention_memory(sl_Call *call, sl_Value *result) {
         }
         slK_Attn a;
         slK_attention_contiguous(&a, shape.batch, shape.heads, sizes[s], sizes[s], shape.dim, shape.causal);
-        double io = (train ? 8.0 : 4.0) * a.batch * a.heads * (double)a.nq * a.dim * 4 + (double)a.batch * a.heads * a.nq * 4;
+        double io =
+            (train ? 8.0 : 4.0) * a.batch * a.heads * (double)a.nq * a.dim * 4 + (double)a.batch * a.heads * a.nq * 4;
         double work = slK_attention_workspace((slK_AttnImpl)impl, &a, train);
         size_t r = slT_add_row(t);
         set_num(t, r, "L", sizes[s]);
@@ -568,10 +576,10 @@ static const sl_Command slK_commands[] = {
 /* clang-format on */
 
 const sl_Domain slK_domain = {
-  "Kernels",
-  "Compute kernels on the CPU and the GPU, side by side with their naive references: matrix products (naive, blocked "
-  "AVX-512, OpenBLAS; CUDA naive, tiled, cuBLAS), attention (naive op by op and fused FlashAttention-2, forward and "
-  "backward), MXINT8 decoding and the MXINT8 linear layer. One harness times them (warm-up, repetitions, medians, "
-  "FLOPs and bytes per kernel), `machine` measures the roofs, `roofline` places results under them.",
-  slK_commands,
+    "Kernels",
+    "Compute kernels on the CPU and the GPU, side by side with their naive references: matrix products (naive, blocked "
+    "AVX-512, OpenBLAS; CUDA naive, tiled, cuBLAS), attention (naive op by op and fused FlashAttention-2, forward and "
+    "backward), MXINT8 decoding and the MXINT8 linear layer. One harness times them (warm-up, repetitions, medians, "
+    "FLOPs and bytes per kernel), `machine` measures the roofs, `roofline` places results under them.",
+    slK_commands,
 };

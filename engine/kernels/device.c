@@ -80,15 +80,16 @@ static void load(void) {
   const slG_Backend *t = get ? get() : NULL;
   int empty = t && t->version == SLG_BACKEND_VERSION ? empty_entry(t) : -1;
   if (!get)
-    snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s cannot be loaded: %s (a build with nvcc makes it; "
-             "SYSLAB_CUDA_MODULE names another)", path, dlerror());
+    snprintf(gpu_why, sizeof gpu_why,
+             "no GPU: the CUDA module %s cannot be loaded: %s (a build with nvcc makes it; "
+             "SYSLAB_CUDA_MODULE names another)",
+             path, dlerror());
   else if (!t || t->version != SLG_BACKEND_VERSION)
     snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s is version %d, this program needs %d", path,
              t ? t->version : -1, SLG_BACKEND_VERSION);
   else if (empty >= 0)
     snprintf(gpu_why, sizeof gpu_why, "no GPU: the CUDA module %s leaves entry %d of its table empty", path, empty);
-  else
-    gpu = t;
+  else gpu = t;
 }
 
 const slG_Backend *slK_gpu(void) {
@@ -104,12 +105,12 @@ const char *slK_dev_why(void) { return slK_gpu() ? gpu->describe() : gpu_why; }
 
 typedef struct Block {
   void *dev;
-  size_t bytes;   /* its class */
+  size_t bytes; /* its class */
   struct Block *next;
 } Block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static Block *cache;   /* freed blocks, newest first */
+static Block *cache; /* freed blocks, newest first */
 static size_t live[SLK_DEV_CATEGORIES], at_peak[SLK_DEV_CATEGORIES], peak, cached;
 
 static size_t size_class(size_t bytes) {
@@ -164,7 +165,7 @@ static void trim_locked(void) {
   while (cache) {
     Block *b = cache;
     cache = b->next;
-    gpu->free(b->dev);   /* a cached block came from the table */
+    gpu->free(b->dev); /* a cached block came from the table */
     free(b);
   }
   cached = 0;
@@ -176,17 +177,17 @@ void *slK_dev_alloc(size_t bytes, int category, char *err, size_t errlen) {
   pthread_mutex_lock(&lock);
   void *dev = from_cache(cls);
   if (!dev) {
-    char why[sizeof gpu_why];   /* the driver's reason, or why there is no module */
+    char why[sizeof gpu_why]; /* the driver's reason, or why there is no module */
     if (driver_alloc(&dev, cls, why, sizeof why) != 0 && cached) {
-      trim_locked();   /* blocks of other classes go back to the driver, and once more */
+      trim_locked(); /* blocks of other classes go back to the driver, and once more */
       driver_alloc(&dev, cls, why, sizeof why);
     }
     if (!dev) {
       size_t free_b, total_b;
       driver_mem_info(&free_b, &total_b);
       pthread_mutex_unlock(&lock);
-      snprintf(err, errlen, "%zu bytes of device memory could not be had (%zu free of %zu, %zu in use here): %s",
-               cls, free_b, total_b, total_live(), why);
+      snprintf(err, errlen, "%zu bytes of device memory could not be had (%zu free of %zu, %zu in use here): %s", cls,
+               free_b, total_b, total_live(), why);
       return NULL;
     }
   }
@@ -202,7 +203,7 @@ void slK_dev_free(void *dev, size_t bytes, int category) {
   pthread_mutex_lock(&lock);
   count(category_of(category), cls, -1);
   if (!b) {
-    gpu->free(dev);   /* device memory came from the table */
+    gpu->free(dev); /* device memory came from the table */
   } else {
     *b = (Block){dev, cls, cache};
     cache = b;
@@ -243,9 +244,11 @@ int slK_dev_fits(size_t bytes, char *err, size_t errlen) {
   size_t room = free_b + cached;
   pthread_mutex_unlock(&lock);
   if (bytes <= room) return 0;
-  return snprintf(err, errlen, "needs %.3f GiB of device memory, and %.3f GiB can be had (%.3f GiB free of %.3f GiB, "
-                  "with this program's cache)", bytes / 1073741824.0, room / 1073741824.0, free_b / 1073741824.0,
-                  total_b / 1073741824.0), -1;
+  return snprintf(err, errlen,
+                  "needs %.3f GiB of device memory, and %.3f GiB can be had (%.3f GiB free of %.3f GiB, "
+                  "with this program's cache)",
+                  bytes / 1073741824.0, room / 1073741824.0, free_b / 1073741824.0, total_b / 1073741824.0),
+         -1;
 }
 
 /* ------------------------------------------------- calls with state of their own */

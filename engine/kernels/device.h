@@ -52,11 +52,11 @@ void slK_dev_free(void *dev, size_t bytes, int category);
 void slK_dev_recount(size_t bytes, int from, int to);
 
 typedef struct slK_DevMemory {
-  size_t live[SLK_DEV_CATEGORIES];      /* handed out now, by category */
-  size_t at_peak[SLK_DEV_CATEGORIES];   /* by category when the total was highest */
-  size_t peak;                          /* the highest total since the last reset */
-  size_t cached;                        /* held for reuse, not handed out */
-  size_t free_bytes, total_bytes;       /* the driver's figures (0 without a GPU) */
+  size_t live[SLK_DEV_CATEGORIES];    /* handed out now, by category */
+  size_t at_peak[SLK_DEV_CATEGORIES]; /* by category when the total was highest */
+  size_t peak;                        /* the highest total since the last reset */
+  size_t cached;                      /* held for reuse, not handed out */
+  size_t free_bytes, total_bytes;     /* the driver's figures (0 without a GPU) */
 } slK_DevMemory;
 void slK_dev_memory(slK_DevMemory *m);
 void slK_dev_reset_peak(void);

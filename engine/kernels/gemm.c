@@ -81,10 +81,10 @@ static void split_piece(void *ctx, int piece, int worker) {
   int at = piece * s->chunk, len = (s->rows ? s->M : s->N) - at;
   if (len > s->chunk) len = s->chunk;
   if (len <= 0) return;
-  if (s->rows)   /* rows at..at+len of op(A) and C */
+  if (s->rows) /* rows at..at+len of op(A) and C */
     slK_blas_sgemm(s->ta, s->tb, len, s->N, s->K, s->alpha, s->A + (s->ta ? at : (long)at * s->lda), s->lda, s->B,
                    s->ldb, s->beta, s->C + (long)at * s->ldc, s->ldc);
-  else   /* columns at..at+len of op(B) and C */
+  else /* columns at..at+len of op(B) and C */
     slK_blas_sgemm(s->ta, s->tb, s->M, len, s->K, s->alpha, s->A, s->lda, s->B + (s->tb ? (long)at * s->ldb : at),
                    s->ldb, s->beta, s->C + at, s->ldc);
   (void)worker;
@@ -92,7 +92,7 @@ static void split_piece(void *ctx, int piece, int worker) {
 
 void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc) {
-  slK_blas_init();   /* OpenBLAS's kernels for this CPU, on one thread, once (blas.c) */
+  slK_blas_init(); /* OpenBLAS's kernels for this CPU, on one thread, once (blas.c) */
   int t = slK_team_size(), rows = M >= N, len = rows ? M : N;
   if (t < 2 || (double)M * N * K <= SPLIT_MIN || len < 32) {
     slK_blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -127,7 +127,8 @@ static void gemm_naive(int M, int N, int K, float alpha, const slK_Operand *A, c
 
 /* mc x kc of alpha op(A) from (i0, k0) into MR-high panels, zero-padded (simd.c) */
 static void pack_a(const slK_Operand *A, int i0, int mc, int k0, int kc, float alpha, float *dst) {
-  slK_simd()->pack_a(A->p + (long)i0 * A->rs + (long)k0 * A->cs, A->rs, A->cs, mc, kc, alpha, A->round == SLK_FP16, dst);
+  slK_simd()->pack_a(A->p + (long)i0 * A->rs + (long)k0 * A->cs, A->rs, A->cs, mc, kc, alpha, A->round == SLK_FP16,
+                     dst);
 }
 
 /* kc x nc of op(B) from (k0, j0) into NR-wide panels, zero-padded (simd.c); MXINT8 weights decoded */
@@ -168,7 +169,7 @@ static void blocked_one(int M, int N, int K, float alpha, const slK_Operand *A, 
               simd->micro(kc, ap, bp, c, ldc, acc);
               continue;
             }
-            if (n <= 32) simd->micro_narrow(kc, ap, bp, tile, SLK_NR, (n + 15) / 16);   /* 16 or 32 columns */
+            if (n <= 32) simd->micro_narrow(kc, ap, bp, tile, SLK_NR, (n + 15) / 16); /* 16 or 32 columns */
             else simd->micro(kc, ap, bp, tile, SLK_NR, 0);
             for (int i = 0; i < m; i++)
               for (int j = 0; j < n; j++) c[i * ldc + j] = (acc ? c[i * ldc + j] : 0) + tile[i * SLK_NR + j];
@@ -233,7 +234,7 @@ void slK_gemm_blocked(int M, int N, int K, float alpha, const slK_Operand *A, co
 
 void slK_sgemm_with(slK_GemmImpl impl, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                     int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  if (impl == SLK_GEMM_OPENBLAS) {   /* on OpenBLAS's own threads, for comparison */
+  if (impl == SLK_GEMM_OPENBLAS) { /* on OpenBLAS's own threads, for comparison */
     slK_blas_threads(slK_threads());
     slK_blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     slK_blas_threads(1);

@@ -114,7 +114,8 @@ static float ref_fp16(const float *A, long acs, const float *B, const uint16_t *
   for (int pc = 0; pc < K; pc += SLK_KC) {
     int kc = K - pc < SLK_KC ? K - pc : SLK_KC;
     float t = 0;
-    for (int k = pc; k < pc + kc; k++) t = fmaf(alpha * op_at(A, NULL, SLK_FP16, k * acs), op_at(B, Bh, SLK_FP16, k * brs), t);
+    for (int k = pc; k < pc + kc; k++)
+      t = fmaf(alpha * op_at(A, NULL, SLK_FP16, k * acs), op_at(B, Bh, SLK_FP16, k * brs), t);
     c = pc == 0 && beta == 0 ? t : c + t;
   }
   return c;
@@ -247,7 +248,7 @@ typedef struct {
   const slK_HalfLoops *L;
   int M, N, K;
   slK_HalfSrc A, B;
-  float *sums;   /* blocks x M x N */
+  float *sums; /* blocks x M x N */
 } KSplit;
 
 static void ksplit_part(void *ctx, int part, int worker) {
@@ -355,8 +356,8 @@ static __mmask32 lanes32(int n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0 : (_
 ** which it reads as zero; a group holding one takes the integer rounding */
 BF16 INLINE __m512i round32(__m512 lo, __m512 hi) {
   if (_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)) {
-    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
-                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25,
+                                         23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     return _mm512_permutex2var_epi16(bf16_hi(lo), odd, bf16_hi(hi));
   }
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
@@ -370,8 +371,8 @@ BF16 INLINE __m512i load32(const slK_HalfSrc *s, long at, int n) {
 
 /* pair words of two runs of bfloat16 x and y (16-bit lanes): x[i] | y[i] << 16 for lanes 0..15 (lo) or 16..31 (hi) */
 BF16 INLINE __m512i zip_lo(__m512i x, __m512i y) {
-  const __m512i idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
-                                       36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
+                                       5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   return _mm512_permutex2var_epi16(x, idx, y);
 }
 BF16 INLINE __m512i zip_hi(__m512i x, __m512i y) {
@@ -396,7 +397,7 @@ AVX512 INLINE void transpose16_pairs(__m512i *x) {
 BF16 INLINE void lines16(const slK_HalfSrc *s, long base, long ls, int nl, int kc, __m512i *w) {
 #pragma GCC unroll 16
   for (int l = 0; l < 16; l++) {
-    if (l < nl && kc > 64) {   /* the lines' next values, two groups ahead: 16 streams outrun the prefetchers */
+    if (l < nl && kc > 64) { /* the lines' next values, two groups ahead: 16 streams outrun the prefetchers */
       const char *next = s->h ? (const char *)(s->h + base + l * ls + 64) : (const char *)(s->p + base + l * ls + 64);
       _mm_prefetch(next, _MM_HINT_T0);
       if (!s->h) _mm_prefetch(next + 64, _MM_HINT_T0);
@@ -426,11 +427,11 @@ BF16 static void pack_a_avx512(const slK_HalfSrc *A, int i0, int mc, int k0, int
   for (int p = 0; p < mc; p += 2 * SLK_MR) {
     uint32_t *d0 = dst + (size_t)p * kp, *d1 = d0 + (size_t)SLK_MR * kp;
     int rows = mc - p, two = rows > SLK_MR;
-    if (A->cs == 1 && rows < 4) {   /* a few rows left over */
+    if (A->cs == 1 && rows < 4) { /* a few rows left over */
       for (int q = 0; q < kp; q += 16)
         few_lines(A, (long)(i0 + p) * A->rs + k0 + 2 * q, A->rs, rows, kc - 2 * q, kp - q < 16 ? kp - q : 16,
                   d0 + (size_t)q * SLK_MR, SLK_MR, SLK_MR);
-    } else if (A->cs == 1) {   /* rows of op(A) run along memory: 32 k of 16 rows, transposed */
+    } else if (A->cs == 1) { /* rows of op(A) run along memory: 32 k of 16 rows, transposed */
       for (int q = 0; q < kp; q += 16) {
         __m512i w[16];
         lines16(A, (long)(i0 + p) * A->rs + k0 + 2 * q, A->rs, rows, kc - 2 * q, w);
@@ -440,7 +441,7 @@ BF16 static void pack_a_avx512(const slK_HalfSrc *A, int i0, int mc, int k0, int
           if (two) _mm256_storeu_si256((__m256i *)(d1 + (size_t)(q + t) * SLK_MR), _mm512_extracti64x4_epi64(w[t], 1));
         }
       }
-    } else {   /* columns of op(A) run along memory: 16 rows of k and k + 1, interleaved */
+    } else { /* columns of op(A) run along memory: 16 rows of k and k + 1, interleaved */
       int n = rows < 16 ? rows : 16;
       for (int q = 0; q < kp; q++) {
         long at = (long)(k0 + 2 * q) * A->cs + i0 + p;
@@ -458,10 +459,10 @@ BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int
   int kp = pairs(kc);
   for (int q = 0; q < nc; q += SLK_NR, dst += (size_t)SLK_NR * kp) {
     int cols = nc - q;
-    if (B->cs == 1) {   /* rows of op(B) run along memory: rows k and k + 1 interleaved */
+    if (B->cs == 1) { /* rows of op(B) run along memory: rows k and k + 1 interleaved */
       for (int p = 0; p < kp; p++) {
         long at = (long)(k0 + 2 * p) * B->rs + j0 + q;
-        if (2 * p + 5 < kc && !B->h) {   /* two pairs of rows ahead */
+        if (2 * p + 5 < kc && !B->h) { /* two pairs of rows ahead */
           _mm_prefetch((const char *)(B->p + at + 4 * B->rs), _MM_HINT_T0);
           _mm_prefetch((const char *)(B->p + at + 4 * B->rs + 16), _MM_HINT_T0);
           _mm_prefetch((const char *)(B->p + at + 4 * B->rs + 32), _MM_HINT_T0);
@@ -471,15 +472,16 @@ BF16 static void pack_b_avx512(const slK_HalfSrc *B, int k0, int kc, int j0, int
         }
         __m512i x0 = load32(B, at, cols), x1 = load32(B, at + 32, cols - 32 < 16 ? cols - 32 : 16);
         __m512i y0 = _mm512_setzero_si512(), y1 = y0;
-        if (2 * p + 1 < kc) y0 = load32(B, at + B->rs, cols), y1 = load32(B, at + B->rs + 32, cols - 32 < 16 ? cols - 32 : 16);
+        if (2 * p + 1 < kc)
+          y0 = load32(B, at + B->rs, cols), y1 = load32(B, at + B->rs + 32, cols - 32 < 16 ? cols - 32 : 16);
         uint32_t *d = dst + (size_t)p * SLK_NR;
         _mm512_storeu_si512(d, zip_lo(x0, y0));
         _mm512_storeu_si512(d + 16, zip_hi(x0, y0));
         _mm512_storeu_si512(d + 32, zip_lo(x1, y1));
       }
-    } else {   /* columns of op(B) run along memory: 32 k of 16 columns, transposed */
+    } else { /* columns of op(B) run along memory: 32 k of 16 columns, transposed */
       for (int v = 0; v < 3; v++) {
-        if (cols <= 16 * v) {   /* a narrow edge panel (attention's 17 keys): zeros, nothing to transpose */
+        if (cols <= 16 * v) { /* a narrow edge panel (attention's 17 keys): zeros, nothing to transpose */
           for (int p = 0; p < kp; p++) _mm512_storeu_si512(dst + (size_t)p * SLK_NR + 16 * v, _mm512_setzero_si512());
           continue;
         }
@@ -525,8 +527,8 @@ BF16 INLINE void store_end(__m512 cv[3][SLK_MR], float *c, long ldc, int m, int 
 ** with 16 or 32 columns in use runs with one or two vectors (nv), its
 ** sums the same. */
 BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const uint32_t *a, const uint32_t *b, float *c,
-                                                                  long ldc, int m, int n, float alpha, float beta,
-                                                                  const slK_HalfEnd *end, const int nv, const int R) {
+                                                                long ldc, int m, int n, float alpha, float beta,
+                                                                const slK_HalfEnd *end, const int nv, const int R) {
   __m512 cv[3][SLK_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < R; i++) {
@@ -578,7 +580,8 @@ BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const ui
       __mmask16 k = lanes(n - 16 * v);
       float *ci = c + i * ldc + 16 * v;
       __m512 acc = _mm512_loadu_ps(t + i * SLK_NR + 16 * v);
-      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc) : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
+      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc)
+                           : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
       _mm512_mask_storeu_ps(ci, k, x);
     }
 }
@@ -586,11 +589,11 @@ BF16 static inline __attribute__((always_inline)) void micro_nv(int kp, const ui
 /* one instance per number of vectors of B in use (nv) and rows computed (R: an edge tile of m
 ** rows runs R = 1, 2 or 4 when m is that small, so the 17th row of a 17-token attention head costs
 ** one row's multiply-adds rather than eight) */
-#define MICRO_R(R)                                                             \
-  do {                                                                         \
-    if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 3, R);      \
+#define MICRO_R(R) \
+  do { \
+    if (n > 32) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 3, R); \
     else if (n > 16) micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 2, R); \
-    else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 1, R);             \
+    else micro_nv(kp, a, b, c, ldc, m, n, alpha, beta, end, 1, R); \
   } while (0)
 
 BF16 static void micro_edge(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
@@ -662,7 +665,8 @@ AVX512 static void sum_blocks_avx512(int blocks, int M, int N, float alpha, cons
       float *ci = C + (long)i * ldc + j;
       const float *s = sums + (size_t)i * N + j;
       __m512 acc = _mm512_maskz_loadu_ps(k, s);
-      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc) : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
+      __m512 x = beta == 0 ? _mm512_mul_ps(va, acc)
+                           : _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(k, ci)));
       for (int blk = 1; blk < blocks; blk++) x = _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, s + blk * mn), x);
       _mm512_mask_storeu_ps(ci, k, x);
     }
@@ -696,7 +700,7 @@ static void round_avx512(int format, const float *x, float *out, size_t n) { slK
 #endif
 
 const slK_HalfLoops *slK_half_loops(void) {
-  if (!slK_isa_avx512()) return NULL;   /* the portable loops are forced, or there is no AVX-512 */
+  if (!slK_isa_avx512()) return NULL; /* the portable loops are forced, or there is no AVX-512 */
   return loops_avx512();
 }
 
@@ -711,12 +715,13 @@ int slK_half_native(int format) {
 void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, const uint16_t *Bh, int ldb, float beta, float *C, int ldc) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) {   /* C = beta C */
+  if (K <= 0) { /* C = beta C */
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N; j++) C[(long)i * ldc + j] = beta == 0 ? 0.0f : beta * C[(long)i * ldc + j];
     return;
   }
-  if (!slK_half_native(format)) slK_gemm_half_emulated(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
+  if (!slK_half_native(format))
+    slK_gemm_half_emulated(format, trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
   else if (format == SLK_BF16)
     gemm_bf16(M, N, K, alpha, source(A, NULL, trans_a, lda), source(B, Bh, trans_b, ldb), beta, C, ldc, NULL);
   else gemm_fp16(trans_a, trans_b, M, N, K, alpha, A, lda, B, Bh, ldb, beta, C, ldc);
@@ -724,7 +729,8 @@ void slK_gemm_half(int format, int trans_a, int trans_b, int M, int N, int K, fl
 
 /* where the bf16 kernel runs, the bias and the rounding happen in its last store; elsewhere in two passes */
 void slK_gemm_half_bias(int format, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C, int ldc) {
+                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C,
+                        int ldc) {
   if (M <= 0 || N <= 0) return;
   slK_HalfEnd end = {bias, round_out};
   if (format == SLK_BF16 && K > 0 && slK_half_native(format)) {
@@ -749,7 +755,8 @@ void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float 
   }
   /* elsewhere the operands' exact float32 values through slK_gemm_half */
   int ar = trans_a ? K : M, br = trans_b ? N : K;
-  size_t na = ar > 0 ? (size_t)(ar - 1) * lda + (trans_a ? M : K) : 0, nb = br > 0 ? (size_t)(br - 1) * ldb + (trans_b ? K : N) : 0;
+  size_t na = ar > 0 ? (size_t)(ar - 1) * lda + (trans_a ? M : K) : 0,
+         nb = br > 0 ? (size_t)(br - 1) * ldb + (trans_b ? K : N) : 0;
   float *a = malloc((na + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
   if (a && b) {
     for (size_t i = 0; i < na; i++) a[i] = slK_bf16_to_f32(Ah[i]);
@@ -763,7 +770,8 @@ void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float 
 ** packing, and the emulated path (whose rounding of the copy then changes nothing) */
 static float *widened(int format, const uint16_t *h, int rows, int cols, int ld) {
   float *out = slK_alloc(sizeof(float) * ((size_t)rows * cols + 1));
-  for (int r = 0; out && r < rows; r++) slK_half_to_f32(format, h + (size_t)r * ld, out + (size_t)r * cols, (size_t)cols);
+  for (int r = 0; out && r < rows; r++)
+    slK_half_to_f32(format, h + (size_t)r * ld, out + (size_t)r * cols, (size_t)cols);
   return out;
 }
 

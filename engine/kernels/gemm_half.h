@@ -30,7 +30,8 @@ void slK_gemm_bf16_rounded(int trans_a, int trans_b, int M, int N, int K, float 
 ** are those of slK_gemm_half (alpha 1, beta 0), then C[i][j] + bias[j] in float32, then
 ** slK_round_values. */
 void slK_gemm_half_bias(int format, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C, int ldc);
+                        const float *B, const uint16_t *Bh, int ldb, const float *bias, int round_out, float *C,
+                        int ldc);
 /* The general form, for operands held in 16-bit storage (graph/model.h): op(A) from A or, when Ah is
 ** not NULL, from its 16-bit bits (the format's, the same layout); op(B) likewise; then bias (N values
 ** added to every row; NULL: none) and, when round_out, the sums rounded to the format, as
@@ -97,8 +98,8 @@ typedef struct slK_HalfLoops {
   void (*pack_pairs_b)(const slK_HalfSrc *B, int k0, int kc, int j0, int nc, uint32_t *dst);
   /* the m x n corner (m <= MR, n <= NR) of C = alpha A_panel B_panel + beta C
   ** over kp pairs (beta = 0: C is not read), then the epilogue end (NULL: none) */
-  void (*micro)(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha,
-                float beta, const slK_HalfEnd *end);
+  void (*micro)(int kp, const uint32_t *a, const uint32_t *b, float *c, long ldc, int m, int n, float alpha, float beta,
+                const slK_HalfEnd *end);
 } slK_HalfLoops;
 
 /* the bf16 loops of this machine: NULL unless slK_half_native(SLK_BF16) */

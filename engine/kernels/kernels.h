@@ -53,9 +53,9 @@ void slK_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const
                int ldb, float beta, float *C, int ldc);
 
 typedef enum {
-  SLK_GEMM_NAIVE,     /* triple loop, the reference */
-  SLK_GEMM_BLOCKED,   /* packed panels, micro-kernel, two threads */
-  SLK_GEMM_OPENBLAS,  /* cblas_sgemm on OpenBLAS's own threads */
+  SLK_GEMM_NAIVE,    /* triple loop, the reference */
+  SLK_GEMM_BLOCKED,  /* packed panels, micro-kernel, two threads */
+  SLK_GEMM_OPENBLAS, /* cblas_sgemm on OpenBLAS's own threads */
   SLK_GEMM_NUM
 } slK_GemmImpl;
 
@@ -102,16 +102,16 @@ typedef struct slK_Attn {
   int batch, heads, nq, nk, dim;
   long q_batch, q_head, q_row;
   long k_batch, k_head, k_row;
-  int causal;               /* key k is kept for query q iff k <= q */
-  const float *key_mask;    /* NULL: every key is kept */
-  float scale;              /* 0: 1/sqrt(dim) */
-  int format;               /* SLK_FP32 (0, round.h): float32 products; SLK_BF16: every product's operands
+  int causal;            /* key k is kept for query q iff k <= q */
+  const float *key_mask; /* NULL: every key is kept */
+  float scale;           /* 0: 1/sqrt(dim) */
+  int format;            /* SLK_FP32 (0, round.h): float32 products; SLK_BF16: every product's operands
                             ** (Q, K, V, P, dO, dS) rounded to bfloat16, float32 sums, float32 softmax */
 } slK_Attn;
 
 typedef enum {
-  SLK_ATTN_NAIVE,   /* op by op: S = QK^T (OpenBLAS), scale, mask, softmax, PV: each a pass over B*H*N*N */
-  SLK_ATTN_FUSED,   /* FlashAttention-2: tiles, online softmax, only L saved; threaded */
+  SLK_ATTN_NAIVE, /* op by op: S = QK^T (OpenBLAS), scale, mask, softmax, PV: each a pass over B*H*N*N */
+  SLK_ATTN_FUSED, /* FlashAttention-2: tiles, online softmax, only L saved; threaded */
   SLK_ATTN_NUM
 } slK_AttnImpl;
 
@@ -121,7 +121,7 @@ void slK_attention_contiguous(slK_Attn *a, int batch, int heads, int nq, int nk,
 /* O and lse (batch x heads x nq); 0, or -1 when a workspace could not be
 ** allocated (callers check slK_attention_workspace against the budget first) */
 int slK_attention_forward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
-                           float *o, float *lse);
+                          float *o, float *lse);
 /* adds dL/dQ, dL/dK, dL/dV into dq, dk, dv (zero them first for plain gradients) */
 int slK_attention_backward(slK_AttnImpl impl, const slK_Attn *a, const float *q, const float *k, const float *v,
                            const float *o, const float *dout, const float *lse, float *dq, float *dk, float *dv);
@@ -149,14 +149,14 @@ void slK_mxint8_dequant_f32_ref(const int8_t *m, const uint8_t *scales, size_t n
 ** (mantissas row-major, scales [out x in/g]; in % g == 0). fused: each tile
 ** of W is decoded into the product's packed panel as it is needed, so W is
 ** never held in float32; otherwise W is decoded whole, then OpenBLAS runs. */
-void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws,
-                       int g, const float *bias, float *y);
+void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws, int g,
+                       const float *bias, float *y);
 
 /* ------------------------------------------------------------ memory count */
 
 /* the kernels' own buffers (workspaces, benchmark operands): counted so the
 ** harness can report the peak of each case */
-void *slK_alloc(size_t bytes);   /* 64-byte aligned; NULL if the memory is not there */
+void *slK_alloc(size_t bytes); /* 64-byte aligned; NULL if the memory is not there */
 void slK_free(void *p);
 /* the calling thread's scratch of at least `bytes` (64-byte aligned), kept
 ** for its next call; give it back with slK_scratch_release before returning */
@@ -177,7 +177,7 @@ size_t slK_mem_available(void);
 
 typedef struct slK_Stats {
   int reps;
-  double min, median, mean, std;   /* seconds; std is the sample standard deviation */
+  double min, median, mean, std; /* seconds; std is the sample standard deviation */
 } slK_Stats;
 
 /* statistics of n samples (sorted in place) */
@@ -187,17 +187,17 @@ void slK_stats(double *samples, int n, slK_Stats *out);
 typedef struct slK_Case slK_Case;
 typedef struct slK_Bench {
   const char *name;
-  const char *device;        /* "cpu" or "gpu" */
-  const char *group;         /* "gemm", "attention", "mxint8", "memory" */
-  const char *size_means;    /* what the size is: "n (n x n x n)", "L (sequence length)", ... */
-  const char *what;          /* one line */
+  const char *device;     /* "cpu" or "gpu" */
+  const char *group;      /* "gemm", "attention", "mxint8", "memory" */
+  const char *size_means; /* what the size is: "n (n x n x n)", "L (sequence length)", ... */
+  const char *what;       /* one line */
   /* returns NULL and fills err if the case cannot be set up (too large, no GPU) */
   slK_Case *(*setup)(int size, const slK_Attn *shape, char *err, size_t errlen);
   /* runs once; returns seconds measured by the kernel itself (GPU events), or < 0 to use the host clock */
   double (*run)(slK_Case *c);
   void (*teardown)(slK_Case *c);
   double (*flops)(int size, const slK_Attn *shape);
-  double (*bytes)(int size, const slK_Attn *shape);   /* least traffic to and from memory */
+  double (*bytes)(int size, const slK_Attn *shape); /* least traffic to and from memory */
   /* sets the case up at a small size, runs it once and compares its outputs with its reference's; 0, or -1
   ** with err naming the case, the largest difference and the tolerance. slK_bench_run calls it before it
   ** times anything; every case of the table has one (NULL: a harness caller's own case, not checked) */
@@ -214,8 +214,8 @@ double slK_now(void *ud);
 typedef struct slK_Result {
   slK_Stats t;
   double flops, bytes;
-  size_t peak_bytes;       /* kernels' allocator: operands and workspace */
-  size_t rss_peak;         /* process resident peak during the case */
+  size_t peak_bytes; /* kernels' allocator: operands and workspace */
+  size_t rss_peak;   /* process resident peak during the case */
 } slK_Result;
 
 /* the case checked (b->check), then warmup untimed runs, then reps timed ones; 0, or -1 with err (a check
@@ -230,14 +230,14 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
 
 typedef struct slK_Machine {
   char cpu[128];
-  char features[256];       /* the vector extensions found at run time */
+  char features[256]; /* the vector extensions found at run time */
   int cores, threads;
-  double sgemm_gflops;      /* the peak: the faster of the two below */
-  double openblas_gflops;   /* OpenBLAS n = 1024, best of several, all threads */
-  double blocked_gflops;    /* the blocked kernel, the same way */
-  double sgemm1_gflops;     /* OpenBLAS on one thread */
-  double memcpy_gbs;        /* bytes copied per second, 64 MiB, one thread */
-  double stream_gbs;        /* read + write bytes per second of a triad, all threads */
+  double sgemm_gflops;    /* the peak: the faster of the two below */
+  double openblas_gflops; /* OpenBLAS n = 1024, best of several, all threads */
+  double blocked_gflops;  /* the blocked kernel, the same way */
+  double sgemm1_gflops;   /* OpenBLAS on one thread */
+  double memcpy_gbs;      /* bytes copied per second, 64 MiB, one thread */
+  double stream_gbs;      /* read + write bytes per second of a triad, all threads */
   size_t mem_total;
   int gpus;
   char gpu[256];

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "blas.h"
 #include "device.h"
 #include "kernels.h"
@@ -58,15 +57,21 @@ static void cpu_features(char *out, size_t size) {
     const char *name;
     int has;
   } f[] = {
-    {"sse4.2", __builtin_cpu_supports("sse4.2")},       {"avx", __builtin_cpu_supports("avx")},
-    {"avx2", __builtin_cpu_supports("avx2")},           {"fma", __builtin_cpu_supports("fma")},
-    {"avx512f", __builtin_cpu_supports("avx512f")},     {"avx512bw", __builtin_cpu_supports("avx512bw")},
-    {"avx512dq", __builtin_cpu_supports("avx512dq")},   {"avx512vl", __builtin_cpu_supports("avx512vl")},
-    {"avx512vnni", __builtin_cpu_supports("avx512vnni")}, {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
+      {"sse4.2", __builtin_cpu_supports("sse4.2")},
+      {"avx", __builtin_cpu_supports("avx")},
+      {"avx2", __builtin_cpu_supports("avx2")},
+      {"fma", __builtin_cpu_supports("fma")},
+      {"avx512f", __builtin_cpu_supports("avx512f")},
+      {"avx512bw", __builtin_cpu_supports("avx512bw")},
+      {"avx512dq", __builtin_cpu_supports("avx512dq")},
+      {"avx512vl", __builtin_cpu_supports("avx512vl")},
+      {"avx512vnni", __builtin_cpu_supports("avx512vnni")},
+      {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
   };
   size_t used = 0;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-    if (f[i].has) used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s", used ? " " : "", f[i].name);
+    if (f[i].has)
+      used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s", used ? " " : "", f[i].name);
 #else
   snprintf(out, size, "(not an x86-64 build)");
 #endif
@@ -116,7 +121,7 @@ void slK_roofs_end(slK_RoofMeter *m) {
 ** them) or on one, or the blocked kernel on the team */
 static double sgemm_rate(slK_RoofMeter *m, slK_GemmImpl impl, int threads_one, int reps) {
   const int n = ROOF_N;
-  slK_blas_init();   /* OpenBLAS on one thread until a product asks for more (blas.c) */
+  slK_blas_init(); /* OpenBLAS on one thread until a product asks for more (blas.c) */
   double best = 1e30;
   for (int r = 0; r < reps && !sl_interrupted(); r++) {
     double t0 = slK_now(NULL);
@@ -145,7 +150,7 @@ static double memcpy_rate(void) {
     if (t < best) best = t;
   }
   slK_free(a), slK_free(b);
-  return 2.0 * bytes / best / 1e9;   /* read and written */
+  return 2.0 * bytes / best / 1e9; /* read and written */
 }
 
 static void triad_part(void *ctx, int part, int worker) {

@@ -71,8 +71,8 @@ void slK_mxint8_dequant_bf16(const int8_t *m, const uint8_t *scales, size_t n, i
   decode(m, scales, n, g, out, 1);
 }
 
-void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws,
-                       int g, const float *bias, float *y) {
+void slK_mxint8_linear(int fused, int rows, int in, int out, const float *x, const int8_t *wm, const uint8_t *ws, int g,
+                       const float *bias, float *y) {
   if (fused) {
     slK_Operand a = {x, in, 1, NULL, NULL, 0, 0}, b = {NULL, 0, 0, wm, ws, g, in};
     slK_gemm_blocked(rows, out, in, 1.0f, &a, &b, 0.0f, y, out, slK_threads());

@@ -30,8 +30,8 @@ float slK_bf16_to_f32(uint16_t b) {
 }
 
 uint16_t slK_mxint8_bf16_one(int8_t m, uint8_t e) {
-  if (e == 0) return 0x0000;      /* syslab: E = 0 groups are all zero */
-  if (e == 0xFF) return 0x7FC0;   /* syslab: a NaN scale makes the group NaN */
+  if (e == 0) return 0x0000;    /* syslab: E = 0 groups are all zero */
+  if (e == 0xFF) return 0x7FC0; /* syslab: a NaN scale makes the group NaN */
   uint16_t sign = (uint16_t)(((uint8_t)m & 0x80) << 8), exp = (uint16_t)(e << 7);
   int a = abs((int)m);
   uint16_t frac = (uint16_t)((a & 0x3F) << 1);

@@ -46,7 +46,7 @@
 #include "parallel.h"
 
 #define MAX_THREADS 64
-#define SPIN_ROUNDS 2000  /* about 100 us: PAUSE takes about 140 cycles on this CPU */
+#define SPIN_ROUNDS 2000 /* about 100 us: PAUSE takes about 140 cycles on this CPU */
 #define CLOSED 0xFFFFFFFFu
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,12 +69,12 @@ int slK_threads(void) {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;   /* the caller's, for the last piece */
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER; /* the caller's, for the last piece */
 static atomic_int caller_waits;
-static int nthreads = 1;            /* the caller and the team's threads */
-static _Atomic uint64_t state;      /* generation << 32 | next piece */
+static int nthreads = 1;       /* the caller and the team's threads */
+static _Atomic uint64_t state; /* generation << 32 | next piece */
 static atomic_uint done_pieces;
-static atomic_int busy, sleepers;   /* sleepers: workers asleep on the condition variable */
+static atomic_int busy, sleepers; /* sleepers: workers asleep on the condition variable */
 
 /* The job. A worker reads njobs and workers before its claim, possibly
 ** while the next job is being written (its claim then fails), so those two
@@ -83,7 +83,7 @@ static struct {
   slK_JobFn fn;
   void *ctx;
   atomic_uint njobs;
-  atomic_int workers;   /* workers numbered below this take part */
+  atomic_int workers; /* workers numbered below this take part */
 } job;
 
 /* claims and runs pieces of generation gen until none is left */
@@ -135,7 +135,7 @@ static void start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int rc = pthread_create(&t, &attr, team_thread, (void *)(intptr_t)i);
     pthread_attr_destroy(&attr);
-    if (rc != 0) {   /* a smaller team still finishes every job */
+    if (rc != 0) { /* a smaller team still finishes every job */
       nthreads = i;
       break;
     }

@@ -20,7 +20,7 @@
 #include "parallel.h"
 #include "reduce.h"
 
-#define W 16   /* columns per block */
+#define W 16 /* columns per block */
 
 /* ------------------------------------------------------------ column sums */
 

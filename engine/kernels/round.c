@@ -19,10 +19,10 @@
 float slK_round_bf16(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
-  if ((u & 0x7F800000u) == 0x7F800000u) {  /* Inf stays, NaN stays NaN */
+  if ((u & 0x7F800000u) == 0x7F800000u) { /* Inf stays, NaN stays NaN */
     if (u & 0x007FFFFFu) u |= 0x00400000u;
   } else {
-    u += 0x7FFFu + ((u >> 16) & 1u);       /* round to nearest, ties to even */
+    u += 0x7FFFu + ((u >> 16) & 1u); /* round to nearest, ties to even */
   }
   u &= 0xFFFF0000u;
   memcpy(&x, &u, sizeof x);
@@ -37,14 +37,14 @@ uint16_t slK_fp16_bits(float x) {
   memcpy(&u, &x, sizeof u);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
   if (a >= 0x47800000u) return (uint16_t)(sign | (a > 0x7F800000u ? 0x7E00u : 0x7C00u)); /* >= 65536, Inf, NaN */
-  if (a < 0x38800000u) {  /* below 2^-14: subnormal; adding 0.5 lines the half's ulp up with the float's */
+  if (a < 0x38800000u) { /* below 2^-14: subnormal; adding 0.5 lines the half's ulp up with the float's */
     float f;
     memcpy(&f, &a, sizeof f);
     f += 0.5f;
     memcpy(&a, &f, sizeof a);
     return (uint16_t)(sign | (a - 0x3F000000u));
   }
-  a += 0xC8000FFFu + ((a >> 13) & 1u);  /* rebias the exponent by -112, round to nearest even */
+  a += 0xC8000FFFu + ((a >> 13) & 1u); /* rebias the exponent by -112, round to nearest even */
   return (uint16_t)(sign | (a >> 13));
 }
 
@@ -71,10 +71,8 @@ void slK_round_array(int format, const float *in, float *out, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = slK_round_bf16(in[i]);
   else if (format == SLK_FP16)
     for (size_t i = 0; i < n; i++) out[i] = slK_round_fp16(in[i]);
-  else if (in != out)
-    memcpy(out, in, n * sizeof *out);
+  else if (in != out) memcpy(out, in, n * sizeof *out);
 }
-
 
 /* ------------------------------------------------------------ 16-bit storage */
 
@@ -136,7 +134,8 @@ AVX2 static size_t to_f32_avx2(int format, const uint16_t *h, float *out, size_t
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m128i v = _mm_loadu_si128((const __m128i *)(h + i));
-    __m256 f = format == SLK_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)) : fp16_to_ps8(v);
+    __m256 f =
+        format == SLK_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)) : fp16_to_ps8(v);
     _mm256_storeu_ps(out + i, f);
   }
   return i;
@@ -174,8 +173,9 @@ AVX2 static size_t round_avx2(int format, const float *x, float *out, size_t n) 
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
-    __m256 r = format == SLK_BF16 ? _mm256_castsi256_ps(_mm256_and_si256(bf16_hi8(v), _mm256_set1_epi32((int)0xFFFF0000u)))
-                                  : fp16_to_ps8(fp16_bits8(v));
+    __m256 r = format == SLK_BF16
+                   ? _mm256_castsi256_ps(_mm256_and_si256(bf16_hi8(v), _mm256_set1_epi32((int)0xFFFF0000u)))
+                   : fp16_to_ps8(fp16_bits8(v));
     _mm256_storeu_ps(out + i, r);
   }
   return i;
@@ -192,9 +192,15 @@ AVX2 static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_
 }
 #else
 static int have_avx2(void) { return 0; }
-static size_t round_avx2(int format, const float *x, float *out, size_t n) { return (void)format, (void)x, (void)out, (void)n, 0; }
-static size_t to_f32_avx2(int format, const uint16_t *h, float *out, size_t n) { return (void)format, (void)h, (void)out, (void)n, 0; }
-static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_t n) { return (void)format, (void)x, (void)out, (void)n, 0; }
+static size_t round_avx2(int format, const float *x, float *out, size_t n) {
+  return (void)format, (void)x, (void)out, (void)n, 0;
+}
+static size_t to_f32_avx2(int format, const uint16_t *h, float *out, size_t n) {
+  return (void)format, (void)h, (void)out, (void)n, 0;
+}
+static size_t to_half_avx2(int format, const float *x, uint16_t *out, size_t n) {
+  return (void)format, (void)x, (void)out, (void)n, 0;
+}
 #endif
 
 void slK_half_to_f32(int format, const uint16_t *h, float *out, size_t n) {

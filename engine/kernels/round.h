@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { SLK_FP32, SLK_BF16, SLK_FP16 };   /* number formats of values kept in float32 storage */
+enum { SLK_FP32, SLK_BF16, SLK_FP16 }; /* number formats of values kept in float32 storage */
 
 float slK_round_bf16(float x);
 float slK_round_fp16(float x);

@@ -64,7 +64,7 @@ static void micro_narrow_portable(int kc, const float *a, const float *b, float 
 }
 
 static float exp_portable1(float x) {
-  if (!(x >= -87.3f)) return x != x ? x : 0.0f;  /* NaN stays NaN; -inf and underflow give 0 */
+  if (!(x >= -87.3f)) return x != x ? x : 0.0f; /* NaN stays NaN; -inf and underflow give 0 */
   if (x > 88.3f) x = 88.3f;
   float n = nearbyintf(x * 1.44269504088896341f);
   float r = x - n * 0.693359375f - n * -2.12194440e-4f;
@@ -172,10 +172,23 @@ static void pack_mx_portable(const int8_t *m, const uint8_t *s, int g, long mrs,
 }
 
 static const slK_Simd portable = {
-  "portable", micro_portable, vexp_portable, softmax_panel_portable, scale_panel_portable,
-  exp_sub_panel_portable, ds_panel_portable, transpose48_portable, dequant_f32_portable, dequant_bf16_portable,
-  dequant_f32_n_portable, dequant_bf16_n_portable, micro_a_portable, pack_a_portable, pack_b_portable,
-  pack_mx_portable, micro_narrow_portable,
+    "portable",
+    micro_portable,
+    vexp_portable,
+    softmax_panel_portable,
+    scale_panel_portable,
+    exp_sub_panel_portable,
+    ds_panel_portable,
+    transpose48_portable,
+    dequant_f32_portable,
+    dequant_bf16_portable,
+    dequant_f32_n_portable,
+    dequant_bf16_n_portable,
+    micro_a_portable,
+    pack_a_portable,
+    pack_b_portable,
+    pack_mx_portable,
+    micro_narrow_portable,
 };
 
 /* ================================================================= AVX-512 */
@@ -190,20 +203,20 @@ static const slK_Simd portable = {
 /* One step of k of the 8 x 48 micro-kernel: three vectors of B, and row i
 ** of the tile gets A_I (element i of A's column) times them. A macro, so
 ** that each kernel below names where its A elements lie. */
-#define MICRO_STEP(A_I)                                                         \
-  do {                                                                          \
+#define MICRO_STEP(A_I) \
+  do { \
     __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32); \
-    _Pragma("GCC unroll 8") for (int i = 0; i < SLK_MR; i++) {                  \
-      __m512 ai = _mm512_set1_ps(A_I);                                          \
-      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);                                   \
-      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);                                   \
-      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]);                                   \
-    }                                                                           \
+    _Pragma("GCC unroll 8") for (int i = 0; i < SLK_MR; i++) { \
+      __m512 ai = _mm512_set1_ps(A_I); \
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]); \
+      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]); \
+      c2[i] = _mm512_fmadd_ps(ai, b2, c2[i]); \
+    } \
   } while (0)
 
 /* the tile out to C: C = tile, or C += tile */
 AVX512 static inline __attribute__((always_inline)) void tile_out(__m512 *c0, __m512 *c1, __m512 *c2, float *c,
-                                                                    long ldc, int acc) {
+                                                                  long ldc, int acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) {
     float *ci = c + i * ldc;
@@ -259,8 +272,8 @@ AVX512 static void micro_a_avx512(int kc, const float *a, long ars, long acs, co
 ** same chain of fused multiply-adds as in micro_avx512, without the products
 ** of the padding columns (a panel of 16 columns would otherwise cost as much
 ** as one of 48). */
-AVX512 static inline __attribute__((always_inline)) void narrow(int kc, const float *a, const float *b, float *c, long ldc,
-                                                                  const int nv) {
+AVX512 static inline __attribute__((always_inline)) void narrow(int kc, const float *a, const float *b, float *c,
+                                                                long ldc, const int nv) {
   __m512 cv[2][SLK_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < SLK_MR; i++) cv[0][i] = cv[1][i] = _mm512_setzero_ps();
@@ -286,7 +299,7 @@ AVX512 static void micro_narrow_avx512(int kc, const float *a, const float *b, f
 }
 
 AVX512 static inline __m512 exp512(__m512 x) {
-  __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NGE_UQ);  /* < -87.3 or NaN */
+  __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NGE_UQ); /* < -87.3 or NaN */
   __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
   __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
@@ -480,7 +493,7 @@ AVX512 static inline __m256i bf16_16(const int8_t *m, uint8_t e) {
   if (e == 0) return _mm256_setzero_si256();
   if (e == 0xFF) return _mm256_set1_epi16(0x7FC0);
   __m128i m8 = _mm_loadu_si128((const __m128i *)m);
-  __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128));   /* the Lab 4 kernel's +0.0 (numerics §5.4) */
+  __mmask16 low = _mm_cmpeq_epi8_mask(m8, _mm_set1_epi8(-128)); /* the Lab 4 kernel's +0.0 (numerics §5.4) */
   __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(decode16(m8, _mm512_set1_ps((float)(e - 133)))), 16);
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(bits, low, _mm512_setzero_si512()));
 }
@@ -538,7 +551,8 @@ AVX512 static void pack_a_avx512(const float *a, long rs, long cs, int mc, int k
 #pragma GCC unroll 16
         for (int l = 0; l < 16; l++) {
           if (l < rows && k + 48 < kc) _mm_prefetch((const char *)(a + (long)(p + l) * rs + k + 48), _MM_HINT_T0);
-          x[l] = l < rows ? _mm512_mul_ps(va, load16(a, NULL, (long)(p + l) * rs + k, kc - k, fp16)) : _mm512_setzero_ps();
+          x[l] =
+              l < rows ? _mm512_mul_ps(va, load16(a, NULL, (long)(p + l) * rs + k, kc - k, fp16)) : _mm512_setzero_ps();
         }
         slK_transpose16(x);
         int n = kc - k < 16 ? kc - k : 16;
@@ -572,7 +586,8 @@ AVX512 static void pack_b_avx512(const float *b, const uint16_t *h, long rs, lon
           _mm_prefetch((const char *)(b + at + 4 * rs + 32), _MM_HINT_T0);
         }
 #pragma GCC unroll 3
-        for (int v = 0; v < 3; v++) _mm512_storeu_ps(dst + (size_t)k * SLK_NR + 16 * v, load16(b, h, at + 16 * v, cols - 16 * v, fp16));
+        for (int v = 0; v < 3; v++)
+          _mm512_storeu_ps(dst + (size_t)k * SLK_NR + 16 * v, load16(b, h, at + 16 * v, cols - 16 * v, fp16));
       }
     } else {
       for (int v = 0; v < 3; v++)
@@ -580,7 +595,8 @@ AVX512 static void pack_b_avx512(const float *b, const uint16_t *h, long rs, lon
           __m512 x[16];
 #pragma GCC unroll 16
           for (int l = 0; l < 16; l++)
-            x[l] = l < cols - 16 * v ? load16(b, h, (long)(q + 16 * v + l) * cs + k, kc - k, fp16) : _mm512_setzero_ps();
+            x[l] =
+                l < cols - 16 * v ? load16(b, h, (long)(q + 16 * v + l) * cs + k, kc - k, fp16) : _mm512_setzero_ps();
           slK_transpose16(x);
           int n = kc - k < 16 ? kc - k : 16;
           for (int t = 0; t < n; t++) _mm512_storeu_ps(dst + (size_t)(k + t) * SLK_NR + 16 * v, x[t]);
@@ -592,7 +608,8 @@ AVX512 static void pack_b_avx512(const float *b, const uint16_t *h, long rs, lon
 /* MXINT8 weights as B: 16 rows of W (columns of op(B)) by 16 k decoded
 ** exactly (decode16_e), transposed in registers; groups of 16 or 32 and
 ** blocks starting on 16 (else the portable loop) */
-AVX512 static void pack_mx_avx512(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc, float *dst) {
+AVX512 static void pack_mx_avx512(const int8_t *m, const uint8_t *s, int g, long mrs, int k0, int kc, int nc,
+                                  float *dst) {
   if (g % 16 != 0 || k0 % 16 != 0 || kc % 16 != 0) {
     pack_mx_portable(m, s, g, mrs, k0, kc, nc, dst);
     return;
@@ -615,10 +632,23 @@ AVX512 static void pack_mx_avx512(const int8_t *m, const uint8_t *s, int g, long
 }
 
 static const slK_Simd avx512 = {
-  "avx512", micro_avx512, vexp_avx512, softmax_panel_avx512, scale_panel_avx512,
-  exp_sub_panel_avx512, ds_panel_avx512, transpose48_avx512, dequant_f32_avx512, dequant_bf16_avx512,
-  dequant_f32_n_avx512, dequant_bf16_n_avx512, micro_a_avx512, pack_a_avx512, pack_b_avx512, pack_mx_avx512,
-  micro_narrow_avx512,
+    "avx512",
+    micro_avx512,
+    vexp_avx512,
+    softmax_panel_avx512,
+    scale_panel_avx512,
+    exp_sub_panel_avx512,
+    ds_panel_avx512,
+    transpose48_avx512,
+    dequant_f32_avx512,
+    dequant_bf16_avx512,
+    dequant_f32_n_avx512,
+    dequant_bf16_n_avx512,
+    micro_a_avx512,
+    pack_a_avx512,
+    pack_b_avx512,
+    pack_mx_avx512,
+    micro_narrow_avx512,
 };
 
 static int have_avx512(void) {
@@ -633,7 +663,7 @@ static const slK_Simd avx512;
 
 /* ================================================================ dispatch */
 
-static int forced_portable = -1;  /* -1: not decided yet (SYSLAB_PORTABLE=1 forces) */
+static int forced_portable = -1; /* -1: not decided yet (SYSLAB_PORTABLE=1 forces) */
 
 int slK_force_portable(int on) {
   int old = forced_portable > 0;

@@ -53,5 +53,5 @@ static void rows_range(void *ctx, size_t r0, size_t r1) {
 
 void slK_softmax_rows(const float *x, float *y, size_t rows, int n) {
   Rows t = {x, y, n};
-  slK_parallel_for(rows, 16384 / (size_t)n + 1, rows_range, &t);   /* some 16K items a piece */
+  slK_parallel_for(rows, 16384 / (size_t)n + 1, rows_range, &t); /* some 16K items a piece */
 }

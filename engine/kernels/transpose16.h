@@ -14,7 +14,8 @@
 static inline __attribute__((always_inline, target("avx512f"))) void slK_transpose16(__m512 *r) {
   __m512 t[16];
 #pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  for (int i = 0; i < 16; i += 2)
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
 #pragma GCC unroll 4
   for (int i = 0; i < 16; i += 4) {
     r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);

@@ -63,8 +63,8 @@ int sl_arg_error(sl_Call *call, const char *arg, const char *fmt, ...) {
 }
 
 int sl_interrupted_error(sl_Call *call) {
-  return slV_error(call->S, "Interrupt", call_line(call), call_col(call),
-                   "%s was interrupted by the user", call->cmd->name);
+  return slV_error(call->S, "Interrupt", call_line(call), call_col(call), "%s was interrupted by the user",
+                   call->cmd->name);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -109,7 +109,7 @@ struct sl_Progress {
   char label[128];
   char id[48];
   double total, done;
-  double last_shown;   /* seconds, monotonic */
+  double last_shown; /* seconds, monotonic */
   char detail[160];
 };
 
@@ -203,7 +203,8 @@ static void collect_names(const slY_Node *n, sl_Value names) {
   for (; n; n = n->a) {
     if (n->kind == N_NAME && n->str) {
       int seen = 0;
-      for (size_t i = 0; i < sl_list_len(names) && !seen; i++) seen = strcmp(sl_str(sl_list_get(names, i)), n->str) == 0;
+      for (size_t i = 0; i < sl_list_len(names) && !seen; i++)
+        seen = strcmp(sl_str(sl_list_get(names, i)), n->str) == 0;
       if (!seen) sl_list_push(names, sl_string(n->str));
     }
     collect_names(n->b, names);
@@ -234,7 +235,7 @@ int sl_run_protected(sl_Call *call, const char *arg, sl_Error *caught) {
   sl_State *S = call->S;
   sl_Error *e = S->err;
   snprintf(caught->ename, sizeof caught->ename, "%s", e->ename);
-  caught->evalue = e->evalue;  /* moved, not copied */
+  caught->evalue = e->evalue; /* moved, not copied */
   caught->line = e->line;
   caught->col = e->col;
   e->evalue = NULL;

@@ -35,7 +35,7 @@ int slV_not_a_choice(sl_State *S, const sl_Arg *arg, const slY_Node *n) {
   choice_list(arg, list, sizeof list);
   if (n->kind == N_NAME) {
     snprintf(word, sizeof word, "%s", n->str);
-  } else {   /* the words as written */
+  } else { /* the words as written */
     size_t end = S->src && n->end <= S->src_len ? n->end : n->offset;
     while (end > n->offset && isspace((unsigned char)S->src[end - 1])) end--;
     snprintf(word, sizeof word, "%.*s", (int)(end - n->offset), S->src ? S->src + n->offset : "");
@@ -67,15 +67,14 @@ int slV_check_type(sl_State *S, const sl_Command *cmd, const sl_Arg *arg, sl_Val
     char list[512];
     choice_list(arg, list, sizeof list);
     const char *best = sl_closest(sl_str(v), arg->choices);
-    return slV_error(S, "ArgumentError", line, col, "%s: %s=\"%s\" is not allowed: choose one of %s%s%s%s",
-                     cmd->name, arg->name, sl_str(v), list, best ? "; did you mean '" : "", best ? best : "",
-                     best ? "'?" : "");
+    return slV_error(S, "ArgumentError", line, col, "%s: %s=\"%s\" is not allowed: choose one of %s%s%s%s", cmd->name,
+                     arg->name, sl_str(v), list, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
   }
   if (arg->type == SL_ARG_INT && v.type == SL_NUMBER)
-    return slV_error(S, "TypeError", line, col, "%s: %s must be a whole number, got %s", cmd->name,
-                     arg->name, SL_NUM(v.u.n));
-  return slV_error(S, "TypeError", line, col, "%s: %s must be a %s, got a %s", cmd->name, arg->name,
-                   slH_type_name(arg), sl_typename(v));
+    return slV_error(S, "TypeError", line, col, "%s: %s must be a whole number, got %s", cmd->name, arg->name,
+                     SL_NUM(v.u.n));
+  return slV_error(S, "TypeError", line, col, "%s: %s must be a %s, got a %s", cmd->name, arg->name, slH_type_name(arg),
+                   sl_typename(v));
 }
 
 /* the argument of some command that lists `word` among its choices */

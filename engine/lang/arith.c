@@ -39,13 +39,13 @@ int slV_arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out) {
     size_t lx = strlen(x), ly = strlen(y);
     /* the joined text and the string made of it: refused before allocating
     ** when over the budget, rather than ending the process in malloc */
-    char *s = grows_within(S, n, 2.0 * ((double)lx + (double)ly + 1), "joining these strings") ? malloc(lx + ly + 1)
-                                                                                                  : NULL;
+    char *s =
+        grows_within(S, n, 2.0 * ((double)lx + (double)ly + 1), "joining these strings") ? malloc(lx + ly + 1) : NULL;
     if (!s) {
       free(x), free(y);
       return S->failed ? -1
-                       : slV_error(S, "MemoryError", n->line, n->col, "out of memory joining strings of %zu and %zu bytes",
-                                   lx, ly);
+                       : slV_error(S, "MemoryError", n->line, n->col,
+                                   "out of memory joining strings of %zu and %zu bytes", lx, ly);
     }
     memcpy(s, x, lx);
     memcpy(s + lx, y, ly + 1);
@@ -78,11 +78,12 @@ int slV_arith(sl_State *S, slY_Node *n, sl_Value a, sl_Value b, sl_Value *out) {
     case '%':
       if (y == 0) return slV_error(S, "ZeroDivisionError", n->line, n->col, "modulo by zero");
       r = fmod(x, y);
-      if (r != 0 && (r < 0) != (y < 0)) r += y;  /* sign of the divisor, as in Python */
+      if (r != 0 && (r < 0) != (y < 0)) r += y; /* sign of the divisor, as in Python */
       break;
     case TK_POW:
       /* as 1 / 0 is an error, so is 0 ** -1 (it divides by zero too) */
-      if (x == 0 && y < 0) return slV_error(S, "ZeroDivisionError", n->line, n->col, "0 cannot be raised to a negative power");
+      if (x == 0 && y < 0)
+        return slV_error(S, "ZeroDivisionError", n->line, n->col, "0 cannot be raised to a negative power");
       r = pow(x, y);
       break;
   }
@@ -141,9 +142,10 @@ int slV_range(sl_State *S, slY_Node *n, double from, double to, double step, sl_
                      t, st);
   }
   if (step == 0 || (to - from) / step < 0)
-    return slV_error(S, "ValueError", n->line, n->col,
-                     "range %.9g..%.9g step %.9g never reaches its end: the step must move from the start towards the end",
-                     from, to, step);
+    return slV_error(
+        S, "ValueError", n->line, n->col,
+        "range %.9g..%.9g step %.9g never reaches its end: the step must move from the start towards the end", from, to,
+        step);
   /* a + i*step, with a small tolerance so 0.1..0.9 step 0.1 includes 0.9 */
   double count = floor((to - from) / step + 1e-9) + 1;
   if (count > MAX_RANGE)

@@ -26,9 +26,12 @@ static double parse_size(const char *s) {
   double x = strtod(s, &end);
   if (end == s || !(x > 0) || !isfinite(x)) return 0;
   switch (*end) {
-    case 'k': case 'K': x *= 1024; break;
-    case 'm': case 'M': x *= 1024 * 1024; break;
-    case 'g': case 'G': x *= 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': x *= 1024; break;
+    case 'm':
+    case 'M': x *= 1024 * 1024; break;
+    case 'g':
+    case 'G': x *= 1024.0 * 1024 * 1024; break;
     default: break;
   }
   return x;
@@ -58,7 +61,7 @@ static double address_space_left(void) {
   if (f && fscanf(f, "%lf", &pages) == 1) mapped = pages * (double)sysconf(_SC_PAGESIZE);
   if (f) fclose(f);
   double left = (double)rl.rlim_cur - mapped;
-  return left > 1 ? left : 1;   /* nothing left: still a limit, and every request is over it */
+  return left > 1 ? left : 1; /* nothing left: still a limit, and every request is over it */
 }
 
 /* the budget and which limit sets it */

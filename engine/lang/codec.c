@@ -174,43 +174,52 @@ static void shippable_classes(char *out, size_t size) {
 static int encode(sl_Value v, slU_Text *out, int depth, char *err, size_t errlen) {
   if (depth > MAX_DEPTH) return snprintf(err, errlen, "values nested deeper than %d levels", MAX_DEPTH), -1;
   switch (v.type) {
-  case SL_NIL: slU_put_u8(out, 'n'); return 0;
-  case SL_BOOL: slU_put_u8(out, 'b'); slU_put_u8(out, v.u.b != 0); return 0;
-  case SL_NUMBER: slU_put_u8(out, 'd'); slU_put_f64(out, v.u.n); return 0;
-  case SL_STRING: slU_put_u8(out, 's'); slU_put_bytes(out, sl_str(v), sl_strlen(v)); return 0;
-  case SL_LIST:
-    slU_put_u8(out, 'l');
-    slU_put_u64(out, sl_list_len(v));
-    for (size_t i = 0; i < sl_list_len(v); i++)
-      if (encode(sl_list_get(v, i), out, depth + 1, err, errlen) != 0) return -1;
-    return 0;
-  case SL_RECORD:
-    slU_put_u8(out, 'r');
-    slU_put_u64(out, sl_record_len(v));
-    for (size_t i = 0; i < sl_record_len(v); i++) {
-      slU_put_str(out, sl_record_key(v, i));
-      if (encode(sl_record_value(v, i), out, depth + 1, err, errlen) != 0) return -1;
+    case SL_NIL: slU_put_u8(out, 'n'); return 0;
+    case SL_BOOL:
+      slU_put_u8(out, 'b');
+      slU_put_u8(out, v.u.b != 0);
+      return 0;
+    case SL_NUMBER:
+      slU_put_u8(out, 'd');
+      slU_put_f64(out, v.u.n);
+      return 0;
+    case SL_STRING:
+      slU_put_u8(out, 's');
+      slU_put_bytes(out, sl_str(v), sl_strlen(v));
+      return 0;
+    case SL_LIST:
+      slU_put_u8(out, 'l');
+      slU_put_u64(out, sl_list_len(v));
+      for (size_t i = 0; i < sl_list_len(v); i++)
+        if (encode(sl_list_get(v, i), out, depth + 1, err, errlen) != 0) return -1;
+      return 0;
+    case SL_RECORD:
+      slU_put_u8(out, 'r');
+      slU_put_u64(out, sl_record_len(v));
+      for (size_t i = 0; i < sl_record_len(v); i++) {
+        slU_put_str(out, sl_record_key(v, i));
+        if (encode(sl_record_value(v, i), out, depth + 1, err, errlen) != 0) return -1;
+      }
+      return 0;
+    case SL_OBJECT: {
+      const sl_Class *cls = sl_object_class(v);
+      if (!cls->encode) {
+        char can[256];
+        shippable_classes(can, sizeof can);
+        snprintf(err, errlen, "a %s cannot leave this process (numbers, strings, lists, records, %s can)", cls->name,
+                 can);
+        return -1;
+      }
+      slU_put_u8(out, 'o');
+      slU_put_str(out, cls->name);
+      size_t at = out->n;
+      slU_put_u64(out, 0); /* length, filled in below */
+      size_t start = out->n;
+      if (cls->encode(sl_object_data(v), out, err, errlen) != 0) return -1;
+      uint64_t len = out->n - start;
+      for (int i = 0; i < 8; i++) out->s[at + i] = (char)(len >> (8 * i) & 0xff);
+      return 0;
     }
-    return 0;
-  case SL_OBJECT: {
-    const sl_Class *cls = sl_object_class(v);
-    if (!cls->encode) {
-      char can[256];
-      shippable_classes(can, sizeof can);
-      snprintf(err, errlen, "a %s cannot leave this process (numbers, strings, lists, records, %s can)", cls->name,
-               can);
-      return -1;
-    }
-    slU_put_u8(out, 'o');
-    slU_put_str(out, cls->name);
-    size_t at = out->n;
-    slU_put_u64(out, 0);  /* length, filled in below */
-    size_t start = out->n;
-    if (cls->encode(sl_object_data(v), out, err, errlen) != 0) return -1;
-    uint64_t len = out->n - start;
-    for (int i = 0; i < 8; i++) out->s[at + i] = (char)(len >> (8 * i) & 0xff);
-    return 0;
-  }
   }
   return snprintf(err, errlen, "unknown value type %d", (int)v.type), -1;
 }
@@ -223,54 +232,57 @@ static int decode(slU_Reader *r, sl_Value *out, int depth, char *err, size_t err
   unsigned tag = slU_get_u8(r);
   if (r->bad) goto truncated;
   switch (tag) {
-  case 'n': return 0;
-  case 'b': *out = sl_bool((int)slU_get_u8(r)); break;
-  case 'd': *out = sl_number(slU_get_f64(r)); break;
-  case 's': {
-    size_t n;
-    const char *p = slU_get_bytes(r, &n);
-    if (p) *out = sl_string_len(p, n);
-    break;
-  }
-  case 'l': {
-    uint64_t n = slU_get_u64(r);
-    if (n > r->n - r->at) goto truncated;  /* each item takes at least a byte */
-    *out = sl_list_new();
-    for (uint64_t i = 0; i < n; i++) {
-      sl_Value item;
-      if (decode(r, &item, depth + 1, err, errlen) != 0) return sl_release(*out), *out = sl_nil(), -1;
-      sl_list_push(*out, item);
+    case 'n': return 0;
+    case 'b': *out = sl_bool((int)slU_get_u8(r)); break;
+    case 'd': *out = sl_number(slU_get_f64(r)); break;
+    case 's': {
+      size_t n;
+      const char *p = slU_get_bytes(r, &n);
+      if (p) *out = sl_string_len(p, n);
+      break;
     }
-    return 0;
-  }
-  case 'r': {
-    uint64_t n = slU_get_u64(r);
-    if (n > r->n - r->at) goto truncated;
-    *out = sl_record_new();
-    for (uint64_t i = 0; i < n; i++) {
-      char key[256];
-      sl_Value item;
-      if (slU_get_str(r, key, sizeof key) != 0) return sl_release(*out), *out = sl_nil(), snprintf(err, errlen, "the data is truncated"), -1;
-      if (decode(r, &item, depth + 1, err, errlen) != 0) return sl_release(*out), *out = sl_nil(), -1;
-      sl_record_set(*out, key, item);
+    case 'l': {
+      uint64_t n = slU_get_u64(r);
+      if (n > r->n - r->at) goto truncated; /* each item takes at least a byte */
+      *out = sl_list_new();
+      for (uint64_t i = 0; i < n; i++) {
+        sl_Value item;
+        if (decode(r, &item, depth + 1, err, errlen) != 0) return sl_release(*out), *out = sl_nil(), -1;
+        sl_list_push(*out, item);
+      }
+      return 0;
     }
-    return 0;
-  }
-  case 'o': {
-    char name[64];
-    size_t n;
-    slU_get_str(r, name, sizeof name);
-    const char *p = slU_get_bytes(r, &n);
-    if (!p) goto truncated;
-    const sl_Class *cls = class_find(name);
-    if (!cls || !cls->decode) return snprintf(err, errlen, "the data holds a '%s', which this program cannot rebuild", name), -1;
-    void *data = cls->decode(p, n, err, errlen);
-    if (!data) return -1;
-    *out = sl_object_new(cls, data);
-    return 0;
-  }
-  default:
-    return snprintf(err, errlen, "the data is not an encoded value (unknown tag 0x%02x at byte %zu)", tag, r->at - 1), -1;
+    case 'r': {
+      uint64_t n = slU_get_u64(r);
+      if (n > r->n - r->at) goto truncated;
+      *out = sl_record_new();
+      for (uint64_t i = 0; i < n; i++) {
+        char key[256];
+        sl_Value item;
+        if (slU_get_str(r, key, sizeof key) != 0)
+          return sl_release(*out), *out = sl_nil(), snprintf(err, errlen, "the data is truncated"), -1;
+        if (decode(r, &item, depth + 1, err, errlen) != 0) return sl_release(*out), *out = sl_nil(), -1;
+        sl_record_set(*out, key, item);
+      }
+      return 0;
+    }
+    case 'o': {
+      char name[64];
+      size_t n;
+      slU_get_str(r, name, sizeof name);
+      const char *p = slU_get_bytes(r, &n);
+      if (!p) goto truncated;
+      const sl_Class *cls = class_find(name);
+      if (!cls || !cls->decode)
+        return snprintf(err, errlen, "the data holds a '%s', which this program cannot rebuild", name), -1;
+      void *data = cls->decode(p, n, err, errlen);
+      if (!data) return -1;
+      *out = sl_object_new(cls, data);
+      return 0;
+    }
+    default:
+      return snprintf(err, errlen, "the data is not an encoded value (unknown tag 0x%02x at byte %zu)", tag, r->at - 1),
+             -1;
   }
   if (r->bad) goto truncated;
   return 0;

@@ -156,7 +156,8 @@ static int cmd_image(sl_Call *call, sl_Value *result) {
   int png = n >= 45 && memcmp(data, png_magic, 8) == 0;
   if (png && (memcmp(data + 12, "IHDR", 4) != 0 || memcmp(data + n - 12, iend, 12) != 0)) {
     free(data);
-    return sl_arg_error(call, "path", "'%s' starts like a PNG image but is not a whole one (truncated or corrupt)", path);
+    return sl_arg_error(call, "path", "'%s' starts like a PNG image but is not a whole one (truncated or corrupt)",
+                        path);
   }
   if (png) {
     unsigned char *p = (unsigned char *)data;
@@ -198,7 +199,7 @@ static int cmd_countdown(sl_Call *call, sl_Value *result) {
   if (!(delay >= 0 && delay <= 10)) return sl_arg_error(call, "delay", "must be between 0 and 10 seconds");
   sl_Progress *p = sl_progress_begin(call, "countdown", steps);
   for (int i = 1; i <= (int)steps; i++) {
-    if (pause_for(delay) != 0) {   /* a step may be 10 s long: it is waited in slices */
+    if (pause_for(delay) != 0) { /* a step may be 10 s long: it is waited in slices */
       sl_progress_end(p);
       return sl_interrupted_error(call);
     }
@@ -234,13 +235,13 @@ static int cmd_len(sl_Call *call, sl_Value *result) {
   sl_Value v = sl_arg(call, "value");
   if (v.type == SL_LIST) *result = sl_number((double)sl_list_len(v));
   else if (v.type == SL_STRING) {
-    size_t chars = 0;  /* characters, not bytes: continuation bytes of UTF-8 do not count */
+    size_t chars = 0; /* characters, not bytes: continuation bytes of UTF-8 do not count */
     for (const char *p = sl_str(v); *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
     *result = sl_number((double)chars);
-  }
-  else if (v.type == SL_RECORD) *result = sl_number((double)sl_record_len(v));
-  else if (v.type == SL_OBJECT && sl_object_class(v)->field &&  /* a table: its rows */
-           sl_object_class(v)->field(sl_object_data(v), "nrows", result) == 0) return 0;
+  } else if (v.type == SL_RECORD) *result = sl_number((double)sl_record_len(v));
+  else if (v.type == SL_OBJECT && sl_object_class(v)->field && /* a table: its rows */
+           sl_object_class(v)->field(sl_object_data(v), "nrows", result) == 0)
+    return 0;
   else return sl_arg_error(call, "value", "has no length: a %s (lists, strings and records have one)", sl_typename(v));
   return 0;
 }
@@ -300,7 +301,9 @@ static int aggregate(sl_Call *call, sl_Value *result, int which) {
   if (n == 0 && which != 0) {
     free(buf);
     return sl_arg_error(call, "values", "needs at least one number (an empty list has no %s)",
-                        which == 1 ? "minimum" : which == 2 ? "maximum" : "mean");
+                        which == 1   ? "minimum"
+                        : which == 2 ? "maximum"
+                                     : "mean");
   }
   double r = which == 1 ? INFINITY : which == 2 ? -INFINITY : 0;
   for (size_t i = 0; i < n; i++) {
@@ -402,7 +405,7 @@ static const sl_Command slB_commands[] = {
 /* clang-format on */
 
 const sl_Domain slB_domain = {
-  "Language",
-  "The language itself: printing and showing values, help, variables, types, rich displays (Markdown, HTML, images, LaTeX), progress, input and timing. These commands work on any value and know nothing of the domains above them.",
-  slB_commands,
+    "Language",
+    "The language itself: printing and showing values, help, variables, types, rich displays (Markdown, HTML, images, LaTeX), progress, input and timing. These commands work on any value and know nothing of the domains above them.",
+    slB_commands,
 };

@@ -20,7 +20,7 @@ int sl_interrupted(void) { return atomic_load(&interrupt_flag); }
 void sl_clear_interrupt(void) { atomic_store(&interrupt_flag, 0); }
 
 int slV_error(sl_State *S, const char *ename, int line, int col, const char *fmt, ...) {
-  if (S->failed) return -1;  /* the first error is the one that explains */
+  if (S->failed) return -1; /* the first error is the one that explains */
   S->failed = 1;
   sl_Error *e = S->err;
   snprintf(e->ename, sizeof e->ename, "%s", ename);

@@ -101,8 +101,8 @@ static int default_value(sl_State *S, const sl_Command *cmd, const sl_Arg *arg, 
   slY_Tree *tree = slY_parse(arg->defval, strlen(arg->defval), &perr);
   if (!tree || slY_root(tree)->nkids != 1 || slY_root(tree)->kids[0]->kind != N_EXPR) {
     slY_free(tree);
-    return slV_error(S, "InternalError", 0, 0, "%s: the default of %s does not parse: %s", cmd->name,
-                     arg->name, arg->defval);
+    return slV_error(S, "InternalError", 0, 0, "%s: the default of %s does not parse: %s", cmd->name, arg->name,
+                     arg->defval);
   }
   slY_Node *e = slY_root(tree)->kids[0]->a;
   int rc = e->kind == N_NAME && arg->type == SL_ARG_ENUM ? (*out = sl_string(e->str), 0) : eval_node(S, e, out);
@@ -169,8 +169,8 @@ static int bind(sl_State *S, sl_Call *call) {
       i = next_positional;
       if (!cmd->args[i].name || !(cmd->args[i].flags & SL_POSITIONAL))
         return slV_error(S, "ArgumentError", line, col,
-                         "%s takes no more positional arguments: name the argument (name=value); see '%s?'",
-                         cmd->name, cmd->name);
+                         "%s takes no more positional arguments: name the argument (name=value); see '%s?'", cmd->name,
+                         cmd->name);
     }
     if (!key && (cmd->args[i].flags & SL_VARIADIC)) {
       sl_Value v;
@@ -179,7 +179,7 @@ static int bind(sl_State *S, sl_Call *call) {
       sl_list_push(call->values[i], v);
       if (!call->given[i]) call->line[i] = line, call->col[i] = col;
       call->given[i] = 1;
-      next_positional = i;  /* stays on the variadic argument */
+      next_positional = i; /* stays on the variadic argument */
       continue;
     }
     if (call->given[i])
@@ -257,15 +257,13 @@ static int eval_index(sl_State *S, slY_Node *n, sl_Value *out) {
     if (k < 0 || k >= len)
       rc = slV_error(S, "IndexError", n->b->line, n->b->col, "index %.15g is out of range for a list of %.0f items",
                      i.u.n, len);
-    else
-      *out = sl_list_get(a, (size_t)k), sl_retain(*out);
+    else *out = sl_list_get(a, (size_t)k), sl_retain(*out);
   } else if (a.type == SL_RECORD && i.type == SL_STRING) {
     size_t k = 0;
     while (k < sl_record_len(a) && strcmp(sl_record_key(a, k), sl_str(i)) != 0) k++;
     if (k == sl_record_len(a))
       rc = slV_error(S, "KeyError", n->b->line, n->b->col, "the record has no field '%s'", sl_str(i));
-    else
-      *out = sl_record_value(a, k), sl_retain(*out);
+    else *out = sl_record_value(a, k), sl_retain(*out);
   } else if (a.type == SL_OBJECT && sl_object_class(a)->index) {
     char why[512] = "";
     if (sl_object_class(a)->index(sl_object_data(a), i, out, why, sizeof why) != 0)
@@ -329,13 +327,15 @@ static int eval_name(sl_State *S, slY_Node *n, sl_Value *out) {
   if (isdigit((unsigned char)n->str[0]))
     return slV_error(S, "NameError", n->line, n->col,
                      "'%s' is not a number, and a name cannot start with a digit (a command's choice such as "
-                     "lm's 2.7B is written as an argument on its own)", n->str);
+                     "lm's 2.7B is written as an argument on its own)",
+                     n->str);
   const sl_Command *owner;
   const sl_Arg *choice = slV_choice_named(n->str, &owner);
-  if (choice)   /* `suggest "x" float - 5 5`: a choice word caught inside an expression */
+  if (choice) /* `suggest "x" float - 5 5`: a choice word caught inside an expression */
     return slV_error(S, "NameError", n->line, n->col,
                      "'%s' is a choice of %s's %s, not a variable: write it as an argument on its own (a sign "
-                     "right after a space starts the next argument: %s -5)", n->str, owner->name, choice->name, n->str);
+                     "right after a space starts the next argument: %s -5)",
+                     n->str, owner->name, choice->name, n->str);
   const char *best = sl_suggest(S, n->str, 1, 1);
   if (best)
     return slV_error(S, "NameError", n->line, n->col, "name '%s' is not defined; did you mean '%s'?", n->str, best);
@@ -363,7 +363,7 @@ static int eval_chain(sl_State *S, slY_Node *n, sl_Value *out) {
   int rc = eval_node(S, spine[len - 1]->a, &acc);
   for (size_t i = len; rc == 0 && i-- > 0;) {
     slY_Node *k = spine[i];
-    if (k->kind != N_BINARY) {  /* and, or: the left value decides whether the right one is needed */
+    if (k->kind != N_BINARY) { /* and, or: the left value decides whether the right one is needed */
       int t = sl_truthy(acc);
       if ((k->kind == N_AND && !t) || (k->kind == N_OR && t)) continue;
       sl_release(acc);
@@ -432,8 +432,7 @@ static int eval_node(sl_State *S, slY_Node *n, sl_Value *out) {
     case N_FIELD: return eval_field(S, n, out);
     case N_INDEX: return eval_index(S, n, out);
     case N_CALL: return eval_call(S, n, out);
-    default:
-      return slV_error(S, "InternalError", n->line, n->col, "statement used as a value");
+    default: return slV_error(S, "InternalError", n->line, n->col, "statement used as a value");
   }
 }
 
@@ -451,8 +450,7 @@ static int run_for(sl_State *S, slY_Node *n) {
   if (eval_node(S, n->a, &list) != 0) return -1;
   if (list.type != SL_LIST) {
     sl_release(list);
-    return slV_error(S, "TypeError", n->a->line, n->a->col, "for needs a list or a range, got a %s",
-                     sl_typename(list));
+    return slV_error(S, "TypeError", n->a->line, n->a->col, "for needs a list or a range, got a %s", sl_typename(list));
   }
   int rc = 0;
   for (size_t i = 0; i < sl_list_len(list) && rc == 0; i++) {
@@ -482,7 +480,7 @@ static int run_statement(sl_State *S, slY_Node *n, sl_Value *out) {
       return 0;
     }
     case N_IF:
-      for (;;) {   /* an else-if chain in a loop, as it was parsed */
+      for (;;) { /* an else-if chain in a loop, as it was parsed */
         sl_Value c;
         if (eval_node(S, n->a, &c) != 0) return -1;
         int t = sl_truthy(c);

@@ -62,7 +62,7 @@ int slF_open(const char *path, int flags, const char *what, size_t *size, char *
     close(fd);
     return -1;
   }
-  if (refuse(path, &st, what, err, errlen)) {  /* what was opened, not what stat saw */
+  if (refuse(path, &st, what, err, errlen)) { /* what was opened, not what stat saw */
     close(fd);
     return -1;
   }
@@ -97,7 +97,7 @@ char *slF_read_file(const char *path, const char *what, int text, size_t *len, c
       failed = 1;
       break;
     }
-    if (got == 0) break;  /* it shrank: what is there */
+    if (got == 0) break; /* it shrank: what is there */
     if (text && memchr(all + n, '\0', (size_t)got)) {
       snprintf(err, errlen, "'%s' is not %s (it contains NUL bytes)", path, what);
       failed = 1;

@@ -27,11 +27,11 @@
 #include "slutil.h"
 
 typedef struct {
-  char sign;   /* '+' or '-' */
-  int z;       /* negative zero printed as zero */
-  char group;  /* ',' or '_' or 0 */
-  int prec;    /* -1: the type's default */
-  char type;   /* 'f', 'e', 'g', '%', 'd', or 0: as the language prints it */
+  char sign;  /* '+' or '-' */
+  int z;      /* negative zero printed as zero */
+  char group; /* ',' or '_' or 0 */
+  int prec;   /* -1: the type's default */
+  char type;  /* 'f', 'e', 'g', '%', 'd', or 0: as the language prints it */
 } Spec;
 
 static int parse_spec(const char *s, Spec *sp, char *err, size_t errlen) {
@@ -55,8 +55,10 @@ static int parse_spec(const char *s, Spec *sp, char *err, size_t errlen) {
   }
   if (*p && strchr("feg%d", *p)) sp->type = *p++;
   if (*p) {
-    snprintf(err, errlen, "the format '%.80s' is not one syslab reads: [+|-][z][,|_][.precision][f|e|g|%%|d] "
-             "(Python's format spec without fill, alignment and width)", s);
+    snprintf(err, errlen,
+             "the format '%.80s' is not one syslab reads: [+|-][z][,|_][.precision][f|e|g|%%|d] "
+             "(Python's format spec without fill, alignment and width)",
+             s);
     return -1;
   }
   if (sp->prec >= 0 && !sp->type) {

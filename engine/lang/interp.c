@@ -19,7 +19,7 @@
 #include "lex.h"
 
 sl_State *sl_new(void) {
-  if (!sl_registry_ready()) {   /* a program that forgot to start the engine: every command would be unknown */
+  if (!sl_registry_ready()) { /* a program that forgot to start the engine: every command would be unknown */
     fprintf(stderr, "syslab: sl_new() before sl_init(): the engine's domains are not registered\n");
     abort();
   }
@@ -170,8 +170,10 @@ static int evaluation_error(const char *code, sl_Error *err, const char *ename, 
   snprintf(err->ename, sizeof err->ename, "%s", ename);
   size_t n = strlen(why) + 200;
   err->evalue = malloc(n);
-  snprintf(err->evalue, n, "%s: a user expression must only compute a value, without assigning, printing or "
-                           "plotting (run it in a code cell)", why);
+  snprintf(err->evalue, n,
+           "%s: a user expression must only compute a value, without assigning, printing or "
+           "plotting (run it in a code cell)",
+           why);
   err->line = line;
   err->col = col;
   err->traceback = make_traceback(code, strlen(code), err);
@@ -192,7 +194,7 @@ int sl_evaluate(sl_State *S, const char *code, sl_Value *result, sl_Error *err) 
   }
   Refusal r = {NULL};
   sl_Host host = {&r, refuse_write, refuse_display, refuse_clear, NULL, refuse_page};
-  int rc = sl_execute(S, code, &host, result, err);  /* a syntax error is reported as for a cell */
+  int rc = sl_execute(S, code, &host, result, err); /* a syntax error is reported as for a cell */
   if (rc != 0 || !r.what) return rc;
   sl_release(*result);
   *result = sl_nil();
@@ -310,7 +312,7 @@ static void scan_context(const char *code, size_t cursor, Context *cx) {
       start_at[depth] = 0;
       if (cmd_at[depth]) cx->ngiven = 0;
     } else if (type == '=' && prev == TK_NAME && !cmd_at[depth]) {
-      start_at[depth] = 1;  /* x = <command> */
+      start_at[depth] = 1; /* x = <command> */
     } else {
       if (type == '=' && prev == TK_NAME && cx->ngiven < SL_MAX_ARGS)
         snprintf(cx->given[cx->ngiven++], 64, "%s", prev_name);
@@ -419,7 +421,7 @@ int sl_inspect(sl_State *S, const char *code, size_t cursor, int detail, sl_Bund
   char word[64];
   snprintf(word, sizeof word, "%.*s", (int)(b - a), code + a);
   const sl_Command *cmd = sl_command_find(word);
-  if (!cmd && b < len && code[b] == '=') {  /* a keyword argument: help of that argument */
+  if (!cmd && b < len && code[b] == '=') { /* a keyword argument: help of that argument */
     Context cx;
     scan_context(code, a, &cx);
     const sl_Arg *arg = cx.command ? sl_command_arg(cx.command, word) : NULL;

@@ -26,7 +26,7 @@ int sl_program_file(const char *installed, const char *build_tree, char *out, si
   out[0] = '\0';
   if (n > 0) {
     exe[n] = '\0';
-    for (int up = 0; up < 2; up++) {  /* <prefix>/bin/syslab -> <prefix> */
+    for (int up = 0; up < 2; up++) { /* <prefix>/bin/syslab -> <prefix> */
       char *slash = strrchr(exe, '/');
       if (slash) *slash = '\0';
     }

@@ -20,9 +20,8 @@ static const struct {
   const char *word;
   int type;
 } keywords[] = {
-  {"if", TK_IF},     {"else", TK_ELSE}, {"for", TK_FOR},   {"in", TK_IN},
-  {"and", TK_AND},   {"or", TK_OR},     {"not", TK_NOT},   {"true", TK_TRUE},
-  {"false", TK_FALSE}, {"nil", TK_NIL}, {"step", TK_STEP},
+    {"if", TK_IF},   {"else", TK_ELSE}, {"for", TK_FOR},     {"in", TK_IN},   {"and", TK_AND},   {"or", TK_OR},
+    {"not", TK_NOT}, {"true", TK_TRUE}, {"false", TK_FALSE}, {"nil", TK_NIL}, {"step", TK_STEP},
 };
 
 void slX_init(slX_Lexer *L, const char *src, size_t len) {
@@ -46,7 +45,7 @@ static void advance(slX_Lexer *L) {
     L->line++;
     L->col = 1;
   } else if ((c & 0xC0) != 0x80) {
-    L->col++;  /* continuation bytes of a UTF-8 character add no column */
+    L->col++; /* continuation bytes of a UTF-8 character add no column */
   }
 }
 
@@ -115,7 +114,9 @@ static slX_Token read_string(slX_Lexer *L, size_t start, int line, int col) {
         case 'n': out[n++] = '\n'; break;
         case 't': out[n++] = '\t'; break;
         case 'r': out[n++] = '\r'; break;
-        case '\\': case '"': case '\'': out[n++] = (char)e; break;
+        case '\\':
+        case '"':
+        case '\'': out[n++] = (char)e; break;
         case 'u': {
           if (peek(L, 0) != '{') goto bad_escape;
           advance(L);
@@ -169,7 +170,7 @@ static slX_Token read_number(slX_Lexer *L, size_t start, int line, int col) {
     advance(L);
     if (peek(L, 0) == '+' || peek(L, 0) == '-') advance(L);
     if (!isdigit(peek(L, 0))) {
-      L->pos = save;  /* not an exponent after all: "2e" is 2 then a name */
+      L->pos = save; /* not an exponent after all: "2e" is 2 then a name */
       L->col = scol;
     } else {
       while (isdigit(peek(L, 0))) advance(L);
@@ -223,29 +224,68 @@ slX_Token slX_next(slX_Lexer *L) {
     while (slX_is_name_char(peek(L, 0))) advance(L);
     slX_Token t = make(L, TK_NAME, start, line, col);
     for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-      if (strlen(keywords[i].word) == t.len && memcmp(keywords[i].word, t.start, t.len) == 0)
-        t.type = keywords[i].type;
+      if (strlen(keywords[i].word) == t.len && memcmp(keywords[i].word, t.start, t.len) == 0) t.type = keywords[i].type;
     return t;
   }
   advance(L);
   int two = peek(L, 0);
   switch (c) {
-    case '=': if (two == '=') { advance(L); return make(L, TK_EQ, start, line, col); } break;
-    case '!': if (two == '=') { advance(L); return make(L, TK_NE, start, line, col); }
+    case '=':
+      if (two == '=') {
+        advance(L);
+        return make(L, TK_EQ, start, line, col);
+      }
+      break;
+    case '!':
+      if (two == '=') {
+        advance(L);
+        return make(L, TK_NE, start, line, col);
+      }
       return error(L, start, line, col, "unexpected '!': write 'not x' for negation or '!=' for inequality");
-    case '<': if (two == '=') { advance(L); return make(L, TK_LE, start, line, col); } break;
-    case '>': if (two == '=') { advance(L); return make(L, TK_GE, start, line, col); } break;
-    case '*': if (two == '*') { advance(L); return make(L, TK_POW, start, line, col); } break;
-    case '.': if (two == '.') { advance(L); return make(L, TK_DOTDOT, start, line, col); } break;
-    case '(': case '[': case '{':
+    case '<':
+      if (two == '=') {
+        advance(L);
+        return make(L, TK_LE, start, line, col);
+      }
+      break;
+    case '>':
+      if (two == '=') {
+        advance(L);
+        return make(L, TK_GE, start, line, col);
+      }
+      break;
+    case '*':
+      if (two == '*') {
+        advance(L);
+        return make(L, TK_POW, start, line, col);
+      }
+      break;
+    case '.':
+      if (two == '.') {
+        advance(L);
+        return make(L, TK_DOTDOT, start, line, col);
+      }
+      break;
+    case '(':
+    case '[':
+    case '{':
       if (L->depth < SLX_MAX_NESTING) L->nesting[L->depth] = (char)c;
       L->depth++;
       break;
-    case ')': case ']': case '}':
+    case ')':
+    case ']':
+    case '}':
       if (L->depth > 0) L->depth--;
       break;
-    case '+': case '-': case '/': case '%': case '^': case ',': case ';': case ':': case '?':
-      break;
+    case '+':
+    case '-':
+    case '/':
+    case '%':
+    case '^':
+    case ',':
+    case ';':
+    case ':':
+    case '?': break;
     default: {
       char msg[80];
       snprintf(msg, sizeof msg, "unexpected character '%c'", c > 32 && c < 127 ? c : '?');
@@ -262,9 +302,9 @@ void slX_token_free(slX_Token *t) {
 
 const char *slX_describe(int type, char *buf, size_t size) {
   static const char *names[] = {
-    "end of input", "end of line", "number", "string", "name",
-    "'if'", "'else'", "'for'", "'in'", "'and'", "'or'", "'not'", "'true'", "'false'", "'nil'", "'step'",
-    "'=='", "'!='", "'<='", "'>='", "'**'", "'..'", "invalid token",
+      "end of input", "end of line", "number", "string", "name",   "'if'",    "'else'",        "'for'",
+      "'in'",         "'and'",       "'or'",   "'not'",  "'true'", "'false'", "'nil'",         "'step'",
+      "'=='",         "'!='",        "'<='",   "'>='",   "'**'",   "'..'",    "invalid token",
   };
   if (type >= TK_EOF && type <= TK_ERROR) return names[type - TK_EOF];
   snprintf(buf, size, "'%c'", type);
@@ -291,7 +331,7 @@ int sl_parse_whole(const char *s, long lo, long hi, long *out) {
   if (!*s) return 0;
   for (; *s; s++) {
     int d = *s - '0';
-    if (!isdigit((unsigned char)*s) || v > hi / 10 || v * 10 > hi - d) return 0;   /* past hi: refused, never wrapped */
+    if (!isdigit((unsigned char)*s) || v > hi / 10 || v * 10 > hi - d) return 0; /* past hi: refused, never wrapped */
     v = v * 10 + d;
   }
   if (v < lo) return 0;

@@ -9,25 +9,40 @@
 enum slX_TokenType {
   /* single-character tokens use their character code */
   TK_EOF = 256,
-  TK_NEWLINE,   /* end of a statement: a newline outside () and [] */
+  TK_NEWLINE, /* end of a statement: a newline outside () and [] */
   TK_NUMBER,
   TK_STRING,
   TK_NAME,
   /* keywords */
-  TK_IF, TK_ELSE, TK_FOR, TK_IN, TK_AND, TK_OR, TK_NOT, TK_TRUE, TK_FALSE, TK_NIL, TK_STEP,
+  TK_IF,
+  TK_ELSE,
+  TK_FOR,
+  TK_IN,
+  TK_AND,
+  TK_OR,
+  TK_NOT,
+  TK_TRUE,
+  TK_FALSE,
+  TK_NIL,
+  TK_STEP,
   /* multi-character operators */
-  TK_EQ, TK_NE, TK_LE, TK_GE, TK_POW, TK_DOTDOT,
+  TK_EQ,
+  TK_NE,
+  TK_LE,
+  TK_GE,
+  TK_POW,
+  TK_DOTDOT,
   TK_ERROR
 };
 
 typedef struct slX_Token {
   int type;
-  const char *start;   /* points into the source */
-  size_t len;          /* bytes of source text */
-  size_t offset;       /* byte offset of start */
-  int line, col;       /* 1-based; col counts characters, not bytes */
-  double number;       /* TK_NUMBER */
-  char *string;        /* TK_STRING: decoded text, owned by the token (slX_token_free) */
+  const char *start; /* points into the source */
+  size_t len;        /* bytes of source text */
+  size_t offset;     /* byte offset of start */
+  int line, col;     /* 1-based; col counts characters, not bytes */
+  double number;     /* TK_NUMBER */
+  char *string;      /* TK_STRING: decoded text, owned by the token (slX_token_free) */
   size_t string_len;
 } slX_Token;
 
@@ -39,10 +54,10 @@ typedef struct slX_Lexer {
   const char *src;
   size_t len, pos;
   int line, col;
-  char nesting[SLX_MAX_NESTING];  /* open brackets: '(' '[' '{' */
+  char nesting[SLX_MAX_NESTING]; /* open brackets: '(' '[' '{' */
   int depth;
-  int eof_in_string;   /* the source ended inside a string literal */
-  char error[200];     /* message of the last TK_ERROR */
+  int eof_in_string; /* the source ended inside a string literal */
+  char error[200];   /* message of the last TK_ERROR */
 } slX_Lexer;
 
 void slX_init(slX_Lexer *L, const char *src, size_t len);

@@ -38,12 +38,12 @@ struct slY_Tree {
 
 typedef struct Parser {
   slX_Lexer lex;
-  slX_Token tok;      /* current token */
-  size_t prev_end;    /* byte offset just past the previous token */
+  slX_Token tok;   /* current token */
+  size_t prev_end; /* byte offset just past the previous token */
   slY_Tree *tree;
   slY_Error *err;
-  int depth;          /* nesting of the constructs being parsed */
-  int in_args;        /* parsing a command's space-separated arguments (not inside brackets) */
+  int depth;   /* nesting of the constructs being parsed */
+  int in_args; /* parsing a command's space-separated arguments (not inside brackets) */
   jmp_buf fail;
 } Parser;
 
@@ -123,8 +123,7 @@ static void next(Parser *P) {
   P->prev_end = P->tok.offset + P->tok.len;
   slX_token_free(&P->tok);
   P->tok = slX_next(&P->lex);
-  if (P->tok.type == TK_ERROR)
-    fail_at(P, P->tok.line, P->tok.col, P->lex.eof_in_string, "%s", P->lex.error);
+  if (P->tok.type == TK_ERROR) fail_at(P, P->tok.line, P->tok.col, P->lex.eof_in_string, "%s", P->lex.error);
 }
 
 /* type of the token after the current one, without consuming anything */
@@ -149,8 +148,8 @@ static void unexpected(Parser *P, const char *expected) {
   char buf[16];
   const char *got = slX_describe(P->tok.type, buf, sizeof buf);
   if (P->tok.type == TK_NAME || P->tok.type == TK_NUMBER)
-    fail_at(P, P->tok.line, P->tok.col, 0, "expected %s, found %s '%.*s'", expected, got,
-            (int)P->tok.len, P->tok.start);
+    fail_at(P, P->tok.line, P->tok.col, 0, "expected %s, found %s '%.*s'", expected, got, (int)P->tok.len,
+            P->tok.start);
   fail_at(P, P->tok.line, P->tok.col, P->tok.type == TK_EOF, "expected %s, found %s", expected, got);
 }
 
@@ -235,9 +234,18 @@ static slY_Node *primary(Parser *P, int allow_call) {
       n->str_len = P->tok.string_len;
       next(P);
       break;
-    case TK_TRUE: n = node(P, N_TRUE); next(P); break;
-    case TK_FALSE: n = node(P, N_FALSE); next(P); break;
-    case TK_NIL: n = node(P, N_NIL); next(P); break;
+    case TK_TRUE:
+      n = node(P, N_TRUE);
+      next(P);
+      break;
+    case TK_FALSE:
+      n = node(P, N_FALSE);
+      next(P);
+      break;
+    case TK_NIL:
+      n = node(P, N_NIL);
+      next(P);
+      break;
     case TK_NAME: {
       const sl_Command *cmd = command_named(P);
       if (cmd && call_parens_follow(P)) return call(P, cmd, 3);
@@ -247,7 +255,7 @@ static slY_Node *primary(Parser *P, int allow_call) {
       next(P);
       break;
     }
-    case TK_STEP:  /* a word like any other outside a range: schedule=step */
+    case TK_STEP: /* a word like any other outside a range: schedule=step */
       n = node(P, N_NAME);
       n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
       next(P);
@@ -256,12 +264,12 @@ static slY_Node *primary(Parser *P, int allow_call) {
       int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
       enter(P);
       next(P);
-      P->in_args = 0;   /* inside brackets a sign is an operator again */
+      P->in_args = 0; /* inside brackets a sign is an operator again */
       n = expr(P, 2);
       P->in_args = in_args;
       expect_close(P, ')', line, col, "')'");
       leave(P);
-      return n;   /* not finished again: a call's source (workers run it) ends before the ')' */
+      return n; /* not finished again: a call's source (workers run it) ends before the ')' */
     }
     case '[': {
       int line = P->tok.line, col = P->tok.col, in_args = P->in_args;
@@ -279,9 +287,7 @@ static slY_Node *primary(Parser *P, int allow_call) {
       leave(P);
       break;
     }
-    default:
-      unexpected(P, "a value (number, string, name, list or '(')");
-      return NULL;
+    default: unexpected(P, "a value (number, string, name, list or '(')"); return NULL;
   }
   finish(P, n);
   return n;
@@ -333,7 +339,7 @@ static slY_Node *power(Parser *P, int allow_call) {
     next(P);
     n->a = base;
     enter(P);
-    n->b = unary(P, 0);  /* right-associative, and 2 ** -1 works */
+    n->b = unary(P, 0); /* right-associative, and 2 ** -1 works */
     leave(P);
     finish(P, n);
     return n;
@@ -370,8 +376,7 @@ static slY_Node *binary_left(Parser *P, slY_Node *left, int op, slY_Node *(*oper
 
 static slY_Node *term(Parser *P, int allow_call) {
   slY_Node *n = unary(P, allow_call);
-  while (P->tok.type == '*' || P->tok.type == '/' || P->tok.type == '%')
-    n = binary_left(P, n, P->tok.type, unary);
+  while (P->tok.type == '*' || P->tok.type == '/' || P->tok.type == '%') n = binary_left(P, n, P->tok.type, unary);
   return n;
 }
 
@@ -410,9 +415,7 @@ static slY_Node *range(Parser *P, int allow_call) {
   return r;
 }
 
-static int is_comparison(int t) {
-  return t == TK_EQ || t == TK_NE || t == '<' || t == TK_LE || t == '>' || t == TK_GE;
-}
+static int is_comparison(int t) { return t == TK_EQ || t == TK_NE || t == '<' || t == TK_LE || t == '>' || t == TK_GE; }
 
 static slY_Node *comparison(Parser *P, int allow_call) {
   slY_Node *n = range(P, allow_call);
@@ -470,14 +473,13 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
   n->str = arena_strndup(P->tree, P->tok.start, P->tok.len);
   next(P);
   int function_style = in_parens == 3, open_line = P->tok.line, open_col = P->tok.col, in_args = P->in_args;
-  if (function_style) enter(P), next(P);  /* the '(' is a level, as any other */
-  P->in_args = !function_style;   /* name(a, -1): commas separate, a sign is an operator */
+  if (function_style) enter(P), next(P); /* the '(' is a level, as any other */
+  P->in_args = !function_style;          /* name(a, -1): commas separate, a sign is an operator */
   for (;;) {
     if (at_statement_end(P) || (in_parens && P->tok.type == ')')) break;
     if (P->tok.type == '{') {
-      if (!takes_block(cmd))
-        fail_at(P, P->tok.line, P->tok.col, 0, "'%s' takes no { } block", cmd->name);
-      P->in_args = 0;   /* the block's statements are statements again */
+      if (!takes_block(cmd)) fail_at(P, P->tok.line, P->tok.col, 0, "'%s' takes no { } block", cmd->name);
+      P->in_args = 0; /* the block's statements are statements again */
       n->c = block(P);
       break;
     }
@@ -487,13 +489,12 @@ static slY_Node *call(Parser *P, const sl_Command *cmd, int in_parens) {
       snprintf(key, sizeof key, "%.*s", (int)(P->tok.len < 63 ? P->tok.len : 63), P->tok.start);
       next(P);
       next(P);
-      if (at_statement_end(P) || P->tok.type == '{')
-        unexpected(P, "a value after '='");
+      if (at_statement_end(P) || P->tok.type == '{') unexpected(P, "a value after '='");
       add_kid(P, n, expr(P, 0), key, line, col);
     } else {
       add_kid(P, n, expr(P, 0), NULL, line, col);
     }
-    if (P->tok.type == ',') next(P);  /* commas between arguments are allowed */
+    if (P->tok.type == ',') next(P); /* commas between arguments are allowed */
   }
   P->in_args = in_args;
   if (function_style) expect_close(P, ')', open_line, open_col, "')' to close the argument list"), leave(P);
@@ -530,8 +531,7 @@ static slY_Node *block(Parser *P) {
   for (;;) {
     while (P->tok.type == TK_NEWLINE || P->tok.type == ';') next(P);
     if (P->tok.type == '}') break;
-    if (P->tok.type == TK_EOF)
-      fail_at(P, line, col, 1, "this '{' is never closed: add '}'");
+    if (P->tok.type == TK_EOF) fail_at(P, line, col, 1, "this '{' is never closed: add '}'");
     add_kid(P, b, statement(P), NULL, 0, 0);
     if (P->tok.type != '}' && !at_statement_end(P)) unexpected(P, "end of statement");
   }
@@ -617,8 +617,7 @@ static slY_Node *statement(Parser *P) {
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
   slY_Node *n = node(P, N_EXPR);
   n->a = expr(P, 1);

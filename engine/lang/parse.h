@@ -9,39 +9,44 @@
 #include "syslab.h"
 
 typedef enum slY_Kind {
-  N_NUMBER, N_STRING, N_TRUE, N_FALSE, N_NIL,
-  N_NAME,     /* str */
-  N_LIST,     /* kids */
-  N_RANGE,    /* a .. b [step c] */
-  N_UNARY,    /* op a */
-  N_BINARY,   /* a op b */
-  N_AND, N_OR,
-  N_FIELD,    /* a.str */
-  N_INDEX,    /* a[b] */
-  N_CALL,     /* command call: cmd, kids with keys (NULL key = positional), block in c */
-  N_ASSIGN,   /* str = a */
-  N_IF,       /* if a { b } else c */
-  N_FOR,      /* for str in a { b } */
-  N_BLOCK,    /* kids: statements */
-  N_HELP,     /* str? : help for a name, to the pager */
-  N_EXPR      /* expression statement a */
+  N_NUMBER,
+  N_STRING,
+  N_TRUE,
+  N_FALSE,
+  N_NIL,
+  N_NAME,   /* str */
+  N_LIST,   /* kids */
+  N_RANGE,  /* a .. b [step c] */
+  N_UNARY,  /* op a */
+  N_BINARY, /* a op b */
+  N_AND,
+  N_OR,
+  N_FIELD,  /* a.str */
+  N_INDEX,  /* a[b] */
+  N_CALL,   /* command call: cmd, kids with keys (NULL key = positional), block in c */
+  N_ASSIGN, /* str = a */
+  N_IF,     /* if a { b } else c */
+  N_FOR,    /* for str in a { b } */
+  N_BLOCK,  /* kids: statements */
+  N_HELP,   /* str? : help for a name, to the pager */
+  N_EXPR    /* expression statement a */
 } slY_Kind;
 
 typedef struct slY_Node slY_Node;
 struct slY_Node {
   slY_Kind kind;
   int line, col;
-  size_t offset, end;      /* byte span in the source */
-  int op;                  /* token type of the operator */
+  size_t offset, end; /* byte span in the source */
+  int op;             /* token type of the operator */
   double number;
   char *str;
   size_t str_len;
   slY_Node *a, *b, *c;
   slY_Node **kids;
-  char **keys;             /* N_CALL: keyword names, NULL for positional */
-  int *key_cols;           /* N_CALL: line/col of each argument, for errors */
+  char **keys;   /* N_CALL: keyword names, NULL for positional */
+  int *key_cols; /* N_CALL: line/col of each argument, for errors */
   size_t nkids;
-  const sl_Command *cmd;   /* N_CALL */
+  const sl_Command *cmd; /* N_CALL */
 };
 
 /* how deeply code may nest (parentheses, brackets, function calls, blocks,
@@ -53,7 +58,7 @@ struct slY_Node {
 typedef struct slY_Error {
   char message[300];
   int line, col;
-  int at_eof;   /* more input could complete the text (for is_complete) */
+  int at_eof; /* more input could complete the text (for is_complete) */
 } slY_Error;
 
 typedef struct slY_Tree slY_Tree;

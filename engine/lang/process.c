@@ -27,8 +27,8 @@
 
 extern char **environ;
 
-int slO_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen, char **errtext,
-                   int *exit_status, char *err, size_t errlen) {
+int slO_run_filter(const char *const *argv, const char *input, double timeout, char **out, size_t *outlen,
+                   char **errtext, int *exit_status, char *err, size_t errlen) {
   const char *program = argv[0];
   *out = *errtext = NULL;
   *outlen = 0;
@@ -61,7 +61,7 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
     snprintf(err, errlen, "cannot start %s: %s", program, strerror(rc));
     return rc == ENOENT ? SLO_MISSING : SLO_FAILED;
   }
-  signal(SIGPIPE, SIG_IGN);  /* the program may exit before reading everything */
+  signal(SIGPIPE, SIG_IGN); /* the program may exit before reading everything */
   fcntl(in[1], F_SETFL, O_NONBLOCK);
   slU_Text o = {0}, e = {0};
   size_t written = 0, total = strlen(input);
@@ -115,7 +115,8 @@ int slO_run_filter(const char *const *argv, const char *input, double timeout, c
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (status == SLO_TIMEOUT) snprintf(err, errlen, "%s did not finish within %g seconds and was stopped", program, timeout);
+  if (status == SLO_TIMEOUT)
+    snprintf(err, errlen, "%s did not finish within %g seconds and was stopped", program, timeout);
   if (status == SLO_INTERRUPTED) snprintf(err, errlen, "%s was stopped by an interrupt", program);
   *exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
   *out = o.s ? o.s : calloc(1, 1);

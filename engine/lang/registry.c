@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const sl_Domain *const *domains;   /* set once by sl_registry_use, before any interpreter */
+static const sl_Domain *const *domains; /* set once by sl_registry_use, before any interpreter */
 static size_t NDOMAINS;
 
 void sl_registry_use(const sl_Domain *const *list, size_t n) {
@@ -190,7 +190,7 @@ char *slH_index_text(int markdown) {
     for (const sl_Command *g = cs; g->name; g++) {
       const sl_Command *first = cs;
       while (strcmp(first->group, g->group) != 0) first++;
-      if (first != g) continue;  /* this topic was listed already */
+      if (first != g) continue; /* this topic was listed already */
       if (markdown) slU_add(&t, "\n*%s*\n\n", g->group);
       else slU_add(&t, "  %s:\n", g->group);
       for (const sl_Command *c = g; c->name; c++) {
@@ -206,8 +206,8 @@ char *slH_index_text(int markdown) {
 char *sl_registry_markdown(void) {
   slU_Text t = {0};
   slU_add(&t, "# syslab commands\n\n"
-          "Generated from the command registry by `syslab help --commands-markdown`; do not edit by hand.\n"
-          "The language itself is described in [language.md](language.md).\n");
+              "Generated from the command registry by `syslab help --commands-markdown`; do not edit by hand.\n"
+              "The language itself is described in [language.md](language.md).\n");
   for (size_t d = 0; d < NDOMAINS; d++) {
     slU_add(&t, "\n## %s\n\n%s\n", domains[d]->name, domains[d]->intro);
     for (const sl_Command *c = domains[d]->commands; c->name; c++) {

@@ -167,8 +167,7 @@ void sl_release(sl_Value v) {
       if (o->cls && o->cls->free) o->cls->free(o->data);
       break;
     }
-    default:
-      break;
+    default: break;
   }
   free(v.u.h);
 }

@@ -53,7 +53,9 @@ static int dist_of(sl_Call *call, slS_Dist *d) {
   d->choices = sl_nil();
   if (strcmp(kind, "categorical") == 0) {
     if (low.type != SL_LIST || sl_list_len(low) == 0)
-      return sl_arg_error(call, "low", "a categorical suggestion takes a non-empty list of choices, e.g. suggest \"act\" categorical [\"relu\", \"gelu\"]");
+      return sl_arg_error(
+          call, "low",
+          "a categorical suggestion takes a non-empty list of choices, e.g. suggest \"act\" categorical [\"relu\", \"gelu\"]");
     for (size_t i = 0; i < sl_list_len(low); i++) {
       sl_Type ty = sl_list_get(low, i).type;
       if (ty != SL_NUMBER && ty != SL_STRING && ty != SL_BOOL && ty != SL_NIL)
@@ -80,7 +82,8 @@ static int dist_of(sl_Call *call, slS_Dist *d) {
   if (strcmp(kind, "int") == 0) {
     d->kind = SLS_INT;
     if (!has_step) d->step = 1;
-    if (!integral(d->low) || !integral(d->high)) return sl_error(call, "an int suggestion needs whole numbers for low and high");
+    if (!integral(d->low) || !integral(d->high))
+      return sl_error(call, "an int suggestion needs whole numbers for low and high");
     if (!integral(d->step) || d->step < 1) return sl_arg_error(call, "by", "must be a whole number of at least 1");
     if (d->log && d->step != 1) return sl_arg_error(call, "by", "a log-scale int suggestion takes no step (it is 1)");
     if (d->log && d->low < 1) return sl_arg_error(call, "low", "a log-scale int suggestion needs low >= 1");
@@ -107,7 +110,7 @@ static int cmd_suggest(sl_Call *call, sl_Value *result) {
   int p = slS_space_add(st, name, &d, err, sizeof err);
   if (p < 0) return fatal(call, "%s", err);
   double internal;
-  if (!slS_trial_param(t, p, &internal)) {  /* asked again in the same trial: the same value */
+  if (!slS_trial_param(t, p, &internal)) { /* asked again in the same trial: the same value */
     int rc = slS_remote_trial(t) ? slS_remote_sample(name, &st->space[p].dist, &internal, err, sizeof err)
                                  : slS_sample(st, t, p, &internal, err, sizeof err);
     if (rc != 0) return fatal(call, "%s", err);
@@ -167,7 +170,8 @@ static int cmd_objective(sl_Call *call, sl_Value *result) {
   for (size_t k = 0; k < n; k++) {
     sl_Value x = v.type == SL_LIST ? sl_list_get(v, k) : v;
     if (x.type == SL_BOOL) x = sl_number(x.u.b);
-    if (x.type != SL_NUMBER) return sl_arg_error(call, "value", "objective values are numbers, got a %s", sl_typename(x));
+    if (x.type != SL_NUMBER)
+      return sl_arg_error(call, "value", "objective values are numbers, got a %s", sl_typename(x));
     if (isnan(x.u.n)) return sl_arg_error(call, "value", "the objective is NaN (the trial fails, as in Optuna)");
     t->values[k] = x.u.n;
   }
@@ -209,7 +213,8 @@ static int choose_sampler(sl_Call *call, slS_Study *st) {
   const char *sep = " (or ";
   for (int i = 0; slS_samplers[i]; i++)
     if (!(slS_samplers[i]->flags & SLS_ONE_OBJECTIVE) && slS_samplers[i] != many) {
-      used += (size_t)snprintf(why + used, used < sizeof why ? sizeof why - used : 0, "%s%s", sep, slS_samplers[i]->name);
+      used +=
+          (size_t)snprintf(why + used, used < sizeof why ? sizeof why - used : 0, "%s%s", sep, slS_samplers[i]->name);
       sep = ", ";
     }
   if (sep[0] == ',') snprintf(why + used, used < sizeof why ? sizeof why - used : 0, ")");
@@ -221,7 +226,8 @@ static int configure(sl_Call *call, slS_Study *st) {
   sl_Value dirs = sl_arg(call, "directions");
   if (dirs.type == SL_LIST) {
     size_t n = sl_list_len(dirs);
-    if (n < 1 || n > SLS_MAX_OBJECTIVES) return sl_arg_error(call, "directions", "give 1 to %d directions", SLS_MAX_OBJECTIVES);
+    if (n < 1 || n > SLS_MAX_OBJECTIVES)
+      return sl_arg_error(call, "directions", "give 1 to %d directions", SLS_MAX_OBJECTIVES);
     st->nobj = (int)n;
     for (size_t k = 0; k < n; k++) {
       const char *s = sl_str(sl_list_get(dirs, k));
@@ -235,23 +241,25 @@ static int configure(sl_Call *call, slS_Study *st) {
   sl_Value names = sl_arg(call, "objectives");
   if (names.type == SL_LIST) {
     if ((int)sl_list_len(names) != st->nobj)
-      return sl_arg_error(call, "objectives", "names %zu objectives but the study has %d", sl_list_len(names), st->nobj);
+      return sl_arg_error(call, "objectives", "names %zu objectives but the study has %d", sl_list_len(names),
+                          st->nobj);
     for (int k = 0; k < st->nobj; k++) {
       const char *s = sl_str(sl_list_get(names, (size_t)k));
-      if (!s || !s[0] || strlen(s) >= SLS_NAME_MAX) return sl_arg_error(call, "objectives", "must be a list of short names");
+      if (!s || !s[0] || strlen(s) >= SLS_NAME_MAX)
+        return sl_arg_error(call, "objectives", "must be a list of short names");
       snprintf(st->objnames[k], SLS_NAME_MAX, "%s", s);
     }
   } else {
-    for (int k = 0; k < st->nobj; k++)
-      snprintf(st->objnames[k], SLS_NAME_MAX, st->nobj == 1 ? "value" : "value_%d", k);
+    for (int k = 0; k < st->nobj; k++) snprintf(st->objnames[k], SLS_NAME_MAX, st->nobj == 1 ? "value" : "value_%d", k);
   }
   if (choose_sampler(call, st) != 0) return -1;
   double seed = sl_arg_number(call, "seed");
   if (!(seed >= 0 && seed <= 4294967295.0) || seed != floor(seed))
-    return sl_arg_error(call, "seed", "must be a whole number between 0 and 2^32 - 1 (numpy's RandomState), got %.9g", seed);
+    return sl_arg_error(call, "seed", "must be a whole number between 0 and 2^32 - 1 (numpy's RandomState), got %.9g",
+                        seed);
   st->seed = (uint32_t)seed;
   char err[1024];
-  for (int i = 0; slS_samplers[i]; i++)  /* every sampler's options are checked; the chosen one's are kept */
+  for (int i = 0; slS_samplers[i]; i++) /* every sampler's options are checked; the chosen one's are kept */
     for (const slS_Option *o = slS_samplers[i]->options; o && o->name; o++) {
       int v = 0;
       if (positive_int(call, o->name, o->lo, o->hi, &v) != 0) return -1;
@@ -259,7 +267,8 @@ static int configure(sl_Call *call, slS_Study *st) {
         return sl_arg_error(call, o->name, "%s", err);
     }
   if (positive_int(call, "prune_startup", 0, 1e6, &st->prune_startup) ||
-      positive_int(call, "warmup", 0, 1e9, &st->prune_warmup) || positive_int(call, "interval", 1, 1e9, &st->prune_interval) ||
+      positive_int(call, "warmup", 0, 1e9, &st->prune_warmup) ||
+      positive_int(call, "interval", 1, 1e9, &st->prune_interval) ||
       positive_int(call, "min_trials", 1, 1e6, &st->prune_min_trials))
     return -1;
   st->pruner = strcmp(sl_arg_string(call, "pruner"), "median") == 0 ? SLS_MEDIAN : SLS_NO_PRUNER;
@@ -335,11 +344,11 @@ static int cmd_search(sl_Call *call, sl_Value *result) {
     if (st->ntrials > 0)
       sl_printf(call, "resuming from %s: %d finished trial%s\n", st->journal, st->ntrials, st->ntrials == 1 ? "" : "s");
   }
-  sl_Value saved = sl_getvar(call, "trial");  /* the block sees its trial's number as `trial` */
+  sl_Value saved = sl_getvar(call, "trial"); /* the block sees its trial's number as `trial` */
   sl_retain(saved);
   int planned = slS_trials_planned(st, trials);
   sl_Progress *bar = sl_progress_begin(call, "search", planned);
-  if (st->ntrials > 0) sl_progress_update(bar, st->ntrials, NULL);  /* resumed: the journal's trials are done */
+  if (st->ntrials > 0) sl_progress_update(bar, st->ntrials, NULL); /* resumed: the journal's trials are done */
   double start = slU_now();
   int rc = 0, stopped = 0;
   if (mode == SLS_COORDINATOR) {
@@ -407,17 +416,19 @@ static int cmd_curves(sl_Call *call, sl_Value *result) {
     slS_Study *st = sl_object_as(sl_call_extra_value(call, i), &slS_study_class);
     if (!st) {
       slT_free(out);
-      return sl_error(call, "%s is a %s, not a study", sl_call_extra_name(call, i), sl_typename(sl_call_extra_value(call, i)));
+      return sl_error(call, "%s is a %s, not a study", sl_call_extra_name(call, i),
+                      sl_typename(sl_call_extra_value(call, i)));
     }
     if (k < 0 || k >= st->nobj) {
       slT_free(out);
-      return sl_arg_error(call, "objective", "the study %s has objectives 0 to %d", sl_call_extra_name(call, i), st->nobj - 1);
+      return sl_arg_error(call, "objective", "the study %s has objectives 0 to %d", sl_call_extra_name(call, i),
+                          st->nobj - 1);
     }
     sl_Value rb = slS_running_best(st);
     slT_Table *t = slT_from(rb);
     for (size_t r = 0; r < t->nrows; r++) {
       sl_Value best = slT_get(t, r, (size_t)(1 + st->nobj + k));
-      if (best.type != SL_NUMBER) continue;  /* no complete trial yet */
+      if (best.type != SL_NUMBER) continue; /* no complete trial yet */
       size_t o = slT_add_row(out);
       slT_set(out, o, 0, sl_string(sl_call_extra_name(call, i)));
       slT_set(out, o, 1, sl_number(slT_get(t, r, 0).u.n));
@@ -432,17 +443,17 @@ static int cmd_curves(sl_Call *call, sl_Value *result) {
 /* --------------------------------------------------------------- registry */
 
 /* search's help after what it says of the samplers (sampler_words) */
-#define SEARCH_HELP                                                                                             \
+#define SEARCH_HELP \
   "A trial whose block fails is recorded as failed with its message and the search goes on. With pruner=median, " \
-  "`intermediate` may stop a trial early (pruned). With journal=PATH every finished trial is appended to a "      \
-  "JSON-lines file and synced to disk; running the same search again resumes it. An interrupt keeps the "        \
+  "`intermediate` may stop a trial early (pruned). With journal=PATH every finished trial is appended to a " \
+  "JSON-lines file and synced to disk; running the same search again resumes it. An interrupt keeps the " \
   "finished trials in the variable search_partial. See docs/search.md."
 
 /* the domain's paragraph, around the samplers' titles (sampler_words) */
-#define SEARCH_INTRO                                                                                                  \
+#define SEARCH_INTRO \
   "Studies of trials in the manner of Optuna: a search block runs once per trial, asking for parameters as it goes " \
-  "(define-by-run), and ends with its objective. %s samplers draw from numpy's MT19937 so that the same seed "       \
-  "proposes the same trials as Optuna 4.2; the median pruner stops weak trials early; a journal makes a study "     \
+  "(define-by-run), and ends with its objective. %s samplers draw from numpy's MT19937 so that the same seed " \
+  "proposes the same trials as Optuna 4.2; the median pruner stops weak trials early; a journal makes a study " \
   "survive a crash."
 
 /* search's help, the sampler= argument and the samplers' options are
@@ -591,7 +602,8 @@ static void sampler_words(sl_Command *search) {
   names_with(SLS_EXACT, 0, exact, sizeof exact);
   snprintf(search_help, sizeof search_help,
            "Samplers: %s, all drawing from MT19937 as Optuna 4.2 does, so %s propose exactly Optuna's trials for the "
-           "same seed. " SEARCH_HELP, list, exact);
+           "same seed. " SEARCH_HELP,
+           list, exact);
   search->help = search_help;
   names_with(0, 1, titles, sizeof titles);
   titles[0] = (char)toupper((unsigned char)titles[0]);
@@ -609,12 +621,12 @@ static void sampler_words(sl_Command *search) {
 
 static void search_open(void) {
   sampler_words(&slS_commands[0]);
-  slS_ddp_open();  /* the graph's training loops reach the processes of a data-parallel call through ddp.c */
+  slS_ddp_open(); /* the graph's training loops reach the processes of a data-parallel call through ddp.c */
 }
 
 const sl_Domain slS_domain = {
-  "Search",
-  search_intro,
-  slS_commands,
-  .open = search_open,
+    "Search",
+    search_intro,
+    slS_commands,
+    .open = search_open,
 };

@@ -46,35 +46,35 @@
 #include "table/table.h"
 
 enum { TAG_HELLO = 60, TAG_BEAT, TAG_ABORT, TAG_GATHER, TAG_BCAST, TAG_DATA = 1000 };
-#define SLOTS 8000   /* tags TAG_DATA .. TAG_DATA + 2 * SLOTS, under MPI's least upper bound of 32767 */
+#define SLOTS 8000 /* tags TAG_DATA .. TAG_DATA + 2 * SLOTS, under MPI's least upper bound of 32767 */
 
 enum { SUM, SHARE };
 
 struct slM_Xfer {
   int kind, gather, root, slot;
-  int phase;              /* 1: shards to their summing rank, 2: summed shards out, 3: done */
+  int phase; /* 1: shards to their summing rank, 2: summed shards out, 3: done */
   float *buf;
-  float *recv;            /* the other ranks' copies of this rank's shard (recv_space) */
+  float *recv; /* the other ranks' copies of this rank's shard (recv_space) */
   size_t *bounds;
   slD_Request **reqs;
   int nreq;
-  slM_Xfer *next;         /* the group's collectives in flight */
+  slM_Xfer *next; /* the group's collectives in flight */
 };
 
 struct slM_Group {
   const slD_Transport *t;
-  slD_Group *base;        /* the job's world, or the group of a spawn (owned when own_base) */
-  slD_Group *comm;        /* this call's duplicate */
+  slD_Group *base; /* the job's world, or the group of a spawn (owned when own_base) */
+  slD_Group *comm; /* this call's duplicate */
   int own_base, rank, size;
   double timeout;
   slM_Xfer *flying;
-  slM_Tensor **recv;      /* per slot: where the other ranks' shards arrive */
+  slM_Tensor **recv; /* per slot: where the other ranks' shards arrive */
   int nrecv;
   pthread_t beat;
   int beating;
-  pthread_mutex_t lock;   /* heard, stop */
+  pthread_mutex_t lock; /* heard, stop */
   pthread_cond_t wake;
-  double *heard;          /* when each rank was last heard */
+  double *heard; /* when each rank was last heard */
   int stop;
   int failed;
   char err[1024];
@@ -133,7 +133,7 @@ static void *beat_thread(void *arg) {
 /* a member that said it stops, or one silent for the timeout: -1 with err */
 static int check_peers(slM_Group *g, char *err, size_t errlen) {
   if (g->failed) return snprintf(err, errlen, "%s", g->err), -1;
-  if (g->size == 1) return 0;   /* alone (allreduce_bench): no peers, no MPI */
+  if (g->size == 1) return 0; /* alone (allreduce_bench): no peers, no MPI */
   int src;
   void *data;
   size_t n;
@@ -197,7 +197,8 @@ static int start_out(slM_Group *g, slM_Xfer *x, char *err, size_t errlen) {
   for (int q = 0; q < g->size && rc == 0; q++) {
     if (q == me) continue;
     if (x->root < 0 || me == x->root) rc = post(g, x, 0, q, tag, x->buf + x->bounds[q], shard(x, q), err, errlen);
-    if (rc == 0 && (x->root < 0 || q == x->root)) rc = post(g, x, 1, q, tag, x->buf + x->bounds[me], shard(x, me), err, errlen);
+    if (rc == 0 && (x->root < 0 || q == x->root))
+      rc = post(g, x, 1, q, tag, x->buf + x->bounds[me], shard(x, me), err, errlen);
   }
   return rc;
 }
@@ -242,7 +243,7 @@ static slM_Xfer *start(slM_Group *g, int kind, float *buf, const size_t *bounds,
     rc = start_out(g, x, err, errlen);
   }
   x->next = g->flying;
-  g->flying = x;   /* kept even when a post failed: its other requests are in flight */
+  g->flying = x; /* kept even when a post failed: its other requests are in flight */
   if (rc != 0) {
     char why[300];
     snprintf(why, sizeof why, "%s", err);
@@ -296,7 +297,7 @@ static void unlink_xfer(slM_Group *g, slM_Xfer *x) {
 
 static int wait_xfer(slM_Group *g, slM_Xfer *x, char *err, size_t errlen) {
   for (long polls = 0;;) {
-    if (poll_all(g, err, errlen) != 0) return -1;   /* x stays in flight, given up when the group closes */
+    if (poll_all(g, err, errlen) != 0) return -1; /* x stays in flight, given up when the group closes */
     if (x->phase == 3) break;
     idle(&polls);
   }
@@ -351,7 +352,8 @@ static int allgather(slM_Group *g, const void *mine, size_t n, void *all, char *
     if (!r || !s) rc = -1;
   }
   if (rc == 0) rc = exchange(g, reqs, k, err, errlen);
-  else for (int i = 0; i < k; i++) g->t->cancel(reqs[i]);
+  else
+    for (int i = 0; i < k; i++) g->t->cancel(reqs[i]);
   free(reqs);
   return rc;
 }
@@ -411,8 +413,10 @@ static int greet(slM_Group *g, char *err, size_t errlen) {
     if (slU_now() > deadline) {
       int q = 0;
       while (q < g->size && (q == g->rank || seen[q])) q++;
-      snprintf(err, errlen, "rank %d did not reach this training call within %.0f s (it failed before it, or is "
-                            "running another command)", q, 3 * g->timeout);
+      snprintf(err, errlen,
+               "rank %d did not reach this training call within %.0f s (it failed before it, or is "
+               "running another command)",
+               q, 3 * g->timeout);
       free(seen);
       return -1;
     }
@@ -426,13 +430,16 @@ static void close_group(slM_Group *g, const char *why);
 
 static slM_Group *open_group(sl_Call *call, int workers, char *err, size_t errlen) {
   if (slS_in_search())
-    return snprintf(err, errlen, "parallel training inside a distributed search's trial is not supported: the "
-                                 "search already spreads its trials over the processes"), NULL;
+    return snprintf(err, errlen,
+                    "parallel training inside a distributed search's trial is not supported: the "
+                    "search already spreads its trials over the processes"),
+           NULL;
   if (!slS_spawned() && slS_env_size() <= 1 && workers <= 1) {
     if (workers == 0)
-      snprintf(err, errlen, "parallel=\"data\" trains on several processes: run the script under mpirun -n N, or "
-                            "give workers=N to start them from here");
-    return NULL;   /* workers=1: this process alone, the serial run (err stays empty) */
+      snprintf(err, errlen,
+               "parallel=\"data\" trains on several processes: run the script under mpirun -n N, or "
+               "give workers=N to start them from here");
+    return NULL; /* workers=1: this process alone, the serial run (err stays empty) */
   }
   const slD_Transport *t = slS_transport(err, errlen);
   if (!t) return NULL;
@@ -441,7 +448,7 @@ static slM_Group *open_group(sl_Call *call, int workers, char *err, size_t errle
   g->timeout = slS_timeout();
   pthread_mutex_init(&g->lock, NULL);
   pthread_cond_init(&g->wake, NULL);
-  if (slS_spawned()) {   /* first: a spawned worker has a launcher's environment of its own */
+  if (slS_spawned()) { /* first: a spawned worker has a launcher's environment of its own */
     g->base = slS_spawned();
   } else if (slS_env_size() > 1) {
     g->base = slS_world(err, errlen);
@@ -475,7 +482,7 @@ static void close_group(slM_Group *g, const char *why) {
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->beat, NULL);
   }
-  if (why && g->comm)   /* the others stop now instead of waiting out the timeout */
+  if (why && g->comm) /* the others stop now instead of waiting out the timeout */
     for (int q = 0; q < g->size; q++)
       if (q != g->rank) g->t->send(g->comm, q, TAG_ABORT, why, strlen(why), 1.0);
   int broken = g->failed || why || g->flying;
@@ -494,8 +501,8 @@ static void close_group(slM_Group *g, const char *why) {
   free(g->recv), free(g->heard), free(g);
 }
 
-static const slM_GroupOps ops = {open_group, rank_of, size_of, sum, share, poll_all, wait_xfer,
-                                 allgather, bcast, close_group};
+static const slM_GroupOps ops = {open_group, rank_of,   size_of,   sum,   share,
+                                 poll_all,   wait_xfer, allgather, bcast, close_group};
 
 void slS_ddp_open(void) { slM_set_group_ops(&ops); }
 
@@ -545,7 +552,7 @@ int slS_cmd_allreduce_bench(sl_Call *call, sl_Value *result) {
   int workers = (int)sl_arg_number(call, "workers");
   slM_Group *g = open_group(call, workers ? workers : 1, err, sizeof err);
   if (!g && err[0]) return sl_arg_error(call, "workers", "%s", err);
-  if (!g) {   /* one process: a group of one, which moves nothing (the times are the calls' own) */
+  if (!g) { /* one process: a group of one, which moves nothing (the times are the calls' own) */
     g = calloc(1, sizeof *g);
     g->size = 1;
     pthread_mutex_init(&g->lock, NULL);
@@ -561,9 +568,9 @@ int slS_cmd_allreduce_bench(sl_Call *call, sl_Value *result) {
     double mb = sl_list_get(sizes, i).u.n;
     size_t n = (size_t)(mb * 1e6 / sizeof(float));
     float *buf = calloc(n ? n : 1, sizeof *buf);
-    for (int k = -2; k < repeats && rc == 0 && !stopped; k++) {   /* two untimed: buffers made, connections warm */
+    for (int k = -2; k < repeats && rc == 0 && !stopped; k++) { /* two untimed: buffers made, connections warm */
       double s = time_sum(g, buf, n, (int)i, err, sizeof err);
-      if (s == -2) stopped = 1;   /* a rank was interrupted: every rank stops here */
+      if (s == -2) stopped = 1; /* a rank was interrupted: every rank stops here */
       else if (s < 0) rc = -1;
       else if (k >= 0) times[k] = s;
     }

@@ -197,7 +197,7 @@ const slD_Transport *slS_transport(char *err, size_t errlen) {
 #ifdef SYSLAB_HAVE_MPI
   static const slD_Transport *t;
   static char why[PATH_MAX + 1024];
-  read_env();  /* before MPI can change the environment */
+  read_env(); /* before MPI can change the environment */
   if (t) return t;
   if (why[0]) return snprintf(err, errlen, "%s", why), NULL;
   char path[PATH_MAX + 64];
@@ -205,7 +205,8 @@ const slD_Transport *slS_transport(char *err, size_t errlen) {
   void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   const slD_Transport *(*get)(void) = h ? (const slD_Transport *(*)(void))dlsym(h, "slD_transport") : NULL;
   if (!get) {
-    snprintf(why, sizeof why, "cannot load the MPI module %s: %s (install openmpi-bin and libopenmpi-dev, or set SYSLAB_MPI_MODULE)",
+    snprintf(why, sizeof why,
+             "cannot load the MPI module %s: %s (install openmpi-bin and libopenmpi-dev, or set SYSLAB_MPI_MODULE)",
              path, dlerror());
   } else if (get()->version != SLD_TRANSPORT_VERSION) {
     snprintf(why, sizeof why, "the MPI module %s is version %d, this program needs %d", path, get()->version,
@@ -234,7 +235,7 @@ slD_Group *slS_world(char *err, size_t errlen) {
 
 /* -------------------------------------------------------------- messages */
 
-static int farms;   /* farms this process has numbered */
+static int farms; /* farms this process has numbered */
 
 int slS_farm_next(void) { return ++farms; }
 
@@ -267,8 +268,8 @@ static int send_msg(const slD_Transport *t, slD_Group *g, int to, int tag, int f
 }
 
 /* a message of farm `farm` from `from` with `tag`; stale ones are dropped */
-static int recv_msg(const slD_Transport *t, slD_Group *g, int from, int tag, int farm, int *src, int *got_tag,
-                    long *id, char **payload, size_t *n) {
+static int recv_msg(const slD_Transport *t, slD_Group *g, int from, int tag, int farm, int *src, int *got_tag, long *id,
+                    char **payload, size_t *n) {
   void *data;
   size_t len;
   while (t->poll(g, from, tag, src, got_tag, &data, &len)) {
@@ -297,8 +298,8 @@ static int recv_msg(const slD_Transport *t, slD_Group *g, int from, int tag, int
 
 typedef struct {
   int joined, dead, busy;
-  long id;            /* the task it runs, when busy */
-  double heard;       /* last message from it */
+  long id;      /* the task it runs, when busy */
+  double heard; /* last message from it */
 } Worker;
 
 typedef struct {
@@ -337,8 +338,8 @@ typedef struct {
   const slS_FarmSource *src;
   Worker *w;
   int nw;
-  Tasks running;      /* sent and not finished, with their bytes for a re-run */
-  long *requeue;      /* ids of running tasks whose worker died */
+  Tasks running; /* sent and not finished, with their bytes for a re-run */
+  long *requeue; /* ids of running tasks whose worker died */
   size_t nrequeue;
   slS_FarmStats *stats;
   double timeout;
@@ -364,7 +365,7 @@ static int feed(Coord *c, int r, int *exhausted) {
   Task *task = NULL;
   while (c->nrequeue > 0 && !task) {
     long id = c->requeue[--c->nrequeue];
-    task = tasks_find(&c->running, id);  /* NULL if its result came back late */
+    task = tasks_find(&c->running, id); /* NULL if its result came back late */
   }
   if (!task) {
     if (*exhausted) return 0;
@@ -408,7 +409,7 @@ int slS_farm_coordinate(slD_Group *g, int farm, const slS_FarmSource *src, slS_F
       progressed = 1;
       Worker *w = &c.w[src_rank];
       w->heard = slU_now();
-      if (w->dead) w->dead = 0, stats->dead--;  /* it was only slow: take it back */
+      if (w->dead) w->dead = 0, stats->dead--; /* it was only slow: take it back */
       if (tag == TAG_HELLO) {
         w->joined = 1;
       } else if (tag == TAG_BEAT) {
@@ -558,7 +559,7 @@ int slS_farm_ask(const char *q, size_t n, char **answer, size_t *answer_n, char 
   if (!current.g) return snprintf(err, errlen, "no task is running on this worker"), -1;
   if (send_msg(current.t, current.g, 0, TAG_ASK, current.farm, current.id, q, n, current.timeout) != 0)
     return snprintf(err, errlen, "the coordinator (rank 0) did not take a question within %.0f s", current.timeout), -1;
-  for (long wait = 20;;) {  /* the BEAT thread ends the process if the coordinator dies */
+  for (long wait = 20;;) { /* the BEAT thread ends the process if the coordinator dies */
     int src, tag;
     long id;
     if (recv_msg(current.t, current.g, 0, TAG_ANSWER, current.farm, &src, &tag, &id, answer, answer_n)) return 0;

@@ -19,10 +19,10 @@
 
 typedef struct {
   int n;
-  char (*names)[SLS_NAME_MAX];  /* sorted */
-  sl_Value *values;             /* their lists (owned) */
-  size_t size;                  /* points */
-  size_t *order;                /* the shuffled order of the points */
+  char (*names)[SLS_NAME_MAX]; /* sorted */
+  sl_Value *values;            /* their lists (owned) */
+  size_t size;                 /* points */
+  size_t *order;               /* the shuffled order of the points */
 } Grid;
 
 static void grid_free(void *state) {
@@ -38,16 +38,17 @@ static int take_grid(slS_Study *st, size_t n, const char *const *names, const sl
                      size_t errlen) {
   Grid *g = st->state;
   if (n == 0)
-    return snprintf(err, errlen, "a grid search needs its grid: name=[values] for every suggested name, e.g. width=[64, 128]"),
+    return snprintf(err, errlen,
+                    "a grid search needs its grid: name=[values] for every suggested name, e.g. width=[64, 128]"),
            -1;
-  grid_free(g);  /* a grid given before */
+  grid_free(g); /* a grid given before */
   memset(g, 0, sizeof *g);
   g->n = (int)n;
   g->names = calloc(n, sizeof *g->names);
   g->values = calloc(n, sizeof *g->values);
   size_t *order = malloc(n * sizeof *order);
   for (size_t i = 0; i < n; i++) order[i] = i;
-  for (size_t i = 1; i < n; i++)  /* names sorted, as Optuna sorts them */
+  for (size_t i = 1; i < n; i++) /* names sorted, as Optuna sorts them */
     for (size_t j = i; j > 0 && strcmp(names[order[j - 1]], names[order[j]]) > 0; j--) {
       size_t tmp = order[j];
       order[j] = order[j - 1];
@@ -89,7 +90,7 @@ static size_t grid_points(const slS_Study *st) { return ((const Grid *)st->state
 static int visited(const slS_Study *st, long id, const slS_Trial *except) {
   for (int i = 0; i < st->ntrials; i++) {
     const slS_Trial *t = &st->trials[i];
-    if (t != except && t->grid_id == id) return 1;  /* finished, or running (one worker: only `except`) */
+    if (t != except && t->grid_id == id) return 1; /* finished, or running (one worker: only `except`) */
   }
   return 0;
 }
@@ -106,7 +107,7 @@ static void grid_before(slS_Study *st, slS_Trial *t) {
   for (size_t id = 0; id < g->size; id++)
     if (!visited(st, (long)id, t)) ids[n++] = (long)id;
   if (n == 0)
-    for (size_t id = 0; id < g->size; id++) ids[n++] = (long)id;  /* all visited: re-evaluate one */
+    for (size_t id = 0; id < g->size; id++) ids[n++] = (long)id; /* all visited: re-evaluate one */
   t->grid_id = n ? ids[slM_mt_interval(&st->rng, (uint32_t)(n - 1))] : 0;
   free(ids);
 }
@@ -115,7 +116,7 @@ static void grid_before(slS_Study *st, slS_Trial *t) {
 static sl_Value grid_value(const Grid *g, const slS_Trial *t, const char *name) {
   if (t->grid_id < 0 || g->size == 0) return sl_nil();
   size_t point = g->order[t->grid_id];
-  for (int i = g->n; i-- > 0;) {  /* the last name varies fastest */
+  for (int i = g->n; i-- > 0;) { /* the last name varies fastest */
     size_t len = sl_list_len(g->values[i]);
     if (strcmp(g->names[i], name) == 0) return sl_list_get(g->values[i], point % len);
     point /= len;
@@ -166,17 +167,17 @@ static sl_Value grid_header(const slS_Study *st) {
 }
 
 const slS_Sampler slS_grid_sampler = {
-  .name = "grid",
-  .title = "grid",
-  .help = "name=[values] for every suggested name",
-  .flags = SLS_EXACT,
-  .size = sizeof(Grid),
-  .extras = "a grid",
-  .take_extras = take_grid,
-  .init = grid_init,
-  .before = grid_before,
-  .sample = grid_sample,
-  .points = grid_points,
-  .header = grid_header,
-  .free = grid_free,
+    .name = "grid",
+    .title = "grid",
+    .help = "name=[values] for every suggested name",
+    .flags = SLS_EXACT,
+    .size = sizeof(Grid),
+    .extras = "a grid",
+    .take_extras = take_grid,
+    .init = grid_init,
+    .before = grid_before,
+    .sample = grid_sample,
+    .points = grid_points,
+    .header = grid_header,
+    .free = grid_free,
 };

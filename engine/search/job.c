@@ -31,9 +31,9 @@
 #include "dist.h"
 #include "lang/eval.h"
 
-#define TAG_CONTEXT 40   /* coordinator -> spawned worker: the call and its variables */
+#define TAG_CONTEXT 40 /* coordinator -> spawned worker: the call and its variables */
 
-static slD_Group *spawned;    /* this process is a worker started by a notebook */
+static slD_Group *spawned; /* this process is a worker started by a notebook */
 
 /* --------------------------------------------------------------- the job */
 
@@ -74,8 +74,8 @@ static int plain_done(void *ud, long id, const char *result, size_t n, char *err
   return 0;
 }
 
-int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud,
-                char *err, size_t errlen) {
+int sl_job_farm(size_t n, char *const *tasks, const size_t *lens, sl_TaskRun run, sl_TaskDone done, void *ud, char *err,
+                size_t errlen) {
   slD_Group *g = slS_world(err, errlen);
   if (!g) {
     if (!err[0]) snprintf(err, errlen, "this is not an mpirun job");
@@ -205,7 +205,7 @@ int sl_worker_main(void) {
   sl_release(ctx);
   sl_free(S);
   if (rc == 0) t->close(g);
-  else t->abandon(g);   /* a peer may have died: a disconnect would wait for it */
+  else t->abandon(g); /* a peer may have died: a disconnect would wait for it */
   t->finalize(slS_timeout(), rc == 0 ? 0 : 1);
   return rc == 0 ? 0 : 1;
 }

@@ -114,9 +114,9 @@ static json_t *header(const slS_Study *st) {
   json_object_set_new(h, "objectives", names);
   json_object_set_new(h, "pruner", json_string(st->pruner == SLS_MEDIAN ? "median" : "none"));
   if (st->pruner == SLS_MEDIAN)
-    json_object_set_new(h, "pruner_settings", json_pack("{s:i, s:i, s:i, s:i}", "startup", st->prune_startup, "warmup",
-                                                        st->prune_warmup, "interval", st->prune_interval, "min_trials",
-                                                        st->prune_min_trials));
+    json_object_set_new(h, "pruner_settings",
+                        json_pack("{s:i, s:i, s:i, s:i}", "startup", st->prune_startup, "warmup", st->prune_warmup,
+                                  "interval", st->prune_interval, "min_trials", st->prune_min_trials));
   sampler_header(h, st);
   return h;
 }
@@ -128,7 +128,8 @@ static int compare_headers(json_t *file, json_t *mine, const char *path, char *e
   json_object_foreach(mine, key, v) {
     json_t *w = json_object_get(file, key);
     if (w && json_equal(v, w)) continue;
-    char *a = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY), *b = w ? json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *a = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY),
+         *b = w ? json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search's is %s", path, key,
              b ? b : "not set", a);
     free(a);
@@ -138,7 +139,8 @@ static int compare_headers(json_t *file, json_t *mine, const char *path, char *e
   json_object_foreach(file, key, v) {
     if (json_object_get(mine, key)) continue;
     char *b = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search has none", path, key, b);
+    snprintf(err, errlen, "the journal %s was written by another search: its %s is %s, this search has none", path, key,
+             b);
     free(b);
     return -1;
   }
@@ -148,7 +150,8 @@ static int compare_headers(json_t *file, json_t *mine, const char *path, char *e
 /* ---------------------------------------------------------------- trials */
 
 static json_t *dist_json(const slS_Dist *d) {
-  if (d->kind == SLS_CATEGORICAL) return json_pack("{s:s, s:o}", "kind", "categorical", "choices", value_json(d->choices));
+  if (d->kind == SLS_CATEGORICAL)
+    return json_pack("{s:s, s:o}", "kind", "categorical", "choices", value_json(d->choices));
   return json_pack("{s:s, s:o, s:o, s:o, s:b}", "kind", d->kind == SLS_INT ? "int" : "float", "low", number(d->low),
                    "high", number(d->high), "step", number(d->step), "log", d->log);
 }
@@ -165,7 +168,8 @@ static json_t *trial_json(const slS_Study *st, const slS_Trial *t) {
   json_object_set_new(o, "params", params);
   for (int k = 0; k < t->nvalues; k++) json_array_append_new(values, number(t->values[k]));
   json_object_set_new(o, "values", values);
-  for (int i = 0; i < t->ninter; i++) json_array_append_new(inter, json_pack("[i, o]", t->steps[i], number(t->inter[i])));
+  for (int i = 0; i < t->ninter; i++)
+    json_array_append_new(inter, json_pack("[i, o]", t->steps[i], number(t->inter[i])));
   json_object_set_new(o, "intermediate", inter);
   json_object_set_new(o, "seconds", number(t->seconds));
   if (t->message) json_object_set_new(o, "message", json_string(t->message));
@@ -196,10 +200,8 @@ static int bad(const Where *w, const char *field, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  if (field)
-    snprintf(w->err, w->errlen, "line %d of the journal %s, field \"%s\": %s", w->line, w->path, field, why);
-  else
-    snprintf(w->err, w->errlen, "line %d of the journal %s: %s", w->line, w->path, why);
+  if (field) snprintf(w->err, w->errlen, "line %d of the journal %s, field \"%s\": %s", w->line, w->path, field, why);
+  else snprintf(w->err, w->errlen, "line %d of the journal %s: %s", w->line, w->path, why);
   return -1;
 }
 
@@ -220,7 +222,8 @@ static int missing_or(const Where *w, const char *field, const json_t *j, const 
 }
 
 /* the keys of o are among `allowed`; `prefix` names o ("params[0].") */
-static int only_keys(const Where *w, const json_t *o, const char *const *allowed, const char *what, const char *prefix) {
+static int only_keys(const Where *w, const json_t *o, const char *const *allowed, const char *what,
+                     const char *prefix) {
   const char *key;
   json_t *v;
   json_object_foreach((json_t *)o, key, v) {
@@ -230,7 +233,8 @@ static int only_keys(const Where *w, const json_t *o, const char *const *allowed
     char field[160], list[256] = "";
     size_t used = 0;
     for (int i = 0; allowed[i]; i++)
-      used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s", i ? ", " : "", allowed[i]);
+      used +=
+          (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s", i ? ", " : "", allowed[i]);
     snprintf(field, sizeof field, "%s%.100s", prefix, key);
     return bad(w, field, "is not a field of %s (its fields: %s)", what, list);
   }
@@ -309,8 +313,10 @@ static int dist_from(const Where *w, const char *field, const json_t *j, slS_Dis
   if (d->low > d->high) return bad(w, field, "low must not be above high: %s..%s", lo, hi);
   snprintf(f, sizeof f, "%s.step", field);
   if (d->kind == SLS_INT) {
-    if (!integral(d->low) || !integral(d->high)) return bad(w, field, "an int distribution has whole numbers for low and high: %s..%s", lo, hi);
-    if (!integral(d->step) || d->step < 1) return bad(w, f, "an int distribution's step is a whole number of at least 1");
+    if (!integral(d->low) || !integral(d->high))
+      return bad(w, field, "an int distribution has whole numbers for low and high: %s..%s", lo, hi);
+    if (!integral(d->step) || d->step < 1)
+      return bad(w, f, "an int distribution's step is a whole number of at least 1");
     if (d->log && d->step != 1) return bad(w, f, "a log-scale int distribution has step 1");
     if (d->log && d->low < 1) return bad(w, field, "a log-scale int distribution has low >= 1");
   } else {
@@ -318,9 +324,10 @@ static int dist_from(const Where *w, const char *field, const json_t *j, slS_Dis
     if (d->log && d->step > 0) return bad(w, f, "a log-scale float distribution has no step (0)");
     if (d->log && !(d->low > 0)) return bad(w, field, "a log-scale float distribution has low > 0");
   }
-  if (d->step > 0 && !d->log) {  /* suggest narrows high to low plus a whole number of steps */
+  if (d->step > 0 && !d->log) { /* suggest narrows high to low plus a whole number of steps */
     double r = (d->high - d->low) / d->step;
-    if (!(fabs(r - rint(r)) <= 1e-9 * fmax(1, fabs(r)))) return bad(w, field, "high must be low plus a whole number of steps");
+    if (!(fabs(r - rint(r)) <= 1e-9 * fmax(1, fabs(r))))
+      return bad(w, field, "high must be low plus a whole number of steps");
   }
   return 0;
 }
@@ -333,11 +340,14 @@ static int internal_fits(const Where *w, const char *field, const json_t *j, con
   if (desc[0] && strlen(desc) > 120) snprintf(desc + 117, sizeof desc - 117, "...");
   if (d->kind == SLS_CATEGORICAL) {
     if (integral(v) && v >= 0 && v < d->nchoices) return 0;
-    return bad(w, field, "%s is not the index of a choice of %s (0 to %d)", shown(j, s, sizeof s), desc, d->nchoices - 1);
+    return bad(w, field, "%s is not the index of a choice of %s (0 to %d)", shown(j, s, sizeof s), desc,
+               d->nchoices - 1);
   }
   if (d->kind == SLS_INT) {
-    if (!(integral(v) && v >= d->low && v <= d->high)) return bad(w, field, "%s is outside %s", shown(j, s, sizeof s), desc);
-    if (fmod(v - d->low, d->step) != 0) return bad(w, field, "%s is not on the steps of %s", shown(j, s, sizeof s), desc);
+    if (!(integral(v) && v >= d->low && v <= d->high))
+      return bad(w, field, "%s is outside %s", shown(j, s, sizeof s), desc);
+    if (fmod(v - d->low, d->step) != 0)
+      return bad(w, field, "%s is not on the steps of %s", shown(j, s, sizeof s), desc);
     return 0;
   }
   /* TPE's truncated normal may land within rounding of a bound */
@@ -385,7 +395,7 @@ static int params_from(const Where *w, slS_Study *st, slS_Trial *t, const json_t
     double v;
     snprintf(f, sizeof f, "params[%zu].internal", i);
     if (number_field(w, f, ij, &v) != 0) return -1;
-    if (st->sampler->points) {  /* the grid's value at the trial's point */
+    if (st->sampler->points) { /* the grid's value at the trial's point */
       double want;
       if (slS_sample(st, t, k, &want, err, sizeof err) != 0) return bad(w, f, "%s", err);
       if (!same_number(v, want)) {
@@ -446,8 +456,10 @@ static int intermediate_from(const Where *w, const slS_Study *st, slS_Trial *t, 
 /* a pruned trial stopped at an intermediate report and keeps the last
 ** step's value, unless that is NaN (run.c) */
 static int pruned_fits(const Where *w, const slS_Study *st, const slS_Trial *t) {
-  if (st->pruner != SLS_MEDIAN) return bad(w, "state", "a trial is pruned by the median pruner, and this study has none");
-  if (t->ninter == 0) return bad(w, "state", "a pruned trial stopped at an intermediate value, and this one has no intermediate value");
+  if (st->pruner != SLS_MEDIAN)
+    return bad(w, "state", "a trial is pruned by the median pruner, and this study has none");
+  if (t->ninter == 0)
+    return bad(w, "state", "a pruned trial stopped at an intermediate value, and this one has no intermediate value");
   int last = 0;
   for (int i = 1; i < t->ninter; i++)
     if (t->steps[i] > t->steps[last]) last = i;
@@ -460,8 +472,8 @@ static int pruned_fits(const Where *w, const slS_Study *st, const slS_Trial *t) 
 }
 
 static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
-  static const char *const keys[] = {"trial", "state", "params", "values", "intermediate", "seconds",
-                                     "message", "grid_id", "draws", NULL};
+  static const char *const keys[] = {"trial",   "state",   "params",  "values", "intermediate",
+                                     "seconds", "message", "grid_id", "draws",  NULL};
   char s[80];
   if (only_keys(w, o, keys, "a trial line", "")) return -1;
   json_int_t number;
@@ -482,7 +494,7 @@ static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
     return missing_or(w, "state", sj, "the state of a finished trial (complete, pruned or failed)");
   const json_t *gj = json_object_get(o, "grid_id");
   json_int_t grid_id;
-  if (st->sampler->points) {  /* a trial is a point of the grid */
+  if (st->sampler->points) { /* a trial is a point of the grid */
     size_t points = st->sampler->points(st);
     snprintf(s, sizeof s, "a grid point, 0 to %zu", points ? points - 1 : 0);
     if (whole_field(w, "grid_id", gj, 0, (json_int_t)points - 1, s, &grid_id) != 0) return -1;
@@ -510,8 +522,9 @@ static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
     char f[16];
     json_int_t x;
     snprintf(f, sizeof f, "draws[%d]", k);
-    if (whole_field(w, f, json_array_get(dj, (size_t)k), 0, INT64_MAX, "a whole number of at least 0", &x) != 0) return -1;
-    if ((uint64_t)x < rng[k]->draws)  /* the grid's shuffle draws before any trial */
+    if (whole_field(w, f, json_array_get(dj, (size_t)k), 0, INT64_MAX, "a whole number of at least 0", &x) != 0)
+      return -1;
+    if ((uint64_t)x < rng[k]->draws) /* the grid's shuffle draws before any trial */
       return bad(w, f, "%lld is before the stream's position after seeding (%llu)", (long long)x,
                  (unsigned long long)rng[k]->draws);
     t->draws[k] = (uint64_t)x;
@@ -563,10 +576,11 @@ static int append_line(const char *path, json_t *o, int fresh, char *err, size_t
     return -1;
   }
   size_t n = strlen(line);
-  line[n] = '\n';  /* json_dumps leaves room for its terminator: reuse it */
+  line[n] = '\n'; /* json_dumps leaves room for its terminator: reuse it */
   char why[512];
   int fd = slF_open(path, O_WRONLY | O_APPEND | (fresh ? O_CREAT | O_EXCL | O_NOFOLLOW : 0), "a syslab study journal",
-                    NULL, why, sizeof why), rc = 0;
+                    NULL, why, sizeof why),
+      rc = 0;
   if (fd < 0) {
     snprintf(err, errlen, "could not append to the journal: %s", why);
     rc = -1;
@@ -600,7 +614,7 @@ int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *pa
   *warning = NULL;
   *good_end = 0;
   json_t *mine = header(st);
-  int rc = 0, lineno = 0, *lines = NULL;  /* the line of each trial, for the bound on its draws */
+  int rc = 0, lineno = 0, *lines = NULL; /* the line of each trial, for the bound on its draws */
   Where w = {path, 0, err, errlen};
   for (size_t at = 0; at < len && rc == 0;) {
     const char *nl = memchr(text + at, '\n', len - at);
@@ -610,14 +624,17 @@ int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *pa
     json_t *o = nl ? json_loadb(text + at, end - at, JSON_REJECT_DUPLICATES, &jerr) : NULL;
     if (!json_is_object(o)) {
       json_decref(o);
-      if (lineno > 1 && (!nl || end + 1 >= len)) {  /* the last line, cut short by a crash */
+      if (lineno > 1 && (!nl || end + 1 >= len)) { /* the last line, cut short by a crash */
         char buf[256];
-        snprintf(buf, sizeof buf, "warning: the last line of the journal %s is incomplete (a crash while writing); it is ignored", path);
+        snprintf(buf, sizeof buf,
+                 "warning: the last line of the journal %s is incomplete (a crash while writing); it is ignored", path);
         *warning = strdup(buf);
         break;
       }
-      if (lineno == 1) snprintf(err, errlen, "%s is not a syslab study journal (its first line is not a JSON object)", path);
-      else bad(&w, NULL, "not a JSON object%s%s%s: the file is damaged", o ? "" : " (", o ? "" : jerr.text, o ? "" : ")");
+      if (lineno == 1)
+        snprintf(err, errlen, "%s is not a syslab study journal (its first line is not a JSON object)", path);
+      else
+        bad(&w, NULL, "not a JSON object%s%s%s: the file is damaged", o ? "" : " (", o ? "" : jerr.text, o ? "" : ")");
       rc = -1;
       break;
     }
@@ -642,7 +659,8 @@ int slS_journal_load(slS_Study *st, const char *text, size_t len, const char *pa
       rc = bad(&w, "syslab_study", "only the first line is a header: this line repeats it");
     } else {
       void *it = json_object_iter(o);
-      rc = bad(&w, it ? json_object_iter_key(it) : NULL, "this line is neither a trial nor a report (it has no \"trial\" or \"report\")");
+      rc = bad(&w, it ? json_object_iter_key(it) : NULL,
+               "this line is neither a trial nor a report (it has no \"trial\" or \"report\")");
     }
     json_decref(o);
     *good_end = end + 1;
@@ -686,7 +704,7 @@ static int advance(slM_Mt *m, uint64_t to) {
 
 int slS_journal_restore(slS_Study *st) {
   if (st->ntrials == 0) return 0;
-  const slS_Trial *last = &st->trials[st->ntrials - 1];  /* the streams as they stood after it */
+  const slS_Trial *last = &st->trials[st->ntrials - 1]; /* the streams as they stood after it */
   return advance(&st->rng, last->draws[0]) != 0 || advance(&st->rng2, last->draws[1]) != 0 ? -1 : 0;
 }
 

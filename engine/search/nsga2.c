@@ -41,9 +41,9 @@
 
 typedef struct {
   int population;
-  int child_for;            /* the trial the child below was made for */
+  int child_for; /* the trial the child below was made for */
   int nchild;
-  int *child_param;         /* its parameters (in the space) and values */
+  int *child_param; /* its parameters (in the space) and values */
   double *child_value;
 } Nsga2;
 
@@ -66,7 +66,7 @@ static int dominates(const slS_Study *st, const slS_Trial *a, const slS_Trial *b
 
 /* Python's list.sort (stable) by a key, for the few hundred trials of a front */
 static void stable_sort(int *ids, int n, const double *key) {
-  for (int i = 1; i < n; i++) {  /* insertion sort: stable */
+  for (int i = 1; i < n; i++) { /* insertion sort: stable */
     int x = ids[i], j = i - 1;
     while (j >= 0 && key[ids[j]] > key[x]) ids[j + 1] = ids[j], j--;
     ids[j + 1] = x;
@@ -78,10 +78,10 @@ static void crowding_sort(const slS_Study *st, int *ids, int m) {
   double *dist = calloc((size_t)st->ntrials, sizeof *dist), *key = malloc((size_t)st->ntrials * sizeof *key);
   for (int k = 0; k < st->nobj; k++) {
     for (int i = 0; i < m; i++) key[ids[i]] = st->trials[ids[i]].values[k];
-    stable_sort(ids, m, key);  /* each objective sorts the order the previous one left */
+    stable_sort(ids, m, key); /* each objective sorts the order the previous one left */
     double first = key[ids[0]], last = key[ids[m - 1]];
     if (first == last) continue;
-    double vmin = first, vmax = last;  /* the extreme finite values */
+    double vmin = first, vmax = last; /* the extreme finite values */
     for (int i = 0; i < m && vmin == -INFINITY; i++) vmin = key[ids[i]];
     for (int i = m - 1; i >= 0 && vmax == INFINITY; i--) vmax = key[ids[i]];
     double width = vmax - vmin;
@@ -92,7 +92,7 @@ static void crowding_sort(const slS_Study *st, int *ids, int m) {
     }
   }
   stable_sort(ids, m, dist);
-  for (int i = 0; i < m / 2; i++) {  /* then reversed: the largest distance first, ties in reverse */
+  for (int i = 0; i < m / 2; i++) { /* then reversed: the largest distance first, ties in reverse */
     int t = ids[i];
     ids[i] = ids[m - 1 - i], ids[m - 1 - i] = t;
   }
@@ -140,8 +140,8 @@ static int parents_of(const slS_Study *st, int number, int *parents) {
     const slS_Trial *t = &st->trials[i];
     if (t->state != SLS_COMPLETE) continue;
     gen[ng++] = i;
-    if (++complete == P) {  /* the generation is complete: select the next parents */
-      int *pool = malloc((size_t)(np_ + ng) * sizeof *pool);  /* the new generation, then the old parents */
+    if (++complete == P) {                                   /* the generation is complete: select the next parents */
+      int *pool = malloc((size_t)(np_ + ng) * sizeof *pool); /* the new generation, then the old parents */
       memcpy(pool, gen, (size_t)ng * sizeof *pool);
       memcpy(pool + ng, parents, (size_t)np_ * sizeof *pool);
       np_ = elite(st, pool, np_ + ng, P);
@@ -240,13 +240,13 @@ static void make_child(slS_Study *st, int number) {
       if ((st->space[space[i]].dist.kind == SLS_CATEGORICAL) == (pass == 0)) order[no++] = space[i];
   if (slM_mt_double(&st->rng) < CROSSOVER_PROB) {
     int *rest = malloc((size_t)n * sizeof *rest);
-    for (int ok = 0; !ok;) {  /* again while the child leaves the space */
+    for (int ok = 0; !ok;) { /* again while the child leaves the space */
       int p0 = tournament(st, parents, n), m = 0;
       for (int i = 0; i < n; i++)
         if (parents[i] != p0) rest[m++] = parents[i];
       int p1 = m > 0 ? tournament(st, rest, m) : p0;
       ok = 1;
-      for (int i = 0; i < no; i++) {  /* one uniform per categorical, then per numerical */
+      for (int i = 0; i < no; i++) { /* one uniform per categorical, then per numerical */
         const slS_Dist *d = &st->space[order[i]].dist;
         double v;
         slS_trial_param(&st->trials[slM_mt_double(&st->rng) >= SWAPPING_PROB ? p1 : p0], order[i], &v);
@@ -259,7 +259,7 @@ static void make_child(slS_Study *st, int number) {
     free(rest);
   } else {
     int parent = parents[slM_mt_interval(&st->rng, (uint32_t)(n - 1))];
-    for (int i = 0; i < ns; i++) {  /* the parent's own values, by name */
+    for (int i = 0; i < ns; i++) { /* the parent's own values, by name */
       nsga->child_param[i] = space[i];
       slS_trial_param(&st->trials[parent], space[i], &nsga->child_value[i]);
     }
@@ -285,7 +285,7 @@ static int nsga2_sample(slS_Study *st, slS_Trial *t, int p, double *internal, ch
   if (nsga->child_for != t->number) make_child(st, t->number);
   for (int i = 0; i < nsga->nchild; i++)
     if (nsga->child_param[i] == p) return *internal = nsga->child_value[i], 0;
-  *internal = slS_random_draw(&st->rng2, &st->space[p].dist);  /* first generation, mutated, or new */
+  *internal = slS_random_draw(&st->rng2, &st->space[p].dist); /* first generation, mutated, or new */
   return 0;
 }
 
@@ -298,17 +298,17 @@ static void nsga2_free(void *state) {
 }
 
 static const slS_Option nsga2_options[] = {
-  {"population", "50", 2, 1e5, "population size", offsetof(Nsga2, population)},
-  {NULL},
+    {"population", "50", 2, 1e5, "population size", offsetof(Nsga2, population)},
+    {NULL},
 };
 
 const slS_Sampler slS_nsga2_sampler = {
-  .name = "nsga2",
-  .title = "NSGA-II",
-  .flags = SLS_LEARNS | SLS_AUTO_MANY,
-  .options = nsga2_options,
-  .size = sizeof(Nsga2),
-  .init = nsga2_init,
-  .sample = nsga2_sample,
-  .free = nsga2_free,
+    .name = "nsga2",
+    .title = "NSGA-II",
+    .flags = SLS_LEARNS | SLS_AUTO_MANY,
+    .options = nsga2_options,
+    .size = sizeof(Nsga2),
+    .init = nsga2_init,
+    .sample = nsga2_sample,
+    .free = nsga2_free,
 };

@@ -23,7 +23,7 @@ static double percentile(double *x, int n, double q) {
   if (m == 0) return NAN;
   qsort(x, (size_t)m, sizeof *x, cmp_double);
   double quantile = q / 100;
-  double virt = (double)m * quantile + (1 + quantile * (1 - 1 - 1)) - 1;  /* numpy's method "linear" */
+  double virt = (double)m * quantile + (1 + quantile * (1 - 1 - 1)) - 1; /* numpy's method "linear" */
   double lo = floor(virt);
   if (lo < 0) return x[0];
   if (lo >= m - 1) return x[m - 1];
@@ -57,7 +57,8 @@ int slS_should_prune(const slS_Study *st, const slS_Trial *t) {
   int maximize = st->maximize[0];
   double best = NAN;
   for (int i = 0; i < t->ninter; i++)
-    if (!isnan(t->inter[i]) && (isnan(best) || (maximize ? t->inter[i] > best : t->inter[i] < best))) best = t->inter[i];
+    if (!isnan(t->inter[i]) && (isnan(best) || (maximize ? t->inter[i] > best : t->inter[i] < best)))
+      best = t->inter[i];
   if (isnan(best)) return 1;
   double *at = malloc((size_t)st->ntrials * sizeof *at + 1);
   int n = 0;

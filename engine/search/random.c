@@ -57,4 +57,5 @@ static int random_sample(slS_Study *st, slS_Trial *t, int p, double *internal, c
   return 0;
 }
 
-const slS_Sampler slS_random_sampler = {.name = "random", .title = "random", .flags = SLS_EXACT, .sample = random_sample};
+const slS_Sampler slS_random_sampler = {
+    .name = "random", .title = "random", .flags = SLS_EXACT, .sample = random_sample};

@@ -42,7 +42,7 @@
 #include "lang/eval.h"
 #include "search.h"
 
-static int busy;              /* a distributed search runs in this process */
+static int busy; /* a distributed search runs in this process */
 
 /* ------------------------------------------------------------ encodings */
 
@@ -136,16 +136,17 @@ static int get_trial(slU_Reader *r, slS_Trial *t, int with_params) {
 
 int slS_search_mode(sl_Call *call, char *err, size_t errlen) {
   int workers = (int)sl_arg_number(call, "workers");
-  if (busy) return SLS_SERIAL;  /* a search inside a trial runs where the trial runs */
+  if (busy) return SLS_SERIAL; /* a search inside a trial runs where the trial runs */
   if (slS_spawned()) return SLS_WORKER;
   if (slS_env_size() > 1) {
     slD_Group *g = slS_world(err, errlen);
     if (!g) return -1;
     return slS_transport(err, errlen)->rank(g) == 0 ? SLS_COORDINATOR : SLS_WORKER;
   }
-  if (workers < 0 || workers > SLS_MAX_WORKERS) return snprintf(err, errlen, "must be between 0 and %d", SLS_MAX_WORKERS), -1;
+  if (workers < 0 || workers > SLS_MAX_WORKERS)
+    return snprintf(err, errlen, "must be between 0 and %d", SLS_MAX_WORKERS), -1;
   if (workers == 0) return SLS_SERIAL;
-  if (slS_worker_limit(workers, err, errlen) != 0) return -1;  /* before anything starts */
+  if (slS_worker_limit(workers, err, errlen) != 0) return -1; /* before anything starts */
   if (!slS_transport(err, errlen)) return -1;
   return SLS_COORDINATOR;
 }
@@ -158,9 +159,9 @@ typedef struct {
   sl_Call *call;
   slS_Study *st;
   int trials, workers;
-  int planned;              /* what the progress counts to (a grid: its points) */
-  double deadline;          /* no new trial after this (0: none) */
-  int committed;            /* trials 0..committed-1 are in the journal */
+  int planned;     /* what the progress counts to (a grid: its points) */
+  double deadline; /* no new trial after this (0: none) */
+  int committed;   /* trials 0..committed-1 are in the journal */
   int finished;
   sl_Progress *bar;
   double start;
@@ -234,7 +235,7 @@ static int trial_done(void *ud, long id, const char *result, size_t n, char *err
     snprintf(err, errlen, "a worker sent a malformed result for trial %ld", id);
     return -1;
   }
-  t->draws[0] = draws[0], t->draws[1] = draws[1], t->grid_id = grid;  /* the coordinator's, not the worker's */
+  t->draws[0] = draws[0], t->draws[1] = draws[1], t->grid_id = grid; /* the coordinator's, not the worker's */
   c->finished++;
   /* the journal and the progress in trial order */
   while (c->committed < st->ntrials && st->trials[c->committed].state != SLS_RUNNING) {
@@ -278,7 +279,7 @@ static void answer(void *ud, long id, const char *q, size_t n, slU_Text *out) {
     if (p >= 0 && !slS_trial_param(t, p, &v)) {
       if (slS_sample(st, t, p, &v, err, sizeof err) == 0) {
         slS_trial_set_param(t, p, v);
-        t->draws[0] = st->rng.draws;  /* the streams after this trial's draws, for the journal */
+        t->draws[0] = st->rng.draws; /* the streams after this trial's draws, for the journal */
         t->draws[1] = st->rng2.draws;
       } else {
         p = -1;
@@ -336,9 +337,18 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
     farm = 1;
   }
   if (!g) return sl_error(call, "%s", err);
-  Coord c = {call, st, trials, t->size(g) - 1, slS_trials_planned(st, trials),
-             timeout > 0 ? slU_now() + timeout : 0, st->ntrials, 0, bar, slU_now(), ""};
-  c.finished = st->ntrials;  /* resumed trials count as finished: the space is known */
+  Coord c = {call,
+             st,
+             trials,
+             t->size(g) - 1,
+             slS_trials_planned(st, trials),
+             timeout > 0 ? slU_now() + timeout : 0,
+             st->ntrials,
+             0,
+             bar,
+             slU_now(),
+             ""};
+  c.finished = st->ntrials; /* resumed trials count as finished: the space is known */
   slS_FarmSource src = {&c, next_trial, trial_done, worker_lost, answer, final_study};
   slS_FarmStats stats;
   busy = 1;
@@ -360,10 +370,10 @@ int slS_search_coordinate(sl_Call *call, slS_Study *st, int trials, double timeo
 typedef struct {
   sl_Call *call;
   slS_Study *st;
-  int number;               /* the trial running remotely, or -1 */
+  int number; /* the trial running remotely, or -1 */
   int nknown;
   char (*names)[SLS_NAME_MAX];
-  double *values;           /* the parameters drawn for it by the coordinator */
+  double *values; /* the parameters drawn for it by the coordinator */
 } Work;
 
 static Work *work;
@@ -454,7 +464,7 @@ static int take_final(slS_Study *st, const char *data, size_t n) {
     slS_Dist d;
     slU_get_str(&r, name, sizeof name);
     if (get_dist(&r, &d) != 0) return -1;
-    if (p < st->nspace) slS_dist_free(&d);  /* already known, in the same order */
+    if (p < st->nspace) slS_dist_free(&d); /* already known, in the same order */
     else if (slS_space_add(st, name, &d, err, sizeof err) < 0) return -1;
   }
   int ntrials = (int)slU_get_u32(&r);

@@ -47,7 +47,7 @@ int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
   sl_Error caught;
   int body = sl_run_protected(call, "body", &caught);
   active = a.outer;
-  t = &st->trials[st->ntrials - 1];  /* the array may have moved (a nested search cannot, but be safe) */
+  t = &st->trials[st->ntrials - 1]; /* the array may have moved (a nested search cannot, but be safe) */
   t->seconds = slU_now() - t0;
   if (body != 0 && (a.fatal || sl_interrupted() || strcmp(caught.ename, "Interrupt") == 0)) {
     slS_trial_drop_last(st);
@@ -58,7 +58,7 @@ int slS_run_trial(sl_Call *call, slS_Study *st, slS_Trial *t) {
   if (body != 0 && a.pruned) {
     t->state = SLS_PRUNED;
     t->nvalues = 0;
-    if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) {  /* Optuna keeps the last step's value */
+    if (t->ninter > 0 && !isnan(t->inter[t->ninter - 1])) { /* Optuna keeps the last step's value */
       int last = 0;
       for (int i = 1; i < t->ninter; i++)
         if (t->steps[i] > t->steps[last]) last = i;

@@ -18,8 +18,8 @@
 
 #include "search.h"
 
-const slS_Sampler *const slS_samplers[] = {&slS_random_sampler, &slS_grid_sampler, &slS_tpe_sampler,
-                                           &slS_nsga2_sampler, NULL};
+const slS_Sampler *const slS_samplers[] = {&slS_random_sampler, &slS_grid_sampler, &slS_tpe_sampler, &slS_nsga2_sampler,
+                                           NULL};
 
 const slS_Sampler *slS_sampler_find(const char *name) {
   for (int i = 0; slS_samplers[i]; i++)
@@ -52,7 +52,8 @@ int slS_sampler_option(slS_Study *st, const char *name, double v, char *err, siz
   for (const slS_Option *o = st->sampler->options; o && o->name; o++) {
     if (strcmp(o->name, name) != 0) continue;
     if (!(v >= o->lo && v <= o->hi) || v != floor(v))
-      return snprintf(err, errlen, "%s must be a whole number between %.0f and %.0f, got %.9g", name, o->lo, o->hi, v), -1;
+      return snprintf(err, errlen, "%s must be a whole number between %.0f and %.0f, got %.9g", name, o->lo, o->hi, v),
+             -1;
     *option_at(st->state, o) = (int)v;
     return 0;
   }
@@ -68,8 +69,7 @@ int slS_sampler_extras(slS_Study *st, size_t n, const char *const *names, const 
     if (slS_samplers[i]->take_extras) taker = slS_samplers[i];
   if (taker)
     snprintf(err, errlen, "%s=[...] names %s, which only sampler=%s takes", names[0], taker->extras, taker->name);
-  else
-    snprintf(err, errlen, "%s=[...] is not an option of search", names[0]);
+  else snprintf(err, errlen, "%s=[...] is not an option of search", names[0]);
   return -1;
 }
 
@@ -87,7 +87,7 @@ void slS_before_trial(slS_Study *st, slS_Trial *t) {
 
 int slS_sample(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen) {
   const slS_Dist *d = &st->space[p].dist;
-  if (slS_dist_single(d)) {  /* Optuna takes a one-value range without asking the sampler */
+  if (slS_dist_single(d)) { /* Optuna takes a one-value range without asking the sampler */
     *internal = d->kind == SLS_CATEGORICAL ? 0 : d->low;
     return 0;
   }

@@ -28,9 +28,9 @@ typedef enum { SLS_FLOAT, SLS_INT, SLS_CATEGORICAL } slS_Kind;
 
 typedef struct slS_Dist {
   slS_Kind kind;
-  double low, high, step;   /* step 0: a continuous float */
+  double low, high, step; /* step 0: a continuous float */
   int log;
-  sl_Value choices;         /* categorical: a list of strings, numbers, booleans or nil (owned) */
+  sl_Value choices; /* categorical: a list of strings, numbers, booleans or nil (owned) */
   int nchoices;
 } slS_Dist;
 
@@ -45,17 +45,17 @@ typedef struct slS_Trial {
   int number;
   slS_State state;
   int nparams, capparams;
-  int *param;               /* index into the study's space, in suggestion order */
-  double *internal;         /* the value in internal form */
+  int *param;       /* index into the study's space, in suggestion order */
+  double *internal; /* the value in internal form */
   int nvalues;
   double values[SLS_MAX_OBJECTIVES];
   int ninter, capinter;
-  int *steps;               /* intermediate reports, in report order */
+  int *steps; /* intermediate reports, in report order */
   double *inter;
   double seconds;
-  char *message;            /* failed: why */
-  long grid_id;             /* grid sampler: the grid point, or -1 */
-  uint64_t draws[2];        /* sampler streams' positions after the trial (journal) */
+  char *message;     /* failed: why */
+  long grid_id;      /* grid sampler: the grid point, or -1 */
+  uint64_t draws[2]; /* sampler streams' positions after the trial (journal) */
 } slS_Trial;
 
 enum { SLS_NO_PRUNER, SLS_MEDIAN };
@@ -72,17 +72,17 @@ typedef struct slS_Study {
   int ntrials, captrials;
   /* sampler */
   const slS_Sampler *sampler;
-  void *state;              /* the sampler's own, which only its file reads */
+  void *state; /* the sampler's own, which only its file reads */
   uint32_t seed;
-  slM_Mt rng;               /* the sampler's RandomState(seed) */
-  slM_Mt rng2;              /* TPE and NSGA-II: their inner RandomSampler(seed) */
+  slM_Mt rng;  /* the sampler's RandomState(seed) */
+  slM_Mt rng2; /* TPE and NSGA-II: their inner RandomSampler(seed) */
   /* pruner */
   int pruner;
   int prune_startup, prune_warmup, prune_interval, prune_min_trials;
   /* run */
   char *journal;
-  double seconds;           /* wall time of every trial together */
-  double elapsed;           /* wall time of the search command, sampling and bookkeeping included */
+  double seconds; /* wall time of every trial together */
+  double elapsed; /* wall time of the search command, sampling and bookkeeping included */
 } slS_Study;
 
 extern const sl_Class slS_study_class;
@@ -90,8 +90,8 @@ extern const sl_Class slS_study_class;
 /* ---------------------------------------------------------------- study.c */
 slS_Study *slS_study_new(void);
 void slS_study_free(slS_Study *st);
-slS_Trial *slS_trial_new(slS_Study *st);    /* appends a RUNNING trial */
-void slS_trial_drop_last(slS_Study *st);    /* removes the last (unfinished) trial */
+slS_Trial *slS_trial_new(slS_Study *st); /* appends a RUNNING trial */
+void slS_trial_drop_last(slS_Study *st); /* removes the last (unfinished) trial */
 /* adds name with d (taking d's choices reference) or checks it matches the
 ** recorded one; -1 with err naming both when they differ */
 int slS_space_add(slS_Study *st, const char *name, slS_Dist *d, char *err, size_t errlen);
@@ -129,8 +129,8 @@ sl_Value slS_params_record(const slS_Study *st, const slS_Trial *t);
 ** header, and an int at `offset` in the sampler's state */
 typedef struct slS_Option {
   const char *name;
-  const char *defval;       /* as the language writes it */
-  double lo, hi;            /* the whole numbers allowed */
+  const char *defval; /* as the language writes it */
+  double lo, hi;      /* the whole numbers allowed */
   const char *help;
   size_t offset;
 } slS_Option;
@@ -144,19 +144,19 @@ enum {
 };
 
 struct slS_Sampler {
-  const char *name;         /* sampler=NAME, the study's `sampler`, the journal's */
-  const char *title;        /* as prose writes it ("TPE") */
-  const char *help;         /* what search's help says of it besides its flags, or NULL */
+  const char *name;  /* sampler=NAME, the study's `sampler`, the journal's */
+  const char *title; /* as prose writes it ("TPE") */
+  const char *help;  /* what search's help says of it besides its flags, or NULL */
   unsigned flags;
-  const slS_Option *options;  /* ended by a NULL name; NULL: none */
-  size_t size;              /* of its state */
+  const slS_Option *options; /* ended by a NULL name; NULL: none */
+  size_t size;               /* of its state */
   /* what search's name=[values] keywords give it ("a grid"), and how it
   ** takes them (n may be 0); NULL: it takes none */
   const char *extras;
   int (*take_extras)(slS_Study *st, size_t n, const char *const *names, const sl_Value *values, char *err,
                      size_t errlen);
-  void (*init)(slS_Study *st);                  /* the streams are seeded; NULL: nothing more */
-  void (*before)(slS_Study *st, slS_Trial *t);  /* a trial starts; NULL: nothing */
+  void (*init)(slS_Study *st);                 /* the streams are seeded; NULL: nothing more */
+  void (*before)(slS_Study *st, slS_Trial *t); /* a trial starts; NULL: nothing */
   /* the internal value of parameter p (not single-valued) for trial t; -1 with err */
   int (*sample)(slS_Study *st, slS_Trial *t, int p, double *internal, char *err, size_t errlen);
   /* a sampler whose trials are the points of a finite set (each trial's
@@ -168,7 +168,7 @@ struct slS_Sampler {
   /* the stream outputs one parameter may take beyond a random draw (TPE's
   ** candidates), for the journal's bound on them; NULL: none */
   double (*extra_draws)(const slS_Study *st);
-  void (*free)(void *state);  /* what its state points to; NULL: nothing */
+  void (*free)(void *state); /* what its state points to; NULL: nothing */
 };
 
 #define SLS_MAX_SAMPLERS 16
@@ -215,8 +215,8 @@ int slS_should_prune(const slS_Study *st, const slS_Trial *t);
 typedef struct slS_Active {
   slS_Study *st;
   slS_Trial *t;
-  int pruned;          /* the pruner stopped the trial */
-  int fatal;           /* the error belongs to the search, not to the trial */
+  int pruned; /* the pruner stopped the trial */
+  int fatal;  /* the error belongs to the search, not to the trial */
   int has_objective;
   struct slS_Active *outer;
 } slS_Active;

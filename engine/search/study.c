@@ -19,7 +19,7 @@ slS_Study *slS_study_new(void) {
   slS_Study *st = calloc(1, sizeof *st);
   st->nobj = 1;
   snprintf(st->objnames[0], SLS_NAME_MAX, "value");
-  st->sampler = &slS_random_sampler;  /* a sampler without state, until search chooses one (samplers.c) */
+  st->sampler = &slS_random_sampler; /* a sampler without state, until search chooses one (samplers.c) */
   st->prune_startup = 5;
   st->prune_interval = 1;
   st->prune_min_trials = 1;
@@ -160,7 +160,7 @@ void slS_trial_set_param(slS_Trial *t, int p, double internal) {
 
 void slS_trial_report(slS_Trial *t, int step, double value) {
   for (int i = 0; i < t->ninter; i++)
-    if (t->steps[i] == step) {  /* Optuna keeps the first report of a step */
+    if (t->steps[i] == step) { /* Optuna keeps the first report of a step */
       return;
     }
   if (t->ninter == t->capinter) {
@@ -321,9 +321,9 @@ static void count_states(const slS_Study *st, int counts[4]) {
 static void headline(const slS_Study *st, char *out, size_t size) {
   int c[4];
   count_states(st, c);
-  size_t used = (size_t)snprintf(out, size, "study: %d trial%s (%d complete, %d pruned, %d failed), sampler %s, seed %u, ",
-                                 st->ntrials, st->ntrials == 1 ? "" : "s", c[SLS_COMPLETE], c[SLS_PRUNED], c[SLS_FAILED],
-                                 st->sampler->name, st->seed);
+  size_t used = (size_t)snprintf(
+      out, size, "study: %d trial%s (%d complete, %d pruned, %d failed), sampler %s, seed %u, ", st->ntrials,
+      st->ntrials == 1 ? "" : "s", c[SLS_COMPLETE], c[SLS_PRUNED], c[SLS_FAILED], st->sampler->name, st->seed);
   for (int k = 0; k < st->nobj; k++)
     used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s %s", k ? ", " : "",
                              st->maximize[k] ? "maximize" : "minimize", st->objnames[k]);
@@ -334,7 +334,8 @@ static void headline(const slS_Study *st, char *out, size_t size) {
     sl_Value params = slS_params_record(st, b);
     char *ps = sl_tostring(params);
     sl_release(params);
-    snprintf(out + used, used < size ? size - used : 0, "; best: trial %d, %s %s, %s", b->number, st->objnames[0], v, ps);
+    snprintf(out + used, used < size ? size - used : 0, "; best: trial %d, %s %s, %s", b->number, st->objnames[0], v,
+             ps);
     free(ps);
   }
 }
@@ -393,9 +394,9 @@ static int study_field(void *data, const char *name, sl_Value *out) {
   return -1;
 }
 
-static const char *const study_fields[] = {"trials", "running_best", "pareto", "best", "best_value", "best_params",
-                                           "best_trial", "n", "complete", "pruned", "failed", "sampler", "seconds", "elapsed",
-                                           "space", NULL};
+static const char *const study_fields[] = {
+    "trials",   "running_best", "pareto", "best",    "best_value", "best_params", "best_trial", "n",
+    "complete", "pruned",       "failed", "sampler", "seconds",    "elapsed",     "space",      NULL};
 
-const sl_Class slS_study_class = {.name = "study", .free = study_free, .show = study_show, .field = study_field,
-                                  .fields = study_fields};
+const sl_Class slS_study_class = {
+    .name = "study", .free = study_free, .show = study_show, .field = study_field, .fields = study_fields};

@@ -21,7 +21,7 @@
 #include "search.h"
 
 #define PRIOR_WEIGHT 1.0
-#define LOG_SQRT_2PI 0.91893853320467267  /* log(sqrt(2 pi)), as Optuna's _norm_pdf_logC */
+#define LOG_SQRT_2PI 0.91893853320467267 /* log(sqrt(2 pi)), as Optuna's _norm_pdf_logC */
 
 /* ------------------------------------------------ the normal distribution */
 
@@ -62,11 +62,12 @@ static double logaddexp(double x, double y) {
 static double log_gauss_mass(double a, double b) {
   if (b <= 0) return log_diff(log_ndtr(b), log_ndtr(a));
   if (a > 0) return log_diff(log_ndtr(-a), log_ndtr(-b));
-  if (a <= -6 * sqrt(2.0) && b >= 6 * sqrt(2.0)) return 0.0;  /* erf is exactly -1 and 1 there: the formula gives log1p(0) */
+  if (a <= -6 * sqrt(2.0) && b >= 6 * sqrt(2.0))
+    return 0.0; /* erf is exactly -1 and 1 there: the formula gives log1p(0) */
   return log1p(-ndtr(a) - ndtr(-b));
 }
 
-static double ndtri_exp(double y) {  /* bisection of log_ndtr on [-100, 100] */
+static double ndtri_exp(double y) { /* bisection of log_ndtr on [-100, 100] */
   double a = -100, b = 100;
   if (log_ndtr(a) > y) a = 100, b = -100;
   for (int i = 0; i < 100; i++) {
@@ -86,7 +87,6 @@ static double truncnorm_ppf(double q, double a, double b) {
   if (a < 0) return ndtri_exp(logaddexp(log_ndtr(a), log(q) + log_gauss_mass(a, b)));
   return -ndtri_exp(logaddexp(log_ndtr(-b), log1p(-q) + log_gauss_mass(a, b)));
 }
-
 
 /* numpy's pairwise summation (np.sum over a contiguous axis): the same
 ** grouping gives the same rounding, so exact ties stay ties */
@@ -119,8 +119,8 @@ typedef struct {
   double *mu, *sigma; /* numeric */
   double *cat;        /* categorical: n x nchoices */
   int nchoices;
-  double low, high, step;  /* in the transformed space; step 0: continuous */
-  double *logz, *logsigma, *logw;  /* per component, what does not depend on x */
+  double low, high, step;         /* in the transformed space; step 0: continuous */
+  double *logz, *logsigma, *logw; /* per component, what does not depend on x */
   /* stepped: components with the same mean and sigma (repeated integers)
   ** have the same mass at every x; group[c] names the first of them */
   int *group, ngroups, *rep;
@@ -165,12 +165,14 @@ typedef struct {
   int idx;
 } Keyed;
 
-static int keyed_before(const Keyed *a, const Keyed *b) { return a->key < b->key || (a->key == b->key && a->idx < b->idx); }
+static int keyed_before(const Keyed *a, const Keyed *b) {
+  return a->key < b->key || (a->key == b->key && a->idx < b->idx);
+}
 
 static void sort_keyed(Keyed *a, int n) {
   if (n < 2) return;
   Keyed *tmp = malloc((size_t)n * sizeof *tmp), *src = a, *dst = tmp;
-  for (int i = 1; i < n; i += 2)  /* runs of two, then merges of doubling width */
+  for (int i = 1; i < n; i += 2) /* runs of two, then merges of doubling width */
     if (keyed_before(&a[i], &a[i - 1])) {
       Keyed t = a[i];
       a[i] = a[i - 1], a[i - 1] = t;
@@ -206,7 +208,7 @@ static void group_components(Estimator *e, const int *order, int m) {
   e->group = malloc((size_t)m * sizeof *e->group);
   e->rep = malloc((size_t)m * sizeof *e->rep);
   e->ngroups = 0;
-  int run = 0;  /* the first group of the current run of equal means */
+  int run = 0; /* the first group of the current run of equal means */
   for (int i = 0; i < m; i++) {
     int c = order[i], g = -1;
     if (i == 0 || e->mu[c] != e->mu[order[i - 1]]) run = e->ngroups;
@@ -222,7 +224,7 @@ static void group_components(Estimator *e, const int *order, int m) {
 
 static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
   memset(e, 0, sizeof *e);
-  e->n = k + 1;   /* consider_prior: always one prior component */
+  e->n = k + 1; /* consider_prior: always one prior component */
   e->w = malloc((size_t)e->n * sizeof *e->w);
   if (k == 0) {
     e->w[0] = 1;
@@ -260,7 +262,7 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
     step = 0;
   }
   e->low = low, e->high = high, e->step = step;
-  int m = k + 1;  /* observations and the prior */
+  int m = k + 1; /* observations and the prior */
   e->mu = malloc((size_t)m * sizeof *e->mu);
   e->sigma = malloc((size_t)m * sizeof *e->sigma);
   for (int i = 0; i < k; i++) e->mu[i] = obs[i];
@@ -273,7 +275,7 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
   for (int i = 0; i < m; i++) ends[i + 1] = e->mu[order[i]];
   ends[m + 1] = high + step / 2;
   for (int i = 0; i < m; i++) sorted_sigma[i] = fmax(ends[i + 1] - ends[i], ends[i + 2] - ends[i + 1]);
-  if (m + 2 >= 4) {  /* consider_endpoints is false */
+  if (m + 2 >= 4) { /* consider_endpoints is false */
     sorted_sigma[0] = ends[2] - ends[1];
     sorted_sigma[m - 1] = ends[m] - ends[m - 1];
   }
@@ -283,15 +285,17 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
     double s = sorted_sigma[i];
     e->sigma[order[i]] = s < minsigma ? minsigma : s > maxsigma ? maxsigma : s;
   }
-  e->sigma[k] = 1.0 * (high - low + step);  /* the prior is not clipped */
+  e->sigma[k] = 1.0 * (high - low + step); /* the prior is not clipped */
   e->logz = malloc((size_t)m * sizeof *e->logz);
   e->logsigma = malloc((size_t)m * sizeof *e->logsigma);
   e->logw = malloc((size_t)m * sizeof *e->logw);
   group_components(e, order, m);
-  for (int c = 0; c < m; c++) {  /* many components share a sigma or a weight: reuse the logarithm */
+  for (int c = 0; c < m; c++) { /* many components share a sigma or a weight: reuse the logarithm */
     int r = e->group ? e->rep[e->group[c]] : c;
-    if (r != c) e->logz[c] = e->logz[r];  /* the same mean and sigma: the same function of the same numbers */
-    else e->logz[c] = log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
+    if (r != c) e->logz[c] = e->logz[r]; /* the same mean and sigma: the same function of the same numbers */
+    else
+      e->logz[c] =
+          log_gauss_mass((low - step / 2 - e->mu[c]) / e->sigma[c], (high + step / 2 - e->mu[c]) / e->sigma[c]);
     e->logsigma[c] = c > 0 && e->sigma[c] == e->sigma[c - 1] ? e->logsigma[c - 1] : log(e->sigma[c]);
     e->logw[c] = c > 0 && e->w[c] == e->w[c - 1] ? e->logw[c - 1] : log(e->w[c]);
   }
@@ -304,7 +308,7 @@ static void build(Estimator *e, const slS_Dist *d, const double *obs, int k) {
 ** terms that do not depend on x were computed once (build) */
 static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
   double *terms = malloc((size_t)e->n * sizeof *terms), top = -INFINITY, *mass = NULL;
-  if (d->kind != SLS_CATEGORICAL && e->step != 0) {  /* the mass of x's step, once per group */
+  if (d->kind != SLS_CATEGORICAL && e->step != 0) { /* the mass of x's step, once per group */
     double lo = e->low - e->step / 2, hi = e->high + e->step / 2;
     double xl = fmax(x - e->step / 2, lo), xu = fmin(x + e->step / 2, hi);
     mass = malloc((size_t)e->ngroups * sizeof *mass);
@@ -319,7 +323,8 @@ static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
       t = log(e->cat[(size_t)c * (size_t)e->nchoices + (size_t)x]) + log(e->w[c]);
     } else if (e->step == 0) {
       double z = (x - e->mu[c]) / e->sigma[c];
-      t = x < e->low || x > e->high ? -INFINITY : -(z * z) / 2.0 - LOG_SQRT_2PI - e->logz[c] - e->logsigma[c] + e->logw[c];
+      t = x < e->low || x > e->high ? -INFINITY
+                                    : -(z * z) / 2.0 - LOG_SQRT_2PI - e->logz[c] - e->logsigma[c] + e->logw[c];
     } else {
       t = mass[e->group[c]] - e->logz[c] + e->logw[c];
     }
@@ -327,7 +332,7 @@ static double log_pdf(const Estimator *e, const slS_Dist *d, double x) {
     if (t > top) top = t;
   }
   if (isinf(top) && top < 0) top = 0;
-  for (int c = 0; c < e->n; c++)  /* exp underflows to exactly 0 below -745.2: skip the call */
+  for (int c = 0; c < e->n; c++) /* exp underflows to exactly 0 below -745.2: skip the call */
     terms[c] = terms[c] - top < -746 ? 0.0 : exp(terms[c] - top);
   double sum = pairwise_sum(terms, e->n);
   free(terms);
@@ -455,9 +460,9 @@ static void score_range(void *ctx, size_t i0, size_t i1) {
 /* ----------------------------------------------------------- the sampler */
 
 typedef struct {
-  int startup;              /* n_startup_trials: random trials first */
-  int candidates;           /* n_ei_candidates */
-  unsigned char *below;     /* the good group (1 per trial) of the split made for trial below_for */
+  int startup;          /* n_startup_trials: random trials first */
+  int candidates;       /* n_ei_candidates */
+  unsigned char *below; /* the good group (1 per trial) of the split made for trial below_for */
   int below_for;
 } Tpe;
 
@@ -477,7 +482,7 @@ static double tpe_draw(slS_Study *st, const slS_Trial *t, int p) {
   const unsigned char *below = tpe->below;
   double *obs_b = malloc((size_t)st->ntrials * sizeof *obs_b), *obs_a = malloc((size_t)st->ntrials * sizeof *obs_a);
   int kb = 0, ka = 0;
-  for (int i = 0; i < st->ntrials; i++) {  /* both groups in trial order */
+  for (int i = 0; i < st->ntrials; i++) { /* both groups in trial order */
     const slS_Trial *tr = &st->trials[i];
     double v;
     if ((tr->state != SLS_COMPLETE && tr->state != SLS_PRUNED) || !slS_trial_param(tr, p, &v)) continue;
@@ -519,7 +524,7 @@ static double tpe_draw(slS_Study *st, const slS_Trial *t, int p) {
   double best_score = -INFINITY;
   for (int i = 0; i < count; i++) {
     double score = scores[i] = first[i] == i ? dens[2 * i] - dens[2 * i + 1] : scores[first[i]];
-    if (i == 0 || score > best_score) best_score = score, best = i;  /* argmax: the first of equals */
+    if (i == 0 || score > best_score) best_score = score, best = i; /* argmax: the first of equals */
   }
   free(first), free(todo), free(dens);
   double x = ext[best];
@@ -542,19 +547,19 @@ static void tpe_free(void *state) { free(((Tpe *)state)->below); }
 static double tpe_extra_draws(const slS_Study *st) { return 4.0 * ((const Tpe *)st->state)->candidates; }
 
 static const slS_Option tpe_options[] = {
-  {"startup", "10", 0, 1e6, "random trials before the model is used", offsetof(Tpe, startup)},
-  {"candidates", "24", 1, 1e5, "candidates drawn per suggestion", offsetof(Tpe, candidates)},
-  {NULL},
+    {"startup", "10", 0, 1e6, "random trials before the model is used", offsetof(Tpe, startup)},
+    {"candidates", "24", 1, 1e5, "candidates drawn per suggestion", offsetof(Tpe, candidates)},
+    {NULL},
 };
 
 const slS_Sampler slS_tpe_sampler = {
-  .name = "tpe",
-  .title = "TPE",
-  .flags = SLS_LEARNS | SLS_ONE_OBJECTIVE | SLS_AUTO_ONE,
-  .options = tpe_options,
-  .size = sizeof(Tpe),
-  .init = tpe_init,
-  .sample = tpe_sample,
-  .extra_draws = tpe_extra_draws,
-  .free = tpe_free,
+    .name = "tpe",
+    .title = "TPE",
+    .flags = SLS_LEARNS | SLS_ONE_OBJECTIVE | SLS_AUTO_ONE,
+    .options = tpe_options,
+    .size = sizeof(Tpe),
+    .init = tpe_init,
+    .sample = tpe_sample,
+    .extra_draws = tpe_extra_draws,
+    .free = tpe_free,
 };

@@ -15,14 +15,14 @@
 #include "graph/train.h"
 #include "kernels/device.h"
 
-const slM_Graph *slL_model_of(sl_Call *call, const char *name) {
-  return sl_arg_object(call, name, &slM_model_class);
-}
+const slM_Graph *slL_model_of(sl_Call *call, const char *name) { return sl_arg_object(call, name, &slM_model_class); }
 
 int slL_cpu_only(sl_Call *call, const slM_Graph *g) {
   if (g->device == SLM_CPU) return 0;
-  return sl_arg_error(call, "model", "this command measures the CPU's passes and memory, and the model is on the %s: "
-                      "`to m cpu` gives a copy on the CPU", slM_device_name(g->device));
+  return sl_arg_error(call, "model",
+                      "this command measures the CPU's passes and memory, and the model is on the %s: "
+                      "`to m cpu` gives a copy on the CPU",
+                      slM_device_name(g->device));
 }
 
 /* a table with the given columns */
@@ -76,7 +76,7 @@ int slL_model_budget_of(sl_Call *call, const slM_Graph *g, double *budget) {
 
 int slL_device_budget_of(sl_Call *call, int device, double *budget) {
   if (slL_run_budget_of(call, budget) != 0) return -1;
-  if (device == SLM_CUDA && !sl_arg_given(call, "budget")) {   /* on the GPU the budget is the device's memory */
+  if (device == SLM_CUDA && !sl_arg_given(call, "budget")) { /* on the GPU the budget is the device's memory */
     slK_DevMemory m;
     slK_dev_memory(&m);
     *budget = (double)(m.free_bytes + m.cached);
@@ -175,18 +175,20 @@ int slL_preset_list(sl_Call *call, slM_LmSpec *out, int max) {
     const char *name = sl_str(sl_list_get(l, (size_t)i));
     if (!name || slM_lm_preset(name, &out[i]) != 0)
       return sl_arg_error(call, "presets", "'%s' is not a preset: tiny, small, medium, large, xl or 2.7B",
-                          name ? name : "?"), -1;
+                          name ? name : "?"),
+             -1;
   }
   return n;
 }
-
 
 int slL_shard_args(sl_Call *call, const slM_Graph *g, slL_Shard *s) {
   memset(s, 0, sizeof *s);
   double ranks = sl_arg_number(call, "ranks");
   s->on = sl_arg_number(call, "shard_optimizer") != 0;
   if (ranks < 1 || ranks > 4096) return sl_arg_error(call, "ranks", "must be between 1 and 4096");
-  if (!s->on && ranks > 1) return sl_arg_error(call, "ranks", "counts the processes that share the optimizer state: give shard_optimizer=true");
+  if (!s->on && ranks > 1)
+    return sl_arg_error(call, "ranks",
+                        "counts the processes that share the optimizer state: give shard_optimizer=true");
   s->ranks = (int)ranks;
   if (!s->on || !g) return 0;
   slM_Param **ps;

@@ -10,25 +10,25 @@
 #include "predict.h"
 #include "table/table.h"
 
-extern const char *const slL_runs[];        /* forward, train */
+extern const char *const slL_runs[]; /* forward, train */
 /* 0 for a model on the CPU; else an error saying the command measures the CPU (-1) */
 int slL_cpu_only(sl_Call *call, const slM_Graph *g);
-extern const char *const slL_devices[];     /* cpu, gpu */
-extern const char *const slL_optimizers[];  /* adamw, sgd, none */
+extern const char *const slL_devices[];    /* cpu, gpu */
+extern const char *const slL_optimizers[]; /* adamw, sgd, none */
 
 const slM_Graph *slL_model_of(sl_Call *call, const char *name);
 /* a table with the given columns (NULL-terminated) */
 slT_Table *slL_table(const char *const *cols);
-void slL_setn(slT_Table *t, size_t r, const char *col, double v);   /* NaN: nil */
+void slL_setn(slT_Table *t, size_t r, const char *col, double v); /* NaN: nil */
 void slL_sets(slT_Table *t, size_t r, const char *col, const char *v);
-int slL_budget_of(sl_Call *call, double *budget);   /* the "budget" argument, or the engine's */
-int slL_run_budget_of(sl_Call *call, double *budget);   /* the same, no more than this process may use */
+int slL_budget_of(sl_Call *call, double *budget);     /* the "budget" argument, or the engine's */
+int slL_run_budget_of(sl_Call *call, double *budget); /* the same, no more than this process may use */
 /* the same, for a command that steps a model the session holds: its own bytes count as available */
 int slL_model_budget_of(sl_Call *call, const slM_Graph *g, double *budget);
 /* the run budget for a model on `device`: on the GPU, without a "budget" argument, the device's free memory */
 int slL_device_budget_of(sl_Call *call, int device, double *budget);
 int slL_precision_arg(sl_Call *call);
-int slL_optimizer_arg(sl_Call *call);               /* SLM_ADAMW, SLM_SGD, or -1 for none */
+int slL_optimizer_arg(sl_Call *call); /* SLM_ADAMW, SLM_SGD, or -1 for none */
 int slL_is_lm(const slM_Graph *g);
 /* the prediction for a built model on this batch */
 void slL_predict(const slM_Graph *g, int batch, int T, int run, int optimizer, slL_Prediction *p);
@@ -44,8 +44,8 @@ int slL_refuse_if_over(sl_Call *call, const slL_Prediction *p, double budget);
 ** processes keeping the optimizer state of its share of the parameters */
 typedef struct slL_Shard {
   int on, ranks;
-  int rank;            /* the rank with the largest share: the one the figures are for */
-  double share;        /* its parameters' elements */
+  int rank;     /* the rank with the largest share: the one the figures are for */
+  double share; /* its parameters' elements */
 } slL_Shard;
 /* reads the arguments; for a model g (NULL: the caller fills share) the
 ** largest share. 0, or -1 after reporting the error */

@@ -38,7 +38,7 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
   for (int i = 0; i < 6; i++)
     if (sl_arg_given(call, dims[i])) {
       *field[i] = (int)sl_arg_number(call, dims[i]);
-      if (i < 4) s.name[0] = '\0';   /* no longer the preset's shape */
+      if (i < 4) s.name[0] = '\0'; /* no longer the preset's shape */
     }
   char err[512];
   if (slM_lm_check(&s, err, sizeof err) != 0) return sl_error(call, "%s", err);
@@ -53,7 +53,7 @@ static int cmd_lm(sl_Call *call, sl_Value *result) {
                     budget / 1e9);
   slM_Graph *g = slM_lm(&s, (uint64_t)sl_arg_number(call, "seed"), err, sizeof err);
   if (!g) return sl_error(call, "%s", err);
-  if (sl_interrupted()) {   /* its weights were drawn in part */
+  if (sl_interrupted()) { /* its weights were drawn in part */
     slM_graph_free(g);
     return sl_interrupted_error(call);
   }
@@ -132,8 +132,14 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   if (every < 1) return sl_arg_error(call, "every", "must be at least 1");
   double lr = sl_arg_number(call, "lr");
   if (!(lr > 0) || lr > 10) return sl_arg_error(call, "lr", "must be above 0 and at most 10");
-  slM_TrainConfig c = {1, batch, lr, 0.9, sl_arg_number(call, "weight_decay"),
-                       strcmp(sl_arg_string(call, "optimizer"), "sgd") == 0 ? SLM_SGD : SLM_ADAMW, SLM_CONSTANT, 0,
+  slM_TrainConfig c = {1,
+                       batch,
+                       lr,
+                       0.9,
+                       sl_arg_number(call, "weight_decay"),
+                       strcmp(sl_arg_string(call, "optimizer"), "sgd") == 0 ? SLM_SGD : SLM_ADAMW,
+                       SLM_CONSTANT,
+                       0,
                        (uint64_t)sl_arg_number(call, "seed")};
   double budget;
   slL_Prediction p;
@@ -148,7 +154,8 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   size_t n = 0;
   if (strcmp(data, "random") != 0) {
     char err[512];
-    if (g->vocab < 256) return sl_arg_error(call, "data", "a byte stream needs a vocabulary of at least 256, the model has %d", g->vocab);
+    if (g->vocab < 256)
+      return sl_arg_error(call, "data", "a byte stream needs a vocabulary of at least 256, the model has %d", g->vocab);
     /* a regular file, whole (a FIFO would block, /dev/zero never ends) */
     if (!(bytes = (unsigned char *)slF_read_file(data, "the text to train on", 0, &n, err, sizeof err)))
       return sl_arg_error(call, "data", "%s (give a text file, or data=\"random\")", err);
@@ -182,10 +189,10 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   }
   sl_Progress *bar = sl_progress_begin(call, "lm_train", steps);
   double t0 = slU_now() - elapsed;
-  g->stop = interrupted;   /* an interrupt inside a step skips its update */
+  g->stop = interrupted; /* an interrupt inside a step skips its update */
   for (int s = first; s < steps && !run.err[0]; s++) {
     int stop = sl_interrupted();
-    if (stop && !run.split.group) break;   /* in a group the others must hear of it first */
+    if (stop && !run.split.group) break; /* in a group the others must hear of it first */
     if (bytes) slM_lm_stream_batch(&rng, bytes, n, batch, T, tok, tgt);
     else slM_lm_random_batch(&rng, g->vocab, batch, T, tok, tgt);
     double loss;
@@ -196,8 +203,10 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
       slM_StepStats st;
       if (slM_steps_run(split, batch, stop, &work, &st, run.err, sizeof run.err) != 0 || st.stopped) break;
       if (st.nonfinite) {
-        snprintf(run.err, sizeof run.err, "training diverged: the loss was not finite at step %d, so training stopped "
-                                          "there (the weights are those before that step)", s + 1);
+        snprintf(run.err, sizeof run.err,
+                 "training diverged: the loss was not finite at step %d, so training stopped "
+                 "there (the weights are those before that step)",
+                 s + 1);
         break;
       }
       loss = st.loss_sum / st.rows;
@@ -234,7 +243,7 @@ static int cmd_lm_train(sl_Call *call, sl_Value *result) {
   slM_run_end(&run, run.err[0] ? run.err : NULL);
   free(tok), free(tgt), free(bytes);
   slM_release_activations(g);
-  if (!g->fault[0]) slM_device_pull(g, why, sizeof why);   /* the host copies of a model on the GPU */
+  if (!g->fault[0]) slM_device_pull(g, why, sizeof why); /* the host copies of a model on the GPU */
   if (g->fault[0] || run.err[0]) {
     slT_free(t);
     int rc = sl_error(call, "%s", run.err[0] ? run.err : g->fault);
@@ -275,7 +284,7 @@ static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *faul
     slL_Timing tm;
     g->fault[0] = '\0';
     slL_batch_init(&b, g, batch, T, 1);
-    slM_release_activations(g);   /* each row starts cold, as a fresh process would */
+    slM_release_activations(g); /* each row starts cold, as a fresh process would */
     slL_time_steps(g, &b, train, warmup, steps, &tm);
     slL_batch_free(&b);
     if (g->fault[0]) {
@@ -300,7 +309,8 @@ static int lm_bench_precisions(sl_Call *call, int *out) {
     out[i] = -1;
     for (int m = SLM_FP32; m <= SLM_FP16 && name; m++)
       if (strcmp(name, slM_precision_names[m]) == 0) out[i] = m;
-    if (out[i] < 0) return sl_arg_error(call, "precisions", "'%s' is not a precision: fp32, bf16 or fp16", name ? name : "?"), -1;
+    if (out[i] < 0)
+      return sl_arg_error(call, "precisions", "'%s' is not a precision: fp32, bf16 or fp16", name ? name : "?"), -1;
   }
   return n;
 }
@@ -313,16 +323,32 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   int batch = (int)sl_arg_number(call, "batch"), nm = lm_bench_precisions(call, precisions);
   int device = slM_device_parse(sl_arg_string(call, "device"));
   if (np < 0 || nc < 0 || nw < 0 || nm < 0) return -1;
-  char why[512] = "";   /* why the device cannot be used */
+  char why[512] = ""; /* why the device cannot be used */
   if (slM_device_usable(sl_arg_string(call, "device"), why, sizeof why) != 0)
     return sl_arg_error(call, "device", "%s", why);
   if (steps < 1 || steps > 1000) return sl_arg_error(call, "steps", "must be between 1 and 1000");
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
-  const char *cols[] = {"config", "context", "warmup", "d_model", "d_ff", "layers", "heads", "status_fwd",
-                        "status_train", "predicted_gb_fwd", "predicted_gb_train", "warmup_s_fwd", "warmup_s_train",
-                        "mean_s_fwd", "mean_s_train", "std_s_fwd", "std_s_train", "precision", NULL};
+  const char *cols[] = {"config",
+                        "context",
+                        "warmup",
+                        "d_model",
+                        "d_ff",
+                        "layers",
+                        "heads",
+                        "status_fwd",
+                        "status_train",
+                        "predicted_gb_fwd",
+                        "predicted_gb_train",
+                        "warmup_s_fwd",
+                        "warmup_s_train",
+                        "mean_s_fwd",
+                        "mean_s_train",
+                        "std_s_fwd",
+                        "std_s_train",
+                        "precision",
+                        NULL};
   slT_Table *t = slL_table(cols);
   sl_Progress *bar = sl_progress_begin(call, "lm_bench", np * nc);
   for (int p = 0; p < np && !sl_interrupted(); p++) {
@@ -343,7 +369,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
         if (fits[0] && !g && !fault[0] && (g = slM_lm(&s, 0, fault, sizeof fault)))
           g = slM_graph_move(g, device, fault, sizeof fault);
         if (g && g->precision != precisions[m]) {
-          slM_product_release();   /* the last precision's 16-bit copies of the weights */
+          slM_product_release(); /* the last precision's 16-bit copies of the weights */
           g->precision = precisions[m];
         }
         for (int w = 0; w < nw && !sl_interrupted(); w++) {
@@ -422,8 +448,9 @@ static int cmd_fuse(sl_Call *call, sl_Value *result) {
     slM_graph_free(g);
     return sl_error(call, "the fused graph is not valid: %s", err);
   }
-  sl_printf(call, "fused %d attention block%s (FlashAttention-2), %d linear+activation, %d add+layer_norm, "
-                  "%d mask+softmax; buffer planning on\n",
+  sl_printf(call,
+            "fused %d attention block%s (FlashAttention-2), %d linear+activation, %d add+layer_norm, "
+            "%d mask+softmax; buffer planning on\n",
             c.attention, c.attention == 1 ? "" : "s", c.linear_act, c.add_norm, c.masked_softmax);
   *result = sl_object_new(&slM_model_class, g);
   return 0;
@@ -439,7 +466,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
   if (slL_model_budget_of(call, m, &budget) != 0) return -1;
   slL_predict(m, batch, T, SLL_RUN_TRAIN, -1, &p);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
-  const char *cols[] = {"mode", "run", "pass_ms", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb",
+  const char *cols[] = {"mode",           "run", "pass_ms", "first_call_ms", "steady_ms", "steady_std_ms", "peak_mb",
                         "steady_peak_mb", NULL};
   slT_Table *t = slL_table(cols);
   for (int train = 0; train < 2 && !sl_interrupted(); train++)
@@ -448,7 +475,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slM_Graph *g = slM_graph_copy(m, 0);
       slM_FuseCounts c;
       char err[512];
-      double p0 = slU_now();   /* the pass alone: what compiling costs here, against torch.compile's seconds */
+      double p0 = slU_now(); /* the pass alone: what compiling costs here, against torch.compile's seconds */
       if (fused && slM_fuse(g, sl_truthy(sl_arg(call, "attention")), &c, err, sizeof err) != 0) {
         slM_graph_free(g);
         slT_free(t);
@@ -461,7 +488,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       double grads, optim;
       slL_state_bytes(g, &grads, &optim);
       slM_mem_reset();
-      size_t base = slM_mem_total_live();   /* the peak counts what is not a tensor too (pruning masks, scratch) */
+      size_t base = slM_mem_total_live(); /* the peak counts what is not a tensor too (pruning masks, scratch) */
       slL_run_step(g, &b, train, NULL, 0);
       double first = slU_now() - t0;
       size_t peak = slM_mem_total_peak() - base + (size_t)(train ? grads : 0);
@@ -485,7 +512,7 @@ static int cmd_fusion_bench(sl_Call *call, sl_Value *result) {
       slL_batch_free(&b);
       slM_graph_free(g);
     }
-  if (sl_interrupted()) {   /* the runner stopped between nodes or steps: no partial figures */
+  if (sl_interrupted()) { /* the runner stopped between nodes or steps: no partial figures */
     slT_free(t);
     return sl_interrupted_error(call);
   }
@@ -614,9 +641,9 @@ static const sl_Command commands[] = {
 /* clang-format on */
 
 const sl_Domain slL_domain = {
-  "Systems",
-  "Systems experiments on models (the CS336 systems assignment and ADLS Lab 4 Part A): the transformer language-model family, "
-  "benchmarks with warm-up, per-operation profiles, memory prediction before allocating, memory profiles, mixed "
-  "precision, and fused against eager graph execution.",
-  commands,
+    "Systems",
+    "Systems experiments on models (the CS336 systems assignment and ADLS Lab 4 Part A): the transformer language-model family, "
+    "benchmarks with warm-up, per-operation profiles, memory prediction before allocating, memory profiles, mixed "
+    "precision, and fused against eager graph execution.",
+    commands,
 };

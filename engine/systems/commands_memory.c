@@ -28,7 +28,7 @@
 /* --------------------------------------------------------------- profile */
 
 static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, const slM_Profile *tr) {
-  const char *cols[] = {"op", "nodes", "inference_ms", "train_forward_ms", "train_backward_ms", "train_share",
+  const char *cols[] = {"op",         "nodes", "inference_ms", "train_forward_ms", "train_backward_ms", "train_share",
                         "flop_share", NULL};
   slT_Table *t = slL_table(cols);
   double total = 0, flops = 0;
@@ -42,8 +42,11 @@ static slT_Table *profile_by_kind(const slM_Graph *g, const slM_Profile *inf, co
       slL_sets(t, r, "op", op);
       for (int c = 1; c < 7; c++) slT_set(t, r, (size_t)c, sl_number(0));
     }
-    double add[6] = {1, 1e3 * inf->forward[i] / inf->steps, 1e3 * tr->forward[i] / tr->steps,
-                     1e3 * tr->backward[i] / tr->steps, total > 0 ? (tr->forward[i] + tr->backward[i]) / total : 0,
+    double add[6] = {1,
+                     1e3 * inf->forward[i] / inf->steps,
+                     1e3 * tr->forward[i] / tr->steps,
+                     1e3 * tr->backward[i] / tr->steps,
+                     total > 0 ? (tr->forward[i] + tr->backward[i]) / total : 0,
                      flops > 0 ? g->nodes[i].flops / flops : 0};
     for (int c = 0; c < 6; c++) slT_set(t, r, (size_t)c + 1, sl_number(slT_get(t, r, (size_t)c + 1).u.n + add[c]));
   }
@@ -73,7 +76,9 @@ static slT_Table *profile_gemm(const slM_Graph *g, const slM_Profile *inf, const
   for (int k = 0; k < 3; k++) {
     double gemm = 0, other = 0;
     for (int i = 0; i < g->n; i++) {
-      double v = k == 0 ? inf->forward[i] / inf->steps : k == 1 ? tr->forward[i] / tr->steps : tr->backward[i] / tr->steps;
+      double v = k == 0   ? inf->forward[i] / inf->steps
+                 : k == 1 ? tr->forward[i] / tr->steps
+                          : tr->backward[i] / tr->steps;
       if (slM_op(g->nodes[i].op)->flags & SLM_OP_PRODUCT) gemm += v;
       else other += v;
     }
@@ -97,9 +102,11 @@ static slT_Table *profile_attention(const slM_Graph *g, const slM_Profile *inf) 
   double ms[4] = {0}, fl[4] = {0}, tms = 0, tfl = 0;
   for (int i = 0; i < g->n; i++) {
     slM_Op op = g->nodes[i].op;
-    int k = op == OP_SCORES ? 0 : op == OP_CONTEXT ? 2
-          : op == OP_SOFTMAX || op == OP_CAUSAL_MASK || op == OP_MASK_FILL || op == OP_MASKED_SOFTMAX ? 1
-          : op == OP_ATTENTION ? 3 : -1;
+    int k = op == OP_SCORES                                                                             ? 0
+            : op == OP_CONTEXT                                                                          ? 2
+            : op == OP_SOFTMAX || op == OP_CAUSAL_MASK || op == OP_MASK_FILL || op == OP_MASKED_SOFTMAX ? 1
+            : op == OP_ATTENTION                                                                        ? 3
+                                                                                                        : -1;
     if (k < 0) continue;
     ms[k] += inf->forward[i] / inf->steps, fl[k] += g->nodes[i].flops;
   }
@@ -129,7 +136,7 @@ int slL_cmd_profile(sl_Call *call, sl_Value *result) {
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
   slL_Batch b;
   slL_batch_init(&b, g, batch, T, 1);
-  slL_run_step(g, &b, 1, NULL, 0);   /* warm: buffers allocated, threads started */
+  slL_run_step(g, &b, 1, NULL, 0); /* warm: buffers allocated, threads started */
   slM_Profile *inf = slM_profile_attach(g);
   for (int s = 0; s < steps && !sl_interrupted(); s++) slL_run_step(g, &b, 0, NULL, 0);
   inf->steps = steps;
@@ -181,15 +188,28 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
   double budget;
   slL_Shard sh;
   if (slL_budget_of(call, &budget) != 0 || slL_shard_args(call, NULL, &sh) != 0) return -1;
-  const char *cols[] = {"config", "context", "run", "precision", "params_gb", "grads_gb", "optimizer_gb",
-                        "activations_gb", "activation_grads_gb", "scratch_gb", "peak_gb", "residual_stream_mb",
-                        "attention_scores_gb", "budget_gb", "status", NULL};
+  const char *cols[] = {"config",
+                        "context",
+                        "run",
+                        "precision",
+                        "params_gb",
+                        "grads_gb",
+                        "optimizer_gb",
+                        "activations_gb",
+                        "activation_grads_gb",
+                        "scratch_gb",
+                        "peak_gb",
+                        "residual_stream_mb",
+                        "attention_scores_gb",
+                        "budget_gb",
+                        "status",
+                        NULL};
   slT_Table *t = slL_table(cols);
   for (int p = 0; p < np; p++)
     for (int c = 0; c < nc; c++) {
       slL_Prediction m;
       slL_predict_lm(&specs[p], batch, contexts[c], run, slL_optimizer_arg(call), slL_precision_arg(call), &m);
-      if (sh.on && run == SLL_RUN_TRAIN) {   /* the rank with the largest share of the optimizer state */
+      if (sh.on && run == SLL_RUN_TRAIN) { /* the rank with the largest share of the optimizer state */
         size_t *sizes = malloc((9 * (size_t)specs[p].layers + 3) * sizeof *sizes);
         int rank, n = slL_lm_param_sizes(&specs[p], sizes);
         slL_predict_shard(&m, slL_largest_share(sizes, n, sh.ranks, &rank), slL_optimizer_arg(call));
@@ -208,8 +228,9 @@ int slL_cmd_memory_predict(sl_Call *call, sl_Value *result) {
 
 /* The names of memory_check's training rows, by the optimizer argument */
 static const char *train_row(int optimizer) {
-  return optimizer == SLM_ADAMW ? "train (AdamW step)" : optimizer == SLM_SGD ? "train (SGD step)"
-                                                                               : "train (no optimizer step)";
+  return optimizer == SLM_ADAMW ? "train (AdamW step)"
+         : optimizer == SLM_SGD ? "train (SGD step)"
+                                : "train (no optimizer step)";
 }
 
 /* One rank's training step with the optimizer state sharded: on a copy of
@@ -253,7 +274,7 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
   for (int run = 0; run < 2; run++) {
     slL_Prediction p;
     slL_predict(model, batch, T, run, run ? optimizer : SLM_ADAMW, &p);
-    p.peak += p.params;   /* the copy's parameters beside the model's own */
+    p.peak += p.params; /* the copy's parameters beside the model's own */
     if (slL_refuse_if_over(call, &p, budget) != 0) {
       slT_free(t);
       return -1;
@@ -280,11 +301,11 @@ int slL_cmd_memory_check(sl_Call *call, sl_Value *result) {
     slL_setn(t, r, "measured_mb", (double)peak / 1e6);
     slL_setn(t, r, "ratio", p.peak / (double)peak);
   }
-  if (sh.on) {   /* the rank with the largest share: its prediction, then its step measured */
+  if (sh.on) { /* the rank with the largest share: its prediction, then its step measured */
     slL_Prediction p;
     slL_predict(model, batch, T, SLL_RUN_TRAIN, c.optimizer, &p);
     slL_predict_shard(&p, sh.share, c.optimizer);
-    p.peak += p.params;   /* the copy's parameters beside the model's own */
+    p.peak += p.params; /* the copy's parameters beside the model's own */
     if (slL_refuse_if_over(call, &p, budget) != 0) {
       slT_free(t);
       return -1;
@@ -336,7 +357,8 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   slL_Shard sh;
   if (slL_model_budget_of(call, g, &budget) != 0 || slL_shard_args(call, g, &sh) != 0) return -1;
   if (sh.on && (!train || g->device != SLM_CPU))
-    return sl_arg_error(call, "shard_optimizer", "applies to run=train on the CPU (the update makes the optimizer state)");
+    return sl_arg_error(call, "shard_optimizer",
+                        "applies to run=train on the CPU (the update makes the optimizer state)");
   slL_predict(g, batch, T, train, -1, &p);
   if (sh.on) slL_predict_shard(&p, sh.share, SLM_ADAMW);
   if (slL_refuse_if_over(call, &p, budget) != 0) return -1;
@@ -367,9 +389,9 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   const slM_MemAlloc *al = slM_mem_allocations(&na);
   slM_mem_peak_by(peak);
   for (int c = 0; c < SLM_MEM_NCAT; c++) peak[c] -= others[c] < peak[c] ? others[c] : peak[c];
-  double grads, optim;   /* held from earlier steps: live through this one too */
+  double grads, optim; /* held from earlier steps: live through this one too */
   slL_state_bytes(g, &grads, &optim);
-  double predicted = p.peak + (sh.on ? 0 : optim) + (train ? 0 : grads);   /* sharded: the share is in p */
+  double predicted = p.peak + (sh.on ? 0 : optim) + (train ? 0 : grads); /* sharded: the share is in p */
   const char *ccols[] = {"category", "mb_at_peak", NULL};
   slT_Table *cat = slL_table(ccols);
   for (int c = 0; c < SLM_MEM_NCAT; c++) {
@@ -420,7 +442,7 @@ int slL_cmd_memory_profile(sl_Call *call, sl_Value *result) {
   }
   slM_release_activations(g);
   if (g != model) slM_graph_free(g), g = model;
-  if (sl_interrupted()) {   /* the step was cut: its figures are not the step's */
+  if (sl_interrupted()) { /* the step was cut: its figures are not the step's */
     sl_release(rec);
     g->fault[0] = '\0';
     return sl_interrupted_error(call);
@@ -497,7 +519,8 @@ int slL_cmd_attention_accounting(sl_Call *call, sl_Value *result) {
 ** question of the attention scores) */
 int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   int contexts[16], widths[16];
-  int nc = slL_list_ints(call, "contexts", contexts, 16, 2, 1 << 20), nw = slL_list_ints(call, "widths", widths, 16, 2, 16384);
+  int nc = slL_list_ints(call, "contexts", contexts, 16, 2, 1 << 20),
+      nw = slL_list_ints(call, "widths", widths, 16, 2, 16384);
   int B = (int)sl_arg_number(call, "batch"), steps = (int)sl_arg_number(call, "steps");
   int precision = slL_precision_arg(call);
   if (nc < 0 || nw < 0) return -1;
@@ -508,8 +531,9 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
     return sl_arg_error(call, "device", "%s", why);
   double budget;
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
-  const char *cols[] = {"context", "d_model", "precision", "status", "forward_ms", "backward_ms",
-                        "memory_before_backward_mb", "predicted_mb", NULL};
+  const char *cols[] = {
+      "context",      "d_model", "precision", "status", "forward_ms", "backward_ms", "memory_before_backward_mb",
+      "predicted_mb", NULL};
   slT_Table *t = slL_table(cols);
   for (int c = 0; c < nc && !sl_interrupted() && !why[0]; c++)
     for (int w = 0; w < nw && !sl_interrupted(); w++) {
@@ -526,7 +550,7 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
         continue;
       }
       slM_Graph *g = slM_lm(&s, 0, why, sizeof why);
-      if (g) g->precision = precision;   /* the products' inputs: the scores and the context in bf16 or fp16 */
+      if (g) g->precision = precision; /* the products' inputs: the scores and the context in bf16 or fp16 */
       if (!g || !(g = slM_graph_move(g, device, why, sizeof why))) break;
       slL_Batch b;
       slL_batch_init(&b, g, B, contexts[c], 1);
@@ -538,8 +562,8 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
       for (int i = 0; i < g->n; i++) {
         slM_Op op = g->nodes[i].op;
         int part = op == OP_SCORES || op == OP_CAUSAL_MASK || op == OP_SOFTMAX || op == OP_CONTEXT ||
-                   op == OP_MASKED_SOFTMAX || op == OP_ROPE || (op == OP_LINEAR && strstr(g->nodes[i].name, "attn_") &&
-                                                                !strstr(g->nodes[i].name, "output"));
+                   op == OP_MASKED_SOFTMAX || op == OP_ROPE ||
+                   (op == OP_LINEAR && strstr(g->nodes[i].name, "attn_") && !strstr(g->nodes[i].name, "output"));
         if (!part) continue;
         f += pr->forward[i], bw += pr->backward[i];
         if (g->nodes[i].out) mem += 4.0 * (double)g->nodes[i].out->size;
@@ -555,7 +579,7 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
       slM_graph_free(g);
       if (why[0]) break;
     }
-  if (why[0]) {   /* a model that could not be built or run on the device: the reason, not a partial table */
+  if (why[0]) { /* a model that could not be built or run on the device: the reason, not a partial table */
     slT_free(t);
     return sl_arg_error(call, "device", "%s", why);
   }
@@ -564,4 +588,3 @@ int slL_cmd_attention_bench(sl_Call *call, sl_Value *result) {
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }
-

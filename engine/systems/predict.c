@@ -34,8 +34,7 @@ static void finish(slL_Prediction *p, int run) {
 
 /* The language model from its configuration, before it is built: the same
 ** operators as graph/lm.c builds, counted by hand (floats of 4 bytes). */
-void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimizer, int precision,
-                        slL_Prediction *out) {
+void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimizer, int precision, slL_Prediction *out) {
   double B = batch, D = s->d_model, F = s->d_ff, H = s->heads, V = s->vocab, L = s->layers, dh = D / H;
   double BT = B * T, BTD = BT * D, BTF = BT * F, BHTT = B * H * T * T;
   memset(out, 0, sizeof *out);
@@ -65,7 +64,8 @@ void slL_predict_lm(const slM_LmSpec *s, int batch, int T, int run, int optimize
   }
   /* a training step's 16-bit working copy of every product's weight (graph/product.c): the layers'
   ** and the output projection's; inference rounds them as it packs or copies them */
-  double weights = run == SLL_RUN_TRAIN && slM_product_keeps_copies(precision) ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
+  double weights =
+      run == SLL_RUN_TRAIN && slM_product_keeps_copies(precision) ? 2 * (L * (4 * D * D + 3 * D * F) + D * V) : 0;
   if (slM_product_native(precision)) {
     out->scratch = weights;
     /* in bf16 the per-head products' float32 operands, rounded once a pass into their buffers: the
@@ -99,7 +99,7 @@ static char *gradient_reach(const slM_Graph *g) {
 }
 
 static void param_bytes(const slM_Node *n, int trains, int optimizer, slL_Prediction *out) {
-  if (n->comp.weight_mask) out->params += (double)n->params[0]->value->size;   /* a byte per weight */
+  if (n->comp.weight_mask) out->params += (double)n->params[0]->value->size; /* a byte per weight */
   for (int k = 0; k < n->nparams; k++) {
     double bytes = 4.0 * (double)n->params[k]->value->size;
     out->params += bytes;
@@ -147,7 +147,8 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
     if (train && grad[i]) out->act_grads += 4 * e * (1 + d->backward_temps);
     /* 16-bit inputs of an operator that reads float32 alone, widened into a buffer per input
     ** (graph/exec.c), or of a compressed linear layer's transforms */
-    int reads16 = d->flags & (SLM_OP_HALF | SLM_OP_HALF_IN), widens = !reads16 || n->comp.data_in || n->comp.data_in_prune;
+    int reads16 = d->flags & (SLM_OP_HALF | SLM_OP_HALF_IN),
+        widens = !reads16 || n->comp.data_in || n->comp.data_in_prune;
     for (int k = 0; widens && g->precision != SLM_FP32 && k < n->ninputs; k++)
       if (store[n->inputs[k]] != SLM_FP32) {
         int slot_k = reads16 ? 0 : k;
@@ -160,12 +161,12 @@ void slL_predict_graph(const slM_Graph *g, int batch, int T, int run, int optimi
       if (train && copies && n->nparams > 0 && !n->comp.weight && !n->comp.weight_mask)
         weights += (double)n->params[0]->value->size;
       if (native) {
-        if (n->nparams == 0 && operands) {   /* a product of two activations: its float32 operands' buffers (product.h) */
+        if (n->nparams == 0 && operands) { /* a product of two activations: its float32 operands' buffers (product.h) */
           if (store[n->inputs[0]] == SLM_FP32) slot[0] = fmax(slot[0], slM_items(&g->nodes[n->inputs[0]], batch));
           if (store[n->inputs[1]] == SLM_FP32) slot[1] = fmax(slot[1], slM_items(&g->nodes[n->inputs[1]], batch));
           if (train && grad[i]) slot[2] = fmax(slot[2], e);
         }
-      } else if (n->nparams > 0) {   /* the emulated path's scratch buffers, as large as the largest product needs
+      } else if (n->nparams > 0) { /* the emulated path's scratch buffers, as large as the largest product needs
                                     ** (attention's per-head products use each thread's tiles, not tensors) */
         a_max = fmax(a_max, a), b_max = fmax(b_max, b);
         if (store[i] != SLM_FP32) c_max = fmax(c_max, c);
@@ -199,29 +200,36 @@ void slL_predict_shard(slL_Prediction *p, double share, int optimizer) {
 int slL_lm_param_sizes(const slM_LmSpec *s, size_t *out) {
   size_t D = (size_t)s->d_model, F = (size_t)s->d_ff, V = (size_t)s->vocab;
   int n = 0;
-  out[n++] = V * D;   /* the token embedding */
+  out[n++] = V * D; /* the token embedding */
   for (int l = 0; l < s->layers; l++) {
-    const size_t layer[9] = {D, D * D, D * D, D * D, D * D, D, F * D, F * D, D * F};   /* ln1, q, k, v, o, ln2, w1, w3, w2 */
+    const size_t layer[9] = {D, D * D, D * D, D * D, D * D,
+                             D, F * D, F * D, D * F}; /* ln1, q, k, v, o, ln2, w1, w3, w2 */
     for (int k = 0; k < 9; k++) out[n++] = layer[k];
   }
-  out[n++] = D;       /* the final norm */
-  out[n++] = V * D;   /* the output projection */
+  out[n++] = D;     /* the final norm */
+  out[n++] = V * D; /* the output projection */
   return n;
 }
 
 double slL_budget(const char *text, char *err, size_t errlen) {
-  if (!text || !*text) return sl_memory_budget();   /* MemAvailable, ulimit -v, SYSLAB_MEMORY_BUDGET */
+  if (!text || !*text) return sl_memory_budget(); /* MemAvailable, ulimit -v, SYSLAB_MEMORY_BUDGET */
   char *end;
   double v = strtod(text, &end);
   while (isspace((unsigned char)*end)) end++;
-  static const struct { const char *unit; double scale; } units[] = {
-    {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+  static const struct {
+    const char *unit;
+    double scale;
+  } units[] = {
+      {"", 1},      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+      {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
   };
   if (end != text && v > 0)
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
       if (strcasecmp(end, units[i].unit) == 0) return v * units[i].scale;
-  snprintf(err, errlen, "budget '%s' is not a size: write a positive number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. \"80GB\"", text);
+  snprintf(
+      err, errlen,
+      "budget '%s' is not a size: write a positive number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. \"80GB\"",
+      text);
   return 0;
 }
 

@@ -8,10 +8,10 @@
 #include "graph/lm.h"
 
 typedef struct slL_Prediction {
-  double params, grads, optim, activations, act_grads, scratch;  /* bytes */
+  double params, grads, optim, activations, act_grads, scratch; /* bytes */
   double peak;
-  double scores;        /* of the activations: the O(T^2) attention tensors */
-  double residual;      /* one residual-stream tensor, batch x context x d_model */
+  double scores;   /* of the activations: the O(T^2) attention tensors */
+  double residual; /* one residual-stream tensor, batch x context x d_model */
 } slL_Prediction;
 
 enum { SLL_RUN_FORWARD, SLL_RUN_TRAIN };

@@ -50,11 +50,11 @@ void slL_batch_free(slL_Batch *b) {
 
 double slL_run_step(slM_Graph *g, slL_Batch *b, int train, const slM_TrainConfig *opt, long step) {
   double loss = 0;
-  int own_hook = !g->stop;   /* a caller's hook (lm_train's) stays */
+  int own_hook = !g->stop; /* a caller's hook (lm_train's) stays */
   if (own_hook) g->stop = interrupted;
   if (is_lm(g)) slM_lm_forward(g, b->tok, b->tgt, b->batch, b->T, train);
   else slM_forward(g, b->x, b->y, b->batch, train);
-  if (!g->stopped) {   /* a forward pass cut short has no loss to go back from */
+  if (!g->stopped) { /* a forward pass cut short has no loss to go back from */
     if (is_lm(g)) loss = slM_lm_loss(g);
     if (train) {
       slM_zero_grads(g);

@@ -9,9 +9,9 @@
 #include "graph/train.h"
 
 typedef struct slL_Batch {
-  int batch, T;            /* T: tokens per sample (language models) */
-  int32_t *tok, *tgt;      /* language models */
-  float *x;                /* image models */
+  int batch, T;       /* T: tokens per sample (language models) */
+  int32_t *tok, *tgt; /* language models */
+  float *x;           /* image models */
   uint8_t *y;
   slM_Rng rng;
 } slL_Batch;

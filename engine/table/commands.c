@@ -113,9 +113,11 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
   for (size_t i = 0; i < n; i++) {
     sl_Value v = sl_call_extra_value(call, i);
     if (v.type != SL_LIST)
-      return sl_error(call, "%s must be a list or a range of values, got a %s", sl_call_extra_name(call, i), sl_typename(v));
+      return sl_error(call, "%s must be a list or a range of values, got a %s", sl_call_extra_name(call, i),
+                      sl_typename(v));
     if (sl_list_len(v) == 0)
-      return sl_error(call, "%s is an empty list: a sweep needs at least one value for each name", sl_call_extra_name(call, i));
+      return sl_error(call, "%s is an empty list: a sweep needs at least one value for each name",
+                      sl_call_extra_name(call, i));
     total *= (double)sl_list_len(v);
   }
   if (total > MAX_SWEEP_RUNS) return sl_error(call, "%.0f combinations; at most %d are allowed", total, MAX_SWEEP_RUNS);
@@ -153,8 +155,8 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
       sl_retain(v);
       sl_setvar(call, sl_call_extra_name(call, i), v);
       char *s = sl_tostring(v);
-      used += (size_t)snprintf(detail + used, used < sizeof detail ? sizeof detail - used : 0, "%s%s=%s",
-                               i ? " " : "", sl_call_extra_name(call, i), s);
+      used += (size_t)snprintf(detail + used, used < sizeof detail ? sizeof detail - used : 0, "%s%s=%s", i ? " " : "",
+                               sl_call_extra_name(call, i), s);
       free(s);
     }
     size_t before = t->nrows;
@@ -167,7 +169,7 @@ static int cmd_sweep(sl_Call *call, sl_Value *result) {
     if (run == 0 && (t->ncols > n || t->nrows > 1) && (rc = sweep_fits(call, total * (double)t->nrows, t->ncols)) != 0)
       break;
     sl_progress_update(p, (double)run + 1, detail);
-    for (size_t i = n; i-- > 0;) {  /* the last name varies fastest */
+    for (size_t i = n; i-- > 0;) { /* the last name varies fastest */
       if (++index[i] < sl_list_len(sl_call_extra_value(call, i))) break;
       index[i] = 0;
     }
@@ -219,7 +221,8 @@ static int cmd_save(sl_Call *call, sl_Value *result) {
   if (is_csv(path)) {
     slT_Table *t = slT_from(v);
     if (!t)
-      return sl_arg_error(call, "path", "a .csv file holds a table, and this is a %s: give it another name (e.g. model.slm)",
+      return sl_arg_error(call, "path",
+                          "a .csv file holds a table, and this is a %s: give it another name (e.g. model.slm)",
                           sl_typename(v));
     if (slT_write_csv(t, path, err, sizeof err) != 0)
       return sl_interrupted() ? sl_interrupted_error(call) : sl_arg_error(call, "path", "%s", err);
@@ -337,7 +340,7 @@ static int compare_cells(sl_Value a, sl_Value b) {
   if (a.type == SL_NUMBER && b.type == SL_NUMBER) return (a.u.n > b.u.n) - (a.u.n < b.u.n);
   if (a.type == SL_STRING && b.type == SL_STRING) return strcmp(sl_str(a), sl_str(b));
   if (a.type == SL_NIL || b.type == SL_NIL) return (a.type != SL_NIL) - (b.type != SL_NIL);
-  return a.type == SL_NUMBER ? -1 : 1;  /* numbers sort before strings */
+  return a.type == SL_NUMBER ? -1 : 1; /* numbers sort before strings */
 }
 
 static int cmd_where(sl_Call *call, sl_Value *result) {
@@ -352,12 +355,13 @@ static int cmd_where(sl_Call *call, sl_Value *result) {
     sl_Value v = slT_get(t, r, (size_t)c);
     int same_kind = v.type == value.type;
     int cmp = compare_cells(v, value);
-    int keep = strcmp(op, "==") == 0 ? same_kind && cmp == 0
-             : strcmp(op, "!=") == 0 ? !same_kind || cmp != 0
-             : !same_kind ? 0
-             : strcmp(op, "<") == 0 ? cmp < 0
-             : strcmp(op, "<=") == 0 ? cmp <= 0
-             : strcmp(op, ">") == 0 ? cmp > 0 : cmp >= 0;
+    int keep = strcmp(op, "==") == 0   ? same_kind && cmp == 0
+               : strcmp(op, "!=") == 0 ? !same_kind || cmp != 0
+               : !same_kind            ? 0
+               : strcmp(op, "<") == 0  ? cmp < 0
+               : strcmp(op, "<=") == 0 ? cmp <= 0
+               : strcmp(op, ">") == 0  ? cmp > 0
+                                       : cmp >= 0;
     if (keep) rows[n++] = r;
   }
   int *cols = all_columns(t);
@@ -375,7 +379,7 @@ static int by_column(const void *a, const void *b) {
   size_t ra = *(const size_t *)a, rb = *(const size_t *)b;
   int c = compare_cells(slT_get(sort_table, ra, (size_t)sort_col), slT_get(sort_table, rb, (size_t)sort_col));
   if (sort_desc) c = -c;
-  return c != 0 ? c : (ra > rb) - (ra < rb);  /* stable: equal rows keep their order */
+  return c != 0 ? c : (ra > rb) - (ra < rb); /* stable: equal rows keep their order */
 }
 
 static int cmd_sort(sl_Call *call, sl_Value *result) {
@@ -452,12 +456,12 @@ static int cmd_group(sl_Call *call, sl_Value *result) {
   slT_add_column(out, t->names[by]);
   for (size_t k = 0; k < 6; k++) {
     int c = slT_add_column(out, summary_names[k]);
-    if (k > 0 && t->timing[of]) slT_mark_timing(out, c);  /* summaries of timings are timings */
+    if (k > 0 && t->timing[of]) slT_mark_timing(out, c); /* summaries of timings are timings */
   }
   size_t *rows = malloc((t->nrows ? t->nrows : 1) * sizeof *rows);
   double *x = malloc((t->nrows ? t->nrows : 1) * sizeof *x);
   char *done = calloc(t->nrows ? t->nrows : 1, 1);
-  for (size_t r = 0; r < t->nrows; r++) {  /* groups in order of first appearance */
+  for (size_t r = 0; r < t->nrows; r++) { /* groups in order of first appearance */
     if (done[r]) continue;
     size_t n = 0;
     for (size_t q = r; q < t->nrows; q++)
@@ -572,8 +576,8 @@ static const sl_Command slT_commands[] = {
 /* clang-format on */
 
 const sl_Domain slT_domain = {
-  "Tables and sweeps",
-  "Tables are the results every experiment ends in: columns of numbers and text built row by row, loaded from and saved to CSV, queried, and filled by sweeps that run a block once for every combination of parameters. Timing columns are marked as measurements so that reruns can be compared.",
-  slT_commands,
-  (const sl_Class *const[]){&slT_class, NULL},
+    "Tables and sweeps",
+    "Tables are the results every experiment ends in: columns of numbers and text built row by row, loaded from and saved to CSV, queried, and filled by sweeps that run a block once for every combination of parameters. Timing columns are marked as measurements so that reruns can be compared.",
+    slT_commands,
+    (const sl_Class *const[]){&slT_class, NULL},
 };

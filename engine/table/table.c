@@ -8,7 +8,6 @@
 */
 #include "table.h"
 
-
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -50,8 +49,7 @@ static int append_column(slT_Table *t, const char *name) {
   if (t->ncols == t->cap_cols) {
     size_t cap = t->cap_cols ? t->cap_cols * 2 : 8;
     sl_Value *cells = calloc(cap * (t->cap_rows ? t->cap_rows : 1), sizeof *cells);
-    for (size_t r = 0; r < t->nrows; r++)
-      memcpy(cells + r * cap, t->cells + r * t->cap_cols, t->ncols * sizeof *cells);
+    for (size_t r = 0; r < t->nrows; r++) memcpy(cells + r * cap, t->cells + r * t->cap_cols, t->ncols * sizeof *cells);
     free(t->cells);
     t->cells = cells;
     t->cap_cols = cap;
@@ -71,7 +69,7 @@ int slT_add_column(slT_Table *t, const char *name) {
 }
 
 size_t slT_add_row(slT_Table *t) {
-  if (t->cap_cols == 0) {  /* a row before any column: make room for columns to come */
+  if (t->cap_cols == 0) { /* a row before any column: make room for columns to come */
     t->cap_cols = 8;
     t->names = malloc(t->cap_cols * sizeof *t->names);
     t->timing = malloc(t->cap_cols);
@@ -185,8 +183,7 @@ char *slT_to_text(const slT_Table *t) {
   if (hidden_rows(t))
     slU_add(&s, "(%zu rows; the first and last %d are shown, %zu in between are not)", t->nrows, SHOW_EDGE,
             hidden_rows(t));
-  else
-    slU_add(&s, "(%zu row%s)", t->nrows, t->nrows == 1 ? "" : "s");
+  else slU_add(&s, "(%zu row%s)", t->nrows, t->nrows == 1 ? "" : "s");
   free(width);
   return s.s;
 }
@@ -194,9 +191,12 @@ char *slT_to_text(const slT_Table *t) {
 static void add_escaped(slU_Text *s, const char *x, int markdown) {
   const char *plain = x;
   for (; *x; x++) {
-    const char *rep = markdown && *x == '|' ? "\\|" : *x == '\n' ? (markdown ? " " : "<br>")
-                    : !markdown && *x == '<' ? "&lt;" : !markdown && *x == '>' ? "&gt;"
-                    : !markdown && *x == '&' ? "&amp;" : NULL;
+    const char *rep = markdown && *x == '|'    ? "\\|"
+                      : *x == '\n'             ? (markdown ? " " : "<br>")
+                      : !markdown && *x == '<' ? "&lt;"
+                      : !markdown && *x == '>' ? "&gt;"
+                      : !markdown && *x == '&' ? "&amp;"
+                                               : NULL;
     if (!rep) continue;
     slU_add_len(s, plain, (size_t)(x - plain));
     slU_add(s, "%s", rep);
@@ -234,8 +234,7 @@ char *slT_to_markdown(const slT_Table *t) {
     }
     slU_add(&s, "\n");
   }
-  if (hidden_rows(t))
-    slU_add(&s, "\n*%zu rows; the first and last %d are shown.*\n", t->nrows, SHOW_EDGE);
+  if (hidden_rows(t)) slU_add(&s, "\n*%zu rows; the first and last %d are shown.*\n", t->nrows, SHOW_EDGE);
   free(right);
   return s.s;
 }
@@ -253,7 +252,8 @@ char *slT_to_html(const slT_Table *t) {
   for (size_t r = 0; r < shown_rows(t); r++) {
     if (gap_before(t, r)) {
       slU_add(&s, "<tr>");
-      for (size_t c = 0; c < t->ncols; c++) slU_add(&s, "<td style=\"text-align:%s\">...</td>", right[c] ? "right" : "left");
+      for (size_t c = 0; c < t->ncols; c++)
+        slU_add(&s, "<td style=\"text-align:%s\">...</td>", right[c] ? "right" : "left");
       slU_add(&s, "</tr>\n");
     }
     slU_add(&s, "<tr>");
@@ -395,9 +395,14 @@ static void *table_decode(const char *bytes, size_t n, char *err, size_t errlen)
   return t;
 }
 
-const sl_Class slT_class = {
-    .name = "table", .free = table_free, .show = table_show, .field = table_field, .fields = table_fields,
-    .index = table_index, .encode = table_encode, .decode = table_decode};
+const sl_Class slT_class = {.name = "table",
+                            .free = table_free,
+                            .show = table_show,
+                            .field = table_field,
+                            .fields = table_fields,
+                            .index = table_index,
+                            .encode = table_encode,
+                            .decode = table_decode};
 
 sl_Value slT_value(slT_Table *t) { return sl_object_new(&slT_class, t); }
 slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }
@@ -411,7 +416,7 @@ slT_Table *slT_from(sl_Value v) { return sl_object_as(v, &slT_class); }
 static void csv_field(FILE *f, const char *s, int is_string) {
   double ignored;
   int quote = strpbrk(s, ",\"\n\r") || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ') ||
-              strncmp(s, "\xEF\xBB\xBF", 3) == 0 ||  /* a leading BOM would be taken for the file's */
+              strncmp(s, "\xEF\xBB\xBF", 3) == 0 || /* a leading BOM would be taken for the file's */
               (is_string && (!*s || sl_parse_number(s, &ignored)));
   if (!quote) {
     fputs(s, f);
@@ -576,12 +581,14 @@ static int bad_header(const Field *fields, int n, int *empty) {
 
 slT_Table *slT_parse_csv(const char *text, size_t len, const char *path, char *err, size_t errlen) {
   const char *p = text, *end = text + len;
-  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;  /* a UTF-8 byte-order mark is no part of the header */
+  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3; /* a UTF-8 byte-order mark is no part of the header */
   Field *fields = NULL;
   size_t cap = 0;
   int n = csv_record(&p, end, &fields, &cap);
   if (n < 0) {
-    snprintf(err, errlen, n == -1 ? "'%s' is empty: a CSV file needs a header line" : "'%s': unterminated quote in the header", path);
+    snprintf(err, errlen,
+             n == -1 ? "'%s' is empty: a CSV file needs a header line" : "'%s': unterminated quote in the header",
+             path);
     free(fields);
     return NULL;
   }
@@ -606,7 +613,7 @@ slT_Table *slT_parse_csv(const char *text, size_t len, const char *path, char *e
       slT_free(t);
       return NULL;
     }
-    if (n == 1 && !fields[0].text[0] && !fields[0].quoted) {  /* blank line */
+    if (n == 1 && !fields[0].text[0] && !fields[0].quoted) { /* blank line */
       free(fields[0].text);
       continue;
     }

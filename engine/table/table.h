@@ -12,17 +12,17 @@
 typedef struct slT_Table {
   size_t ncols, nrows, cap_rows, cap_cols;
   char **names;
-  unsigned char *timing;   /* per column: holds measurements of time (marked in Markdown) */
-  sl_Value *cells;   /* row-major, nrows x cap_cols; nil marks a missing cell */
-  char *note;        /* why its cells may be missing, for messages (a study without a complete trial); or NULL */
+  unsigned char *timing; /* per column: holds measurements of time (marked in Markdown) */
+  sl_Value *cells;       /* row-major, nrows x cap_cols; nil marks a missing cell */
+  char *note;            /* why its cells may be missing, for messages (a study without a complete trial); or NULL */
 } slT_Table;
 
 extern const sl_Class slT_class;
 
 slT_Table *slT_new(void);
 void slT_free(slT_Table *t);
-sl_Value slT_value(slT_Table *t);          /* wraps t in an object value (takes ownership) */
-slT_Table *slT_from(sl_Value v);           /* the table inside a value, or NULL */
+sl_Value slT_value(slT_Table *t); /* wraps t in an object value (takes ownership) */
+slT_Table *slT_from(sl_Value v);  /* the table inside a value, or NULL */
 
 /* column index, or -1 */
 int slT_column(const slT_Table *t, const char *name);
@@ -34,8 +34,8 @@ void slT_mark_timing(slT_Table *t, int col);
 void slT_set_note(slT_Table *t, const char *note);
 /* appends an empty row (all nil) and returns its index */
 size_t slT_add_row(slT_Table *t);
-sl_Value slT_get(const slT_Table *t, size_t row, size_t col);       /* borrowed */
-void slT_set(slT_Table *t, size_t row, size_t col, sl_Value v);     /* takes a reference */
+sl_Value slT_get(const slT_Table *t, size_t row, size_t col);   /* borrowed */
+void slT_set(slT_Table *t, size_t row, size_t col, sl_Value v); /* takes a reference */
 
 /* "names the columns: a, b, c", for error messages; caller frees */
 char *slT_column_list(const slT_Table *t);

@@ -14,11 +14,11 @@
 #include "graph/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  sl_init();  /* compress/ installs the decoder of quantisers and activation pruners */
+  sl_init(); /* compress/ installs the decoder of quantisers and activation pruners */
   char err[1024];
   slM_Graph *g = slM_graph_decode((const char *)data, size, err, sizeof err);
   if (!g) {
-    if (!err[0]) abort();  /* a refusal says why */
+    if (!err[0]) abort(); /* a refusal says why */
     return 0;
   }
   slU_Text once = {0}, twice = {0};

@@ -14,9 +14,10 @@
 #include "slcommand.h"
 
 /* commands that read or write files, start programs, sleep, or take seconds */
-static const char *const unsafe[] = {"load", "save", "image", "plot", "dataset", "sleep", "countdown", "train",
-                                     "model", "input", "show", "evaluate", "help", "sweep", "lora", "copy",
-                                     "capture", "prune", "compress", "quantize_model", "difference", NULL};
+static const char *const unsafe[] = {"load",      "save",           "image",      "plot",  "dataset", "sleep",
+                                     "countdown", "train",          "model",      "input", "show",    "evaluate",
+                                     "help",      "sweep",          "lora",       "copy",  "capture", "prune",
+                                     "compress",  "quantize_model", "difference", NULL};
 
 static size_t out_bytes;
 static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) { out_bytes += n; }

@@ -22,19 +22,19 @@ static slS_Study *preset(int k) {
   slS_Study *st = slS_study_new();
   char err[256];
   switch (k) {
-    case 0:  /* search trials=.. sampler=random seed=3 */
+    case 0: /* search trials=.. sampler=random seed=3 */
       slS_sampler_use(st, slS_sampler_find("random"));
       st->seed = 3;
       st->pruner = SLS_MEDIAN;
       break;
-    case 1:  /* search sampler=tpe seed=1 startup=4 direction=maximize */
+    case 1: /* search sampler=tpe seed=1 startup=4 direction=maximize */
       slS_sampler_use(st, slS_sampler_find("tpe"));
       st->seed = 1;
       if (slS_sampler_option(st, "startup", 4, err, sizeof err) != 0) abort();
       st->maximize[0] = 1;
       st->pruner = SLS_MEDIAN;
       break;
-    case 2: {  /* search sampler=grid a=[1, 2, 3] b=["x", "y"] */
+    case 2: { /* search sampler=grid a=[1, 2, 3] b=["x", "y"] */
       slS_sampler_use(st, slS_sampler_find("grid"));
       st->pruner = SLS_MEDIAN;
       const char *names[] = {"a", "b"};
@@ -47,7 +47,7 @@ static slS_Study *preset(int k) {
       sl_release(lists[1]);
       break;
     }
-    default:  /* search sampler=nsga2 seed=2 population=4 pruner=none directions=["minimize", "maximize"] */
+    default: /* search sampler=nsga2 seed=2 population=4 pruner=none directions=["minimize", "maximize"] */
       slS_sampler_use(st, slS_sampler_find("nsga2"));
       st->seed = 2;
       if (slS_sampler_option(st, "population", 4, err, sizeof err) != 0) abort();
@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = size - 1, good_end = 0;
   char err[2048], *warning = NULL;
   if (slS_journal_load(st, text, len, "fuzz.jsonl", &good_end, &warning, err, sizeof err) != 0) {
-    if (!strstr(err, "fuzz.jsonl") || warning) abort();  /* every refusal names the file; no warning with it */
+    if (!strstr(err, "fuzz.jsonl") || warning) abort(); /* every refusal names the file; no warning with it */
     slS_study_free(st);
     return 0;
   }

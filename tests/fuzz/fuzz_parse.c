@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *code = malloc(size + 1);
   memcpy(code, data, size);
   code[size] = '\0';
-  size_t len = strlen(code);  /* the engine takes C strings, as the kernel hands them over */
+  size_t len = strlen(code); /* the engine takes C strings, as the kernel hands them over */
   slY_Error err;
   slY_Tree *tree = slY_parse(code, len, &err);
   slY_free(tree);

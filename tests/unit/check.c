@@ -25,7 +25,7 @@ void check_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 void check_run(const char *name, void (*fn)(void)) {
-  sl_init();   /* the engine's domains, as every program registers them at start */
+  sl_init(); /* the engine's domains, as every program registers them at start */
   check_failures_in_test = 0;
   fn();
   if (check_failures_in_test) {
@@ -44,10 +44,8 @@ void check_skip(const char *name, const char *why) {
 }
 
 int check_summary(void) {
-  if (skipped)
-    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  else
-    printf("%d passed, %d failed\n", passed, failed);
+  if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  else printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
 
@@ -62,7 +60,7 @@ static void cap_write(void *ud, sl_Stream s, const char *t, size_t n) {
 
 static void cap_display(void *ud, const sl_Bundle *b, const char *id, int update) {
   if (update) check_cap.updates++;
-  if (id) return;  /* a progress bar */
+  if (id) return; /* a progress bar */
   check_cap.displays++;
   sl_bundle_free(&check_cap.last);
   for (int i = 0; i < b->n; i++) sl_bundle_add(&check_cap.last, b->parts[i].mime, b->parts[i].data, b->parts[i].len);
@@ -87,7 +85,7 @@ void check_reset(void) {
   const char *answer = check_cap.answer;
   memset(&check_cap, 0, sizeof check_cap);
   slU_add_len(&check_cap.out, "", 0), slU_add_len(&check_cap.err, "", 0);
-  check_cap.on_write = on_write, check_cap.answer = answer;  /* a test's settings stay */
+  check_cap.on_write = on_write, check_cap.answer = answer; /* a test's settings stay */
 }
 
 static char *text;

@@ -26,29 +26,41 @@ int check_summary(void);
 #define RUN(fn) check_run(#fn, fn)
 
 #define CHECK(cond) \
-  do { if (!(cond)) check_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); } while (0)
+  do { \
+    if (!(cond)) check_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); \
+  } while (0)
 
 #define CHECK_MSG(cond, ...) \
-  do { if (!(cond)) check_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+  do { \
+    if (!(cond)) check_fail(__FILE__, __LINE__, __VA_ARGS__); \
+  } while (0)
 
 #define CHECK_EQ_INT(a, b) \
-  do { long long a_ = (long long)(a), b_ = (long long)(b); \
-       if (a_ != b_) check_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); } while (0)
+  do { \
+    long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ != b_) check_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); \
+  } while (0)
 
 #define CHECK_NEAR(a, b, tol) \
-  do { double a_ = (double)(a), b_ = (double)(b); \
-       if (!(fabs(a_ - b_) <= (tol))) \
-         check_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %g)", #a, #b, a_, b_, (double)(tol)); } while (0)
+  do { \
+    double a_ = (double)(a), b_ = (double)(b); \
+    if (!(fabs(a_ - b_) <= (tol))) \
+      check_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %g)", #a, #b, a_, b_, (double)(tol)); \
+  } while (0)
 
 #define CHECK_STREQ(a, b) \
-  do { const char *a_ = (a), *b_ = (b); \
-       if (!a_ || !b_ || strcmp(a_, b_) != 0) \
-         check_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } while (0)
+  do { \
+    const char *a_ = (a), *b_ = (b); \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0) \
+      check_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+  } while (0)
 
 #define CHECK_CONTAINS(hay, needle) \
-  do { const char *h_ = (hay), *n_ = (needle); \
-       if (!h_ || !strstr(h_, n_)) \
-         check_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%s\"", #hay, n_, h_ ? h_ : "(null)"); } while (0)
+  do { \
+    const char *h_ = (hay), *n_ = (needle); \
+    if (!h_ || !strstr(h_, n_)) \
+      check_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%s\"", #hay, n_, h_ ? h_ : "(null)"); \
+  } while (0)
 
 /* a GPU test that cannot run here says so, and counts as skipped */
 void check_skip(const char *name, const char *why);
@@ -59,13 +71,13 @@ void check_skip(const char *name, const char *why);
 #include "slutil.h"
 
 typedef struct {
-  slU_Text out, err;       /* everything written ("" when nothing), however long */
-  sl_Bundle last;          /* the last display, progress bars (which have an id) left out */
-  char last_mime[64];      /* the last part of that display */
-  int displays;            /* displays, progress bars left out */
-  int updates, clears;     /* display updates (progress), clear_output */
-  char page[4096];         /* a pager payload (NAME?) */
-  const char *answer;      /* what `input` gets; "forty-two" when NULL */
+  slU_Text out, err;   /* everything written ("" when nothing), however long */
+  sl_Bundle last;      /* the last display, progress bars (which have an id) left out */
+  char last_mime[64];  /* the last part of that display */
+  int displays;        /* displays, progress bars left out */
+  int updates, clears; /* display updates (progress), clear_output */
+  char page[4096];     /* a pager payload (NAME?) */
+  const char *answer;  /* what `input` gets; "forty-two" when NULL */
   /* called after each write, e.g. to interrupt when something is printed */
   void (*on_write)(sl_Stream stream);
 } check_Capture;

@@ -26,9 +26,9 @@ static void test_micro_rows(void) {
       for (int k = 0; k < K[j]; k++) {
         int lo, hi;
         slM_micro_rows(rows[i], K[j], k, &lo, &hi);
-        CHECK_EQ_INT(lo, at);   /* contiguous, in order */
+        CHECK_EQ_INT(lo, at); /* contiguous, in order */
         int size = rows[i] / K[j] + (k < rows[i] % K[j]);
-        CHECK_EQ_INT(hi - lo, size);   /* the first rows % K one larger */
+        CHECK_EQ_INT(hi - lo, size); /* the first rows % K one larger */
         at = hi;
       }
       CHECK_EQ_INT(at, rows[i]);
@@ -45,10 +45,10 @@ static void test_shard_owners(void) {
     double share[4] = {0};
     for (int i = 0; i < n; i++) {
       CHECK(owner[i] >= 0 && owner[i] < ranks);
-      if (i > 0) CHECK(owner[i] >= owner[i - 1]);   /* contiguous shares, in the graph's order */
+      if (i > 0) CHECK(owner[i] >= owner[i - 1]); /* contiguous shares, in the graph's order */
       share[owner[i]] += (double)sizes[i];
     }
-    for (int q = 0; q < ranks; q++)   /* whole parameters: a share overshoots by at most one of them */
+    for (int q = 0; q < ranks; q++) /* whole parameters: a share overshoots by at most one of them */
       CHECK_MSG(share[q] <= total / ranks + most, "ranks %d: rank %d holds %g of %g", ranks, q, share[q], total);
   }
   slM_shard_owners(sizes, n, 1, owner);
@@ -110,7 +110,8 @@ static float *weights(const slM_Graph *g, size_t *n) {
   size_t total = 0;
   for (int j = 0; j < np; j++) total += ps[j]->value->size;
   float *w = malloc(total * sizeof *w), *at = w;
-  for (int j = 0; j < np; j++) memcpy(at, ps[j]->value->data, ps[j]->value->size * sizeof *at), at += ps[j]->value->size;
+  for (int j = 0; j < np; j++)
+    memcpy(at, ps[j]->value->data, ps[j]->value->size * sizeof *at), at += ps[j]->value->size;
   free(ps);
   *n = total;
   return w;
@@ -214,7 +215,7 @@ static void test_checkpoint_resumes(void) {
       CHECK(want[e].train_accuracy == got[e].train_accuracy);
     }
     slM_Graph *other;
-    train_run(&other, got, -1, K, path, 12, err);   /* another run's id */
+    train_run(&other, got, -1, K, path, 12, err); /* another run's id */
     CHECK_CONTAINS(err, "was written by another run");
     free(a.s), free(b.s);
     slM_graph_free(ref), slM_graph_free(cut), slM_graph_free(resumed), slM_graph_free(other);
@@ -240,7 +241,8 @@ static void test_argument_errors(void) {
     {"memory_check (lm tiny context=8) batch=2 ranks=2", "give shard_optimizer=true"},
   };
   /* clang-format on */
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) CHECK_CONTAINS(check_fails(S, cases[i].code), cases[i].want);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    CHECK_CONTAINS(check_fails(S, cases[i].code), cases[i].want);
   sl_free(S);
 }
 
@@ -263,9 +265,10 @@ static void test_loaded_lm_trains(void) {
 ** memory_predict's figure from the configuration alone is the same. */
 static void test_sharded_memory(void) {
   sl_State *S = sl_new();
-  CHECK_STREQ(check_eval(S, "m = lm tiny vocab=1000 context=16\nt = memory_check m batch=2 ranks=3 shard_optimizer=true\n"
-                            "t.ratio[2] == 1 and t.measured_mb[2] < t.measured_mb[1]"),
-              "true");
+  CHECK_STREQ(
+      check_eval(S, "m = lm tiny vocab=1000 context=16\nt = memory_check m batch=2 ranks=3 shard_optimizer=true\n"
+                    "t.ratio[2] == 1 and t.measured_mb[2] < t.measured_mb[1]"),
+      "true");
   CHECK_STREQ(check_eval(S, "p = memory_predict presets=[\"tiny\"] contexts=[16] batch=2 optimizer=adamw\n"
                             "q = memory_predict presets=[\"tiny\"] contexts=[16] batch=2 ranks=3 shard_optimizer=true\n"
                             "q.optimizer_gb[0] < p.optimizer_gb[0] / 2 and q.peak_gb[0] < p.peak_gb[0]"),

@@ -102,7 +102,7 @@ static void test_pass_switches_both_ways(void) {
     CHECK_EQ_INT(back->nodes[i].op, naive->nodes[i].op);
   }
   same_results(naive, back, "pass back to naive");
-  CHECK_EQ_INT(slM_set_attention(back, 0), 0);   /* nothing left to change */
+  CHECK_EQ_INT(slM_set_attention(back, 0), 0); /* nothing left to change */
   slM_graph_free(back);
   slM_graph_free(fused);
   slM_graph_free(naive);

@@ -19,14 +19,14 @@ static void test_sweep_over_budget_is_refused_before_it_runs(void) {
   CHECK_STREQ(check_eval(S, "t = sweep a=1..1000 b=1..100 { runs = runs + 1 }"),
               "RuntimeError: sweep: this sweep's table (100000 rows x 2 columns x 16 bytes per value) would need "
               "3.05 MiB, more than the memory budget of 1.00 MiB (SYSLAB_MEMORY_BUDGET): choose smaller sizes");
-  CHECK_STREQ(check_eval(S, "runs"), "0");  /* the block never ran */
-  CHECK_STREQ(check_eval(S, "t = sweep a=1..100 b=1..100 { runs = runs + 1 }\nlen(t)"), "10000");  /* 312 KiB fits */
+  CHECK_STREQ(check_eval(S, "runs"), "0"); /* the block never ran */
+  CHECK_STREQ(check_eval(S, "t = sweep a=1..100 b=1..100 { runs = runs + 1 }\nlen(t)"), "10000"); /* 312 KiB fits */
   setenv("SYSLAB_MEMORY_BUDGET", "200K", 1);
   /* 3000 rows x 2 columns fit; the four columns the block adds do not */
   const char *r = check_eval(S, "u = sweep a=1..3000 { row w=1 x=2 y=3 z=4 }");
   CHECK_CONTAINS(r, "this sweep's table (3000 rows x 5 columns x 16 bytes per value) would need 234 KiB, more than "
                     "the memory budget of 200 KiB");
-  CHECK_STREQ(check_eval(S, "len(sweep_partial)"), "1");  /* stopped after its first run */
+  CHECK_STREQ(check_eval(S, "len(sweep_partial)"), "1"); /* stopped after its first run */
   CHECK_STREQ(check_eval(S, "sweep_partial[0].a"), "1");
   unsetenv("SYSLAB_MEMORY_BUDGET");
   CHECK_STREQ(check_eval(S, "u = sweep a=1..3000 { row w=1 x=2 y=3 z=4 }\nlen(u)"), "3000");
@@ -37,13 +37,14 @@ static void test_sweep_over_budget_is_refused_before_it_runs(void) {
 static void test_grid_search_over_budget_is_refused(void) {
   sl_State *S = sl_new();
   setenv("SYSLAB_MEMORY_BUDGET", "2M", 1);
-  const char *block = " {\n  a = suggest \"a\" int 1 1000\n  b = suggest \"b\" int 1 1000\n  print \"ran\"\n  objective a + b\n}";
+  const char *block =
+      " {\n  a = suggest \"a\" int 1 1000\n  b = suggest \"b\" int 1 1000\n  print \"ran\"\n  objective a + b\n}";
   char code[512];
   snprintf(code, sizeof code, "s = search trials=2 sampler=grid a=1..1000 b=1..1000%s", block);
   CHECK_STREQ(check_eval(S, code),
               "RuntimeError: search: the grid's 1000000 points (x 16 bytes per point) would need 15.3 MiB, more than "
               "the memory budget of 2.00 MiB (SYSLAB_MEMORY_BUDGET): choose smaller sizes");
-  CHECK_STREQ(check_cap.out.s, "");  /* no trial ran */
+  CHECK_STREQ(check_cap.out.s, ""); /* no trial ran */
   snprintf(code, sizeof code, "s = search trials=2 sampler=grid a=1..100 b=1..100%s\ns.n", block);
   CHECK_STREQ(check_eval(S, code), "2");
   unsetenv("SYSLAB_MEMORY_BUDGET");
@@ -63,10 +64,10 @@ static void test_plot_over_budget_is_refused(void) {
               "3.66 MiB, more than the memory budget of 2.00 MiB (SYSLAB_MEMORY_BUDGET): choose smaller sizes");
   CHECK_EQ_INT(check_cap.displays, 0);
   check_eval(S, "t2 = table i=[1, 2, 3] j=[4, 5, 6] k=[7, 8, 9]");
-  CHECK_STREQ(check_eval(S, "plot t2 x=i y=[\"j\", \"k\"]"), "nil");  /* small plots still draw */
+  CHECK_STREQ(check_eval(S, "plot t2 x=i y=[\"j\", \"k\"]"), "nil"); /* small plots still draw */
   CHECK_EQ_INT(check_cap.displays, 1);
   unsetenv("SYSLAB_MEMORY_BUDGET");
-  CHECK_STREQ(check_eval(S, "len(t)"), "20000");  /* the session goes on */
+  CHECK_STREQ(check_eval(S, "len(t)"), "20000"); /* the session goes on */
   sl_free(S);
 }
 

@@ -58,7 +58,7 @@ static void test_trained_model_round_trip_bit_exact(void) {
   slM_tensor_free(la);
   /* training both once more (Adam state and dropout stream travelled) keeps them equal */
   e = check_fails(S, "h1 = train m data epochs=1 batch=32 optimizer=adamw lr=0.01\n"
-             "h2 = train m2 data epochs=1 batch=32 optimizer=adamw lr=0.01\n");
+                     "h2 = train m2 data epochs=1 batch=32 optimizer=adamw lr=0.01\n");
   CHECK_MSG(e == NULL, "%s", e);
   ea = encoded(sl_state_get(S, "m"), &na), eb = encoded(sl_state_get(S, "m2"), &nb);
   CHECK(na == nb && memcmp(ea, eb, na) == 0);

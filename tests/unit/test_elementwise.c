@@ -12,7 +12,7 @@
 #include "kernels/activation.h"
 #include "graph/train.h"
 
-enum { N = 200003 };   /* not a multiple of 8: the scalar tail runs too */
+enum { N = 200003 }; /* not a multiple of 8: the scalar tail runs too */
 
 static float value(size_t i) { return (float)((double)i / N * 24.0 - 12.0) + (i % 3 ? 1e-3f : 0.0f); }
 
@@ -22,7 +22,7 @@ static void test_items_match_scalar_bit_for_bit(void) {
   for (size_t i = 0; i < N; i++) x[i] = value(i), dy[i] = (float)sin((double)i), acc[i] = 0.5f;
   slK_gelu_items(x, y, 0, N);
   slK_gelu_grad_items(x, dy, acc, 0, N, 1);
-  slK_gelu_grad_items(x, dy, set, 3, N, 0);   /* an unaligned start */
+  slK_gelu_grad_items(x, dy, set, 3, N, 0); /* an unaligned start */
   int bad = 0;
   for (size_t i = 0; i < N && bad < 5; i++) {
     float g = dy[i] * slK_gelu_grad(x[i]);
@@ -57,7 +57,7 @@ static void test_against_binary64(void) {
 ** element i is dropped when half (i & 1) of splitmix64(base + (i / 2) * gold)
 ** is below p * 2^32, base being the node's draw from the graph's generator */
 static void test_dropout_mask_is_the_reference(void) {
-  slM_MlpSpec ms = {20, 10, {301, 77}, 2, OP_RELU, 0.3f};   /* odd widths: ranges start at odd items */
+  slM_MlpSpec ms = {20, 10, {301, 77}, 2, OP_RELU, 0.3f}; /* odd widths: ranges start at odd items */
   char err[256];
   slM_Graph *g = slM_mlp(&ms, 1, 0, err, sizeof err);
   CHECK_MSG(g != NULL, "%s", err);

@@ -62,7 +62,7 @@ static int my_rank;
 
 static void run_task(void *ud, long id, const char *task, size_t n, slU_Text *result) {
   static int ran;
-  if (my_rank == kill_rank && ++ran == 2) raise(SIGKILL);  /* on its second task, whichever it is */
+  if (my_rank == kill_rank && ++ran == 2) raise(SIGKILL); /* on its second task, whichever it is */
   struct timespec t = {0, 20 * 1000 * 1000};
   nanosleep(&t, NULL);
   /* f(i) = 7 i^2 + 3, with i^2 asked of the coordinator */
@@ -149,8 +149,9 @@ static char *capture(const char *cmd, int *status) {
   return out.s;
 }
 
-#define MPIRUN SYSLAB_MPIEXEC " --oversubscribe --enable-recovery --allow-run-as-root" \
-  " --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+#define MPIRUN \
+  SYSLAB_MPIEXEC " --oversubscribe --enable-recovery --allow-run-as-root" \
+                 " --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
 
 static void test_three_ranks_every_task_once(void) {
   char cmd[4096];

@@ -56,9 +56,9 @@ static uint64_t weights_hash(const slM_Graph *g) {
 
 typedef enum { MLP_RELU, MLP_GELU, VIT, VIT_FUSED_ATTENTION, VIT_FUSION_PASS, LM, LM_FUSED_ATTENTION, NMODELS } Model;
 
-static const char *const model_names[NMODELS] = {"mlp relu sgd",        "mlp gelu adamw", "transformer",
-                                                 "transformer fused attention", "transformer fusion pass", "lm",
-                                                 "lm fused attention"};
+static const char *const model_names[NMODELS] = {
+    "mlp relu sgd", "mlp gelu adamw",    "transformer", "transformer fused attention", "transformer fusion pass",
+    "lm",           "lm fused attention"};
 static const char *const precision_names[] = {[SLM_FP32] = "fp32", [SLM_BF16] = "bf16", [SLM_FP16] = "fp16"};
 
 static slM_Graph *build(Model m) {

@@ -93,15 +93,16 @@ static void test_to_half_matches_scalar_rounding(void) {
       size_t bad = 0, first = 0;
       for (size_t i = 0; i < n; i++)
         if (got[i] != scalar_half(format, x[i]) && bad++ == 0) first = i;
-      CHECK_MSG(bad == 0, "%s%s: %zu values differ, first %08x -> %04x, expected %04x", format == SLK_BF16 ? "bf16" : "fp16",
-                portable ? " portable" : "", bad, bits(x[first]), got[first], scalar_half(format, x[first]));
+      CHECK_MSG(bad == 0, "%s%s: %zu values differ, first %08x -> %04x, expected %04x",
+                format == SLK_BF16 ? "bf16" : "fp16", portable ? " portable" : "", bad, bits(x[first]), got[first],
+                scalar_half(format, x[first]));
     }
   /* slK_round_values, the rounding of a node's output: the same bits as round.c's slK_round_array */
   float *r = malloc(n * sizeof *r), *want = malloc(n * sizeof *want);
   for (int format = SLK_BF16; format <= SLK_FP16; format++)
     for (int portable = 0; portable < 2; portable++) {
       slK_force_portable(portable);
-      slK_round_values(format, x, r, n - 3);   /* a tail shorter than a vector */
+      slK_round_values(format, x, r, n - 3); /* a tail shorter than a vector */
       slK_round_array(format, x, want, n - 3);
       size_t bad = 0;
       for (size_t i = 0; i < n - 3; i++) bad += !same(r[i], want[i]);
@@ -135,8 +136,9 @@ static void case_new(Case *c, int format, int ta, int tb, int M, int N, int K, f
 
 static void case_free(Case *c) { free(c->A), free(c->B), free(c->C0), free(c->Bh); }
 
-static void run(const Case *c, float *out, int use_bh, void (*fn)(int, int, int, int, int, int, float, const float *, int,
-                                                                    const float *, const uint16_t *, int, float, float *, int)) {
+static void run(const Case *c, float *out, int use_bh,
+                void (*fn)(int, int, int, int, int, int, float, const float *, int, const float *, const uint16_t *,
+                           int, float, float *, int)) {
   memcpy(out, c->C0, sizeof(float) * c->M * c->N);
   fn(c->format, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, use_bh ? NULL : c->B, use_bh ? c->Bh : NULL,
      c->ldb, c->beta, out, c->N);
@@ -159,8 +161,8 @@ static void within_bound(const Case *c, const float *got, const char *what) {
       double c0 = c->C0[i * c->N + j], want = c->alpha * s + (c->beta == 0 ? 0 : c->beta * c0);
       double bound = n * u * (fabs(c->alpha) * mag + fabs(c->beta * c0)) + n * 0x1p-126;
       if (!(fabs(got[i * c->N + j] - want) <= bound)) {
-        check_fail(__FILE__, __LINE__, "%s: (%d, %d) is %.9g, exact %.9g, bound %.3g", what, i, j, got[i * c->N + j], want,
-                   bound);
+        check_fail(__FILE__, __LINE__, "%s: (%d, %d) is %.9g, exact %.9g, bound %.3g", what, i, j, got[i * c->N + j],
+                   want, bound);
         return;
       }
     }
@@ -169,29 +171,28 @@ static void within_bound(const Case *c, const float *got, const char *what) {
 static void all_same(const Case *c, const float *got, const float *want, const char *what) {
   for (int i = 0; i < c->M * c->N; i++)
     if (!same(got[i], want[i])) {
-      check_fail(__FILE__, __LINE__, "%s: element %d is %.9g (%08x), expected %.9g (%08x)", what, i, got[i], bits(got[i]),
-                 want[i], bits(want[i]));
+      check_fail(__FILE__, __LINE__, "%s: element %d is %.9g (%08x), expected %.9g (%08x)", what, i, got[i],
+                 bits(got[i]), want[i], bits(want[i]));
       return;
     }
 }
 
 /* B's storage (K x N, or N x K transposed) as half bits */
-static void round_b(Case *c) {
-  slK_to_half(c->format, c->B, c->Bh, (size_t)c->K * c->N);
-}
+static void round_b(Case *c) { slK_to_half(c->format, c->B, c->Bh, (size_t)c->K * c->N); }
 
 static void check_case(Case *c, int bounded) {
   size_t mn = (size_t)c->M * c->N;
-  float *got = malloc((mn + 1) * sizeof *got), *want = malloc((mn + 1) * sizeof *want), *other = malloc((mn + 1) * sizeof *other);
+  float *got = malloc((mn + 1) * sizeof *got), *want = malloc((mn + 1) * sizeof *want),
+        *other = malloc((mn + 1) * sizeof *other);
   char what[160];
-  snprintf(what, sizeof what, "%s %c%c %dx%dx%d alpha %g beta %g", c->format == SLK_BF16 ? "bf16" : "fp16", c->ta ? 'T' : 'N',
-           c->tb ? 'T' : 'N', c->M, c->N, c->K, c->alpha, c->beta);
+  snprintf(what, sizeof what, "%s %c%c %dx%dx%d alpha %g beta %g", c->format == SLK_BF16 ? "bf16" : "fp16",
+           c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->M, c->N, c->K, c->alpha, c->beta);
   round_b(c);
   run(c, want, 0, slK_gemm_half_reference);
   if (slK_half_native(c->format)) {
     run(c, got, 0, slK_gemm_half);
     all_same(c, got, want, what);
-    run(c, other, 1, slK_gemm_half);   /* B already rounded */
+    run(c, other, 1, slK_gemm_half); /* B already rounded */
     all_same(c, other, got, what);
     if (bounded) within_bound(c, got, what);
   }
@@ -229,23 +230,35 @@ static void check_shape(int format, int ta, int tb, int M, int N, int K, float a
 
 static void test_products_against_reference(void) {
   seed(1);
-  CHECK_MSG(slK_half_native(SLK_BF16) || !__builtin_cpu_supports("avx512bf16"), "the CPU has avx512_bf16: bf16 is native");
-  int shapes[][3] = {{1, 1, 1}, {1, 1, 2}, {7, 5, 3}, {8, 48, 32}, {9, 49, 33}, {16, 96, 64}, {33, 97, 65},
-                     {5, 130, 1}, {64, 1, 513}, {130, 70, 200}, {17, 50, 2 * SLK_HALF_KC + 3}, {200, 300, 250},
-                     {96, 64, 2 * SLK_HALF_KC + 40}};   /* last: a weight's gradient, threads split K's blocks */
+  CHECK_MSG(slK_half_native(SLK_BF16) || !__builtin_cpu_supports("avx512bf16"),
+            "the CPU has avx512_bf16: bf16 is native");
+  int shapes[][3] = {{1, 1, 1},
+                     {1, 1, 2},
+                     {7, 5, 3},
+                     {8, 48, 32},
+                     {9, 49, 33},
+                     {16, 96, 64},
+                     {33, 97, 65},
+                     {5, 130, 1},
+                     {64, 1, 513},
+                     {130, 70, 200},
+                     {17, 50, 2 * SLK_HALF_KC + 3},
+                     {200, 300, 250},
+                     {96, 64, 2 * SLK_HALF_KC + 40}}; /* last: a weight's gradient, threads split K's blocks */
   for (int format = SLK_BF16; format <= SLK_FP16; format++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-      for (int t = 0; t < 4; t++) check_shape(format, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
+      for (int t = 0; t < 4; t++)
+        check_shape(format, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
   for (int format = SLK_BF16; format <= SLK_FP16; format++) {
     check_shape(format, 0, 0, 50, 60, 71, 0.5f, 1.0f);
     check_shape(format, 1, 0, 50, 60, 70, -2.0f, 0.25f);
-    check_shape(format, 0, 1, 31, 45, 801, 0.3f, -1.5f);      /* several K blocks, alpha not a power of two */
+    check_shape(format, 0, 1, 31, 45, 801, 0.3f, -1.5f); /* several K blocks, alpha not a power of two */
     check_shape(format, 1, 1, 150, 170, 90, -2.0f, 0.25f);
-    check_shape(format, 0, 0, 9, 9, 0, 1.0f, 0.0f);          /* K = 0: beta C */
+    check_shape(format, 0, 0, 9, 9, 0, 1.0f, 0.0f); /* K = 0: beta C */
     check_shape(format, 0, 1, 9, 9, 0, 1.0f, 0.5f);
-    check_shape(format, 0, 0, 300, 400, 200, 1.0f, 0.0f);    /* threads split the columns */
-    check_shape(format, 1, 0, 500, 40, 1000, 1.0f, 0.0f);    /* threads split the rows */
-    check_shape(format, 1, 0, 96, 64, 2 * SLK_HALF_KC + 40, 0.5f, 0.25f);   /* K's blocks split, then beta */
+    check_shape(format, 0, 0, 300, 400, 200, 1.0f, 0.0f);                 /* threads split the columns */
+    check_shape(format, 1, 0, 500, 40, 1000, 1.0f, 0.0f);                 /* threads split the rows */
+    check_shape(format, 1, 0, 96, 64, 2 * SLK_HALF_KC + 40, 0.5f, 0.25f); /* K's blocks split, then beta */
     check_shape(format, 0, 1, 70, 90, 3 * SLK_HALF_KC + 1, -1.5f, 1.0f);
   }
 }
@@ -255,7 +268,12 @@ static void test_products_against_reference(void) {
 ** for every split of the work and on both dispatch paths. */
 static void test_prerounded_operands(void) {
   seed(4);
-  int shapes[][3] = {{17, 17, 32}, {17, 32, 17}, {1, 1, 1}, {9, 49, 33}, {300, 400, 200}, {500, 40, 1000},
+  int shapes[][3] = {{17, 17, 32},
+                     {17, 32, 17},
+                     {1, 1, 1},
+                     {9, 49, 33},
+                     {300, 400, 200},
+                     {500, 40, 1000},
                      {96, 64, 2 * SLK_HALF_KC + 40}};
   for (int portable = 0; portable < 2; portable++)
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
@@ -286,12 +304,13 @@ static void test_prerounded_operands(void) {
 ** pass rounding, on both dispatch paths, whichever way threads split C. */
 static void test_bias_and_rounding_in_the_store(void) {
   seed(3);
-  int shapes[][3] = {{1, 1, 1}, {9, 49, 33}, {33, 97, 65}, {2176, 192, 64}, {300, 400, 200}, {17, 50, 2 * SLK_HALF_KC + 3}};
+  int shapes[][3] = {{1, 1, 1},       {9, 49, 33},     {33, 97, 65},
+                     {2176, 192, 64}, {300, 400, 200}, {17, 50, 2 * SLK_HALF_KC + 3}};
   for (int portable = 0; portable < 2; portable++)
     for (int format = SLK_BF16; format <= SLK_FP16; format++)
       for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         for (int t = 0; t < 4; t++)
-          for (int with = 0; with < 4; with++) {   /* bias or not, rounding or not */
+          for (int with = 0; with < 4; with++) { /* bias or not, rounding or not */
             Case c;
             case_new(&c, format, t & 1, t >> 1, shapes[k][0], shapes[k][1], shapes[k][2], 1.0f, 0.0f);
             float *bias = (with & 1) ? randn((size_t)c.N) : NULL;
@@ -306,11 +325,12 @@ static void test_bias_and_rounding_in_the_store(void) {
               if (with & 2) slK_round_values(format, w, w, (size_t)c.N);
             }
             memcpy(got, c.C0, mn * sizeof *got);
-            slK_gemm_half_bias(format, c.ta, c.tb, c.M, c.N, c.K, c.A, c.lda, c.B, NULL, c.ldb, bias, with >> 1, got, c.N);
+            slK_gemm_half_bias(format, c.ta, c.tb, c.M, c.N, c.K, c.A, c.lda, c.B, NULL, c.ldb, bias, with >> 1, got,
+                               c.N);
             slK_force_portable(0);
             char what[120];
-            snprintf(what, sizeof what, "%s %dx%dx%d t%d, bias %d, rounding %d, portable %d", format == SLK_BF16 ? "bf16" : "fp16",
-                     c.M, c.N, c.K, t, with & 1, with >> 1, portable);
+            snprintf(what, sizeof what, "%s %dx%dx%d t%d, bias %d, rounding %d, portable %d",
+                     format == SLK_BF16 ? "bf16" : "fp16", c.M, c.N, c.K, t, with & 1, with >> 1, portable);
             all_same(&c, got, want, what);
             free(got), free(want), free(bias);
             case_free(&c);
@@ -323,13 +343,13 @@ static float special(void) {
     case 0: return NAN;
     case 1: return (next() & 1) ? INFINITY : -INFINITY;
     case 2: return (next() & 1) ? 0.0f : -0.0f;
-    case 3: return from_bits((uint32_t)(next() & 0x807FFFFFu));              /* float32 subnormal */
-    case 4: return from_bits((uint32_t)(next() & 0x807F0000u) | 0x8000u);    /* rounds to a bf16 subnormal */
-    case 5: return (float)normal() * 1e30f;                                     /* products overflow */
-    case 6: return (float)normal() * 1e-25f;                                    /* products underflow */
-    case 7: return (float)normal() * 6e4f;                                      /* near half's largest */
-    case 8: return (float)normal() * 1e-6f;                                     /* half subnormals */
-    case 9: return from_bits(0x7F800001u | (uint32_t)(next() & 0x803FFFFFu));  /* signalling NaN, payload */
+    case 3: return from_bits((uint32_t)(next() & 0x807FFFFFu));               /* float32 subnormal */
+    case 4: return from_bits((uint32_t)(next() & 0x807F0000u) | 0x8000u);     /* rounds to a bf16 subnormal */
+    case 5: return (float)normal() * 1e30f;                                   /* products overflow */
+    case 6: return (float)normal() * 1e-25f;                                  /* products underflow */
+    case 7: return (float)normal() * 6e4f;                                    /* near half's largest */
+    case 8: return (float)normal() * 1e-6f;                                   /* half subnormals */
+    case 9: return from_bits(0x7F800001u | (uint32_t)(next() & 0x803FFFFFu)); /* signalling NaN, payload */
     default: return (float)normal();
   }
 }
@@ -374,13 +394,13 @@ static void test_to_half_rounds_as_the_packing(void) {
   uint16_t h[6];
   slK_to_half(SLK_BF16, x, h, 6);
   CHECK_EQ_INT(h[0], 0x3F80);
-  CHECK_EQ_INT(h[1], 0x3F80);   /* 1 + 2^-8: the tie goes to even */
-  CHECK_EQ_INT(h[2], 0x3F82);   /* 1 + 3 x 2^-8: the tie goes up, to even */
+  CHECK_EQ_INT(h[1], 0x3F80); /* 1 + 2^-8: the tie goes to even */
+  CHECK_EQ_INT(h[2], 0x3F82); /* 1 + 3 x 2^-8: the tie goes up, to even */
   CHECK_EQ_INT(h[3], 0x8000);
   CHECK_EQ_INT(h[4], 0x7F80);
   slK_to_half(SLK_FP16, x, h, 6);
   CHECK_EQ_INT(h[0], 0x3C00);
-  CHECK_EQ_INT(h[5], 0x7C00);   /* 65520 rounds up past half's largest */
+  CHECK_EQ_INT(h[5], 0x7C00); /* 65520 rounds up past half's largest */
 }
 
 /* operands inside larger arrays (lda, ldb, ldc past the widths), as a graph's views pass them */
@@ -400,7 +420,8 @@ static void test_padded_strides(void) {
         memcpy(got, C0, nc * 4);
         slK_gemm_half(format, ta, tb, M, N, K, 0.5f, A, lda, bh ? NULL : B, bh ? Bh : NULL, ldb, -1.0f, got, ldc);
         size_t bad = 0;
-        for (size_t i = 0; i < nc; i++) bad += !(slK_half_native(format) ? same(got[i], want[i]) : fabsf(got[i] - want[i]) < 1e-3f);
+        for (size_t i = 0; i < nc; i++)
+          bad += !(slK_half_native(format) ? same(got[i], want[i]) : fabsf(got[i] - want[i]) < 1e-3f);
         CHECK_MSG(bad == 0, "%s %c%c padded strides%s: %zu elements differ", format == SLK_BF16 ? "bf16" : "fp16",
                   ta ? 'T' : 'N', tb ? 'T' : 'N', bh ? " (Bh)" : "", bad);
       }

@@ -90,7 +90,7 @@ typedef struct {
   int format;
 } Arr;
 
-static int outside;   /* accesses outside an array, in the last emulated call */
+static int outside; /* accesses outside an array, in the last emulated call */
 
 static double element(Arr a, long long i) {
   if (i < 0 || (size_t)i >= a.n) return outside++, NAN;
@@ -149,8 +149,8 @@ static Arr f32(const float *p, size_t n) { return (Arr){p, n, SLK_FP32}; }
 
 /* a graph-side request (devgemm.h) as cublas.cu's slG_gemm_batched (the table's gemm_batched) receives its fields */
 static void dev_request(const char *what, const slM_DevGemm *d, Arr A, Arr B, float *C, size_t nc) {
-  slG_Gemm g = {d->trans_a, d->trans_b, d->M, d->N, d->K, d->lda, d->ldb, d->ldc,
-                d->stride_a, d->stride_b, d->stride_c, d->batch};
+  slG_Gemm g = {d->trans_a, d->trans_b, d->M,        d->N,        d->K,        d->lda,
+                d->ldb,     d->ldc,     d->stride_a, d->stride_b, d->stride_c, d->batch};
   request(what, &g, d->alpha, at_offset(A, d->a0), at_offset(B, d->b0), d->beta, C + d->c0,
           d->c0 <= nc ? nc - d->c0 : 0);
 }
@@ -252,7 +252,10 @@ static uint16_t *bits_of(int format, const float *x, size_t n) {
 static void linear_case(int format, int rows, int in_f, int out_f) {
   size_t nx = (size_t)rows * in_f, nw = (size_t)out_f * in_f, ny = (size_t)rows * out_f;
   int xs[2] = {rows, in_f}, ws[2] = {out_f, in_f};
-  snprintf(tag, sizeof tag, "linear %s %d rows, %d -> %d", format == SLK_FP32 ? "float32" : format == SLK_BF16 ? "bf16" : "fp16",
+  snprintf(tag, sizeof tag, "linear %s %d rows, %d -> %d",
+           format == SLK_FP32   ? "float32"
+           : format == SLK_BF16 ? "bf16"
+                                : "fp16",
            rows, in_f, out_f);
   float *x = randn(nx), *w = randn(nw), *dy = randn(ny), *gx = randn(nx), *gw = randn(nw);
   slK_round_array(format, x, x, nx), slK_round_array(format, w, w, nw), slK_round_array(format, dy, dy, ny);
@@ -266,7 +269,8 @@ static void linear_case(int format, int rows, int in_f, int out_f) {
   Arr X = format ? (Arr){xh, nx, format} : f32(x, nx), W = format ? (Arr){wh, nw, format} : f32(w, nw);
   Arr DY = format ? (Arr){dyh, ny, format} : f32(dy, ny);
   float *y = nans(ny), *dx = copy_of(gx, nx), *dw = copy_of(gw, nw);
-  slG_Gemm gy = slG_linear_gemm(SLG_LINEAR_Y, rows, in_f, out_f), gdx = slG_linear_gemm(SLG_LINEAR_DX, rows, in_f, out_f);
+  slG_Gemm gy = slG_linear_gemm(SLG_LINEAR_Y, rows, in_f, out_f),
+           gdx = slG_linear_gemm(SLG_LINEAR_DX, rows, in_f, out_f);
   slG_Gemm gdw = slG_linear_gemm(SLG_LINEAR_DW, rows, in_f, out_f);
   request("y", &gy, 1.0f, X, W, 0.0f, y, ny);
   request("dx", &gdx, 1.0f, DY, W, 1.0f, dx, nx);
@@ -297,15 +301,15 @@ static void naive_attention_case(int bh, int n, int dim) {
   }
   for (int h = 0; h < bh; h++)
     for (int i = 0; i < n; i++) {
-      size_t r = (size_t)h * n + i;   /* row i of head h */
-      for (int j = 0; j < n; j++) {   /* the n x n results */
+      size_t r = (size_t)h * n + i; /* row i of head h */
+      for (int j = 0; j < n; j++) { /* the n x n results */
         double s = 0, dp = 0;
         for (int f = 0; f < dim; f++)
           s += (double)q[r * dim + f] * k[((size_t)h * n + j) * dim + f],
               dp += (double)dO[r * dim + f] * v[((size_t)h * n + j) * dim + f];
         want[SLG_ATTN_GEMM_S][r * n + j] = (float)s, want[SLG_ATTN_GEMM_DP][r * n + j] = (float)dp;
       }
-      for (int f = 0; f < dim; f++) {   /* the n x dim results */
+      for (int f = 0; f < dim; f++) { /* the n x dim results */
         double o = 0, dv = 0, dq = 0, dk = 0;
         for (int j = 0; j < n; j++) {
           size_t rj = (size_t)h * n + j;
@@ -356,7 +360,7 @@ static void test_cublas_rules(void) {
       /* op(A) = A^T with A stored 5 x 4, so lda >= 4 */
       {{1, 0, 4, 6, 5, 3, 6, 6, 0, 0, 0, 1}, "ldb 3 < max(1, 4)"},
       {{0, 0, 4, 6, 5, 5, 6, 5, 0, 0, 0, 1}, "ldc 5 < max(1, m = 6)"},
-      {{0, 0, 4, 6, 5, 5, 6, 6, 0, 0, 20, 2}, "overlap"},   /* one C spans 24 elements, the stride is 20 */
+      {{0, 0, 4, 6, 5, 5, 6, 6, 0, 0, 20, 2}, "overlap"}, /* one C spans 24 elements, the stride is 20 */
       {{0, 0, -1, 6, 5, 5, 6, 6, 0, 0, 0, 1}, "negative"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -368,7 +372,8 @@ static void test_cublas_rules(void) {
   /* every call site's request at the edges: one token, one feature a head, one row */
   for (int which = SLM_GEMM_SCORES; which <= SLM_GEMM_CONTEXT_DV; which++) {
     slM_DevGemm d = slM_gemm_heads(which, 1, 1, 3, 3, 2);
-    slG_Gemm g = {d.trans_a, d.trans_b, d.M, d.N, d.K, d.lda, d.ldb, d.ldc, d.stride_a, d.stride_b, d.stride_c, d.batch};
+    slG_Gemm g = {d.trans_a, d.trans_b, d.M,        d.N,        d.K,        d.lda,
+                  d.ldb,     d.ldc,     d.stride_a, d.stride_b, d.stride_c, d.batch};
     c = slG_cublas_of(&g);
     CHECK_MSG(slG_cublas_check(&c, err, sizeof err) == 0, "heads request %d: %s", which, err);
   }
@@ -490,7 +495,8 @@ static void stage(Smem *s, uint16_t *dst, Rows src, int row0, int rows, int n) {
 ** 32 keys, as the kernel's shuffles combine them), then O += P V */
 static void tc_forward_tile(Smem *s, int q0, int k0, int n, int causal, float scale2, float *m, float *l) {
   int dim = s->dim, lds = slG_tc_lds(), ldp = slG_tc_ldp(), ldo = slG_tc_ldo(dim);
-  float *Ss = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_S)), *Os = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_O));
+  float *Ss = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_S)),
+        *Os = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_O));
   uint16_t *Ps = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_P));
   for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++)
     for (int lane = 0; lane < 32; lane += 2) {
@@ -533,13 +539,15 @@ static void tc_forward(Smem *s, int bh, int n, int causal, const uint16_t *Q, co
   int dim = s->dim, ldh = slG_tc_ldh(dim), lds = slG_tc_lds(), ldo = slG_tc_ldo(dim);
   long nx = (long)bh * n * dim;
   float scale2 = 1.4426950408889634f / sqrtf((float)dim), m[64], l[64];
-  uint16_t *Qs = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_Q)), *Ks = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_K));
+  uint16_t *Qs = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_Q)),
+           *Ks = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_K));
   uint16_t *Vs = (uint16_t *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_V));
-  float *Ss = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_S)), *Os = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_O));
+  float *Ss = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_S)),
+        *Os = (float *)(s->base + slG_tc_fwd(dim, SLG_TC_FWD_O));
   for (int h = 0; h < bh; h++)
     for (int q0 = 0; q0 < n; q0 += SLG_TC_TQ) {
       long head = (long)h * n * dim;
-      memset(s->base, 0xff, s->bytes);   /* what a block finds: nothing it may rely on */
+      memset(s->base, 0xff, s->bytes); /* what a block finds: nothing it may rely on */
       stage(s, Qs, (Rows){Q + head, nx - head}, q0, SLG_TC_TQ, n);
       for (int e = 0; e < SLG_TC_TQ * ldo; e++) Os[e] = 0.0f;
       for (int r = 0; r < 64; r++) m[r] = -INFINITY, l[r] = 0.0f;
@@ -556,7 +564,7 @@ static void tc_forward(Smem *s, int bh, int n, int causal, const uint16_t *Q, co
           }
         tc_forward_tile(s, q0, k0, n, causal, scale2, m, l);
       }
-      for (int lane = 0; lane < 64 * 2; lane++) {   /* every lane of the block: the row's half it writes */
+      for (int lane = 0; lane < 64 * 2; lane++) { /* every lane of the block: the row's half it writes */
         int row = slG_tc_row(lane / 32, lane % 32), half = slG_tc_half(lane % 32), q = q0 + row;
         if (q >= n) continue;
         const float *orow = Os + slG_tc_at(row, half * (dim / 2), ldo);
@@ -578,16 +586,17 @@ static void tc_backward_tile(Smem *s, int k0, int q0, int n, int causal, float s
   float *dVs = AT(SLG_TC_BWD_DV, float), *dQs = AT(SLG_TC_BWD_DQ, float), *Lq = AT(SLG_TC_BWD_LQ, float);
   float *Dq = AT(SLG_TC_BWD_DQV, float);
 #undef AT
-  for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++)   /* S^T = K Q^T and dP^T = V dO^T */
+  for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++) /* S^T = K Q^T and dP^T = V dO^T */
     for (int j = 0; j < SLG_TC_TQ / 16; j++) {
       Frag st = {{0}}, dpt = {{0}};
-      mma_steps(s, st, Ks + slG_tc_at(warp * 16, 0, ldh), ldh, 16, 0, Qs + slG_tc_at(j * 16, 0, ldh), ldh, 16, 1, dim / 16);
+      mma_steps(s, st, Ks + slG_tc_at(warp * 16, 0, ldh), ldh, 16, 0, Qs + slG_tc_at(j * 16, 0, ldh), ldh, 16, 1,
+                dim / 16);
       mma_steps(s, dpt, Vs + slG_tc_at(warp * 16, 0, ldh), ldh, 16, 0, dOs + slG_tc_at(j * 16, 0, ldh), ldh, 16, 1,
                 dim / 16);
       acc_store(s, St + slG_tc_at(warp * 16, j * 16, lds), st, lds);
       acc_store(s, dPt + slG_tc_at(warp * 16, j * 16, lds), dpt, lds);
     }
-  for (int t = 0; t < SLG_TC_THREADS; t++) {   /* P^T as the forward made it */
+  for (int t = 0; t < SLG_TC_THREADS; t++) { /* P^T as the forward made it */
     int row = slG_tc_row(t / 32, t % 32), half = slG_tc_half(t % 32), key = k0 + row;
     float *srow = St + slG_tc_at(row, half * 32, lds);
     uint16_t *prow = Pt + slG_tc_at(row, half * 32, ldp);
@@ -600,7 +609,7 @@ static void tc_backward_tile(Smem *s, int k0, int q0, int n, int causal, float s
   }
   for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++)
     add_product(s, dVs + slG_tc_at(warp * 16, 0, ldo), Pt + slG_tc_at(warp * 16, 0, ldp), dOs);
-  for (int t = 0; t < SLG_TC_THREADS; t++) {   /* dS^T = P^T o (dP^T - Dq) in place of P^T */
+  for (int t = 0; t < SLG_TC_THREADS; t++) { /* dS^T = P^T o (dP^T - Dq) in place of P^T */
     int row = slG_tc_row(t / 32, t % 32), half = slG_tc_half(t % 32);
     const float *srow = St + slG_tc_at(row, half * 32, lds), *dprow = dPt + slG_tc_at(row, half * 32, lds);
     uint16_t *prow = Pt + slG_tc_at(row, half * 32, ldp);
@@ -608,13 +617,13 @@ static void tc_backward_tile(Smem *s, int k0, int q0, int n, int causal, float s
   }
   for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++)
     add_product(s, dKs + slG_tc_at(warp * 16, 0, ldo), Pt + slG_tc_at(warp * 16, 0, ldp), Qs);
-  for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++)   /* dQ = dS K over the block's keys */
+  for (int warp = 0; warp < SLG_TC_THREADS / 32; warp++) /* dQ = dS K over the block's keys */
     for (int j = 0; j < dim / 16; j++) {
       Frag dq = {{0}};
       mma_steps(s, dq, Pt + warp * 16, ldp, 16L * ldp, 1, Ks + j * 16, ldh, 16L * ldh, 0, SLG_TC_TK / 16);
       acc_store(s, dQs + slG_tc_at(warp * 16, j * 16, ldo), dq, ldo);
     }
-  for (int t = 0; t < SLG_TC_THREADS; t++) {   /* the atomicAdds into dQ */
+  for (int t = 0; t < SLG_TC_THREADS; t++) { /* the atomicAdds into dQ */
     int qr = slG_tc_row(t / 32, t % 32), half = slG_tc_half(t % 32), q = q0 + qr;
     if (q >= n) continue;
     const float *src = dQs + slG_tc_at(qr, half * (dim / 2), ldo);
@@ -636,8 +645,10 @@ static void tc_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, c
     Dv[r] = d;
   }
   memset(dQ, 0, sizeof(float) * (size_t)nx);
-  float *dKs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DK)), *dVs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DV));
-  float *Lq = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_LQ)), *Dq = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DQV));
+  float *dKs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DK)),
+        *dVs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DV));
+  float *Lq = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_LQ)),
+        *Dq = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DQV));
   for (int h = 0; h < bh; h++)
     for (int k0 = 0; k0 < n; k0 += SLG_TC_TK) {
       long head = (long)h * n * dim, rows = (long)h * n;
@@ -647,7 +658,8 @@ static void tc_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, c
       for (int e = 0; e < SLG_TC_TK * ldo; e++) dKs[e] = 0.0f, dVs[e] = 0.0f;
       for (int q0 = slG_tc_query_start(k0, causal); q0 < n; q0 += SLG_TC_TQ) {
         stage(s, (uint16_t *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_Q)), (Rows){Q + head, nx - head}, q0, SLG_TC_TQ, n);
-        stage(s, (uint16_t *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DO)), (Rows){dO + head, nx - head}, q0, SLG_TC_TQ, n);
+        stage(s, (uint16_t *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DO)), (Rows){dO + head, nx - head}, q0, SLG_TC_TQ,
+              n);
         for (int i = 0; i < SLG_TC_TQ; i++) {
           int in = q0 + i < n;
           Lq[i] = in ? Lse[rows + q0 + i] * 1.4426950408889634f : INFINITY;
@@ -658,7 +670,8 @@ static void tc_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, c
       for (int t = 0; t < SLG_TC_THREADS; t++) {
         int row = slG_tc_row(t / 32, t % 32), half = slG_tc_half(t % 32), key = k0 + row;
         if (key >= n) continue;
-        const float *gk = dKs + slG_tc_at(row, half * (dim / 2), ldo), *gv = dVs + slG_tc_at(row, half * (dim / 2), ldo);
+        const float *gk = dKs + slG_tc_at(row, half * (dim / 2), ldo),
+                    *gv = dVs + slG_tc_at(row, half * (dim / 2), ldo);
         long out = head + slG_tc_at(key, half * (dim / 2), dim);
         for (int d = 0; d < dim / 2; d++) dK[out + d] = gk[d] * scale, dV[out + d] = gv[d];
       }
@@ -672,7 +685,7 @@ static void tc_case(int bh, int n, int dim, int causal) {
   snprintf(tag, sizeof tag, "tensor-core attention %d heads, n %d, dim %d%s", bh, n, dim, causal ? ", causal" : "");
   float *in[4];
   uint16_t *h[4];
-  for (int i = 0; i < 4; i++) {   /* Q K V dO */
+  for (int i = 0; i < 4; i++) { /* Q K V dO */
     in[i] = randn(nx);
     slK_round_array(SLK_BF16, in[i], in[i], nx);
     h[i] = bits_of(SLK_BF16, in[i], nx);
@@ -684,14 +697,16 @@ static void tc_case(int bh, int n, int dim, int causal) {
   slK_attention_contiguous(&a, 1, bh, n, n, dim, causal);
   CHECK(slK_attention_forward(SLK_ATTN_NAIVE, &a, in[0], in[1], in[2], ro, rl) == 0);
   CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &a, in[0], in[1], in[2], ro, in[3], rl, rq, rk, rv) == 0);
-  size_t bytes = slG_tc_bwd(dim, SLG_TC_BWD_BYTES) > slG_tc_fwd(dim, SLG_TC_FWD_BYTES) ? slG_tc_bwd(dim, SLG_TC_BWD_BYTES)
-                                                                                       : slG_tc_fwd(dim, SLG_TC_FWD_BYTES);
+  size_t bytes = slG_tc_bwd(dim, SLG_TC_BWD_BYTES) > slG_tc_fwd(dim, SLG_TC_FWD_BYTES)
+                     ? slG_tc_bwd(dim, SLG_TC_BWD_BYTES)
+                     : slG_tc_fwd(dim, SLG_TC_FWD_BYTES);
   Smem s = {aligned_alloc(128, (bytes + 127) / 128 * 128), slG_tc_fwd(dim, SLG_TC_FWD_BYTES), dim, 0, ""};
   tc_forward(&s, bh, n, causal, h[0], h[1], h[2], o, lse);
   s.bytes = slG_tc_bwd(dim, SLG_TC_BWD_BYTES);
   /* the backward from the reference's O and L, as the GPU test gives it */
   tc_backward(&s, bh, n, causal, h[0], h[1], h[2], h[3], ro, in[3], rl, dq, dk, dv);
-  CHECK_MSG(s.bad == 0, "%s: %d shared-memory accesses broke WMMA's rules or the layout; the first: %s", tag, s.bad, s.why);
+  CHECK_MSG(s.bad == 0, "%s: %d shared-memory accesses broke WMMA's rules or the layout; the first: %s", tag, s.bad,
+            s.why);
   compare("O", o, ro, nx, 1e-2);
   compare("L", lse, rl, nl, 1e-4);
   compare("dQ", dq, rq, nx, 3e-2);

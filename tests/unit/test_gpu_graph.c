@@ -135,8 +135,8 @@ static void test_prediction(void) {
   CHECK(by[SLM_MEM_ACT] > 0 && by[SLM_MEM_TEMP] > 0);
   for (int c = 0; c < SLM_MEM_NCAT; c++) sum += by[c];
   CHECK_NEAR(total, sum, 0);
-  CHECK(slM_device_predict(g, 16, 1, NULL) > total);   /* activations grow with the batch */
-  CHECK_EQ_INT(slM_device_fits(g, 1 << 30, 1, err, sizeof err), 0);   /* a model on the CPU is not the GPU's */
+  CHECK(slM_device_predict(g, 16, 1, NULL) > total);                /* activations grow with the batch */
+  CHECK_EQ_INT(slM_device_fits(g, 1 << 30, 1, err, sizeof err), 0); /* a model on the CPU is not the GPU's */
   slM_graph_free(g);
 }
 
@@ -161,7 +161,7 @@ static void test_refusals_without_a_device(void) {
     const char *out = check_fails(S, cases[i]);
     CHECK_MSG(out && strstr(out, why) && strstr(out, "cpu"), "%s: %s", cases[i], out ? out : "(ran)");
   }
-  CHECK(check_fails(S, "m = model mlp hidden=[8]\nx = to m cpu\nparams x") == NULL);   /* nothing else changes */
+  CHECK(check_fails(S, "m = model mlp hidden=[8]\nx = to m cpu\nparams x") == NULL); /* nothing else changes */
   sl_free(S);
 }
 
@@ -181,8 +181,8 @@ static void train_both(slM_Graph *cpu, double tol, const char *what) {
   slM_TrainConfig c = {epochs, 16, 0.01, 0.9, 0.01, SLM_ADAMW, SLM_CONSTANT, 0, 5};
   slM_EpochStats a[2], b[2];
   CHECK_EQ_INT(slM_train(cpu, d, &c, NULL, a), epochs);
-  for (int e = 0; e < epochs; e++) printf("  %s epoch %d on the cpu: loss %.7f, test loss %.7f\n", what, e + 1, a[e].loss,
-                                          a[e].test_loss);
+  for (int e = 0; e < epochs; e++)
+    printf("  %s epoch %d on the cpu: loss %.7f, test loss %.7f\n", what, e + 1, a[e].loss, a[e].test_loss);
   CHECK_EQ_INT(slM_train(dev, d, &c, NULL, b), epochs);
   CHECK_MSG(!dev->fault[0], "%s: %s", what, dev->fault);
   for (int e = 0; e < epochs; e++) {
@@ -237,17 +237,18 @@ static void test_rounding_bits(void) {
   enum { N = 4096 };
   static float x[N], y[N], r[N];
   static uint16_t h[N];
-  const float special[] = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 1e30f, -1e-40f, 0x1p-25f,
-                           0x1.8p-24f, INFINITY, -INFINITY, NAN, -NAN};
+  const float special[] = {0.0f,    -0.0f,    1.0f,       1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 1e30f,
+                           -1e-40f, 0x1p-25f, 0x1.8p-24f, INFINITY,    -INFINITY,   NAN,      -NAN};
   int ns = (int)(sizeof special / sizeof *special);
   slM_Rng rng;
   slM_rng_seed(&rng, 5);
   for (int i = 0; i < N; i++) {
     uint32_t u = (uint32_t)slM_rng_next(&rng);
-    memcpy(&x[i], &u, sizeof u);   /* every bit pattern: NaN payloads, subnormals, ties */
+    memcpy(&x[i], &u, sizeof u); /* every bit pattern: NaN payloads, subnormals, ties */
     if (i < ns) x[i] = special[i];
   }
-  float *dx = slK_dev_alloc(sizeof x, SLM_MEM_TEMP, err, sizeof err), *dy = slK_dev_alloc(sizeof y, SLM_MEM_TEMP, err, sizeof err);
+  float *dx = slK_dev_alloc(sizeof x, SLM_MEM_TEMP, err, sizeof err),
+        *dy = slK_dev_alloc(sizeof y, SLM_MEM_TEMP, err, sizeof err);
   uint16_t *dh = slK_dev_alloc(sizeof h, SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(dx && dy && dh, "alloc: %s", err);
   if (!dx || !dy || !dh) return;
@@ -264,12 +265,13 @@ static void test_rounding_bits(void) {
       memcpy(&want, &r[i], 4), memcpy(&got, &y[i], 4), memcpy(&from, &x[i], 4);
       uint16_t bits = format == SLK_FP16 ? slK_fp16_bits(x[i]) : (uint16_t)(want >> 16);
       if ((got != want || h[i] != bits) && bad++ < 5)
-        printf("  format %d: %a (0x%08x) rounded 0x%08x / 0x%04x, want 0x%08x / 0x%04x\n", format, x[i],
-               (unsigned)from, (unsigned)got, h[i], (unsigned)want, bits);
+        printf("  format %d: %a (0x%08x) rounded 0x%08x / 0x%04x, want 0x%08x / 0x%04x\n", format, x[i], (unsigned)from,
+               (unsigned)got, h[i], (unsigned)want, bits);
     }
     CHECK_MSG(bad == 0, "format %d: %d of %d values rounded otherwise than round.c", format, bad, N);
   }
-  slK_dev_free(dx, sizeof x, SLM_MEM_TEMP), slK_dev_free(dy, sizeof y, SLM_MEM_TEMP), slK_dev_free(dh, sizeof h, SLM_MEM_TEMP);
+  slK_dev_free(dx, sizeof x, SLM_MEM_TEMP), slK_dev_free(dy, sizeof y, SLM_MEM_TEMP),
+      slK_dev_free(dh, sizeof h, SLM_MEM_TEMP);
 }
 
 /* a strided batch of bf16 products on the tensor cores against the CPU's exact-product reference */
@@ -283,7 +285,8 @@ static void test_half_gemm_batched(void) {
   for (size_t i = 0; i < sizeof b / sizeof *b; i++) b[i] = (float)slM_rng_uniform(&rng) - 0.5f;
   slK_to_half(SLK_BF16, a, ah, sizeof a / sizeof *a);
   slK_to_half(SLK_BF16, b, bh, sizeof b / sizeof *b);
-  uint16_t *dah = slK_dev_alloc(sizeof ah, SLM_MEM_TEMP, err, sizeof err), *dbh = slK_dev_alloc(sizeof bh, SLM_MEM_TEMP, err, sizeof err);
+  uint16_t *dah = slK_dev_alloc(sizeof ah, SLM_MEM_TEMP, err, sizeof err),
+           *dbh = slK_dev_alloc(sizeof bh, SLM_MEM_TEMP, err, sizeof err);
   float *dc = slK_dev_alloc(sizeof c, SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(dah && dbh && dc, "alloc: %s", err);
   if (!dah || !dbh || !dc) return;
@@ -302,8 +305,10 @@ static void test_half_gemm_batched(void) {
     for (int i = 0; i < M * N; i++) worst = fmax(worst, fabs((double)c[(size_t)s * M * N + i] - ref[i]));
   }
   printf("  bf16 strided batch %d x %d x %d x %d: largest difference from the CPU reference %.3g\n", B, M, N, K, worst);
-  CHECK_MSG(worst <= 1e-5 * sqrt((double)K), "bf16 batch differs by %g", worst);   /* |terms| <= 1/4: sums in another order */
-  slK_dev_free(dah, sizeof ah, SLM_MEM_TEMP), slK_dev_free(dbh, sizeof bh, SLM_MEM_TEMP), slK_dev_free(dc, sizeof c, SLM_MEM_TEMP);
+  CHECK_MSG(worst <= 1e-5 * sqrt((double)K), "bf16 batch differs by %g",
+            worst); /* |terms| <= 1/4: sums in another order */
+  slK_dev_free(dah, sizeof ah, SLM_MEM_TEMP), slK_dev_free(dbh, sizeof bh, SLM_MEM_TEMP),
+      slK_dev_free(dc, sizeof c, SLM_MEM_TEMP);
 }
 
 /* a few AdamW steps of a language model on both devices from the same weights; the CPU model is freed */
@@ -352,7 +357,7 @@ static double worst_of(const float *a, const float *b, size_t n, double *scale) 
 ** gradients it is given, so they start at 0.25. */
 static void fused_rows_case(int format, int B, int T, int H, int dh, int causal, double tol) {
   size_t D = (size_t)H * dh, nx = (size_t)B * T * D, nl = (size_t)B * H * T, bx = nx * sizeof(float);
-  float *h[12];   /* q k v dout; the CPU's o lse dq dk dv; the GPU's o lse, then its dq dk dv in turn */
+  float *h[12]; /* q k v dout; the CPU's o lse dq dk dv; the GPU's o lse, then its dq dk dv in turn */
   for (int i = 0; i < 12; i++) h[i] = calloc(nx, sizeof(float));
   slM_Rng rng;
   slM_rng_seed(&rng, 21);
@@ -371,8 +376,9 @@ static void fused_rows_case(int format, int B, int T, int H, int dh, int causal,
   CHECK_MSG(rc == 0, "fused rows forward: %s", err);
   for (size_t j = 0; j < nx; j++) h[9][j] = 0.25f;
   for (int i = 6; i < 9; i++) slK_gpu()->upload(d[i], h[9], bx, err, sizeof err);
-  rc = rc ? rc : slK_dev_attention_backward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[3], d[5], d[6], d[7],
-                                            d[8], SLM_MEM_TEMP, err, sizeof err);
+  rc = rc ? rc
+          : slK_dev_attention_backward(format, B, T, H, dh, causal, d[0], d[1], d[2], d[4], d[3], d[5], d[6], d[7],
+                                       d[8], SLM_MEM_TEMP, err, sizeof err);
   CHECK_MSG(rc == 0, "fused rows backward: %s", err);
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
   for (int i = 0; rc == 0 && i < 5; i++) {
@@ -459,10 +465,11 @@ static void test_device_memory(void) {
   size_t trainable, params;
   slM_param_counts(dev, &trainable, &params);
   printf("  device peak %zu bytes (parameters %zu, gradients %zu, optimiser %zu, activations %zu, temporaries %zu), "
-         "predicted %.0f\n", m.peak, m.at_peak[SLM_MEM_PARAM], m.at_peak[SLM_MEM_GRAD], m.at_peak[SLM_MEM_OPTIM],
-         m.at_peak[SLM_MEM_ACT], m.at_peak[SLM_MEM_TEMP], predicted);
+         "predicted %.0f\n",
+         m.peak, m.at_peak[SLM_MEM_PARAM], m.at_peak[SLM_MEM_GRAD], m.at_peak[SLM_MEM_OPTIM], m.at_peak[SLM_MEM_ACT],
+         m.at_peak[SLM_MEM_TEMP], predicted);
   CHECK(m.live[SLM_MEM_PARAM] >= 4 * params && m.live[SLM_MEM_OPTIM] >= 8 * trainable);
-  CHECK(m.peak > 0 && m.peak <= 2 * predicted + (2u << 20));   /* size classes round each block up */
+  CHECK(m.peak > 0 && m.peak <= 2 * predicted + (2u << 20)); /* size classes round each block up */
   CHECK_EQ_INT(slM_device_fits(dev, 1 << 30, 1, err, sizeof err), -1);
   CHECK_CONTAINS(err, "refused before allocating");
   CHECK_CONTAINS(err, "GiB");
@@ -475,7 +482,7 @@ done:
 /* what the GPU does not run is refused with the reason */
 static void test_refusals_on_a_device(void) {
   slM_Graph *m = mlp(), *dev;
-  m->precision = SLM_BF16;   /* a 16-bit precision moves: its products run on the tensor cores */
+  m->precision = SLM_BF16; /* a 16-bit precision moves: its products run on the tensor cores */
   CHECK_MSG((dev = slM_graph_to(m, SLM_CUDA, err, sizeof err)) != NULL, "bf16 to gpu: %s", err);
   CHECK(dev && dev->precision == SLM_BF16);
   slM_graph_free(dev);
@@ -483,15 +490,14 @@ static void test_refusals_on_a_device(void) {
 }
 
 int main(void) {
-  setvbuf(stdout, NULL, _IOLBF, 0);   /* each line as it comes, into a log too */
+  setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it comes, into a log too */
   gpu = slK_dev_available();
   RUN(test_cuda_slots);
   RUN(test_to_cpu_copies_the_state);
   RUN(test_prediction);
   if (!gpu) {
     RUN(test_refusals_without_a_device);
-    check_skip("test_gpu_graph's GPU side (models trained on both devices, to and back, device memory)",
-               slK_dev_why());
+    check_skip("test_gpu_graph's GPU side (models trained on both devices, to and back, device memory)", slK_dev_why());
     return check_summary();
   }
   RUN(test_mlp_on_both);

@@ -54,10 +54,10 @@
 #include "kernels/device.h"
 #include "kernels/round.h"
 
-static const slG_Backend *G;   /* the CUDA module's table (kernels/device.h), NULL without one */
-static int gpu;          /* a CUDA device is present: the GPU side of each case runs */
+static const slG_Backend *G; /* the CUDA module's table (kernels/device.h), NULL without one */
+static int gpu;              /* a CUDA device is present: the GPU side of each case runs */
 static char err[512];
-static char tag[160];    /* the case, for messages */
+static char tag[160]; /* the case, for messages */
 static slM_Rng rng;
 
 static int small(void) {
@@ -125,12 +125,12 @@ static void dev_free(Dev *d) {
   d->n = 0;
 }
 
-#define ON_GPU(d, call)                                                    \
-  do {                                                                     \
-    if ((d)->ok && (call) != 0) {                                          \
-      check_fail(__FILE__, __LINE__, "%s: %s: %s", tag, #call, err);       \
-      (d)->ok = 0;                                                         \
-    }                                                                      \
+#define ON_GPU(d, call) \
+  do { \
+    if ((d)->ok && (call) != 0) { \
+      check_fail(__FILE__, __LINE__, "%s: %s: %s", tag, #call, err); \
+      (d)->ok = 0; \
+    } \
   } while (0)
 
 /* got against want: bit for bit when rtol and atol are 0, else within atol + rtol |want| */
@@ -179,12 +179,13 @@ static void activation_case(size_t n) {
   float *x = randn(n, 3), *b = randn(n, 1), *dy = randn(n, 1), *g0 = randn(n, 0.5), *g1 = randn(n, 0.5);
   float *ones = malloc(n * sizeof *ones);
   for (size_t i = 0; i < n; i++) ones[i] = 1;
-  if (n > 2) x[0] = 0.0f, x[1] = -0.0f;   /* ReLU's slope at zero, and the sign of its zeros */
+  if (n > 2) x[0] = 0.0f, x[1] = -0.0f; /* ReLU's slope at zero, and the sign of its zeros */
   int shape[1] = {(int)n};
   for (int a = 0; a < 4; a++) {
     int swiglu = a == 3, act = swiglu ? SLG_SILU : acts[a].act;
     slM_Graph *g = check_graph_new();
-    int ia = check_input(g, 1, shape, x), ib = swiglu || act == SLG_SILU ? check_input(g, 1, shape, swiglu ? b : ones) : -1;
+    int ia = check_input(g, 1, shape, x),
+        ib = swiglu || act == SLG_SILU ? check_input(g, 1, shape, swiglu ? b : ones) : -1;
     slM_Node *nd = check_op_node(g, swiglu ? OP_SWIGLU : acts[a].op, ia, ib);
     float *init[2] = {g0, swiglu ? g1 : NULL};
     check_forward(g, nd);
@@ -245,7 +246,7 @@ static void test_dropout(void) {
   static const size_t ns[] = {1, 2, 31, 33, 4097, 100003};
   for (int i = 0; i < shapes(6, 4); i++) dropout_case(ns[i], 0.3f);
   dropout_case(257, 0.5f);
-  dropout_case(33, 0.0f);   /* evaluation's copy: dx += dy */
+  dropout_case(33, 0.0f); /* evaluation's copy: dx += dy */
 }
 
 /* two tensors, or one plus a parameter row broadcast over the rows */
@@ -395,7 +396,7 @@ static void softmax_case(int rows, int n, int causal) {
   int plain[2] = {rows, n}, square[4] = {1, rows / (n ? n : 1), n, n};
   slM_Graph *g = check_graph_new();
   slM_Node *nd = check_op_node(g, causal ? OP_MASKED_SOFTMAX : OP_SOFTMAX,
-                         causal ? check_input(g, 4, square, x) : check_input(g, 2, plain, x), -1);
+                               causal ? check_input(g, 4, square, x) : check_input(g, 2, plain, x), -1);
   float *init[1] = {g0};
   check_forward(g, nd);
   check_backward(g, nd, dy, init, NULL);
@@ -414,7 +415,7 @@ static void softmax_case(int rows, int n, int causal) {
 
 static void test_softmax(void) {
   static const int s[][2] = {{1, 1}, {31, 7}, {33, 33}, {257, 129}, {4, 10000}};
-  static const int c[][2] = {{1, 1}, {2, 31}, {3, 33}, {1, 257}};   /* matrices, T */
+  static const int c[][2] = {{1, 1}, {2, 31}, {3, 33}, {1, 257}}; /* matrices, T */
   for (int i = 0; i < shapes(5, 3); i++) softmax_case(s[i][0], s[i][1], 0);
   for (int i = 0; i < shapes(4, 3); i++) softmax_case(c[i][0] * c[i][1], c[i][1], 1);
 }
@@ -428,7 +429,8 @@ static void loss_case(int kind, int B, int T, int C) {
   int zs2[2] = {rows, C}, zs3[3] = {B, T, C}, ls2[2] = {B, T};
   slM_Graph *g = check_graph_new();
   int tokens = kind == SLG_LOSS_TOKENS;
-  int iz = tokens ? check_input(g, 3, zs3, z) : check_input(g, 2, zs2, z), il = tokens ? check_input(g, 2, ls2, labels) : check_input(g, 1, &rows, labels);
+  int iz = tokens ? check_input(g, 3, zs3, z) : check_input(g, 2, zs2, z),
+      il = tokens ? check_input(g, 2, ls2, labels) : check_input(g, 1, &rows, labels);
   slM_Node *nd = check_op_node(g, tokens ? OP_TOKEN_CE : OP_CROSS_ENTROPY, iz, il);
   float *init[2] = {g0, NULL};
   check_forward(g, nd);
@@ -527,7 +529,9 @@ static void optimizer_case(int adamw) {
   slM_Graph *g = slM_mlp(&ms, 3, 0, err, sizeof err);
   CHECK_MSG(g != NULL, "%s", err);
   if (!g) return;
-  slM_TrainConfig c = {.lr = adamw ? 1e-3 : 0.05, .momentum = 0.9, .weight_decay = adamw ? 0.01 : 5e-4,
+  slM_TrainConfig c = {.lr = adamw ? 1e-3 : 0.05,
+                       .momentum = 0.9,
+                       .weight_decay = adamw ? 0.01 : 5e-4,
                        .optimizer = adamw ? SLM_ADAMW : SLM_SGD};
   slM_Param *ps[16];
   slG_ParamRef refs[16];
@@ -539,7 +543,11 @@ static void optimizer_case(int adamw) {
   for (int k = 0; k < count; k++) {
     size_t n = ps[k]->value->size;
     float *zero = calloc(n, sizeof *zero);
-    slG_ParamRef r = {up(&d, ps[k]->value->data, n), up(&d, NULL, n), up(&d, zero, n), up(&d, zero, n), n,
+    slG_ParamRef r = {up(&d, ps[k]->value->data, n),
+                      up(&d, NULL, n),
+                      up(&d, zero, n),
+                      up(&d, zero, n),
+                      n,
                       ps[k]->value->ndim >= 2 ? (float)c.weight_decay : 0.0f};
     refs[k] = r;
     free(zero);
@@ -577,11 +585,11 @@ static void test_optimizers(void) {
 
 /* ------------------------------------------------------------ refusals */
 
-#define REFUSED(call, says)                                                                    \
-  do {                                                                                         \
-    err[0] = 0;                                                                                \
+#define REFUSED(call, says) \
+  do { \
+    err[0] = 0; \
     CHECK_MSG((call) == -1 && err[0], "%s: expected -1 with a message, got \"%s\"", #call, err); \
-    if ((says)[0]) CHECK_CONTAINS(err, says);                                                  \
+    if ((says)[0]) CHECK_CONTAINS(err, says); \
   } while (0)
 
 /* The module of a build with nvcc loads (here too, without a device) and

@@ -60,16 +60,16 @@ static uint32_t bits_of(float f) {
 static void test_widening_every_pattern(void) {
   static uint16_t h[65536 + 5];
   static float got[65536 + 5], want[65536 + 5];
-  for (int i = 0; i < 65536 + 5; i++) h[i] = (uint16_t)(i * 40503u);   /* every pattern, in an odd order, and a tail */
+  for (int i = 0; i < 65536 + 5; i++) h[i] = (uint16_t)(i * 40503u); /* every pattern, in an odd order, and a tail */
   for (int f = SLK_BF16; f <= SLK_FP16; f++) {
     slK_half_to_f32_reference(f, h, want, 65536 + 5);
-    for (int off = 0; off < 3; off++) {   /* unaligned starts and tails */
+    for (int off = 0; off < 3; off++) { /* unaligned starts and tails */
       slK_half_to_f32(f, h + off, got + off, 65536 + 5 - off);
       int bad = 0;
       for (int i = off; i < 65536 + 5; i++) bad += bits_of(got[i]) != bits_of(want[i]);
       CHECK_MSG(bad == 0, "format %d from %d: %d patterns differ", f, off, bad);
     }
-    for (int i = 0; i < 65536; i++) {   /* the reference is the exact value */
+    for (int i = 0; i < 65536; i++) { /* the reference is the exact value */
       float v = f == SLK_BF16 ? slK_bf16_to_f32(h[i]) : slK_fp16_value(h[i]);
       if (bits_of(v) != bits_of(want[i])) {
         CHECK_MSG(0, "format %d pattern %04x", f, h[i]);
@@ -83,15 +83,35 @@ static void test_narrowing_every_class(void) {
   enum { N = 1 << 18 };
   float *x = malloc(N * sizeof *x);
   uint16_t *got = malloc(N * sizeof *got), *want = malloc(N * sizeof *want);
-  const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 65536.0f, 0x1p-14f,
-                           0x1p-24f, 0x1p-25f, 0x1.8p-25f, -0x1p-25f, 0x1p-126f, 0x1p-149f, 3.4e38f,
-                           from_bits(0x7F800000u), from_bits(0xFF800000u), from_bits(0x7FC00001u),
-                           from_bits(0xFFA00000u), from_bits(0x7F800001u), from_bits(0x3F808000u), from_bits(0x3F818000u)};
+  const float special[] = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           65504.0f,
+                           65519.99f,
+                           65520.0f,
+                           -65520.0f,
+                           65536.0f,
+                           0x1p-14f,
+                           0x1p-24f,
+                           0x1p-25f,
+                           0x1.8p-25f,
+                           -0x1p-25f,
+                           0x1p-126f,
+                           0x1p-149f,
+                           3.4e38f,
+                           from_bits(0x7F800000u),
+                           from_bits(0xFF800000u),
+                           from_bits(0x7FC00001u),
+                           from_bits(0xFFA00000u),
+                           from_bits(0x7F800001u),
+                           from_bits(0x3F808000u),
+                           from_bits(0x3F818000u)};
   size_t ns = sizeof special / sizeof special[0];
   for (size_t i = 0; i < N; i++) {
     uint32_t u = (uint32_t)next();
-    if (i % 4 == 1) u = (u & 0xFFFF0000u) | 0x8000u;          /* bf16 ties */
-    if (i % 4 == 2) u = (u & 0x8FFFE000u) | 0x38001000u;      /* float16 ties in range */
+    if (i % 4 == 1) u = (u & 0xFFFF0000u) | 0x8000u;     /* bf16 ties */
+    if (i % 4 == 2) u = (u & 0x8FFFE000u) | 0x38001000u; /* float16 ties in range */
     x[i] = i < ns ? special[i] : from_bits(u);
   }
   for (int f = SLK_BF16; f <= SLK_FP16; f++) {
@@ -102,14 +122,14 @@ static void test_narrowing_every_class(void) {
       for (size_t i = (size_t)off; i < N; i++) bad += got[i] != want[i];
       CHECK_MSG(bad == 0, "format %d from %d: %d values differ", f, off, bad);
     }
-    float *r32 = malloc(N * sizeof *r32), *ref = malloc(N * sizeof *ref);   /* rounded and kept float32 */
+    float *r32 = malloc(N * sizeof *r32), *ref = malloc(N * sizeof *ref); /* rounded and kept float32 */
     slK_round_f32(f, x + 1, r32 + 1, N - 1);
     slK_round_array(f, x + 1, ref + 1, N - 1);
     int bad = 0;
     for (size_t i = 1; i < N; i++) bad += bits_of(r32[i]) != bits_of(ref[i]);
     CHECK_MSG(bad == 0, "format %d: slK_round_f32 differs from slK_round_array at %d values", f, bad);
     free(r32), free(ref);
-    for (size_t i = 0; i < N; i++) {   /* the reference is round.c's rounding, as bits */
+    for (size_t i = 0; i < N; i++) { /* the reference is round.c's rounding, as bits */
       float r = f == SLK_BF16 ? slK_round_bf16(x[i]) : slK_round_fp16(x[i]);
       float back = f == SLK_BF16 ? slK_bf16_to_f32(want[i]) : slK_fp16_value(want[i]);
       if (bits_of(r) != bits_of(back) && !(r != r && back != back)) {
@@ -123,7 +143,7 @@ static void test_narrowing_every_class(void) {
 
 /* ------------------------------------------------------------------ products */
 
-static float *values(size_t n, int format) {   /* normal values, a few already 16-bit */
+static float *values(size_t n, int format) { /* normal values, a few already 16-bit */
   float *x = malloc((n ? n : 1) * sizeof *x);
   for (size_t i = 0; i < n; i++) {
     x[i] = (float)((int64_t)(next() % 20001) - 10000) / 2500.0f;
@@ -187,7 +207,8 @@ static void test_graph_product(void) {
       CHECK_MSG(same(back, c32, (size_t)M * N), "format %d portable %d: 16-bit result", f, portable);
       /* a float32 result (a gradient) from a 16-bit operand */
       float *g32 = calloc((size_t)K * N, sizeof *g32), *g16 = calloc((size_t)K * N, sizeof *g16);
-      slM_product(&g, 1, 0, K, N, M, 1.0f, slM_f32(A), K, NULL, slM_f32(c32), N, 0.0f, NULL, 0, (slM_Dst){g32, NULL}, N);
+      slM_product(&g, 1, 0, K, N, M, 1.0f, slM_f32(A), K, NULL, slM_f32(c32), N, 0.0f, NULL, 0, (slM_Dst){g32, NULL},
+                  N);
       slM_product(&g, 1, 0, K, N, M, 1.0f, (slM_Mat){NULL, Ah}, K, NULL, (slM_Mat){NULL, c16}, N, 0.0f, NULL, 0,
                   (slM_Dst){g16, NULL}, N);
       CHECK_MSG(same(g16, g32, (size_t)K * N), "format %d portable %d: float32 result", f, portable);
@@ -200,8 +221,13 @@ static void test_graph_product(void) {
 /* ------------------------------------------------------------------- models */
 
 enum { MLP_RELU, MLP_GELU, MLP_TANH, VIT, VIT_FUSED, LM, LM_FUSED, LM_MASKED_SOFTMAX, FAMILIES };
-static const char *const family_names[] = {"mlp relu", "mlp gelu", "mlp tanh", "image transformer",
-                                           "image transformer fused", "lm", "lm fused",
+static const char *const family_names[] = {"mlp relu",
+                                           "mlp gelu",
+                                           "mlp tanh",
+                                           "image transformer",
+                                           "image transformer fused",
+                                           "lm",
+                                           "lm fused",
                                            "lm fused, attention op by op"};
 
 static slM_Graph *build(int family, int precision) {
@@ -220,7 +246,7 @@ static slM_Graph *build(int family, int precision) {
   }
   CHECK_MSG(g != NULL, "%s", err);
   slM_FuseCounts c;
-  if (g && family >= LM_FUSED) {   /* attention fused, or left op by op with its mask and softmax fused */
+  if (g && family >= LM_FUSED) { /* attention fused, or left op by op with its mask and softmax fused */
     CHECK_MSG(slM_fuse(g, family == LM_FUSED, &c, err, sizeof err) == 0, "%s", err);
     if (family == LM_MASKED_SOFTMAX) CHECK_EQ_INT(c.masked_softmax, 2);
   }
@@ -243,7 +269,7 @@ static void steps(slM_Graph *g, int store, double loss[2], size_t *act_bytes) {
     const slM_Tensor *own[3] = {n->out, n->saved, n->saved2};
     for (int k = 0; k < 3; k++)
       if (own[k] && !own[k]->view) *act_bytes += slM_tensor_bytes(own[k]);
-    if (n->out && n->out->view) *act_bytes += slM_tensor_bytes(n->out);   /* planned: its place in the arena */
+    if (n->out && n->out->view) *act_bytes += slM_tensor_bytes(n->out); /* planned: its place in the arena */
   }
   slL_batch_free(&b);
   slM_half_storage(was);
@@ -282,7 +308,8 @@ static void test_models_bit_for_bit(void) {
         halves += expect;
       }
       CHECK_MSG(wrong == 0 && halves > 0, "%s: %d outputs in the wrong storage (%d in 16 bits)", what, wrong, halves);
-      if (f == SLM_BF16) printf("  %s: %d outputs in 16 bits, activations %zu bytes against %zu\n", what, halves, b_on, b_off);
+      if (f == SLM_BF16)
+        printf("  %s: %d outputs in 16 bits, activations %zu bytes against %zu\n", what, halves, b_on, b_off);
       free(dt);
       slM_graph_free(on), slM_graph_free(off);
     }
@@ -295,7 +322,7 @@ static void test_prediction_matches(void) {
   slM_TrainConfig c = {1, 4, 1e-3, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
   for (int fam = 0; fam < FAMILIES; fam++) {
     slM_product_release();
-    size_t before = slM_mem_live();   /* nothing of this model yet: its parameters count in both figures */
+    size_t before = slM_mem_live(); /* nothing of this model yet: its parameters count in both figures */
     slM_Graph *g = build(fam, SLM_BF16);
     if (!g) return;
     slL_Batch b;
@@ -326,7 +353,7 @@ static slM_Param *first_weight(slM_Graph *g) {
 }
 
 static void test_weight_copies(void) {
-  int was = slM_product_copies(1);   /* as the native products keep them, on any machine */
+  int was = slM_product_copies(1); /* as the native products keep them, on any machine */
   slM_Graph *g = build(MLP_RELU, SLM_BF16), *fresh = build(MLP_RELU, SLM_BF16);
   if (!g || !fresh) return;
   slM_TrainConfig c = {1, 4, 1e-2, 0.9, 0, SLM_SGD, SLM_CONSTANT, 0, 5};
@@ -348,7 +375,7 @@ static void test_weight_copies(void) {
       float *to = fresh->nodes[i].params[k]->value->data;
       memcpy(to, g->nodes[i].params[k]->value->data, g->nodes[i].params[k]->value->size * sizeof *to);
     }
-  slM_rng_seed(&g->rng, 9), slM_rng_seed(&fresh->rng, 9);   /* the same dropout masks */
+  slM_rng_seed(&g->rng, 9), slM_rng_seed(&fresh->rng, 9); /* the same dropout masks */
   slM_forward(g, b.x, b.y, 4, 1);
   slM_forward(fresh, b.x, b.y, 4, 1);
   const slM_Tensor *lg = g->nodes[slM_logits_node(g)].out, *lf = fresh->nodes[slM_logits_node(fresh)].out;
@@ -365,14 +392,14 @@ static void test_weight_copies(void) {
 int main(void) {
   RUN(test_widening_every_pattern);
   RUN(test_narrowing_every_class);
-  int was = slK_round_vector(0);   /* the scalar loops: the references compared with themselves must agree */
+  int was = slK_round_vector(0); /* the scalar loops: the references compared with themselves must agree */
   RUN(test_widening_every_pattern);
   slK_round_vector(was);
   RUN(test_kernel_on_16bit_operands);
   RUN(test_graph_product);
   RUN(test_models_bit_for_bit);
   RUN(test_prediction_matches);
-  int copies = slM_product_copies(1);   /* the working copies' path on any machine, to the same bits */
+  int copies = slM_product_copies(1); /* the working copies' path on any machine, to the same bits */
   RUN(test_models_bit_for_bit);
   RUN(test_prediction_matches);
   slM_product_copies(copies);

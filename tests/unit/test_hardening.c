@@ -71,8 +71,8 @@ static void test_deep_nesting_is_a_syntax_error(void) {
 ** one level of the one count, refused past it and run below it. */
 static void test_every_kind_of_nesting_counts(void) {
   static const struct {
-    const char *open, *middle, *close, *below;   /* below: what 150 levels give (NULL: no error) */
-    int levels;                                  /* levels one open adds */
+    const char *open, *middle, *close, *below; /* below: what 150 levels give (NULL: no error) */
+    int levels;                                /* levels one open adds */
   } kinds[] = {
       {"(", "1", ")", "1"},
       {"[", "1", "]", NULL},
@@ -100,7 +100,7 @@ static void test_every_kind_of_nesting_counts(void) {
     got = check_eval(S, code);
     if (kinds[k].below) {
       CHECK_MSG(strcmp(got, kinds[k].below) == 0, "%s...%s 150 deep gave: %.200s", kinds[k].open,
-                     kinds[k].close ? kinds[k].close : "", got);
+                kinds[k].close ? kinds[k].close : "", got);
     } else {
       CHECK_MSG(!strstr(got, "Error"), "%s...%s 150 deep gave: %.200s", kinds[k].open, kinds[k].close, got);
     }
@@ -179,8 +179,10 @@ static void test_memory_budget_refuses_large_work(void) {
   CHECK_CONTAINS(check_eval(S, "m = model transformer width=4096 depth=24 mlp_ratio=16"), "would need 54.1 GiB");
   CHECK_CONTAINS(check_eval(S, "d = dataset synthetic train=1000000000"), "train: this data set would need");
   CHECK_CONTAINS(check_eval(S, "d = dataset synthetic train=100 test=10 features=4\n"
-                        "m = model mlp data=d hidden=[65536, 65536]"), "would need 16.0 GiB");
-  CHECK_CONTAINS(check_eval(S, "m = model mlp data=d hidden=[1024]\ntrain m d batch=65536"), "training this model would need");
+                               "m = model mlp data=d hidden=[65536, 65536]"),
+                 "would need 16.0 GiB");
+  CHECK_CONTAINS(check_eval(S, "m = model mlp data=d hidden=[1024]\ntrain m d batch=65536"),
+                 "training this model would need");
   CHECK_CONTAINS(check_eval(S, "m = model mlp hidden=[1e999]"), "hidden sizes must be between 1 and 65536, got inf");
   CHECK_CONTAINS(check_eval(S, "m = model transformer width=0"), "width: must be between 2 and 4096, got 0");
   unsetenv("SYSLAB_MEMORY_BUDGET");
@@ -193,7 +195,8 @@ static void test_memory_budget_refuses_large_work(void) {
 /* NaN passed every `x < lo || x > hi` check: sleep of NaN never returned */
 static void test_nan_fails_range_checks(void) {
   sl_State *S = sl_new();
-  check_eval(S, "nan = 1e999 - 1e999\nd = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
+  check_eval(S,
+             "nan = 1e999 - 1e999\nd = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
   CHECK_CONTAINS(check_eval(S, "sleep nan"), "seconds: must be between 0 and 86400, got nan");
   CHECK_CONTAINS(check_eval(S, "sleep 1e999"), "seconds: must be between 0 and 86400, got inf");
   CHECK_CONTAINS(check_eval(S, "model mlp dropout=nan"), "dropout: must be in [0, 1)");
@@ -223,12 +226,11 @@ static void test_ranges_and_powers(void) {
 static void test_diverging_training_stops(void) {
   sl_State *S = sl_new();
   const char *r = check_eval(S, "d = dataset fashion_mnist train=2000 test=100\n"
-                         "m = model mlp data=d\ntrain m d lr=5 epochs=2");
+                                "m = model mlp data=d\ntrain m d lr=5 epochs=2");
   CHECK_CONTAINS(r, "training diverged: the loss became");
   CHECK_CONTAINS(r, "Use a smaller learning rate than 5");
   sl_free(S);
 }
-
 
 static double seconds_since(const struct timespec *t0) {
   struct timespec t1;
@@ -248,7 +250,7 @@ static void test_long_tables_show_head_and_tail(void) {
   CHECK_MSG(seconds_since(&t0) < 0.5, "showing took %.2f s", seconds_since(&t0));
   const char *text = sl_bundle_get(&b, "text/plain")->data;
   CHECK_CONTAINS(text, "(100000 rows; the first and last 20 are shown, 99960 in between are not)");
-  CHECK_CONTAINS(text, "10000000000");   /* the last row, 100000 squared */
+  CHECK_CONTAINS(text, "10000000000"); /* the last row, 100000 squared */
   CHECK(strstr(text, "\n     50000 ") == NULL);
   CHECK_CONTAINS(sl_bundle_get(&b, "text/markdown")->data, "| ... |");
   CHECK_CONTAINS(sl_bundle_get(&b, "text/html")->data, "100000 rows; the first and last 20 are shown");
@@ -279,9 +281,11 @@ static void test_csv_loading(void) {
   char dir[] = "/tmp/syslab-csv-XXXXXX", path[128], code[512];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(path, sizeof path, "%s/odd.csv", dir);
-  write_file(path, "\xEF\xBB\xBF" "a,b,c\n0x10,nan,inf\n\"a\"b,\"\",\n\"12\",12,-1.5e3\n");
+  write_file(path, "\xEF\xBB\xBF"
+                   "a,b,c\n0x10,nan,inf\n\"a\"b,\"\",\n\"12\",12,-1.5e3\n");
   snprintf(code, sizeof code, "u = load \"%s\"\n[u.columns, u.a, u.b, u.c]", path);
-  CHECK_STREQ(check_eval(S, code), "[[\"a\", \"b\", \"c\"], [\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
+  CHECK_STREQ(check_eval(S, code),
+              "[[\"a\", \"b\", \"c\"], [\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
   snprintf(code, sizeof code, "save u \"%s/again.csv\"\nv = load \"%s/again.csv\"\n[v.a, v.b, v.c]", dir, dir);
   CHECK_STREQ(check_eval(S, code), "[[\"0x10\", \"ab\", \"12\"], [\"nan\", \"\", 12], [\"inf\", nil, -1500]]");
 
@@ -320,7 +324,8 @@ static void test_number_grammar(void) {
   CHECK(sl_parse_number("+.5", &x) && x == 0.5);
   CHECK(sl_parse_number("1_000", &x) && x == 1000);
   const char *not_numbers[] = {"nan", "inf", "-inf", "0x10", "1e5x", " 1", "1 ", "", "-", "1..2", "e5", NULL};
-  for (int i = 0; not_numbers[i]; i++) CHECK_MSG(!sl_parse_number(not_numbers[i], &x), "'%s' read as a number", not_numbers[i]);
+  for (int i = 0; not_numbers[i]; i++)
+    CHECK_MSG(!sl_parse_number(not_numbers[i], &x), "'%s' read as a number", not_numbers[i]);
 }
 
 /* plot: '' in a title broke gnuplot; ±1e308 and NaN gave a raw gnuplot
@@ -328,8 +333,11 @@ static void test_number_grammar(void) {
 ** categories overdrew silently; y could name one column only */
 static void test_plot_checks(void) {
   sl_State *S = sl_new();
-  check_eval(S, "t = table x=[1, 2, 3] a=[1, 4, 9] b=[2, 3, 5] c=[\"p\", \"q\", \"p\"] h=[1, 1e308, 2] n=[1, 1e999 - 1e999, 2]");
-  CHECK_STREQ(check_eval(S, "plot t x=x y=a title=\"f''(x) isn't `echo x` $HOME\" xlabel=\"'\" ylabel=\"''''\""), "nil");
+  check_eval(
+      S,
+      "t = table x=[1, 2, 3] a=[1, 4, 9] b=[2, 3, 5] c=[\"p\", \"q\", \"p\"] h=[1, 1e308, 2] n=[1, 1e999 - 1e999, 2]");
+  CHECK_STREQ(check_eval(S, "plot t x=x y=a title=\"f''(x) isn't `echo x` $HOME\" xlabel=\"'\" ylabel=\"''''\""),
+              "nil");
   CHECK_CONTAINS(sl_bundle_get(&check_cap.last, "text/plain")->data, "f''(x) isn't `echo x` $HOME");
   CHECK_STREQ(check_cap.err.s, "");
   CHECK_STREQ(check_eval(S, "plot t x=x y=[\"a\", \"b\"]"), "nil");
@@ -338,7 +346,8 @@ static void test_plot_checks(void) {
   CHECK_CONTAINS(check_eval(S, "plot t x=x y=h"), "column 'h' holds 1e+308 in row 2: a plot needs finite numbers");
   CHECK_CONTAINS(check_eval(S, "plot t x=x y=n"), "column 'n' holds nan in row 2");
   CHECK_EQ_INT(check_cap.displays, 0);
-  CHECK_CONTAINS(check_eval(S, "plot t x=c y=a kind=bars"), "rows 1 and 3 have the same c (p): their bars would be drawn over each other");
+  CHECK_CONTAINS(check_eval(S, "plot t x=c y=a kind=bars"),
+                 "rows 1 and 3 have the same c (p): their bars would be drawn over each other");
   check_eval(S, "big = sweep i=1..200001 { }");
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -346,7 +355,8 @@ static void test_plot_checks(void) {
   CHECK(seconds_since(&t0) < 1);
   CHECK_EQ_INT(check_cap.displays, 0);
   /* a study with no complete trial passed gnuplot's "no valid points" through */
-  check_eval(S, "s = search trials=3 sampler=random seed=1 {\n  x = suggest \"x\" float 0 1\n  y = nope\n  objective x\n}");
+  check_eval(
+      S, "s = search trials=3 sampler=random seed=1 {\n  x = suggest \"x\" float 0 1\n  y = nope\n  objective x\n}");
   const char *got = check_eval(S, "plot s.running_best x=trial y=best");
   CHECK_CONTAINS(got, "ArgumentError: plot: table: none of its 3 rows holds both an x ('trial') and a y ('best'): "
                       "there is nothing to draw; the study has no complete trial (3 failed, 0 pruned, 0 running); "
@@ -392,8 +402,10 @@ static void test_language_errors_and_gaps(void) {
   check_eval(S, "d = dataset synthetic train=64 test=16 features=4\nm = model mlp data=d hidden=[4]");
   CHECK_STREQ(check_eval(S, "(train m d schedule=step).nrows"), "1");
   CHECK_STREQ(check_eval(S, "1..5 step 2"), "[1, 3, 5]");
-  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist train=100000"), "Fashion-MNIST has 60000 training and 10000 test items");
-  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "path: cannot open '/tmp/train-images-idx3-ubyte.gz'");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist train=100000"),
+                 "Fashion-MNIST has 60000 training and 10000 test items");
+  CHECK_CONTAINS(check_eval(S, "dataset fashion_mnist path=\"/tmp\""),
+                 "path: cannot open '/tmp/train-images-idx3-ubyte.gz'");
   CHECK(strstr(check_eval(S, "dataset fashion_mnist path=\"/tmp\""), "Debian package") == NULL);
   sl_free(S);
 }
@@ -431,7 +443,10 @@ static void test_image_checks(void) {
   char path[] = "/tmp/syslab-image-XXXXXX", code[256];
   int fd = mkstemp(path);
   CHECK(fd >= 0);
-  CHECK(write(fd, "\x89PNG\r\n\x1a\n" "garbage garbage garbage garbage garbage garbage", 55) == 55);
+  CHECK(write(fd,
+              "\x89PNG\r\n\x1a\n"
+              "garbage garbage garbage garbage garbage garbage",
+              55) == 55);
   close(fd);
   snprintf(code, sizeof code, "image \"%s\"", path);
   CHECK_CONTAINS(check_eval(S, code), "starts like a PNG image but is not a whole one");
@@ -443,8 +458,8 @@ static void test_image_checks(void) {
 /* numerics §1: a NaN makes every non-passthrough element of its block NaN.
 ** block_log turned the zero of [nan, 0.5, 0.0, 0.25] into 0.0078125. */
 static void test_block_formats_nan_rule(void) {
-  const char *names[] = {"block_fp", "block_minifloat", "block_log", "mxint8", "mxfp8_e4m3", "mxfp8_e5m2",
-                         "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", NULL};
+  const char *names[] = {"block_fp",   "block_minifloat", "block_log",  "mxint8",     "mxfp8_e4m3",
+                         "mxfp8_e5m2", "mxfp6_e3m2",      "mxfp6_e2m3", "mxfp4_e2m1", NULL};
   float in[8] = {NAN, 0.5f, 0.0f, 0.25f, 1.0f, 0.0f, -2.0f, 0.5f};
   for (int i = 0; names[i]; i++) {
     slQ_Format f = {0};
@@ -463,7 +478,7 @@ static void test_block_formats_nan_rule(void) {
                 out[k], ref[k]);
     }
     CHECK_MSG(out[2] == 0 || !zero_passes, "%s: the passthrough zero became %g", names[i], out[2]);
-    for (int k = 4; k < 8; k++)  /* the next block is untouched by the NaN */
+    for (int k = 4; k < 8; k++) /* the next block is untouched by the NaN */
       CHECK_MSG(isfinite(out[k]) && out[k] == ref[k], "%s element %d: %g vs %g", names[i], k, out[k], ref[k]);
   }
   /* the MXINT8 fast path, with blocks of 32 */
@@ -481,12 +496,14 @@ static void test_block_formats_nan_rule(void) {
 static void test_aggregates_and_table_indexing(void) {
   sl_State *S = sl_new();
   CHECK_STREQ(check_eval(S, "w = 6\nfrac = max(4, w - 2)\nfrac"), "4");
-  CHECK_STREQ(check_eval(S, "[max(4, 9 - 2), min([3, 1, 2]), sum(1, 2, 3), mean([1, 2, 3, 4]), sum([])]"), "[7, 1, 6, 2.5, 0]");
+  CHECK_STREQ(check_eval(S, "[max(4, 9 - 2), min([3, 1, 2]), sum(1, 2, 3), mean([1, 2, 3, 4]), sum([])]"),
+              "[7, 1, 6, 2.5, 0]");
   CHECK_STREQ(check_eval(S, "max [1, 1e999 - 1e999, 3]"), "nan");
   CHECK_CONTAINS(check_eval(S, "max []"), "needs at least one number");
   CHECK_CONTAINS(check_eval(S, "sum [1, \"a\"]"), "item 2 is a string, not a number");
   check_eval(S, "t = table a=[1, 2, 3] b=[\"x\", \"y\", \"z\"]");
-  CHECK_STREQ(check_eval(S, "[t[0], t[-1], t[\"b\"], mean(t.a), len(t)]"), "[{a: 1, b: \"x\"}, {a: 3, b: \"z\"}, [\"x\", \"y\", \"z\"], 2, 3]");
+  CHECK_STREQ(check_eval(S, "[t[0], t[-1], t[\"b\"], mean(t.a), len(t)]"),
+              "[{a: 1, b: \"x\"}, {a: 3, b: \"z\"}, [\"x\", \"y\", \"z\"], 2, 3]");
   CHECK_STREQ(check_eval(S, "t[1].b"), "\"y\"");
   CHECK_CONTAINS(check_eval(S, "t[3]"), "IndexError: row 3 is out of range for a table of 3 rows");
   CHECK_CONTAINS(check_eval(S, "t[\"c\"]"), "the table has no column 'c' (columns: a, b)");
@@ -506,7 +523,8 @@ static void test_model_size_and_operand_formats(void) {
   snprintf(expect, sizeof expect, "%.0f", want);
   CHECK_STREQ(check_eval(S, "(model_size (quantize_model m format=mxint8)).bytes"), expect);
   CHECK_STREQ(check_eval(S, "(model_size (prune m sparsity=0.5)).sparsity"), "0.5");
-  CHECK_STREQ(check_eval(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"), "50890");
+  CHECK_STREQ(check_eval(S, "(model_size (quantize_model m format=integer width=8 data_in_format=mxfp8_e4m3)).bytes"),
+              "50890");
   CHECK_CONTAINS(check_eval(S, "quantize_model m format=mxfp4_e2m1 data_in_width=8"),
                  "data_in_width: mxfp4_e2m1 has a fixed element width (4 bits)");
   CHECK_CONTAINS(check_eval(S, "quantize_model m format=integer width=4 weight_format=mxint8 weight_width=4"),
@@ -536,7 +554,7 @@ static void test_growth_past_the_budget_is_an_error(void) {
   sl_State *S = sl_new();
   CHECK_CONTAINS(check_eval(S, "x = \"abcdefgh\"\nfor i in 1..40 { x = x + x }"),
                  "MemoryError: joining these strings would need");
-  CHECK_STREQ(check_eval(S, "len(x)"), "16777216");   /* the last string that fitted */
+  CHECK_STREQ(check_eval(S, "len(x)"), "16777216"); /* the last string that fitted */
   CHECK_CONTAINS(check_eval(S, "y = [1, 2]\nfor i in 1..40 { y = y + y }"), "MemoryError: joining these lists");
   CHECK_STREQ(check_eval(S, "x = 1\ny = 2\nx + y"), "3");
   sl_free(S);

@@ -136,7 +136,7 @@ static int after_limit(void *ud) {
 }
 
 static void test_weights_are_whole_steps(void) {
-  enum { STEPS = 16, SMALL = 256 };   /* room for an interrupt that a loaded machine delays */
+  enum { STEPS = 16, SMALL = 256 }; /* room for an interrupt that a loaded machine delays */
   slM_Dataset *d = slM_synthetic(STEPS * SMALL, 64, 784, 10, 1.0, 5);
   slM_TrainConfig c = {1, SMALL, 0.002, 0, 0.01, SLM_ADAMW, SLM_COSINE, 0, 7};
   slM_EpochStats st;

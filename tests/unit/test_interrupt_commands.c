@@ -22,14 +22,14 @@
 #include "slcommand.h"
 
 typedef struct {
-  const char *command;  /* the command the case runs */
-  const char *setup;    /* run first, untimed ("" for nothing) */
-  const char *code;     /* its arguments, taking seconds */
-  double after;         /* seconds before the interrupt */
+  const char *command;   /* the command the case runs */
+  const char *setup;     /* run first, untimed ("" for nothing) */
+  const char *code;      /* its arguments, taking seconds */
+  double after;          /* seconds before the interrupt */
   const char *elsewhere; /* or: the test that checks it in another process (file::name) */
 } Case;
 
-static char csv[64];  /* a CSV file the load case reads (written by the save case's setup) */
+static char csv[64]; /* a CSV file the load case reads (written by the save case's setup) */
 
 /* `machine` first: the machine's roofs are measured once per process, by the
 ** first command that needs them. Sizes keep each node that cannot be cut
@@ -157,8 +157,10 @@ static void test_each_long_command_stops_within_a_second(void) {
     check_interrupt_join(&timer);
     char shown[300];
     snprintf(shown, sizeof shown, "%.290s", got);
-    CHECK_MSG(strstr(got, "Interrupt:"), "%s: no Interrupt (it took %.2f s; finished before the interrupt at %.1f s? "
-              "give it more work): %s", c->command, end - t0, c->after, shown);
+    CHECK_MSG(strstr(got, "Interrupt:"),
+              "%s: no Interrupt (it took %.2f s; finished before the interrupt at %.1f s? "
+              "give it more work): %s",
+              c->command, end - t0, c->after, shown);
     CHECK_MSG(end - timer.at < 1.0, "%s: stopped %.2f s after the interrupt (within 1 s wanted)", c->command,
               end - timer.at);
     printf("  %-22s stopped %4.0f ms after the interrupt\n", c->command, 1e3 * (end - timer.at));

@@ -65,8 +65,7 @@ static void in_child(const char *what, void (*fn)(void), int seconds) {
   if (WIFSIGNALED(status))
     CHECK_MSG(0, "%s: the child died of signal %d%s", what, WTERMSIG(status),
               WTERMSIG(status) == SIGALRM ? " (it hung)" : "");
-  else
-    CHECK_MSG(WEXITSTATUS(status) == 0, "%s: the child's checks failed", what);
+  else CHECK_MSG(WEXITSTATUS(status) == 0, "%s: the child's checks failed", what);
 }
 
 /* ------------------------------------------------------------ the journal */

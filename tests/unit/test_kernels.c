@@ -55,7 +55,8 @@ static void gemm_case(int ta, int tb, int M, int N, int K, float alpha, float be
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       double s = 0;
-      for (int k = 0; k < K; k++) s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+      for (int k = 0; k < K; k++)
+        s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
       want[i * N + j] = (float)(alpha * s + (beta == 0 ? 0 : beta * C0[i * N + j]));
     }
   for (int impl = 0; impl < SLK_GEMM_NUM; impl++)
@@ -81,13 +82,14 @@ static void gemm_case(int ta, int tb, int M, int N, int K, float alpha, float be
 
 static void test_gemm_versions(void) {
   seed(1);
-  int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {8, 48, 16}, {33, 97, 65}, {130, 70, 200}, {200, 300, 250}, {5, 2000, 7}, {64, 1, 513}};
+  int shapes[][3] = {{1, 1, 1},      {7, 5, 3},       {8, 48, 16},  {33, 97, 65},
+                     {130, 70, 200}, {200, 300, 250}, {5, 2000, 7}, {64, 1, 513}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 4; t++) gemm_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f);
   gemm_case(0, 0, 50, 60, 70, 0.5f, 1.0f);
   gemm_case(1, 0, 50, 60, 70, -2.0f, 0.25f);
-  gemm_case(1, 1, 150, 170, 90, -2.0f, 0.25f);   /* cut into pieces, with alpha and beta */
-  gemm_case(0, 1, 9, 9, 0, 1.0f, 0.0f);   /* K = 0 writes beta C */
+  gemm_case(1, 1, 150, 170, 90, -2.0f, 0.25f); /* cut into pieces, with alpha and beta */
+  gemm_case(0, 1, 9, 9, 0, 1.0f, 0.0f);        /* K = 0 writes beta C */
 }
 
 static void test_vexp(void) {
@@ -189,7 +191,7 @@ static void attn_check(int B, int H, int nq, int nk, int d, int causal, int inte
   if (masked) {
     float *mask = malloc(sizeof(float) * (size_t)B * nk);
     for (int i = 0; i < B * nk; i++) mask[i] = uniform() < 0.7;
-    for (int j = 0; j < nk; j++) mask[j] = 0;   /* batch 0: every key masked, every row fully masked */
+    for (int j = 0; j < nk; j++) mask[j] = 0; /* batch 0: every key masked, every row fully masked */
     t.a.key_mask = mask;
   }
   float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
@@ -223,15 +225,15 @@ static void attn_check(int B, int H, int nq, int nk, int d, int causal, int inte
 
 static void test_attention_versions(void) {
   seed(2);
-  attn_check(1, 1, 1, 1, 8, 0, 0, 0);        /* L = 1 */
+  attn_check(1, 1, 1, 1, 8, 0, 0, 0); /* L = 1 */
   attn_check(1, 1, 1, 1, 8, 1, 0, 0);
-  attn_check(2, 3, 37, 37, 16, 0, 0, 0);     /* not a multiple of any tile */
+  attn_check(2, 3, 37, 37, 16, 0, 0, 0); /* not a multiple of any tile */
   attn_check(2, 3, 37, 37, 16, 1, 0, 0);
-  attn_check(1, 2, 100, 61, 24, 0, 1, 0);    /* nq != nk, heads interleaved, odd dim */
+  attn_check(1, 2, 100, 61, 24, 0, 1, 0); /* nq != nk, heads interleaved, odd dim */
   attn_check(1, 2, 61, 100, 24, 1, 1, 0);
-  attn_check(1, 1, 200, 450, 64, 1, 0, 0);   /* several query and key tiles, causal skipping */
+  attn_check(1, 1, 200, 450, 64, 1, 0, 0); /* several query and key tiles, causal skipping */
   attn_check(1, 1, 450, 200, 64, 0, 0, 0);
-  attn_check(2, 2, 50, 50, 32, 0, 1, 1);     /* key masks; batch 0 fully masked: O = 0, L = 0 */
+  attn_check(2, 2, 50, 50, 32, 0, 1, 1); /* key masks; batch 0 fully masked: O = 0, L = 0 */
   attn_check(3, 1, 9, 7, 5, 1, 0, 1);
 }
 
@@ -273,9 +275,15 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
   }
   size_t nxq = t.nxq, nxk = t.nxk, nl = t.nl;
   float *ref[5], *emu[5];
-  for (int i = 0; i < 5; i++) ref[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk), emu[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk);
+  for (int i = 0; i < 5; i++)
+    ref[i] = zeros(i == 0 || i == 2 ? nxq
+                   : i == 1         ? nl
+                                    : nxk),
+    emu[i] = zeros(i == 0 || i == 2 ? nxq
+                   : i == 1         ? nl
+                                    : nxk);
   attn_reference(&t, ref[0], ref[1], ref[2], ref[3], ref[4]);
-  r = t;   /* the emulated reference: the same formulas on rounded inputs */
+  r = t; /* the emulated reference: the same formulas on rounded inputs */
   r.q = malloc(nxq * 4), r.k = malloc(nxk * 4), r.v = malloc(nxk * 4), r.dout = malloc(nxq * 4);
   memcpy(r.q, t.q, nxq * 4), memcpy(r.k, t.k, nxk * 4), memcpy(r.v, t.v, nxk * 4), memcpy(r.dout, t.dout, nxq * 4);
   round_all(r.q, nxq), round_all(r.k, nxk), round_all(r.v, nxk), round_all(r.dout, nxq);
@@ -284,7 +292,8 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
   float *f32[5];
   for (int i = 0; i < 5; i++) f32[i] = zeros(i == 0 || i == 2 ? nxq : i == 1 ? nl : nxk);
   CHECK(slK_attention_forward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], f32[1]) == 0);
-  CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], t.dout, f32[1], f32[2], f32[3], f32[4]) == 0);
+  CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &t.a, t.q, t.k, t.v, f32[0], t.dout, f32[1], f32[2], f32[3], f32[4]) ==
+        0);
   t.a.format = SLK_BF16;
   size_t sizes[5] = {nxq, nl, nxq, nxk, nxk};
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
@@ -314,14 +323,14 @@ static void attn_check_bf16(int B, int H, int nq, int nk, int d, int causal, int
 
 static void test_attention_bf16(void) {
   seed(12);
-  attn_check_bf16(1, 1, 1, 1, 8, 0, 0, 0);        /* L = 1 */
-  attn_check_bf16(1, 1, 1, 1, 7, 1, 0, 0);        /* odd head dim */
+  attn_check_bf16(1, 1, 1, 1, 8, 0, 0, 0); /* L = 1 */
+  attn_check_bf16(1, 1, 1, 1, 7, 1, 0, 0); /* odd head dim */
   attn_check_bf16(2, 3, 37, 37, 16, 1, 0, 0);
-  attn_check_bf16(1, 2, 100, 61, 24, 0, 1, 0);    /* nq != nk, heads interleaved */
-  attn_check_bf16(1, 2, 61, 100, 13, 1, 1, 0);    /* odd dim, causal */
-  attn_check_bf16(1, 1, 200, 450, 64, 1, 0, 0);   /* several query and key tiles */
+  attn_check_bf16(1, 2, 100, 61, 24, 0, 1, 0);  /* nq != nk, heads interleaved */
+  attn_check_bf16(1, 2, 61, 100, 13, 1, 1, 0);  /* odd dim, causal */
+  attn_check_bf16(1, 1, 200, 450, 64, 1, 0, 0); /* several query and key tiles */
   attn_check_bf16(1, 1, 450, 200, 64, 0, 0, 0);
-  attn_check_bf16(2, 2, 50, 51, 32, 0, 1, 1);     /* key masks; batch 0 fully masked */
+  attn_check_bf16(2, 2, 50, 51, 32, 0, 1, 1); /* key masks; batch 0 fully masked */
   attn_check_bf16(3, 1, 9, 7, 5, 1, 0, 1);
   /* one head's query tiles split between the threads: the same bits every run */
   Attn t;
@@ -335,7 +344,8 @@ static void test_attention_bf16(void) {
     CHECK(slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, t.o, t.dout, t.lse, dq, dk, dv) == 0);
     if (run == 0) continue;
     CHECK_MSG(memcmp(t.dq, dq1, sizeof(float) * t.nxq) == 0 && memcmp(t.dk, dk1, sizeof(float) * t.nxk) == 0 &&
-                  memcmp(t.dv, dv1, sizeof(float) * t.nxk) == 0, "bf16 backward differs in run %d", run);
+                  memcmp(t.dv, dv1, sizeof(float) * t.nxk) == 0,
+              "bf16 backward differs in run %d", run);
   }
   free(dq1), free(dk1), free(dv1);
   attn_free(&t);
@@ -416,7 +426,7 @@ static void test_threaded_results_repeat_bitwise(void) {
   for (int run = 0; run < 12; run++) {
     float *dq = run ? t.dq : dq1, *dk = run ? t.dk : dk1, *dv = run ? t.dv : dv1;
     memset(dq, 0, sizeof(float) * t.nxq);
-    memcpy(dk, dk0, sizeof(float) * t.nxk);   /* the backward adds: start from values, so the order shows */
+    memcpy(dk, dk0, sizeof(float) * t.nxk); /* the backward adds: start from values, so the order shows */
     memcpy(dv, dv0, sizeof(float) * t.nxk);
     CHECK(slK_attention_backward(SLK_ATTN_FUSED, &t.a, t.q, t.k, t.v, o, t.dout, lse, dq, dk, dv) == 0);
     if (run == 0) continue;
@@ -443,8 +453,8 @@ static void test_attention_memory_is_linear(void) {
   slK_attention_contiguous(&b, 1, 8, 4096, 4096, 64, 0);
   double nf = slK_attention_workspace(SLK_ATTN_NAIVE, &a, 0), nf4 = slK_attention_workspace(SLK_ATTN_NAIVE, &b, 0);
   double ff = slK_attention_workspace(SLK_ATTN_FUSED, &a, 1), ff4 = slK_attention_workspace(SLK_ATTN_FUSED, &b, 1);
-  CHECK_NEAR(nf4 / nf, 16.0, 1e-9);          /* N x N: 4x the length, 16x the bytes */
-  CHECK(ff4 / ff < 4.01);                      /* O(N) */
+  CHECK_NEAR(nf4 / nf, 16.0, 1e-9); /* N x N: 4x the length, 16x the bytes */
+  CHECK(ff4 / ff < 4.01);           /* O(N) */
   CHECK_NEAR(nf, 2.0 * 8 * 1024 * 1024 * 4, 1);
   /* the allocator agrees with the prediction */
   Attn t;
@@ -463,7 +473,7 @@ static void test_attention_memory_is_linear(void) {
 /* ---------------------------------------------------------------- MXINT8 */
 
 static uint16_t bf16_of_exact(double v) {
-  float f = (float)v;   /* exact: every value checked has at most 8 significant bits */
+  float f = (float)v; /* exact: every value checked has at most 8 significant bits */
   uint32_t u;
   memcpy(&u, &f, 4);
   return (uint16_t)(u >> 16);
@@ -489,7 +499,7 @@ static void test_mxint8_decode_exhaustive(void) {
         if (e >= 1 && e <= 254 && mm != -128) bad_exact += one != bf16_of_exact(ldexp(mm / 64.0, e - 127));
         if (e == 0) bad_exact += one != 0;
         if (e == 255) bad_exact += one != 0x7FC0;
-        if (mm == -128 && e != 255) bad_exact += one != 0;   /* the Lab 4 kernel's +0.0 (numerics §5.4) */
+        if (mm == -128 && e != 255) bad_exact += one != 0; /* the Lab 4 kernel's +0.0 (numerics §5.4) */
         float want = e == 0 ? 0.0f : e == 255 ? NAN : (float)ldexp(mm, e - 133);
         bad_f32 += !(f32[i] == want || (isnan(want) && isnan(f32[i])));
         if (e == 0) bad_f32 += signbit(f32[i]) != 0;
@@ -589,8 +599,14 @@ static double script[64];
 static int ticks, runs;
 static double fake_clock(void *ud) { return script[ticks++]; }
 static slK_Case *fake_setup(int size, const slK_Attn *a, char *err, size_t errlen) { return (slK_Case *)&runs; }
-static double fake_run(slK_Case *c) { runs++; return -1; }
-static double fake_gpu_run(slK_Case *c) { runs++; return 0.5; }
+static double fake_run(slK_Case *c) {
+  runs++;
+  return -1;
+}
+static double fake_gpu_run(slK_Case *c) {
+  runs++;
+  return 0.5;
+}
 static void fake_teardown(slK_Case *c) {}
 static double fake_flops(int n, const slK_Attn *a) { return 1e9; }
 static double fake_bytes(int n, const slK_Attn *a) { return 4e9; }
@@ -604,7 +620,7 @@ static void test_harness_statistics(void) {
   slK_Result r;
   char err[128];
   CHECK(slK_bench_run(&b, 1, NULL, 3, 5, fake_clock, NULL, &r, err, sizeof err) == 0);
-  CHECK_EQ_INT(runs, 8);     /* three warm-up runs, untimed */
+  CHECK_EQ_INT(runs, 8); /* three warm-up runs, untimed */
   CHECK_EQ_INT(ticks, 10);
   CHECK_NEAR(r.t.min, 1, 1e-12);
   CHECK_NEAR(r.t.median, 3, 1e-12);
@@ -632,8 +648,9 @@ static void test_harness_statistics(void) {
 static void test_bench_table(void) {
   size_t count = 0, gpu_rows = 0;
   for (const slK_Bench *b; (b = slK_bench_at(count)); count++) {
-    CHECK_MSG(b->name && b->device && b->group && b->what && b->setup && b->run && b->teardown && b->flops && b->bytes &&
-                  b->check, "row %zu is not whole (every case is checked against its reference)", count);
+    CHECK_MSG(b->name && b->device && b->group && b->what && b->setup && b->run && b->teardown && b->flops &&
+                  b->bytes && b->check,
+              "row %zu is not whole (every case is checked against its reference)", count);
     if (!b->name) return;
     CHECK_MSG(slK_bench_find(b->name) == b, "%s is not found as itself", b->name);
     int gpu_row = strcmp(b->device, "gpu") == 0;
@@ -658,7 +675,10 @@ static void test_bench_table(void) {
 ** difference and the tolerance; a GPU case without a GPU is refused for
 ** that. */
 static int skipped_runs;
-static double writes_nothing(slK_Case *c) { skipped_runs++; return -1; }
+static double writes_nothing(slK_Case *c) {
+  skipped_runs++;
+  return -1;
+}
 
 static void test_bench_checks(void) {
   slK_Attn causal;
@@ -687,9 +707,10 @@ static void test_bench_checks(void) {
     int rc = slK_bench_run(&wrong, strcmp(b->group, "gemm") == 0 || strcmp(b->group, "attention") == 0 ? 32 : 1024,
                            NULL, 2, 3, NULL, NULL, &r, err, sizeof err);
     CHECK_MSG(rc == -1, "%s: a kernel that writes nothing was timed", b->name);
-    CHECK_EQ_INT(skipped_runs, 1);   /* the check's one run: no warm-up, no timing */
+    CHECK_EQ_INT(skipped_runs, 1); /* the check's one run: no warm-up, no timing */
     CHECK_MSG(strstr(err, b->name) && strstr(err, "differs from its reference by") && strstr(err, "tolerance") &&
-                  strstr(err, "not timed"), "%s: %s", b->name, err);
+                  strstr(err, "not timed"),
+              "%s: %s", b->name, err);
   }
 }
 
@@ -700,20 +721,25 @@ static const char *run(sl_State *S, const char *code) { return check_show(S, cod
 
 static void test_commands(void) {
   sl_State *S = sl_new();
-  const char *t = run(S, "bench [\"gemm_blocked\", \"attention_fused\", \"mxint8_dequant_f32\"] sizes=[64] reps=3 warmup=1 heads=2 dim=16");
+  const char *t = run(
+      S,
+      "bench [\"gemm_blocked\", \"attention_fused\", \"mxint8_dequant_f32\"] sizes=[64] reps=3 warmup=1 heads=2 dim=16");
   CHECK_CONTAINS(t, "gemm_blocked");
   CHECK_CONTAINS(t, "attention_fused");
-  CHECK_CONTAINS(t, "syslab-timing");   /* timing columns are marked as measurements */
+  CHECK_CONTAINS(t, "syslab-timing"); /* timing columns are marked as measurements */
   CHECK_CONTAINS(run(S, "bench nosuch"), "no kernel named 'nosuch'");
   CHECK_CONTAINS(run(S, "bench gemm_blocked sizes=[0]"), "whole numbers from 1");
   CHECK_CONTAINS(run(S, "bench attention_naive sizes=[1000000] heads=64"), "more than the budget");
   /* a refused case is a row saying so; the other sizes still run, and speedup leaves the refused size out */
-  t = run(S, "r = bench [\"attention_naive\", \"attention_fused\"] sizes=[32, 100000000] heads=2 dim=16 reps=1 warmup=0\n"
-             "print r.note[1]\n[r.median_ms[0] > 0, r.median_ms[1] == nil, len((speedup r baseline=attention_naive kernel=attention_fused).size)]");
+  t = run(
+      S,
+      "r = bench [\"attention_naive\", \"attention_fused\"] sizes=[32, 100000000] heads=2 dim=16 reps=1 warmup=0\n"
+      "print r.note[1]\n[r.median_ms[0] > 0, r.median_ms[1] == nil, len((speedup r baseline=attention_naive kernel=attention_fused).size)]");
   CHECK_CONTAINS(t, "naive attention at L = 100000000 (forward) needs");
   CHECK_CONTAINS(t, "[true, true, 1]");
   if (slK_dev_count() == 0) {
-    CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"), "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
+    CHECK_CONTAINS(run(S, "bench gemm_cuda_tiled sizes=[64]"),
+                   "'gemm_cuda_tiled' runs on a GPU, and here there is no GPU");
     /* refused before the CPU kernel is timed (at n = 2048, 20 times, it would run for many seconds) */
     double t0 = slK_now(NULL);
     t = run(S, "bench [\"gemm_blocked\", \"gemm_cublas\"] sizes=[2048] reps=20");
@@ -722,24 +748,29 @@ static void test_commands(void) {
     CHECK_MSG(slK_now(NULL) - t0 < 2, "the refusal took %.1f s: the CPU kernel ran first", slK_now(NULL) - t0);
     /* a GPU's figure without a GPU is no measurement of 0 */
     CHECK_STREQ(run(S, "machine get=gpus"), "0");
-    CHECK_CONTAINS(run(S, "machine get=gpu_sgemm_gflops"), "gpu_sgemm_gflops is a figure of a GPU, and here there is none");
+    CHECK_CONTAINS(run(S, "machine get=gpu_sgemm_gflops"),
+                   "gpu_sgemm_gflops is a figure of a GPU, and here there is none");
     CHECK_CONTAINS(run(S, "machine get=gpu_copy_gbs"), "`machine get=gpus` is 0");
   }
   t = run(S, "r = bench gemm_blocked sizes=[64, 128] reps=2\nrf = roofline r\nlen(rf.series)");
   CHECK_MSG(atoi(t) >= 2 + 17, "roofline rows: %s", t);
   /* the roofs are measured beside each kernel: every row has its own, and no share is above 100% (a kernel
   ** faster than its roof is flagged instead) */
-  t = run(S, "r = bench [\"gemm_blocked\", \"attention_naive\", \"mxint8_dequant_f32\"] sizes=[128] reps=2 warmup=0 heads=2 dim=16\n"
-             "ok = 0\nfor i in 0..2 {\n  x = r[i]\n  if x.peak_gflops > 0 and x.bandwidth_gbs > 0 and x.roof_gflops <= x.peak_gflops {\n"
-             "    if x.above_roof { if x.of_roof == nil and x.gflops > x.roof_gflops { ok = ok + 1 } } else {\n"
-             "      if x.of_roof <= 1 and x.of_peak <= 1 and x.gflops <= x.roof_gflops * 1.01 { ok = ok + 1 }\n    }\n  }\n}\nok");
+  t = run(
+      S,
+      "r = bench [\"gemm_blocked\", \"attention_naive\", \"mxint8_dequant_f32\"] sizes=[128] reps=2 warmup=0 heads=2 dim=16\n"
+      "ok = 0\nfor i in 0..2 {\n  x = r[i]\n  if x.peak_gflops > 0 and x.bandwidth_gbs > 0 and x.roof_gflops <= x.peak_gflops {\n"
+      "    if x.above_roof { if x.of_roof == nil and x.gflops > x.roof_gflops { ok = ok + 1 } } else {\n"
+      "      if x.of_roof <= 1 and x.of_peak <= 1 and x.gflops <= x.roof_gflops * 1.01 { ok = ok + 1 }\n    }\n  }\n}\nok");
   CHECK_MSG(strcmp(t, "3") == 0, "rows with consistent roofs: %s", t);
   /* memcpy does no arithmetic: no roof is measured for it */
   t = run(S, "r = bench memcpy sizes=[64] reps=1\nlen(r.columns)");
   CHECK_MSG(atoi(t) > 0, "memcpy table: %s", t);
   /* a point above its roof is its own series, and the roof drawn is the one the table measured */
-  t = run(S, "r = table kernel=[\"k\"] device=[\"cpu\"] intensity=[1] gflops=[100] peak_gflops=[50] bandwidth_gbs=[10] "
-             "above_roof=[true]\nrf = roofline r\nprint rf.series[0]\nmax((where rf \"series\" \"==\" \"cpu roof\").gflops)");
+  t = run(
+      S,
+      "r = table kernel=[\"k\"] device=[\"cpu\"] intensity=[1] gflops=[100] peak_gflops=[50] bandwidth_gbs=[10] "
+      "above_roof=[true]\nrf = roofline r\nprint rf.series[0]\nmax((where rf \"series\" \"==\" \"cpu roof\").gflops)");
   CHECK_CONTAINS(t, "k (above its roof)");
   CHECK_CONTAINS(t, "\n50");
   t = run(S, "attention_memory sizes=[128, 4096] heads=2 dim=16 budget_gib=0.1");
@@ -812,7 +843,8 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
     snprintf(what, sizeof what, "GPU attention backward %s B%d H%d L%d%s", names[i], B, H, L, causal ? " causal" : "");
     memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
     CHECK_MSG(slK_gpu()->attention_backward(impl, B, H, L, 64, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq, t.dk, t.dv,
-                                            err, sizeof err) == 0, "%s: %s", what, err);
+                                            err, sizeof err) == 0,
+              "%s: %s", what, err);
     snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 1e-3, 1e-3, w);
     snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 1e-3, 1e-3, w);
     snprintf(w, sizeof w, "%s dV", what), close_all(t.dv, dv, t.nxk, 1e-3, 1e-3, w);
@@ -839,12 +871,14 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
   snprintf(what, sizeof what, "GPU attention bf16 B%d H%d L%d dim %d%s", B, H, L, dim, causal ? " causal" : "");
   memset(t.o, 0xff, t.nxq * 4), memset(t.lse, 0xff, t.nl * 4);
   CHECK_MSG(slK_gpu()->attention_forward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err,
-                                         sizeof err) == 0, "%s: %s", what, err);
+                                         sizeof err) == 0,
+            "%s: %s", what, err);
   snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-2, 1e-2, w);
   snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
   memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
   CHECK_MSG(slK_gpu()->attention_backward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse,
-                                          t.dq, t.dk, t.dv, err, sizeof err) == 0, "%s backward: %s", what, err);
+                                          t.dq, t.dk, t.dv, err, sizeof err) == 0,
+            "%s backward: %s", what, err);
   snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 3e-2, 3e-2, w);
   snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 3e-2, 3e-2, w);
   snprintf(w, sizeof w, "%s dV", what), close_all(t.dv, dv, t.nxk, 3e-2, 3e-2, w);
@@ -858,13 +892,14 @@ static void test_gpu_attention_bf16(void) {
   int n = gpu_small() ? 3 : (int)(sizeof shapes / sizeof shapes[0]);
   for (int i = 0; i < n; i++)
     for (int dim = 64; dim <= 128; dim += 64)
-      for (int causal = 0; causal < 2; causal++) gpu_attention_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2], dim, causal);
+      for (int causal = 0; causal < 2; causal++)
+        gpu_attention_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2], dim, causal);
 }
 
 static void test_gpu_gemm(void) {
   seed(7);
-  static const int sizes[][3] = {{1, 1, 1}, {1, 64, 64}, {64, 64, 16}, {65, 63, 17}, {131, 77, 200}, {7, 300, 129},
-                                 {256, 128, 64}, {300, 257, 511}};
+  static const int sizes[][3] = {{1, 1, 1},      {1, 64, 64},   {64, 64, 16},   {65, 63, 17},
+                                 {131, 77, 200}, {7, 300, 129}, {256, 128, 64}, {300, 257, 511}};
   int n = gpu_small() ? 4 : (int)(sizeof sizes / sizeof sizes[0]);
   for (int i = 0; i < n; i++) gpu_gemm_case(sizes[i][0], sizes[i][1], sizes[i][2]);
 }

@@ -14,7 +14,8 @@ static void test_lexer_tokens_and_positions(void) {
   const char *src = "x = 3.5e2 # note\n  print \"a\\tb\" [1..4]\n";
   slX_Lexer L;
   slX_init(&L, src, strlen(src));
-  int want[] = {TK_NAME, '=', TK_NUMBER, TK_NEWLINE, TK_NAME, TK_STRING, '[', TK_NUMBER, TK_DOTDOT, TK_NUMBER, ']', TK_NEWLINE, TK_EOF};
+  int want[] = {TK_NAME,   '=',       TK_NUMBER, TK_NEWLINE, TK_NAME,    TK_STRING, '[',
+                TK_NUMBER, TK_DOTDOT, TK_NUMBER, ']',        TK_NEWLINE, TK_EOF};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     slX_Token t = slX_next(&L);
     CHECK_MSG(t.type == want[i], "token %zu: got %d want %d", i, t.type, want[i]);
@@ -30,7 +31,7 @@ static void test_lexer_errors(void) {
   slX_init(&L, "\"open", 5);
   slX_Token t = slX_next(&L);
   CHECK(t.type == TK_ERROR && L.eof_in_string);
-  slX_init(&L, "2.7B", 4);   /* a word that starts with a digit: a choice such as lm's preset */
+  slX_init(&L, "2.7B", 4); /* a word that starts with a digit: a choice such as lm's preset */
   t = slX_next(&L);
   CHECK(t.type == TK_NAME && t.len == 4);
   slX_token_free(&t);
@@ -73,9 +74,11 @@ static void test_arithmetic_and_precedence(void) {
 
 static void test_variables_lists_and_control_flow(void) {
   sl_State *S = sl_new();
-    CHECK_STREQ(check_eval(S, "xs = [10, 20, 30]\nxs[1] + xs[-1]"), "50");
+  CHECK_STREQ(check_eval(S, "xs = [10, 20, 30]\nxs[1] + xs[-1]"), "50");
   CHECK_STREQ(check_eval(S, "total = 0\nfor x in xs { total = total + x }\ntotal"), "60");
-  CHECK_STREQ(check_eval(S, "if total > 100 { r = \"big\" } else if total > 50 { r = \"mid\" } else { r = \"small\" }\nr"), "\"mid\"");
+  CHECK_STREQ(
+      check_eval(S, "if total > 100 { r = \"big\" } else if total > 50 { r = \"mid\" } else { r = \"small\" }\nr"),
+      "\"mid\"");
   CHECK_STREQ(check_eval(S, "v = version\nv.syslab"), "\"" SYSLAB_VERSION "\"");
   CHECK_CONTAINS(check_eval(S, "v.nope"), "AttributeError: a record has no field 'nope'");
   CHECK_CONTAINS(check_eval(S, "xs[3]"), "IndexError");
@@ -95,7 +98,7 @@ static void test_errors_suggest_and_keep_the_session(void) {
   CHECK_CONTAINS(check_eval(S, "countdown 2.5"), "must be a whole number");
   CHECK_CONTAINS(check_eval(S, "sleep"), "sleep needs seconds");
   CHECK_CONTAINS(check_eval(S, "sleep = 3"), "is a command and cannot be assigned");
-  CHECK_STREQ(check_eval(S, "width"), "8");  /* the session survived every error */
+  CHECK_STREQ(check_eval(S, "width"), "8"); /* the session survived every error */
   sl_Value v;
   sl_Error e;
   CHECK(sl_execute(S, "x = 1\ny = x + nope", &check_host, &v, &e) != 0);
@@ -114,14 +117,16 @@ static void test_protected_blocks_catch_and_raise_again(void) {
   sl_State *S = sl_new();
   sl_Value v;
   sl_Error e;
-  CHECK(sl_execute(S, "s = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  print nosuch\n}\ns.failed", &check_host,
-                   &v, &e) == 0);
+  CHECK(sl_execute(S, "s = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  print nosuch\n}\ns.failed",
+                   &check_host, &v, &e) == 0);
   CHECK_EQ_INT(v.type, SL_NUMBER);
   CHECK_EQ_INT(v.u.n, 2);
   sl_release(v);
   CHECK_CONTAINS(check_eval(S, "s.trials.message[0]"), "NameError: name 'nosuch' is not defined (line 3)");
-  CHECK(sl_execute(S, "t = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  y = suggest \"x\" float 0 1\n"
-                   "  objective x\n}", &check_host, &v, &e) != 0);
+  CHECK(sl_execute(S,
+                   "t = search trials=2 seed=1 {\n  x = suggest \"x\" int 0 9\n  y = suggest \"x\" float 0 1\n"
+                   "  objective x\n}",
+                   &check_host, &v, &e) != 0);
   CHECK_STREQ(e.ename, "RuntimeError");
   CHECK_EQ_INT(e.line, 3);
   CHECK_EQ_INT(e.col, 7);
@@ -133,7 +138,7 @@ static void test_protected_blocks_catch_and_raise_again(void) {
 
 static void test_displays_input_and_help(void) {
   sl_State *S = sl_new();
-    check_eval(S, "html \"<b>x</b>\"");
+  check_eval(S, "html \"<b>x</b>\"");
   CHECK_STREQ(check_cap.last_mime, "text/html");
   check_eval(S, "markdown \"# t\"");
   CHECK_STREQ(check_cap.last_mime, "text/markdown");
@@ -145,7 +150,7 @@ static void test_displays_input_and_help(void) {
   CHECK_CONTAINS(check_cap.page, "sleep seconds");
   CHECK_CONTAINS(check_cap.page, "Example:");
   check_eval(S, "help countdown");
-  CHECK_EQ_INT(check_cap.displays, 1);  /* each run starts a fresh capture */
+  CHECK_EQ_INT(check_cap.displays, 1); /* each run starts a fresh capture */
   CHECK_CONTAINS(check_eval(S, "help nosuch"), "no command named 'nosuch'");
   check_eval(S, "countdown 3 delay=0");
   CHECK(check_cap.updates >= 1);
@@ -216,7 +221,7 @@ static void test_evaluate_takes_one_expression_without_output(void) {
     CHECK_CONTAINS(err.evalue, "a user expression must only compute a value");
     sl_error_free(&err);
   }
-  CHECK(sl_state_get(S, "b").type == SL_NIL && sl_state_get(S, "i").type == SL_NIL);  /* nothing was assigned */
+  CHECK(sl_state_get(S, "b").type == SL_NIL && sl_state_get(S, "i").type == SL_NIL); /* nothing was assigned */
   CHECK_STREQ(check_eval(S, "a"), "20");
   sl_free(S);
 }
@@ -303,8 +308,8 @@ static void test_signs_start_arguments(void) {
   CHECK_STREQ(check_cap.out.s, "4 4 4 [4] 5 -0.5\n");
   check_eval(S, "print a +a");
   CHECK_STREQ(check_cap.out.s, "5 5\n");
-  CHECK_STREQ(check_eval(S, "x = a -1\nx"), "4");   /* an assignment's expression is no argument list */
-  CHECK_STREQ(check_eval(S, "max(a, -1)"), "5");     /* function style: commas separate */
+  CHECK_STREQ(check_eval(S, "x = a -1\nx"), "4"); /* an assignment's expression is no argument list */
+  CHECK_STREQ(check_eval(S, "max(a, -1)"), "5");  /* function style: commas separate */
   check_eval(S, "sweep n=[1] {\n  print n -1\n  y = n -1\n  print y\n}");
   CHECK_STREQ(check_cap.out.s, "1 -1\n0\n");
   /* a search over a range that starts below zero */

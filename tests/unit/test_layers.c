@@ -110,7 +110,7 @@ static const char *violation(const char *file, const char *inc, char *why, size_
     return why;
   }
   if (is_interface(inc)) return NULL;
-  if (!folder_of_include(inc, target, sizeof target)) return NULL;  /* own folder */
+  if (!folder_of_include(inc, target, sizeof target)) return NULL; /* own folder */
   if (strcmp(target, dir) == 0) return NULL;
   for (size_t i = 0; i < nfolders; i++) {
     if (strcmp(may_use[i].folder, dir) != 0) continue;
@@ -119,7 +119,7 @@ static const char *violation(const char *file, const char *inc, char *why, size_
     snprintf(why, size, "%s may not include %s/ (its layer is below or beside)", dir, target);
     return why;
   }
-  return NULL;  /* a folder the rule does not cover (tests, bench) */
+  return NULL; /* a folder the rule does not cover (tests, bench) */
 }
 
 static void test_planted_wrong_includes_are_caught(void) {
@@ -202,7 +202,8 @@ static void check_file(const char *root, const char *rel) {
 
 static int is_source(const char *name) {
   const char *dot = strrchr(name, '.');
-  return dot && (strcmp(dot, ".c") == 0 || strcmp(dot, ".h") == 0 || strcmp(dot, ".cu") == 0 || strcmp(dot, ".cuh") == 0);
+  return dot &&
+         (strcmp(dot, ".c") == 0 || strcmp(dot, ".h") == 0 || strcmp(dot, ".cu") == 0 || strcmp(dot, ".cuh") == 0);
 }
 
 static void walk(const char *root, const char *rel) {

@@ -71,7 +71,7 @@ static void test_gradients(void) {
   if (!g) return;
   slM_Rng r;
   slM_rng_seed(&r, 5);
-  for (int i = 0; i < g->n; i++)   /* gains off 1, so their gradients are not symmetric */
+  for (int i = 0; i < g->n; i++) /* gains off 1, so their gradients are not symmetric */
     for (int k = 0; k < g->nodes[i].nparams; k++)
       for (size_t j = 0; j < g->nodes[i].params[k]->value->size; j++)
         g->nodes[i].params[k]->value->data[j] += (float)(0.1 * slM_rng_normal(&r));
@@ -153,7 +153,7 @@ static void test_training(void) {
   slM_Graph *g = slM_lm(&s, 1, err, sizeof err);
   double first, last = train_loss(g, text, n, 150, &first);
   printf("  bytes of README.md: loss %.3f -> %.3f\n", first, last);
-  CHECK(first > 5.0);          /* about log(256) = 5.55 at the start */
+  CHECK(first > 5.0); /* about log(256) = 5.55 at the start */
   CHECK(last < first - 2.0);
   slM_graph_free(g);
   /* random tokens: nothing to learn but the (uniform) unigram, so the loss goes toward log(vocab) */
@@ -179,7 +179,7 @@ static void test_determinism(void) {
 /* the threaded, vectorised AdamW against the formula written out in double */
 static void test_adamw(void) {
   char err[256];
-  slM_MlpSpec s = {37, 3, {100}, 1, OP_RELU, 0.0f};   /* 3700 + 100 + 300 + 3: not multiples of 8 */
+  slM_MlpSpec s = {37, 3, {100}, 1, OP_RELU, 0.0f}; /* 3700 + 100 + 300 + 3: not multiples of 8 */
   slM_Graph *g = slM_mlp(&s, 1, 0, err, sizeof err);
   slM_TrainConfig c = {1, 1, 1e-2, 0, 0.1, SLM_ADAMW, SLM_CONSTANT, 0, 0};
   slM_Rng r;
@@ -209,7 +209,8 @@ static void test_adamw(void) {
     for (int i = 0; i < g->n; i++)
       for (int k = 0; k < g->nodes[i].nparams; k++, np++) {
         slM_Param *p = g->nodes[i].params[k];
-        double wd = p->value->ndim >= 2 ? c.weight_decay : 0, c1 = 1 - pow(0.9, step + 1), c2 = 1 - pow(0.999, step + 1);
+        double wd = p->value->ndim >= 2 ? c.weight_decay : 0, c1 = 1 - pow(0.9, step + 1),
+               c2 = 1 - pow(0.999, step + 1);
         for (size_t j = 0; j < p->value->size; j++) {
           double gr = p->grad->data[j], m = 0.9 * mb[np][j] + 0.1 * gr, v = 0.999 * vb[np][j] + 0.001 * gr * gr;
           double w = before[np][j] - c.lr * ((m / c1) / (sqrt(v / c2) + 1e-8) + wd * before[np][j]);
@@ -264,12 +265,9 @@ static void test_preset_weights_unchanged(void) {
     const char *preset;
     uint64_t seed0, seed7;
   } want[] = {
-      {"tiny", 0x2863922f1dba1c28ull, 0x99bbf835fa3f79faull},
-      {"small", 0xd74409f66c504378ull, 0x9181726a23678482ull},
-      {"medium", 0xcc86c514d09c6e9full, 0x17f355c683f0e5c9ull},
-      {"large", 0xc57099ca4cc9a4c8ull, 0xa1b7891bab62c0a4ull},
-      {"xl", 0xdb2a5eadbc4fd4aeull, 0x3c5b539060cfc9c3ull},
-      {"2.7B", 0x6e6b1f3709e8fd57ull, 0x8c6080d76c67185full},
+      {"tiny", 0x2863922f1dba1c28ull, 0x99bbf835fa3f79faull},   {"small", 0xd74409f66c504378ull, 0x9181726a23678482ull},
+      {"medium", 0xcc86c514d09c6e9full, 0x17f355c683f0e5c9ull}, {"large", 0xc57099ca4cc9a4c8ull, 0xa1b7891bab62c0a4ull},
+      {"xl", 0xdb2a5eadbc4fd4aeull, 0x3c5b539060cfc9c3ull},     {"2.7B", 0x6e6b1f3709e8fd57ull, 0x8c6080d76c67185full},
   };
   const char *large = getenv("SYSLAB_TEST_LARGE_PRESETS");
   int all = large && *large == '1';

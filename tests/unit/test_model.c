@@ -99,7 +99,7 @@ static void test_mlp_gradients_each_activation(void) {
   char err[256];
   for (int a = 0; a < 3; a++) {
     slM_MlpSpec s = {6, 3, {5, 4}, 2, acts[a], 0.3f};
-    slM_Graph *g = slM_mlp(&s, 11, a == 1, err, sizeof err);  /* gelu one traced with its loss node */
+    slM_Graph *g = slM_mlp(&s, 11, a == 1, err, sizeof err); /* gelu one traced with its loss node */
     CHECK(g != NULL);
     if (g) check_gradients(g, names[a]);
     slM_graph_free(g);
@@ -157,7 +157,7 @@ static void test_idx_loader(void) {
     CHECK_EQ_INT(d->ntest, 2);
     CHECK_EQ_INT(d->train_y[0], 7);
     CHECK_EQ_INT(d->train_y[2], 9);
-    CHECK(d->train_x[784 + 10] > d->train_x[10]);  /* brighter pixel, larger value after normalisation */
+    CHECK(d->train_x[784 + 10] > d->train_x[10]); /* brighter pixel, larger value after normalisation */
     slM_dataset_free(d);
   }
   /* truncated images */
@@ -209,7 +209,7 @@ static void test_tracing_sensitivity(void) {
   CHECK_EQ_INT(count_op(with_labels, OP_CROSS_ENTROPY), 1);
   CHECK_EQ_INT(count_op(with_labels, OP_LABELS), 1);
   CHECK_EQ_INT(count_op(plain, OP_MASK_FILL), 0);
-  CHECK_EQ_INT(count_op(with_mask, OP_MASK_FILL), 2);  /* one per encoder layer */
+  CHECK_EQ_INT(count_op(with_mask, OP_MASK_FILL), 2); /* one per encoder layer */
   CHECK_EQ_INT(count_op(with_mask, OP_MASK), 1);
   CHECK_EQ_INT(with_labels->n, plain->n + 2);
   CHECK_EQ_INT(with_mask->n, plain->n + 3);
@@ -241,7 +241,7 @@ static void test_remove_dropout_keeps_outputs(void) {
   for (int i = 0; i < 2 * 784; i++) x[i] = (float)slM_rng_normal(&r);
   slM_Tensor *a = slM_tensor_copy(slM_forward(g, x, y, 2, 0));
   slM_Tensor *b = slM_forward(c, x, y, 2, 0);
-  CHECK(memcmp(a->data, b->data, a->size * sizeof(float)) == 0);  /* bit for bit */
+  CHECK(memcmp(a->data, b->data, a->size * sizeof(float)) == 0); /* bit for bit */
   slM_tensor_free(a);
   slM_graph_free(g);
   slM_graph_free(c);
@@ -310,7 +310,7 @@ static void test_fashion_mnist_mlp(void) {
   slM_TrainConfig c = {2, 64, 0.05, 0.9, 0, SLM_SGD, SLM_CONSTANT, 0, 0};
   slM_EpochStats stats[2];
   slM_train(g, d, &c, NULL, stats);
-  CHECK_MSG(stats[1].test_accuracy > 0.75, "accuracy %.3f", stats[1].test_accuracy);  /* chance is 0.1 */
+  CHECK_MSG(stats[1].test_accuracy > 0.75, "accuracy %.3f", stats[1].test_accuracy); /* chance is 0.1 */
   printf("  fashion-mnist mlp: test accuracy %.4f after 2 epochs on 5000 images\n", stats[1].test_accuracy);
   slM_graph_free(g);
   slM_dataset_free(d);
@@ -331,11 +331,37 @@ static void test_memory_counter(void) {
 ** verification (arity, parameters) and mixed precision. */
 static void test_operator_table(void) {
   CHECK_STREQ(slM_ops_check(), "");
-  static const char *const names[SLM_NUM_OPS] = {
-      "x", "labels", "attention_mask", "linear", "relu", "gelu", "tanh", "dropout", "layer_norm", "patchify",
-      "add", "matmul_qk", "masked_fill", "softmax", "matmul_pv", "scaled_dot_product_attention", "mean", "mul",
-      "cross_entropy", "output", "tokens", "targets", "embedding", "rms_norm", "rope", "swiglu", "causal_mask",
-      "token_cross_entropy", "linear_act", "add_layer_norm", "masked_softmax"};
+  static const char *const names[SLM_NUM_OPS] = {"x",
+                                                 "labels",
+                                                 "attention_mask",
+                                                 "linear",
+                                                 "relu",
+                                                 "gelu",
+                                                 "tanh",
+                                                 "dropout",
+                                                 "layer_norm",
+                                                 "patchify",
+                                                 "add",
+                                                 "matmul_qk",
+                                                 "masked_fill",
+                                                 "softmax",
+                                                 "matmul_pv",
+                                                 "scaled_dot_product_attention",
+                                                 "mean",
+                                                 "mul",
+                                                 "cross_entropy",
+                                                 "output",
+                                                 "tokens",
+                                                 "targets",
+                                                 "embedding",
+                                                 "rms_norm",
+                                                 "rope",
+                                                 "swiglu",
+                                                 "causal_mask",
+                                                 "token_cross_entropy",
+                                                 "linear_act",
+                                                 "add_layer_norm",
+                                                 "masked_softmax"};
   for (int op = 0; op < SLM_NUM_OPS; op++) {
     CHECK_STREQ(slM_op_name((slM_Op)op), names[op]);
     CHECK(slM_op((slM_Op)op)->op == (slM_Op)op);
@@ -405,14 +431,17 @@ static void test_bf16_outputs_rounded_as_written(void) {
     slM_Node *n = &g->nodes[i];
     if (dt[i] != SLM_BF16 || !n->out) continue;
     size_t off = 0;
-    for (size_t j = 0; j < n->out->size; j++) off += slM_tensor_at(n->out, j) != slK_round_bf16(slM_tensor_at(n->out, j));
+    for (size_t j = 0; j < n->out->size; j++)
+      off += slM_tensor_at(n->out, j) != slK_round_bf16(slM_tensor_at(n->out, j));
     CHECK_MSG(off == 0, "%s (%s): %zu values are not bfloat16", n->name, slM_op(n->op)->name, off);
     /* kept in 16 bits where its operator writes them, except what the caller reads (the logits) */
     int half = (slM_op(n->op)->flags & SLM_OP_HALF) && i != slM_logits_node(g);
     CHECK_MSG(half == (n->out->half != NULL), "%s (%s) is stored in %s", n->name, slM_op(n->op)->name,
               n->out->half ? "16 bits" : "float32");
-    int by_itself = n->op == OP_GELU || n->op == OP_DROPOUT || n->op == OP_ADD || n->op == OP_SCORES || n->op == OP_CONTEXT;
-    if (by_itself) CHECK_MSG(n->rounded, "%s (%s) left its rounding to a pass of its own", n->name, slM_op(n->op)->name);
+    int by_itself =
+        n->op == OP_GELU || n->op == OP_DROPOUT || n->op == OP_ADD || n->op == OP_SCORES || n->op == OP_CONTEXT;
+    if (by_itself)
+      CHECK_MSG(n->rounded, "%s (%s) left its rounding to a pass of its own", n->name, slM_op(n->op)->name);
     self += n->rounded;
   }
   CHECK(self >= 6);

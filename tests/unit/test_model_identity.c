@@ -194,7 +194,7 @@ static void shrink(const sl_Command *c, char *expr, size_t size) {
 static void test_every_command_returning_a_model_keeps_the_mode(void) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/walk", tmpdir);
-  CHECK(mkdir(dir, 0700) == 0 && chdir(dir) == 0);   /* examples that save write here */
+  CHECK(mkdir(dir, 0700) == 0 && chdir(dir) == 0); /* examples that save write here */
   int walked = 0, models = 0;
   for (size_t i = 0; sl_command_at(i); i++) {
     const sl_Command *c = sl_command_at(i);
@@ -228,7 +228,7 @@ static void test_every_command_returning_a_model_keeps_the_mode(void) {
     CHECK_MSG(e == NULL, "%s on bf16 models fails: %s\n%s", c->name, e, code);
     walked++;
     slM_Graph *g = model_var(S, "walked");
-    if (g && strcmp(c->name, "precision") != 0) {   /* precision sets the mode it is given */
+    if (g && strcmp(c->name, "precision") != 0) { /* precision sets the mode it is given */
       models++;
       CHECK_MSG(g->precision == SLM_BF16, "%s returned a model in %s from bf16 ones:\n%s", c->name,
                 g->precision == SLM_FP32 ? "fp32" : "fp16", code);
@@ -237,7 +237,7 @@ static void test_every_command_returning_a_model_keeps_the_mode(void) {
   }
   printf("  %d commands take a model; %d of them return one\n", walked, models);
   CHECK(walked >= 20);
-  CHECK(models >= 12);   /* to, capture, copy, remove_dropout, set_attention, identity, lora, pass, quantize_model, ... */
+  CHECK(models >= 12); /* to, capture, copy, remove_dropout, set_attention, identity, lora, pass, quantize_model, ... */
   CHECK(chdir(tmpdir) == 0);
 }
 
@@ -253,7 +253,7 @@ static void test_format1_checkpoint_loads_to_the_same_models(void) {
   snprintf(fixture, sizeof fixture, "%s/tests/fixtures/checkpoint_v1.slm", SYSLAB_SOURCE_DIR);
   char *code = read_text(script);
   if (!code) return;
-  CHECK(chdir(tmpdir) == 0);   /* the script saves its own copy here */
+  CHECK(chdir(tmpdir) == 0); /* the script saves its own copy here */
   sl_State *S = sl_new();
   const char *e = check_fails(S, code);
   CHECK_MSG(e == NULL, "%s", e);
@@ -304,7 +304,8 @@ static void test_corpus_checkpoints(void) {
     slM_Graph *h = slM_graph_decode(once.s, once.n, err, sizeof err);
     CHECK_MSG(h != NULL, "%s: written again, it does not read back: %s", ent->d_name, err);
     if (h) CHECK(slM_graph_encode(h, &twice, err, sizeof err) == 0);
-    CHECK_MSG(h && once.n == twice.n && memcmp(once.s, twice.s, once.n) == 0, "%s: not the same bytes twice", ent->d_name);
+    CHECK_MSG(h && once.n == twice.n && memcmp(once.s, twice.s, once.n) == 0, "%s: not the same bytes twice",
+              ent->d_name);
     read_back++;
     free(once.s), free(twice.s);
     slM_graph_free(g), slM_graph_free(h);
@@ -316,19 +317,24 @@ static void test_corpus_checkpoints(void) {
 /* A node setting outside its operator's declared range is refused by
 ** verification, whoever made the graph: here a checkpoint altered by hand. */
 static void test_node_settings_held_to_their_ranges(void) {
-  CHECK_STREQ(slM_ops_check(), "");   /* unique names among them */
+  CHECK_STREQ(slM_ops_check(), ""); /* unique names among them */
   CHECK(slM_op_by_name("token_cross_entropy") == OP_TOKEN_CE);
   CHECK(slM_op_by_name("cross_entropy") == OP_CROSS_ENTROPY);
   CHECK(slM_op_by_name("no_such_op") == -1);
   sl_State *S = sl_new();
-  CHECK(check_fails(S, "t = model transformer inputs=16 classes=3 patch=2 depth=1 width=8 heads=2 dropout=0.25") == NULL);
+  CHECK(check_fails(S, "t = model transformer inputs=16 classes=3 patch=2 depth=1 width=8 heads=2 dropout=0.25") ==
+        NULL);
   slM_Graph *t = model_var(S, "t");
   char err[512];
-  struct { const char *node, *what; int heads, patch; float p; } bad[] = {
-    {"encoder_0_attention_scores", "heads = 0", 0, 0, 0},
-    {"patches", "patch = 0", 0, 0, 0},
-    {"encoder_0_attention_dropout", "p = 1", 0, 0, 1.0f},
-    {"embeddings_layer_norm", "p = nan", 0, 0, NAN},
+  struct {
+    const char *node, *what;
+    int heads, patch;
+    float p;
+  } bad[] = {
+      {"encoder_0_attention_scores", "heads = 0", 0, 0, 0},
+      {"patches", "patch = 0", 0, 0, 0},
+      {"encoder_0_attention_dropout", "p = 1", 0, 0, 1.0f},
+      {"embeddings_layer_norm", "p = nan", 0, 0, NAN},
   };
   for (size_t i = 0; t && i < sizeof bad / sizeof *bad; i++) {
     slM_Graph *g = slM_graph_copy(t, 0);

@@ -23,7 +23,7 @@
 
 #define MAXN 4096
 
-static atomic_long helped;   /* jobs run by a team thread rather than the caller */
+static atomic_long helped; /* jobs run by a team thread rather than the caller */
 
 static double now(void) {
   struct timespec ts;
@@ -34,7 +34,7 @@ static double now(void) {
 /* ------------------------------------------------------------ numbered jobs */
 
 typedef struct {
-  long tag;               /* which call this context belongs to */
+  long tag; /* which call this context belongs to */
   long expect_tag;
   int njobs, threads;
   atomic_int count[MAXN];
@@ -66,14 +66,14 @@ static int one_jobs_call(long tag, int njobs, int threads) {
   slK_parallel(njobs, threads, job_fn, &J);
   int wrong = atomic_load(&J.bad);
   for (int i = 0; i < njobs; i++) wrong += atomic_load(&J.count[i]) != 1;
-  J.tag = -1;   /* a piece that still ran after the call would now see a wrong tag */
+  J.tag = -1; /* a piece that still ran after the call would now see a wrong tag */
   return wrong;
 }
 
 static void test_team_size(void) {
   CHECK(slK_team_size() >= 1);
   CHECK(slK_team_size() <= slK_threads());
-  CHECK_EQ_INT(slK_team_size(), slK_threads());   /* threads start on this machine */
+  CHECK_EQ_INT(slK_team_size(), slK_threads()); /* threads start on this machine */
 }
 
 static void test_jobs_each_once(void) {
@@ -293,7 +293,7 @@ static void test_team_runs_in_parallel(void) {
   atomic_init(&M.timed_out, 0);
   slK_parallel(2, 2, meet_job, &M);
   CHECK_EQ_INT(atomic_load(&M.timed_out), 0);
-  CHECK_EQ_INT(atomic_load(&M.workers_seen), 3);   /* workers 0 and 1 */
+  CHECK_EQ_INT(atomic_load(&M.workers_seen), 3); /* workers 0 and 1 */
 }
 
 /* The caller waits for a piece still running elsewhere by spinning about
@@ -316,7 +316,7 @@ static void busy_for(long ns) {
 static void slow_job(void *ctx, int job, int worker) {
   Slow *s = ctx;
   if (job == 0) {
-    busy_for(20000);   /* long enough for a worker to claim piece 1 first */
+    busy_for(20000); /* long enough for a worker to claim piece 1 first */
   } else {
     busy_for(s->ns);
     atomic_store(&s->done, 1);

@@ -13,12 +13,12 @@
 static const char *const names[] = {"count_nodes", "report", "verify", "remove_dropout", "set_attention", "lora"};
 static const char *const kinds[] = {"analysis", "analysis", "analysis", "transform", "transform", "transform"};
 static const char *const does[] = {
-  "count the nodes by operator",
-  "parameters, FLOPs and activation bytes per node",
-  "structure and shape checks",
-  "delete dropout nodes, rewiring their users",
-  "attention as one fused node (attention=fused) or op by op (naive)",
-  "add low-rank adapters, freeze the rest",
+    "count the nodes by operator",
+    "parameters, FLOPs and activation bytes per node",
+    "structure and shape checks",
+    "delete dropout nodes, rewiring their users",
+    "attention as one fused node (attention=fused) or op by op (naive)",
+    "add low-rank adapters, freeze the rest",
 };
 #define NPASSES (sizeof names / sizeof names[0])
 
@@ -65,8 +65,8 @@ static void test_pass_runs_the_passes_command(void) {
   for (size_t i = 0; i < NPASSES; i++) {
     CHECK_MSG(sl_command_find(names[i]) != NULL, "the pass %s is no command", names[i]);
     const char *model = strcmp(names[i], "set_attention") == 0 ? "t" : "m";
-    snprintf(code, sizeof code, "a = pass %s %s\nb = %s %s\n(type a) == (type b) and (format a) == (format b)", model, names[i],
-             names[i], model);
+    snprintf(code, sizeof code, "a = pass %s %s\nb = %s %s\n(type a) == (type b) and (format a) == (format b)", model,
+             names[i], names[i], model);
     CHECK_MSG(strcmp(check_eval(S, code), "true") == 0, "pass %s: %s", names[i], check_eval(S, code));
   }
   sl_free(S);

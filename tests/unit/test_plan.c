@@ -94,7 +94,7 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   slM_Graph *planned = slM_graph_copy(model, 0);
   slM_FuseCounts c;
   CHECK_MSG(slM_fuse(planned, attention, &c, err, sizeof err) == 0, "%s", err);
-  slM_Graph *plain = slM_graph_copy(planned, 0);   /* the same fused graph, each output its own buffer */
+  slM_Graph *plain = slM_graph_copy(planned, 0); /* the same fused graph, each output its own buffer */
   plain->plan = 0;
   slL_Batch b, b2;
   slL_batch_init(&b, model, batch, T, 11);
@@ -137,16 +137,18 @@ static void check_arena(slM_Graph *model, const char *what, int batch, int T, in
   ** did; the greedy placement stays within an eighth of the widest step
   ** (the unfused tiny language model needs 10% more: its 2304-byte
   ** attention tensors go first, and the long-lived residual stream above) */
-  CHECK_MSG(pi.widest_exact_bytes + pi.kept_bytes <= first_peak, "%s: widest step %zu + kept %zu, first call's peak %zu",
-            what, pi.widest_exact_bytes, pi.kept_bytes, first_peak);
+  CHECK_MSG(pi.widest_exact_bytes + pi.kept_bytes <= first_peak,
+            "%s: widest step %zu + kept %zu, first call's peak %zu", what, pi.widest_exact_bytes, pi.kept_bytes,
+            first_peak);
   CHECK(pi.arena_bytes >= pi.widest_bytes && pi.arena_bytes <= pi.widest_bytes + pi.widest_bytes / 8);
   size_t live_before, live_by[SLM_MEM_NCAT], peak_by[SLM_MEM_NCAT];
   slM_mem_live_by(live_by);
   slM_mem_peak_by(peak_by);
-  CHECK(memcmp(live_by, peak_by, sizeof live_by) == 0);   /* by category too: nothing came and went */
+  CHECK(memcmp(live_by, peak_by, sizeof live_by) == 0); /* by category too: nothing came and went */
   printf("  %s%s: arena %zu B (widest step %zu B) for %d buffers of %zu B, kept %zu B; steady peak %zu B, first "
-         "call's %zu B\n", what, attention ? " (attention fused)" : "", pi.arena_bytes, pi.widest_bytes, pi.buffers,
-         pi.outputs_bytes, pi.kept_bytes, steady_peak, first_peak);
+         "call's %zu B\n",
+         what, attention ? " (attention fused)" : "", pi.arena_bytes, pi.widest_bytes, pi.buffers, pi.outputs_bytes,
+         pi.kept_bytes, steady_peak, first_peak);
 
   /* another batch size records and plans again; back to the first, again */
   CHECK(same_step(planned, plain, &b2));
@@ -201,7 +203,7 @@ static void check_training(slM_Graph *model, const char *what, int batch, int T,
   slM_Graph *planned = slM_graph_copy(model, 1);
   slM_FuseCounts c;
   CHECK_MSG(slM_fuse(planned, attention, &c, err, sizeof err) == 0, "%s", err);
-  slM_Graph *plain = slM_graph_copy(planned, 1);   /* own parameters, the same values */
+  slM_Graph *plain = slM_graph_copy(planned, 1); /* own parameters, the same values */
   plain->plan = 0;
   slM_TrainConfig opt = {1, batch, 1e-2, 0, 0, SLM_ADAMW, SLM_CONSTANT, 0, 0};
   slL_Batch b, b2;
@@ -291,7 +293,7 @@ static void test_free_with_arena(void) {
   CHECK(pi.arena_bytes > 0);
   slM_graph_free(m);
   slL_batch_free(&b);
-  CHECK(slM_mem_live() < before);   /* its parameters went too */
+  CHECK(slM_mem_live() < before); /* its parameters went too */
 }
 
 int main(void) {

@@ -13,13 +13,14 @@
 static float *values(size_t *n) {
   size_t cap = 20000, k = 0;
   float *x = malloc(cap * sizeof *x);
-  const float special[] = {0.0f, -0.0f, 1e-9f, -1e-9f, 1e-8f, 1.0000001e-8f, 1.0f, -1.0f, 0.5f, 2.0f, 3.0f, 0.75f,
-                           1.4142135f, 1.4142137f, 0.70710677f, 1e-30f, 1e30f, 3.4e38f, INFINITY, -INFINITY, NAN,
-                           0x1p-126f, 0x1p-149f, 0.1f, -0.1f, 1e-7f, 6e-8f, 448.0f, 57344.0f};
+  const float special[] = {0.0f,  -0.0f,   1e-9f,    -1e-9f,    1e-8f,      1.0000001e-8f, 1.0f,        -1.0f,
+                           0.5f,  2.0f,    3.0f,     0.75f,     1.4142135f, 1.4142137f,    0.70710677f, 1e-30f,
+                           1e30f, 3.4e38f, INFINITY, -INFINITY, NAN,        0x1p-126f,     0x1p-149f,   0.1f,
+                           -0.1f, 1e-7f,   6e-8f,    448.0f,    57344.0f};
   for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[k++] = special[i];
   slM_Mt m;
   slM_mt_seed(&m, 12);
-  while (k < cap) {  /* log-uniform magnitudes over 2^-40 .. 2^40, both signs, and exact powers of two and halves */
+  while (k < cap) { /* log-uniform magnitudes over 2^-40 .. 2^40, both signs, and exact powers of two and halves */
     double u = slM_mt_double(&m), e = floor(-40 + 80 * u);
     double v = ldexp(1.0 + slM_mt_double(&m), (int)e);
     int kind = (int)(slM_mt_double(&m) * 4);
@@ -43,7 +44,8 @@ static void same(const slQ_Format *f, const float *x, size_t n) {
     }
   char name[96];
   slQ_describe(f, name, sizeof name);
-  CHECK_MSG(bad == 0, "%s: %zu values differ, first x=%.9g fast=%.9g reference=%.9g", name, bad, x[first], a[first], b[first]);
+  CHECK_MSG(bad == 0, "%s: %zu values differ, first x=%.9g fast=%.9g reference=%.9g", name, bad, x[first], a[first],
+            b[first]);
   free(a);
   free(b);
 }
@@ -61,7 +63,7 @@ static void test_minifloat_and_log_fast_paths_equal_the_reference(void) {
           f.exponent_width = e;
           f.is_signed = 1;
           if (bias >= 0) f.has_bias = 1, f.exponent_bias = bias == 0 ? 3 : 15;
-          if (kind == 2 && (e != 1 || w > 12)) continue;  /* log: the width is everything */
+          if (kind == 2 && (e != 1 || w > 12)) continue; /* log: the width is everything */
           char err[128];
           if (slQ_check(&f, err, sizeof err) != 0) continue;
           same(&f, x, n);

@@ -18,9 +18,11 @@
 ** with ties, specials and whole special blocks mixed in */
 static float *values(size_t n, int span, uint32_t seed) {
   float *x = malloc(n * sizeof *x);
-  const float special[] = {0.0f, -0.0f, 1e-9f, -1e-9f, 1e-8f, -1e-8f, 1.0000001e-8f, 0x1p-149f, -0x1p-149f, 0x1p-127f,
-                           0x1p-126f, 0x1.fffffep-127f, INFINITY, -INFINITY, NAN, -NAN, 3.4e38f, -3.4e38f,
-                           0.5f, 1.5f, 2.5f, -0.5f, 0.25f, 1.4142135f, 1.4142137f, 0.70710677f, 448.0f, 6.0f};
+  const float special[] = {0.0f,          -0.0f,       1e-9f,      -1e-9f,    1e-8f,     -1e-8f,
+                           1.0000001e-8f, 0x1p-149f,   -0x1p-149f, 0x1p-127f, 0x1p-126f, 0x1.fffffep-127f,
+                           INFINITY,      -INFINITY,   NAN,        -NAN,      3.4e38f,   -3.4e38f,
+                           0.5f,          1.5f,        2.5f,       -0.5f,     0.25f,     1.4142135f,
+                           1.4142137f,    0.70710677f, 448.0f,     6.0f};
   size_t ns = sizeof special / sizeof special[0];
   slM_Mt m;
   slM_mt_seed(&m, seed);
@@ -29,20 +31,22 @@ static float *values(size_t n, int span, uint32_t seed) {
     int e = (int)floor(-span / 2.0 + span * slM_mt_double(&m));
     double v = ldexp(1.0 + slM_mt_double(&m), e);
     if (u < 0.02) v = special[(size_t)(slM_mt_double(&m) * (double)ns)];
-    else if (u < 0.10) v = ldexp(floor(slM_mt_double(&m) * 64) + 0.5, e - 6);  /* halfway cases */
+    else if (u < 0.10) v = ldexp(floor(slM_mt_double(&m) * 64) + 0.5, e - 6); /* halfway cases */
     else if (u < 0.14) v = ldexp(1.0, e);                                     /* powers of two */
     x[i] = (float)(slM_mt_double(&m) < 0.5 ? -v : v);
   }
   /* whole blocks of zeros, of tiny values, and one with a single NaN */
   for (size_t i = 0; i + 200 < n; i += 997) {
     size_t len = 40 + i % 50;
-    for (size_t j = 0; j < len; j++) x[i + j] = (i / 997) % 3 == 0 ? 0.0f : (i / 997) % 3 == 1 ? 1e-30f * (float)j : x[i + j];
+    for (size_t j = 0; j < len; j++)
+      x[i + j] = (i / 997) % 3 == 0 ? 0.0f : (i / 997) % 3 == 1 ? 1e-30f * (float)j : x[i + j];
     if ((i / 997) % 3 == 2) x[i + len / 2] = NAN;
   }
   return x;
 }
 
-static size_t differences(const slQ_Format *f, const float *x, size_t n, size_t row, size_t *first, float *fast, float *ref) {
+static size_t differences(const slQ_Format *f, const float *x, size_t n, size_t row, size_t *first, float *fast,
+                          float *ref) {
   slQ_apply(f, x, fast, n, row);
   slQ_apply_reference(f, x, ref, n, row);
   size_t bad = 0;
@@ -133,7 +137,7 @@ static void test_mx_formats_equal_reference(void) {
 }
 
 static void test_elementwise_formats_equal_reference(void) {
-  size_t n = 40000;  /* more than one chunk of the thread split */
+  size_t n = 40000; /* more than one chunk of the thread split */
   float *x = values(n, 90, 9);
   for (int w = 2; w <= 12; w++) {
     slQ_Format f = format(SLQ_LOG);
@@ -220,7 +224,8 @@ static void test_row_groups_and_tails(void) {
 static void test_qat_shapes(void) {
   size_t n = 48 * 784;
   float *x = values(n, 12, 19);
-  slQ_Kind kinds[] = {SLQ_TERNARY, SLQ_BINARY, SLQ_BLOCK_FP, SLQ_BLOCK_LOG, SLQ_MINIFLOAT_IEEE, SLQ_MINIFLOAT_DENORM, SLQ_LOG};
+  slQ_Kind kinds[] = {SLQ_TERNARY,        SLQ_BINARY,           SLQ_BLOCK_FP, SLQ_BLOCK_LOG,
+                      SLQ_MINIFLOAT_IEEE, SLQ_MINIFLOAT_DENORM, SLQ_LOG};
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     slQ_Format f = format(kinds[k]);
     if (kinds[k] == SLQ_BLOCK_FP) f.exponent_width = 8;
@@ -250,7 +255,8 @@ static void test_exact_sum_boundary(void) {
     int log2len = 0;
     while (((size_t)1 << log2len) < len) log2len++;
     for (int span = 29 - log2len - 2; span <= 29 - log2len + 4; span++)
-      for (int scale = 0; scale < 2; scale++) {  /* near 2^-100, where the widest spans reach the subnormals, and near 1 */
+      for (int scale = 0; scale < 2;
+           scale++) { /* near 2^-100, where the widest spans reach the subnormals, and near 1 */
         for (size_t i = 0; i < n; i++) {
           int e = i % len == 0 || (i % len > 1 && slM_mt_double(&m) < 0.5) ? 0 : -span;
           double v = ldexp(1.0 + slM_mt_double(&m), e - (scale ? 0 : 100));
@@ -268,13 +274,14 @@ static void test_exact_sum_boundary(void) {
             continue;
           }
           claimed++;
-          CHECK_MSG(memcmp(&sum, &ordered, sizeof sum) == 0, "len %zu span %d: sum %a, in order %a", len, span, sum, ordered);
+          CHECK_MSG(memcmp(&sum, &ordered, sizeof sum) == 0, "len %zu span %d: sum %a, in order %a", len, span, sum,
+                    ordered);
           delta = 0.75 * ordered / (double)len;
           for (size_t i = 0; i < len; i++)
             if (fabs((double)row[i]) > delta) kept += fabs((double)row[i]), nk++;
           slQ_simd_kept_sum(row, len, delta, &kept_fast, &nk_fast);
-          CHECK_MSG(memcmp(&kept, &kept_fast, sizeof kept) == 0 && nk == nk_fast, "len %zu span %d: kept %a (%zu), in order %a (%zu)",
-                    len, span, kept_fast, nk_fast, kept, nk);
+          CHECK_MSG(memcmp(&kept, &kept_fast, sizeof kept) == 0 && nk == nk_fast,
+                    "len %zu span %d: kept %a (%zu), in order %a (%zu)", len, span, kept_fast, nk_fast, kept, nk);
         }
         slQ_Format f = format(SLQ_TERNARY);
         same(&f, x, n, len);
@@ -283,7 +290,8 @@ static void test_exact_sum_boundary(void) {
       }
     free(x);
   }
-  CHECK_MSG(!slQ_simd_available() || (claimed > 0 && refused > 0), "rows summed across columns %zu, refused %zu", claimed, refused);
+  CHECK_MSG(!slQ_simd_available() || (claimed > 0 && refused > 0), "rows summed across columns %zu, refused %zu",
+            claimed, refused);
 }
 
 /* the float32 minifloat loop's one binary64 step, a + 1e-9 crossing into
@@ -296,19 +304,19 @@ static void test_minifloat_binade_edges(void) {
   size_t cap = 40000, n = 0;
   float *x = malloc(cap * sizeof *x);
   for (int e = -27; e <= 127 && n + 64 < cap; e++) {
-    float p = ldexpf(1.0f, e), ulp = ldexpf(1.0f, e - 24);  /* the spacing just below p */
+    float p = ldexpf(1.0f, e), ulp = ldexpf(1.0f, e - 24); /* the spacing just below p */
     x[n++] = p, x[n++] = -p;
     if (e > -126) x[n++] = nextafterf(p, INFINITY);
     for (int j = 1; j <= 6; j++) x[n++] = p - (float)j * ulp;
-    double m = floor(1e-9 / (double)ulp);  /* the floats whose distance to p is near 1e-9 */
+    double m = floor(1e-9 / (double)ulp); /* the floats whose distance to p is near 1e-9 */
     for (int j = -3; j <= 3 && e <= -6; j++)
       if (m + j >= 1 && m + j < 1 << 23) {
         float v = (float)((double)p - (m + j) * (double)ulp);
         x[n++] = v, x[n++] = -v;
       }
   }
-  const int cfg[][3] = {{8, 4, 0}, {8, 4, 7}, {6, 2, 0}, {8, 5, 0}, {12, 4, 0}, {10, 7, 0}, {16, 8, 0},
-                        {9, 7, 120}, {8, 4, 122}, {5, 3, -60}, {24, 4, 20}, {12, 7, 3}};
+  const int cfg[][3] = {{8, 4, 0},  {8, 4, 7},   {6, 2, 0},   {8, 5, 0},   {12, 4, 0},  {10, 7, 0},
+                        {16, 8, 0}, {9, 7, 120}, {8, 4, 122}, {5, 3, -60}, {24, 4, 20}, {12, 7, 3}};
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++)
     for (int k = 0; k < 2; k++) {
       slQ_Format f = format(k ? SLQ_MINIFLOAT_IEEE : SLQ_MINIFLOAT_DENORM);
@@ -350,14 +358,15 @@ static void test_log_thresholds(void) {
     }
   for (int bw = 1; bw <= 7; bw += 2) {
     size_t n = 0;
-    for (int top = -30; top <= 40; top += 3) {  /* block maxima 1.5 2^top: B = 2^(w-1) - 1 - clog2(max), clamped */
+    for (int top = -30; top <= 40; top += 3) { /* block maxima 1.5 2^top: B = 2^(w-1) - 1 - clog2(max), clamped */
       float edges[8192];
       int B = 127 - (top + 1);
       B = B < 0 ? 0 : B > (1 << bw) - 1 ? (1 << bw) - 1 : B;
       size_t ne = log_edges(edges, B, 127 - B);
       for (size_t e = 0; e < ne && n + 16 <= 200000; e += 15) {
         x[n++] = ldexpf(1.5f, top);
-        for (size_t k = 0; k < 15; k++) x[n++] = fabsf(edges[(e + k) % ne]) < ldexpf(1.5f, top) ? edges[(e + k) % ne] : 0.0f;
+        for (size_t k = 0; k < 15; k++)
+          x[n++] = fabsf(edges[(e + k) % ne]) < ldexpf(1.5f, top) ? edges[(e + k) % ne] : 0.0f;
       }
     }
     slQ_Format f = format(SLQ_BLOCK_LOG);
@@ -386,7 +395,8 @@ static void all_tests(int cap) {
 int main(void) {
   int native = slQ_simd_cap(3);
   if (native < 2) check_skip("AVX2 loops", "this CPU has no AVX2: slQ_apply runs the scalar loops, still compared");
-  if (native < 3) check_skip("AVX-512 loops", "this CPU has no AVX-512: the binary64 loops run four lanes, still compared");
+  if (native < 3)
+    check_skip("AVX-512 loops", "this CPU has no AVX-512: the binary64 loops run four lanes, still compared");
   all_tests(native);
   /* the narrower loops a CPU without AVX-512 (or without AVX2) would run */
   for (int cap = native - 1; cap >= 0; cap--)

@@ -14,11 +14,11 @@ static uint64_t seed = 88172645463325252ull;
 
 static float draw(void) {
   seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-  switch (seed % 64) {   /* a few special values among ordinary ones */
+  switch (seed % 64) { /* a few special values among ordinary ones */
     case 0: return NAN;
     case 1: return INFINITY;
     case 2: return -0.0f;
-    case 3: return 1e-40f;   /* subnormal */
+    case 3: return 1e-40f; /* subnormal */
     default: return (float)((double)(seed >> 11) / 9007199254740992.0 * 8.0 - 4.0);
   }
 }
@@ -49,8 +49,8 @@ static void test_column_sums(void) {
 }
 
 /* the loops of layer norm (centred) and RMSNorm (mean NULL) before reduce.c */
-static void reference(const float *x, const float *dy, const float *mean, const float *rstd, size_t stride,
-                      size_t rows, int d, float *dgain, float *dshift) {
+static void reference(const float *x, const float *dy, const float *mean, const float *rstd, size_t stride, size_t rows,
+                      int d, float *dgain, float *dshift) {
   for (size_t r = 0; r < rows; r++) {
     float m = mean ? mean[r * stride] : 0, rs = rstd[r * stride];
     for (int j = 0; j < d; j++) {

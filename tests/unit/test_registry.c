@@ -19,9 +19,11 @@ static void test_every_command_is_documented(void) {
     for (int a = 0; c->args[a].name; a++) {
       const sl_Arg *arg = &c->args[a];
       CHECK_MSG(arg->help && *arg->help, "%s.%s has no help", c->name, arg->name);
-      if (arg->flags & SL_POSITIONAL) CHECK_MSG(!seen_keyword_only, "%s.%s: positional after keyword-only", c->name, arg->name);
+      if (arg->flags & SL_POSITIONAL)
+        CHECK_MSG(!seen_keyword_only, "%s.%s: positional after keyword-only", c->name, arg->name);
       else if (arg->type != SL_ARG_BLOCK) seen_keyword_only = 1;
-      if (arg->type == SL_ARG_ENUM) CHECK_MSG(arg->choices && arg->choices[0], "%s.%s: enum without choices", c->name, arg->name);
+      if (arg->type == SL_ARG_ENUM)
+        CHECK_MSG(arg->choices && arg->choices[0], "%s.%s: enum without choices", c->name, arg->name);
       if (arg->type == SL_ARG_OBJECT) CHECK_MSG(arg->cls != NULL, "%s.%s: object without class", c->name, arg->name);
       if (arg->defval) {
         slY_Error e;
@@ -55,9 +57,8 @@ static void test_docs_are_current(void) {
   committed[n] = '\0';
   fclose(f);
   char *generated = sl_registry_markdown();
-  CHECK_MSG(strcmp(committed, generated) == 0,
-            "docs/commands.md is out of date: regenerate it with "
-            "`build/syslab help --commands-markdown > docs/commands.md`");
+  CHECK_MSG(strcmp(committed, generated) == 0, "docs/commands.md is out of date: regenerate it with "
+                                               "`build/syslab help --commands-markdown > docs/commands.md`");
   free(generated);
 }
 

@@ -45,7 +45,7 @@ static void test_write_atomic_never_follows_a_link(void) {
   CHECK_STREQ(slurp(path), "the report");
   struct stat st;
   CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
-  CHECK(lstat(tmp, &st) != 0);  /* no temporary file left behind */
+  CHECK(lstat(tmp, &st) != 0); /* no temporary file left behind */
   /* a link at the final name is replaced, not written through */
   unlink(path);
   CHECK(symlink(victim, path) == 0);
@@ -113,7 +113,7 @@ static void test_svg_figures_keep_their_drawing(void) {
   CHECK_EQ_INT(count(g, "<g "), 4);
   CHECK_EQ_INT(count(g, "</g>"), 4);
   CHECK_CONTAINS(g, "viewBox=\"0.00 0.00 62.00 116.00\"");
-  CHECK_CONTAINS(g, "<title>a&#45;&gt;b</title>");  /* references kept as they were */
+  CHECK_CONTAINS(g, "<title>a&#45;&gt;b</title>"); /* references kept as they were */
   CHECK(!strstr(g, "DOCTYPE") && !strstr(g, "<!--") && !strstr(g, "http://x") && !strstr(g, "<a"));
   free(g);
   char *p = slR_sanitize_svg(gnuplot);
@@ -123,34 +123,35 @@ static void test_svg_figures_keep_their_drawing(void) {
   CHECK_CONTAINS(p, "clip-path=\"url(#gpCP1)\"");
   CHECK_CONTAINS(p, "<tspan font-family=\"DejaVu Sans\">-10</tspan>");
   CHECK_EQ_INT(count(p, "<g"), count(p, "</g>"));
-  CHECK(p[strlen(p) - 2] == '>');  /* nothing after the root */
+  CHECK(p[strlen(p) - 2] == '>'); /* nothing after the root */
   free(p);
 }
 
 static void test_svg_figures_lose_what_runs_or_loads(void) {
-  const char *bad =
-      "<!DOCTYPE svg [<!ENTITY x SYSTEM \"file:///etc/passwd\"> <!ENTITY y \"]>\">]>"
-      "<SVG onload=\"alert(1)\"></SVG>"  /* not the root: names are case-sensitive */
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:ev=\"http://www.w3.org/2001/xml-events\">"
-      "<script><![CDATA[alert(1)]]></script><SCRIPT>alert(2)</SCRIPT><style>*{}</style>"
-      "<foreignObject><svg><script>alert(3)</script></svg></foreignObject>"
-      "<g onclick=\"alert(4)\" fill=\"url(javascript:alert(5))\" stroke=\"url( #ok )\">"
-      "<rect width=\"1\" height=\"1\" style=\"fill:red\" ev:event=\"click\"/>"
-      "<use href=\"data:image/svg+xml,x#a\"/><use xlink:href=\" #ok\"/>"
-      "<text>&x; &lt;b&gt; &#60; &#x3c; <![CDATA[<i>&]]></text>"
-      "<image href=\"file:///etc/passwd\"/><animate attributeName=\"href\" values=\"javascript:x\"/>"
-      "<g><g>unclosed</svg>trailing<script>alert(6)</script>";
+  const char *bad = "<!DOCTYPE svg [<!ENTITY x SYSTEM \"file:///etc/passwd\"> <!ENTITY y \"]>\">]>"
+                    "<SVG onload=\"alert(1)\"></SVG>" /* not the root: names are case-sensitive */
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:ev=\"http://www.w3.org/2001/xml-events\">"
+                    "<script><![CDATA[alert(1)]]></script><SCRIPT>alert(2)</SCRIPT><style>*{}</style>"
+                    "<foreignObject><svg><script>alert(3)</script></svg></foreignObject>"
+                    "<g onclick=\"alert(4)\" fill=\"url(javascript:alert(5))\" stroke=\"url( #ok )\">"
+                    "<rect width=\"1\" height=\"1\" style=\"fill:red\" ev:event=\"click\"/>"
+                    "<use href=\"data:image/svg+xml,x#a\"/><use xlink:href=\" #ok\"/>"
+                    "<text>&x; &lt;b&gt; &#60; &#x3c; <![CDATA[<i>&]]></text>"
+                    "<image href=\"file:///etc/passwd\"/><animate attributeName=\"href\" values=\"javascript:x\"/>"
+                    "<g><g>unclosed</svg>trailing<script>alert(6)</script>";
   char *s = slR_sanitize_svg(bad);
   CHECK(s != NULL);
   if (!s) return;
-  const char *banned[] = {"alert", "script", "SCRIPT", "style=\"fill:red\" ev", "onload", "onclick", "javascript",
-                          "data:", "file:", "foreignObject", "<image", "<animate", "ENTITY", "trailing", "ev:event",
-                          "xmlns:ev", NULL};
+  const char *banned[] = {"alert",  "script",        "SCRIPT",     "style=\"fill:red\" ev",
+                          "onload", "onclick",       "javascript", "data:",
+                          "file:",  "foreignObject", "<image",     "<animate",
+                          "ENTITY", "trailing",      "ev:event",   "xmlns:ev",
+                          NULL};
   for (int i = 0; banned[i]; i++) CHECK_MSG(!strstr(s, banned[i]), "'%s' left in %s", banned[i], s);
   CHECK_CONTAINS(s, "stroke=\"url( #ok )\"");
   CHECK_CONTAINS(s, "<use xlink:href=\" #ok\"/>");
   CHECK_CONTAINS(s, "<text>&amp;x; &lt;b&gt; &#60; &#x3c; &lt;i&gt;&amp;</text>");
-  CHECK_CONTAINS(s, "<g><g>unclosed</g></g></g></svg>");  /* every open element closed, in order */
+  CHECK_CONTAINS(s, "<g><g>unclosed</g></g></g></svg>"); /* every open element closed, in order */
   CHECK_CONTAINS(s, "style=\"fill:red\"");
   free(s);
   CHECK(slR_sanitize_svg("<html><script>alert(1)</script></html>") == NULL);
@@ -165,7 +166,8 @@ static void test_code_is_coloured_by_the_language_lexer(void) {
                      "x = nil\nif not true and x < 2.5e-3 { m = model mlp hidden=[64] }\n"
                      "s = 'it''s' <b>\nlm 2.7B\n";
   char *h = slR_highlight_html(code, strlen(code));
-  CHECK_STREQ(h,
+  CHECK_STREQ(
+      h,
       "<span class=\"syslab-com\"># a comment</span>\n"
       "<span class=\"syslab-kw\">for</span> i <span class=\"syslab-kw\">in</span> <span class=\"syslab-num\">1</span>.."
       "<span class=\"syslab-num\">3</span> <span class=\"syslab-kw\">step</span> <span class=\"syslab-num\">2</span> { "

@@ -56,7 +56,8 @@ static char *summary(const char *path) {
         if (json_is_string(v)) slU_add(&out, " %s", json_string_value(v));
         else slU_add(&out, " %.17g", json_number_value(v));
       }
-      if (json_object_get(o, "grid_id")) slU_add(&out, " | grid %d", (int)json_integer_value(json_object_get(o, "grid_id")));
+      if (json_object_get(o, "grid_id"))
+        slU_add(&out, " | grid %d", (int)json_integer_value(json_object_get(o, "grid_id")));
       json_t *d = json_object_get(o, "draws");
       slU_add(&out, " | draws %lld %lld\n", (long long)json_integer_value(json_array_get(d, 0)),
               (long long)json_integer_value(json_array_get(d, 1)));
@@ -113,7 +114,7 @@ static void pinned(const char *name, const char *options, const char *body, cons
   r = check_eval(S, code);
   CHECK_MSG(strstr(check_cap.out.s, "resuming") != NULL && strstr(r, "Error") == NULL, "%s resumed: %s", name, r);
   got = summary(path);
-  slU_Text rest = {0};  /* the pinned trials without trial 0's reports, which the file above leaves out */
+  slU_Text rest = {0}; /* the pinned trials without trial 0's reports, which the file above leaves out */
   slU_add_len(&rest, "", 0);
   for (const char *line = want; *line;) {
     const char *end = strchr(line, '\n') + 1;
@@ -172,13 +173,12 @@ static const char *const random_first =
     "\"log\":false},\"internal\":1.0}],\"values\":[5.2170014929557302],\"intermediate\":[[0,6.2170014929557302],"
     "[1,5.7170014929557302],[2,5.5503348262890633]],\"draws\":[16,0]}";
 
-static const char *const grid_trials =
-    "0 complete x=1 act=1 | 1 | grid 0 | draws 10 0\n"
-    "1 complete x=1 act=0 | 1 | grid 1 | draws 10 0\n"
-    "2 complete x=0 act=1 | 0 | grid 2 | draws 10 0\n"
-    "3 complete x=0 act=0 | 0 | grid 3 | draws 10 0\n"
-    "4 complete x=-1 act=0 | 1 | grid 4 | draws 10 0\n"
-    "5 complete x=-1 act=1 | 1 | grid 5 | draws 10 0\n";
+static const char *const grid_trials = "0 complete x=1 act=1 | 1 | grid 0 | draws 10 0\n"
+                                       "1 complete x=1 act=0 | 1 | grid 1 | draws 10 0\n"
+                                       "2 complete x=0 act=1 | 0 | grid 2 | draws 10 0\n"
+                                       "3 complete x=0 act=0 | 0 | grid 3 | draws 10 0\n"
+                                       "4 complete x=-1 act=0 | 1 | grid 4 | draws 10 0\n"
+                                       "5 complete x=-1 act=1 | 1 | grid 5 | draws 10 0\n";
 
 static const char *const grid_header =
     "{\"syslab_study\":1,\"sampler\":\"grid\",\"seed\":5,\"directions\":[\"minimize\"],\"objectives\":[\"value\"],\"pruner\":\"median\","
@@ -252,19 +252,19 @@ static const char *const nsga2_first =
 
 /* ---------------------------------------------------------- the searches */
 
-static const char *const space =
-    "  x = suggest \"x\" float -2 2\n"
-    "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n"
-    "  w = suggest \"w\" int 8 256 log=true\n"
-    "  d = suggest \"d\" float 0 0.5 by=0.1\n"
-    "  act = suggest \"act\" categorical [\"relu\", \"gelu\", \"tanh\"]\n"
-    "  k = suggest \"k\" int 1 9 by=2\n";
+static const char *const space = "  x = suggest \"x\" float -2 2\n"
+                                 "  lr = suggest \"lr\" float 1e-4 1e-1 log=true\n"
+                                 "  w = suggest \"w\" int 8 256 log=true\n"
+                                 "  d = suggest \"d\" float 0 0.5 by=0.1\n"
+                                 "  act = suggest \"act\" categorical [\"relu\", \"gelu\", \"tanh\"]\n"
+                                 "  k = suggest \"k\" int 1 9 by=2\n";
 
 static void test_random_and_the_median_pruner(void) {
   char body[2048];
   snprintf(body, sizeof body,
            "{\n%s  for e in 0..2 {\n    intermediate (x - 0.5) ** 2 + d + 1 / (e + 1) at=e\n  }\n"
-           "  objective (x - 0.5) ** 2 + d\n}", space);
+           "  objective (x - 0.5) ** 2 + d\n}",
+           space);
   pinned("random", "trials=8 sampler=random seed=7 pruner=median prune_startup=2", body, random_trials, random_header,
          random_first);
 }
@@ -279,8 +279,8 @@ static void test_grid(void) {
 static void test_tpe(void) {
   char body[2048];
   snprintf(body, sizeof body, "{\n%s  objective (x - 0.5) ** 2 + (lr - 0.01) ** 2 + w / 256 + d + k / 10\n}", space);
-  pinned("tpe", "trials=12 sampler=tpe seed=11 startup=4 candidates=16 direction=maximize", body, tpe_trials, tpe_header,
-         tpe_first);
+  pinned("tpe", "trials=12 sampler=tpe seed=11 startup=4 candidates=16 direction=maximize", body, tpe_trials,
+         tpe_header, tpe_first);
 }
 
 static void test_nsga2(void) {
@@ -296,8 +296,9 @@ static void test_auto_names_the_sampler(void) {
   CHECK_STREQ(check_eval(S, "(search trials=1 { objective 1 }).sampler"), "\"tpe\"");
   CHECK_STREQ(check_eval(S, "(search trials=1 directions=[\"minimize\", \"maximize\"] { objective [1, 2] }).sampler"),
               "\"nsga2\"");
-  CHECK_CONTAINS(check_eval(S, "search trials=1 sampler=tpe directions=[\"minimize\", \"maximize\"] { objective [1, 2] }"),
-                 "tpe here optimises one objective; several objectives use nsga2 (or random, grid)");
+  CHECK_CONTAINS(
+      check_eval(S, "search trials=1 sampler=tpe directions=[\"minimize\", \"maximize\"] { objective [1, 2] }"),
+      "tpe here optimises one objective; several objectives use nsga2 (or random, grid)");
   CHECK_CONTAINS(check_eval(S, "search trials=1 sampler=random a=[1] { objective 1 }"),
                  "a=[...] names a grid, which only sampler=grid takes");
   sl_free(S);
@@ -315,11 +316,13 @@ static void test_search_words_come_from_the_table(void) {
     const slS_Sampler *s = slS_samplers[n];
     CHECK_STREQ(a->choices[n + 1], s->name);
     CHECK_MSG(strstr(c->help, s->name) != NULL, "search's help does not name %s", s->name);
-    CHECK_MSG(strcasestr(sl_command_domain(c)->intro, s->title) != NULL, "the search domain does not name %s", s->title);
+    CHECK_MSG(strcasestr(sl_command_domain(c)->intro, s->title) != NULL, "the search domain does not name %s",
+              s->title);
     for (const slS_Option *o = s->options; o && o->name; o++) {
       const sl_Arg *oa = sl_command_arg(c, o->name);
-      CHECK_MSG(oa && oa->type == SL_ARG_INT && strcmp(oa->defval, o->defval) == 0 && strstr(oa->help, s->name) == oa->help,
-                "%s's option %s is no argument of search", s->name, o->name);
+      CHECK_MSG(
+          oa && oa->type == SL_ARG_INT && strcmp(oa->defval, o->defval) == 0 && strstr(oa->help, s->name) == oa->help,
+          "%s's option %s is no argument of search", s->name, o->name);
     }
   }
   CHECK(a->choices[n + 1] == NULL);

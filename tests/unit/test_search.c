@@ -15,18 +15,18 @@
 
 static void test_mt19937_reference_outputs(void) {
   slM_Mt m;
-  slM_mt_seed(&m, 5489);  /* mt19937ar's default seed: its first outputs */
+  slM_mt_seed(&m, 5489); /* mt19937ar's default seed: its first outputs */
   CHECK(slM_mt_next(&m) == 3499211612u);
   CHECK(slM_mt_next(&m) == 581869302u);
   CHECK(slM_mt_next(&m) == 3890346734u);
   CHECK(slM_mt_next(&m) == 3586334585u);
   CHECK(slM_mt_next(&m) == 545404204u);
-  slM_mt_seed(&m, 1);  /* numpy RandomState(1).random_sample(3) */
+  slM_mt_seed(&m, 1); /* numpy RandomState(1).random_sample(3) */
   CHECK(slM_mt_double(&m) == 0.417022004702574);
   CHECK(slM_mt_double(&m) == 0.7203244934421581);
   CHECK(slM_mt_double(&m) == 0.00011437481734488664);
   CHECK_EQ_INT(m.draws, 6);
-  CHECK_EQ_INT(slM_mt_interval(&m, 0), 0);  /* takes no draw */
+  CHECK_EQ_INT(slM_mt_interval(&m, 0), 0); /* takes no draw */
   CHECK_EQ_INT(m.draws, 6);
   /* skipping equals drawing */
   slM_Mt a, b;
@@ -46,7 +46,7 @@ static void test_shuffle_and_random_pruning_equal_numpy(void) {
   slM_mt_shuffle(&m, x, 10);
   for (int i = 0; i < 10; i++) CHECK_EQ_INT(x[i], want[i]);
   unsigned char mask[10];
-  slQ_prune_random(10, 0.3, 3, mask);  /* the first RNE(0.3 * 10) = 3 of the permutation */
+  slQ_prune_random(10, 0.3, 3, mask); /* the first RNE(0.3 * 10) = 3 of the permutation */
   for (int i = 0; i < 10; i++) CHECK_EQ_INT(mask[i], !(i == 5 || i == 4 || i == 1));
 }
 
@@ -60,9 +60,9 @@ static void interrupt_on_stop(sl_Stream s) {
 static void test_failed_trials_are_recorded_and_the_study_goes_on(void) {
   sl_State *S = sl_new();
   check_eval(S, "s = search trials=6 sampler=random seed=2 {\n"
-         "  x = suggest \"x\" int 0 9\n"
-         "  if x > 4 { print nosuch }\n"
-         "  objective x\n}");
+                "  x = suggest \"x\" int 0 9\n"
+                "  if x > 4 { print nosuch }\n"
+                "  objective x\n}");
   CHECK_STREQ(check_eval(S, "s.n"), "6");
   double failed = atof(check_eval(S, "s.failed")), complete = atof(check_eval(S, "s.complete"));
   CHECK(failed + complete == 6 && failed > 0 && complete > 0);
@@ -81,14 +81,14 @@ static void test_interrupt_keeps_finished_trials(void) {
   sl_State *S = sl_new();
   check_cap.on_write = interrupt_on_stop;
   const char *r = check_eval(S, "s = search trials=50 sampler=random seed=1 {\n"
-                         "  x = suggest \"x\" float 0 1\n"
-                         "  if trial == 3 { print \"stop\" }\n"
-                         "  objective x\n}");
+                                "  x = suggest \"x\" float 0 1\n"
+                                "  if trial == 3 { print \"stop\" }\n"
+                                "  objective x\n}");
   check_cap.on_write = NULL;
   sl_clear_interrupt();
   CHECK_CONTAINS(r, "Interrupt");
   CHECK_CONTAINS(check_cap.err.s, "search_partial");
-  CHECK_STREQ(check_eval(S, "search_partial.n"), "3");   /* trial 3 was running: it is dropped, 0..2 kept */
+  CHECK_STREQ(check_eval(S, "search_partial.n"), "3"); /* trial 3 was running: it is dropped, 0..2 kept */
   CHECK_STREQ(check_eval(S, "search_partial.complete"), "3");
   sl_free(S);
 }
@@ -96,7 +96,7 @@ static void test_interrupt_keeps_finished_trials(void) {
 static void test_grid_stops_at_its_size_and_spaces_are_checked(void) {
   sl_State *S = sl_new();
   check_eval(S, "g = search trials=100 sampler=grid a=[1, 2, 3] b=[\"x\", \"y\"] {\n"
-         "  a = suggest \"a\" int 1 3\n  b = suggest \"b\" categorical [\"x\", \"y\"]\n  objective a\n}");
+                "  a = suggest \"a\" int 1 3\n  b = suggest \"b\" categorical [\"x\", \"y\"]\n  objective a\n}");
   CHECK_STREQ(check_eval(S, "g.n"), "6");
   CHECK_STREQ(check_eval(S, "len(g.trials.a)"), "6");
   /* an empty space: trials with no parameter at all */
@@ -105,7 +105,7 @@ static void test_grid_stops_at_its_size_and_spaces_are_checked(void) {
   CHECK_STREQ(check_eval(S, "e.best_params"), "{}");
   /* a name reused with another range: an error naming both, and the search stops */
   const char *r = check_eval(S, "r = search trials=5 sampler=random {\n"
-                         "  x = suggest \"x\" int 1 10\n  y = suggest \"x\" int 1 20\n  objective x\n}");
+                                "  x = suggest \"x\" int 1 10\n  y = suggest \"x\" int 1 20\n  objective x\n}");
   CHECK_CONTAINS(r, "'x' was suggested as int 1..10 and is now suggested as int 1..20");
   CHECK_STREQ(check_eval(S, "search_partial.n"), "0");
   /* a name outside the grid */
@@ -114,7 +114,9 @@ static void test_grid_stops_at_its_size_and_spaces_are_checked(void) {
   /* suggest outside a search */
   CHECK_CONTAINS(check_eval(S, "suggest \"x\" int 1 2"), "inside a search");
   /* same name, same range, same trial: the same value */
-  check_eval(S, "s = search trials=5 sampler=random seed=4 { a = suggest \"x\" float 0 1\n b = suggest \"x\" float 0 1\n objective a - b }");
+  check_eval(
+      S,
+      "s = search trials=5 sampler=random seed=4 { a = suggest \"x\" float 0 1\n b = suggest \"x\" float 0 1\n objective a - b }");
   CHECK_STREQ(check_eval(S, "s.best_value"), "0");
   CHECK_CONTAINS(check_eval(S, "search trials=1 sampler=random { x = suggest \"x\" int 1 2 log=true by=2 }"), "by");
   CHECK_CONTAINS(check_eval(S, "search trials=1 sampler=grid { objective 1 }"), "needs its grid");
@@ -125,14 +127,14 @@ static void test_grid_stops_at_its_size_and_spaces_are_checked(void) {
 static void test_multi_objective_pareto_and_curves(void) {
   sl_State *S = sl_new();
   check_eval(S, "m = search trials=30 sampler=nsga2 population=6 seed=3 directions=[\"maximize\", \"minimize\"] "
-         "objectives=[\"acc\", \"bits\"] {\n"
-         "  b = suggest \"bits\" int 2 16\n  objective [1 - 1 / b, b]\n}");
+                "objectives=[\"acc\", \"bits\"] {\n"
+                "  b = suggest \"bits\" int 2 16\n  objective [1 - 1 / b, b]\n}");
   CHECK_STREQ(check_eval(S, "m.n"), "30");
   /* every distinct bit width is Pareto-optimal here; the front holds no dominated trial */
   CHECK(atoi(check_eval(S, "len(m.pareto.bits)")) >= 3);
   CHECK_STREQ(check_eval(S, "m.best_value"), "nil");
   check_eval(S, "a = search trials=5 sampler=random seed=1 { objective (suggest \"x\" float 0 1) }\n"
-         "b = search trials=5 sampler=tpe seed=1 { objective (suggest \"x\" float 0 1) }");
+                "b = search trials=5 sampler=tpe seed=1 { objective (suggest \"x\" float 0 1) }");
   CHECK_STREQ(check_eval(S, "c = curves random=a tpe=b\nlen(c.study)"), "10");
   CHECK_STREQ(check_eval(S, "a.running_best.best[4] == a.best_value"), "true");
   sl_free(S);
@@ -146,17 +148,25 @@ static void test_journal_resume_equals_an_uninterrupted_run(void) {
   for (int k = 0; k < 4; k++) {
     sl_State *S = sl_new();
     const char *grid = k == 2 ? "x=[0.1, 0.5, 0.9] n=[1, 2, 3, 4]" : "";
-    const char *body = "{\n  x = suggest \"x\" float 0 1\n  n = suggest \"n\" int 1 4\n  objective (x - 0.3) ** 2 + n\n}";
-    snprintf(code, sizeof code, "whole = search trials=14 startup=4 population=4 sampler=%s seed=9 %s %s", samplers[k], grid, body);
+    const char *body =
+        "{\n  x = suggest \"x\" float 0 1\n  n = suggest \"n\" int 1 4\n  objective (x - 0.3) ** 2 + n\n}";
+    snprintf(code, sizeof code, "whole = search trials=14 startup=4 population=4 sampler=%s seed=9 %s %s", samplers[k],
+             grid, body);
     check_eval(S, code);
-    snprintf(code, sizeof code, "half = search trials=6 startup=4 population=4 sampler=%s seed=9 %s journal=\"%s/%s.jsonl\" %s",
+    snprintf(code, sizeof code,
+             "half = search trials=6 startup=4 population=4 sampler=%s seed=9 %s journal=\"%s/%s.jsonl\" %s",
              samplers[k], grid, dir, samplers[k], body);
     check_eval(S, code);
-    snprintf(code, sizeof code, "rest = search trials=14 startup=4 population=4 sampler=%s seed=9 %s journal=\"%s/%s.jsonl\" %s",
+    snprintf(code, sizeof code,
+             "rest = search trials=14 startup=4 population=4 sampler=%s seed=9 %s journal=\"%s/%s.jsonl\" %s",
              samplers[k], grid, dir, samplers[k], body);
     check_eval(S, code);
     CHECK_CONTAINS(check_cap.out.s, "resuming");
-    CHECK_STREQ(check_eval(S, "rest.trials.x == whole.trials.x and rest.trials.n == whole.trials.n and rest.trials.value == whole.trials.value"), "true");
+    CHECK_STREQ(
+        check_eval(
+            S,
+            "rest.trials.x == whole.trials.x and rest.trials.n == whole.trials.n and rest.trials.value == whole.trials.value"),
+        "true");
     CHECK_STREQ(check_eval(S, "half.n < rest.n"), "true");
     sl_free(S);
   }

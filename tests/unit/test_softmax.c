@@ -20,7 +20,8 @@ static void test_forward_against_binary64(void) {
     int n = lengths[l];
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     double *r = malloc((size_t)n * sizeof *r), sum = 0;
-    for (int j = 0; j < n; j++) x[j] = (float)sin(0.37 * j) * 8 + (j % 3 == 0 ? 60.0f : 0.0f);   /* large logits: no overflow */
+    for (int j = 0; j < n; j++)
+      x[j] = (float)sin(0.37 * j) * 8 + (j % 3 == 0 ? 60.0f : 0.0f); /* large logits: no overflow */
     slK_softmax_row(x, y, n);
     reference(x, r, n);
     for (int j = 0; j < n; j++) {
@@ -55,7 +56,7 @@ static void test_backward_against_finite_differences(void) {
     reference(xp, yp, N), reference(xm, ym, N);
     for (int j = 0; j < N; j++) lp += dy[j] * yp[j], lm += dy[j] * ym[j];
     double fd = (lp - lm) / ((double)xp[k] - (double)xm[k]);
-    CHECK_NEAR(dx[k] - 0.25f, fd, 1e-4);   /* accumulated onto what dx held */
+    CHECK_NEAR(dx[k] - 0.25f, fd, 1e-4); /* accumulated onto what dx held */
   }
   /* the gradient of a softmax sums to zero: adding a constant to x changes nothing */
   float one[1] = {0}, gy[1] = {3}, g1[1] = {0};

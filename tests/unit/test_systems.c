@@ -65,7 +65,7 @@ static void check_prediction(slM_Graph *g, const char *what, int batch, int T) {
          measured_fwd, train.peak, measured_train);
   CHECK_MSG(fabs(fwd.peak - (double)measured_fwd) <= 0.10 * (double)measured_fwd, "%s forward", what);
   CHECK_MSG(fabs(train.peak - (double)measured_train) <= 0.10 * (double)measured_train, "%s training", what);
-  if (strcmp(g->family, "lm") == 0) {   /* the configuration-only formula agrees with the graph walk */
+  if (strcmp(g->family, "lm") == 0) { /* the configuration-only formula agrees with the graph walk */
     slM_LmSpec s;
     slM_lm_spec_of(g, &s);
     slL_predict_lm(&s, batch, T, SLL_RUN_TRAIN, SLM_ADAMW, g->precision, &spec);
@@ -92,7 +92,7 @@ static void test_budget_and_refusal(void) {
   char err[256], msg[512];
   CHECK_NEAR(slL_budget("80GB", err, sizeof err), 80e9, 1);
   CHECK_NEAR(slL_budget("512 MiB", err, sizeof err), 512.0 * 1048576, 1);
-  CHECK(slL_budget("", err, sizeof err) > 1e6);   /* MemAvailable */
+  CHECK(slL_budget("", err, sizeof err) > 1e6); /* MemAvailable */
   CHECK(slL_budget("lots", err, sizeof err) == 0);
   CHECK_CONTAINS(err, "GiB");
   slM_LmSpec s;
@@ -116,7 +116,7 @@ static void test_tags_and_timeline(void) {
   size_t n, na;
   const slM_MemEvent *ev = slM_mem_timeline(&n);
   const slM_MemAlloc *al = slM_mem_allocations(&na);
-  CHECK(n > (size_t)g->n);   /* forward and backward marks */
+  CHECK(n > (size_t)g->n); /* forward and backward marks */
   int scores = 0;
   for (size_t i = 0; i < na; i++)
     if (strcmp(al[i].op, "matmul_qk") == 0 && al[i].category == SLM_MEM_ACT && !al[i].backward) {
@@ -127,7 +127,7 @@ static void test_tags_and_timeline(void) {
   size_t max_fwd = 0;
   for (size_t i = 0; i < n; i++)
     if (!ev[i].backward && ev[i].live > max_fwd) max_fwd = ev[i].live;
-  CHECK(ev[n - 1].live > max_fwd);   /* backward adds the gradients on top */
+  CHECK(ev[n - 1].live > max_fwd); /* backward adds the gradients on top */
   slM_mem_record(0);
   slL_batch_free(&b);
   slM_graph_free(g);
@@ -142,8 +142,8 @@ static void test_accumulation_and_rounding(void) {
   CHECK_STREQ(buf[1], "9.9531");
   CHECK_STREQ(buf[2], "10.0021");
   CHECK(slK_round_bf16(1.0f) == 1.0f);
-  CHECK(slK_round_bf16(1.00390625f) == 1.0f);        /* halfway: ties to even */
-  CHECK(slK_round_bf16(1.01171875f) == 1.015625f);   /* halfway: ties to even, up */
+  CHECK(slK_round_bf16(1.00390625f) == 1.0f);      /* halfway: ties to even */
+  CHECK(slK_round_bf16(1.01171875f) == 1.015625f); /* halfway: ties to even, up */
   CHECK(slK_round_fp16(65520.0f) == INFINITY);
   CHECK(slK_round_fp16(0.1f) == 0.0999755859375f);
   CHECK(isnan(slK_round_bf16(NAN)));
@@ -157,7 +157,7 @@ static void test_dtype_table(void) {
     slM_dtypes(g, dt);
     int fc1 = slM_find_node(g, "fc1"), relu = slM_find_node(g, "relu_1");
     CHECK_EQ_INT(dt[fc1], mode);
-    CHECK_EQ_INT(dt[relu], mode);   /* an activation of a 16-bit product stays 16-bit, as autocast's relu */
+    CHECK_EQ_INT(dt[relu], mode); /* an activation of a 16-bit product stays 16-bit, as autocast's relu */
   }
   free(dt);
   slM_graph_free(g);
@@ -174,7 +174,7 @@ static void test_dtype_table(void) {
   slL_Batch b;
   slL_batch_init(&b, g, 2, 12, 3);
   double l16 = slL_run_step(g, &b, 1, NULL, 0);
-  slM_Tensor *q = g->nodes[slM_find_node(g, "layers_0_attn_q_proj")].out;   /* stored in 16 bits */
+  slM_Tensor *q = g->nodes[slM_find_node(g, "layers_0_attn_q_proj")].out; /* stored in 16 bits */
   CHECK(q->half && !q->data && q->dtype == SLM_BF16);
   for (size_t i = 0; i < q->size; i++) CHECK(slK_round_bf16(slM_tensor_at(q, i)) == slM_tensor_at(q, i));
   g->precision = SLM_FP32;
@@ -190,7 +190,7 @@ static void test_dtype_table(void) {
 /* eager and fused: the same numbers bit for bit, forward and every gradient */
 static void check_fused(slM_Graph *eager, const char *what, int batch, int T, int expect) {
   char err[256];
-  slM_Graph *fused = slM_graph_copy(eager, 1);   /* own parameters, the same values */
+  slM_Graph *fused = slM_graph_copy(eager, 1); /* own parameters, the same values */
   slM_FuseCounts c;
   CHECK_MSG(slM_fuse(fused, 0, &c, err, sizeof err) == 0, "%s", err);
   CHECK_MSG(c.linear_act + c.add_norm + c.masked_softmax == expect, "%s: %d fusions", what,
@@ -241,8 +241,8 @@ static void check_fused(slM_Graph *eager, const char *what, int batch, int T, in
 
 static void test_fusion(void) {
   check_fused(mlp(), "mlp", 6, 0, 2);
-  check_fused(vit(SLM_FP32), "image transformer", 3, 0, 2 + 2 * 2);   /* gelu per layer; two add+norm per layer */
-  check_fused(lm(SLM_FP32), "lm", 2, 12, 2);                  /* the masked softmax of each layer */
+  check_fused(vit(SLM_FP32), "image transformer", 3, 0, 2 + 2 * 2); /* gelu per layer; two add+norm per layer */
+  check_fused(lm(SLM_FP32), "lm", 2, 12, 2);                        /* the masked softmax of each layer */
 }
 
 /* attention into FlashAttention-2: a different summation order, so a stated
@@ -276,7 +276,7 @@ static void check_fused_attention(slM_Graph *eager, const char *what, int batch,
     }
   printf("  %s with FlashAttention-2: loss %.9g vs %.9g, gradients within %.2g of the tolerance\n", what, lf, le,
          worst);
-  CHECK(worst <= 1);   /* every gradient within 1e-4 of its parameter's largest entry, plus 1e-7 */
+  CHECK(worst <= 1); /* every gradient within 1e-4 of its parameter's largest entry, plus 1e-7 */
   /* the prediction follows the fused graph: logsumexp rows instead of T x T tensors */
   slL_Prediction pe, pf;
   slL_predict_graph(eager, batch, T, SLL_RUN_TRAIN, -1, &pe);
@@ -286,11 +286,11 @@ static void check_fused_attention(slM_Graph *eager, const char *what, int batch,
   slM_mem_reset();
   size_t trainable, total;
   slM_param_counts(fused, &trainable, &total);
-  size_t base = slM_mem_live() - 8 * total;   /* parameters and their gradients (shared names, own copies) */
+  size_t base = slM_mem_live() - 8 * total; /* parameters and their gradients (shared names, own copies) */
   slL_run_step(fused, &b, 1, NULL, 0);
   size_t measured = slM_mem_total_peak() - base;
-  CHECK_MSG(fabs(pf.peak - (double)measured) <= 0.1 * (double)measured, "%s: predicted %.0f measured %zu", what, pf.peak,
-            measured);
+  CHECK_MSG(fabs(pf.peak - (double)measured) <= 0.1 * (double)measured, "%s: predicted %.0f measured %zu", what,
+            pf.peak, measured);
   slL_batch_free(&b);
   slM_graph_free(fused);
   slM_graph_free(eager);
@@ -342,7 +342,8 @@ static void check_native_half(slM_Graph *g, const char *what, int batch, int T, 
   double le = slL_run_step(h, &b, 1, NULL, 0);
   slK_force_portable(was);
   double gap = grad_gap(g, h);
-  printf("  %s bf16: loss native %.7g emulated %.7g, gradients within %.2g of their largest entry\n", what, ln, le, gap);
+  printf("  %s bf16: loss native %.7g emulated %.7g, gradients within %.2g of their largest entry\n", what, ln, le,
+         gap);
   CHECK_NEAR(ln, le, 2e-3 * fabs(le));
   CHECK(gap < 0.01);
   /* the rounded weights are given back when the step ends */
@@ -394,8 +395,10 @@ static void test_budget_limits_hold(void) {
   CHECK_CONTAINS(check_eval(S, "m = lm medium budget=\"80GB\""), "over the budget of 1.07 GB");
   CHECK_CONTAINS(check_eval(S, "p = memory_predict presets=[\"small\"] contexts=[128] batch=4 run=train\np.status[0]"),
                  "\"OOM\"");
-  CHECK_CONTAINS(check_eval(S, "p = memory_predict presets=[\"small\"] contexts=[128] batch=4 run=train budget=\"80GB\"\n"
-                              "p.status[0]"), "\"OK\"");   /* a prediction for another machine allocates nothing */
+  CHECK_CONTAINS(
+      check_eval(S, "p = memory_predict presets=[\"small\"] contexts=[128] batch=4 run=train budget=\"80GB\"\n"
+                    "p.status[0]"),
+      "\"OK\""); /* a prediction for another machine allocates nothing */
   unsetenv("SYSLAB_MEMORY_BUDGET");
   CHECK_NEAR(sl_memory_budget(), machine, machine * 0.2);
   /* ulimit -v, in a child so the limit stays there */
@@ -451,13 +454,14 @@ static void test_lm_bench_keeps_rows(void) {
                                   "steps=1 batch=1\n[t.config, t.status_fwd, t.status_train, t.mean_s_train]");
   unsetenv("SYSLAB_FAULT_NODE");
   CHECK_CONTAINS(out, "[[\"tiny\", \"small\", \"tiny\"], [\"OK\", \"fault: node layers_2_ffn_w1");
-  CHECK_CONTAINS(out, "\"OK\"]");   /* the tiny preset after the fault: measured */
+  CHECK_CONTAINS(out, "\"OK\"]"); /* the tiny preset after the fault: measured */
   double t0 = atof(check_eval(S, "t.mean_s_train[0]")), t2 = atof(check_eval(S, "t.mean_s_train[2]"));
   CHECK(t0 > 0 && t2 > 0);
-  CHECK_STREQ(check_eval(S, "t.mean_s_train[1]"), "nil");   /* no time for a run that faulted */
+  CHECK_STREQ(check_eval(S, "t.mean_s_train[1]"), "nil"); /* no time for a run that faulted */
   /* without the fault the same table runs through: the fault was the only difference */
-  CHECK_CONTAINS(check_eval(S, "u = lm_bench presets=[\"tiny\"] contexts=[8] warmups=[0] steps=1 batch=1\nu.status_train"),
-                 "[\"OK\"]");
+  CHECK_CONTAINS(
+      check_eval(S, "u = lm_bench presets=[\"tiny\"] contexts=[8] warmups=[0] steps=1 batch=1\nu.status_train"),
+      "[\"OK\"]");
   /* several precisions from one build of each preset: a row per precision, each named */
   CHECK_STREQ(check_eval(S, "v = lm_bench presets=[\"tiny\"] contexts=[8, 16] warmups=[0] steps=1 batch=1 "
                             "precisions=[\"fp32\", \"bf16\"]\n[v.precision, v.context, v.status_train]"),
@@ -531,7 +535,8 @@ static void test_memory_check_compressed_and_optimizers(void) {
   /* each optimizer's state is what it holds: AdamW two moments, SGD one, none none */
   CHECK_STREQ(check_eval(S, "a = memory_check m batch=8\ns = memory_check m batch=8 optimizer=sgd\n"
                             "n = memory_check m batch=8 optimizer=none\n"
-                            "a.measured_mb[1] > s.measured_mb[1] and s.measured_mb[1] > n.measured_mb[1]"), "true");
+                            "a.measured_mb[1] > s.measured_mb[1] and s.measured_mb[1] > n.measured_mb[1]"),
+              "true");
   /* and the model checked is left as it was: no step touched its weights */
   CHECK_STREQ(check_eval(S, "x = copy m\nr = memory_check m batch=8\n"
                             "(difference x m (dataset synthetic train=8 test=8 features=784 classes=10)).identical"),

@@ -36,7 +36,7 @@ static void test_csv_round_trip(void) {
     for (int i = 0; i < 5; i++) {
       if (i < 4) CHECK_STREQ(sl_str(slT_get(back, (size_t)i, 0)), names[i]);
       else CHECK(slT_get(back, 4, 0).type == SL_NIL);
-      CHECK(slT_get(back, (size_t)i, 1).u.n == values[i]);  /* every bit survives */
+      CHECK(slT_get(back, (size_t)i, 1).u.n == values[i]); /* every bit survives */
     }
     slT_free(back);
   }
@@ -60,7 +60,8 @@ static void test_renderings(void) {
   sl_Value t = sl_state_get(S, "t");
   sl_Bundle b;
   sl_show(t, &b);
-  CHECK_CONTAINS(sl_bundle_get(&b, "text/markdown")->data, "| kernel | ms |\n|---|---:|\n| naive | 12.5 |\n| fused\\|flash | 3 |\n");
+  CHECK_CONTAINS(sl_bundle_get(&b, "text/markdown")->data,
+                 "| kernel | ms |\n|---|---:|\n| naive | 12.5 |\n| fused\\|flash | 3 |\n");
   CHECK_CONTAINS(sl_bundle_get(&b, "text/html")->data, "<th style=\"text-align:right\">ms</th>");
   CHECK_CONTAINS(sl_bundle_get(&b, "text/plain")->data, "kernel         ms\nnaive        12.5\n");
   sl_bundle_free(&b);
@@ -76,8 +77,8 @@ static void test_sweep_order_rows_and_scope(void) {
   const char *r = run(S, "s = sweep width=[4, 8] mode=[\"a\", \"b\", \"c\"] { row bits=width * 2 }\ns");
   CHECK_CONTAINS(r, "width  mode  bits\n    4  a        8\n    4  b        8\n    4  c        8\n    8  a       16\n");
   CHECK_CONTAINS(r, "(6 rows)");
-  CHECK_STREQ(run(S, "width"), "\"kept\"");            /* restored */
-  CHECK_CONTAINS(run(S, "mode"), "NameError");         /* removed again */
+  CHECK_STREQ(run(S, "width"), "\"kept\"");    /* restored */
+  CHECK_CONTAINS(run(S, "mode"), "NameError"); /* removed again */
   CHECK_CONTAINS(run(S, "sweep x=1..3 { print x }"), "x\n1\n2\n3\n(3 rows)");
   CHECK_CONTAINS(run(S, "sweep x=[] { print x }"), "x is an empty list");
   CHECK_CONTAINS(run(S, "sweep { print 1 }"), "give at least one name=[values]");
@@ -102,7 +103,7 @@ static void test_sweep_interrupt_keeps_partial_rows(void) {
   CHECK_CONTAINS(check_cap.err.s, "kept in the variable sweep_partial");
   int rows = atoi(run(S, "sweep_partial.nrows"));
   CHECK_MSG(rows >= 2 && rows <= 5, "partial rows: %d", rows);
-  CHECK_CONTAINS(run(S, "s"), "NameError");  /* the assignment did not happen */
+  CHECK_CONTAINS(run(S, "s"), "NameError"); /* the assignment did not happen */
   sl_free(S);
 }
 
@@ -162,16 +163,15 @@ static void test_plot_text_cannot_run_commands(void) {
   unlink("/tmp/syslab-pwned-2");
   unlink("/tmp/syslab-pwned-3");
   run(S, "t = table k=[\"`touch /tmp/syslab-pwned-1`\", \"b\"] v=[1, 2]");
-  const char *r = run(S,
-      "plot t x=k y=v series=k title=\"x' . system('touch /tmp/syslab-pwned-2') . '\" "
-      "xlabel=\"`touch /tmp/syslab-pwned-3`\" ylabel=\"a\\nEOD\\n! touch /tmp/syslab-pwned-3\"");
+  const char *r = run(S, "plot t x=k y=v series=k title=\"x' . system('touch /tmp/syslab-pwned-2') . '\" "
+                         "xlabel=\"`touch /tmp/syslab-pwned-3`\" ylabel=\"a\\nEOD\\n! touch /tmp/syslab-pwned-3\"");
   CHECK_STREQ(r, "nil");
   struct stat st;
   CHECK(stat("/tmp/syslab-pwned-1", &st) != 0);
   CHECK(stat("/tmp/syslab-pwned-2", &st) != 0);
   CHECK(stat("/tmp/syslab-pwned-3", &st) != 0);
   const sl_MimePart *svg = sl_bundle_get(&check_cap.last, "image/svg+xml");
-  CHECK(svg && strstr(svg->data, "system("));  /* the title was drawn as text */
+  CHECK(svg && strstr(svg->data, "system(")); /* the title was drawn as text */
   sl_free(S);
 }
 
@@ -184,7 +184,7 @@ static void test_missing_gnuplot_is_a_clear_error(void) {
   setenv("PATH", path, 1);
   free(path);
   CHECK_CONTAINS(r, "gnuplot is not installed: install the Debian package gnuplot-nox");
-  CHECK(sl_bundle_get(&check_cap.last, "text/markdown") != NULL);  /* the table was still shown */
+  CHECK(sl_bundle_get(&check_cap.last, "text/markdown") != NULL); /* the table was still shown */
   sl_free(S);
 }
 
@@ -197,5 +197,5 @@ int main(void) {
   RUN(test_plot_png_and_svg);
   RUN(test_plot_text_cannot_run_commands);
   RUN(test_missing_gnuplot_is_a_clear_error);
-    return check_summary();
+  return check_summary();
 }

@@ -28,7 +28,7 @@ static slM_Graph *mlp(void) {
 ** node of that step's backward pass, as an interrupt does. */
 typedef struct {
   int done, limit, in_backward, nodes;
-  long calls;   /* stop-hook calls since the last finished step */
+  long calls; /* stop-hook calls since the last finished step */
 } Cut;
 
 static void finished(void *ud, int epoch, double fraction, double loss) {
@@ -42,9 +42,9 @@ static void finished(void *ud, int epoch, double fraction, double loss) {
 static int cut_here(void *ud) {
   Cut *c = ud;
   if (c->done < c->limit) return 0;
-  long at = c->in_backward ? 1 + c->nodes + 1 : 1;   /* the batch's start, its forward's nodes, the backward's first */
+  long at = c->in_backward ? 1 + c->nodes + 1 : 1; /* the batch's start, its forward's nodes, the backward's first */
   if (++c->calls < at) return 0;
-  sl_interrupt();   /* as the kernel's interrupt does: evaluation sees it too */
+  sl_interrupt(); /* as the kernel's interrupt does: evaluation sees it too */
   return 1;
 }
 

@@ -20,7 +20,7 @@
 #include "syslab.h"
 
 static const char *watched;        /* what runs now, for the watchdog's message */
-static _Atomic unsigned long runs;  /* odd while a piece of code runs */
+static _Atomic unsigned long runs; /* odd while a piece of code runs */
 
 static void *watchdog(void *arg) {
   (void)arg;
@@ -92,13 +92,13 @@ static void test_idx_files_are_read_whole(void) {
   CHECK(mkdir(path, 0700) == 0);
   snprintf(path, sizeof path, "%s/gz/train-images-idx3-ubyte.gz", dir);
   FILE *f = fopen(path, "wb");
-  static const unsigned char cut[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x63, 0x60};   /* a gzip header, cut */
+  static const unsigned char cut[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x63, 0x60}; /* a gzip header, cut */
   fwrite(cut, 1, sizeof cut, f);
   fclose(f);
   snprintf(code, sizeof code, "d = dataset fashion_mnist path=\"%s/gz\"", dir);
   CHECK_CONTAINS(eval(S, code), "train-images-idx3-ubyte.gz is corrupt");
   f = fopen(path, "wb");
-  static const unsigned char idx[] = {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4};   /* 1 image of 2x2 */
+  static const unsigned char idx[] = {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4}; /* 1 image of 2x2 */
   fwrite(idx, 1, sizeof idx, f);
   fclose(f);
   CHECK_CONTAINS(eval(S, code), "images are not 28x28");
