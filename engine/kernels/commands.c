@@ -195,7 +195,8 @@ static void roof_columns(slT_Table *t, size_t r, int roofed, const slK_Roofs *be
   int above = gflops > roof;
   set_num(t, r, "peak_gflops", round_to(peak, 1));
   set_num(t, r, "bandwidth_gbs", round_to(bw, 1));
-  set_num(t, r, "roof_gflops", round_sig(roof));
+  /* rounded to three figures, the roof could read above the peak it is capped by (169 against 168.8) */
+  set_num(t, r, "roof_gflops", fmin(round_sig(roof), round_to(peak, 1)));
   if (!above) {
     set_num(t, r, "of_peak", round_to(gflops / peak, 3));
     set_num(t, r, "of_roof", round_to(gflops / roof, 3));

@@ -106,14 +106,21 @@ int slK_round_vector(int on) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,f16c")))
+
+/* F16C from cpuid itself: clang's __builtin_cpu_supports does not know "f16c" */
+static int have_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 
 static int have_avx2(void) {
   static int have = -1;
   if (have < 0) {
     __builtin_cpu_init();
-    have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    have = __builtin_cpu_supports("avx2") && have_f16c();
   }
   return have && vector_on;
 }
