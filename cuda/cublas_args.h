@@ -50,6 +50,14 @@ static inline slG_Cublas slG_cublas_of(const slG_Gemm *g) {
 
 static inline int slG_at_least_1(int x) { return x > 1 ? x : 1; }
 
+/* an operand's leading dimension against the rows it has as stored: 0, or -1 with the rule in err */
+static inline int slG_ld_check(const char *name, int ld, int rows, int trans, char *err, size_t errlen) {
+  if (ld >= slG_at_least_1(rows)) return 0;
+  snprintf(err, errlen, "cuBLAS: %s %d < max(1, %d), the rows of op %s's operand as stored", name, ld, rows,
+           trans ? "T" : "N");
+  return -1;
+}
+
 /* 0 when cuBLAS accepts the call (its documented rules: sizes not
 ** negative, lda >= max(1, rows of the first operand as stored), the same
 ** for ldb and ldc) and the batch's products cannot overwrite one another's
@@ -60,14 +68,9 @@ static inline int slG_cublas_check(const slG_Cublas *c, char *err, size_t errlen
   long long span = (long long)(c->n > 0 ? c->n - 1 : 0) * c->ldc + c->m;
   if (c->m < 0 || c->n < 0 || c->k < 0 || c->batch < 0)
     return snprintf(err, errlen, "cuBLAS: negative size m %d n %d k %d batch %d", c->m, c->n, c->k, c->batch), -1;
-  if (c->lda < slG_at_least_1(a_rows))
-    return snprintf(err, errlen, "cuBLAS: lda %d < max(1, %d), the rows of op %s's operand as stored", c->lda, a_rows,
-                    c->transa ? "T" : "N"),
-           -1;
-  if (c->ldb < slG_at_least_1(b_rows))
-    return snprintf(err, errlen, "cuBLAS: ldb %d < max(1, %d), the rows of op %s's operand as stored", c->ldb, b_rows,
-                    c->transb ? "T" : "N"),
-           -1;
+  if (slG_ld_check("lda", c->lda, a_rows, c->transa, err, errlen) != 0 ||
+      slG_ld_check("ldb", c->ldb, b_rows, c->transb, err, errlen) != 0)
+    return -1;
   if (c->ldc < slG_at_least_1(c->m)) return snprintf(err, errlen, "cuBLAS: ldc %d < max(1, m = %d)", c->ldc, c->m), -1;
   if (c->batch > 1 && c->m > 0 && c->n > 0 && (c->stride_c < 0 ? -c->stride_c : c->stride_c) < span)
     return snprintf(err, errlen, "cuBLAS: stride_c %lld < %lld, one product's C: the batch's products overlap",

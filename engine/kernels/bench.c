@@ -354,7 +354,7 @@ static double mxl_bytes(int n, const slK_Attn *a) { return (double)n * n * (1 + 
 /* GPU cases: cuda/ sets them up (the version `kind` of cuda/gpu.h) and times them with events */
 static slK_Case *gpu_setup_for(const slK_Bench *b, int kind, int n, const slK_Attn *s, char *err, size_t errlen) {
   if (!slK_dev_available()) {
-    snprintf(err, errlen, "%s needs a GPU; %s", b->name, slK_dev_why());
+    snprintf(err, errlen, "needs a GPU; %s", slK_dev_why());
     return NULL;
   }
   slK_Attn a = attn_shape(n, s);
@@ -419,9 +419,9 @@ static int compare(const slK_Case *c, const char *what, const float *got, const 
   }
   if (excess < 0) return 0;
   snprintf(err, errlen,
-           "%s at size %d: %s differs from its reference by %g at element %zu (%.9g, the reference %.9g), more than "
-           "the tolerance %g: not timed",
-           c->bench->name, c->n, what, worst, at, got[at], want[at], worst_tol);
+           "%s differs from its reference by %g at element %zu (%.9g, the reference %.9g), more than the tolerance "
+           "%g, in its check at size %d: not timed",
+           what, worst, at, got[at], want[at], worst_tol, c->n);
   return -1;
 }
 
@@ -435,8 +435,8 @@ static void *on_host(slK_Case *c, int i, size_t bytes, char *err, size_t errlen)
   c->copy[i] = malloc(bytes);
   char why[256] = "";
   if (!dev || !c->copy[i] || G->download(c->copy[i], dev, bytes, why, sizeof why) != 0) {
-    snprintf(err, errlen, "%s: its array %d could not be read back from the device for its check%s%s", c->bench->name,
-             i, why[0] ? ": " : "", why);
+    snprintf(err, errlen, "its array %d could not be read back from the device for its check%s%s", i,
+             why[0] ? ": " : "", why);
     return NULL;
   }
   return c->copy[i];
@@ -489,7 +489,7 @@ static int attn_compare(slK_Case *c, char *err, size_t errlen) {
   int rc = slK_attention_forward(impl, &r, in[0], in[1], in[2], want[0], want[1]);
   if (rc == 0 && train)
     rc = slK_attention_backward(impl, &r, in[0], in[1], in[2], want[0], in[3], want[1], want[2], want[3], want[4]);
-  if (rc != 0) snprintf(err, errlen, "%s: could not allocate its reference's workspace", b->name);
+  if (rc != 0) snprintf(err, errlen, "could not allocate its reference's workspace");
   const char *names[5] = {"O", "L", "dQ", "dK", "dV"};
   for (int i = 0; i < outs && rc == 0; i++) {
     if (i == 1 && c->gpu) continue; /* L: the GPU's own convention inside its kernels */
@@ -545,7 +545,7 @@ static int check_at(const slK_Bench *b, int n, const slK_Attn *shape, int (*outp
   if (!c) return -1;
   double t = b->run(c);
   int rc = t != t ? -1 : outputs(c, err, errlen); /* NaN: a GPU launch failed */
-  if (t != t) snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, n, slK_gpu()->case_error());
+  if (t != t) snprintf(err, errlen, "its check at size %d failed on the GPU: %s", n, slK_gpu()->case_error());
   b->teardown(c);
   return rc;
 }
@@ -821,7 +821,7 @@ int slK_bench_run(const slK_Bench *b, int size, const slK_Attn *shape, int warmu
   if (failed) {
     b->teardown(c);
     free(t);
-    snprintf(err, errlen, "%s at size %d failed on the GPU: %s", b->name, size, slK_gpu()->case_error());
+    snprintf(err, errlen, "failed on the GPU: %s", slK_gpu()->case_error());
     return -1;
   }
   if (stopped) {

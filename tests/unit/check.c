@@ -1,8 +1,10 @@
 /* check.c - the unit-test harness behind check.h, the in-memory host
 ** the tests of the language share, and the one-node graphs of the
 ** operator tests. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "check.h"
 
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,18 @@ int check_summary(void) {
   else printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+const char *check_tmpdir(char *dir, size_t n, const char *name) {
+  if ((size_t)snprintf(dir, n, "/tmp/syslab-%s-XXXXXX", name) >= n) return NULL;
+  return mkdtemp(dir);
+}
+
+int check_tmpdir_remove(const char *dir) { return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* ------------------------------------------------- running the language */
 

@@ -62,6 +62,11 @@ int check_summary(void);
       check_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%s\"", #hay, n_, h_ ? h_ : "(null)"); \
   } while (0)
 
+/* a fresh folder /tmp/syslab-NAME-XXXXXX for a test file's files, made in dir (n bytes): dir, or NULL */
+const char *check_tmpdir(char *dir, size_t n, const char *name);
+/* that folder and everything in it removed (no shell): 0 when done */
+int check_tmpdir_remove(const char *dir);
+
 /* a GPU test that cannot run here says so, and counts as skipped */
 void check_skip(const char *name, const char *why);
 

@@ -285,8 +285,7 @@ static void test_sharded_memory(void) {
 
 int main(void) {
   sl_init();
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/syslab-accumulate-XXXXXX");
-  if (!mkdtemp(tmpdir)) return 1;
+  if (!check_tmpdir(tmpdir, sizeof tmpdir, "accumulate")) return 1;
   RUN(test_micro_rows);
   RUN(test_shard_owners);
   RUN(test_dropout_masks_per_row);
@@ -295,8 +294,6 @@ int main(void) {
   RUN(test_argument_errors);
   RUN(test_loaded_lm_trains);
   RUN(test_sharded_memory);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) return 1;
+  if (check_tmpdir_remove(tmpdir) != 0) return 1;
   return check_summary();
 }

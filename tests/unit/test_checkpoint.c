@@ -223,15 +223,12 @@ static void test_values_tables_datasets_round_trip(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/syslab-checkpoint-XXXXXX");
-  if (!mkdtemp(tmpdir)) return 1;
+  if (!check_tmpdir(tmpdir, sizeof tmpdir, "checkpoint")) return 1;
   RUN(test_trained_model_round_trip_bit_exact);
   RUN(test_transformer_lora_and_pruned_round_trip);
   RUN(test_compressed_models_round_trip);
   RUN(test_bad_files_refused);
   RUN(test_values_tables_datasets_round_trip);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) return 1;
+  if (check_tmpdir_remove(tmpdir) != 0) return 1;
   return check_summary();
 }

@@ -54,11 +54,9 @@ static void test_every_example_runs(void) {
 
 int main(void) {
   /* examples that save files write them here */
-  char dir[] = "/tmp/syslab-examples-XXXXXX";
-  if (!mkdtemp(dir) || chdir(dir) != 0) return 1;
+  char dir[64];
+  if (!check_tmpdir(dir, sizeof dir, "examples") || chdir(dir) != 0) return 1;
   RUN(test_every_example_runs);
-  char cmd[64];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) return 1;
+  if (chdir("/") != 0 || check_tmpdir_remove(dir) != 0) return 1;
   return check_summary();
 }

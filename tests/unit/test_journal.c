@@ -418,15 +418,12 @@ static void test_grid_progress_counts_the_grid(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/syslab-journal-XXXXXX");
-  if (!mkdtemp(dir)) return 1;
+  if (!check_tmpdir(dir, sizeof dir, "journal")) return 1;
   RUN(test_every_field_is_checked);
   RUN(test_stream_positions_are_bounded);
   RUN(test_stream_replay_is_interruptible);
   RUN(test_journal_paths_are_regular_files);
   RUN(test_grid_progress_counts_the_grid);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) return 1;
+  if (check_tmpdir_remove(dir) != 0) return 1;
   return check_summary();
 }

@@ -354,16 +354,13 @@ static void test_node_settings_held_to_their_ranges(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/syslab-identity-XXXXXX");
-  if (!mkdtemp(tmpdir)) return 1;
+  if (!check_tmpdir(tmpdir, sizeof tmpdir, "identity")) return 1;
   RUN(test_language_model_keeps_its_sizes);
   RUN(test_precision_survives_save_ship_capture);
   RUN(test_format1_checkpoint_loads_to_the_same_models);
   RUN(test_corpus_checkpoints);
   RUN(test_node_settings_held_to_their_ranges);
   RUN(test_every_command_returning_a_model_keeps_the_mode);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) return 1;
+  if (check_tmpdir_remove(tmpdir) != 0) return 1;
   return check_summary();
 }

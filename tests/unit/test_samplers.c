@@ -340,16 +340,13 @@ static void test_search_words_come_from_the_table(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/syslab-samplers-XXXXXX");
-  if (!mkdtemp(dir)) return 1;
+  if (!check_tmpdir(dir, sizeof dir, "samplers")) return 1;
   RUN(test_random_and_the_median_pruner);
   RUN(test_grid);
   RUN(test_tpe);
   RUN(test_nsga2);
   RUN(test_auto_names_the_sampler);
   RUN(test_search_words_come_from_the_table);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) return 1;
+  if (check_tmpdir_remove(dir) != 0) return 1;
   return check_summary();
 }

@@ -112,9 +112,7 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   RUN(test_named_paths_never_block);
   RUN(test_idx_files_are_read_whole);
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  if (check_tmpdir_remove(dir) != 0) fprintf(stderr, "could not remove %s\n", dir);
   check_reset();
   return check_summary();
 }
