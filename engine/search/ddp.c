@@ -30,6 +30,10 @@
 ** of its own tells the others why before it leaves, so that they stop at
 ** once instead of waiting out the timeout. A failed group is abandoned,
 ** not disconnected (a disconnect would wait for the dead).
+**
+** Closing. A call's duplicate is freed only once nothing is on its way in
+** it (quiesce: two agreements around the last beat), because Open MPI
+** hands a late message to the next call's duplicate.
 */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -473,15 +477,49 @@ static slM_Group *open_group(sl_Call *call, int workers, char *err, size_t errle
   return g;
 }
 
+static void stop_beats(slM_Group *g) {
+  if (!g->beating) return;
+  pthread_mutex_lock(&g->lock);
+  g->stop = 1;
+  pthread_cond_signal(&g->wake);
+  pthread_mutex_unlock(&g->lock);
+  pthread_join(g->beat, NULL);
+  g->beating = 0;
+}
+
+/* A duplicate is freed only when nothing is on its way to this process in
+** it. Open MPI gives the next duplicate the context id of the one freed,
+** and a message that reaches a process after it freed the communicator
+** (a beat its peer sent just before closing) is handed to that next
+** duplicate with the old one's sequence number. There it takes the place
+** of a message of the next call, which then never matches: every rank
+** waits for ever, beating (seen as a rare hang with three ranks on a
+** loaded machine). So the members first agree that all have reached the
+** close, still beating (one may still be finishing its step), then stop
+** beating, agree again, and take the beats that came before the second
+** agreement: Open MPI matches one sender's messages in a communicator in
+** the order they were sent, whatever their tags, so once a member's second
+** message is in, nothing it sent before is still on its way. 0, or -1
+** when a member failed or did not come (the group is then abandoned). */
+static int quiesce(slM_Group *g) {
+  char err[512], here = 1, *all = calloc((size_t)g->size, 1);
+  int rc = allgather(g, &here, 1, all, err, sizeof err);
+  stop_beats(g);
+  if (rc == 0) rc = allgather(g, &here, 1, all, err, sizeof err);
+  for (int q = 0; q < g->size && rc == 0; q++) {
+    int src;
+    void *data;
+    size_t n;
+    while (q != g->rank && g->t->poll(g->comm, q, TAG_BEAT, &src, NULL, &data, &n)) free(data);
+  }
+  free(all);
+  return rc;
+}
+
 static void close_group(slM_Group *g, const char *why) {
   if (!g) return;
-  if (g->beating) {
-    pthread_mutex_lock(&g->lock);
-    g->stop = 1;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
-    pthread_join(g->beat, NULL);
-  }
+  if (!why && !g->failed && !g->flying && g->comm && quiesce(g) != 0) g->failed = 1;
+  stop_beats(g);
   if (why && g->comm) /* the others stop now instead of waiting out the timeout */
     for (int q = 0; q < g->size; q++)
       if (q != g->rank) g->t->send(g->comm, q, TAG_ABORT, why, strlen(why), 1.0);
