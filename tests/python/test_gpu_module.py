@@ -211,8 +211,10 @@ def test_a_gpu_case_is_checked_against_the_cpu_before_it_is_timed(syslab_bin, tm
     with every float 1, a product of 64 terms should be 64 and the fake's is 1; a copy of ones is right"""
     module, log = fake(tmp_path, "ones"), tmp_path / "calls.log"
     r = run("r = bench gemm_cuda_tiled sizes=[96] reps=2\n", SYSLAB_CUDA_MODULE=module, FAKE_FILL=1, FAKE_LOG=log)
-    assert r.returncode != 0 and "gemm_cuda_tiled at size 64: C differs from its reference by 63" in r.stderr, r.stderr
-    assert "tolerance" in r.stderr and "not timed" in r.stderr, r.stderr
+    assert r.returncode != 0 and "gemm_cuda_tiled at size 96: C differs from its reference by 63" in r.stderr, r.stderr
+    assert "tolerance" in r.stderr and "in its check at size 64: not timed" in r.stderr, r.stderr
+    error = [line for line in r.stderr.splitlines() if "differs from its reference" in line]
+    assert len(error) == 1 and error[0].count("gemm_cuda_tiled") == 1, r.stderr   # named once, by the caller
     assert [line for line in log.read_text().splitlines() if line.startswith("case_new")] == \
         ["case_new SLG_GEMM_TILED 64"]   # never set up for timing
     r = run("r = bench copy_cuda sizes=[96] reps=2\nprint r.nrows\n", SYSLAB_CUDA_MODULE=module, FAKE_FILL=1)
