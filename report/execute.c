@@ -175,8 +175,16 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
         st == SLR_CELL_OK        ? ""
         : st == SLR_CELL_ERROR   ? "  error: "
         : st == SLR_CELL_TIMEOUT ? "  timed out"
+        : st == SLR_CELL_STOPPED ? "  stopped by a signal"
                                  : "  kernel died",
         what);
+    /* a notebook a signal cut short is written, so its outputs can be read,
+    ** but it is not a run: no cache key may be saved for it */
+    if (st == SLR_CELL_STOPPED) {
+      snprintf(err, errlen, "%s, %s: stopped by a signal while it ran", path, which);
+      rc = -1;
+      break;
+    }
     if (st == SLR_CELL_DIED) {
       snprintf(err, errlen, "%s, %s: the kernel died while running it", path, which);
       rc = -1;

@@ -504,6 +504,11 @@ def test_signal_stops_report_and_its_kernel(tmp_path, sig):
     assert gone(kpid, 1.0), "the kernel is still running"
     assert not os.path.exists(conn) and not os.path.exists(os.path.dirname(conn))
     assert stdout == "" and not (out / "report.md").exists()
+    # what ran is kept to read, but as a stopped run: no cache key lets the
+    # next report take the half-run notebook as "unchanged since the last run"
+    assert (out / "notebooks" / "slow.ipynb").exists()
+    assert not (out / ".cache" / "slow.key").exists()
+    assert "stopped by a signal while it ran" in stderr and "kernel died" not in stderr, stderr
 
 
 def test_inline_script_and_style_go_with_their_content(tmp_path):
