@@ -571,6 +571,15 @@ static void close_group(slD_Group *g) {
 
 static void abandon(slD_Group *g) {
   if (!g || g == &world_group) return;
+  /* A duplicate is kept, not freed: Open MPI would give its context id to
+  ** the next duplicate, which would then be handed this one's late messages
+  ** under their old sequence numbers, and a failed call cannot agree with
+  ** its peers that none is still on its way (docs/scaling.md, "Closing a
+  ** call"). One communicator per failed call is what that costs. */
+  if (g->inter == MPI_COMM_NULL) {
+    free(g);
+    return;
+  }
   g->lost = 1;
   close_group(g);
 }

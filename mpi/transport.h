@@ -59,7 +59,8 @@ typedef struct slD_Transport {
   /* leaves the group (a spawned group is disconnected; the world is kept) */
   void (*close)(slD_Group *g);
   /* leaves a group in which a peer may have died: freed without waiting
-  ** for anyone (a disconnect would wait for the dead) */
+  ** for anyone (a disconnect would wait for the dead); a duplicate is kept
+  ** instead, so that no later duplicate takes its context id */
   void (*abandon)(slD_Group *g);
   /* a group of the same processes whose messages are its own (every member
   ** calls it, in the same order); NULL with err */

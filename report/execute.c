@@ -133,6 +133,18 @@ int slR_execute_notebook(const char *path, json_t *nb, const slR_Options *o, int
     return -1;
   }
   exe[n] = '\0';
+  /* a syslab rebuilt while a long report runs leaves this process's file
+  ** unlinked: its name can no longer start a kernel, and the new one is
+  ** another program than the one the earlier notebooks ran with */
+  const char *gone = " (deleted)";
+  if ((size_t)n > strlen(gone) && strcmp(exe + n - strlen(gone), gone) == 0) {
+    exe[n - strlen(gone)] = '\0';
+    snprintf(
+        err, errlen,
+        "%s was replaced or removed while the report ran (rebuilt?), so it cannot start this notebook's kernel; run the report again",
+        exe);
+    return -1;
+  }
   const char *argv[] = {exe, "kernel", "-f", "{connection_file}", NULL};
   slR_Kernel *k = slR_kernel_start(argv, 30, err, errlen);
   if (!k) return -1;

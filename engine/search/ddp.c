@@ -362,6 +362,15 @@ static int allgather(slM_Group *g, const void *mine, size_t n, void *all, char *
   return rc;
 }
 
+/* Every member has reached this point: an allgather of one byte that nobody
+** reads, so that it fails, like every wait, when a member is lost. */
+static int barrier(slM_Group *g, char *err, size_t errlen) {
+  char here = 1, *all = calloc((size_t)g->size, 1);
+  int rc = allgather(g, &here, 1, all, err, errlen);
+  free(all);
+  return rc;
+}
+
 static int bcast(slM_Group *g, int root, void **data, size_t *n, char *err, size_t errlen) {
   if (check_peers(g, err, errlen) != 0) return -1;
   uint64_t len = *n;
@@ -502,17 +511,16 @@ static void stop_beats(slM_Group *g) {
 ** message is in, nothing it sent before is still on its way. 0, or -1
 ** when a member failed or did not come (the group is then abandoned). */
 static int quiesce(slM_Group *g) {
-  char err[512], here = 1, *all = calloc((size_t)g->size, 1);
-  int rc = allgather(g, &here, 1, all, err, sizeof err);
+  char err[512];
+  int rc = barrier(g, err, sizeof err);
   stop_beats(g);
-  if (rc == 0) rc = allgather(g, &here, 1, all, err, sizeof err);
+  if (rc == 0) rc = barrier(g, err, sizeof err);
   for (int q = 0; q < g->size && rc == 0; q++) {
     int src;
     void *data;
     size_t n;
     while (q != g->rank && g->t->poll(g->comm, q, TAG_BEAT, &src, NULL, &data, &n)) free(data);
   }
-  free(all);
   return rc;
 }
 

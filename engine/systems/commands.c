@@ -265,32 +265,65 @@ static void lm_bench_fault(slT_Table *t, size_t r, const char *status, const cha
   slL_sets(t, r, status, text);
 }
 
+/* The products of one step of batch x T tokens, forward (train 0) or forward+backward (three times the forward):
+** two FLOPs per weight of the layers' products and of the head per token, and the attention's two T x T
+** products. A step's time is predicted as these FLOPs at the rate of the last run measured. */
+static double lm_step_flops(const slM_LmSpec *s, int batch, int T, int train) {
+  double d = s->d_model, weights = s->layers * (4 * d * d + 3 * d * s->d_ff) + d * s->vocab;
+  double fwd = 2.0 * batch * T * weights + 4.0 * batch * s->layers * (double)T * T * d;
+  return train ? 3 * fwd : fwd;
+}
+
+/* What a row's runs share: the budgets, the FLOP rate of the last run measured (forward, forward+backward), and
+** for the configuration of the rows now made, each run's predicted step (0: no prediction yet) and whether it is
+** SLOW; decided once for all its warm-up counts, so that a configuration's rows all ran or none did. */
+typedef struct {
+  int batch, steps;
+  double max_step_s; /* 0: no limit */
+  double rate[2], predicted[2];
+  int slow[2];
+} LmBench;
+
+static void lm_bench_predict(LmBench *b, const slM_LmSpec *s, int T) {
+  for (int train = 0; train < 2; train++) {
+    b->predicted[train] = b->rate[train] > 0 ? lm_step_flops(s, b->batch, T, train) / b->rate[train] : 0;
+    b->slow[train] = b->max_step_s > 0 && b->predicted[train] > b->max_step_s;
+  }
+}
+
 /* The row's two runs, forward and forward+backward, each cold, on g (NULL when the preset could not be built: its
-** runs are that fault); fits[train] 0 for a run predicted over the budget (OOM, not run). A run that faults is a
-** row whose status is the fault, and the table goes on. */
-static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *fault, const int fits[2], int batch, int T,
-                          int warmup, int steps) {
+** runs are that fault); fits[train] 0 for a run predicted over the budget (OOM, not run); a run whose step is
+** predicted longer than max_step_s is SLOW, not run. A run that faults is a row whose status is the fault, and the
+** table goes on. */
+static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *fault, const int fits[2],
+                          const slM_LmSpec *s, int T, int warmup, LmBench *b) {
   for (int train = 0; train < 2 && !sl_interrupted(); train++) {
     const char *status = train ? "status_train" : "status_fwd";
     if (!fits[train]) {
       slL_sets(t, r, status, "OOM");
       continue;
     }
+    if (b->predicted[train] > 0) slL_setn(t, r, train ? "predicted_s_train" : "predicted_s_fwd", b->predicted[train]);
+    if (b->slow[train]) {
+      slL_sets(t, r, status, "SLOW");
+      continue;
+    }
     if (!g) {
       lm_bench_fault(t, r, status, fault);
       continue;
     }
-    slL_Batch b;
+    slL_Batch bt;
     slL_Timing tm;
     g->fault[0] = '\0';
-    slL_batch_init(&b, g, batch, T, 1);
+    slL_batch_init(&bt, g, b->batch, T, 1);
     slM_release_activations(g); /* each row starts cold, as a fresh process would */
-    slL_time_steps(g, &b, train, warmup, steps, &tm);
-    slL_batch_free(&b);
+    slL_time_steps(g, &bt, train, warmup, b->steps, &tm);
+    slL_batch_free(&bt);
     if (g->fault[0]) {
       lm_bench_fault(t, r, status, g->fault);
       continue;
     }
+    if (tm.mean > 0) b->rate[train] = lm_step_flops(s, b->batch, T, train) / tm.mean;
     slL_sets(t, r, status, "OK");
     slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
     slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
@@ -330,6 +363,9 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
   if (batch < 1) return sl_arg_error(call, "batch", "must be at least 1");
   double budget;
   if (slL_device_budget_of(call, device, &budget) != 0) return -1;
+  LmBench b = {batch, steps, sl_arg_number(call, "max_step_s"), {0, 0}, {0, 0}, {0, 0}};
+  if (!(b.max_step_s >= 0))
+    return sl_arg_error(call, "max_step_s", "must be 0 (no limit) or a number of seconds, not %g", b.max_step_s);
   const char *cols[] = {"config",
                         "context",
                         "warmup",
@@ -347,6 +383,8 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
                         "mean_s_train",
                         "std_s_fwd",
                         "std_s_train",
+                        "predicted_s_fwd",
+                        "predicted_s_train",
                         "precision",
                         NULL};
   slT_Table *t = slL_table(cols);
@@ -357,7 +395,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
     for (int c = 0; c < nc; c++) maxT = contexts[c] > maxT ? contexts[c] : maxT;
     s.context = maxT;
     /* Built once for every context and precision (the weights are float32 in every precision), at the first
-    ** configuration predicted to fit. A build or move that fails is the fault of the preset's rows. */
+    ** configuration predicted to fit and not predicted SLOW. A build or move that fails is the fault of the preset's rows. */
     slM_Graph *g = NULL;
     char fault[512] = "";
     for (int c = 0; c < nc && !sl_interrupted(); c++)
@@ -366,7 +404,9 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
         slL_predict_lm(&s, batch, contexts[c], SLL_RUN_FORWARD, SLM_ADAMW, precisions[m], &pf);
         slL_predict_lm(&s, batch, contexts[c], SLL_RUN_TRAIN, -1, precisions[m], &pt);
         int fits[2] = {pf.peak <= budget, pt.peak <= budget};
-        if (fits[0] && !g && !fault[0] && (g = slM_lm(&s, 0, fault, sizeof fault)))
+        lm_bench_predict(&b, &s, contexts[c]);
+        int runs = (fits[0] && !b.slow[0]) || (fits[1] && !b.slow[1]);
+        if (runs && !g && !fault[0] && (g = slM_lm(&s, 0, fault, sizeof fault)))
           g = slM_graph_move(g, device, fault, sizeof fault);
         if (g && g->precision != precisions[m]) {
           slM_product_release(); /* the last precision's 16-bit copies of the weights */
@@ -382,7 +422,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
           slL_setn(t, r, "layers", s.layers), slL_setn(t, r, "heads", s.heads);
           slL_setn(t, r, "predicted_gb_fwd", pf.peak / 1e9);
           slL_setn(t, r, "predicted_gb_train", pt.peak / 1e9);
-          lm_bench_runs(t, r, g, fault, fits, batch, contexts[c], warmups[w], steps);
+          lm_bench_runs(t, r, g, fault, fits, &s, contexts[c], warmups[w], &b);
         }
         sl_progress_update(bar, p * nc + c + 1, specs[p].name);
       }
@@ -390,7 +430,7 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
     slM_product_release();
   }
   sl_progress_end(bar);
-  for (int c = 11; c <= 16; c++) slT_mark_timing(t, c);
+  for (int c = slT_column(t, "warmup_s_fwd"); c <= slT_column(t, "predicted_s_train"); c++) slT_mark_timing(t, c);
   *result = slT_value(t);
   return sl_interrupted() ? (sl_release(*result), *result = sl_nil(), sl_interrupted_error(call)) : 0;
 }
@@ -564,7 +604,10 @@ static const sl_Command commands[] = {
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
    "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
-   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; a run "
+   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; with "
+   "`max_step_s`, a run whose step is predicted to take longer (its FLOPs at the rate of the last run measured, "
+   "`predicted_s_fwd` and `predicted_s_train`) is reported as SLOW, not run; the first run measured has no "
+   "prediction. A run "
    "that faults (a model that cannot be built or moved, a kernel's error) is a row whose status is the fault, and "
    "the table goes on.",
    "lm_bench presets=[\"tiny\"] contexts=[64, 128] warmups=[0, 1, 5] steps=5", cmd_lm_bench, SL_CMD_LONG,
@@ -574,6 +617,7 @@ static const sl_Command commands[] = {
     {"steps", SL_ARG_INT, 0, "10", "timed steps"}, BATCH_ARG("4"), PRECISION_ARG,
     {"precisions", SL_ARG_LIST, 0, NULL, "several precisions instead of one, e.g. [\"fp32\", \"bf16\"]: each preset "
      "built once for all of them"},
+    {"max_step_s", SL_ARG_NUMBER, 0, "0", "seconds a step may be predicted to take, else SLOW (0: no limit)"},
     BUDGET_ARG, DEVICE_ARG, {NULL}}},
   {"profile", "benchmark", "Per-operation profile of inference and training steps: time per operator and node, GEMM share, attention's parts.",
    "Returns a record: by_op (time per operator kind in inference, training forward and backward, against its FLOP "

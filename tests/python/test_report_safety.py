@@ -511,6 +511,29 @@ def test_signal_stops_report_and_its_kernel(tmp_path, sig):
     assert "stopped by a signal while it ran" in stderr and "kernel died" not in stderr, stderr
 
 
+def test_syslab_rebuilt_during_a_report(tmp_path):
+    """A syslab rebuilt while a long report runs leaves the running one's
+    file unlinked: the next notebook's kernel could not be started, and the
+    error was the spawn's. It names the program and what to do; the
+    notebooks that ran before are kept."""
+    exe = tmp_path / "bin" / "syslab"
+    exe.parent.mkdir()
+    shutil.copy(SYSLAB_BIN, exe)
+    first = notebook(tmp_path / "first.ipynb", [("code", "sleep 2")])
+    second = notebook(tmp_path / "second.ipynb", [("code", 'print "ran"')])
+    out = tmp_path / "out"
+    proc = subprocess.Popen([str(exe), "report", str(first), str(second), "-o", str(out), "--no-pdf"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_kernel(proc.pid)
+    exe.unlink()
+    shutil.copy(SYSLAB_BIN, exe)  # the rebuild: a new file under the same name
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1, stderr
+    assert f"{exe} was replaced or removed while the report ran (rebuilt?)" in stderr, stderr
+    assert (out / "notebooks" / "first.ipynb").exists()
+    assert (out / ".cache" / "first.key").exists() and not (out / ".cache" / "second.key").exists()
+
+
 def test_inline_script_and_style_go_with_their_content(tmp_path):
     """<script> and <style> written inside a paragraph (inline HTML) lost
     their tags but left their content as visible text in report.md and

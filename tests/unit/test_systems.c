@@ -467,6 +467,17 @@ static void test_lm_bench_keeps_rows(void) {
                             "precisions=[\"fp32\", \"bf16\"]\n[v.precision, v.context, v.status_train]"),
               "[[\"fp32\", \"bf16\", \"fp32\", \"bf16\"], [8, 8, 16, 16], [\"OK\", \"OK\", \"OK\", \"OK\"]]");
   CHECK_CONTAINS(check_eval(S, "lm_bench presets=[\"tiny\"] precisions=[\"fp64\"]"), "'fp64' is not a precision");
+  /* max_step_s: the first configuration has no prediction and runs; the next is predicted from its rate, and every
+  ** warm-up row of a configuration predicted too slow is SLOW, with its prediction and no time */
+  CHECK_STREQ(check_eval(S, "w = lm_bench presets=[\"tiny\"] contexts=[8, 64] warmups=[0, 1] steps=1 batch=1 "
+                            "max_step_s=0.000000001\n[w.status_fwd, w.status_train, w.predicted_s_train[0]]"),
+              "[[\"OK\", \"OK\", \"SLOW\", \"SLOW\"], [\"OK\", \"OK\", \"SLOW\", \"SLOW\"], nil]");
+  CHECK(atof(check_eval(S, "w.predicted_s_train[3]")) > atof(check_eval(S, "w.predicted_s_fwd[3]")));
+  CHECK_STREQ(check_eval(S, "w.mean_s_train[2]"), "nil");
+  CHECK_STREQ(check_eval(S, "(lm_bench presets=[\"tiny\"] contexts=[8, 64] warmups=[0] steps=1 batch=1 "
+                            "max_step_s=1000).status_train"),
+              "[\"OK\", \"OK\"]");
+  CHECK_CONTAINS(check_eval(S, "lm_bench max_step_s=-1"), "max_step_s: must be 0 (no limit) or a number of seconds");
   sl_free(S);
 }
 
