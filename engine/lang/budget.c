@@ -11,10 +11,22 @@
 ** and SYSLAB_MEMORY_BUDGET (bytes, or a number with K, M or G), so a teacher
 ** can hold a class's kernels to a share of a shared machine and the tests
 ** can check the refusal without filling the machine.
+**
+** Memory the process has freed counts as available: sl_memory_budget, read
+** once by a command before its work, first hands the C library's free heap
+** pages back to the system. glibc keeps them otherwise: after a large block
+** is freed it raises its mmap threshold (up to 32 MB), so later tensors come
+** from its heaps, and what they free there stays with the process, unseen by
+** MemAvailable. A grid of language models left the budget about half what
+** it was. The per-allocation check (sl_memory_exceeds) does not trim: it
+** runs for every large tensor.
 */
 #include "slcommand.h"
 
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +88,9 @@ static double budget(const char **source) {
 
 double sl_memory_budget(void) {
   const char *source;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
   return budget(&source);
 }
 
