@@ -74,6 +74,7 @@ static void test_plot_over_budget_is_refused(void) {
   sl_free(S);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && defined(__GLIBC__)
 /* resident bytes of this process (/proc/self/statm's second field) */
 static double resident_bytes(void) {
   double pages = 0;
@@ -82,6 +83,7 @@ static double resident_bytes(void) {
   if (f) fclose(f);
   return pages * (double)sysconf(_SC_PAGESIZE);
 }
+#endif
 
 /* glibc keeps freed heap memory: once a 24 MiB block that it mapped is freed
 ** its mmap threshold rises past 16 MiB, so 16 blocks of 16 MiB come from its
