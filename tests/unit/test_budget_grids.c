@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "kernels/kernels.h"
 #include "syslab.h"
 
 /* a sweep's table is rows x columns x bytes per value, checked before the
@@ -74,17 +74,6 @@ static void test_plot_over_budget_is_refused(void) {
   sl_free(S);
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && defined(__GLIBC__)
-/* resident bytes of this process (/proc/self/statm's second field) */
-static double resident_bytes(void) {
-  double pages = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (f && fscanf(f, "%*f %lf", &pages) != 1) pages = 0;
-  if (f) fclose(f);
-  return pages * (double)sysconf(_SC_PAGESIZE);
-}
-#endif
-
 /* glibc keeps freed heap memory: once a 24 MiB block that it mapped is freed
 ** its mmap threshold rises past 16 MiB, so 16 blocks of 16 MiB come from its
 ** heap, and, below a small block that stays, remain resident once freed.
@@ -107,9 +96,9 @@ static void test_budget_counts_freed_heap_memory(void) {
   }
   char *volatile pin = malloc(64);
   for (int i = 0; i < N; i++) free(blocks[i]);
-  double before = resident_bytes();
+  double before = (double)slK_rss_now();
   CHECK_CONTAINS(check_eval(S, "(memory_predict presets=[\"tiny\"] contexts=[16] batch=1 run=forward).budget_gb"), "[");
-  double released = before - resident_bytes();
+  double released = before - (double)slK_rss_now();
   printf("  reading the budget released %.0f MiB of the %d MiB freed\n", released / (1 << 20), N * 16);
   CHECK(released > 0.75 * N * BLOCK);
   free(pin);
