@@ -32,7 +32,7 @@ if (machine get="gpus") == 0 {
   save fb "attention_train.csv"
   print fb
   print "== attention on the tensor cores, forward and forward+backward: bf16, batch 1, 16 heads, head dim 128"
-  tc = bench ["attention_cuda_fused_bf16", "attention_cuda_fused_bf16_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
+  tc = bench ["attention_cuda_fused_bf16", "attention_cuda_fa2_bf16", "attention_cuda_fused_bf16_train", "attention_cuda_fa2_bf16_train"] sizes=[1024, 2048, 4096, 8192, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
   save tc "attention_bf16.csv"
   print tc
   print "== attention memory, the same shapes"

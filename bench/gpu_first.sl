@@ -7,7 +7,8 @@
 #   roofs      cuBLAS sgemm at n = 8192 and a 1 GiB device-to-device copy
 #   bf16       bf16 products on the tensor cores: cuBLAS on pre-rounded
 #              operands, and the linear layer as a bf16 model runs it
-#   attention  the tensor-core attention, forward and forward+backward
+#   attention  the tensor-core attention, forward and forward+backward;
+#              version 2 (registers) at head dims 128, 80 and 64
 # PyTorch's rows of the same shapes come from bench/torch_gpu.py
 # (TORCH_ROWS="roofs bf16 attention_bf16").
 if (machine get="gpus") == 0 {
@@ -34,8 +35,15 @@ if (machine get="gpus") == 0 {
   }
   if part == "attention" {
     print "== attention on the tensor cores, forward and forward+backward: bf16, batch 1, 16 heads, head dim 128"
-    tc = bench ["attention_cuda_fused_bf16", "attention_cuda_fused_bf16_train"] sizes=[1024, 4096, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
+    tc = bench ["attention_cuda_fused_bf16", "attention_cuda_fa2_bf16", "attention_cuda_fused_bf16_train", "attention_cuda_fa2_bf16_train"] sizes=[1024, 4096, 16384] batch=1 heads=16 dim=128 reps=10 warmup=3
     save tc "attention_bf16.csv"
     print tc
+    print "== version 2, forward and forward+backward, at the 2.7B model's head dim, 80 (32 heads), and at 64"
+    tc80 = bench ["attention_cuda_fa2_bf16", "attention_cuda_fa2_bf16_train"] sizes=[1024, 4096] batch=1 heads=32 dim=80 reps=10 warmup=3
+    tc64 = bench ["attention_cuda_fa2_bf16", "attention_cuda_fused_bf16", "attention_cuda_fa2_bf16_train", "attention_cuda_fused_bf16_train"] sizes=[1024, 4096] batch=1 heads=16 dim=64 reps=10 warmup=3
+    save tc80 "attention_bf16_d80.csv"
+    save tc64 "attention_bf16_d64.csv"
+    print tc80
+    print tc64
   }
 }

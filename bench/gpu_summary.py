@@ -135,6 +135,7 @@ def main():
         gemm_section(gemm, anchors, gpu, cublas_peak)
         attention_sections(out, anchors, gpu, cublas_peak)
     tensor_core_section(out, anchors, gpu, bf16_peak)
+    head_dims_section(out, gpu, bf16_peak)
     if mx:
         print(f"## MXINT8 decoding against the device-to-device copy ({gpu})\n")
         rows = []
@@ -211,8 +212,11 @@ def tensor_core_section(out, anchors, gpu, bf16_peak):
     rows = []
     for L in sorted({int(r["size"]) for r in tc}):
         for ours_name, anchor, what in (("attention_cuda_fused_bf16", "torch_sdpa_bf16_d128", "forward"),
+                                        ("attention_cuda_fa2_bf16", "torch_sdpa_bf16_d128", "forward, version 2"),
                                         ("attention_cuda_fused_bf16_train", "torch_sdpa_bf16_d128_train",
-                                         "forward+backward")):
+                                         "forward+backward"),
+                                        ("attention_cuda_fa2_bf16_train", "torch_sdpa_bf16_d128_train",
+                                         "forward+backward, version 2")):
             ours, t = pick(tc, ours_name, L), pick(anchors, anchor, L)
             rows.append([str(L), what, f(num(ours, "median_ms"), ".3f"), f(num(t, "median_ms"), ".3f"),
                          f(num(ours, "gflops") / 1e3, ".1f"), f(num(t, "gflops") / 1e3, ".1f"),
@@ -220,6 +224,18 @@ def tensor_core_section(out, anchors, gpu, bf16_peak):
                          f(num(ours, "gflops") / bf16_peak, ".2f")])
     table(["L", "pass", "syslab ms", "PyTorch SDPA ms", "syslab TFLOP/s", "PyTorch TFLOP/s",
            "PyTorch time / syslab time", "syslab / bf16 roof"], rows)
+
+
+def head_dims_section(out, gpu, bf16_peak):
+    """version 2 of the tensor-core attention at the head dims beside 128: 80 (the 2.7B model's) and 64"""
+    rows = []
+    for name, heads, dim in (("attention_bf16_d64.csv", 16, 64), ("attention_bf16_d80.csv", 32, 80)):
+        for r in load(out, name):
+            rows.append([str(dim), str(heads), r["size"], r["kernel"], f(num(r, "median_ms"), ".3f"),
+                         f(num(r, "gflops") / 1e3, ".1f"), f(num(r, "gflops") / bf16_peak, ".2f")])
+    if rows:
+        print(f"## Attention on the tensor cores at head dims 64 and 80 ({gpu}; bf16, batch 1)\n")
+        table(["head dim", "heads", "L", "kernel", "ms", "TFLOP/s", "/ bf16 roof"], rows)
 
 
 SHAPES = {  # d_model, d_ff, layers, vocab (engine/graph/lm.c)

@@ -28,6 +28,22 @@ int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, co
 int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
                             const void *dout, const float *o, const float *dout32, const float *lse, float *Dv,
                             float *dq, float *dk, float *dv, char *err, size_t errlen);
+/* version 2 of the tensor-core kernels (attention_fa2.cu): scores, P and O in registers (mma.sync), operands by
+** ldmatrix and cp.async; dim 64, 80 or 128; arguments as slG_fused_forward_bf16's */
+int slG_fa2_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
+                         float *lse, char *err, size_t errlen);
+/* its backward, arguments as slG_fused_backward_bf16's */
+int slG_fa2_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
+                          const void *dout, const float *o, const float *dout32, const float *lse, float *Dv, float *dq,
+                          float *dk, float *dv, char *err, size_t errlen);
+/* 0 when this GPU can run a tensor-core kernel (compute capability 8.0 or later) with `bytes` of shared memory a
+** block; else -1 with why, naming `what` (the kernel) and dim */
+int slG_tc_fits(const char *what, int dim, size_t bytes, char *err, size_t errlen);
+/* what a tensor-core backward does first, on the default stream: dQ zeroed (the kernels add into it), and
+** Dv = rowsum(dO o O) over rows of dim floats */
+void slG_attention_backward_start(float *dq, const float *dO, const float *O, float *Dv, long rows, int dim);
+/* 0 when the last launch went well, else -1 with `what` and CUDA's message in err */
+int slG_attention_launched(const char *what, char *err, size_t errlen);
 /* n float32 values as bf16 (round to nearest even), launched on the default stream */
 void slG_attention_to_bf16(const float *x, void *out, size_t n);
 /* Dv = rowsum(dO o O) over rows of SLG_ATTN_DIM, launched on the default stream */

@@ -314,6 +314,18 @@ __global__ void rowdot(const float *dO, const float *O, float *Dv, long rows, in
   if (threadIdx.x % 32 == 0) Dv[r] = s;
 }
 
+void slG_attention_backward_start(float *dq, const float *dO, const float *O, float *Dv, long rows, int dim) {
+  cudaMemset(dq, 0, sizeof(float) * rows * dim);
+  rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dO, O, Dv, rows, dim);
+}
+
+int slG_attention_launched(const char *what, char *err, size_t errlen) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return 0;
+  snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(e));
+  return -1;
+}
+
 template <int DIM>
 static void launch_bwd(int bh, int n, int causal, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *dout,
                        const float *lse, const float *Dv, float *dq, float *dk, float *dv) {
@@ -333,39 +345,33 @@ void slG_attention_to_bf16(const float *x, void *out, size_t n) {
   if (n) to_bf16_rn<<<(unsigned)(n / 256 + 1 < 65535 ? n / 256 + 1 : 65535), 256>>>(x, (bf16 *)out, n);
 }
 
-/* 0 when the forward (or the backward) can run this head dimension on this GPU, its compute capability and its
-** shared memory a block; else -1 with why */
-static int usable(int dim, int backward, char *err, size_t errlen) {
-  if (dim != 64 && dim != 128) {
-    snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
-    return -1;
-  }
+int slG_tc_fits(const char *what, int dim, size_t bytes, char *err, size_t errlen) {
   int dev = 0, major = 0, most = 0;
   cudaGetDevice(&dev);
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8) {
     cudaGetLastError();
-    snprintf(err, errlen, "the bf16 tensor-core attention needs compute capability 8.0 or later (this GPU: %d.x)",
-             major);
+    snprintf(err, errlen, "%s needs compute capability 8.0 or later (this GPU: %d.x)", what, major);
     return -1;
   }
-  size_t need = backward ? (dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES)
-                         : (dim == 64 ? Layout<64>::BYTES : Layout<128>::BYTES);
   cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if ((size_t)most < need) {
-    snprintf(err, errlen,
-             "the bf16 tensor-core attention %s at dim %d needs %zu bytes of shared memory a block; this "
-             "GPU allows %d",
-             backward ? "backward" : "forward", dim, need, most);
+  if ((size_t)most < bytes) {
+    snprintf(err, errlen, "%s at dim %d needs %zu bytes of shared memory a block; this GPU allows %d", what, dim, bytes,
+             most);
     return -1;
   }
   return 0;
 }
 
-static int launched_tc(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) return 0;
-  snprintf(err, errlen, "bf16 fused attention %s: %s", what, cudaGetErrorString(e));
-  return -1;
+/* 0 when the forward (or the backward) can run this head dimension on this GPU; else -1 with why */
+static int usable(int dim, int backward, char *err, size_t errlen) {
+  if (dim != 64 && dim != 128) {
+    snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
+    return -1;
+  }
+  size_t need = backward ? (dim == 64 ? BwdLayout<64>::BYTES : BwdLayout<128>::BYTES)
+                         : (dim == 64 ? Layout<64>::BYTES : Layout<128>::BYTES);
+  return slG_tc_fits(backward ? "the bf16 tensor-core attention backward" : "the bf16 tensor-core attention forward",
+                     dim, need, err, errlen);
 }
 
 int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v, float *o,
@@ -375,7 +381,7 @@ int slG_fused_forward_bf16(int bh, int n, int dim, int causal, const void *q, co
   const bf16 *Q = (const bf16 *)q, *K = (const bf16 *)k, *V = (const bf16 *)v;
   if (dim == 64) launch<64>(bh, n, causal, Q, K, V, o, lse);
   else launch<128>(bh, n, causal, Q, K, V, o, lse);
-  return launched_tc("forward", err, errlen);
+  return slG_attention_launched("bf16 fused attention forward", err, errlen);
 }
 
 int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, const void *k, const void *v,
@@ -383,11 +389,9 @@ int slG_fused_backward_bf16(int bh, int n, int dim, int causal, const void *q, c
                             float *dq, float *dk, float *dv, char *err, size_t errlen) {
   if (usable(dim, 1, err, errlen)) return -1;
   if (n <= 0 || bh <= 0) return 0;
-  long rows = (long)bh * n;
-  cudaMemset(dq, 0, sizeof(float) * rows * dim);
-  rowdot<<<(unsigned)((rows + 7) / 8), 256>>>(dout32, o, Dv, rows, dim);
+  slG_attention_backward_start(dq, dout32, o, Dv, (long)bh * n, dim);
   const bf16 *Q = (const bf16 *)q, *K = (const bf16 *)k, *V = (const bf16 *)v, *dO = (const bf16 *)dout;
   if (dim == 64) launch_bwd<64>(bh, n, causal, Q, K, V, dO, lse, Dv, dq, dk, dv);
   else launch_bwd<128>(bh, n, causal, Q, K, V, dO, lse, Dv, dq, dk, dv);
-  return launched_tc("backward", err, errlen);
+  return slG_attention_launched("bf16 fused attention backward", err, errlen);
 }

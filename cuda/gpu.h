@@ -58,7 +58,11 @@ enum {
   /* bf16 products on the tensor cores, n x n times n x n: cuBLAS on operands rounded once beforehand, and the
   ** linear layer as the graph runs it (x and W rounded into bf16 copies in every call, the product, the bias) */
   SLG_GEMM_CUBLAS_BF16,
-  SLG_LINEAR_BF16
+  SLG_LINEAR_BF16,
+  /* version 2 of the tensor-core forward (and forward and backward): scores, P and O in registers (mma.sync), dim
+  ** 64, 80 or 128 */
+  SLG_ATTN_FA2_BF16,
+  SLG_ATTN_FA2_BF16_TRAIN
 };
 
 /* 16-bit operand formats (the engine's SLK_BF16 and SLK_FP16) */
@@ -101,11 +105,12 @@ typedef struct slG_Backend {
   /* C = A B, row-major, M x K times K x N; impl SLG_GEMM_NAIVE, _TILED_V1, _TILED or _CUBLAS */
   int (*sgemm)(int impl, int M, int N, int K, const float *A, const float *B, float *C, char *err, size_t errlen);
   /* contiguous batch x heads x n x dim; impl SLG_ATTN_NAIVE, SLG_ATTN_FUSED, SLG_ATTN_FUSED_V1 (dim 64) or
-  ** SLG_ATTN_FUSED_BF16 (q, k, v rounded to bf16 on the device; dim 64 or 128) */
+  ** SLG_ATTN_FUSED_BF16 (q, k, v rounded to bf16 on the device; dim 64 or 128) or SLG_ATTN_FA2_BF16 (the same, dim
+  ** 64, 80 or 128) */
   int (*attention_forward)(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
                            const float *v, float *o, float *lse, char *err, size_t errlen);
-  /* dq, dk, dv are overwritten; impl SLG_ATTN_FUSED or _V1 (from O and L), SLG_ATTN_FUSED_BF16 (q, k, v and dout
-  ** rounded to bf16) or SLG_ATTN_NAIVE (P recomputed by the naive forward, then the N x N arrays through global
+  /* dq, dk, dv are overwritten; impl SLG_ATTN_FUSED or _V1 (from O and L), SLG_ATTN_FUSED_BF16 or _FA2_BF16 (q, k,
+  ** v and dout rounded to bf16) or SLG_ATTN_NAIVE (P recomputed by the naive forward, then the N x N arrays through global
   ** memory) */
   int (*attention_backward)(int impl, int batch, int heads, int n, int dim, int causal, const float *q, const float *k,
                             const float *v, const float *o, const float *dout, const float *lse, float *dq, float *dk,
@@ -260,7 +265,7 @@ typedef struct slG_Backend {
 
   /* The fused attention node of the graph (ops_graph.cu): q, k, v and out are token rows B x T x H dh, heads
   ** interleaved; lse is B x H x T. format 0 runs attention.cu's float32 kernels (dh = 64), SLG_BF16 the tensor
-  ** cores' (dh = 64 or 128); anything else is refused with the reason. scratch is device memory of
+  ** cores' (dh = 64 or 128: attention_tc.cu; 80: attention_fa2.cu); anything else is refused with the reason. scratch is device memory of
   ** attention_graph_scratch bytes. The backward ADDS into dq, dk, dv. */
   size_t (*attention_graph_scratch)(int format, int B, int T, int H, int dh, int backward);
   int (*attention_graph_forward)(int format, int B, int T, int H, int dh, int causal, const float *q, const float *k,

@@ -38,6 +38,7 @@
 ** in.
 */
 #include "attention.h"
+#include "attention_fa2_layout.h"
 #include "cublas.h"
 #include "module.h"
 
@@ -296,7 +297,8 @@ static uint16_t *to_halves(const float *const *src, int count, void *halves, siz
 
 extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
                                      const float *k, const float *v, float *o, float *lse, char *err, size_t errlen) {
-  if (impl != SLG_ATTN_FUSED_BF16 && check_dim(dim, err, errlen)) return -1;
+  int half = impl == SLG_ATTN_FUSED_BF16 || impl == SLG_ATTN_FA2_BF16;
+  if (!half && check_dim(dim, err, errlen)) return -1;
   int bh = batch * heads, rc = -1;
   size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
   float *dq = NULL, *dk = NULL, *dv = NULL, *dO = NULL, *dl = NULL, *S = NULL;
@@ -311,12 +313,14 @@ extern "C" int slG_attention_forward(int impl, int batch, int heads, int n, int 
   if (impl == SLG_ATTN_NAIVE) {
     CK(cudaMalloc(&S, sizeof(float) * (size_t)bh * n * n));
     if (attention_naive_launch(bh, n, dim, causal, dq, dk, dv, dO, dl, S, err, errlen) != 0) goto fail;
-  } else if (impl == SLG_ATTN_FUSED_BF16) {
+  } else if (half) {
     size_t nx = (size_t)bh * n * dim;
     CK(cudaMalloc(&S, sizeof(uint16_t) * 3 * nx));
     const float *src[3] = {dq, dk, dv};
     uint16_t *h = to_halves(src, 3, S, nx);
-    if (slG_fused_forward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, dO, dl, err, errlen) != 0) goto fail;
+    if ((impl == SLG_ATTN_FA2_BF16 ? slG_fa2_forward_bf16 : slG_fused_forward_bf16)(bh, n, dim, causal, h, h + nx,
+                                                                                    h + 2 * nx, dO, dl, err, errlen))
+      goto fail;
   } else if (slG_fused_forward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, dq, dk, dv, dO, dl, err, errlen) !=
              0) {
     goto fail;
@@ -330,21 +334,22 @@ fail:
   return rc;
 }
 
-/* the tensor-core backward from float32 device arrays: q, k, v, dout rounded into halves (4 nx bf16) first */
-static int fused_backward_bf16(int bh, int n, int dim, int causal, const float *q, const float *k, const float *v,
-                               const float *o, const float *dout, const float *lse, float *Dv, void *halves, float *dq,
-                               float *dk, float *dv, char *err, size_t errlen) {
+/* a tensor-core backward (version 1, or 2 for SLG_ATTN_FA2_BF16) from float32 device arrays: q, k, v, dout rounded into halves (4 nx bf16) first */
+static int fused_backward_bf16(int impl, int bh, int n, int dim, int causal, const float *q, const float *k,
+                               const float *v, const float *o, const float *dout, const float *lse, float *Dv,
+                               void *halves, float *dq, float *dk, float *dv, char *err, size_t errlen) {
   size_t nx = (size_t)bh * n * dim;
   const float *src[4] = {q, k, v, dout};
   uint16_t *h = to_halves(src, 4, halves, nx);
-  return slG_fused_backward_bf16(bh, n, dim, causal, h, h + nx, h + 2 * nx, h + 3 * nx, o, dout, lse, Dv, dq, dk, dv,
-                                 err, errlen);
+  return (impl == SLG_ATTN_FA2_BF16 ? slG_fa2_backward_bf16 : slG_fused_backward_bf16)(
+      bh, n, dim, causal, h, h + nx, h + 2 * nx, h + 3 * nx, o, dout, lse, Dv, dq, dk, dv, err, errlen);
 }
 
 extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int dim, int causal, const float *q,
                                       const float *k, const float *v, const float *o, const float *dout,
                                       const float *lse, float *dq, float *dk, float *dv, char *err, size_t errlen) {
-  if (impl != SLG_ATTN_FUSED_BF16 && check_dim(dim, err, errlen)) return -1;
+  int half = impl == SLG_ATTN_FUSED_BF16 || impl == SLG_ATTN_FA2_BF16;
+  if (!half && check_dim(dim, err, errlen)) return -1;
   int bh = batch * heads, rc = -1;
   size_t sx = sizeof(float) * (size_t)bh * n * dim, sl = sizeof(float) * (size_t)bh * n;
   size_t ss = sizeof(float) * (size_t)bh * n * n;
@@ -364,10 +369,10 @@ extern "C" int slG_attention_backward(int impl, int batch, int heads, int n, int
         attention_naive_bwd_launch(bh, n, dim, b[0], b[1], b[2], b[3], b[4], S, dP, b[9], b[5], b[6], b[7], err,
                                    errlen) != 0)
       goto fail;
-  } else if (impl == SLG_ATTN_FUSED_BF16) {
+  } else if (half) {
     CK(cudaMalloc(&S, sizeof(uint16_t) * 4 * (size_t)bh * n * dim));
-    if (fused_backward_bf16(bh, n, dim, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], S, b[5], b[6], b[7], err,
-                            errlen) != 0)
+    if (fused_backward_bf16(impl, bh, n, dim, causal, b[0], b[1], b[2], b[3], b[4], b[9], b[10], S, b[5], b[6], b[7],
+                            err, errlen) != 0)
       goto fail;
   } else if (slG_fused_backward(impl == SLG_ATTN_FUSED_V1 ? 1 : 2, bh, n, causal, b[0], b[1], b[2], b[3], b[4], b[9],
                                 b[10], b[5], b[6], b[7], err, errlen) != 0) {
@@ -513,14 +518,18 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
     }
     case SLG_ATTN_FUSED_BF16:
     case SLG_ATTN_FUSED_BF16_TRAIN:
-      if (dim != 64 && dim != 128) {
-        snprintf(err, errlen, "the bf16 tensor-core attention is built for dim = 64 and 128, got %d", dim);
+    case SLG_ATTN_FA2_BF16:
+    case SLG_ATTN_FA2_BF16_TRAIN: {
+      int v2 = kind == SLG_ATTN_FA2_BF16 || kind == SLG_ATTN_FA2_BF16_TRAIN;
+      if (v2 ? !slG_fa2_dim_ok(dim) : dim != 64 && dim != 128) {
+        snprintf(err, errlen, "the bf16 tensor-core attention%s is built for dim = %s, got %d",
+                 v2 ? " (version 2)" : "", v2 ? "64, 80 and 128" : "64 and 128", dim);
         goto fail;
       }
       /* x: 0-2 Q K V float32, 3 O, 4 L, 5 dO, 6-8 dQ dK dV, 9 D; raw[0]: Q K V dO rounded once (not timed) */
       ok = (c->x[0] = dev_fill(c, nx, 1)) && (c->x[1] = dev_fill(c, nx, 2)) && (c->x[2] = dev_fill(c, nx, 3)) &&
            (c->x[3] = dev_fill(c, nx, 0)) && (c->x[4] = dev_fill(c, nl, 0)) && (c->x[5] = dev_fill(c, nx, 4));
-      if (ok && kind == SLG_ATTN_FUSED_BF16_TRAIN)
+      if (ok && (kind == SLG_ATTN_FUSED_BF16_TRAIN || kind == SLG_ATTN_FA2_BF16_TRAIN))
         ok = (c->x[6] = dev_fill(c, nx, 0)) && (c->x[7] = dev_fill(c, nx, 0)) && (c->x[8] = dev_fill(c, nx, 0)) &&
              (c->x[9] = dev_fill(c, nl, 0));
       if (ok && cudaMalloc(&c->raw[0], sizeof(uint16_t) * 4 * nx) != cudaSuccess) ok = 0;
@@ -530,6 +539,7 @@ extern "C" void *slG_case_new(int kind, int size, int batch, int heads, int dim,
         to_halves(src, 4, c->raw[0], nx);
       }
       break;
+    }
     case SLG_GEMM_CUBLAS_BF16:
     case SLG_LINEAR_BF16:
       if (slG_cublas_open(err, errlen) != 0) goto fail;
@@ -612,6 +622,16 @@ extern "C" double slG_case_run(void *p) {
       if (rc == 0 && c->kind == SLG_ATTN_FUSED_BF16_TRAIN)
         rc = slG_fused_backward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, h + 3 * nx, c->x[3], c->x[5],
                                      c->x[4], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
+      break;
+    }
+    case SLG_ATTN_FA2_BF16:
+    case SLG_ATTN_FA2_BF16_TRAIN: {
+      const uint16_t *h = (const uint16_t *)c->raw[0];
+      size_t nx = (size_t)c->bh * n * c->dim;
+      rc = slG_fa2_forward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, c->x[3], c->x[4], err, errlen);
+      if (rc == 0 && c->kind == SLG_ATTN_FA2_BF16_TRAIN)
+        rc = slG_fa2_backward_bf16(c->bh, n, c->dim, c->causal, h, h + nx, h + 2 * nx, h + 3 * nx, c->x[3], c->x[5],
+                                   c->x[4], c->x[9], c->x[6], c->x[7], c->x[8], err, errlen);
       break;
     }
     case SLG_GEMM_CUBLAS_BF16: {

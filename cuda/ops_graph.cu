@@ -59,7 +59,10 @@ extern "C" int slG_scale_backward(const float *dy, float *dx, size_t n, float a,
 ** dh). So a fused node splits its inputs into that layout in scratch (as
 ** bf16 for the tensor-core kernels), runs the kernels there and merges the
 ** results back into rows. The copies cost a pass over each tensor at
-** memory speed; the kernels' reads and writes are then contiguous. */
+** memory speed; the kernels' reads and writes are then contiguous.
+** Heads of 80 (the 2.7B model's), which version 1 of the tensor-core
+** kernels does not take, run version 2 (attention_fa2.cu); 64 and 128 keep
+** version 1 until version 2 has been measured against it on a GPU. */
 __global__ void heads_split(const float *x, float *y, unsigned short *yh, int T, int H, int dh, size_t n) {
   EACH_ITEM(i, n) {
     size_t d = i % dh, t = i / dh % T, bh = i / ((size_t)dh * T), b = bh / H, h = bh % H;
@@ -90,10 +93,10 @@ static void merge(const float *y, float *x, int B, int T, int H, int dh, int add
 }
 
 static int graph_attention_check(int format, int dh, char *err, size_t errlen) {
-  if (format == SLG_BF16 && (dh == 64 || dh == 128)) return 0;
+  if (format == SLG_BF16 && (dh == 64 || dh == 80 || dh == 128)) return 0;
   if (format == 0 && dh == SLG_ATTN_DIM) return 0;
   snprintf(err, errlen,
-           "fused attention on the GPU takes heads of %d features in float32, of 64 or 128 in bf16; "
+           "fused attention on the GPU takes heads of %d features in float32, of 64, 80 or 128 in bf16; "
            "these have %d in %s (set_attention m attention=naive runs it op by op)",
            SLG_ATTN_DIM, dh,
            format == SLG_BF16   ? "bf16"
@@ -136,7 +139,8 @@ extern "C" int slG_attention_graph_forward(int format, int B, int T, int H, int 
   if ((size_t)B * T * H * dh == 0) return 0;
   Heads h = split_inputs(format, B, T, H, dh, q, k, v, scratch);
   float *oc = (float *)h.rest;
-  int rc = h.bf16 ? slG_fused_forward_bf16(h.bh, T, dh, causal, h.q, h.k, h.v, oc, lse, err, errlen)
+  int rc = h.bf16 ? (dh == 80 ? slG_fa2_forward_bf16 : slG_fused_forward_bf16)(h.bh, T, dh, causal, h.q, h.k, h.v, oc,
+                                                                               lse, err, errlen)
                   : slG_fused_forward(2, h.bh, T, causal, (const float *)h.q, (const float *)h.k, (const float *)h.v,
                                       oc, lse, err, errlen);
   if (rc) return -1;
@@ -159,8 +163,8 @@ extern "C" int slG_attention_graph_backward(int format, int B, int T, int H, int
   float *dqc = oc + (h.bf16 ? 2 : 1) * nx, *dkc = dqc + nx, *dvc = dkc + nx, *Dv = dvc + nx;
   split(gout, doc, h.bf16, B, T, H, dh), split(out, oc, 0, B, T, H, dh);
   if (h.bf16) split(gout, do32, 0, B, T, H, dh);
-  int rc = h.bf16 ? slG_fused_backward_bf16(h.bh, T, dh, causal, h.q, h.k, h.v, doc, oc, do32, lse, Dv, dqc, dkc, dvc,
-                                            err, errlen)
+  int rc = h.bf16 ? (dh == 80 ? slG_fa2_backward_bf16 : slG_fused_backward_bf16)(
+                        h.bh, T, dh, causal, h.q, h.k, h.v, doc, oc, do32, lse, Dv, dqc, dkc, dvc, err, errlen)
                   : slG_fused_backward(2, h.bh, T, causal, (const float *)h.q, (const float *)h.k, (const float *)h.v,
                                        oc, do32, lse, Dv, dqc, dkc, dvc, err, errlen);
   if (rc) return -1;

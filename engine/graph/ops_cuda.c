@@ -532,7 +532,7 @@ void slM_cuda_context_backward(slM_Graph *g, slM_Node *n) { heads_backward(g, n)
 /* --------------------------------------------------- FlashAttention-2 */
 
 /* The fused node on the GPU (kernels/device.h): float32 with heads of 64,
-** or under bf16 on the tensor cores with heads of 64 or 128; another width
+** or under bf16 on the tensor cores with heads of 64, 80 or 128; another width
 ** or fp16 is refused with the reason when the pass reaches the node. The
 ** inputs are split into contiguous heads in scratch and the results merged
 ** back (cuda/ops_graph.cu). Only the model's own attention mask (all ones)

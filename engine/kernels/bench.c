@@ -605,6 +605,8 @@ enum {
   ATTN_CUDA_FUSED_BF16_TRAIN,
   GEMM_CUBLAS_BF16,
   LINEAR_CUDA_BF16,
+  ATTN_CUDA_FA2_BF16,
+  ATTN_CUDA_FA2_BF16_TRAIN,
   NBENCHES
 };
 
@@ -650,6 +652,8 @@ GPU_SETUP(setup_attn_cuda_fused_bf16, ATTN_CUDA_FUSED_BF16, SLG_ATTN_FUSED_BF16)
 GPU_SETUP(setup_attn_cuda_fused_bf16_train, ATTN_CUDA_FUSED_BF16_TRAIN, SLG_ATTN_FUSED_BF16_TRAIN)
 GPU_SETUP(setup_gemm_cublas_bf16, GEMM_CUBLAS_BF16, SLG_GEMM_CUBLAS_BF16)
 GPU_SETUP(setup_linear_cuda_bf16, LINEAR_CUDA_BF16, SLG_LINEAR_BF16)
+GPU_SETUP(setup_attn_cuda_fa2_bf16, ATTN_CUDA_FA2_BF16, SLG_ATTN_FA2_BF16)
+GPU_SETUP(setup_attn_cuda_fa2_bf16_train, ATTN_CUDA_FA2_BF16_TRAIN, SLG_ATTN_FA2_BF16_TRAIN)
 
 static double attn_flops(int n, const slK_Attn *a) { return attn_flops_of(&benches[ATTN_FUSED], n, a); }
 static double attn_flops_train(int n, const slK_Attn *a) { return attn_flops_of(&benches[ATTN_FUSED_TRAIN], n, a); }
@@ -750,6 +754,12 @@ static const slK_Bench benches[] = {
   [LINEAR_CUDA_BF16] = {"linear_cuda_bf16", "gpu", "gemm", GEMM_SIZE,
    "the linear layer as a bf16 model runs it on the GPU: x and W rounded into bf16 copies in each call, cuBLAS on "
    "the tensor cores, the float32 bias (n rows, n -> n)", setup_linear_cuda_bf16, gpu_run, case_free, gemm_flops, gemm_bytes, check_gemm},
+  [ATTN_CUDA_FA2_BF16] = {"attention_cuda_fa2_bf16", "gpu", "attention", ATTN_SIZE,
+   "fused forward on the tensor cores, version 2: scores, P and O in registers (mma.sync), K and V by cp.async; dim 64, 80 or 128",
+   setup_attn_cuda_fa2_bf16, gpu_run, case_free, attn_flops, attn_bytes_bf16, check_attn},
+  [ATTN_CUDA_FA2_BF16_TRAIN] = {"attention_cuda_fa2_bf16_train", "gpu", "attention", ATTN_SIZE,
+   "fused forward and backward on the tensor cores, version 2: registers, ldmatrix, cp.async; dQ by atomicAdd; dim 64, 80 or 128",
+   setup_attn_cuda_fa2_bf16_train, gpu_run, case_free, attn_flops_train, attn_bytes_bf16_train, check_attn},
   [NBENCHES] = {NULL},
 };
 /* clang-format on */

@@ -52,7 +52,8 @@ static const char *const kinds[] = {
   [SLG_ATTN_FUSED_V1] = "SLG_ATTN_FUSED_V1", [SLG_ATTN_FUSED_V1_TRAIN] = "SLG_ATTN_FUSED_V1_TRAIN",
   [SLG_GEMM_TILED_V1] = "SLG_GEMM_TILED_V1", [SLG_ATTN_FUSED_BF16] = "SLG_ATTN_FUSED_BF16",
   [SLG_ATTN_FUSED_BF16_TRAIN] = "SLG_ATTN_FUSED_BF16_TRAIN", [SLG_GEMM_CUBLAS_BF16] = "SLG_GEMM_CUBLAS_BF16",
-  [SLG_LINEAR_BF16] = "SLG_LINEAR_BF16",
+  [SLG_LINEAR_BF16] = "SLG_LINEAR_BF16", [SLG_ATTN_FA2_BF16] = "SLG_ATTN_FA2_BF16",
+  [SLG_ATTN_FA2_BF16_TRAIN] = "SLG_ATTN_FA2_BF16_TRAIN",
 };
 
 static int none(void) { return -1; }
@@ -60,7 +61,7 @@ static int one(void) { return 1; }
 static const char *describe(void) { return "fake GPU, 1.0 GiB"; }
 static int cases;
 static void *case_new(int kind, int size, int batch, int heads, int dim, int causal, char *err, size_t errlen) {
-  logf_("case_new %s %d", kind >= 0 && kind <= SLG_LINEAR_BF16 ? kinds[kind] : "?", size);
+  logf_("case_new %s %d", kind >= 0 && kind <= SLG_ATTN_FA2_BF16_TRAIN ? kinds[kind] : "?", size);
   cases++;
   return &cases;
 }
@@ -190,6 +191,7 @@ def test_each_gpu_case_asks_for_its_own_kernel(syslab_bin, tmp_path):
         "attention_cuda_fused_v1_train": "SLG_ATTN_FUSED_V1_TRAIN", "gemm_cuda_tiled_v1": "SLG_GEMM_TILED_V1",
         "attention_cuda_fused_bf16": "SLG_ATTN_FUSED_BF16", "attention_cuda_fused_bf16_train": "SLG_ATTN_FUSED_BF16_TRAIN",
         "gemm_cublas_bf16": "SLG_GEMM_CUBLAS_BF16", "linear_cuda_bf16": "SLG_LINEAR_BF16",
+        "attention_cuda_fa2_bf16": "SLG_ATTN_FA2_BF16", "attention_cuda_fa2_bf16_train": "SLG_ATTN_FA2_BF16_TRAIN",
     }
     log = tmp_path / "calls.log"
     listed = run('k = kernels\nprint (where k device "==" "gpu").nrows\n').stdout.strip()

@@ -26,6 +26,15 @@
 **                       loop bounds and masks of attention_tc_layout.h;
 **                       against the CPU's attention on the same
 **                       bf16-rounded inputs
+**   its version 2       cuda/attention_fa2.cu's forward and backward,
+**                       emulated lane by
+**                       lane with each lane's registers: every mma.sync
+**                       m16n8k16 builds its matrices from the registers
+**                       by PTX's definition of the fragments (so the maps
+**                       of attention_fa2_layout.h are checked against it),
+**                       every ldmatrix by PTX's definition too, every
+**                       cp.async and ldmatrix row against the layout and
+**                       its alignments; dim 64, 80 and 128
 **
 ** Tolerances: the emulated products sum in binary64, the CPU operators in
 ** float32 (OpenBLAS's order): 1e-5 relative to the terms' scale. The
@@ -39,6 +48,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda/attention_fa2_layout.h"
 #include "cuda/attention_tc_layout.h"
 #include "cuda/cublas_args.h"
 #include "graph/devgemm.h"
@@ -632,18 +642,24 @@ static void tc_backward_tile(Smem *s, int k0, int q0, int n, int causal, float s
   }
 }
 
+/* rowdot's D = rowsum(dO o O), rows of dim (malloc'd) */
+static float *rowdots(const float *dO32, const float *O, long rows, int dim) {
+  float *Dv = malloc(sizeof(float) * (size_t)(rows ? rows : 1));
+  for (long r = 0; r < rows; r++) {
+    float d = 0;
+    for (int f = 0; f < dim; f++) d += dO32[r * dim + f] * O[r * dim + f];
+    Dv[r] = d;
+  }
+  return Dv;
+}
+
 /* attention_tc_bwd with rowdot's D = rowsum(dO o O) first: every block of 64 keys of every head */
 static void tc_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, const uint16_t *K, const uint16_t *V,
                         const uint16_t *dO, const float *O, const float *dO32, const float *Lse, float *dQ, float *dK,
                         float *dV) {
   int dim = s->dim, ldo = slG_tc_ldo(dim);
   long nx = (long)bh * n * dim;
-  float scale = 1.0f / sqrtf((float)dim), *Dv = malloc(sizeof(float) * (size_t)bh * n);
-  for (long r = 0; r < (long)bh * n; r++) {
-    float d = 0;
-    for (int f = 0; f < dim; f++) d += dO32[r * dim + f] * O[r * dim + f];
-    Dv[r] = d;
-  }
+  float scale = 1.0f / sqrtf((float)dim), *Dv = rowdots(dO32, O, (long)bh * n, dim);
   memset(dQ, 0, sizeof(float) * (size_t)nx);
   float *dKs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DK)),
         *dVs = (float *)(s->base + slG_tc_bwd(dim, SLG_TC_BWD_DV));
@@ -679,10 +695,434 @@ static void tc_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, c
   free(Dv);
 }
 
+/* ------------------------------- version 2: mma.sync m16n8k16, emulated lane by lane
+**
+** attention_fa2.cu keeps its scores, P and O in the registers of the lanes
+** that mma.sync gives them to. Its emulation holds each lane's registers,
+** builds every product's matrices from them by PTX's definition of the
+** m16n8k16 fragments (written out below, apart from attention_fa2_layout.h,
+** whose maps it thereby checks), and runs every shared-memory access of the
+** kernel (16-byte cp.async copies, ldmatrix's rows, plain and transposed)
+** through the layout's bounds and alignments, one lane at a time. */
+
+/* PTX ISA, "Matrix fragments for mma.m16n8k16" (.bf16 A and B, .f32 C): element i of a lane */
+static void ptx_a(int lane, int i, int *row, int *col) { /* i 0-7: a0..a7 */
+  *row = lane / 4 + ((i / 2) % 2) * 8;
+  *col = lane % 4 * 2 + i % 2 + (i / 4) * 8;
+}
+static void ptx_b(int lane, int i, int *k, int *col) { /* i 0-3: b0..b3 */
+  *k = lane % 4 * 2 + i % 2 + (i / 2) * 8;
+  *col = lane / 4;
+}
+static void ptx_c(int lane, int i, int *row, int *col) { /* i 0-3: c0..c3 */
+  *row = lane / 4 + (i / 2) * 8;
+  *col = lane % 4 * 2 + i % 2;
+}
+
+/* one warp's d += a b: a[lane][4] and b[lane][2] registers of two bf16 (the first in the low half), d[lane][4]
+** floats; every element of A and B must come from exactly one lane's register */
+static void mma_emulated(Smem *s, float d[32][4], const uint32_t a[32][4], const uint32_t b[32][2]) {
+  float A[16][16], B[16][8], C[16][8];
+  int seen_a[16][16] = {{0}}, seen_b[16][8] = {{0}};
+  for (int lane = 0; lane < 32; lane++) {
+    for (int i = 0; i < 8; i++) {
+      int r, c;
+      ptx_a(lane, i, &r, &c);
+      A[r][c] = bf16_value((uint16_t)(a[lane][i / 2] >> (16 * (i % 2)))), seen_a[r][c]++;
+    }
+    for (int i = 0; i < 4; i++) {
+      int k, c;
+      ptx_b(lane, i, &k, &c);
+      B[k][c] = bf16_value((uint16_t)(b[lane][i / 2] >> (16 * (i % 2)))), seen_b[k][c]++;
+    }
+    for (int i = 0; i < 4; i++) {
+      int r, c;
+      ptx_c(lane, i, &r, &c);
+      C[r][c] = d[lane][i];
+    }
+  }
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++)
+      if (seen_a[r][c] != 1 || (c < 8 && seen_b[r][c] != 1))
+        smem_fail(s, "a fragment element held twice or never", 0, 0);
+  for (int lane = 0; lane < 32; lane++)
+    for (int i = 0; i < 4; i++) {
+      int r, c;
+      ptx_c(lane, i, &r, &c);
+      double sum = C[r][c];
+      for (int k = 0; k < 16; k++) sum += (double)A[r][k] * B[k][c];
+      d[lane][i] = (float)sum;
+    }
+}
+
+/* PTX's ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lane 8 i + r gives the address of row r of matrix i (16
+** bytes, on 16); lane L receives in register i matrix i's elements (L / 4, 2 (L % 4)) and (L / 4, 2 (L % 4) + 1), or
+** with .trans (2 (L % 4), L / 4) and (2 (L % 4) + 1, L / 4), the first in the low half */
+static void ldmatrix_emulated(Smem *s, const uint16_t *const addr[32], int trans, uint32_t d[32][4]) {
+  uint16_t M[4][8][8] = {{{0}}};
+  for (int lane = 0; lane < 32; lane++) {
+    size_t off = (size_t)((const unsigned char *)addr[lane] - s->base);
+    if (off % 16 || off + 16 > s->bytes) smem_fail(s, "an ldmatrix row off 16 bytes or past the layout", off, 0);
+    else memcpy(M[lane / 8][lane % 8], addr[lane], 16);
+  }
+  for (int lane = 0; lane < 32; lane++)
+    for (int i = 0; i < 4; i++) {
+      int g = lane / 4, t = lane % 4;
+      uint16_t lo = trans ? M[i][2 * t][g] : M[i][g][2 * t], hi = trans ? M[i][2 * t + 1][g] : M[i][g][2 * t + 1];
+      d[lane][i] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+}
+
+/* the kernel's stage_async: 16-byte copies into a tile of LDH rows, zeros for rows past n (source size 0) */
+static void fa2_stage(Smem *s, size_t at, Rows src, int row0, int n) {
+  int dim = s->dim;
+  uint16_t *dst = (uint16_t *)(s->base + at);
+  for (int e = 0; e < SLG_TC_TK * (dim / 8); e++) {
+    int r = slG_tc_stage_row(e, dim), c = slG_tc_stage_col(e, dim), in = row0 + r < n;
+    long from = slG_tc_at(in ? row0 + r : 0, c, dim), to = slG_tc_at(r, c, slG_tc_ldh(dim));
+    size_t off = (size_t)((unsigned char *)(dst + to) - s->base);
+    if (off % SLG_FA2_CHUNK || off + SLG_FA2_CHUNK > s->bytes || from % 8 || from + 8 > src.n)
+      smem_fail(s, "a cp.async off its 16 bytes, past the layout or past the head", off, 0);
+    for (int i = 0; i < 8; i++) dst[to + i] = in ? src.p[from + i] : 0;
+  }
+}
+
+/* one lane's registers */
+typedef struct {
+  uint32_t qa[8][4];
+  float s[SLG_TC_TK / 8][4], o[128 / 8][4], m[2], l[2];
+} Lane;
+
+/* attention_fa2_fwd for every block of every head */
+static void fa2_forward(Smem *s, int bh, int n, int causal, const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                        float *O, float *Lse) {
+  enum { WARPS = SLG_TC_THREADS / 32, STILES = SLG_TC_TK / 8 };
+  int dim = s->dim, ldh = slG_tc_ldh(dim), ksteps = dim / 16, dtiles = dim / 8;
+  long nx = (long)bh * n * dim;
+  float scale2 = 1.4426950408889634f / sqrtf((float)dim);
+  static Lane lanes[WARPS][32];
+  for (int h = 0; h < bh; h++)
+    for (int q0 = 0; q0 < n; q0 += SLG_TC_TQ) {
+      long head = (long)h * n * dim;
+      Rows rq = {Q + head, nx - head}, rk = {K + head, nx - head}, rv = {V + head, nx - head};
+      int kend = slG_tc_key_end(n, q0, causal), tiles = (kend + SLG_TC_TK - 1) / SLG_TC_TK;
+      memset(s->base, 0xff, s->bytes);
+      memset(lanes, 0, sizeof lanes);
+      fa2_stage(s, slG_fa2_q(), rq, q0, n);
+      fa2_stage(s, slG_fa2_k(dim, 0), rk, 0, n);
+      fa2_stage(s, slG_fa2_v(dim, 0), rv, 0, n);
+      for (int w = 0; w < WARPS; w++)
+        for (int lane = 0; lane < 32; lane++) lanes[w][lane].m[0] = lanes[w][lane].m[1] = -INFINITY;
+      for (int tile = 0; tile < tiles; tile++) {
+        int k0 = tile * SLG_TC_TK, stage = tile % SLG_FA2_STAGES;
+        if (tile + 1 < tiles) { /* the next tile lands in the other stage before this one is read */
+          fa2_stage(s, slG_fa2_k(dim, (tile + 1) % SLG_FA2_STAGES), rk, k0 + SLG_TC_TK, n);
+          fa2_stage(s, slG_fa2_v(dim, (tile + 1) % SLG_FA2_STAGES), rv, k0 + SLG_TC_TK, n);
+        }
+        const uint16_t *Qs = (const uint16_t *)(s->base + slG_fa2_q());
+        const uint16_t *Ks = (const uint16_t *)(s->base + slG_fa2_k(dim, stage));
+        const uint16_t *Vs = (const uint16_t *)(s->base + slG_fa2_v(dim, stage));
+        for (int w = 0; w < WARPS; w++) {
+          Lane *L = lanes[w];
+          const uint16_t *addr[32];
+          uint32_t ld[32][4];
+          if (tile == 0)
+            for (int kk = 0; kk < ksteps; kk++) {
+              for (int lane = 0; lane < 32; lane++)
+                addr[lane] = Qs + slG_tc_at(w * 16 + slG_fa2_ldm_row(lane), kk * 16 + slG_fa2_ldm_col(lane), ldh);
+              ldmatrix_emulated(s, addr, 0, ld);
+              for (int lane = 0; lane < 32; lane++) memcpy(L[lane].qa[kk], ld[lane], sizeof ld[lane]);
+            }
+          for (int j = 0; j < STILES; j += 2) { /* S = Q K^T, two tiles of 8 keys an ldmatrix */
+            float d[2][32][4] = {{{0}}};
+            for (int kk = 0; kk < ksteps; kk++) {
+              uint32_t a[32][4], b[2][32][2];
+              for (int lane = 0; lane < 32; lane++)
+                addr[lane] = Ks + slG_tc_at(j * 8 + slG_fa2_ldm_k_row(lane), kk * 16 + slG_fa2_ldm_k_col(lane), ldh);
+              ldmatrix_emulated(s, addr, 0, ld);
+              for (int lane = 0; lane < 32; lane++) {
+                memcpy(a[lane], L[lane].qa[kk], sizeof a[lane]);
+                for (int r = 0; r < 4; r++) b[r / 2][lane][r % 2] = ld[lane][r];
+              }
+              mma_emulated(s, d[0], a, b[0]);
+              mma_emulated(s, d[1], a, b[1]);
+            }
+            for (int lane = 0; lane < 32; lane++)
+              memcpy(L[lane].s[j], d[0][lane], sizeof d[0][lane]),
+                  memcpy(L[lane].s[j + 1], d[1][lane], sizeof d[1][lane]);
+          }
+          for (int hh = 0; hh < 2;
+               hh++) { /* the online softmax, the four lanes of a row as the shuffles combine them */
+            float mx[32], alpha[32];
+            for (int lane = 0; lane < 32; lane++) {
+              int row = q0 + w * 16 + slG_fa2_c_row(lane, 2 * hh);
+              mx[lane] = -INFINITY;
+              for (int j = 0; j < STILES; j++)
+                for (int e = 0; e < 2; e++) {
+                  int i = 2 * hh + e, key = k0 + j * 8 + slG_fa2_c_col(lane, i);
+                  float x = slG_tc_keep(key, row, n, causal) ? L[lane].s[j][i] * scale2 : -INFINITY;
+                  L[lane].s[j][i] = x;
+                  mx[lane] = fmaxf(mx[lane], x);
+                }
+            }
+            for (int x = 1; x <= 2; x *= 2) { /* __shfl_xor_sync(mask, mx, x) */
+              float was[32];
+              memcpy(was, mx, sizeof was);
+              for (int lane = 0; lane < 32; lane++) mx[lane] = fmaxf(was[lane], was[lane ^ x]);
+            }
+            for (int lane = 0; lane < 32; lane++) {
+              float m_new = fmaxf(L[lane].m[hh], mx[lane]), sum = 0.0f;
+              alpha[lane] = m_new == -INFINITY ? 1.0f : exp2f(L[lane].m[hh] - m_new);
+              for (int j = 0; j < STILES; j++)
+                for (int e = 0; e < 2; e++) {
+                  int i = 2 * hh + e;
+                  float p = m_new == -INFINITY ? 0.0f : exp2f(L[lane].s[j][i] - m_new);
+                  L[lane].s[j][i] = p;
+                  sum += p;
+                }
+              L[lane].l[hh] = L[lane].l[hh] * alpha[lane] + sum;
+              L[lane].m[hh] = m_new;
+              for (int j = 0; j < dtiles; j++)
+                L[lane].o[j][2 * hh] *= alpha[lane], L[lane].o[j][2 * hh + 1] *= alpha[lane];
+            }
+          }
+          for (int kk = 0; kk < SLG_TC_TK / 16; kk++) /* O += P V, V transposed by ldmatrix */
+            for (int j = 0; j < dtiles; j += 2) {
+              uint32_t a[32][4], b[2][32][2];
+              float d[2][32][4];
+              for (int lane = 0; lane < 32; lane++)
+                addr[lane] = Vs + slG_tc_at(kk * 16 + slG_fa2_ldm_row(lane), j * 8 + slG_fa2_ldm_col(lane), ldh);
+              ldmatrix_emulated(s, addr, 1, ld);
+              for (int lane = 0; lane < 32; lane++) {
+                for (int r = 0; r < 4; r++) {
+                  const float *c = L[lane].s[slG_fa2_p_tile(kk, r)] + slG_fa2_p_elem(r);
+                  a[lane][r] = (uint32_t)bf16_of(c[0]) | (uint32_t)bf16_of(c[1]) << 16;
+                  b[r / 2][lane][r % 2] = ld[lane][r];
+                }
+                memcpy(d[0][lane], L[lane].o[j], sizeof d[0][lane]),
+                    memcpy(d[1][lane], L[lane].o[j + 1], sizeof d[1][lane]);
+              }
+              mma_emulated(s, d[0], a, b[0]);
+              mma_emulated(s, d[1], a, b[1]);
+              for (int lane = 0; lane < 32; lane++)
+                memcpy(L[lane].o[j], d[0][lane], sizeof d[0][lane]),
+                    memcpy(L[lane].o[j + 1], d[1][lane], sizeof d[1][lane]);
+            }
+        }
+      }
+      for (int w = 0; w < WARPS; w++) /* the row sums over a row's four lanes, then O / l and L */
+        for (int hh = 0; hh < 2; hh++) {
+          float l[32];
+          for (int lane = 0; lane < 32; lane++) l[lane] = lanes[w][lane].l[hh];
+          for (int x = 1; x <= 2; x *= 2) {
+            float was[32];
+            memcpy(was, l, sizeof was);
+            for (int lane = 0; lane < 32; lane++) l[lane] = was[lane] + was[lane ^ x];
+          }
+          for (int lane = 0; lane < 32; lane++) {
+            int row = q0 + w * 16 + slG_fa2_c_row(lane, 2 * hh);
+            if (row >= n) continue;
+            for (int j = 0; j < dtiles; j++)
+              for (int e = 0; e < 2; e++)
+                O[head + slG_tc_at(row, j * 8 + slG_fa2_c_col(lane, 2 * hh + e), dim)] =
+                    lanes[w][lane].o[j][2 * hh + e] * (1.0f / l[lane]);
+            if (slG_fa2_t(lane) == 0)
+              Lse[(long)h * n + row] = lanes[w][lane].m[hh] * 0.69314718055994531f + logf(l[lane]);
+          }
+        }
+    }
+}
+
+/* acc tile j of every lane (acc: 32 lanes x tiles x 4 floats) += a b */
+static void mma_tile(Smem *s, float *acc, int tiles, int j, const uint32_t a[32][4], const uint32_t b[32][2]) {
+  float d[32][4];
+  for (int lane = 0; lane < 32; lane++) memcpy(d[lane], acc + ((size_t)lane * tiles + j) * 4, sizeof d[lane]);
+  mma_emulated(s, d, a, b);
+  for (int lane = 0; lane < 32; lane++) memcpy(acc + ((size_t)lane * tiles + j) * 4, d[lane], sizeof d[lane]);
+}
+
+/* the ldmatrix of a warp: lane L addresses row row0 + rows(L), column col0 + cols(L) of a tile of ld */
+static void ldm_at(Smem *s, const uint16_t *tile, int ld, int row0, int col0, int (*rows)(int), int (*cols)(int),
+                   int trans, uint32_t d[32][4]) {
+  const uint16_t *addr[32];
+  for (int lane = 0; lane < 32; lane++) addr[lane] = tile + slG_tc_at(row0 + rows(lane), col0 + cols(lane), ld);
+  ldmatrix_emulated(s, addr, trans, d);
+}
+static int ldm_row(int lane) { return slG_fa2_ldm_row(lane); }
+static int ldm_col(int lane) { return slG_fa2_ldm_col(lane); }
+static int ldm_k_row(int lane) { return slG_fa2_ldm_k_row(lane); }
+static int ldm_k_col(int lane) { return slG_fa2_ldm_k_col(lane); }
+
+/* registers i of an x4 load as the B operands of two tiles: (0, 1) and (2, 3) */
+static void split_b(const uint32_t ld[32][4], uint32_t b[2][32][2]) {
+  for (int lane = 0; lane < 32; lane++)
+    for (int r = 0; r < 4; r++) b[r / 2][lane][r % 2] = ld[lane][r];
+}
+
+/* the kernel's stage_floats_async: a query tile's 64 floats from q0, zeros past n */
+static void fa2_stage_floats(Smem *s, size_t at, const float *src, int q0, int n) {
+  float *dst = (float *)(s->base + at);
+  for (int i = 0; i < SLG_TC_TQ; i++) {
+    if ((at + 4 * (size_t)i) % 4 || at + 4 * (size_t)i + 4 > s->bytes)
+      smem_fail(s, "a float copy past the layout", at, 0);
+    dst[i] = q0 + i < n ? src[q0 + i] : 0.0f;
+  }
+}
+
+/* P as A: step kk of a lane's scores (tiles of 8 columns x 4 floats), rounded to bf16 pairs */
+static void p_as_a(const float *sc, uint32_t a[4]) {
+  for (int r = 0; r < 4; r++) {
+    const float *c = sc + slG_fa2_p_tile(0, r) * 4 + slG_fa2_p_elem(r);
+    a[r] = (uint32_t)bf16_of(c[0]) | (uint32_t)bf16_of(c[1]) << 16;
+  }
+}
+
+/* attention_fa2_bwd with D = rowsum(dO o O) first: every block of 64 keys of every head */
+static void fa2_backward(Smem *s, int bh, int n, int causal, const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                         const uint16_t *dO, const float *O, const float *dO32, const float *Lse, float *dQ, float *dK,
+                         float *dV) {
+  enum { WARPS = SLG_TC_THREADS / 32, QT = SLG_TC_TQ / 8, DT = 128 / 8 };
+  int dim = s->dim, ldh = slG_tc_ldh(dim), ldp = slG_tc_ldp(), ksteps = dim / 16, dtiles = dim / 8;
+  long nx = (long)bh * n * dim;
+  const float log2e = 1.4426950408889634f, scale = 1.0f / sqrtf((float)dim), scale2 = scale * log2e;
+  float *Dv = rowdots(dO32, O, (long)bh * n, dim);
+  static float dk[WARPS][32][DT][4], dv[WARPS][32][DT][4];
+  memset(dQ, 0, sizeof(float) * (size_t)nx);
+#define AT(region, stage) (s->base + slG_fa2_bwd(dim, region, stage))
+  for (int h = 0; h < bh; h++)
+    for (int k0 = 0; k0 < n; k0 += SLG_TC_TK) {
+      long head = (long)h * n * dim, rows = (long)h * n;
+      Rows rq = {Q + head, nx - head}, rk = {K + head, nx - head}, rv = {V + head, nx - head};
+      Rows rd = {dO + head, nx - head};
+      int qstart = slG_tc_query_start(k0, causal), tiles = (n - qstart + SLG_TC_TQ - 1) / SLG_TC_TQ;
+      memset(s->base, 0xff, s->bytes);
+      memset(dk, 0, sizeof dk), memset(dv, 0, sizeof dv);
+      fa2_stage(s, slG_fa2_bwd(dim, SLG_FA2_BWD_K, 0), rk, k0, n);
+      fa2_stage(s, slG_fa2_bwd(dim, SLG_FA2_BWD_V, 0), rv, k0, n);
+      const uint16_t *Ks = (const uint16_t *)AT(SLG_FA2_BWD_K, 0), *Vs = (const uint16_t *)AT(SLG_FA2_BWD_V, 0);
+      uint16_t *dSs = (uint16_t *)AT(SLG_FA2_BWD_DS, 0);
+      for (int tile = -1; tile < tiles; tile++) {
+        int next = tile + 1; /* tile -1: the first stage, staged with K and V */
+        if (next < tiles) {
+          int q1 = qstart + next * SLG_TC_TQ, st = next % SLG_FA2_STAGES;
+          fa2_stage(s, slG_fa2_bwd(dim, SLG_FA2_BWD_Q, st), rq, q1, n);
+          fa2_stage(s, slG_fa2_bwd(dim, SLG_FA2_BWD_DO, st), rd, q1, n);
+          fa2_stage_floats(s, slG_fa2_bwd(dim, SLG_FA2_BWD_L, st), Lse + rows, q1, n);
+          fa2_stage_floats(s, slG_fa2_bwd(dim, SLG_FA2_BWD_D, st), Dv + rows, q1, n);
+        }
+        if (tile < 0) continue;
+        int q0 = qstart + tile * SLG_TC_TQ, st = tile % SLG_FA2_STAGES;
+        const uint16_t *Qs = (const uint16_t *)AT(SLG_FA2_BWD_Q, st), *dOs = (const uint16_t *)AT(SLG_FA2_BWD_DO, st);
+        const float *Ls = (const float *)AT(SLG_FA2_BWD_L, st), *Ds = (const float *)AT(SLG_FA2_BWD_D, st);
+        for (int w = 0; w < WARPS; w++) {
+          static float sc[32][QT][4], dp[32][QT][4];
+          memset(sc, 0, sizeof sc), memset(dp, 0, sizeof dp);
+          for (int kk = 0; kk < ksteps; kk++) { /* S^T = K Q^T, dP^T = V dO^T */
+            uint32_t ka[32][4], va[32][4], ld[32][4], b[2][32][2];
+            ldm_at(s, Ks, ldh, w * 16, kk * 16, ldm_row, ldm_col, 0, ka);
+            ldm_at(s, Vs, ldh, w * 16, kk * 16, ldm_row, ldm_col, 0, va);
+            for (int j = 0; j < QT; j += 2) {
+              ldm_at(s, Qs, ldh, j * 8, kk * 16, ldm_k_row, ldm_k_col, 0, ld);
+              split_b(ld, b);
+              mma_tile(s, &sc[0][0][0], QT, j, ka, b[0]), mma_tile(s, &sc[0][0][0], QT, j + 1, ka, b[1]);
+              ldm_at(s, dOs, ldh, j * 8, kk * 16, ldm_k_row, ldm_k_col, 0, ld);
+              split_b(ld, b);
+              mma_tile(s, &dp[0][0][0], QT, j, va, b[0]), mma_tile(s, &dp[0][0][0], QT, j + 1, va, b[1]);
+            }
+          }
+          for (int lane = 0; lane < 32; lane++) /* P^T, then dS^T = P^T o (dP^T - D) */
+            for (int j = 0; j < QT; j++)
+              for (int i = 0; i < 4; i++) {
+                int c = j * 8 + slG_fa2_c_col(lane, i), q = q0 + c, key = k0 + w * 16 + slG_fa2_c_row(lane, i);
+                float p = slG_tc_keep_bwd(key, q, n, causal) ? exp2f(sc[lane][j][i] * scale2 - Ls[c] * log2e) : 0.0f;
+                sc[lane][j][i] = p;
+                dp[lane][j][i] = p * (dp[lane][j][i] - Ds[c]);
+              }
+          for (int kk = 0; kk < SLG_TC_TQ / 16; kk++) /* dV += P^T dO, dK += dS^T Q */
+            for (int j = 0; j < dtiles; j += 2) {
+              uint32_t pa[32][4], da[32][4], ld[32][4], b[2][32][2];
+              for (int lane = 0; lane < 32; lane++)
+                p_as_a(sc[lane][2 * kk], pa[lane]), p_as_a(dp[lane][2 * kk], da[lane]);
+              ldm_at(s, dOs, ldh, kk * 16, j * 8, ldm_row, ldm_col, 1, ld);
+              split_b(ld, b);
+              mma_tile(s, &dv[w][0][0][0], DT, j, pa, b[0]), mma_tile(s, &dv[w][0][0][0], DT, j + 1, pa, b[1]);
+              ldm_at(s, Qs, ldh, kk * 16, j * 8, ldm_row, ldm_col, 1, ld);
+              split_b(ld, b);
+              mma_tile(s, &dk[w][0][0][0], DT, j, da, b[0]), mma_tile(s, &dk[w][0][0][0], DT, j + 1, da, b[1]);
+            }
+          for (int lane = 0; lane < 32; lane++) /* dS^T into shared memory, bf16 pairs */
+            for (int j = 0; j < QT; j++)
+              for (int hh = 0; hh < 2; hh++) {
+                uint16_t *to =
+                    dSs + slG_tc_at(w * 16 + slG_fa2_c_row(lane, 2 * hh), j * 8 + slG_fa2_c_col(lane, 2 * hh), ldp);
+                size_t off = (size_t)((unsigned char *)to - s->base);
+                if (off % 4 || off + 4 > s->bytes) smem_fail(s, "a dS^T pair off 4 bytes or past the layout", off, 0);
+                to[0] = bf16_of(dp[lane][j][2 * hh]), to[1] = bf16_of(dp[lane][j][2 * hh + 1]);
+              }
+        }
+        for (int w = 0; w < WARPS; w++) { /* dQ = dS K, dS read transposed from dS^T, then the atomicAdds */
+          static float dq[32][DT][4];
+          memset(dq, 0, sizeof dq);
+          for (int kk = 0; kk < SLG_TC_TK / 16; kk++) {
+            uint32_t a[32][4], ld[32][4], b[2][32][2];
+            ldm_at(s, dSs, ldp, kk * 16, w * 16, ldm_k_row, ldm_k_col, 1, a);
+            for (int j = 0; j < dtiles; j += 2) {
+              ldm_at(s, Ks, ldh, kk * 16, j * 8, ldm_row, ldm_col, 1, ld);
+              split_b(ld, b);
+              mma_tile(s, &dq[0][0][0], DT, j, a, b[0]), mma_tile(s, &dq[0][0][0], DT, j + 1, a, b[1]);
+            }
+          }
+          for (int lane = 0; lane < 32; lane++)
+            for (int i = 0; i < 4; i++) {
+              int q = q0 + w * 16 + slG_fa2_c_row(lane, i);
+              if (q < n)
+                for (int j = 0; j < dtiles; j++)
+                  dQ[head + slG_tc_at(q, j * 8 + slG_fa2_c_col(lane, i), dim)] += dq[lane][j][i] * scale;
+            }
+        }
+      }
+      for (int w = 0; w < WARPS; w++)
+        for (int lane = 0; lane < 32; lane++)
+          for (int i = 0; i < 4; i++) {
+            int key = k0 + w * 16 + slG_fa2_c_row(lane, i);
+            if (key >= n) continue;
+            for (int j = 0; j < dtiles; j++) {
+              long at = head + slG_tc_at(key, j * 8 + slG_fa2_c_col(lane, i), dim);
+              dK[at] = dk[w][lane][j][i] * scale, dV[at] = dv[w][lane][j][i];
+            }
+          }
+    }
+#undef AT
+  free(Dv);
+}
+
+/* an emulated version of the tensor-core attention: its layouts' sizes, forward and backward */
+typedef struct {
+  const char *name, *rules;
+  size_t (*forward_bytes)(int dim), (*backward_bytes)(int dim);
+  void (*forward)(Smem *s, int bh, int n, int causal, const uint16_t *Q, const uint16_t *K, const uint16_t *V, float *O,
+                  float *Lse);
+  void (*backward)(Smem *s, int bh, int n, int causal, const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                   const uint16_t *dO, const float *O, const float *dO32, const float *Lse, float *dQ, float *dK,
+                   float *dV);
+} Emulated;
+
+static size_t tc_forward_bytes(int dim) { return slG_tc_fwd(dim, SLG_TC_FWD_BYTES); }
+static size_t tc_backward_bytes(int dim) { return slG_tc_bwd(dim, SLG_TC_BWD_BYTES); }
+static const Emulated VERSION1 = {"tensor-core attention",
+                                  "WMMA's rules or the layout",
+                                  tc_forward_bytes,
+                                  tc_backward_bytes,
+                                  tc_forward,
+                                  tc_backward};
+static const Emulated VERSION2 = {"attention version 2", "the layout or the fragments' rules",
+                                  slG_fa2_bytes,         slG_fa2_bwd_bytes,
+                                  fa2_forward,           fa2_backward};
+
 /* the emulated kernels against the CPU's attention on the same bf16-rounded inputs */
-static void tc_case(int bh, int n, int dim, int causal) {
+static void emulated_case(const Emulated *e, int bh, int n, int dim, int causal) {
   size_t nx = (size_t)bh * n * dim, nl = (size_t)bh * n;
-  snprintf(tag, sizeof tag, "tensor-core attention %d heads, n %d, dim %d%s", bh, n, dim, causal ? ", causal" : "");
+  snprintf(tag, sizeof tag, "%s %d heads, n %d, dim %d%s", e->name, bh, n, dim, causal ? ", causal" : "");
   float *in[4];
   uint16_t *h[4];
   for (int i = 0; i < 4; i++) { /* Q K V dO */
@@ -697,16 +1137,13 @@ static void tc_case(int bh, int n, int dim, int causal) {
   slK_attention_contiguous(&a, 1, bh, n, n, dim, causal);
   CHECK(slK_attention_forward(SLK_ATTN_NAIVE, &a, in[0], in[1], in[2], ro, rl) == 0);
   CHECK(slK_attention_backward(SLK_ATTN_NAIVE, &a, in[0], in[1], in[2], ro, in[3], rl, rq, rk, rv) == 0);
-  size_t bytes = slG_tc_bwd(dim, SLG_TC_BWD_BYTES) > slG_tc_fwd(dim, SLG_TC_FWD_BYTES)
-                     ? slG_tc_bwd(dim, SLG_TC_BWD_BYTES)
-                     : slG_tc_fwd(dim, SLG_TC_FWD_BYTES);
-  Smem s = {aligned_alloc(128, (bytes + 127) / 128 * 128), slG_tc_fwd(dim, SLG_TC_FWD_BYTES), dim, 0, ""};
-  tc_forward(&s, bh, n, causal, h[0], h[1], h[2], o, lse);
-  s.bytes = slG_tc_bwd(dim, SLG_TC_BWD_BYTES);
+  size_t fwd = e->forward_bytes(dim), bwd = e->backward_bytes(dim), most = fwd > bwd ? fwd : bwd;
+  Smem s = {aligned_alloc(128, (most + 127) / 128 * 128), fwd, dim, 0, ""};
+  e->forward(&s, bh, n, causal, h[0], h[1], h[2], o, lse);
+  s.bytes = bwd;
   /* the backward from the reference's O and L, as the GPU test gives it */
-  tc_backward(&s, bh, n, causal, h[0], h[1], h[2], h[3], ro, in[3], rl, dq, dk, dv);
-  CHECK_MSG(s.bad == 0, "%s: %d shared-memory accesses broke WMMA's rules or the layout; the first: %s", tag, s.bad,
-            s.why);
+  e->backward(&s, bh, n, causal, h[0], h[1], h[2], h[3], ro, in[3], rl, dq, dk, dv);
+  CHECK_MSG(s.bad == 0, "%s: %d shared-memory accesses broke %s; the first: %s", tag, s.bad, e->rules, s.why);
   compare("O", o, ro, nx, 1e-2);
   compare("L", lse, rl, nl, 1e-4);
   compare("dQ", dq, rq, nx, 3e-2);
@@ -721,15 +1158,28 @@ static void test_tensor_core_attention(void) {
   static const int ns[] = {1, 63, 65, 150};
   for (int dim = 64; dim <= 128; dim += 64)
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
-      for (int causal = 0; causal < 2; causal++) tc_case(2, ns[i], dim, causal);
+      for (int causal = 0; causal < 2; causal++) emulated_case(&VERSION1, 2, ns[i], dim, causal);
   /* the layouts fit the most shared memory a Hopper block may have (227 KiB; the backward at dim 128, 210.5 KiB,
   ** does not fit an A100's 163, where attention_tc.cu refuses it with the figures) */
   CHECK(slG_tc_bwd(128, SLG_TC_BWD_BYTES) <= 227 * 1024 && slG_tc_fwd(128, SLG_TC_FWD_BYTES) <= 227 * 1024);
+}
+
+static void test_register_attention(void) {
+  slM_rng_seed(&rng, 41);
+  static const int ns[] = {1, 63, 65, 150};
+  static const int dims[] = {64, 80, 128};
+  for (size_t d = 0; d < 3; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+      for (int causal = 0; causal < 2; causal++) emulated_case(&VERSION2, 2, ns[i], dims[d], causal);
+  /* the layouts fit the shared memory an A100 block may have (163 KiB) at every head size */
+  CHECK(slG_fa2_bytes(128) <= 163 * 1024 && slG_fa2_bwd_bytes(128) <= 163 * 1024);
+  CHECK(!slG_fa2_dim_ok(96) && slG_fa2_dim_ok(80));
 }
 
 int main(void) {
   RUN(test_cublas_rules);
   RUN(test_cublas_requests);
   RUN(test_tensor_core_attention);
+  RUN(test_register_attention);
   return check_summary();
 }

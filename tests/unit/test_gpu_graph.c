@@ -353,7 +353,7 @@ static double worst_of(const float *a, const float *b, size_t n, double *scale) 
 
 /* The fused node's device calls against the CPU's fused attention on the
 ** same interleaved token rows: several heads, T past one tile of 64, heads
-** of 64 (float32 and bf16) and 128 (bf16). The backward ADDS to the
+** of 64 (float32 and bf16), 128 and 80 (bf16). The backward ADDS to the
 ** gradients it is given, so they start at 0.25. */
 static void fused_rows_case(int format, int B, int T, int H, int dh, int causal, double tol) {
   size_t D = (size_t)H * dh, nx = (size_t)B * T * D, nl = (size_t)B * H * T, bx = nx * sizeof(float);
@@ -401,6 +401,7 @@ static void test_fused_rows(void) {
     fused_rows_case(SLK_FP32, 2, 150, 3, 64, causal, 1e-4);
     fused_rows_case(SLK_BF16, 2, 150, 3, 64, causal, 3e-2);
     fused_rows_case(SLK_BF16, 1, 150, 2, 128, causal, 3e-2);
+    fused_rows_case(SLK_BF16, 1, 150, 2, 80, causal, 3e-2); /* version 2 of the tensor-core kernels */
   }
 }
 

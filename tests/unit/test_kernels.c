@@ -664,8 +664,8 @@ static void test_bench_table(void) {
       CHECK_MSG(strstr(err, "needs a GPU") && strstr(err, slK_dev_why()), "%s: %s", b->name, err);
     }
   }
-  CHECK_EQ_INT((int)count, 36);
-  CHECK_EQ_INT((int)gpu_rows, 17);
+  CHECK_EQ_INT((int)count, 38);
+  CHECK_EQ_INT((int)gpu_rows, 19);
 }
 
 /* Every case is checked against its reference before it is timed
@@ -853,12 +853,13 @@ static void gpu_attention_case(int B, int H, int L, int causal) {
   attn_free(&t);
 }
 
-/* The tensor-core forward and backward against the binary64 reference of
-** the same bf16-rounded inputs. P is rounded to bf16 before P V (2^-9
+/* The tensor-core forward and backward (impl: version 1, SLG_ATTN_FUSED_BF16,
+** or 2, SLG_ATTN_FA2_BF16) against the binary64 reference of the same
+** bf16-rounded inputs. P is rounded to bf16 before P V (2^-9
 ** relative, each weight), so O is held to 1e-2; L comes from float32 sums
 ** of exact products and the float32 row sums, so 1e-4. The backward rounds
 ** P and dS to bf16 for its products: dQ, dK, dV within 3e-2. */
-static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
+static void gpu_attention_bf16_case(int impl, int B, int H, int L, int dim, int causal) {
   char err[256], what[96], w[128];
   Attn t;
   attn_new(&t, B, H, L, L, dim, causal, 0);
@@ -868,16 +869,16 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
   slK_round_array(SLK_BF16, t.dout, t.dout, t.nxq);
   float *o = zeros(t.nxq), *lse = zeros(t.nl), *dq = zeros(t.nxq), *dk = zeros(t.nxk), *dv = zeros(t.nxk);
   attn_reference(&t, o, lse, dq, dk, dv);
-  snprintf(what, sizeof what, "GPU attention bf16 B%d H%d L%d dim %d%s", B, H, L, dim, causal ? " causal" : "");
+  snprintf(what, sizeof what, "GPU attention bf16%s B%d H%d L%d dim %d%s", impl == SLG_ATTN_FA2_BF16 ? " v2" : "", B, H,
+           L, dim, causal ? " causal" : "");
   memset(t.o, 0xff, t.nxq * 4), memset(t.lse, 0xff, t.nl * 4);
-  CHECK_MSG(slK_gpu()->attention_forward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err,
-                                         sizeof err) == 0,
+  CHECK_MSG(slK_gpu()->attention_forward(impl, B, H, L, dim, causal, t.q, t.k, t.v, t.o, t.lse, err, sizeof err) == 0,
             "%s: %s", what, err);
   snprintf(w, sizeof w, "%s O", what), close_all(t.o, o, t.nxq, 1e-2, 1e-2, w);
   snprintf(w, sizeof w, "%s L", what), close_all(t.lse, lse, t.nl, 1e-4, 1e-4, w);
   memset(t.dq, 0xff, t.nxq * 4), memset(t.dk, 0xff, t.nxk * 4), memset(t.dv, 0xff, t.nxk * 4);
-  CHECK_MSG(slK_gpu()->attention_backward(SLG_ATTN_FUSED_BF16, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse,
-                                          t.dq, t.dk, t.dv, err, sizeof err) == 0,
+  CHECK_MSG(slK_gpu()->attention_backward(impl, B, H, L, dim, causal, t.q, t.k, t.v, o, t.dout, lse, t.dq, t.dk, t.dv,
+                                          err, sizeof err) == 0,
             "%s backward: %s", what, err);
   snprintf(w, sizeof w, "%s dQ", what), close_all(t.dq, dq, t.nxq, 3e-2, 3e-2, w);
   snprintf(w, sizeof w, "%s dK", what), close_all(t.dk, dk, t.nxk, 3e-2, 3e-2, w);
@@ -889,11 +890,16 @@ static void gpu_attention_bf16_case(int B, int H, int L, int dim, int causal) {
 static void test_gpu_attention_bf16(void) {
   seed(9);
   static const int shapes[][3] = {{1, 1, 1}, {1, 2, 63}, {2, 3, 65}, {1, 1, 128}, {2, 2, 150}, {1, 1, 257}};
+  static const int fa2_dims[] = {64, 80, 128};
   int n = gpu_small() ? 3 : (int)(sizeof shapes / sizeof shapes[0]);
   for (int i = 0; i < n; i++)
-    for (int dim = 64; dim <= 128; dim += 64)
-      for (int causal = 0; causal < 2; causal++)
-        gpu_attention_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2], dim, causal);
+    for (int causal = 0; causal < 2; causal++) {
+      for (int dim = 64; dim <= 128; dim += 64)
+        gpu_attention_bf16_case(SLG_ATTN_FUSED_BF16, shapes[i][0], shapes[i][1], shapes[i][2], dim, causal);
+      /* version 2 (attention_fa2.cu), at the head size it adds (80) too */
+      for (int d = 0; d < 3; d++)
+        gpu_attention_bf16_case(SLG_ATTN_FA2_BF16, shapes[i][0], shapes[i][1], shapes[i][2], fa2_dims[d], causal);
+    }
 }
 
 static void test_gpu_gemm(void) {
@@ -957,6 +963,9 @@ static void test_gpu_refusals(void) {
   err[0] = 0;
   CHECK(slK_gpu()->attention_forward(SLG_ATTN_FUSED_BF16, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
   CHECK_CONTAINS(err, "dim");
+  err[0] = 0;
+  CHECK(slK_gpu()->attention_forward(SLG_ATTN_FA2_BF16, 1, 1, 16, 32, 0, x, x, x, y, l, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "64, 80 and 128");
 }
 
 /* `version` on a machine without NVIDIA's driver said "CUDA driver version
