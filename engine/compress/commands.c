@@ -160,13 +160,17 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
     free(x), free(m), free(e);
     return sl_arg_error(call, "values", "%s", err);
   }
-  sl_Value mant = sl_list_new(), scales = sl_list_new(), bf16 = sl_list_new(), values = sl_list_new();
-  sl_Value bit6 = sl_list_new(), assembled = sl_list_new(), bf16_values = sl_list_new();
+  /* the record's lists, in its order; an interrupt releases all of them */
+  enum { MANT, SCALES, BF16, VALUES, BIT6, ASSEMBLED, BF16_VALUES, NLISTS };
+  static const char *const names[NLISTS] = {"mantissas", "scales",    "bf16",       "values",
+                                            "bit6",      "assembled", "bf16_values"};
+  sl_Value l[NLISTS];
+  for (int k = 0; k < NLISTS; k++) l[k] = sl_list_new();
   float *dec = malloc(n * sizeof *dec);
   slQ_mxint8_unpack(m, e, n, g, dec);
   for (size_t i = 0; i < n; i++) {
-    if ((i & 65535) == 0 && sl_interrupted()) { /* four lists of millions of values take seconds */
-      sl_release(mant), sl_release(scales), sl_release(bf16), sl_release(values);
+    if ((i & 65535) == 0 && sl_interrupted()) { /* seven lists of millions of values take seconds */
+      for (int k = 0; k < NLISTS; k++) sl_release(l[k]);
       free(x), free(m), free(e), free(dec);
       return sl_interrupted_error(call);
     }
@@ -174,26 +178,20 @@ static int cmd_mxint8(sl_Call *call, sl_Value *result) {
     uint8_t scale = e[i / (size_t)g];
     uint16_t b = slQ_mxint8_to_bf16(m[i], scale);
     hex16(b, hex);
-    sl_list_push(mant, sl_number(m[i]));
-    sl_list_push(bf16, sl_string(hex));
-    sl_list_push(values, sl_number(dec[i]));
+    sl_list_push(l[MANT], sl_number(m[i]));
+    sl_list_push(l[BF16], sl_string(hex));
+    sl_list_push(l[VALUES], sl_number(dec[i]));
     /* the kernel's region selector: bit 6 of |m| set, the assembled pattern is the value; clear, the
     ** implicit 1 (the same sign and exponent, fraction 0) is subtracted from it */
     int a = abs((int)m[i]);
-    sl_list_push(bit6, sl_bool((a & 0x40) != 0));
+    sl_list_push(l[BIT6], sl_bool((a & 0x40) != 0));
     hex16((uint16_t)((((uint8_t)m[i] & 0x80) << 8) | (scale << 7) | ((a & 0x3F) << 1)), hex);
-    sl_list_push(assembled, sl_string(hex));
-    sl_list_push(bf16_values, sl_number(slK_bf16_to_f32(b)));
+    sl_list_push(l[ASSEMBLED], sl_string(hex));
+    sl_list_push(l[BF16_VALUES], sl_number(slK_bf16_to_f32(b)));
   }
-  for (size_t b = 0; b < n / (size_t)g; b++) sl_list_push(scales, sl_number(e[b]));
+  for (size_t b = 0; b < n / (size_t)g; b++) sl_list_push(l[SCALES], sl_number(e[b]));
   *result = sl_record_new();
-  sl_record_set(*result, "mantissas", mant);
-  sl_record_set(*result, "scales", scales);
-  sl_record_set(*result, "bf16", bf16);
-  sl_record_set(*result, "values", values);
-  sl_record_set(*result, "bit6", bit6);
-  sl_record_set(*result, "assembled", assembled);
-  sl_record_set(*result, "bf16_values", bf16_values);
+  for (int k = 0; k < NLISTS; k++) sl_record_set(*result, names[k], l[k]);
   sl_record_set(*result, "bits_per_value", sl_number(8 + 8.0 / g));
   free(x), free(m), free(e), free(dec);
   return 0;
