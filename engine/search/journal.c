@@ -519,7 +519,7 @@ static int trial_from(const Where *w, slS_Study *st, const json_t *o) {
     return missing_or(w, "draws", dj, "two whole numbers (the positions of the sampler's two streams)");
   const slM_Mt *rng[2] = {&st->rng, &st->rng2};
   for (int k = 0; k < 2; k++) {
-    char f[16];
+    char f[24];
     json_int_t x;
     snprintf(f, sizeof f, "draws[%d]", k);
     if (whole_field(w, f, json_array_get(dj, (size_t)k), 0, INT64_MAX, "a whole number of at least 0", &x) != 0)
