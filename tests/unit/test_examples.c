@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "slcommand.h"
+#include "slutil.h"
 
 static void quiet_write(void *ud, sl_Stream s, const char *t, size_t n) {}
 static void quiet_display(void *ud, const sl_Bundle *b, const char *id, int update) {}
@@ -40,6 +41,7 @@ static void test_every_example_runs(void) {
     sl_State *S = sl_new();
     sl_Value v;
     sl_Error e;
+    double t0 = slU_now();
     if (sl_execute(S, c->example, &host, &v, &e) != 0) {
       CHECK_MSG(0, "the example of %s fails: %s: %s\n%s", c->name, e.ename, e.evalue, c->example);
       sl_error_free(&e);
@@ -47,6 +49,8 @@ static void test_every_example_runs(void) {
       sl_release(v);
     }
     sl_free(S);
+    double took = slU_now() - t0;
+    if (took > 5) printf("  the example of %s took %.0f s\n", c->name, took); /* what a timeout waited on */
   }
   printf("  %d examples run\n", examples);
   CHECK(examples > 50);
