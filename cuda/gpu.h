@@ -32,7 +32,15 @@
 extern "C" {
 #endif
 
-#define SLG_BACKEND_VERSION 2
+#define SLG_BACKEND_VERSION 3
+
+/* The sums shared by every row (a bias's gradient, a norm's gain and shift
+** gradients) add their rows in chunks of SLG_SUM_ROWS: each chunk's partial
+** from zero in row order, then the partials in chunk order onto what the
+** gradient held. engine/kernels/reduce.c and cuda/ops.cu, ops_rows.cu keep
+** this one order, so both devices give the same bits while the GPU sums the
+** chunks of a column in parallel (docs/numerics.md §11). */
+#define SLG_SUM_ROWS 64
 
 /* the kernel versions the host-array calls and the benchmark cases take (engine/kernels/bench.c names each
 ** of its GPU cases' version here) */

@@ -84,21 +84,35 @@ extern "C" int slG_sync(char *err, size_t errlen) {
 
 /* ========================================================= column sums */
 
-/* y[j] += a[0][j] + a[1][j] + ..., one thread per column adding the rows in
-** order: slK_column_sums's order, so a bias gradient has the CPU's bits.
-** Neighbouring threads read neighbouring columns (coalesced); with few
-** columns and many rows this is slow, and a split over rows would lose the
-** order. */
+/* y[j] += a[0][j] + a[1][j] + ..., in slK_column_sums's order (gpu.h,
+** SLG_SUM_ROWS), so a bias gradient has the CPU's bits: a warp's lanes read
+** a row's 32 neighbouring columns (coalesced) and the block's warps sum 8
+** chunks of rows abreast (sums_layout.h), where one thread per column used
+** to walk every row alone. */
 __global__ void column_sums(const float *a, size_t rows, size_t cols, float *y) {
-  EACH_ITEM(j, cols) {
-    float acc = y[j];
-    for (size_t r = 0; r < rows; r++) acc = add_rn(acc, a[r * cols + j]);
-    y[j] = acc;
+  __shared__ float part[SLG_SUM_WARPS][SLG_SUM_LANES];
+  const int w = threadIdx.y, x = threadIdx.x;
+  const size_t chunks = slG_sum_chunks(rows);
+  for (size_t tile = blockIdx.x; tile < slG_sum_tiles(cols); tile += gridDim.x) {
+    const size_t j = tile * SLG_SUM_LANES + x;
+    float acc = w == 0 && j < cols ? y[j] : 0.0f;
+    for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
+      const size_t c = slG_sum_chunk(k, w);
+      float p = 0.0f;
+      if (j < cols && c < chunks)
+        for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) p = add_rn(p, a[r * cols + j]);
+      part[w][x] = p;
+      __syncthreads();
+      if (w == 0)
+        for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++) acc = add_rn(acc, part[v][x]);
+      __syncthreads();
+    }
+    if (w == 0 && j < cols) y[j] = acc;
   }
 }
 
 static int column_sums_launch(const float *a, size_t rows, size_t cols, float *y, char *err, size_t errlen) {
-  column_sums<<<grid_for(cols), THREADS>>>(a, rows, cols, y);
+  column_sums<<<sum_grid(cols), SUM_BLOCK>>>(a, rows, cols, y);
   return launched("column sums", err, errlen);
 }
 

@@ -21,6 +21,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "sums_layout.h"
+
 /* Every kernel runs blocks of 256 threads (a multiple of 32: the block
 ** reductions assume whole warps). Elementwise kernels loop over their items
 ** with a grid stride and row kernels over their rows with a block stride,
@@ -36,6 +38,15 @@ static inline unsigned grid_for(size_t items) {
 
 static inline unsigned grid_rows(size_t rows) {
   return (unsigned)(rows == 0 ? 1 : rows < MAX_BLOCKS ? rows : MAX_BLOCKS);
+}
+
+/* the column sums' blocks and grid (sums_layout.h): a stride over the tiles
+** of 32 columns covers any width */
+static const dim3 SUM_BLOCK(SLG_SUM_LANES, SLG_SUM_WARPS);
+
+static inline unsigned sum_grid(size_t cols) {
+  size_t tiles = slG_sum_tiles(cols);
+  return (unsigned)(tiles == 0 ? 1 : tiles < MAX_BLOCKS ? tiles : MAX_BLOCKS);
 }
 
 #define EACH_ITEM(i, n) \

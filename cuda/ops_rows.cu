@@ -12,8 +12,8 @@
 ** block here, in another order: the float32 results then differ from the
 ** CPU's only where a binary64 sum lies next to a float32 rounding boundary.
 ** Everything after the sums is computed as the CPU's loop computes it. The
-** gradients of gains and shifts sum over rows, one thread per column in row
-** order, as slK_norm_param_grads does: the CPU's bits.
+** gradients of gains and shifts sum over rows in slK_norm_param_grads's
+** chunked order (gpu.h, SLG_SUM_ROWS): the CPU's bits.
 */
 #include "module.h"
 #include "ops.h"
@@ -62,19 +62,36 @@ __global__ void layernorm_bwd(const float *x, const float *gamma, const float *d
   }
 }
 
-/* slK_norm_param_grads: dgain[j] += dy xhat, dshift[j] += dy, over the rows
-** in order, one thread per column; mean NULL for RMSNorm (x - 0 is x) */
+/* slK_norm_param_grads: dgain[j] += dy xhat, dshift[j] += dy, in its order
+** (gpu.h, SLG_SUM_ROWS), blocks and chunks as column_sums (ops.cu) takes
+** them (sums_layout.h); mean NULL for RMSNorm (x - 0 is x) */
 __global__ void norm_param_grads(const float *x, const float *dy, const float *mean, const float *rstd, size_t rows,
                                  int d, float *dgain, float *dshift) {
-  EACH_ITEM(j, (size_t)d) {
-    float g = dgain ? dgain[j] : 0.0f, s = dshift ? dshift[j] : 0.0f;
-    for (size_t r = 0; r < rows; r++) {
-      float m = mean ? mean[r] : 0.0f, gy = dy[r * d + j];
-      g = add_rn(g, mul_rn(gy, mul_rn(sub_rn(x[r * d + j], m), rstd[r])));
-      s = add_rn(s, gy);
+  __shared__ float pg[SLG_SUM_WARPS][SLG_SUM_LANES], ps[SLG_SUM_WARPS][SLG_SUM_LANES];
+  const int w = threadIdx.y, l = threadIdx.x;
+  const size_t chunks = slG_sum_chunks(rows), cols = (size_t)d;
+  for (size_t tile = blockIdx.x; tile < slG_sum_tiles(cols); tile += gridDim.x) {
+    const size_t j = tile * SLG_SUM_LANES + l;
+    const int mine = w == 0 && j < cols;
+    float g = mine && dgain ? dgain[j] : 0.0f, s = mine && dshift ? dshift[j] : 0.0f;
+    for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
+      const size_t c = slG_sum_chunk(k, w);
+      float a = 0.0f, b = 0.0f;
+      if (j < cols && c < chunks)
+        for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) {
+          float m = mean ? mean[r] : 0.0f, gy = dy[r * cols + j];
+          a = add_rn(a, mul_rn(gy, mul_rn(sub_rn(x[r * cols + j], m), rstd[r])));
+          b = add_rn(b, gy);
+        }
+      pg[w][l] = a, ps[w][l] = b;
+      __syncthreads();
+      if (w == 0)
+        for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++)
+          g = add_rn(g, pg[v][l]), s = add_rn(s, ps[v][l]);
+      __syncthreads();
     }
-    if (dgain) dgain[j] = g;
-    if (dshift) dshift[j] = s;
+    if (mine && dgain) dgain[j] = g;
+    if (mine && dshift) dshift[j] = s;
   }
 }
 
@@ -95,7 +112,7 @@ extern "C" int slG_layernorm_forward(const float *x, const float *gamma, const f
 static int param_grads_launch(const float *x, const float *dy, const float *mean, const float *rstd, size_t rows, int d,
                               float *dgain, float *dshift, char *err, size_t errlen) {
   if (!dgain && !dshift) return 0;
-  norm_param_grads<<<grid_for((size_t)d), THREADS>>>(x, dy, mean, rstd, rows, d, dgain, dshift);
+  norm_param_grads<<<sum_grid((size_t)d), SUM_BLOCK>>>(x, dy, mean, rstd, rows, d, dgain, dshift);
   return launched("norm parameter gradients", err, errlen);
 }
 

@@ -4,19 +4,23 @@
 **
 **   cmake --build build && build/test_reduce     (checks both against the reference)
 **
-** Every column sums its rows in row order, whoever runs it, so the result
-** does not depend on the thread count. The work is split by blocks of 16
-** columns (one cache line of each row), and a block keeps its 16 running
-** sums in locals across the rows. The first version summed into the output
-** array itself, row after row: the compiler cannot keep those sums in
-** registers (the output might alias the inputs), so every row paid a load
-** and a store per column, and with the norm's test of which gradients to
-** keep inside the loop the gain and shift gradients took 13% of the image
-** transformer's training step. The locals start from the output's values
-** and add the same terms in the same order, so the numbers are unchanged.
+** The order of the sums is one for both devices (cuda/gpu.h, SLG_SUM_ROWS):
+** a column's rows are added in chunks of 64, each chunk's partial from zero
+** in row order, and the partials in chunk order onto the output's value.
+** Whoever runs it, the result does not depend on the thread count, and the
+** GPU, which sums a column's chunks in parallel (cuda/ops.cu), gives the
+** same bits. The work here is split by blocks of 16 columns (one cache line
+** of each row), and a block keeps its 16 running sums and 16 partials in
+** locals across the rows. The first version summed into the output array
+** itself, row after row: the compiler cannot keep those sums in registers
+** (the output might alias the inputs), so every row paid a load and a
+** store per column, and with the norm's test of which gradients to keep
+** inside the loop the gain and shift gradients took 13% of the image
+** transformer's training step.
 */
 #include <string.h>
 
+#include "cuda/gpu.h"
 #include "parallel.h"
 #include "reduce.h"
 
@@ -34,12 +38,17 @@ static void sums_block(const Sums *t, size_t j0, size_t w) {
   float acc[W];
   memcpy(acc, t->y + j0, w * sizeof *acc);
   const float *a = t->a + j0;
-  if (w == W) {
-    for (size_t r = 0; r < t->rows; r++, a += t->cols)
-      for (int j = 0; j < W; j++) acc[j] += a[j];
-  } else {
-    for (size_t r = 0; r < t->rows; r++, a += t->cols)
-      for (size_t j = 0; j < w; j++) acc[j] += a[j];
+  for (size_t r0 = 0; r0 < t->rows; r0 += SLG_SUM_ROWS) {
+    size_t r1 = t->rows - r0 < SLG_SUM_ROWS ? t->rows : r0 + SLG_SUM_ROWS;
+    float part[W] = {0};
+    if (w == W) {
+      for (size_t r = r0; r < r1; r++, a += t->cols)
+        for (int j = 0; j < W; j++) part[j] += a[j];
+    } else {
+      for (size_t r = r0; r < r1; r++, a += t->cols)
+        for (size_t j = 0; j < w; j++) part[j] += a[j];
+    }
+    for (size_t j = 0; j < w; j++) acc[j] += part[j];
   }
   memcpy(t->y + j0, acc, w * sizeof *acc);
 }
@@ -81,15 +90,20 @@ static void norm_block(const Norm *t, size_t j0, size_t w) {
   if (t->dgain) memcpy(g, t->dgain + j0, w * sizeof *g);
   if (t->dshift) memcpy(s, t->dshift + j0, w * sizeof *s);
   const float *x = t->x + j0, *dy = t->dy + j0;
-  for (size_t r = 0; r < t->rows; r++, x += t->d, dy += t->d) {
-    float m = t->mean[r * t->mstride], rs = t->rstd[r * t->stride];
-    if (w == W) {
-      for (int j = 0; j < W; j++) g[j] += dy[j] * ((x[j] - m) * rs);
-      for (int j = 0; j < W; j++) s[j] += dy[j];
-    } else {
-      for (size_t j = 0; j < w; j++) g[j] += dy[j] * ((x[j] - m) * rs);
-      for (size_t j = 0; j < w; j++) s[j] += dy[j];
+  for (size_t r0 = 0; r0 < t->rows; r0 += SLG_SUM_ROWS) {
+    size_t r1 = t->rows - r0 < SLG_SUM_ROWS ? t->rows : r0 + SLG_SUM_ROWS;
+    float pg[W] = {0}, ps[W] = {0};
+    for (size_t r = r0; r < r1; r++, x += t->d, dy += t->d) {
+      float m = t->mean[r * t->mstride], rs = t->rstd[r * t->stride];
+      if (w == W) {
+        for (int j = 0; j < W; j++) pg[j] += dy[j] * ((x[j] - m) * rs);
+        for (int j = 0; j < W; j++) ps[j] += dy[j];
+      } else {
+        for (size_t j = 0; j < w; j++) pg[j] += dy[j] * ((x[j] - m) * rs);
+        for (size_t j = 0; j < w; j++) ps[j] += dy[j];
+      }
     }
+    for (size_t j = 0; j < w; j++) g[j] += pg[j], s[j] += ps[j];
   }
   if (t->dgain) memcpy(t->dgain + j0, g, w * sizeof *g);
   if (t->dshift) memcpy(t->dshift + j0, s, w * sizeof *s);

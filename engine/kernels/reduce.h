@@ -9,14 +9,15 @@
 
 #include <stddef.h>
 
-/* y[j] += a[0][j] + a[1][j] + ... + a[rows-1][j], added in row order, for
-** the cols columns of a (row stride cols) */
+/* y[j] += a[0][j] + a[1][j] + ... + a[rows-1][j] for the cols columns of a
+** (row stride cols), in the order of cuda/gpu.h's SLG_SUM_ROWS: partials of
+** 64 rows each, from zero in row order, added to y[j] in chunk order */
 void slK_column_sums(const float *a, size_t rows, size_t cols, float *y);
 
 /* The gain and shift gradients of a norm over rows of d features:
 **   dgain[j]  += sum over r of dy[r][j] * ((x[r][j] - mean[r]) * rstd[r])
 **   dshift[j] += sum over r of dy[r][j]
-** added in row order. Row r's mean is mean[r * stride] and its 1/std
+** added in the order of slK_column_sums. Row r's mean is mean[r * stride] and its 1/std
 ** rstd[r * stride] (stride 2 reads statistics stored in pairs); mean NULL
 ** for a norm without centring (RMSNorm); dgain or dshift NULL to skip it. */
 void slK_norm_param_grads(const float *x, const float *dy, const float *mean, const float *rstd, size_t stride,

@@ -35,6 +35,10 @@
 **                       every ldmatrix by PTX's definition too, every
 **                       cp.async and ldmatrix row against the layout and
 **                       its alignments; dim 64, 80 and 128
+**   column sums         ops.cu's column_sums and ops_rows.cu's
+**                       norm_param_grads, block by block, warp by warp,
+**                       through sums_layout.h, on grids smaller and larger
+**                       than the columns' tiles: the bits of reduce.c
 **
 ** Tolerances: the emulated products sum in binary64, the CPU operators in
 ** float32 (OpenBLAS's order): 1e-5 relative to the terms' scale. The
@@ -51,8 +55,10 @@
 #include "cuda/attention_fa2_layout.h"
 #include "cuda/attention_tc_layout.h"
 #include "cuda/cublas_args.h"
+#include "cuda/sums_layout.h"
 #include "graph/devgemm.h"
 #include "graph/model.h"
+#include "kernels/reduce.h"
 #include "kernels/kernels.h"
 #include "kernels/round.h"
 
@@ -1176,7 +1182,80 @@ static void test_register_attention(void) {
   CHECK(!slG_fa2_dim_ok(96) && slG_fa2_dim_ok(80));
 }
 
+/* ---------------------------------------------------------- column sums */
+
+/* ops.cu's column_sums (norm: ops_rows.cu's norm_param_grads, y the gain's and y2 the shift's gradient) on a grid
+** of `grid` blocks: each round's partials by every warp, then warp 0's adds, as the two __syncthreads part them */
+static void emulated_sums(const float *a, const float *x, const float *mean, const float *rstd, size_t rows,
+                          size_t cols, float *y, float *y2, unsigned grid, int norm) {
+  float part[SLG_SUM_WARPS][SLG_SUM_LANES], part2[SLG_SUM_WARPS][SLG_SUM_LANES];
+  float acc[SLG_SUM_LANES], acc2[SLG_SUM_LANES];
+  const size_t chunks = slG_sum_chunks(rows);
+  for (unsigned block = 0; block < grid; block++)
+    for (size_t tile = block; tile < slG_sum_tiles(cols); tile += grid) {
+      for (int l = 0; l < SLG_SUM_LANES; l++) {
+        size_t j = tile * SLG_SUM_LANES + l;
+        acc[l] = j < cols ? y[j] : 0.0f, acc2[l] = j < cols && norm ? y2[j] : 0.0f;
+      }
+      for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
+        for (int w = 0; w < SLG_SUM_WARPS; w++)
+          for (int l = 0; l < SLG_SUM_LANES; l++) {
+            const size_t j = tile * SLG_SUM_LANES + l, c = slG_sum_chunk(k, w);
+            float p = 0.0f, p2 = 0.0f;
+            if (j < cols && c < chunks)
+              for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) {
+                CHECK(r < rows);
+                float gy = a[r * cols + j];
+                if (norm) p += gy * ((x[r * cols + j] - (mean ? mean[r] : 0.0f)) * rstd[r]), p2 += gy;
+                else p += gy;
+              }
+            part[w][l] = p, part2[w][l] = p2;
+          }
+        for (int l = 0; l < SLG_SUM_LANES; l++)
+          for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++)
+            acc[l] += part[v][l], acc2[l] += part2[v][l];
+      }
+      for (int l = 0; l < SLG_SUM_LANES; l++) {
+        size_t j = tile * SLG_SUM_LANES + l;
+        if (j < cols) y[j] = acc[l];
+        if (j < cols && norm) y2[j] = acc2[l];
+      }
+    }
+}
+
+static int bits_equal(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+static void test_column_sums(void) {
+  slM_rng_seed(&rng, 43);
+  static const size_t shapes[][2] = {{1, 1}, {64, 31}, {65, 32}, {511, 33}, {513, 70}, {1100, 100}, {3000, 7}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+    for (unsigned grid = 1; grid <= 5; grid += 4) {
+      size_t rows = shapes[s][0], cols = shapes[s][1];
+      float *a = malloc(rows * cols * sizeof *a), *x = malloc(rows * cols * sizeof *x), *st = malloc(2 * rows * 4);
+      float *y[4], *z[4];
+      for (size_t i = 0; i < rows * cols; i++) a[i] = (float)slM_rng_normal(&rng), x[i] = (float)slM_rng_normal(&rng);
+      for (size_t i = 0; i < 2 * rows; i++) st[i] = (float)slM_rng_normal(&rng);
+      for (int k = 0; k < 4; k++) {
+        y[k] = malloc(cols * sizeof *y[k]), z[k] = malloc(cols * sizeof *z[k]);
+        for (size_t j = 0; j < cols; j++) y[k][j] = z[k][j] = (float)slM_rng_normal(&rng);
+      }
+      emulated_sums(a, NULL, NULL, NULL, rows, cols, y[0], NULL, grid, 0);
+      slK_column_sums(a, rows, cols, z[0]);
+      CHECK_MSG(bits_equal(y[0], z[0], cols), "column sums, %zu x %zu, grid %u", rows, cols, grid);
+      emulated_sums(a, x, st, st + rows, rows, cols, y[1], y[2], grid, 1);
+      slK_norm_param_grads(x, a, st, st + rows, 1, rows, (int)cols, z[1], z[2]);
+      CHECK_MSG(bits_equal(y[1], z[1], cols) && bits_equal(y[2], z[2], cols), "layer norm's gradients, %zu x %zu", rows,
+                cols);
+      emulated_sums(a, x, NULL, st + rows, rows, cols, y[3], y[2], grid, 1);
+      slK_norm_param_grads(x, a, NULL, st + rows, 1, rows, (int)cols, z[3], NULL);
+      CHECK_MSG(bits_equal(y[3], z[3], cols), "RMSNorm's gain gradient, %zu x %zu", rows, cols);
+      for (int k = 0; k < 4; k++) free(y[k]), free(z[k]);
+      free(a), free(x), free(st);
+    }
+}
+
 int main(void) {
+  RUN(test_column_sums);
   RUN(test_cublas_rules);
   RUN(test_cublas_requests);
   RUN(test_tensor_core_attention);

@@ -19,7 +19,8 @@
 **              ReLU, the residual add, dropout's mask and output, GELU's
 **              forward, the embedding both ways, RoPE from the same table,
 **              bfloat16 rounding, the cross-entropy backward, the gradients
-**              of biases, gains and shifts (column sums in row order), SGD
+**              of biases, gains and shifts (column sums in gpu.h's chunked
+**              order; 1,100 rows take three rounds of 8 chunks), SGD
 **              and AdamW
 **   1e-6       a row's sums in binary64, in another order, then rounded to
 **              float32 (norm statistics, softmax's <dy, y>, RMSNorm's dot):
@@ -335,8 +336,8 @@ static void linear_case(int rows, int in_f, int out_f) {
 }
 
 static void test_linear(void) {
-  static const int s[][3] = {{1, 1, 1}, {31, 33, 7}, {33, 17, 65}, {257, 129, 31}, {64, 256, 130}};
-  for (int i = 0; i < shapes(5, 3); i++) linear_case(s[i][0], s[i][1], s[i][2]);
+  static const int s[][3] = {{1, 1, 1}, {31, 33, 7}, {33, 17, 65}, {257, 129, 31}, {64, 256, 130}, {1100, 33, 70}};
+  for (int i = 0; i < shapes(6, 3); i++) linear_case(s[i][0], s[i][1], s[i][2]);
 }
 
 /* ---------------------------------------------------------- the rows */
@@ -383,8 +384,8 @@ static void norm_case(int rows, int d, int rms) {
 }
 
 static void test_norms(void) {
-  static const int s[][2] = {{1, 1}, {31, 7}, {33, 33}, {257, 129}, {5, 1000}, {2, 4097}};
-  for (int i = 0; i < shapes(6, 3); i++)
+  static const int s[][2] = {{1, 1}, {31, 7}, {33, 33}, {257, 129}, {5, 1000}, {2, 4097}, {1100, 65}};
+  for (int i = 0; i < shapes(7, 3); i++)
     for (int rms = 0; rms < 2; rms++) norm_case(s[i][0], s[i][1], rms);
 }
 
