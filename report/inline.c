@@ -630,9 +630,10 @@ char *slR_inline_fill(json_t *cell, const char *src, int block) {
     char *text = NULL;
     if (!result) snprintf(err, sizeof err, "not evaluated");
     if (result && slR_inline_format(result, v[j].spec, &text, err, sizeof err) == 0) {
-      if (v[j].timing) slU_add(&t, "<span class=\"syslab-timing\">");
+      int span = v[j].timing && text[0]; /* an empty measurement (a sentence left out) leaves no empty span */
+      if (span) slU_add(&t, "<span class=\"syslab-timing\">");
       slR_md_escape(&t, text, src + at, block);
-      if (v[j].timing) slU_add(&t, "</span>");
+      if (span) slU_add(&t, "</span>");
       free(text);
     } else {
       slU_add(&t, "**[inline value ");

@@ -134,6 +134,12 @@ def test_the_exact_value_not_the_printed_digits(tmp_path):
             "E 0.333333333") in md
 
 
+def test_an_empty_measurement_leaves_no_span(tmp_path):
+    md = filled(tmp_path, [("code", 'none = ""\nsome = " It took 2 s."'),
+                           ("md", "Done.{eval .timing}`none` Next.{{ some !timing }}")])
+    assert 'Done. Next.<span class="syslab-timing"> It took 2 s.</span>' in md, md
+
+
 def test_eval_role_reads_as_braces_do(tmp_path):
     """MyST's {eval} is read like {{ }}: the same values, the timing mark as
     the class .timing, the executed notebook keeping the role's text where
