@@ -87,28 +87,17 @@ extern "C" int slG_sync(char *err, size_t errlen) {
 /* y[j] += a[0][j] + a[1][j] + ..., in slK_column_sums's order (gpu.h,
 ** SLG_SUM_ROWS), so a bias gradient has the CPU's bits: a warp's lanes read
 ** a row's 32 neighbouring columns (coalesced) and the block's warps sum 8
-** chunks of rows abreast (sums_layout.h), where one thread per column used
-** to walk every row alone. */
+** chunks of rows abreast (ops.h's chunked_column_sums, sums_layout.h),
+** where one thread per column used to walk every row alone. */
+struct RowTerm { /* a column sum's term: the element */
+  const float *a;
+  size_t cols;
+  __device__ void term(size_t r, size_t j, float *t) const { t[0] = a[r * cols + j]; }
+};
+
 __global__ void column_sums(const float *a, size_t rows, size_t cols, float *y) {
-  __shared__ float part[SLG_SUM_WARPS][SLG_SUM_LANES];
-  const int w = threadIdx.y, x = threadIdx.x;
-  const size_t chunks = slG_sum_chunks(rows);
-  for (size_t tile = blockIdx.x; tile < slG_sum_tiles(cols); tile += gridDim.x) {
-    const size_t j = tile * SLG_SUM_LANES + x;
-    float acc = w == 0 && j < cols ? y[j] : 0.0f;
-    for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
-      const size_t c = slG_sum_chunk(k, w);
-      float p = 0.0f;
-      if (j < cols && c < chunks)
-        for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) p = add_rn(p, a[r * cols + j]);
-      part[w][x] = p;
-      __syncthreads();
-      if (w == 0)
-        for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++) acc = add_rn(acc, part[v][x]);
-      __syncthreads();
-    }
-    if (w == 0 && j < cols) y[j] = acc;
-  }
+  float *const ys[1] = {y};
+  chunked_column_sums<1>(RowTerm{a, cols}, rows, cols, ys);
 }
 
 static int column_sums_launch(const float *a, size_t rows, size_t cols, float *y, char *err, size_t errlen) {

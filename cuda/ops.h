@@ -40,14 +40,10 @@ static inline unsigned grid_rows(size_t rows) {
   return (unsigned)(rows == 0 ? 1 : rows < MAX_BLOCKS ? rows : MAX_BLOCKS);
 }
 
-/* the column sums' blocks and grid (sums_layout.h): a stride over the tiles
-** of 32 columns covers any width */
+/* the column sums' blocks, and their grid: a block per tile of 32 columns
+** (sums_layout.h), as grid_rows gives a block per row */
 static const dim3 SUM_BLOCK(SLG_SUM_LANES, SLG_SUM_WARPS);
-
-static inline unsigned sum_grid(size_t cols) {
-  size_t tiles = slG_sum_tiles(cols);
-  return (unsigned)(tiles == 0 ? 1 : tiles < MAX_BLOCKS ? tiles : MAX_BLOCKS);
-}
+static inline unsigned sum_grid(size_t cols) { return grid_rows(slG_sum_tiles(cols)); }
 
 #define EACH_ITEM(i, n) \
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
@@ -72,6 +68,45 @@ __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, 
 __device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+
+/* NS sums down the columns at once, in gpu.h's chunked order, so that they
+** have reduce.c's bits (sums_layout.h says which warp sums which rows): f.term(r,
+** j, t) gives row r's NS terms of column j; y[s] gets sum s added (NULL: not
+** kept). For blocks of SUM_BLOCK threads, on a grid of any size. */
+template <int NS, class F>
+__device__ void chunked_column_sums(const F &f, size_t rows, size_t cols, float *const *y) {
+  __shared__ float part[NS][SLG_SUM_WARPS][SLG_SUM_LANES];
+  const int w = threadIdx.y, l = threadIdx.x;
+  const size_t chunks = slG_sum_chunks(rows);
+  for (size_t tile = blockIdx.x; tile < slG_sum_tiles(cols); tile += gridDim.x) {
+    const size_t j = tile * SLG_SUM_LANES + l;
+    const bool mine = w == 0 && j < cols; /* warp 0 holds the running sums */
+    float acc[NS];
+#pragma unroll
+    for (int s = 0; s < NS; s++) acc[s] = mine && y[s] ? y[s][j] : 0.0f;
+    for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
+      const size_t c = slG_sum_chunk(k, w);
+      float p[NS] = {}, t[NS];
+      if (j < cols && c < chunks)
+        for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) {
+          f.term(r, j, t);
+#pragma unroll
+          for (int s = 0; s < NS; s++) p[s] = add_rn(p[s], t[s]);
+        }
+#pragma unroll
+      for (int s = 0; s < NS; s++) part[s][w][l] = p[s];
+      __syncthreads();
+      if (w == 0)
+        for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++)
+#pragma unroll
+          for (int s = 0; s < NS; s++) acc[s] = add_rn(acc[s], part[s][v][l]);
+      __syncthreads();
+    }
+#pragma unroll
+    for (int s = 0; s < NS; s++)
+      if (mine && y[s]) y[s][j] = acc[s];
+  }
+}
 
 /* The sum of v over the block, the same value in every thread: a warp
 ** shuffle tree, then each thread adds the warps' sums in warp order. red is

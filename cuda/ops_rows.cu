@@ -63,36 +63,23 @@ __global__ void layernorm_bwd(const float *x, const float *gamma, const float *d
 }
 
 /* slK_norm_param_grads: dgain[j] += dy xhat, dshift[j] += dy, in its order
-** (gpu.h, SLG_SUM_ROWS), blocks and chunks as column_sums (ops.cu) takes
-** them (sums_layout.h); mean NULL for RMSNorm (x - 0 is x) */
+** (gpu.h, SLG_SUM_ROWS), both sums at once through ops.h's
+** chunked_column_sums, as column_sums (ops.cu); mean NULL for RMSNorm
+** (x - 0 is x) */
+struct NormTerms { /* the gain's term dy xhat and the shift's dy */
+  const float *x, *dy, *mean, *rstd;
+  size_t d;
+  __device__ void term(size_t r, size_t j, float *t) const {
+    float m = mean ? mean[r] : 0.0f, gy = dy[r * d + j];
+    t[0] = mul_rn(gy, mul_rn(sub_rn(x[r * d + j], m), rstd[r]));
+    t[1] = gy;
+  }
+};
+
 __global__ void norm_param_grads(const float *x, const float *dy, const float *mean, const float *rstd, size_t rows,
                                  int d, float *dgain, float *dshift) {
-  __shared__ float pg[SLG_SUM_WARPS][SLG_SUM_LANES], ps[SLG_SUM_WARPS][SLG_SUM_LANES];
-  const int w = threadIdx.y, l = threadIdx.x;
-  const size_t chunks = slG_sum_chunks(rows), cols = (size_t)d;
-  for (size_t tile = blockIdx.x; tile < slG_sum_tiles(cols); tile += gridDim.x) {
-    const size_t j = tile * SLG_SUM_LANES + l;
-    const int mine = w == 0 && j < cols;
-    float g = mine && dgain ? dgain[j] : 0.0f, s = mine && dshift ? dshift[j] : 0.0f;
-    for (size_t k = 0; slG_sum_chunk(k, 0) < chunks; k++) {
-      const size_t c = slG_sum_chunk(k, w);
-      float a = 0.0f, b = 0.0f;
-      if (j < cols && c < chunks)
-        for (size_t r = slG_sum_first(c); r < slG_sum_end(c, rows); r++) {
-          float m = mean ? mean[r] : 0.0f, gy = dy[r * cols + j];
-          a = add_rn(a, mul_rn(gy, mul_rn(sub_rn(x[r * cols + j], m), rstd[r])));
-          b = add_rn(b, gy);
-        }
-      pg[w][l] = a, ps[w][l] = b;
-      __syncthreads();
-      if (w == 0)
-        for (int v = 0; v < SLG_SUM_WARPS && slG_sum_chunk(k, v) < chunks; v++)
-          g = add_rn(g, pg[v][l]), s = add_rn(s, ps[v][l]);
-      __syncthreads();
-    }
-    if (mine && dgain) dgain[j] = g;
-    if (mine && dshift) dshift[j] = s;
-  }
+  float *const ys[2] = {dgain, dshift};
+  chunked_column_sums<2>(NormTerms{x, dy, mean, rstd, (size_t)d}, rows, (size_t)d, ys);
 }
 
 static int rows_check(int d, const char *what, char *err, size_t errlen) {

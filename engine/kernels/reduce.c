@@ -4,7 +4,8 @@
 **
 **   cmake --build build && build/test_reduce     (checks both against the reference)
 **
-** The order of the sums is one for both devices (cuda/gpu.h, SLG_SUM_ROWS):
+** The order of the sums is one for both devices (cuda/gpu.h, SLG_SUM_ROWS;
+** the chunks' bounds from cuda/sums_layout.h, as the GPU's kernels take them):
 ** a column's rows are added in chunks of 64, each chunk's partial from zero
 ** in row order, and the partials in chunk order onto the output's value.
 ** Whoever runs it, the result does not depend on the thread count, and the
@@ -20,7 +21,7 @@
 */
 #include <string.h>
 
-#include "cuda/gpu.h"
+#include "cuda/sums_layout.h"
 #include "parallel.h"
 #include "reduce.h"
 
@@ -38,8 +39,8 @@ static void sums_block(const Sums *t, size_t j0, size_t w) {
   float acc[W];
   memcpy(acc, t->y + j0, w * sizeof *acc);
   const float *a = t->a + j0;
-  for (size_t r0 = 0; r0 < t->rows; r0 += SLG_SUM_ROWS) {
-    size_t r1 = t->rows - r0 < SLG_SUM_ROWS ? t->rows : r0 + SLG_SUM_ROWS;
+  for (size_t c = 0; c < slG_sum_chunks(t->rows); c++) {
+    size_t r0 = slG_sum_first(c), r1 = slG_sum_end(c, t->rows);
     float part[W] = {0};
     if (w == W) {
       for (size_t r = r0; r < r1; r++, a += t->cols)
@@ -90,8 +91,8 @@ static void norm_block(const Norm *t, size_t j0, size_t w) {
   if (t->dgain) memcpy(g, t->dgain + j0, w * sizeof *g);
   if (t->dshift) memcpy(s, t->dshift + j0, w * sizeof *s);
   const float *x = t->x + j0, *dy = t->dy + j0;
-  for (size_t r0 = 0; r0 < t->rows; r0 += SLG_SUM_ROWS) {
-    size_t r1 = t->rows - r0 < SLG_SUM_ROWS ? t->rows : r0 + SLG_SUM_ROWS;
+  for (size_t c = 0; c < slG_sum_chunks(t->rows); c++) {
+    size_t r0 = slG_sum_first(c), r1 = slG_sum_end(c, t->rows);
     float pg[W] = {0}, ps[W] = {0};
     for (size_t r = r0; r < r1; r++, x += t->d, dy += t->d) {
       float m = t->mean[r * t->mstride], rs = t->rstd[r * t->stride];

@@ -1184,7 +1184,7 @@ static void test_register_attention(void) {
 
 /* ---------------------------------------------------------- column sums */
 
-/* ops.cu's column_sums (norm: ops_rows.cu's norm_param_grads, y the gain's and y2 the shift's gradient) on a grid
+/* ops.h's chunked_column_sums as column_sums (norm: norm_param_grads, y the gain's and y2 the shift's gradient) on a grid
 ** of `grid` blocks: each round's partials by every warp, then warp 0's adds, as the two __syncthreads part them */
 static void emulated_sums(const float *a, const float *x, const float *mean, const float *rstd, size_t rows,
                           size_t cols, float *y, float *y2, unsigned grid, int norm) {
