@@ -236,6 +236,17 @@ void slM_zero_grads(slM_Graph *g) {
     }
 }
 
+/* A fresh model has no parameter gradients: the first backward pass that needs one makes it (slots.c, devslots.c).
+** A parameter shared by several nodes is met more than once; its gradient goes at the first. */
+void slM_release_grads(slM_Graph *g) {
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->nodes[i].nparams; k++) {
+      slM_Param *p = g->nodes[i].params[k];
+      slM_tensor_free(p->grad);
+      p->grad = NULL;
+    }
+}
+
 void slM_release_activations(slM_Graph *g) {
   slM_plan_release(g);         /* the arena and its views */
   slM_product_free_weights(g); /* the weights' 16-bit working copies */

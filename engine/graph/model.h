@@ -314,5 +314,6 @@ float *slM_input_rows(slM_Graph *g, int batch);
 double slM_backward(slM_Graph *g, const uint8_t *labels, int batch);
 void slM_zero_grads(slM_Graph *g);
 void slM_release_activations(slM_Graph *g);
+void slM_release_grads(slM_Graph *g); /* back to a fresh model's: no parameter gradients */
 
 #endif

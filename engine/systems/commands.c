@@ -316,8 +316,14 @@ static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *faul
     slL_Timing tm;
     g->fault[0] = '\0';
     slL_batch_init(&bt, g, b->batch, T, 1);
-    slM_release_activations(g); /* each row starts cold, as a fresh process would */
+    /* each row starts cold, as a fresh process would: without the activations and the parameter gradients of the
+    ** run before, which the prediction this run was admitted by does not count (a forward after a training run
+    ** would otherwise hold the gradients too: large's 3.1 GB took a forward predicted to fit past the memory) */
+    slM_release_activations(g);
+    slM_release_grads(g);
+    slM_mem_reset();
     slL_time_steps(g, &bt, train, warmup, b->steps, &tm);
+    double measured = (double)slM_mem_total_peak();
     slL_batch_free(&bt);
     if (g->fault[0]) {
       lm_bench_fault(t, r, status, g->fault);
@@ -328,6 +334,7 @@ static void lm_bench_runs(slT_Table *t, size_t r, slM_Graph *g, const char *faul
     slL_setn(t, r, train ? "warmup_s_train" : "warmup_s_fwd", tm.warmup_seconds);
     slL_setn(t, r, train ? "mean_s_train" : "mean_s_fwd", tm.mean);
     slL_setn(t, r, train ? "std_s_train" : "std_s_fwd", tm.std);
+    slL_setn(t, r, train ? "measured_gb_train" : "measured_gb_fwd", measured / 1e9);
   }
 }
 
@@ -377,6 +384,8 @@ static int cmd_lm_bench(sl_Call *call, sl_Value *result) {
                         "status_train",
                         "predicted_gb_fwd",
                         "predicted_gb_train",
+                        "measured_gb_fwd",
+                        "measured_gb_train",
                         "warmup_s_fwd",
                         "warmup_s_train",
                         "mean_s_fwd",
@@ -604,7 +613,8 @@ static const sl_Command commands[] = {
   {"lm_bench", "benchmark", "Time forward and forward+backward steps of language-model presets over context lengths and warm-ups.",
    "For every preset, context and warm-up count: the warm-up time, then the mean and standard deviation of `steps` "
    "timed steps, for the forward pass and for forward+backward (the table of the CS336 systems assignment's end-to-end benchmark, its §1.1.3). Each row starts "
-   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; with "
+   "cold. Configurations predicted over the budget are reported as OOM with their predicted peak, not run; a run "
+   "measures its peak (`measured_gb_fwd`, `measured_gb_train`: the tensors the model and its step hold); with "
    "`max_step_s`, a run whose step is predicted to take longer (its FLOPs at the rate of the last run measured, "
    "`predicted_s_fwd` and `predicted_s_train`) is reported as SLOW, not run; the first run measured has no "
    "prediction. A run "

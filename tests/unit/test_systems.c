@@ -484,6 +484,28 @@ static void test_lm_bench_keeps_rows(void) {
   sl_free(S);
 }
 
+/* Each lm_bench run starts as a fresh model: the forward at the second context comes after the first context's
+** training run, and holds no gradients from it, so every run's measured peak stays within the prediction it was
+** admitted by. (Holding them, the forward measured the parameters twice over: over its prediction, which is how a
+** forward predicted to fit the machine's memory was killed once the run before it had trained.) */
+static void test_lm_bench_runs_start_fresh(void) {
+  sl_State *S = sl_new();
+  check_eval(S, "b = lm_bench presets=[\"tiny\"] contexts=[32, 16] warmups=[0, 1] steps=1 batch=2");
+  CHECK_STREQ(check_eval(S, "[b.status_fwd, b.status_train]"),
+              "[[\"OK\", \"OK\", \"OK\", \"OK\"], [\"OK\", \"OK\", \"OK\", \"OK\"]]");
+  for (int r = 0; r < 4; r++) {
+    char q[160];
+    snprintf(q, sizeof q,
+             "[b.measured_gb_fwd[%d], b.predicted_gb_fwd[%d], b.measured_gb_train[%d], b.predicted_gb_train[%d]]", r, r,
+             r, r);
+    double v[4];
+    CHECK(sscanf(check_eval(S, q), "[%lf, %lf, %lf, %lf]", &v[0], &v[1], &v[2], &v[3]) == 4);
+    CHECK_MSG(v[0] > 0 && v[0] <= v[1], "row %d: forward measured %g GB, predicted %g GB", r, v[0], v[1]);
+    CHECK_MSG(v[2] > v[0] && v[2] <= v[3], "row %d: training measured %g GB, predicted %g GB", r, v[2], v[3]);
+  }
+  sl_free(S);
+}
+
 /* memory_profile measures the profiled model alone, whatever else the session holds */
 static void test_memory_profile_is_the_models_own(void) {
   sl_State *S = sl_new();
@@ -564,6 +586,7 @@ int main(void) {
   RUN(test_budget_and_refusal);
   RUN(test_budget_limits_hold);
   RUN(test_lm_bench_keeps_rows);
+  RUN(test_lm_bench_runs_start_fresh);
   RUN(test_memory_profile_is_the_models_own);
   RUN(test_attention_precision_and_fusion_pass);
   RUN(test_held_model_counts_once);
